@@ -1,0 +1,1 @@
+"""Thin shells around git, the file system and SQLite."""

@@ -1,0 +1,172 @@
+"""Git as facts for the planner, and the one change it makes (creating a worktree).
+
+Reads run `git` once through `run_git` with an argument list: importing GitPython takes longer (~0.1 s)
+than a whole decision, so it is only imported on the rare path that changes the repository.
+Finding the repository reads `.git` files directly, without starting a process.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from teleclaude.core.model import MainStatus, Worktree, WorktreeState
+
+TREES = "trees"
+
+
+class NotAGitRepo(Exception):
+    pass
+
+
+class WorktreeError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Repo:
+    root: Path  # the main checkout
+    common_dir: Path  # the git directory shared by all worktrees
+
+    def tree(self, slug: str) -> Path:
+        return self.root / TREES / slug
+
+
+def find_repo(cwd: str | os.PathLike) -> Repo:
+    """The main checkout that `cwd` belongs to, also from inside a worktree or a subfolder."""
+    start = Path(cwd).absolute()
+    if not start.is_dir():
+        raise NotAGitRepo(f"{start} is not a directory")
+    for folder in (start, *start.parents):
+        dot_git = folder / ".git"
+        if dot_git.is_dir():
+            return Repo(folder, dot_git)
+        if dot_git.is_file():
+            return _repo_from_gitfile(folder, dot_git)
+    raise NotAGitRepo(f"{start} is not inside a git repository")
+
+
+def _repo_from_gitfile(folder: Path, dot_git: Path) -> Repo:
+    git_dir = _gitfile_target(dot_git)
+    if git_dir is None or not git_dir.is_dir():
+        raise NotAGitRepo(f"{dot_git} does not point to a git directory")
+    common = _common_dir(git_dir)
+    if common == git_dir:  # a submodule or a separate git dir: this folder is its own main checkout
+        return Repo(folder, git_dir)
+    return Repo(common.parent, common)
+
+
+def _gitfile_target(dot_git: Path) -> Path | None:
+    try:
+        content = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if not content.startswith("gitdir:"):
+        return None
+    return (dot_git.parent / content.removeprefix("gitdir:").strip()).resolve()
+
+
+def _common_dir(git_dir: Path) -> Path:
+    try:
+        pointer = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+    except OSError:
+        return git_dir
+    return (git_dir / pointer).resolve()
+
+
+def run_git(args: list[str], cwd: Path) -> str:
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, check=False)
+    if done.returncode != 0:
+        raise subprocess.CalledProcessError(done.returncode, ["git", *args], done.stdout, done.stderr)
+    return done.stdout.decode("utf-8", errors="surrogateescape")
+
+
+def status(cwd: Path, pathspec: str | None = None) -> MainStatus:
+    """One `git status`: whether HEAD has a commit, and the changed or untracked paths."""
+    args = ["status", "--porcelain=v2", "--branch", "-z"]
+    if pathspec:
+        args += ["--untracked-files=all", "--", pathspec]
+    records = run_git(args, cwd).split("\0")
+    has_commits, changes, skip = True, [], False
+    for record in records:
+        if skip or not record:
+            skip = False
+            continue
+        if record == "# branch.oid (initial)":
+            has_commits = False
+        elif record[0] in "12u?":
+            fields = {"1": 8, "2": 9, "u": 10, "?": 1}[record[0]]
+            changes.append(record.split(" ", fields)[-1])
+            skip = record[0] == "2"  # a rename is followed by its original path
+    return MainStatus(has_commits, tuple(changes))
+
+
+def worktree_state(repo: Repo, slug: str) -> Worktree:
+    """Judged from files alone: trees/{slug}/.git must point into this repository's worktrees."""
+    tree = repo.tree(slug)
+    if not tree.exists():
+        return Worktree(WorktreeState.ABSENT)
+    if not tree.is_dir():
+        return Worktree(WorktreeState.BROKEN, "it is not a directory")
+    dot_git = tree / ".git"
+    if not dot_git.exists():
+        if not any(tree.iterdir()):
+            return Worktree(WorktreeState.ABSENT)  # an empty folder: `git worktree add` fills it
+        return Worktree(WorktreeState.BROKEN, "it has files but no .git")
+    if dot_git.is_dir():
+        return Worktree(WorktreeState.BROKEN, "it holds a repository of its own")
+    git_dir = _gitfile_target(dot_git)
+    if git_dir is None or not git_dir.is_dir():
+        return Worktree(WorktreeState.BROKEN, "its .git file points to a missing worktree entry")
+    if _common_dir(git_dir) != repo.common_dir.resolve():
+        return Worktree(WorktreeState.BROKEN, "it belongs to another repository")
+    return Worktree(WorktreeState.PRESENT)
+
+
+def main_head_ref(repo: Repo) -> str:
+    """What the main checkout has checked out: `refs/heads/main`, or a commit id when detached."""
+    head = (repo.common_dir / "HEAD").read_text(encoding="utf-8").strip()
+    return head.removeprefix("ref:").strip()
+
+
+def review_rounds(repo: Repo, slug: str) -> int:
+    """Commits on the branch (not on main) that deleted the review findings: one per finished fix round."""
+    findings = f"todos/{slug}/review-findings.md"
+    out = run_git(
+        ["log", "--format=%H", "--diff-filter=D", "HEAD", "--not", main_head_ref(repo), "--", findings],
+        repo.tree(slug),
+    )
+    return len(out.split())
+
+
+def add_worktree(repo: Repo, slug: str) -> None:
+    """`git worktree add trees/{slug} -b {slug}`, reattaching the branch when it already exists."""
+    import git  # GitPython: only this rare write path pays for the import
+
+    exclude_trees(repo)
+    try:
+        repository = git.Repo(repo.root)
+        repository.git.worktree("prune")  # forget registered worktrees whose folders are gone
+        path = str(Path(TREES) / slug)
+        if slug in [head.name for head in repository.heads]:
+            repository.git.worktree("add", path, slug)
+        else:
+            repository.git.worktree("add", "-b", slug, path)
+    except git.GitCommandError as error:
+        raise WorktreeError((error.stderr or str(error)).strip().removeprefix("stderr:").strip(" '")) from error
+
+
+def exclude_trees(repo: Repo) -> None:
+    """Add `/trees/` to info/exclude so the main checkout does not look dirty."""
+    exclude = repo.common_dir / "info" / "exclude"
+    line = f"/{TREES}/"
+    current = exclude.read_bytes() if exclude.exists() else b""
+    if line.encode() in current.splitlines():
+        return
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    separator = b"" if not current or current.endswith(b"\n") else b"\n"
+    with exclude.open("ab") as handle:
+        handle.write(separator + line.encode() + b"\n")

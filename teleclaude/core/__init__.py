@@ -1,0 +1,1 @@
+"""Pure decisions: stdlib and mistune only; no clock, environment, disk, git or database."""

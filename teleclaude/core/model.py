@@ -1,0 +1,290 @@
+"""Values the planner works with: parsed files, the steps it can name, and the actions it returns.
+
+Everything here is a small frozen value. Parsers produce them, `decide` consumes them, `render` prints them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+
+# --- parsed files -----------------------------------------------------------------------------------
+
+
+class Marker(Enum):
+    PENDING = " "
+    ACTIVE = ">"
+    DONE = "x"
+
+    @classmethod
+    def from_char(cls, char: str) -> Marker:
+        return cls.DONE if char in "xX" else cls(char)
+
+
+@dataclass(frozen=True)
+class TaskItem:
+    """A `- [?] text` list item found by the markdown pass; `line` is 1-based in the source file."""
+
+    line: int
+    mark: str
+    text: str
+    depth: int = 0
+
+    @property
+    def checked(self) -> bool:
+        return self.mark in "xX"
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str
+
+
+@dataclass(frozen=True)
+class RoadmapItem:
+    slug: str
+    marker: Marker
+    line: int
+    after: tuple[str, ...] = ()
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something wrong in a file, located at a line (0 when it concerns the whole file)."""
+
+    line: int
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Roadmap:
+    items: tuple[RoadmapItem, ...] = ()
+    problems: tuple[Problem, ...] = ()
+
+    def find(self, slug: str) -> RoadmapItem | None:
+        return next((item for item in self.items if item.slug == slug), None)
+
+    def open_items(self) -> tuple[RoadmapItem, ...]:
+        """`[>]` items first, then `[ ]`, each in file order."""
+        active = [i for i in self.items if i.marker is Marker.ACTIVE]
+        pending = [i for i in self.items if i.marker is Marker.PENDING]
+        return tuple(active + pending)
+
+
+@dataclass(frozen=True)
+class PlanStatus:
+    """Build tasks are the checkboxes in Groups 1-4 (or every checkbox when a plan has no Group headings)."""
+
+    build_tasks: int
+    open_build_tasks: int
+    has_groups: bool = False
+
+    @property
+    def has_build_tasks(self) -> bool:
+        return self.build_tasks > 0
+
+    @property
+    def built(self) -> bool:
+        return self.open_build_tasks == 0
+
+
+class Verdict(Enum):
+    APPROVED = "approved"
+    CHANGES_REQUESTED = "changes requested"
+
+
+@dataclass(frozen=True)
+class Review:
+    verdict: Verdict
+    why: str = ""  # set when the verdict is not a clean single checked line
+
+    @property
+    def approved(self) -> bool:
+        return self.verdict is Verdict.APPROVED
+
+
+class WorktreeState(Enum):
+    ABSENT = "absent"
+    PRESENT = "present"
+    BROKEN = "broken"  # trees/{slug} exists but is not a worktree of this repository
+
+
+@dataclass(frozen=True)
+class Worktree:
+    state: WorktreeState
+    problem: str = ""
+
+
+@dataclass(frozen=True)
+class MainStatus:
+    """The main checkout as `git status` sees it, limited to one item's `todos/{slug}/` folder."""
+
+    has_commits: bool
+    changes: tuple[str, ...] = ()
+
+
+# --- steps and agents -------------------------------------------------------------------------------
+
+
+class Step(Enum):
+    """A command the planner can dispatch, with the row of the agent matrix that staffs it."""
+
+    REQUIREMENTS = ("next-requirements", "requirements")
+    PLAN = ("next-plan", "plan")
+    BUGS = ("next-bugs", "bugs")
+    BUILD = ("next-build", "build")
+    REVIEW = ("next-review", "review")
+    FIX = ("next-fix-review", "fix")
+    FINALIZE = ("next-finalize", "finalize")
+    COMMIT = ("commit-pending", "commit")
+
+    @property
+    def command(self) -> str:
+        return self.value[0]
+
+    @property
+    def task(self) -> str:
+        return self.value[1]
+
+    @property
+    def is_architect(self) -> bool:
+        return self in (Step.REQUIREMENTS, Step.PLAN)
+
+
+@dataclass(frozen=True)
+class AgentChoice:
+    agent: str
+    thinking_mode: str
+
+
+@dataclass(frozen=True)
+class Unavailability:
+    agent: str
+    until: datetime  # aware, UTC
+    reason: str = ""
+
+
+# --- actions: what a call returns --------------------------------------------------------------------
+
+
+class ErrorCode(Enum):
+    NO_WORK = "NO_WORK"
+    NOT_PREPARED = "NOT_PREPARED"
+    DEPS_UNSATISFIED = "DEPS_UNSATISFIED"
+    INVALID_SLUG = "INVALID_SLUG"
+    NOT_A_GIT_REPO = "NOT_A_GIT_REPO"
+    NO_COMMITS = "NO_COMMITS"
+    WORKTREE_FAILED = "WORKTREE_FAILED"
+    REVIEW_ROUND_LIMIT = "REVIEW_ROUND_LIMIT"
+    UNKNOWN_AGENT = "UNKNOWN_AGENT"
+    INVALID_TIME = "INVALID_TIME"
+    INVALID_CONFIG = "INVALID_CONFIG"
+    LOCK_TIMEOUT = "LOCK_TIMEOUT"
+    INTERNAL = "INTERNAL"
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """Start `step` for `slug` with `agent`; `subfolder` is None for work in the main checkout."""
+
+    step: Step
+    slug: str
+    project: str
+    agent: str
+    thinking_mode: str
+    subfolder: str | None = None
+    note: str | None = None
+
+    @property
+    def command(self) -> str:
+        # Codex only finds custom prompts under the `prompts:` namespace.
+        return f"prompts:{self.step.command}" if self.agent == "codex" else self.step.command
+
+
+@dataclass(frozen=True)
+class RunYourself:
+    """No agent of the step's row is available: the orchestrator does the step itself."""
+
+    step: Step
+    slug: str
+    project: str
+    subfolder: str | None
+    unavailable: tuple[Unavailability, ...]
+    again: str  # the tool to call afterwards, e.g. "teleclaude__next_work()"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    slug: str
+
+
+@dataclass(frozen=True)
+class Complete:
+    slug: str
+    archive: str  # e.g. "done/005-my-slug/"
+
+
+@dataclass(frozen=True)
+class Error:
+    code: ErrorCode
+    message: str  # the lines below the code: what is wrong and the exact next step
+    slug: str | None = None
+
+
+Action = Dispatch | RunYourself | Prepared | Complete | Error
+
+
+@dataclass(frozen=True)
+class AgentMarked:
+    """An agent was marked unavailable until `until`, or available again (`until` None)."""
+
+    agent: str
+    until: datetime | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class AgentReport:
+    """Every known agent and, for the unavailable ones, until when and why."""
+
+    agents: tuple[str, ...]
+    unavailable: tuple[Unavailability, ...]
+    now: datetime
+
+
+# --- effects: file and git changes the app applies under the project lock -----------------------------
+
+
+@dataclass(frozen=True)
+class ClaimItem:
+    """Mark the roadmap item `[ ]` -> `[>]`."""
+
+    slug: str
+
+
+@dataclass(frozen=True)
+class CreateWorktree:
+    slug: str
+
+
+@dataclass(frozen=True)
+class MarkDone:
+    """Mark the roadmap item -> `[x]` after its archive folder appeared."""
+
+    slug: str
+
+
+Effect = ClaimItem | CreateWorktree | MarkDone
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What `decide` returns: effects to apply, then either the action or (None) a request to decide again."""
+
+    slug: str | None
+    action: Action | None
+    effects: tuple[Effect, ...] = field(default=())

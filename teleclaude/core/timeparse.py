@@ -1,0 +1,74 @@
+"""Read the `unavailable_until` a user or agent gives: a duration from now, or an ISO 8601 time."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta, tzinfo
+
+DEFAULT_DURATION = timedelta(hours=1)
+MAX_DURATION = timedelta(days=366)
+MAX_LENGTH = 64
+ACCEPTED = (
+    "a duration such as 45m, 2h, 1d, 30s or 1h30m, "
+    "or an ISO 8601 time such as 2026-11-21T17:00:00Z, 2026-11-21T17:00+02:00 or 2026-11-21"
+)
+
+_DURATION = re.compile(
+    r"(?:(?P<days>[0-9]{1,6})\s*d)?\s*"
+    r"(?:(?P<hours>[0-9]{1,6})\s*h)?\s*"
+    r"(?:(?P<minutes>[0-9]{1,6})\s*m)?\s*"
+    r"(?:(?P<seconds>[0-9]{1,8})\s*s)?",
+    re.IGNORECASE | re.ASCII,
+)
+
+
+class InvalidTime(ValueError):
+    def __init__(self, given: str, problem: str = "is not a time teleclaude understands") -> None:
+        super().__init__(f"{given!r} {problem}; give {ACCEPTED}.")
+        self.given = given
+
+
+def parse_until(text: str | None, now: datetime, local_tz: tzinfo) -> datetime:
+    """When an agent is available again, as an aware UTC datetime. Nothing given means one hour from now."""
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError("now must be an aware datetime")
+    now_utc = now.astimezone(UTC)
+    stripped = (text or "").strip()
+    if not stripped:
+        return now_utc + DEFAULT_DURATION
+    if len(stripped) > MAX_LENGTH or not stripped.isascii():
+        raise InvalidTime(stripped[:MAX_LENGTH])
+    duration = _parse_duration(stripped)
+    if duration is not None:
+        return now_utc + duration
+    return _parse_iso(stripped, local_tz)
+
+
+def format_utc(dt: datetime) -> str:
+    """`2026-11-21T17:00:00Z`: the form teleclaude stores and prints."""
+    if dt.tzinfo is None or dt.utcoffset() is None:
+        raise ValueError("format_utc needs an aware datetime")
+    return dt.astimezone(UTC).replace(tzinfo=None, microsecond=0).isoformat() + "Z"
+
+
+def _parse_duration(text: str) -> timedelta | None:
+    """The duration `text` spells, or None when it is not a duration at all."""
+    match = _DURATION.fullmatch(text)
+    if match is None or not any(match.groupdict().values()):
+        return None
+    duration = timedelta(**{unit: int(value or 0) for unit, value in match.groupdict().items()})
+    if duration <= timedelta(0):
+        raise InvalidTime(text, "is not a positive duration")
+    if duration > MAX_DURATION:
+        raise InvalidTime(text, "is longer than 366 days")
+    return duration
+
+
+def _parse_iso(text: str, local_tz: tzinfo) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(text.upper())  # RFC 3339 also allows a lowercase t and z
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=local_tz)
+        return parsed.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise InvalidTime(text) from None

@@ -1,0 +1,378 @@
+"""next_work / next_prepare against real git repositories (pytest-git) and a real availability database."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from teleclaude import app
+from teleclaude.core.model import Complete, Dispatch, Error, ErrorCode, Prepared, RunYourself, Step
+
+PLAN = "# Plan\n## Group 1: Code\n- [ ] write it\n- [ ] test it\n## Group 5: After\n- [ ] announce\n"
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def write(root: Path, relative: str, text: str) -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode())
+    return path
+
+
+def commit(root: Path, message: str = "change") -> None:
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+
+
+def prepare(root: Path, slug: str, plan: str = PLAN) -> None:
+    write(root, f"todos/{slug}/requirements.md", f"# {slug}\nDo it.\n")
+    write(root, f"todos/{slug}/implementation-plan.md", plan)
+
+
+@pytest.fixture
+def repo(git_repo) -> Path:
+    """A committed repository with one prepared item `feat` and an unprepared `other`."""
+    root = Path(git_repo.workspace)
+    write(root, "todos/roadmap.md", "# Roadmap\n- [ ] feat — the feature\n- [ ] other — later\n")
+    prepare(root, "feat")
+    commit(root, "roadmap")
+    return root
+
+
+def work(root: Path, slug: str | None = None, cwd: Path | None = None):
+    return app.next_work(slug, cwd=cwd or root)
+
+
+def tree(root: Path, slug: str = "feat") -> Path:
+    return root / "trees" / slug
+
+
+# --- step 1: choosing -----------------------------------------------------------------------------
+
+
+def test_first_call_claims_the_item_and_creates_its_worktree(repo):
+    before = (repo / "todos/roadmap.md").read_bytes()
+    action = work(repo)
+    assert isinstance(action, Dispatch)
+    assert (action.step, action.slug, action.subfolder, action.project) == (
+        Step.BUILD,
+        "feat",
+        "trees/feat",
+        str(repo),
+    )
+    after = (repo / "todos/roadmap.md").read_bytes()
+    assert after == before.replace(b"- [ ] feat", b"- [>] feat")
+    assert git(tree(repo), "rev-parse", "--abbrev-ref", "HEAD").strip() == "feat"
+    assert "/trees/" in (repo / ".git/info/exclude").read_text().splitlines()
+    # the main checkout shows only the roadmap edit, not trees/
+    assert git(repo, "status", "--porcelain").splitlines() == [" M todos/roadmap.md"]
+
+
+def test_second_call_is_stable(repo):
+    first, second = work(repo), work(repo)
+    assert first == second
+    assert (repo / "todos/roadmap.md").read_text().count("[>]") == 1
+
+
+def test_open_bug_comes_first(repo):
+    write(repo, "todos/bugs.md", "# Bugs\n- [x] old\n- [ ] crash on start\n")
+    action = work(repo)
+    assert (action.step, action.subfolder, action.command) == (Step.BUGS, None, "prompts:next-bugs")
+    assert not tree(repo).exists()
+
+
+def test_active_item_wins_over_earlier_pending_one(repo):
+    prepare(repo, "other")
+    write(repo, "todos/roadmap.md", "- [ ] feat\n- [>] other\n")
+    commit(repo)
+    assert work(repo).slug == "other"
+
+
+def test_blocked_items_give_deps_unsatisfied_and_write_nothing(repo):
+    write(repo, "todos/roadmap.md", "- [ ] feat (after: base)\n- [>] base\n")
+    commit(repo)
+    write(repo, "todos/roadmap.md", "- [ ] feat (after: base)\n- [ ] base (after: feat)\n")
+    before = (repo / "todos/roadmap.md").read_bytes()
+    action = work(repo)
+    assert action.code is ErrorCode.DEPS_UNSATISFIED
+    assert (repo / "todos/roadmap.md").read_bytes() == before
+
+
+def test_archived_dependency_is_satisfied(repo):
+    write(repo, "todos/roadmap.md", "- [ ] feat (after: base)\n- [ ] base\n")
+    write(repo, "done/001-base/requirements.md", "old\n")
+    commit(repo)
+    assert work(repo).slug == "feat"
+    assert work(repo, "base") == Complete("base", "done/001-base/")
+    assert "- [x] base" in (repo / "todos/roadmap.md").read_text()
+
+
+def test_missing_roadmap_is_no_work(git_repo):
+    root = Path(git_repo.workspace)
+    assert work(root).code is ErrorCode.NO_WORK
+    assert not (root / "todos").exists()
+
+
+def test_everything_done_is_no_work(repo):
+    write(repo, "todos/roadmap.md", "- [x] feat\n- [x] other\n")
+    assert work(repo).code is ErrorCode.NO_WORK
+
+
+def test_checkboxes_in_code_fences_are_not_work(repo):
+    write(repo, "todos/roadmap.md", "```\n- [ ] feat\n```\n")
+    assert work(repo).code is ErrorCode.NO_WORK
+    assert "- [ ] feat" in (repo / "todos/roadmap.md").read_text()
+
+
+@pytest.mark.parametrize("slug", ["../x", "-rf", "a b", "A", "x" * 200])
+def test_hostile_slugs_are_refused_and_nothing_is_created(repo, slug):
+    for call in (app.next_work, app.next_prepare):
+        action = call(slug, cwd=repo)
+        assert isinstance(action, Error) and action.code is ErrorCode.INVALID_SLUG
+    assert not (repo / "trees").exists()
+    assert git(repo, "branch", "--list").split() == ["*", git(repo, "branch", "--show-current").strip()]
+
+
+# --- steps 2-5 --------------------------------------------------------------------------------------
+
+
+def test_archived_item_is_complete_and_marked_done(repo):
+    (repo / "done").mkdir()
+    git(repo, "mv", "todos/feat", "done/004-feat")
+    commit(repo)
+    action = work(repo, "feat")
+    assert action == Complete("feat", "done/004-feat/")
+    assert (repo / "todos/roadmap.md").read_text().splitlines()[1] == "- [x] feat — the feature"
+
+
+def test_unprepared_item_is_not_prepared(repo):
+    action = work(repo, "other")
+    assert action.code is ErrorCode.NOT_PREPARED and "feat" in action.message  # what could be worked
+    assert not tree(repo, "other").exists()
+
+
+def test_empty_plan_template_is_not_prepared(repo):
+    prepare(repo, "other", plan="# Plan\n## Group 1\n## Group 2\n")
+    commit(repo)
+    assert work(repo, "other").code is ErrorCode.NOT_PREPARED
+
+
+def test_uncommitted_prepared_files_dispatch_commit_pending_in_main(repo):
+    prepare(repo, "other")
+    action = work(repo, "other")
+    assert (action.step, action.subfolder) == (Step.COMMIT, None)
+    assert not tree(repo, "other").exists()
+
+
+def test_repository_without_commits(git_repo):
+    root = Path(git_repo.workspace)
+    write(root, "todos/roadmap.md", "- [ ] feat\n")
+    prepare(root, "feat")
+    git(root, "add", "-A")  # staged, never committed
+    assert work(root).code is ErrorCode.NO_COMMITS
+    assert not tree(root).exists()
+
+
+def test_existing_branch_is_reattached(repo):
+    git(repo, "branch", "feat")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "main moves on")
+    assert work(repo, "feat").step is Step.BUILD
+    assert git(tree(repo), "rev-parse", "HEAD") == git(repo, "rev-parse", "feat")
+
+
+def test_folder_that_is_not_a_worktree_is_refused_and_kept(repo):
+    write(repo, "trees/feat/notes.txt", "mine\n")
+    action = work(repo)
+    assert action.code is ErrorCode.WORKTREE_FAILED
+    assert (repo / "trees/feat/notes.txt").read_text() == "mine\n"
+    assert git(repo, "branch", "--list", "feat") == ""
+
+
+def test_worktree_whose_entry_was_pruned_is_refused(repo):
+    work(repo)
+    git(repo, "worktree", "prune")  # nothing to prune yet
+    subprocess.run(["rm", "-rf", str(repo / ".git/worktrees/feat")], check=True)
+    assert work(repo).code is ErrorCode.WORKTREE_FAILED
+
+
+def test_empty_trees_folder_is_filled(repo):
+    tree(repo).mkdir(parents=True)
+    assert work(repo).step is Step.BUILD
+
+
+def test_deleted_worktree_folder_is_recreated(repo):
+    work(repo)
+    subprocess.run(["rm", "-rf", str(tree(repo))], check=True)  # registered worktree, folder gone
+    assert work(repo).step is Step.BUILD
+    assert (tree(repo) / "todos/feat/implementation-plan.md").exists()
+
+
+def test_branch_checked_out_elsewhere_is_worktree_failed(repo):
+    git(repo, "worktree", "add", "-q", "-b", "feat", str(repo.parent / f"{repo.name}-elsewhere"))
+    action = work(repo)
+    assert action.code is ErrorCode.WORKTREE_FAILED and "feat" in action.message
+
+
+# --- steps 6-10: in the worktree ------------------------------------------------------------------
+
+
+def test_worker_leftovers_dispatch_commit_pending_in_the_worktree(repo):
+    work(repo)
+    write(tree(repo), "src/new.py", "x = 1\n")
+    action = work(repo)
+    assert (action.step, action.subfolder, action.agent, action.thinking_mode) == (
+        Step.COMMIT,
+        "trees/feat",
+        "claude",
+        "fast",
+    )
+
+
+def test_plan_is_read_from_the_worktree_not_main(repo):
+    work(repo)
+    write(repo, "todos/feat/implementation-plan.md", PLAN.replace("[ ]", "[x]"))  # main copy all ticked
+    commit(repo, "tick on main by mistake")
+    assert work(repo).step is Step.BUILD
+
+
+def tick_and_commit(root: Path, slug: str = "feat") -> None:
+    plan = tree(root, slug) / f"todos/{slug}/implementation-plan.md"
+    plan.write_text(plan.read_text().replace("- [ ] write it", "- [x] write it").replace("- [ ] test", "- [x] test"))
+    commit(tree(root, slug), "build")
+
+
+def review(root: Path, approve: bool) -> None:
+    verdict = "- [x] APPROVE\n- [ ] REQUEST CHANGES\n" if approve else "- [ ] APPROVE\n- [x] REQUEST CHANGES\n"
+    write(tree(root), "todos/feat/review-findings.md", "# Findings\n## Critical\n## Verdict\n" + verdict)
+    commit(tree(root), "review")
+
+
+def fix(root: Path) -> None:
+    (tree(root) / "todos/feat/review-findings.md").unlink()
+    commit(tree(root), "fix")
+
+
+def test_build_done_dispatches_review(repo):
+    work(repo)
+    tick_and_commit(repo)
+    action = work(repo)
+    assert (action.step, action.agent, action.command) == (Step.REVIEW, "codex", "prompts:next-review")
+
+
+def test_changes_requested_dispatch_fix_then_round_limit(repo):
+    work(repo)
+    tick_and_commit(repo)
+    for _ in range(3):
+        review(repo, approve=False)
+        assert work(repo).step is Step.FIX
+        fix(repo)
+        assert work(repo).step is Step.REVIEW
+    review(repo, approve=False)
+    assert work(repo).code is ErrorCode.REVIEW_ROUND_LIMIT
+
+
+def test_round_limit_from_project_config(repo):
+    write(repo, "teleclaude.toml", "max_review_rounds = 1\n")
+    work(repo)
+    tick_and_commit(repo)
+    review(repo, approve=False)
+    fix(repo)
+    review(repo, approve=False)
+    assert work(repo).code is ErrorCode.REVIEW_ROUND_LIMIT
+
+
+def test_approved_dispatches_finalize_in_main_with_next_archive_number(repo):
+    write(repo, "done/007-older/requirements.md", "x\n")
+    commit(repo)
+    work(repo)
+    tick_and_commit(repo)
+    review(repo, approve=True)
+    action = work(repo)
+    assert (action.step, action.subfolder) == (Step.FINALIZE, None)
+    assert "done/008-feat/" in action.note
+
+
+# --- where the call comes from ---------------------------------------------------------------------
+
+
+def test_cwd_in_worktree_or_subfolder_resolves_to_the_main_checkout(repo):
+    first = work(repo)
+    (repo / "todos/feat/sub").mkdir()
+    assert work(repo, cwd=tree(repo) / "todos") == first
+    assert work(repo, cwd=repo / "todos/feat/sub") == first
+    assert app.next_prepare("feat", cwd=tree(repo)).slug == "feat"
+
+
+def test_not_a_git_repository(tmp_path):
+    assert work(tmp_path).code is ErrorCode.NOT_A_GIT_REPO
+    assert work(tmp_path / "missing").code is ErrorCode.NOT_A_GIT_REPO
+    assert app.next_prepare(cwd=tmp_path).code is ErrorCode.NOT_A_GIT_REPO
+
+
+def test_broken_config_is_reported_not_raised(repo):
+    write(repo, "teleclaude.toml", "max_review_rounds = [\n")
+    assert work(repo).code is ErrorCode.INVALID_CONFIG
+
+
+# --- agents -----------------------------------------------------------------------------------------
+
+
+def test_fallback_through_the_real_database(repo):
+    assert work(repo).agent == "gemini"
+    app.mark_agent_unavailable("gemini", "2h", "quota_exhausted", cwd=repo)
+    assert work(repo).agent == "claude"
+    app.mark_agent_unavailable("gemini", "2020-01-01T00:00:00Z", "old", cwd=repo)  # a past time
+    assert work(repo).agent == "gemini"
+    for agent in ("gemini", "claude", "codex"):
+        app.mark_agent_unavailable(agent, "45m", "rate_limited", cwd=repo)
+    action = work(repo)
+    assert isinstance(action, RunYourself) and action.subfolder == "trees/feat"
+    app.mark_agent_available("claude", cwd=repo)
+    assert work(repo).agent == "claude"
+
+
+def test_codex_gets_the_prompts_prefix(repo):
+    write(repo, "teleclaude.toml", '[matrix]\nbuild = ["codex:slow"]\n')
+    action = work(repo)
+    assert (action.agent, action.thinking_mode, action.command) == ("codex", "slow", "prompts:next-build")
+
+
+def test_unknown_agent_and_bad_time(repo):
+    assert app.mark_agent_unavailable("gpt", "1h", cwd=repo).code is ErrorCode.UNKNOWN_AGENT
+    assert app.mark_agent_unavailable("gemini", "soon", cwd=repo).code is ErrorCode.INVALID_TIME
+    assert app.agent_status(cwd=repo).unavailable == ()
+
+
+def test_corrupt_database_is_moved_aside_and_work_goes_on(repo, isolated_environment):
+    db = isolated_environment / "teleclaude.db"
+    db.write_bytes(b"this is not sqlite" * 100)
+    assert work(repo).agent == "gemini"
+    app.mark_agent_unavailable("gemini", "1h", "x", cwd=repo)
+    assert work(repo).agent == "claude"
+    assert any(p.name.startswith("teleclaude.db.corrupt-") for p in db.parent.iterdir())
+
+
+# --- next_prepare -----------------------------------------------------------------------------------
+
+
+def test_prepare_dispatches_architects_then_reports_prepared(repo):
+    action = app.next_prepare(cwd=repo)
+    assert (action.step, action.slug, action.subfolder) == (Step.REQUIREMENTS, "other", None)
+    assert "collaborator" in action.note
+    write(repo, "todos/other/requirements.md", "# other\n")
+    assert app.next_prepare(cwd=repo).step is Step.PLAN
+    write(repo, "todos/other/implementation-plan.md", PLAN)
+    assert app.next_prepare(cwd=repo) == Prepared("feat")
+    assert app.next_prepare("other", cwd=repo) == Prepared("other")
+
+
+def test_prepare_writes_nothing(repo):
+    before = git(repo, "status", "--porcelain", "--ignored")
+    app.next_prepare(cwd=repo)
+    assert git(repo, "status", "--porcelain", "--ignored") == before
+    assert not (repo / "trees").exists()

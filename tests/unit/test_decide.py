@@ -1,0 +1,368 @@
+"""Every branch of both decision orders (DESIGN.md §2), driven by plain values: no repository, no clock."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from teleclaude.core.agents import Config
+from teleclaude.core.decide import decide_prepare, decide_work
+from teleclaude.core.model import (
+    ClaimItem,
+    Complete,
+    CreateWorktree,
+    Dispatch,
+    Error,
+    ErrorCode,
+    MainStatus,
+    MarkDone,
+    PlanStatus,
+    Prepared,
+    Review,
+    RunYourself,
+    Step,
+    Unavailability,
+    Verdict,
+    Worktree,
+    WorktreeState,
+)
+from teleclaude.core.roadmap import parse_roadmap
+
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+OPEN_PLAN = PlanStatus(build_tasks=3, open_build_tasks=2, has_groups=True)
+BUILT_PLAN = PlanStatus(build_tasks=3, open_build_tasks=0, has_groups=True)
+
+
+@dataclass
+class Facts:
+    """A project described by values; defaults are a prepared item with its worktree, mid-build."""
+
+    roadmap_text: str | None = "- [>] feat — the feature\n- [ ] other — later\n"
+    bugs: int = 0
+    archives: dict[str, str] = field(default_factory=dict)
+    requirements: set[str] = field(default_factory=lambda: {"feat", "other"})
+    plans: dict[str, PlanStatus | None] = field(default_factory=lambda: {"feat": OPEN_PLAN, "other": OPEN_PLAN})
+    reviews: dict[str, Review] = field(default_factory=dict)
+    trees: dict[str, Worktree] = field(default_factory=lambda: {"feat": Worktree(WorktreeState.PRESENT)})
+    main: MainStatus = MainStatus(has_commits=True)
+    tree_changes: tuple[str, ...] = ()
+    rounds: int = 0
+    down: dict[str, Unavailability] = field(default_factory=dict)
+    config: Config = field(default_factory=Config)
+    project: str = "/work/project"
+    now: datetime = NOW
+    highest_archive: int = 4
+
+    def roadmap(self):
+        return None if self.roadmap_text is None else parse_roadmap(self.roadmap_text)
+
+    def open_bugs(self):
+        return self.bugs
+
+    def archive(self, slug):
+        return self.archives.get(slug)
+
+    def next_archive(self, slug):
+        return f"done/{self.highest_archive + 1:03d}-{slug}/"
+
+    def worktree(self, slug):
+        return self.trees.get(slug, Worktree(WorktreeState.ABSENT))
+
+    def has_requirements(self, slug):
+        return slug in self.requirements
+
+    def plan(self, slug):
+        return self.plans.get(slug)
+
+    def review(self, slug):
+        return self.reviews.get(slug)
+
+    def main_status(self, slug):
+        return self.main
+
+    def worktree_changes(self, slug):
+        return self.tree_changes
+
+    def review_rounds(self, slug):
+        return self.rounds
+
+    def unavailable(self):
+        return self.down
+
+
+def work(facts: Facts, slug: str | None = None):
+    return decide_work(facts, slug)
+
+
+def action(decision):
+    assert decision.action is not None, decision
+    return decision.action
+
+
+def down(agent: str, minutes: int = 60, reason: str = "quota_exhausted") -> tuple[str, Unavailability]:
+    return agent, Unavailability(agent, NOW + timedelta(minutes=minutes), reason)
+
+
+# --- next_work, step by step ---------------------------------------------------------------------
+
+
+def test_open_bug_dispatches_next_bugs_in_main_checkout_before_roadmap_work():
+    result = action(work(Facts(bugs=2)))
+    assert isinstance(result, Dispatch)
+    assert (result.step, result.subfolder, result.agent, result.command) == (
+        Step.BUGS,
+        None,
+        "codex",
+        "prompts:next-bugs",
+    )
+
+
+def test_bugs_are_ignored_when_a_slug_is_given():
+    assert action(work(Facts(bugs=2), "feat")).step is Step.BUILD
+
+
+def test_first_active_item_is_chosen_before_pending_ones():
+    facts = Facts(roadmap_text="- [ ] other\n- [>] feat\n")
+    assert action(work(facts)).slug == "feat"
+
+
+def test_first_pending_item_with_satisfied_dependencies_is_claimed():
+    facts = Facts(roadmap_text="- [ ] other (after: feat)\n- [ ] feat\n- [x] old\n")
+    decision = work(facts)
+    assert decision.action is None and decision.effects == (ClaimItem("feat"),)
+    assert decision.slug == "feat"
+
+
+@pytest.mark.parametrize(
+    "roadmap, archives, claimed",
+    [
+        ("- [x] base\n- [ ] feat (after: base)\n", {}, "feat"),  # dependency marked done
+        ("- [ ] base\n- [ ] feat (after: base)\n", {"base": "done/001-base/"}, "base"),  # archived: COMPLETE
+        ("- [ ] feat (after: gone-item)\n", {}, "feat"),  # absent from the roadmap: delivered
+    ],
+)
+def test_dependency_satisfied_when_done_archived_or_absent(roadmap, archives, claimed):
+    decision = work(Facts(roadmap_text=roadmap, archives=archives))
+    assert decision.slug == claimed
+
+
+def test_all_open_items_blocked_names_the_blockers():
+    facts = Facts(roadmap_text="- [ ] a (after: b)\n- [ ] b (after: a)\n")
+    result = action(work(facts))
+    assert isinstance(result, Error) and result.code is ErrorCode.DEPS_UNSATISFIED
+    assert "a waits for b" in result.message and "b waits for a" in result.message
+
+
+@pytest.mark.parametrize("roadmap", ["# Roadmap\n", "- [x] done-item\n", "```\n- [ ] fenced\n```\n"])
+def test_nothing_open_is_no_work(roadmap):
+    assert action(work(Facts(roadmap_text=roadmap))).code is ErrorCode.NO_WORK
+
+
+def test_missing_roadmap_is_no_work_with_how_to_create_it():
+    result = action(work(Facts(roadmap_text=None)))
+    assert result.code is ErrorCode.NO_WORK and "todos/roadmap.md" in result.message
+
+
+def test_malformed_open_item_stops_a_slugless_call_naming_the_line():
+    result = action(work(Facts(roadmap_text="- [ ] feat\n- [ ] ../x — bad\n")))
+    assert result.code is ErrorCode.INVALID_SLUG and "todos/roadmap.md:2:" in result.message
+
+
+def test_malformed_done_item_is_history_and_ignored():
+    assert action(work(Facts(roadmap_text="- [x] Migrated the DB\n- [>] feat\n"))).step is Step.BUILD
+
+
+@pytest.mark.parametrize("slug", ["../x", "-rf", "a b", "A", "x" * 200, "a--b", "a-", ""])
+def test_hostile_slug_argument_is_invalid_slug(slug):
+    for decide in (decide_work, decide_prepare):
+        result = action(decide(Facts(), slug))
+        assert isinstance(result, Error) and result.code is ErrorCode.INVALID_SLUG
+
+
+def test_archived_item_is_complete_and_marked_done():
+    decision = work(Facts(archives={"feat": "done/003-feat/"}))
+    assert decision.action == Complete("feat", "done/003-feat/")
+    assert decision.effects == (MarkDone("feat"),)
+
+
+def test_archived_item_already_marked_is_complete_without_effects():
+    decision = work(Facts(roadmap_text="- [x] feat\n", archives={"feat": "done/003-feat/"}), "feat")
+    assert isinstance(decision.action, Complete) and decision.effects == ()
+
+
+@pytest.mark.parametrize(
+    "requirements, plan, missing",
+    [
+        (set(), OPEN_PLAN, "requirements"),
+        ({"feat"}, None, "implementation plan"),
+        ({"feat"}, PlanStatus(0, 0), "build tasks"),
+    ],
+)
+def test_unprepared_item_is_not_prepared_and_names_what_is_missing(requirements, plan, missing):
+    facts = Facts(requirements=requirements | {"other"}, plans={"feat": plan, "other": OPEN_PLAN})
+    result = action(work(facts))
+    assert result.code is ErrorCode.NOT_PREPARED
+    assert missing in result.message and 'teleclaude__next_prepare("feat")' in result.message
+    assert "other" in result.message  # a prepared item that could be worked instead
+
+
+def test_uncommitted_prepared_files_in_main_dispatch_commit_pending_there():
+    facts = Facts(trees={}, main=MainStatus(True, ("todos/feat/implementation-plan.md",)))
+    result = action(work(facts))
+    assert (result.step, result.subfolder) == (Step.COMMIT, None)
+
+
+def test_repository_without_commits_cannot_get_a_worktree():
+    assert action(work(Facts(trees={}, main=MainStatus(False)))).code is ErrorCode.NO_COMMITS
+
+
+def test_missing_worktree_is_created_then_decided_again():
+    decision = work(Facts(trees={}))
+    assert decision.action is None and decision.effects == (CreateWorktree("feat"),)
+
+
+def test_explicit_pending_slug_is_claimed_when_its_worktree_is_made():
+    decision = work(Facts(trees={}), "other")
+    assert decision.effects == (ClaimItem("other"), CreateWorktree("other"))
+
+
+def test_broken_worktree_is_an_error_that_changes_nothing():
+    decision = work(Facts(trees={"feat": Worktree(WorktreeState.BROKEN, "it has files but no .git")}))
+    assert decision.action.code is ErrorCode.WORKTREE_FAILED and decision.effects == ()
+
+
+def test_changes_in_worktree_dispatch_commit_pending_in_the_worktree():
+    result = action(work(Facts(tree_changes=("src/a.py",))))
+    assert (result.step, result.subfolder, result.agent, result.thinking_mode) == (
+        Step.COMMIT,
+        "trees/feat",
+        "claude",
+        "fast",
+    )
+
+
+def test_open_build_tasks_dispatch_next_build():
+    result = action(work(Facts()))
+    assert (result.step, result.agent, result.thinking_mode, result.subfolder) == (
+        Step.BUILD,
+        "gemini",
+        "med",
+        "trees/feat",
+    )
+    assert result.project == "/work/project" and result.note is None
+
+
+def test_built_without_review_dispatches_next_review_to_codex_with_prefix():
+    result = action(work(Facts(plans={"feat": BUILT_PLAN})))
+    assert (result.step, result.agent, result.thinking_mode) == (Step.REVIEW, "codex", "slow")
+    assert result.command == "prompts:next-review"
+
+
+def test_changes_requested_dispatch_fix():
+    facts = Facts(plans={"feat": BUILT_PLAN}, reviews={"feat": Review(Verdict.CHANGES_REQUESTED)}, rounds=1)
+    assert action(work(facts)).step is Step.FIX
+
+
+def test_review_round_limit_stops_for_a_human():
+    facts = Facts(plans={"feat": BUILT_PLAN}, reviews={"feat": Review(Verdict.CHANGES_REQUESTED)}, rounds=3)
+    assert action(work(facts)).code is ErrorCode.REVIEW_ROUND_LIMIT
+
+
+def test_round_limit_comes_from_config():
+    facts = Facts(
+        plans={"feat": BUILT_PLAN},
+        reviews={"feat": Review(Verdict.CHANGES_REQUESTED)},
+        rounds=1,
+        config=Config(max_review_rounds=1),
+    )
+    assert action(work(facts)).code is ErrorCode.REVIEW_ROUND_LIMIT
+
+
+def test_approved_dispatches_finalize_in_main_checkout_naming_the_archive():
+    facts = Facts(plans={"feat": BUILT_PLAN}, reviews={"feat": Review(Verdict.APPROVED)})
+    result = action(work(facts))
+    assert (result.step, result.subfolder) == (Step.FINALIZE, None)
+    assert "done/005-feat/" in result.note
+
+
+# --- agents and fallback --------------------------------------------------------------------------
+
+
+def test_unavailable_preferred_agent_falls_back_to_the_next_in_the_row():
+    result = action(work(Facts(down=dict([down("gemini")]))))
+    assert (result.agent, result.thinking_mode) == ("claude", "med")
+
+
+def test_expired_unavailability_counts_as_available():
+    result = action(work(Facts(down=dict([down("gemini", minutes=-5)]))))
+    assert result.agent == "gemini"
+
+
+def test_no_agent_available_asks_the_orchestrator_to_do_it_itself():
+    facts = Facts(down=dict([down("gemini"), down("claude"), down("codex", reason="rate_limited")]))
+    result = action(work(facts))
+    assert isinstance(result, RunYourself)
+    assert (result.step, result.subfolder) == (Step.BUILD, "trees/feat")
+    assert {u.agent for u in result.unavailable} == {"gemini", "claude", "codex"}
+
+
+def test_config_agent_list_removes_agents_from_every_row():
+    facts = Facts(config=Config(agents=("claude", "codex")))
+    assert action(work(facts)).agent == "claude"
+
+
+# --- next_prepare ----------------------------------------------------------------------------------
+
+
+def test_prepare_picks_first_unprepared_open_item_active_first():
+    facts = Facts(
+        roadmap_text="- [ ] b\n- [>] a\n- [ ] c\n",
+        requirements={"a", "b"},
+        plans={"a": OPEN_PLAN, "b": OPEN_PLAN},
+    )
+    assert action(decide_prepare(facts)).slug == "c"
+
+
+def test_prepare_with_everything_prepared_reports_the_first_open_item():
+    facts = Facts(roadmap_text="- [ ] b\n- [>] a\n", requirements={"a", "b"}, plans={"a": OPEN_PLAN, "b": OPEN_PLAN})
+    assert action(decide_prepare(facts)) == Prepared("a")
+
+
+def test_prepare_skips_archived_items_and_reports_no_work():
+    facts = Facts(roadmap_text="- [>] feat\n", archives={"feat": "done/001-feat/"})
+    assert action(decide_prepare(facts)).code is ErrorCode.NO_WORK
+
+
+def test_prepare_dispatches_requirements_architect_in_main_with_note():
+    result = action(decide_prepare(Facts(requirements=set()), "feat"))
+    assert (result.step, result.agent, result.thinking_mode, result.subfolder) == (
+        Step.REQUIREMENTS,
+        "claude",
+        "slow",
+        None,
+    )
+    assert "collaborator" in result.note
+
+
+@pytest.mark.parametrize("plan", [None, PlanStatus(0, 0)])
+def test_prepare_dispatches_plan_architect_when_plan_missing_or_without_tasks(plan):
+    result = action(decide_prepare(Facts(plans={"feat": plan}), "feat"))
+    assert result.step is Step.PLAN and result.subfolder is None
+
+
+def test_prepare_architect_falls_back_to_gemini_then_self():
+    facts = Facts(requirements=set(), down=dict([down("claude")]))
+    assert action(decide_prepare(facts, "feat")).agent == "gemini"
+    facts.down = dict([down("claude"), down("gemini")])
+    result = action(decide_prepare(facts, "feat"))
+    assert isinstance(result, RunYourself) and result.again == "teleclaude__next_prepare()"
+
+
+def test_prepare_has_no_effects():
+    assert decide_prepare(Facts(), "feat").effects == ()
+
+
+def test_prepare_without_roadmap_is_no_work():
+    assert action(decide_prepare(Facts(roadmap_text=None))).code is ErrorCode.NO_WORK
