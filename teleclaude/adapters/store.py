@@ -1,0 +1,185 @@
+"""Agent availability in SQLite: which agents are out, until when, and why.
+
+Reads use the stdlib `sqlite3` (they run on every planner call, and importing sqlite-utils costs more than a
+whole decision); the schema and the writes go through sqlite-utils, imported only when writing. Every
+transaction that writes starts with BEGIN IMMEDIATE so that several processes queue on the busy timeout
+instead of failing to upgrade a read lock. The data is soft state: a corrupt file is moved aside, not fatal.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from teleclaude.core.model import Unavailability
+from teleclaude.core.timeparse import format_utc
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+TABLE = "agent_availability"
+COLUMNS = {"agent": str, "available": int, "unavailable_until": str, "reason": str}
+BUSY_TIMEOUT_MS = 15_000
+_CORRUPTION_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+log = logging.getLogger("teleclaude")
+T = TypeVar("T")
+
+
+def default_db_path(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    if env.get("TELECLAUDE_DB"):
+        return Path(env["TELECLAUDE_DB"])
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    return home / ".teleclaude" / "teleclaude.db"
+
+
+@dataclass(frozen=True)
+class AgentRow:
+    agent: str
+    available: bool
+    until: datetime | None  # aware UTC; None when available
+    reason: str = ""
+
+
+class AvailabilityStore:
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_db_path()
+
+    def unavailable(self, now: datetime) -> dict[str, Unavailability]:
+        """The agents that are out at `now`."""
+        return {
+            row.agent: Unavailability(row.agent, row.until, row.reason)
+            for row in self.all_rows(now)
+            if not row.available and row.until is not None
+        }
+
+    def all_rows(self, now: datetime) -> list[AgentRow]:
+        """Every agent on record, after putting back those whose time has passed."""
+        if not self.path.exists():
+            return []  # a read never creates the database
+        return self._survive_corruption(lambda: self._read_and_reset(now))
+
+    def mark_unavailable(self, agent: str, until: datetime, reason: str) -> Unavailability:
+        stored = format_utc(until)
+        row = {"agent": agent, "available": 0, "unavailable_until": stored, "reason": reason}
+        self._write(lambda db: db.table(TABLE).upsert(row, pk="agent"))
+        return Unavailability(agent, _parse_stored(stored), reason)
+
+    def mark_available(self, agent: str) -> None:
+        row = {"agent": agent, "available": 1, "unavailable_until": None, "reason": None}
+        self._write(lambda db: db.table(TABLE).upsert(row, pk="agent"))
+
+    # --- reading ---------------------------------------------------------------------------------------
+
+    def _read_and_reset(self, now: datetime) -> list[AgentRow]:
+        with closing(self._connect()) as conn:
+            if not _has_table(conn):
+                return []
+            stored = conn.execute(
+                f"SELECT agent, available, unavailable_until, reason FROM {TABLE} ORDER BY agent"
+            ).fetchall()
+            rows = [_agent_row(*columns) for columns in stored]
+            expired = {row.agent for row in rows if _expired(row, now)}
+            if expired:
+                _reset(conn, [(agent, until_text) for agent, _, until_text, _ in stored if agent in expired])
+            return [AgentRow(row.agent, True, None) if row.agent in expired else row for row in rows]
+
+    # --- writing ---------------------------------------------------------------------------------------
+
+    def _write(self, change: Callable[[sqlite_utils.Database], object]) -> None:
+        self._survive_corruption(lambda: self._apply(change))
+
+    def _apply(self, change: Callable[[sqlite_utils.Database], object]) -> None:
+        import sqlite_utils
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with closing(self._connect()) as conn, _immediate(conn):
+            db = sqlite_utils.Database(conn, execute_plugins=False)
+            db.table(TABLE).create(COLUMNS, pk="agent", if_not_exists=True)
+            change(db)
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    # --- corruption ------------------------------------------------------------------------------------
+
+    def _survive_corruption(self, operation: Callable[[], T]) -> T:
+        try:
+            return operation()
+        except sqlite3.DatabaseError as error:
+            if getattr(error, "sqlite_errorcode", 0) & 0xFF not in _CORRUPTION_CODES:
+                raise
+            self._move_aside(error)
+        self._apply(lambda db: None)  # recreate the empty table
+        return operation()
+
+    def _move_aside(self, error: sqlite3.DatabaseError) -> None:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        log.warning("%s is corrupt (%s): moved it to %s and started afresh", self.path, error, target)
+        for suffix in ("", "-wal", "-shm"):
+            source = Path(f"{self.path}{suffix}")
+            if source.exists():
+                os.replace(source, f"{target}{suffix}")
+
+
+@contextmanager
+def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.rollback()
+        raise
+    conn.commit()
+
+
+def _has_table(conn: sqlite3.Connection) -> bool:
+    query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+    return conn.execute(query, (TABLE,)).fetchone() is not None
+
+
+def _reset(conn: sqlite3.Connection, expired: list[tuple[str, str | None]]) -> None:
+    """Put agents back, unless someone marked them again since we read (compare-and-set on the time)."""
+    with _immediate(conn):
+        conn.executemany(
+            f"UPDATE {TABLE} SET available = 1, unavailable_until = NULL, reason = NULL "
+            "WHERE agent = ? AND available = 0 AND unavailable_until IS ?",
+            expired,
+        )
+
+
+def _expired(row: AgentRow, now: datetime) -> bool:
+    return not row.available and (row.until is None or row.until <= now)
+
+
+def _agent_row(agent: str, available: object, until_text: str | None, reason: str | None) -> AgentRow:
+    if available:
+        return AgentRow(agent, True, None)
+    return AgentRow(agent, False, _parse_stored(until_text), reason or "")
+
+
+def _parse_stored(text: str | None) -> datetime | None:
+    """A stored time; None for a missing or mangled one (the row then counts as expired)."""
+    try:
+        parsed = datetime.fromisoformat(text or "")
+    except (ValueError, TypeError):
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)

@@ -1,0 +1,100 @@
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from teleclaude.adapters.settings import config_sources, load_config
+from teleclaude.core.agents import Config
+from teleclaude.core.config import ConfigError
+from teleclaude.core.model import AgentChoice
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def home(tmp_path):
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def test_without_files_the_defaults_apply(home, project):
+    assert config_sources(project, {"HOME": str(home)}) == []
+    assert load_config(project, {"HOME": str(home)}) == Config()
+
+
+def test_the_project_file_overrides_the_user_file(home, project):
+    user = write(home / ".config/teleclaude/teleclaude.toml", "max_review_rounds = 5\nagents = ['claude']")
+    ours = write(project / "teleclaude.toml", "max_review_rounds = 2")
+    env = {"HOME": str(home)}
+    assert [path for path, _ in config_sources(project, env)] == [str(user), str(ours)]
+    config = load_config(project, env)
+    assert config.max_review_rounds == 2
+    assert config.agents == ("claude",)
+
+
+def test_xdg_config_home_replaces_dot_config(home, project, tmp_path):
+    write(home / ".config/teleclaude/teleclaude.toml", "max_review_rounds = 5")
+    write(tmp_path / "xdg/teleclaude/teleclaude.toml", "[matrix]\ncommit = ['codex:fast']")
+    config = load_config(project, {"HOME": str(home), "XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    assert config.matrix["commit"] == (AgentChoice("codex", "fast"),)
+    assert config.max_review_rounds == Config().max_review_rounds
+
+
+def test_only_a_project_file_is_read_when_there_is_no_home(project):
+    write(project / "teleclaude.toml", "max_review_rounds = 7")
+    assert load_config(str(project), {}).max_review_rounds == 7
+
+
+def test_a_mistake_names_the_file(home, project):
+    bad = write(project / "teleclaude.toml", "[matrix]\nbuild = ['claude:fastest']")
+    with pytest.raises(ConfigError) as caught:
+        load_config(project, {"HOME": str(home)})
+    assert caught.value.path == str(bad)
+    assert "matrix.build[0]" in str(caught.value)
+
+
+def test_a_file_that_is_not_utf8_is_a_config_error(home, project):
+    bad = write(home / ".config/teleclaude/teleclaude.toml", b"agents = ['\xff']")
+    with pytest.raises(ConfigError) as caught:
+        load_config(project, {"HOME": str(home)})
+    assert caught.value.path == str(bad)
+    assert "UTF-8" in str(caught.value)
+
+
+def test_a_file_that_cannot_be_read_is_a_config_error(home, project):
+    (project / "teleclaude.toml").mkdir()  # unreadable even for root
+    with pytest.raises(ConfigError) as caught:
+        load_config(project, {"HOME": str(home)})
+    assert caught.value.path == str(project / "teleclaude.toml")
+
+
+def test_loading_without_files_does_not_import_tomllib(home, project):
+    code = (
+        "import sys; from teleclaude.adapters.settings import load_config; "
+        f"load_config({str(project)!r}, {{'HOME': {str(home)!r}}}); "
+        "print('tomllib' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(REPO)},
+    )
+    assert result.stdout.strip() == "False"

@@ -1,0 +1,191 @@
+import logging
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from teleclaude.adapters.store import AgentRow, AvailabilityStore, default_db_path
+from teleclaude.core.model import Unavailability
+
+REPO = Path(__file__).resolve().parents[2]
+NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
+LATER = datetime(2026, 11, 21, 17, 0, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def db(tmp_path) -> Path:
+    return tmp_path / "state" / "teleclaude.db"
+
+
+def raw_rows(path: Path) -> list[tuple]:
+    with closing(sqlite3.connect(path)) as conn:
+        return conn.execute("SELECT * FROM agent_availability ORDER BY agent").fetchall()
+
+
+def run_python(code: str, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen([sys.executable, "-c", code, *args], env=env, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_marked_agent_is_unavailable_until_marked_available(db):
+    store = AvailabilityStore(db)
+    marked = store.mark_unavailable("claude", LATER, "rate limit")
+    assert marked == Unavailability("claude", LATER, "rate limit")
+    assert store.unavailable(NOW) == {"claude": marked}
+    store.mark_available("claude")
+    assert store.unavailable(NOW) == {}
+    assert store.all_rows(NOW) == [AgentRow("claude", True, None, "")]
+
+
+def test_marking_again_replaces_the_time_and_reason(db):
+    store = AvailabilityStore(db)
+    store.mark_unavailable("codex", LATER, "quota")
+    store.mark_unavailable("codex", LATER + timedelta(hours=2), "still quota")
+    assert store.unavailable(NOW) == {
+        "codex": Unavailability("codex", LATER + timedelta(hours=2), "still quota")
+    }
+
+
+def test_times_are_stored_as_utc_text_with_z(db):
+    amsterdam_evening = datetime(2026, 11, 21, 18, 0, 0, 123456, tzinfo=timezone(timedelta(hours=1)))
+    marked = AvailabilityStore(db).mark_unavailable("gemini", amsterdam_evening, "down")
+    assert raw_rows(db) == [("gemini", 0, "2026-11-21T17:00:00Z", "down")]
+    assert marked.until == LATER and marked.until.tzinfo == UTC
+
+
+def test_the_table_has_the_documented_schema(db):
+    AvailabilityStore(db).mark_available("claude")
+    with closing(sqlite3.connect(db)) as conn, conn:
+        columns = [
+            (name, kind, pk)
+            for _, name, kind, _, _, pk in conn.execute("PRAGMA table_info(agent_availability)")
+        ]
+    assert columns == [
+        ("agent", "TEXT", 1),
+        ("available", "INTEGER", 0),
+        ("unavailable_until", "TEXT", 0),
+        ("reason", "TEXT", 0),
+    ]
+
+
+def test_an_expired_row_is_reset_in_the_file_when_read(db):
+    store = AvailabilityStore(db)
+    store.mark_unavailable("claude", LATER, "rate limit")
+    store.mark_unavailable("codex", LATER + timedelta(days=1), "quota")
+
+    assert set(store.unavailable(LATER - timedelta(seconds=1))) == {"claude", "codex"}
+    assert raw_rows(db)[0] == ("claude", 0, "2026-11-21T17:00:00Z", "rate limit")  # a read before: no change
+
+    assert set(store.unavailable(LATER)) == {"codex"}
+    assert raw_rows(db) == [("claude", 1, None, None), ("codex", 0, "2026-11-22T17:00:00Z", "quota")]
+
+
+def test_a_row_with_a_mangled_time_does_not_keep_an_agent_out(db):
+    store = AvailabilityStore(db)
+    store.mark_unavailable("claude", LATER, "rate limit")
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute("UPDATE agent_availability SET unavailable_until = 'tomorrow'")
+    assert store.unavailable(NOW) == {}
+    assert raw_rows(db) == [("claude", 1, None, None)]
+
+
+def test_a_read_never_creates_the_database(db):
+    store = AvailabilityStore(db)
+    assert store.unavailable(NOW) == {}
+    assert store.all_rows(NOW) == []
+    assert not db.parent.exists()
+
+
+def test_a_write_creates_the_directory_and_uses_wal(db):
+    AvailabilityStore(db).mark_unavailable("claude", LATER, "x")
+    with closing(sqlite3.connect(db)) as conn, conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_reading_does_not_import_sqlite_utils(db):
+    AvailabilityStore(db).mark_unavailable("claude", LATER, "x")
+    code = (
+        "import sys; from datetime import datetime, UTC; "
+        "from teleclaude.adapters.store import AvailabilityStore; "
+        "print(list(AvailabilityStore(sys.argv[1]).unavailable(datetime(2026, 1, 1, tzinfo=UTC)))); "
+        "print('sqlite_utils' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(db)],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.split() == ["['claude']", "False"]
+
+
+@pytest.mark.parametrize("garbage", [b"not a database", os.urandom(3 * 4096)])
+def test_a_corrupt_file_is_moved_aside_with_a_warning(db, caplog, garbage):
+    db.parent.mkdir()
+    db.write_bytes(garbage)
+    store = AvailabilityStore(db)
+    with caplog.at_level(logging.WARNING, logger="teleclaude"):
+        assert store.unavailable(NOW) == {}
+
+    [moved] = db.parent.glob("teleclaude.db.corrupt-*")
+    assert re.fullmatch(r"teleclaude\.db\.corrupt-\d{8}T\d{6}Z", moved.name)
+    assert moved.read_bytes() == garbage
+    [warning] = [r for r in caplog.records if r.name == "teleclaude"]
+    assert warning.levelno == logging.WARNING
+    assert str(db) in warning.getMessage() and str(moved) in warning.getMessage()
+
+    store.mark_unavailable("claude", LATER, "x")
+    assert set(store.unavailable(NOW)) == {"claude"}
+
+
+def test_a_write_to_a_corrupt_file_still_lands(db, caplog):
+    db.parent.mkdir()
+    db.write_bytes(b"\x00garbage" * 100)
+    with caplog.at_level(logging.WARNING, logger="teleclaude"):
+        AvailabilityStore(db).mark_unavailable("gemini", LATER, "down")
+    assert raw_rows(db) == [("gemini", 0, "2026-11-21T17:00:00Z", "down")]
+    assert len(list(db.parent.glob("teleclaude.db.corrupt-*"))) == 1
+
+
+def test_a_malformed_database_is_moved_aside(db, caplog):
+    store = AvailabilityStore(db)
+    for number in range(100):
+        store.mark_unavailable(f"agent{number}", LATER, "x" * 200)
+    data = bytearray(db.read_bytes())
+    data[2 * 4096 : 2 * 4096 + 200] = b"\xff" * 200  # a page of the table, past the valid header
+    db.write_bytes(bytes(data))
+    with caplog.at_level(logging.WARNING, logger="teleclaude"):
+        assert store.unavailable(NOW) == {}
+    assert "malformed" in caplog.text
+    assert len(list(db.parent.glob("teleclaude.db.corrupt-*"))) == 1
+
+
+def test_six_processes_marking_at_once_all_land(db, tmp_path):
+    go = tmp_path / "go"
+    code = (
+        "import sys, time, pathlib; from datetime import datetime, UTC\n"
+        "from teleclaude.adapters.store import AvailabilityStore\n"
+        "store = AvailabilityStore(sys.argv[1])\n"
+        "while not pathlib.Path(sys.argv[3]).exists(): time.sleep(0.001)\n"
+        "store.mark_unavailable(sys.argv[2], datetime(2030, 1, 1, tzinfo=UTC), 'busy')\n"
+        "store.unavailable(datetime(2026, 1, 1, tzinfo=UTC))\n"
+    )
+    agents = [f"agent{number}" for number in range(6)]
+    processes = [run_python(code, str(db), agent, str(go)) for agent in agents]
+    go.touch()
+    for process in processes:
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 0, stderr
+    assert set(AvailabilityStore(db).unavailable(NOW)) == set(agents)
+
+
+def test_default_db_path():
+    assert default_db_path({"TELECLAUDE_DB": "/data/t.db", "HOME": "/home/u"}) == Path("/data/t.db")
+    assert default_db_path({"HOME": "/home/u"}) == Path("/home/u/.teleclaude/teleclaude.db")

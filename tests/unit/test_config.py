@@ -1,0 +1,127 @@
+import pytest
+
+from teleclaude.core.agents import DEFAULT_MATRIX, KNOWN_AGENTS, Config
+from teleclaude.core.config import ConfigError, parse_config
+from teleclaude.core.model import AgentChoice, Step
+
+USER = "/home/u/.config/teleclaude/teleclaude.toml"
+PROJECT = "/repo/teleclaude.toml"
+
+
+def test_no_files_means_the_defaults():
+    assert parse_config([]) == Config()
+    assert parse_config([(PROJECT, "")]) == Config()
+
+
+def test_a_full_file():
+    config = parse_config(
+        [
+            (
+                PROJECT,
+                """
+                agents = ["claude", "codex"]
+                max_review_rounds = 2
+                [matrix]
+                build = ["claude:med", "codex:fast"]
+                """,
+            )
+        ]
+    )
+    assert config.agents == ("claude", "codex")
+    assert config.max_review_rounds == 2
+    assert config.row(Step.BUILD) == (AgentChoice("claude", "med"), AgentChoice("codex", "fast"))
+    assert config.matrix["review"] == DEFAULT_MATRIX["review"]
+
+
+def test_leaving_an_agent_out_of_agents_drops_it_from_every_row():
+    config = parse_config([(PROJECT, 'agents = ["claude", "codex"]')])
+    assert [c.agent for c in config.row(Step.BUILD)] == ["claude", "codex"]
+    assert [c.agent for c in config.row(Step.PLAN)] == ["claude"]
+
+
+def test_the_project_file_overrides_the_user_file_key_by_key_and_row_by_row():
+    user = """
+    agents = ["claude", "gemini"]
+    max_review_rounds = 5
+    [matrix]
+    build = ["gemini:fast"]
+    review = ["claude:slow"]
+    """
+    project = """
+    max_review_rounds = 2
+    [matrix]
+    build = ["claude:slow"]
+    """
+    config = parse_config([(USER, user), (PROJECT, project)])
+    assert config.agents == ("claude", "gemini")  # only the user file says
+    assert config.max_review_rounds == 2  # the project file wins
+    assert config.matrix["build"] == (AgentChoice("claude", "slow"),)
+    assert config.matrix["review"] == (AgentChoice("claude", "slow"),)  # kept from the user file
+    assert config.matrix["fix"] == DEFAULT_MATRIX["fix"]
+
+
+def test_a_new_agent_listed_in_agents_may_staff_a_row():
+    text = """
+    agents = ["claude", "agy"]
+    [matrix]
+    build = ["agy:fast", "claude:med"]
+    """
+    config = parse_config([(PROJECT, text)])
+    assert config.row(Step.BUILD)[0] == AgentChoice("agy", "fast")
+
+
+def test_a_new_agent_may_be_listed_in_the_user_file_and_used_in_the_project():
+    config = parse_config([(USER, 'agents = ["agy"]'), (PROJECT, '[matrix]\nbuild = ["agy:med"]')])
+    assert config.row(Step.BUILD) == (AgentChoice("agy", "med"),)
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("agents = [", None),
+        ("colour = 'blue'", "colour"),
+        ("agents = 'claude'", "agents"),
+        ("agents = []", "agents"),
+        ("agents = ['Claude']", "agents"),
+        ("agents = [1]", "agents"),
+        ("max_review_rounds = 0", "max_review_rounds"),
+        ("max_review_rounds = '2'", "max_review_rounds"),
+        ("max_review_rounds = true", "max_review_rounds"),
+        ("max_review_rounds = 1.5", "max_review_rounds"),
+        ("matrix = 3", "matrix"),
+        ("[matrix]\ndeploy = ['claude:med']", "matrix.deploy"),
+        ("[matrix]\nbuild = 'claude:med'", "matrix.build"),
+        ("[matrix]\nbuild = []", "matrix.build"),
+        ("[matrix]\nbuild = ['claude']", "matrix.build[0]"),
+        ("[matrix]\nbuild = ['claude:med', 'codex:turbo']", "matrix.build[1]"),
+        ("[matrix]\nbuild = ['claude:med', 7]", "matrix.build[1]"),
+        ("[matrix]\nbuild = ['Claude Code:med']", "matrix.build[0]"),
+        ("[matrix]\nbuild = [':med']", "matrix.build[0]"),
+        ("[matrix]\nbuild = ['cluade:med']", "matrix.build[0]"),
+    ],
+)
+def test_a_bad_file_names_itself_and_the_bad_key(text, key):
+    with pytest.raises(ConfigError) as caught:
+        parse_config([(USER, ""), (PROJECT, text)])
+    assert caught.value.path == PROJECT
+    assert caught.value.key == key
+    assert str(caught.value).startswith(PROJECT)
+    if key:
+        assert key in str(caught.value)
+
+
+def test_the_error_names_the_file_that_is_wrong_not_the_last_one():
+    with pytest.raises(ConfigError) as caught:
+        parse_config([(USER, "max_review_rounds = -1"), (PROJECT, "max_review_rounds = 2")])
+    assert caught.value.path == USER
+
+
+def test_an_unknown_agent_is_reported_in_the_file_of_its_row():
+    with pytest.raises(ConfigError) as caught:
+        parse_config([(USER, "[matrix]\nreview = ['agy:slow']"), (PROJECT, "agents = ['claude']")])
+    assert caught.value.path == USER
+    assert "agents" in str(caught.value)
+
+
+def test_known_agents_stay_the_default():
+    assert parse_config([(PROJECT, "max_review_rounds = 4")]).agents == KNOWN_AGENTS
