@@ -9,6 +9,7 @@ action or a request to decide again on fresh facts.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
 
@@ -75,7 +76,14 @@ def decide_work(facts: Facts, slug: str | None = None) -> Decision:
     elif problem := slug_problem(slug):
         return _done(None, _invalid_slug(problem))
     item = _roadmap_item(facts, slug)
+    decision = _work_on(facts, slug, item)
+    # A pending item becomes `[>]` once work on it starts; an error or a finished item claims nothing.
+    if item and item.marker is Marker.PENDING and not isinstance(decision.action, (Error, Complete)):
+        return replace(decision, effects=(ClaimItem(slug), *decision.effects))
+    return decision
 
+
+def _work_on(facts: Facts, slug: str, item: RoadmapItem | None) -> Decision:
     # 2. Already archived by the finalizer.
     archive = facts.archive(slug)
     if archive:
@@ -97,8 +105,7 @@ def decide_work(facts: Facts, slug: str | None = None) -> Decision:
             return _done(slug, _no_commits())
         if status.changes:
             return _done(slug, _dispatch(facts, Step.COMMIT, slug, None, WORK_AGAIN))
-        claim = (ClaimItem(slug),) if item and item.marker is Marker.PENDING else ()
-        return Decision(slug, None, (*claim, CreateWorktree(slug)))
+        return Decision(slug, None, (CreateWorktree(slug),))
 
     subfolder = f"trees/{slug}"
     # 6. A worker left changes behind.
@@ -158,9 +165,7 @@ def _choose_work_item(facts: Facts) -> str | Decision:
     for item in open_items:
         waiting = _unsatisfied(facts, roadmap, item)
         if not waiting:
-            if facts.archive(item.slug):
-                return item.slug  # finished but not marked: step 2 says COMPLETE and marks it
-            return Decision(item.slug, None, (ClaimItem(item.slug),))
+            return item.slug
         blocked.append((item, waiting))
     if blocked:
         return _done(None, _deps_unsatisfied(blocked))

@@ -156,6 +156,15 @@ def test_unprepared_item_is_not_prepared(repo):
     assert not tree(repo, "other").exists()
 
 
+def test_not_prepared_claims_nothing(repo):
+    write(repo, "todos/roadmap.md", "- [ ] other\n- [ ] feat\n")
+    commit(repo)
+    before = (repo / "todos/roadmap.md").read_bytes()
+    assert work(repo).code is ErrorCode.NOT_PREPARED
+    assert (repo / "todos/roadmap.md").read_bytes() == before
+    assert git(repo, "status", "--porcelain") == ""
+
+
 def test_empty_plan_template_is_not_prepared(repo):
     prepare(repo, "other", plan="# Plan\n## Group 1\n## Group 2\n")
     commit(repo)

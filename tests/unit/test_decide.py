@@ -131,8 +131,20 @@ def test_first_active_item_is_chosen_before_pending_ones():
 def test_first_pending_item_with_satisfied_dependencies_is_claimed():
     facts = Facts(roadmap_text="- [ ] other (after: feat)\n- [ ] feat\n- [x] old\n")
     decision = work(facts)
-    assert decision.action is None and decision.effects == (ClaimItem("feat"),)
+    assert decision.action.step is Step.BUILD and decision.effects == (ClaimItem("feat"),)
     assert decision.slug == "feat"
+
+
+def test_unprepared_pending_item_is_not_claimed():
+    facts = Facts(roadmap_text="- [ ] feat\n", requirements=set())
+    decision = work(facts)
+    assert decision.action.code is ErrorCode.NOT_PREPARED and decision.effects == ()
+
+
+def test_commit_pending_in_main_claims_the_item():
+    facts = Facts(roadmap_text="- [ ] feat\n", trees={}, main=MainStatus(True, ("todos/feat/requirements.md",)))
+    decision = work(facts)
+    assert decision.action.step is Step.COMMIT and decision.effects == (ClaimItem("feat"),)
 
 
 @pytest.mark.parametrize(
@@ -225,7 +237,7 @@ def test_missing_worktree_is_created_then_decided_again():
 
 def test_explicit_pending_slug_is_claimed_when_its_worktree_is_made():
     decision = work(Facts(trees={}), "other")
-    assert decision.effects == (ClaimItem("other"), CreateWorktree("other"))
+    assert decision.action is None and decision.effects == (ClaimItem("other"), CreateWorktree("other"))
 
 
 def test_broken_worktree_is_an_error_that_changes_nothing():

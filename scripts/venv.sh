@@ -1,0 +1,13 @@
+# Sourced by the other scripts: makes .venv with teleclaude and its test tools, once and after pyproject changes.
+set -euo pipefail
+python=${PYTHON:-python3}
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "teleclaude needs Python 3.11 or newer (found: $("$python" --version 2>&1)); set PYTHON=/path/to/python3.11" >&2
+  exit 2
+fi
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+stamp=.venv/.teleclaude-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test]"
+  touch "$stamp"
+fi
