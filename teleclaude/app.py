@@ -112,7 +112,7 @@ def mark_agent_unavailable(
     now = datetime.now(UTC)
     until = parse_until(unavailable_until, now, datetime.now().astimezone().tzinfo)
     marked = AvailabilityStore().mark_unavailable(agent, until, reason or "unavailable")
-    return AgentMarked(agent, marked.until, marked.reason)
+    return AgentMarked(agent, marked.until, marked.reason, now)
 
 
 @_guarded

@@ -245,6 +245,7 @@ class AgentMarked:
     agent: str
     until: datetime | None = None
     reason: str = ""
+    now: datetime | None = None  # when it was marked: an `until` before it means available right away
 
 
 @dataclass(frozen=True)

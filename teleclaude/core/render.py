@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC
+from datetime import UTC, timedelta
 
 from teleclaude.core.model import (
     Action,
@@ -21,6 +21,8 @@ def to_text(action: Action | AgentMarked | AgentReport) -> str:
     match action:
         case AgentMarked(agent=agent, until=None):
             return f"OK: {agent} is available."
+        case AgentMarked(agent=agent, until=until, reason=reason, now=now) if now and until <= now:
+            return f"OK: {agent} is available: {_utc(until)} has already passed ({reason})."
         case AgentMarked(agent=agent, until=until, reason=reason):
             return (
                 f"OK: {agent} is unavailable until {_utc(until)} ({reason}).\n"
@@ -111,9 +113,18 @@ def _agent_table(report: AgentReport) -> str:
         if u is None:
             lines.append(f"{agent:<10} {'available':<12}")
             continue
-        left = int((u.until - report.now).total_seconds() // 60)
-        lines.append(f"{agent:<10} {'unavailable':<12} {_utc(u.until):<21} {left:>5}m  {u.reason}")
+        left = _duration(u.until - report.now)
+        lines.append(f"{agent:<10} {'unavailable':<12} {_utc(u.until):<21} {left:>6}  {u.reason}")
     return "\n".join(line.rstrip() for line in lines)
+
+
+def _duration(left: timedelta) -> str:
+    minutes = max(0, int(left.total_seconds() // 60))
+    if minutes < 120:
+        return f"{minutes}m"
+    if minutes < 48 * 60:
+        return f"{minutes // 60}h{minutes % 60:02d}m"
+    return f"{minutes // (24 * 60)}d"
 
 
 def _who(unavailable: tuple[Unavailability, ...]) -> str:

@@ -385,3 +385,12 @@ def test_prepare_writes_nothing(repo):
     app.next_prepare(cwd=repo)
     assert git(repo, "status", "--porcelain", "--ignored") == before
     assert not (repo / "trees").exists()
+
+
+def test_claim_keeps_crlf_bom_trailing_spaces_and_missing_final_newline(repo):
+    original = "\ufeff# Roadmap  \r\n\r\n* [ ] feat — the feature   \r\n- [ ] other".encode()
+    (repo / "todos/roadmap.md").write_bytes(original)
+    commit(repo)
+    assert work(repo).step is Step.BUILD
+    after = (repo / "todos/roadmap.md").read_bytes()
+    assert after == original.replace(b"* [ ] feat", b"* [>] feat")

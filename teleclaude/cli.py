@@ -1,0 +1,208 @@
+"""The `teleclaude` command line: the same answers as the MCP tools, as text or JSON, with exit codes.
+
+Exit codes: 0 for an action to carry out (TOOL_CALL, SELF, PREPARED, COMPLETE, OK), 1 for `ERROR: CODE`,
+2 for bad usage. The planner paths (`next-*`, `agents`) import only the library: fastmcp, GitPython and
+sqlite-utils are loaded by the commands (or the rare write paths) that need them.
+
+To add a command, write `_add_<name>(parser)` and `_run_<name>(args) -> int` and list them in `COMMANDS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from teleclaude import __version__
+
+log = logging.getLogger("teleclaude")
+
+# --- the commands ------------------------------------------------------------------------------------
+
+
+def _add_next(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("slug", nargs="?", metavar="SLUG", help="a roadmap item (default: the planner picks)")
+    _add_cwd(parser)
+    parser.add_argument("--json", action="store_true", help="print the action as one JSON object")
+
+
+def _run_next_prepare(args: argparse.Namespace) -> int:
+    from teleclaude import app
+
+    return _print_action(app.next_prepare(args.slug, cwd=args.cwd), args.json)
+
+
+def _run_next_work(args: argparse.Namespace) -> int:
+    from teleclaude import app
+
+    return _print_action(app.next_work(args.slug, cwd=args.cwd), args.json)
+
+
+def _add_agents(parser: argparse.ArgumentParser) -> None:
+    _add_cwd(parser)
+    verbs = parser.add_subparsers(dest="agents_verb", metavar="{unavailable,available}")
+    unavailable = verbs.add_parser(
+        "unavailable",
+        help="mark an agent unavailable (quota, rate limit, overloaded, unresponsive)",
+        description="Mark an agent unavailable; the planner falls back to the next agent of each row.",
+    )
+    unavailable.add_argument("agent", metavar="AGENT")
+    unavailable.add_argument(
+        "--until",
+        metavar="T",
+        help="a duration (45m, 2h, 1d, 1h30m) or an ISO 8601 time (2026-11-21T17:00:00Z); default 1h",
+    )
+    unavailable.add_argument("--reason", metavar="R", default="", help="why, e.g. quota_exhausted")
+    _add_cwd(unavailable, suppress=True)
+    unavailable.set_defaults(handler=_run_agents_unavailable)
+    available = verbs.add_parser("available", help="mark an agent available again")
+    available.add_argument("agent", metavar="AGENT")
+    _add_cwd(available, suppress=True)
+    available.set_defaults(handler=_run_agents_available)
+
+
+def _run_agents(args: argparse.Namespace) -> int:
+    from teleclaude import app
+
+    return _print_value(app.agent_status(cwd=args.cwd))
+
+
+def _run_agents_unavailable(args: argparse.Namespace) -> int:
+    from teleclaude import app
+
+    return _print_value(app.mark_agent_unavailable(args.agent, args.until, args.reason, cwd=args.cwd))
+
+
+def _run_agents_available(args: argparse.Namespace) -> int:
+    from teleclaude import app
+
+    return _print_value(app.mark_agent_available(args.agent, cwd=args.cwd))
+
+
+def _add_mcp(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+
+
+def _run_mcp(args: argparse.Namespace) -> int:
+    from teleclaude import mcp_server  # fastmcp costs ~0.6 s: only this command pays for it
+
+    with contextlib.suppress(KeyboardInterrupt):
+        mcp_server.serve(http=args.http, host=args.host, port=args.port)
+    return 0
+
+
+def _add_demo(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--keep", action="store_true", help="keep the demo repository instead of deleting it")
+    parser.add_argument("--verbose", action="store_true", help="print the full text of every action")
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from teleclaude import demo
+
+    return demo.run(keep=args.keep, verbose=args.verbose)
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "next-prepare", "what the next preparation step is (requirements, plan)", _add_next, _run_next_prepare
+    ),
+    Command("next-work", "what the next build/review/finalize step is", _add_next, _run_next_work),
+    Command("agents", "show agent availability, or mark an agent (un)available", _add_agents, _run_agents),
+    Command("mcp", "serve the teleclaude__* tools over MCP (stdio, or --http)", _add_mcp, _run_mcp),
+    Command("demo", "run the planner on a throwaway repository", _add_demo, _run_demo),
+)
+
+
+# --- the parser ----------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="teleclaude",
+        description="A file-derived planner that tells teams of AI coding agents exactly one next step.",
+    )
+    parser.add_argument("--version", action="version", version=f"teleclaude {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        sub = commands.add_parser(command.name, help=command.help, description=command.help)
+        command.add_arguments(sub)
+        sub.set_defaults(handler=command.run)
+    return parser
+
+
+def _add_cwd(parser: argparse.ArgumentParser, suppress: bool = False) -> None:
+    parser.add_argument(
+        "--cwd",
+        metavar="DIR",
+        # a verb's --cwd must not overwrite one given before the verb (`agents --cwd X unavailable A`)
+        default=argparse.SUPPRESS if suppress else None,
+        help="the project (any folder inside its repository; default: the current directory)",
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    _configure_logging()
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:  # --help, --version (0) and bad usage (2)
+        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
+    log.debug("teleclaude %s", args)
+    return args.handler(args)
+
+
+def _configure_logging() -> None:
+    debug = os.environ.get("TELECLAUDE_DEBUG", "") not in ("", "0")
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING,
+        stream=sys.stderr,
+        format="%(name)s: %(levelname)s: %(message)s",
+    )
+
+
+# --- output ------------------------------------------------------------------------------------------
+
+
+def _print_action(action, as_json: bool) -> int:
+    if not as_json:
+        return _print_value(action)
+    from teleclaude.core.render import to_dict
+
+    _write(json.dumps(to_dict(action)))
+    return _exit_code(action)
+
+
+def _print_value(value) -> int:
+    from teleclaude.core.render import to_text
+
+    _write(to_text(value))
+    return _exit_code(value)
+
+
+def _exit_code(value) -> int:
+    from teleclaude.core.model import Error
+
+    return 1 if isinstance(value, Error) else 0
+
+
+def _write(text: str) -> None:
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # `teleclaude agents | head -1`
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())

@@ -1,0 +1,265 @@
+"""The command line as a process: exit codes, --json, --cwd, the agents verbs, and what it must not import."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+PREPARED = "alpha-feature"
+UNPREPARED = "beta-feature"
+JSON_KEYS = {"kind", "code", "slug", "command", "args", "agent", "thinking_mode", "subfolder", "project"}
+JSON_KEYS |= {"note", "reason"}
+HEAVY = ("fastmcp", "mcp", "git", "sqlite_utils")  # `git` is GitPython
+
+
+def first_line(text: str) -> str:
+    return text.splitlines()[0]
+
+
+# --- next-work / next-prepare ---------------------------------------------------------------------------
+
+
+def test_next_work_prints_the_tool_call_and_exits_0(project, cli, tool_call_fields, paths_equal):
+    done = cli("next-work", cwd=project)
+    assert done.returncode == 0, done.stderr
+    fields = tool_call_fields(done.stdout)
+    assert (fields["command"], fields["args"], fields["subfolder"]) == (
+        "next-build",
+        PREPARED,
+        f"trees/{PREPARED}",
+    )
+    assert paths_equal(fields["project"], project)
+    assert (project / "trees" / PREPARED / ".git").is_file()
+
+
+def test_cwd_option_names_the_project(project, cli, tool_call_fields, paths_equal, not_a_repo):
+    done = cli("next-work", "--cwd", str(project / "todos"), cwd=not_a_repo)
+    assert done.returncode == 0, done.stderr
+    assert paths_equal(tool_call_fields(done.stdout)["project"], project)
+
+
+def test_next_prepare_prints_the_architect_call(project, cli, tool_call_fields):
+    done = cli("next-prepare", "--cwd", str(project))
+    assert done.returncode == 0, done.stderr
+    fields = tool_call_fields(done.stdout)
+    assert (fields["command"], fields["args"]) == ("next-requirements", UNPREPARED)
+    assert "subfolder" not in fields
+
+
+def test_prepared_exits_0(project, cli):
+    done = cli("next-prepare", PREPARED, "--cwd", str(project))
+    assert (done.returncode, first_line(done.stdout)) == (0, "PREPARED:")
+
+
+@pytest.mark.parametrize("command", ["next-work", "next-prepare"])
+def test_an_error_exits_1(not_a_repo, cli, command):
+    done = cli(command, "--cwd", str(not_a_repo))
+    assert done.returncode == 1
+    assert first_line(done.stdout) == "ERROR: NOT_A_GIT_REPO"
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_not_prepared_exits_1(project, cli):
+    done = cli("next-work", UNPREPARED, "--cwd", str(project))
+    assert (done.returncode, first_line(done.stdout)) == (1, "ERROR: NOT_PREPARED")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["no-such-command"],
+        ["next-work", "--no-such-option"],
+        ["next-work", "a", "b"],
+        ["agents", "unavailable"],
+        ["agents", "sideways", "gemini"],
+        ["mcp", "--port", "eighty"],
+    ],
+)
+def test_bad_usage_exits_2(project, cli, argv):
+    done = cli(*argv, cwd=project)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "usage:" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_help_exits_0(cli):
+    done = cli("--help")
+    assert done.returncode == 0
+    for command in ("next-prepare", "next-work", "agents", "mcp", "demo"):
+        assert command in done.stdout
+
+
+# --- --json ----------------------------------------------------------------------------------------------
+
+
+def test_json_of_a_dispatch(project, cli, paths_equal):
+    done = cli("next-work", "--cwd", str(project), "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert set(data) == JSON_KEYS
+    assert data["kind"] == "dispatch"
+    assert data["code"] is None
+    assert (data["command"], data["args"], data["slug"]) == ("next-build", PREPARED, PREPARED)
+    assert (data["agent"], data["thinking_mode"], data["subfolder"]) == ("gemini", "med", f"trees/{PREPARED}")
+    assert paths_equal(data["project"], project)
+
+
+def test_json_of_prepared(project, cli):
+    done = cli("next-prepare", PREPARED, "--cwd", str(project), "--json")
+    data = json.loads(done.stdout)
+    assert done.returncode == 0
+    assert set(data) == JSON_KEYS
+    assert (data["kind"], data["slug"]) == ("prepared", PREPARED)
+
+
+def test_json_of_an_error(not_a_repo, cli):
+    done = cli("next-work", "--cwd", str(not_a_repo), "--json")
+    assert done.returncode == 1
+    data = json.loads(done.stdout)
+    assert set(data) == JSON_KEYS
+    assert (data["kind"], data["code"]) == ("error", "NOT_A_GIT_REPO")
+    assert data["reason"]
+
+
+# --- agents ---------------------------------------------------------------------------------------------
+
+
+def agent_rows(table: str) -> dict[str, list[str]]:
+    lines = table.splitlines()
+    assert lines[0].split() == ["AGENT", "STATUS", "UNTIL", "LEFT", "REASON"]
+    return {line.split()[0]: line.split()[1:] for line in lines[1:]}
+
+
+def test_agents_table_marking_and_unmarking(project, cli):
+    done = cli("agents", "--cwd", str(project))
+    assert done.returncode == 0, done.stderr
+    rows = agent_rows(done.stdout)
+    assert set(rows) == {"claude", "gemini", "codex"}
+    assert all(row[0] == "available" for row in rows.values())
+
+    until = (datetime.now(UTC) + timedelta(hours=5)).replace(microsecond=0)
+    stamp = until.strftime("%Y-%m-%dT%H:%M:%SZ")
+    done = cli(
+        "agents",
+        "unavailable",
+        "gemini",
+        "--until",
+        stamp,
+        "--reason",
+        "quota_exhausted",
+        "--cwd",
+        str(project),
+    )
+    assert done.returncode == 0, done.stderr
+    assert first_line(done.stdout).startswith("OK: gemini")
+    assert stamp in first_line(done.stdout)
+
+    rows = agent_rows(cli("agents", "--cwd", str(project)).stdout)
+    assert rows["gemini"][0] == "unavailable"
+    assert rows["gemini"][1] == stamp
+    assert rows["gemini"][-1] == "quota_exhausted"
+    assert rows["claude"] == ["available"]
+
+    done = cli("agents", "available", "gemini", "--cwd", str(project))
+    assert (done.returncode, first_line(done.stdout)) == (0, "OK: gemini is available.")
+    assert agent_rows(cli("agents", "--cwd", str(project)).stdout)["gemini"] == ["available"]
+
+
+def test_cwd_before_the_verb_is_kept(project, cli):
+    done = cli("agents", "--cwd", str(project), "unavailable", "codex", "--until", "30m")
+    assert done.returncode == 0, done.stderr
+    assert agent_rows(cli("agents", cwd=project).stdout)["codex"][0] == "unavailable"
+
+
+def test_the_default_time_is_one_hour(project, cli):
+    done = cli("agents", "unavailable", "claude", cwd=project)
+    assert done.returncode == 0, done.stderr
+    left = int(agent_rows(cli("agents", cwd=project).stdout)["claude"][2].rstrip("m"))
+    assert 55 <= left <= 60
+
+
+def test_unavailable_builder_makes_next_work_fall_back(project, cli, tool_call_fields):
+    assert cli("agents", "unavailable", "gemini", "--until", "2h", cwd=project).returncode == 0
+    fields = tool_call_fields(cli("next-work", cwd=project).stdout)
+    assert fields["agent"] == "claude"
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["agents", "unavailable", "hal9000"], "UNKNOWN_AGENT"),
+        (["agents", "available", "hal9000"], "UNKNOWN_AGENT"),
+        (["agents", "unavailable", "gemini", "--until", "soonish"], "INVALID_TIME"),
+        (["agents", "unavailable", "gemini", "--until=-5m"], "INVALID_TIME"),
+    ],
+)
+def test_agent_errors_exit_1(project, cli, argv, code):
+    done = cli(*argv, cwd=project)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert first_line(done.stdout) == f"ERROR: {code}"
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+# --- what the planner paths import ------------------------------------------------------------------------
+
+
+def imported_modules(stderr: str) -> set[str]:
+    """Module names from `python -X importtime` output (`import time: self | cumulative | name`)."""
+    names = set()
+    for line in stderr.splitlines():
+        match = re.match(r"import time:\s+\d+ \|\s+\d+ \|\s+(\S+)", line)
+        if match:
+            names.add(match[1])
+    return names
+
+
+def heavy_imports(names: set[str]) -> set[str]:
+    return {name for name in names if name.split(".")[0] in HEAVY}
+
+
+@pytest.mark.parametrize(
+    ("argv", "allowed"),
+    [
+        (["next-work"], set()),
+        (["next-work", "--json"], set()),
+        (["next-prepare"], set()),
+        (["agents"], set()),
+        # Writing availability goes through sqlite-utils by design (adapters/store.py); never fastmcp.
+        (["agents", "available", "gemini"], {"sqlite_utils"}),
+    ],
+)
+def test_planner_paths_import_no_heavy_library(project, cli, argv, allowed):
+    # The first next-work creates the worktree: that write path loads GitPython by design (adapters/git.py).
+    assert cli("next-work", "--cwd", str(project)).returncode == 0
+    done = cli(*argv, "--cwd", str(project), python_flags=("-X", "importtime"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    names = imported_modules(done.stderr)
+    assert "teleclaude.app" in names  # the parse works
+    assert {name.split(".")[0] for name in heavy_imports(names)} <= allowed
+
+
+# --- in process ------------------------------------------------------------------------------------------
+
+
+def test_main_returns_the_exit_code_in_process(project, capsys):
+    from teleclaude.cli import main
+
+    assert main(["next-prepare", "alpha-feature", "--cwd", str(project)]) == 0
+    assert capsys.readouterr().out.startswith("PREPARED:")
+    assert main(["agents", "available", "hal9000", "--cwd", str(project)]) == 1
+    assert capsys.readouterr().out.startswith("ERROR: UNKNOWN_AGENT")
+    assert main(["next-work", "--no-such-option"]) == 2
+    assert main(["--version"]) == 0
+
+
+def test_debug_logging_goes_to_stderr(project, cli, subprocess_env, monkeypatch):
+    monkeypatch.setitem(subprocess_env, "TELECLAUDE_DEBUG", "1")
+    done = cli("next-prepare", "--cwd", str(project))
+    assert done.returncode == 0
+    assert done.stdout.startswith("TOOL_CALL:")
+    assert "DEBUG" in done.stderr

@@ -1,0 +1,276 @@
+"""The MCP face: tools, annotations and answers through a real fastmcp client (in memory, stdio, HTTP)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+
+from teleclaude.mcp_server import build_server
+
+PREPARED = "alpha-feature"
+UNPREPARED = "beta-feature"
+TOOLS = {
+    "teleclaude__next_prepare",
+    "teleclaude__next_work",
+    "teleclaude__mark_agent_unavailable",
+    "teleclaude__mark_agent_available",
+    "teleclaude__agent_status",
+}
+
+
+def list_tools():
+    async def go():
+        async with Client(build_server()) as client:
+            return await client.list_tools()
+
+    return {tool.name: tool for tool in asyncio.run(go())}
+
+
+def first_line(text: str) -> str:
+    return text.splitlines()[0]
+
+
+# --- the tool list ---------------------------------------------------------------------------------
+
+
+def test_the_server_lists_the_five_tools_with_descriptions():
+    tools = list_tools()
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert tool.description and tool.description.strip(), tool.name
+        assert tool.output_schema is None, f"{tool.name} should answer plain text only"
+
+
+def test_annotations_are_honest():
+    tools = list_tools()
+    hints = {
+        name: (
+            tool.annotations.read_only_hint,
+            tool.annotations.destructive_hint,
+            tool.annotations.idempotent_hint,
+            tool.annotations.open_world_hint,
+        )
+        for name, tool in tools.items()
+    }
+    assert hints["teleclaude__next_prepare"][0] is True
+    assert hints["teleclaude__next_work"] == (False, False, False, False)
+    assert hints["teleclaude__mark_agent_unavailable"][:3:2] == (False, True)
+    assert hints["teleclaude__mark_agent_available"][:3:2] == (False, True)
+    assert hints["teleclaude__agent_status"][0] is True
+    assert all(hint[3] is False for hint in hints.values())
+    assert all(hint[1] is not True for hint in hints.values())
+
+
+def test_input_schemas_match_the_documented_signatures():
+    tools = list_tools()
+    properties = {name: set(tool.input_schema["properties"]) for name, tool in tools.items()}
+    assert properties == {
+        "teleclaude__next_prepare": {"slug", "cwd"},
+        "teleclaude__next_work": {"slug", "cwd"},
+        "teleclaude__mark_agent_unavailable": {"agent", "unavailable_until", "reason"},
+        "teleclaude__mark_agent_available": {"agent"},
+        "teleclaude__agent_status": set(),
+    }
+    assert tools["teleclaude__mark_agent_unavailable"].input_schema.get("required") == ["agent"]
+    assert not tools["teleclaude__next_work"].input_schema.get("required")
+
+
+# --- answers -----------------------------------------------------------------------------------------
+
+
+def test_next_work_dispatches_the_build_and_creates_the_worktree(
+    project, call_tool, tool_call_fields, paths_equal
+):
+    text = call_tool("teleclaude__next_work", cwd=str(project / "todos"))  # a subfolder: the root is found
+
+    fields = tool_call_fields(text)
+    assert fields["command"] == "next-build"
+    assert fields["args"] == PREPARED
+    assert fields["subfolder"] == f"trees/{PREPARED}"
+    assert fields["agent"] == "gemini"
+    assert fields["thinking_mode"] == "med"
+    assert paths_equal(fields["project"], project)
+    tree = project / "trees" / PREPARED
+    assert (tree / ".git").is_file()
+    assert (tree / "todos" / PREPARED / "implementation-plan.md").is_file()
+    assert f"- [>] {PREPARED}" in (project / "todos" / "roadmap.md").read_text()
+
+
+def test_next_work_with_a_slug_argument(project, call_tool, tool_call_fields):
+    fields = tool_call_fields(call_tool("teleclaude__next_work", slug=PREPARED, cwd=str(project)))
+    assert (fields["command"], fields["args"]) == ("next-build", PREPARED)
+
+
+def test_next_work_uses_the_server_cwd_when_no_cwd_is_given(
+    project, call_tool, tool_call_fields, monkeypatch, paths_equal
+):
+    monkeypatch.chdir(project)
+    fields = tool_call_fields(call_tool("teleclaude__next_work"))
+    assert paths_equal(fields["project"], project)
+
+
+def test_next_prepare_dispatches_the_requirements_architect(project, call_tool, tool_call_fields):
+    text = call_tool("teleclaude__next_prepare", cwd=str(project))
+
+    fields = tool_call_fields(text)
+    assert fields["command"] == "next-requirements"
+    assert fields["args"] == UNPREPARED
+    assert "subfolder" not in fields  # architects work in the main checkout
+    assert any(line.startswith("NOTE:") for line in text.splitlines())
+    assert not (project / "trees").exists()  # read-only
+
+
+def test_next_prepare_of_a_prepared_item(project, call_tool):
+    text = call_tool("teleclaude__next_prepare", slug=PREPARED, cwd=str(project))
+    assert first_line(text) == "PREPARED:"
+
+
+def test_marking_the_builder_unavailable_falls_back(project, call_tool, tool_call_fields, monkeypatch):
+    monkeypatch.chdir(project)
+    marked = call_tool(
+        "teleclaude__mark_agent_unavailable", agent="gemini", unavailable_until="2h", reason="quota_exhausted"
+    )
+    assert first_line(marked).startswith("OK: gemini")
+
+    fields = tool_call_fields(call_tool("teleclaude__next_work", cwd=str(project)))
+    assert (fields["command"], fields["agent"]) == ("next-build", "claude")
+
+    status = call_tool("teleclaude__agent_status")
+    gemini = next(line for line in status.splitlines() if line.startswith("gemini"))
+    assert "unavailable" in gemini and "quota_exhausted" in gemini
+
+    assert first_line(call_tool("teleclaude__mark_agent_available", agent="gemini")).startswith("OK: gemini")
+    fields = tool_call_fields(call_tool("teleclaude__next_work", cwd=str(project)))
+    assert fields["agent"] == "gemini"
+
+
+def test_every_builder_unavailable_answers_self(project, call_tool, monkeypatch):
+    monkeypatch.chdir(project)
+    until = (datetime.now(UTC) + timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for agent in ("gemini", "claude", "codex"):
+        call_tool("teleclaude__mark_agent_unavailable", agent=agent, unavailable_until=until)
+    assert first_line(call_tool("teleclaude__next_work", cwd=str(project))) == "SELF:"
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "code"),
+    [
+        ("teleclaude__mark_agent_unavailable", {"agent": "hal9000"}, "UNKNOWN_AGENT"),
+        ("teleclaude__mark_agent_available", {"agent": "hal9000"}, "UNKNOWN_AGENT"),
+        (
+            "teleclaude__mark_agent_unavailable",
+            {"agent": "gemini", "unavailable_until": "soonish"},
+            "INVALID_TIME",
+        ),
+        ("teleclaude__next_work", {"slug": "Not A Slug"}, "INVALID_SLUG"),
+    ],
+)
+def test_errors_are_text_answers(project, call_tool, monkeypatch, tool, arguments, code):
+    monkeypatch.chdir(project)
+    text = call_tool(tool, **arguments)
+    assert first_line(text) == f"ERROR: {code}"
+    assert "Traceback" not in text
+
+
+@pytest.mark.parametrize("tool", ["teleclaude__next_work", "teleclaude__next_prepare"])
+def test_outside_a_repository_the_answer_is_not_a_git_repo(not_a_repo, isolated_env, call_tool, tool):
+    text = call_tool(tool, cwd=str(not_a_repo))
+    assert first_line(text) == "ERROR: NOT_A_GIT_REPO"
+    assert "Traceback" not in text
+
+
+def test_an_exception_inside_a_tool_becomes_error_internal(project, call_tool, monkeypatch):
+    from teleclaude import app
+
+    def explode(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(app, "agent_status", explode)
+    text = call_tool("teleclaude__agent_status")
+    assert first_line(text) == "ERROR: INTERNAL"
+    assert "Traceback" not in text
+
+
+# --- real transports --------------------------------------------------------------------------------
+
+
+def test_stdio_server_uses_its_own_cwd(project, subprocess_env, tool_call_fields, paths_equal, tmp_path):
+    transport = StdioTransport(
+        sys.executable,
+        ["-m", "teleclaude", "mcp"],
+        env=subprocess_env,
+        cwd=str(project),
+        keep_alive=False,
+        log_file=tmp_path / "stdio-server.log",
+    )
+
+    async def go():
+        async with Client(transport) as client:
+            names = {tool.name for tool in await client.list_tools()}
+            result = await client.call_tool("teleclaude__next_work", {})
+            return names, result
+
+    names, result = asyncio.run(go())
+    assert names >= {"teleclaude__next_work", "teleclaude__next_prepare"}
+    assert result.structured_content is None
+    fields = tool_call_fields(result.content[0].text)
+    assert fields["command"] == "next-build"
+    assert paths_equal(fields["project"], project)
+    assert (project / "trees" / PREPARED / ".git").is_file()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_for_port(port: int, process: subprocess.Popen, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"the server exited with {process.returncode}")
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"nothing listens on port {port} after {timeout} s")
+
+
+def test_http_server_answers_agent_status(project, subprocess_env, tmp_path):
+    port = _free_port()
+    with open(tmp_path / "http-server.log", "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "teleclaude", "mcp", "--http", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=project,
+            env=subprocess_env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            _wait_for_port(port, process)
+
+            async def go():
+                async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                    return await client.call_tool("teleclaude__agent_status", {})
+
+            result = asyncio.run(go())
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    text = result.content[0].text
+    assert first_line(text).split() == ["AGENT", "STATUS", "UNTIL", "LEFT", "REASON"]
+    assert {line.split()[0] for line in text.splitlines()[1:]} >= {"claude", "gemini", "codex"}
