@@ -63,18 +63,23 @@ def _guarded(function: Callable[..., object]) -> Callable[..., object]:
         try:
             return function(*args, **kwargs)
         except gitx.NotAGitRepo as error:
-            return Error(ErrorCode.NOT_A_GIT_REPO, f"{error}.\nRun this in a git repository (or `git init` one).")
+            return Error(
+                ErrorCode.NOT_A_GIT_REPO, f"{error}.\nRun this in a git repository (or `git init` one)."
+            )
         except ConfigError as error:
             return Error(ErrorCode.INVALID_CONFIG, f"{error}\nFix the file, then call again.")
         except InvalidTime as error:
             return Error(ErrorCode.INVALID_TIME, str(error))
         except fs.LockTimeout as error:
-            return Error(ErrorCode.LOCK_TIMEOUT, f"{error}.\nWait for the other call to finish, then call again.")
+            return Error(
+                ErrorCode.LOCK_TIMEOUT, f"{error}.\nWait for the other call to finish, then call again."
+            )
         except Exception as error:  # the last line of defence: report, do not crash the caller
             log.debug("internal error", exc_info=True)
             return Error(
                 ErrorCode.INTERNAL,
-                f"{type(error).__name__}: {error}\nThis is a teleclaude bug; set TELECLAUDE_DEBUG=1 for details.",
+                f"{type(error).__name__}: {error}\n"
+                "This is a teleclaude bug; set TELECLAUDE_DEBUG=1 for details.",
             )
 
     return wrapper
@@ -165,7 +170,7 @@ def _apply(repo: gitx.Repo, effects: tuple[Effect, ...]) -> Error | None:
                     return Error(
                         ErrorCode.WORKTREE_FAILED,
                         f"git could not create trees/{slug}: {error}\n"
-                        f"Resolve that (e.g. `git worktree list`, `git branch --list {slug}`), then call again.",
+                        f"Resolve it (`git worktree list`, `git branch --list {slug}`), then call again.",
                         slug,
                     )
     return None

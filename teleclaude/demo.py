@@ -110,10 +110,14 @@ class Workers:
         slug, module = action.slug, action.slug.replace("-", "_")
         (tree / "src").mkdir(exist_ok=True)
         (tree / "tests").mkdir(exist_ok=True)
-        (tree / "src" / f"{module}.py").write_text(f'"""{slug}."""\n\n\ndef {module}():\n    return "{slug}"\n')
+        (tree / "src" / f"{module}.py").write_text(
+            f'"""{slug}."""\n\n\ndef {module}():\n    return "{slug}"\n'
+        )
         (tree / "tests" / f"test_{module}.py").write_text(f"def test_{module}():\n    assert True\n")
         plan = tree / "todos" / slug / "implementation-plan.md"
-        ticked = re.sub(r"^(## Group [1-4].*?)(?=^## Group [5-9]|\Z)", _tick, plan.read_text(), flags=re.M | re.S)
+        ticked = re.sub(
+            r"^(## Group [1-4].*?)(?=^## Group [5-9]|\Z)", _tick, plan.read_text(), flags=re.M | re.S
+        )
         plan.write_text(ticked)
         if self.forget_commit == slug:
             self.forget_commit = None
@@ -126,7 +130,9 @@ class Workers:
         self.reviews[slug] = self.reviews.get(slug, 0) + 1
         rejects = self.reject_first == slug and self.reviews[slug] == 1
         critical = "- The function has no test of its return value.\n" if rejects else ""
-        text = REVIEW.format(slug=slug, critical=critical, approve=" " if rejects else "x", request="x" if rejects else " ")
+        text = REVIEW.format(
+            slug=slug, critical=critical, approve=" " if rejects else "x", request="x" if rejects else " "
+        )
         (tree / "todos" / slug / "review-findings.md").write_text(text)
         commit_all(tree, f"Review {slug}")
         return "reviewer: REQUEST CHANGES (one critical finding)" if rejects else "reviewer: APPROVE"
@@ -134,7 +140,10 @@ class Workers:
     def fix(self, tree: Path, action: Dispatch) -> str:
         slug, module = action.slug, action.slug.replace("-", "_")
         test = tree / "tests" / f"test_{module}.py"
-        test.write_text(f"from src.{module} import {module}\n\n\ndef test_{module}():\n    assert {module}() == '{slug}'\n")
+        test.write_text(
+            f"from src.{module} import {module}\n\n\n"
+            f"def test_{module}():\n    assert {module}() == '{slug}'\n"
+        )
         (tree / "todos" / slug / "review-findings.md").unlink()
         commit_all(tree, f"Fix review findings for {slug}")
         return "fixer: fixed the critical finding, deleted review-findings.md, committed"
@@ -173,7 +182,11 @@ def _tick(match: re.Match) -> str:
 
 
 def drive(
-    project: Path, workers: Workers, say: Callable[[str], None], verbose: bool = False, max_steps: int = 60,
+    project: Path,
+    workers: Workers,
+    say: Callable[[str], None],
+    verbose: bool = False,
+    max_steps: int = 60,
     on_step: Callable[[int, Action], None] | None = None,
 ) -> list[Action]:
     """Call next_work like an orchestrator: follow one slug until COMPLETE, then ask for the next one."""

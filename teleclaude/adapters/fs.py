@@ -52,7 +52,9 @@ def project_lock(common_dir: Path, timeout: float = 60.0) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise LockTimeout(f"another teleclaude call held {common_dir / LOCK_NAME} for {timeout:.0f} s")
+                    raise LockTimeout(  # noqa: B904 - the busy lock is the expected cause, not an error
+                        f"another teleclaude call held {common_dir / LOCK_NAME} for {timeout:.0f} s"
+                    )
                 time.sleep(0.01)
         try:
             yield

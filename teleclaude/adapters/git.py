@@ -156,7 +156,9 @@ def add_worktree(repo: Repo, slug: str) -> None:
         else:
             repository.git.worktree("add", "-b", slug, path)
     except git.GitCommandError as error:
-        raise WorktreeError((error.stderr or str(error)).strip().removeprefix("stderr:").strip(" '")) from error
+        raise WorktreeError(
+            (error.stderr or str(error)).strip().removeprefix("stderr:").strip(" '")
+        ) from error
 
 
 def exclude_trees(repo: Repo) -> None:

@@ -41,9 +41,7 @@ class Config:
         return tuple(c for c in self.matrix.get(step.task, ()) if c.agent in self.agents)
 
 
-def active_unavailability(
-    rows: Mapping[str, Unavailability], now: datetime
-) -> dict[str, Unavailability]:
+def active_unavailability(rows: Mapping[str, Unavailability], now: datetime) -> dict[str, Unavailability]:
     """Drop rows whose time has passed: an agent recovers by itself."""
     return {agent: u for agent, u in rows.items() if u.until > now}
 

@@ -266,7 +266,10 @@ def _deps_unsatisfied(blocked: list[tuple[RoadmapItem, list[str]]]) -> Error:
 
 
 def _not_prepared(facts: Facts, slug: str, missing: list[str]) -> Error:
-    lines = [f"todos/{slug} is missing {' and '.join(missing)}.", f'Run teleclaude__next_prepare("{slug}") first.']
+    lines = [
+        f"todos/{slug} is missing {' and '.join(missing)}.",
+        f'Run teleclaude__next_prepare("{slug}") first.',
+    ]
     roadmap = facts.roadmap()
     if roadmap:
         ready = [
@@ -275,8 +278,10 @@ def _not_prepared(facts: Facts, slug: str, missing: list[str]) -> Error:
             if i.slug != slug and not facts.archive(i.slug) and not _missing_preparation(facts, i.slug)
         ]
         if ready:
-            lines.append(f'Prepared items you could work on instead: {", ".join(ready)} '
-                         f'(teleclaude__next_work("{ready[0]}")).')
+            lines.append(
+                f"Prepared items you could work on instead: {', '.join(ready)} "
+                f'(teleclaude__next_work("{ready[0]}")).'
+            )
     return Error(ErrorCode.NOT_PREPARED, "\n".join(lines), slug)
 
 

@@ -49,21 +49,47 @@ def to_text(action: Action | AgentMarked | AgentReport) -> str:
 def to_dict(action: Action) -> dict[str, str | None]:
     """The action as flat data; every key is present, None where it does not apply."""
     data: dict[str, str | None] = dict.fromkeys(
-        ("kind", "code", "slug", "command", "args", "agent", "thinking_mode", "subfolder", "project", "note",
-         "reason")
+        (
+            "kind",
+            "code",
+            "slug",
+            "command",
+            "args",
+            "agent",
+            "thinking_mode",
+            "subfolder",
+            "project",
+            "note",
+            "reason",
+        )
     )
     match action:
         case Dispatch():
-            data |= dict(kind="dispatch", slug=action.slug, command=action.command, args=action.slug,
-                         agent=action.agent, thinking_mode=action.thinking_mode, subfolder=action.subfolder,
-                         project=action.project, note=action.note)
+            data |= dict(
+                kind="dispatch",
+                slug=action.slug,
+                command=action.command,
+                args=action.slug,
+                agent=action.agent,
+                thinking_mode=action.thinking_mode,
+                subfolder=action.subfolder,
+                project=action.project,
+                note=action.note,
+            )
         case Prepared(slug=slug):
             data |= dict(kind="prepared", slug=slug)
         case Complete(slug=slug, archive=archive):
             data |= dict(kind="complete", slug=slug, note=f"Delivered to {archive}")
         case RunYourself():
-            data |= dict(kind="self", slug=action.slug, command=action.step.command, args=action.slug,
-                         subfolder=action.subfolder, project=action.project, reason=_who(action.unavailable))
+            data |= dict(
+                kind="self",
+                slug=action.slug,
+                command=action.step.command,
+                args=action.slug,
+                subfolder=action.subfolder,
+                project=action.project,
+                reason=_who(action.unavailable),
+            )
         case Error(code=code, message=message, slug=slug):
             data |= dict(kind="error", code=code.value, slug=slug, reason=message)
     return data
@@ -131,6 +157,5 @@ def _who(unavailable: tuple[Unavailability, ...]) -> str:
     if not unavailable:
         return "no agent is configured for it"
     return ", ".join(
-        f"{u.agent} until {_utc(u.until)}" + (f" ({u.reason})" if u.reason else "")
-        for u in unavailable
+        f"{u.agent} until {_utc(u.until)}" + (f" ({u.reason})" if u.reason else "") for u in unavailable
     )

@@ -7,7 +7,7 @@ from teleclaude.core.model import Review, Verdict
 
 
 def parse_review(text: str) -> Review:
-    """Approved only when `[x] APPROVE` is checked and `REQUEST CHANGES` is not; anything else asks for fixes."""
+    """Approved only when `[x] APPROVE` is checked and `REQUEST CHANGES` is not; else fixes are due."""
     approve = request = 0
     verdict_lines = 0
     for task in task_items(text):

@@ -43,7 +43,11 @@ def test_full_cycle_from_pending_to_done_with_a_forgotten_commit_and_a_rejection
     assert steps(actions)[-2:] == [("COMPLETE", "shouting", "done/003-shouting/"), ("NO_WORK", None, None)]
     roadmap = (project / "todos/roadmap.md").read_text()
     assert roadmap.count("- [x]") == 3 and "[ ]" not in roadmap and "[>]" not in roadmap
-    assert sorted(p.name for p in (project / "done").iterdir()) == ["001-greeting", "002-farewell", "003-shouting"]
+    assert sorted(p.name for p in (project / "done").iterdir()) == [
+        "001-greeting",
+        "002-farewell",
+        "003-shouting",
+    ]
     log = demo.git(project, "log", "--first-parent", "--format=%s")
     assert "Merge greeting" in log and "Merge shouting" in log
     assert (project / "src/greeting.py").exists() and not (project / "trees/greeting").exists()

@@ -251,12 +251,16 @@ def test_plan_is_read_from_the_worktree_not_main(repo):
 
 def tick_and_commit(root: Path, slug: str = "feat") -> None:
     plan = tree(root, slug) / f"todos/{slug}/implementation-plan.md"
-    plan.write_text(plan.read_text().replace("- [ ] write it", "- [x] write it").replace("- [ ] test", "- [x] test"))
+    plan.write_text(
+        plan.read_text().replace("- [ ] write it", "- [x] write it").replace("- [ ] test", "- [x] test")
+    )
     commit(tree(root, slug), "build")
 
 
 def review(root: Path, approve: bool) -> None:
-    verdict = "- [x] APPROVE\n- [ ] REQUEST CHANGES\n" if approve else "- [ ] APPROVE\n- [x] REQUEST CHANGES\n"
+    verdict = (
+        "- [x] APPROVE\n- [ ] REQUEST CHANGES\n" if approve else "- [ ] APPROVE\n- [x] REQUEST CHANGES\n"
+    )
     write(tree(root), "todos/feat/review-findings.md", "# Findings\n## Critical\n## Verdict\n" + verdict)
     commit(tree(root), "review")
 

@@ -43,7 +43,9 @@ class Facts:
     bugs: int = 0
     archives: dict[str, str] = field(default_factory=dict)
     requirements: set[str] = field(default_factory=lambda: {"feat", "other"})
-    plans: dict[str, PlanStatus | None] = field(default_factory=lambda: {"feat": OPEN_PLAN, "other": OPEN_PLAN})
+    plans: dict[str, PlanStatus | None] = field(
+        default_factory=lambda: {"feat": OPEN_PLAN, "other": OPEN_PLAN}
+    )
     reviews: dict[str, Review] = field(default_factory=dict)
     trees: dict[str, Worktree] = field(default_factory=lambda: {"feat": Worktree(WorktreeState.PRESENT)})
     main: MainStatus = MainStatus(has_commits=True)
@@ -142,7 +144,9 @@ def test_unprepared_pending_item_is_not_claimed():
 
 
 def test_commit_pending_in_main_claims_the_item():
-    facts = Facts(roadmap_text="- [ ] feat\n", trees={}, main=MainStatus(True, ("todos/feat/requirements.md",)))
+    facts = Facts(
+        roadmap_text="- [ ] feat\n", trees={}, main=MainStatus(True, ("todos/feat/requirements.md",))
+    )
     decision = work(facts)
     assert decision.action.step is Step.COMMIT and decision.effects == (ClaimItem("feat"),)
 
@@ -338,7 +342,9 @@ def test_prepare_picks_first_unprepared_open_item_active_first():
 
 
 def test_prepare_with_everything_prepared_reports_the_first_open_item():
-    facts = Facts(roadmap_text="- [ ] b\n- [>] a\n", requirements={"a", "b"}, plans={"a": OPEN_PLAN, "b": OPEN_PLAN})
+    facts = Facts(
+        roadmap_text="- [ ] b\n- [>] a\n", requirements={"a", "b"}, plans={"a": OPEN_PLAN, "b": OPEN_PLAN}
+    )
     assert action(decide_prepare(facts)) == Prepared("a")
 
 

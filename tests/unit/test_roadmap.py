@@ -122,7 +122,9 @@ def test_rewrite_refuses_a_line_that_is_not_an_item():
         rewrite_marker(b"- [ ] a\n", 5, Marker.DONE)
 
 
-line_text = st.text(alphabet=st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)), max_size=30)
+line_text = st.text(
+    alphabet=st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)), max_size=30
+)
 markers = st.sampled_from(["[ ]", "[x]", "[X]", "[>]"])
 
 
@@ -137,7 +139,9 @@ markers = st.sampled_from(["[ ]", "[x]", "[X]", "[>]"])
     final=st.booleans(),
     new=st.sampled_from(list(Marker)),
 )
-def test_property_rewrite_changes_at_most_one_byte(before, after, indent, bullet, marker, rest, newline, final, new):
+def test_property_rewrite_changes_at_most_one_byte(
+    before, after, indent, bullet, marker, rest, newline, final, new
+):
     lines = [*before, f"{indent}{bullet} {marker} {rest}", *after]
     data = (newline.join(lines) + (newline if final else "")).encode()
     rewritten = rewrite_marker(data, len(before) + 1, new)
