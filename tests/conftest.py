@@ -11,6 +11,7 @@ def isolated_environment(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("TELECLAUDE_DB", str(home / "teleclaude.db"))
+    monkeypatch.delenv("TELECLAUDE_DEBUG", raising=False)
     monkeypatch.delenv("WORKSPACE", raising=False)  # pytest-git would put repositories there
     monkeypatch.delenv("GIT_DIR", raising=False)
     monkeypatch.delenv("GIT_WORK_TREE", raising=False)

@@ -8,7 +8,7 @@ action or a request to decide again on fresh facts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
@@ -68,13 +68,10 @@ class Facts(Protocol):
 
 def decide_work(facts: Facts, slug: str | None = None) -> Decision:
     # 1. Which item (or the bug list).
-    if slug is None:
-        chosen = _choose_work_item(facts)
-        if not isinstance(chosen, str):
-            return chosen
-        slug = chosen
-    elif problem := slug_problem(slug):
-        return _done(None, _invalid_slug(problem))
+    chosen = _resolve(facts, slug, _choose_work_item)
+    if isinstance(chosen, Decision):
+        return chosen
+    slug = chosen
     item = _roadmap_item(facts, slug)
     decision = _work_on(facts, slug, item)
     # A pending item becomes `[>]` once work on it starts; an error or a finished item claims nothing.
@@ -131,13 +128,10 @@ def _work_on(facts: Facts, slug: str, item: RoadmapItem | None) -> Decision:
 
 
 def decide_prepare(facts: Facts, slug: str | None = None) -> Decision:
-    if slug is None:
-        chosen = _choose_prepare_item(facts)
-        if not isinstance(chosen, str):
-            return chosen
-        slug = chosen
-    elif problem := slug_problem(slug):
-        return _done(None, _invalid_slug(problem))
+    chosen = _resolve(facts, slug, _choose_prepare_item)
+    if isinstance(chosen, Decision):
+        return chosen
+    slug = chosen
     if not facts.has_requirements(slug):
         return _done(slug, _dispatch(facts, Step.REQUIREMENTS, slug, None, PREPARE_AGAIN, ARCHITECT_NOTE))
     plan = facts.plan(slug)
@@ -147,6 +141,14 @@ def decide_prepare(facts: Facts, slug: str | None = None) -> Decision:
 
 
 # --- choosing an item -------------------------------------------------------------------------------
+
+
+def _resolve(facts: Facts, slug: str | None, choose: Callable[[Facts], str | Decision]) -> str | Decision:
+    """The slug given (if it can name a branch), else the one `choose` picks from the files."""
+    if slug is None:
+        return choose(facts)
+    problem = slug_problem(slug)
+    return _done(None, _invalid_slug(problem)) if problem else slug
 
 
 def _choose_work_item(facts: Facts) -> str | Decision:

@@ -50,24 +50,10 @@ def git(cwd: Path, *args: str) -> str:
 
 
 @pytest.fixture
-def isolated_env(tmp_path, monkeypatch) -> dict[str, str]:
-    """HOME, XDG_CONFIG_HOME and TELECLAUDE_DB under tmp_path; WORKSPACE and TELECLAUDE_DEBUG unset."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("TELECLAUDE_DB", str(tmp_path / "teleclaude.db"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.delenv("WORKSPACE", raising=False)
-    monkeypatch.delenv("TELECLAUDE_DEBUG", raising=False)
-    monkeypatch.delenv("GIT_DIR", raising=False)
-    monkeypatch.delenv("GIT_WORK_TREE", raising=False)
-    return {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "TELECLAUDE_DB": str(tmp_path / "teleclaude.db"),
-        "GIT_CONFIG_NOSYSTEM": "1",
-    }
+def isolated_env(isolated_environment) -> dict[str, str]:
+    """The private HOME, config dir and TELECLAUDE_DB of tests/conftest.py, as a dict for subprocesses."""
+    keys = ("HOME", "XDG_CONFIG_HOME", "TELECLAUDE_DB", "GIT_CONFIG_NOSYSTEM")
+    return {key: os.environ[key] for key in keys}
 
 
 @pytest.fixture
