@@ -43,7 +43,7 @@ from teleclaude.core.model import (
 )
 from teleclaude.core.plan import parse_plan
 from teleclaude.core.review import parse_review
-from teleclaude.core.roadmap import parse_roadmap, rewrite_marker
+from teleclaude.core.roadmap import may_be_pending, parse_roadmap, rewrite_marker
 from teleclaude.core.timeparse import InvalidTime, parse_until
 
 log = logging.getLogger("teleclaude")
@@ -211,9 +211,21 @@ class RepoFacts:
         self._answers: dict[tuple, object] = {}
 
     @_memo
-    def roadmap(self) -> Roadmap | None:
+    def _roadmap_text(self) -> str | None:
         data = fs.read_bytes(self.repo.root / ROADMAP)
-        return None if data is None else parse_roadmap(decode(data))
+        return None if data is None else decode(data)
+
+    @_memo
+    def roadmap(self) -> Roadmap | None:
+        text = self._roadmap_text()
+        return None if text is None else parse_roadmap(text)
+
+    def is_pending(self, slug: str) -> bool:
+        text = self._roadmap_text()
+        if text is None or not may_be_pending(text, slug):
+            return False
+        item = self.roadmap().find(slug)
+        return item is not None and item.marker is Marker.PENDING
 
     @_memo
     def open_bugs(self) -> int:

@@ -52,6 +52,7 @@ class Facts(Protocol):
     now: datetime
 
     def roadmap(self) -> Roadmap | None: ...  # None: todos/roadmap.md does not exist
+    def is_pending(self, slug: str) -> bool: ...  # the roadmap marks it `[ ]`
     def open_bugs(self) -> int: ...
     def archive(self, slug: str) -> str | None: ...  # "done/004-slug/" when archived
     def next_archive(self, slug: str) -> str: ...  # "done/NNN-slug/" for the finalizer
@@ -72,18 +73,18 @@ def decide_work(facts: Facts, slug: str | None = None) -> Decision:
     if isinstance(chosen, Decision):
         return chosen
     slug = chosen
-    item = _roadmap_item(facts, slug)
-    decision = _work_on(facts, slug, item)
+    decision = _work_on(facts, slug)
     # A pending item becomes `[>]` once work on it starts; an error or a finished item claims nothing.
-    if item and item.marker is Marker.PENDING and not isinstance(decision.action, (Error, Complete)):
+    if not isinstance(decision.action, (Error, Complete)) and facts.is_pending(slug):
         return replace(decision, effects=(ClaimItem(slug), *decision.effects))
     return decision
 
 
-def _work_on(facts: Facts, slug: str, item: RoadmapItem | None) -> Decision:
+def _work_on(facts: Facts, slug: str) -> Decision:
     # 2. Already archived by the finalizer.
     archive = facts.archive(slug)
     if archive:
+        item = _roadmap_item(facts, slug)
         mark = (MarkDone(slug),) if item and item.marker is not Marker.DONE else ()
         return Decision(slug, Complete(slug, archive), mark)
 

@@ -54,13 +54,24 @@ def _item(task: TaskItem, problems: list[Problem]) -> RoadmapItem | None:
         code = "DONE_ITEM_IGNORED" if marker is Marker.DONE else "INVALID_SLUG"
         problems.append(Problem(task.line, code, problem))
         return None
-    after = tuple(dep.strip() for dep in (after_text or "").split(",") if dep.strip())
-    for dep in after:
+    after = []
+    for dep in filter(None, (dep.strip() for dep in (after_text or "").split(","))):
         dep_problem = slug_problem(dep)
         if dep_problem:
             problems.append(Problem(task.line, "INVALID_DEPENDENCY", f"after: {dep_problem}"))
-    after = tuple(dep for dep in after if not slug_problem(dep))
-    return RoadmapItem(slug, marker, task.line, after, " ".join(description.split()))
+        else:
+            after.append(dep)
+    return RoadmapItem(slug, marker, task.line, tuple(after), " ".join(description.split()))
+
+
+def may_be_pending(text: str, slug: str) -> bool:
+    """False when no line of `text` could hold a `[ ]` item named `slug`.
+
+    Items only ever come from lines that match TASK_LINE, so this plain scan lets a call that names its
+    slug skip parsing the whole roadmap once the item is `[>]` (the steady state of a build).
+    """
+    pending_line = r"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\[ \][^\n]*?" + re.escape(slug)
+    return re.search(pending_line, text.replace("\\", ""), re.MULTILINE) is not None
 
 
 class MarkerRewriteError(ValueError):

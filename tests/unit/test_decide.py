@@ -18,6 +18,7 @@ from teleclaude.core.model import (
     ErrorCode,
     MainStatus,
     MarkDone,
+    Marker,
     PlanStatus,
     Prepared,
     Review,
@@ -59,6 +60,10 @@ class Facts:
 
     def roadmap(self):
         return None if self.roadmap_text is None else parse_roadmap(self.roadmap_text)
+
+    def is_pending(self, slug):
+        item = self.roadmap() and self.roadmap().find(slug)
+        return bool(item) and item.marker is Marker.PENDING
 
     def open_bugs(self):
         return self.bugs

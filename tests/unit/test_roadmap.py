@@ -8,7 +8,13 @@ from hypothesis import strategies as st
 
 from teleclaude.core.markdown import decode
 from teleclaude.core.model import Marker
-from teleclaude.core.roadmap import MarkerRewriteError, parse_roadmap, rewrite_marker, slug_problem
+from teleclaude.core.roadmap import (
+    MarkerRewriteError,
+    may_be_pending,
+    parse_roadmap,
+    rewrite_marker,
+    slug_problem,
+)
 
 DESIGN_EXAMPLE = """# Roadmap
 ## Payments
@@ -162,3 +168,37 @@ def test_property_parser_never_raises(text):
 @given(st.binary(max_size=300))
 def test_property_parser_never_raises_on_bytes(data):
     parse_roadmap(decode(data))
+
+
+@given(st.text(max_size=300), st.sampled_from(["feat", "a", "x-1"]))
+def test_property_may_be_pending_never_misses_a_pending_item(text, slug):
+    item = parse_roadmap(text).find(slug)
+    if item is not None and item.marker is Marker.PENDING:
+        assert may_be_pending(text, slug)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("- [>] feat — x\n", False),
+        ("- [x] feat\n", False),
+        ("- [ ] other\n", False),
+        ("- [ ] **feat** — x\n", True),
+        ("  * [ ] feat\n", True),
+    ],
+)
+def test_may_be_pending(text, expected):
+    assert may_be_pending(text, "feat") is expected
+
+
+@given(
+    before=st.lists(line_text, max_size=4),
+    decoration=st.sampled_from(["", "**", "_", "`"]),
+    indent=st.sampled_from(["", "  ", "   "]),
+    rest=line_text,
+)
+def test_property_may_be_pending_finds_decorated_pending_items(before, decoration, indent, rest):
+    text = "\n".join([*before, "", f"{indent}- [ ] {decoration}feat{decoration} {rest}"]) + "\n"
+    item = parse_roadmap(text).find("feat")
+    if item is not None and item.marker is Marker.PENDING:
+        assert may_be_pending(text, "feat")
