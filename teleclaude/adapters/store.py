@@ -80,7 +80,7 @@ class AvailabilityStore:
     # --- reading ---------------------------------------------------------------------------------------
 
     def _read_and_reset(self, now: datetime) -> list[AgentRow]:
-        with closing(self._connect()) as conn:
+        with closing(self._connect(writing=False)) as conn:
             if not _has_table(conn):
                 return []
             stored = conn.execute(
@@ -106,8 +106,10 @@ class AvailabilityStore:
             db.table(TABLE).create(COLUMNS, pk="agent", if_not_exists=True)
             change(db)
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, writing: bool = True) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000)
+        if not writing:
+            return conn  # WAL mode is a property of the file, set by the first write
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode = WAL")
