@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +25,8 @@ def read_bytes(path: Path) -> bytes | None:
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace `path` with `data` so that a reader sees either the old or the new file, never half of one."""
+    import tempfile  # only the rare write path pays for it
+
     mode = path.stat().st_mode & 0o7777 if path.exists() else None
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
