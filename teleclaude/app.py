@@ -70,6 +70,12 @@ def _guarded(function: Callable[..., object]) -> Callable[..., object]:
             return Error(ErrorCode.INVALID_CONFIG, f"{error}\nFix the file, then call again.")
         except InvalidTime as error:
             return Error(ErrorCode.INVALID_TIME, str(error))
+        except OSError as error:
+            return Error(
+                ErrorCode.FILE_ERROR,
+                f"{error.filename or 'a file'}: {error.strerror or error}.\n"
+                "Fix the file's permissions or path, then call again.",
+            )
         except fs.LockTimeout as error:
             return Error(
                 ErrorCode.LOCK_TIMEOUT, f"{error}.\nWait for the other call to finish, then call again."

@@ -27,6 +27,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     """Replace `path` with `data` so that a reader sees either the old or the new file, never half of one."""
     import tempfile  # only the rare write path pays for it
 
+    path = path.resolve()  # rewrite the file a symlink points to, keep the link
     mode = path.stat().st_mode & 0o7777 if path.exists() else None
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

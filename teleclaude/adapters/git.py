@@ -88,20 +88,22 @@ def status(cwd: Path, pathspec: str | None = None) -> MainStatus:
     """One `git status`: whether HEAD has a commit, and the changed or untracked paths."""
     args = ["status", "--porcelain=v2", "--branch", "-z"]
     if pathspec:
-        args += ["--untracked-files=all", "--", pathspec]
+        args += ["--untracked-files=all", "--ignored=matching", "--", pathspec]
     records = run_git(args, cwd).split("\0")
-    has_commits, changes, skip = True, [], False
+    has_commits, changes, ignored, skip = True, [], [], False
     for record in records:
         if skip or not record:
             skip = False
             continue
         if record == "# branch.oid (initial)":
             has_commits = False
+        elif record.startswith("! "):
+            ignored.append(record[2:])
         elif record[0] in "12u?":
             fields = {"1": 8, "2": 9, "u": 10, "?": 1}[record[0]]
             changes.append(record.split(" ", fields)[-1])
             skip = record[0] == "2"  # a rename is followed by its original path
-    return MainStatus(has_commits, tuple(changes))
+    return MainStatus(has_commits, tuple(changes), tuple(ignored))
 
 
 def worktree_state(repo: Repo, slug: str) -> Worktree:
@@ -156,9 +158,13 @@ def add_worktree(repo: Repo, slug: str) -> None:
         else:
             repository.git.worktree("add", "-b", slug, path)
     except git.GitCommandError as error:
-        raise WorktreeError(
-            (error.stderr or str(error)).strip().removeprefix("stderr:").strip(" '")
-        ) from error
+        raise WorktreeError(_git_message(error.stderr or str(error))) from error
+
+
+def _git_message(stderr: str) -> str:
+    """git's own words from GitPython's `stderr: '...'` wrapping."""
+    text = stderr.strip().removeprefix("stderr:").strip()
+    return text[1:-1].strip() if len(text) > 1 and text[0] == text[-1] == "'" else text
 
 
 def exclude_trees(repo: Repo) -> None:

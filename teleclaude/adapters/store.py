@@ -54,10 +54,19 @@ class AvailabilityStore:
         self.path = Path(path) if path is not None else default_db_path()
 
     def unavailable(self, now: datetime) -> dict[str, Unavailability]:
-        """The agents that are out at `now`."""
+        """The agents that are out at `now`; none (with a warning) when the file cannot be read."""
+        try:
+            rows = self.all_rows(now)
+        except (sqlite3.Error, OSError) as error:
+            log.warning(
+                "cannot read agent availability from %s (%s): taking every agent as available",
+                self.path,
+                error,
+            )
+            return {}
         return {
             row.agent: Unavailability(row.agent, row.until, row.reason)
-            for row in self.all_rows(now)
+            for row in rows
             if not row.available and row.until is not None
         }
 

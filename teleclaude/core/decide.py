@@ -76,7 +76,7 @@ def decide_work(facts: Facts, slug: str | None = None) -> Decision:
     decision = _work_on(facts, slug)
     # A pending item becomes `[>]` once work on it starts; an error or a finished item claims nothing.
     if not isinstance(decision.action, (Error, Complete)) and facts.is_pending(slug):
-        return replace(decision, effects=(ClaimItem(slug), *decision.effects))
+        return replace(decision, effects=(*decision.effects, ClaimItem(slug)))  # after the worktree
     return decision
 
 
@@ -101,6 +101,8 @@ def _work_on(facts: Facts, slug: str) -> Decision:
         status = facts.main_status(slug)
         if not status.has_commits:
             return _done(slug, _no_commits())
+        if status.ignored:
+            return _done(slug, _ignored_files(slug, status.ignored))
         if status.changes:
             return _done(slug, _dispatch(facts, Step.COMMIT, slug, None, WORK_AGAIN))
         return Decision(slug, None, (CreateWorktree(slug),))
@@ -133,11 +135,15 @@ def decide_prepare(facts: Facts, slug: str | None = None) -> Decision:
     if isinstance(chosen, Decision):
         return chosen
     slug = chosen
+    # Once the worktree exists its copy is the one read, so the architect writes there too.
+    subfolder = f"trees/{slug}" if facts.worktree(slug).state is WorktreeState.PRESENT else None
     if not facts.has_requirements(slug):
-        return _done(slug, _dispatch(facts, Step.REQUIREMENTS, slug, None, PREPARE_AGAIN, ARCHITECT_NOTE))
+        return _done(
+            slug, _dispatch(facts, Step.REQUIREMENTS, slug, subfolder, PREPARE_AGAIN, ARCHITECT_NOTE)
+        )
     plan = facts.plan(slug)
     if plan is None or not plan.has_build_tasks:
-        return _done(slug, _dispatch(facts, Step.PLAN, slug, None, PREPARE_AGAIN, ARCHITECT_NOTE))
+        return _done(slug, _dispatch(facts, Step.PLAN, slug, subfolder, PREPARE_AGAIN, ARCHITECT_NOTE))
     return _done(slug, Prepared(slug))
 
 
@@ -269,8 +275,10 @@ def _deps_unsatisfied(blocked: list[tuple[RoadmapItem, list[str]]]) -> Error:
 
 
 def _not_prepared(facts: Facts, slug: str, missing: list[str]) -> Error:
+    in_tree = facts.worktree(slug).state is WorktreeState.PRESENT
+    where = f"trees/{slug}/todos/{slug}" if in_tree else f"todos/{slug}"
     lines = [
-        f"todos/{slug} is missing {' and '.join(missing)}.",
+        f"{where} is missing {' and '.join(missing)}.",
         f'Run teleclaude__next_prepare("{slug}") first.',
     ]
     roadmap = facts.roadmap()
@@ -294,6 +302,15 @@ def _broken_worktree(slug: str, worktree: Worktree) -> Error:
         f"trees/{slug} exists but is not a git worktree of this repository ({worktree.problem}).\n"
         f"Nothing was changed. Move trees/{slug} aside (e.g. `mv trees/{slug} trees/{slug}.bak`), "
         "run `git worktree prune`, then call again.",
+        slug,
+    )
+
+
+def _ignored_files(slug: str, ignored: tuple[str, ...]) -> Error:
+    return Error(
+        ErrorCode.NOT_PREPARED,
+        f"git ignores {', '.join(ignored[:5])}, so trees/{slug} would be made without them.\n"
+        f"Stop ignoring todos/{slug}/ (check .gitignore), commit its files, then call again.",
         slug,
     )
 

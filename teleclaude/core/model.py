@@ -125,6 +125,7 @@ class MainStatus:
 
     has_commits: bool
     changes: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()
 
 
 # --- steps and agents -------------------------------------------------------------------------------
@@ -184,6 +185,7 @@ class ErrorCode(Enum):
     INVALID_TIME = "INVALID_TIME"
     INVALID_CONFIG = "INVALID_CONFIG"
     LOCK_TIMEOUT = "LOCK_TIMEOUT"
+    FILE_ERROR = "FILE_ERROR"
     INTERNAL = "INTERNAL"
 
 

@@ -398,3 +398,47 @@ def test_claim_keeps_crlf_bom_trailing_spaces_and_missing_final_newline(repo):
     assert work(repo).step is Step.BUILD
     after = (repo / "todos/roadmap.md").read_bytes()
     assert after == original.replace(b"* [ ] feat", b"* [>] feat")
+
+
+def test_gitignored_prepared_files_stop_before_the_worktree(repo):
+    write(repo, ".gitignore", "todos/*/\n")
+    git(repo, "rm", "-r", "-q", "--cached", "todos/feat")
+    commit(repo, "ignore item folders")
+    before = (repo / "todos/roadmap.md").read_bytes()
+    action = work(repo)
+    assert action.code is ErrorCode.NOT_PREPARED and not tree(repo).exists()
+    assert (repo / "todos/roadmap.md").read_bytes() == before
+
+
+def test_symlinked_roadmap_is_rewritten_through_the_link(repo):
+    (repo / "ROADMAP.md").write_bytes((repo / "todos/roadmap.md").read_bytes())
+    (repo / "todos/roadmap.md").unlink()
+    (repo / "todos/roadmap.md").symlink_to("../ROADMAP.md")
+    commit(repo, "link")
+    assert work(repo).step is Step.BUILD
+    assert (repo / "todos/roadmap.md").is_symlink()
+    assert "- [>] feat" in (repo / "ROADMAP.md").read_text()
+
+
+def test_failed_worktree_creation_claims_nothing(repo):
+    (repo / "trees").mkdir()
+    (repo / "trees/feat").symlink_to("/nonexistent-teleclaude-target")
+    before = (repo / "todos/roadmap.md").read_bytes()
+    assert work(repo).code is ErrorCode.WORKTREE_FAILED
+    assert (repo / "todos/roadmap.md").read_bytes() == before
+
+
+def test_unreadable_availability_database_means_everyone_is_available(repo, monkeypatch, tmp_path):
+    folder = tmp_path / "db-is-a-folder"
+    folder.mkdir()
+    monkeypatch.setenv("TELECLAUDE_DB", str(folder))
+    assert work(repo).agent == "gemini"
+
+
+def test_file_errors_are_reported_not_raised(repo):
+    (repo / "todos/roadmap.md").unlink()
+    (repo / "todos/roadmap.md").symlink_to("roadmap.md")  # a link to itself: reading it fails
+    for call in (app.next_prepare, app.next_work):
+        action = call(cwd=repo)
+        assert isinstance(action, Error) and action.code is ErrorCode.FILE_ERROR
+        assert "roadmap.md" in action.message

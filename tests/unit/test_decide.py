@@ -244,9 +244,20 @@ def test_missing_worktree_is_created_then_decided_again():
     assert decision.action is None and decision.effects == (CreateWorktree("feat"),)
 
 
-def test_explicit_pending_slug_is_claimed_when_its_worktree_is_made():
+def test_explicit_pending_slug_is_claimed_once_its_worktree_is_made():
     decision = work(Facts(trees={}), "other")
-    assert decision.action is None and decision.effects == (ClaimItem("other"), CreateWorktree("other"))
+    assert decision.action is None and decision.effects == (CreateWorktree("other"), ClaimItem("other"))
+
+
+def test_prepared_files_ignored_by_git_are_not_prepared_and_make_no_worktree():
+    facts = Facts(trees={}, main=MainStatus(True, (), ("todos/feat/requirements.md",)))
+    decision = work(facts)
+    assert decision.action.code is ErrorCode.NOT_PREPARED and decision.effects == ()
+
+
+def test_architect_works_in_the_worktree_once_it_exists():
+    result = action(decide_prepare(Facts(plans={"feat": None}), "feat"))
+    assert (result.step, result.subfolder) == (Step.PLAN, "trees/feat")
 
 
 def test_broken_worktree_is_an_error_that_changes_nothing():
@@ -359,7 +370,7 @@ def test_prepare_skips_archived_items_and_reports_no_work():
 
 
 def test_prepare_dispatches_requirements_architect_in_main_with_note():
-    result = action(decide_prepare(Facts(requirements=set()), "feat"))
+    result = action(decide_prepare(Facts(requirements=set(), trees={}), "feat"))
     assert (result.step, result.agent, result.thinking_mode, result.subfolder) == (
         Step.REQUIREMENTS,
         "claude",
@@ -371,7 +382,7 @@ def test_prepare_dispatches_requirements_architect_in_main_with_note():
 
 @pytest.mark.parametrize("plan", [None, PlanStatus(0, 0)])
 def test_prepare_dispatches_plan_architect_when_plan_missing_or_without_tasks(plan):
-    result = action(decide_prepare(Facts(plans={"feat": plan}), "feat"))
+    result = action(decide_prepare(Facts(plans={"feat": plan}, trees={}), "feat"))
     assert result.step is Step.PLAN and result.subfolder is None
 
 
