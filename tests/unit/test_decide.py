@@ -54,7 +54,7 @@ class Facts:
     rounds: int = 0
     down: dict[str, Unavailability] = field(default_factory=dict)
     config: Config = field(default_factory=Config)
-    project: str = "/work/project"
+    project: str = "/srv/project"
     now: datetime = NOW
     highest_archive: int = 4
 
@@ -283,7 +283,7 @@ def test_open_build_tasks_dispatch_next_build():
         "med",
         "trees/feat",
     )
-    assert result.project == "/work/project" and result.note is None
+    assert result.project == "/srv/project" and result.note is None
 
 
 def test_built_without_review_dispatches_next_review_to_codex_with_prefix():
