@@ -4,21 +4,22 @@ Exit codes: 0 for an action to carry out (TOOL_CALL, SELF, PREPARED, COMPLETE, O
 2 for bad usage. The planner paths (`next-*`, `agents`) import only the library: fastmcp, GitPython and
 sqlite-utils are loaded by the commands (or the rare write paths) that need them.
 
-To add a command, write `_add_<name>(parser)` and `_run_<name>(args) -> int` and list them in `COMMANDS`.
+To add a command, write `_add_<name>(parser)` and `_run_<name>(args) -> int` and list them in a `COMMANDS`
+tuple: the planner's here, the others in `cli_setup` (install, init, new), `cli_checks` (lint, hooks, hook,
+status) and `cli_sessions` (the worker runtime).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-from teleclaude import __version__
+from teleclaude import __version__, cli_checks, cli_sessions, cli_setup
+from teleclaude.cli_base import Command, add_cwd, print_action, print_value
 
 log = logging.getLogger("teleclaude")
 
@@ -27,24 +28,24 @@ log = logging.getLogger("teleclaude")
 
 def _add_next(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("slug", nargs="?", metavar="SLUG", help="a roadmap item (default: the planner picks)")
-    _add_cwd(parser)
+    add_cwd(parser)
     parser.add_argument("--json", action="store_true", help="print the action as one JSON object")
 
 
 def _run_next_prepare(args: argparse.Namespace) -> int:
     from teleclaude import app
 
-    return _print_action(app.next_prepare(args.slug, cwd=args.cwd), args.json)
+    return print_action(app.next_prepare(args.slug, cwd=args.cwd), args.json)
 
 
 def _run_next_work(args: argparse.Namespace) -> int:
     from teleclaude import app
 
-    return _print_action(app.next_work(args.slug, cwd=args.cwd), args.json)
+    return print_action(app.next_work(args.slug, cwd=args.cwd), args.json)
 
 
 def _add_agents(parser: argparse.ArgumentParser) -> None:
-    _add_cwd(parser)
+    add_cwd(parser)
     verbs = parser.add_subparsers(dest="agents_verb", metavar="{unavailable,available}")
     unavailable = verbs.add_parser(
         "unavailable",
@@ -58,30 +59,30 @@ def _add_agents(parser: argparse.ArgumentParser) -> None:
         help="a duration (45m, 2h, 1d, 1h30m) or an ISO 8601 time (2026-11-21T17:00:00Z); default 1h",
     )
     unavailable.add_argument("--reason", metavar="R", default="", help="why, e.g. quota_exhausted")
-    _add_cwd(unavailable, suppress=True)
+    add_cwd(unavailable, suppress=True)
     unavailable.set_defaults(handler=_run_agents_unavailable)
     available = verbs.add_parser("available", help="mark an agent available again")
     available.add_argument("agent", metavar="AGENT")
-    _add_cwd(available, suppress=True)
+    add_cwd(available, suppress=True)
     available.set_defaults(handler=_run_agents_available)
 
 
 def _run_agents(args: argparse.Namespace) -> int:
     from teleclaude import app
 
-    return _print_value(app.agent_status(cwd=args.cwd))
+    return print_value(app.agent_status(cwd=args.cwd))
 
 
 def _run_agents_unavailable(args: argparse.Namespace) -> int:
     from teleclaude import app
 
-    return _print_value(app.mark_agent_unavailable(args.agent, args.until, args.reason, cwd=args.cwd))
+    return print_value(app.mark_agent_unavailable(args.agent, args.until, args.reason, cwd=args.cwd))
 
 
 def _run_agents_available(args: argparse.Namespace) -> int:
     from teleclaude import app
 
-    return _print_value(app.mark_agent_available(args.agent, cwd=args.cwd))
+    return print_value(app.mark_agent_available(args.agent, cwd=args.cwd))
 
 
 def _add_mcp(parser: argparse.ArgumentParser) -> None:
@@ -109,15 +110,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     return demo.run(keep=args.keep, verbose=args.verbose)
 
 
-@dataclass(frozen=True)
-class Command:
-    name: str
-    help: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
-
-
-COMMANDS: tuple[Command, ...] = (
+PLANNER_COMMANDS: tuple[Command, ...] = (
     Command(
         "next-prepare", "what the next preparation step is (requirements, plan)", _add_next, _run_next_prepare
     ),
@@ -126,6 +119,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("mcp", "serve the teleclaude__* tools over MCP (stdio, or --http)", _add_mcp, _run_mcp),
     Command("demo", "run the planner on a throwaway repository", _add_demo, _run_demo),
 )
+
+
+COMMANDS = PLANNER_COMMANDS + cli_setup.COMMANDS + cli_checks.COMMANDS + cli_sessions.COMMANDS
 
 
 # --- the parser ----------------------------------------------------------------------------------------
@@ -145,16 +141,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_cwd(parser: argparse.ArgumentParser, suppress: bool = False) -> None:
-    parser.add_argument(
-        "--cwd",
-        metavar="DIR",
-        # a verb's --cwd must not overwrite one given before the verb (`agents --cwd X unavailable A`)
-        default=argparse.SUPPRESS if suppress else None,
-        help="the project (any folder inside its repository; default: the current directory)",
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging()
     try:
@@ -172,37 +158,3 @@ def _configure_logging() -> None:
         stream=sys.stderr,
         format="%(name)s: %(levelname)s: %(message)s",
     )
-
-
-# --- output ------------------------------------------------------------------------------------------
-
-
-def _print_action(action, as_json: bool) -> int:
-    if not as_json:
-        return _print_value(action)
-    from teleclaude.core.render import to_dict
-
-    _write(json.dumps(to_dict(action)))
-    return _exit_code(action)
-
-
-def _print_value(value) -> int:
-    from teleclaude.core.render import to_text
-
-    _write(to_text(value))
-    return _exit_code(value)
-
-
-def _exit_code(value) -> int:
-    from teleclaude.core.model import Error
-
-    return 1 if isinstance(value, Error) else 0
-
-
-def _write(text: str) -> None:
-    try:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:  # `teleclaude agents | head -1`
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
