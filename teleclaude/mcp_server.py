@@ -7,7 +7,9 @@ server in the project). Tools never raise: every answer, errors included, is pla
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -126,6 +128,120 @@ def agent_status() -> str:
     return _answer(app.agent_status)
 
 
+# --- the worker runtime: every call runs in a thread, so tmux and the long-poll never block the server ------
+
+RUN_AGENT_COMMAND = """Start an agent CLI (claude, gemini, codex) in tmux and type `/command args` into it.
+
+Call it exactly as a TOOL_CALL from teleclaude__next_work / teleclaude__next_prepare says. It returns once
+the command was delivered: `SESSION: <id> started` with the session's fields, or `ERROR: CODE`
+(UNKNOWN_COMPUTER, UNKNOWN_AGENT, AGENT_NOT_INSTALLED, INVALID_SUBFOLDER, TMUX_FAILED, ...).
+Then call teleclaude__wait_for_sessions to learn when the worker is done."""
+
+LIST_SESSIONS = """List the worker sessions with their state (pending, running, turn_ended, rate_limited,
+done, errored, cancelled), agent, command and folder. Looking updates them: a vanished pane is errored."""
+
+GET_SESSION_OUTPUT = """Read a worker's output without waiting. The first call (no cursor) returns the
+visible screen and a cursor; pass that cursor to get only what is new since. Bounded by max_lines and
+max_bytes
+(`truncated=true`: call again with the new cursor). `lines_missed` counts rows that scrolled out of
+the history before you read them; `alternate_screen=true` means a full-screen view (the whole screen is
+sent when it changes); `pane_dead=true` means the CLI has exited."""
+
+SEND_MESSAGE = """Type one line into a worker and press Enter, e.g. an answer to its question or "Commit your
+changes". interrupt=true presses Escape first (stops what it is doing). Returns its new output."""
+
+END_SESSION = """End a worker session: kill its tmux session. A session whose turn had ended is `done`, any
+other is `cancelled`. Call it once a worker's step is finished (teleclaude__next_work moved on)."""
+
+WAIT_FOR_SESSIONS = """Wait until something happens to the given sessions (default: every live one), at most
+`timeout` seconds (60 at most). Returns `EVENTS: N` with one line per event (turn_ended: the worker is
+back at its prompt, done or asking; exited: the CLI ended, with its exit code; rate_limited: the agent
+hit a limit and was marked unavailable, so the next teleclaude__next_work falls back; errored), or
+`NO_EVENTS` after the timeout: then call it again. Events are reported once."""
+
+_RUNTIME = None
+
+
+def _runtime():
+    global _RUNTIME
+    if _RUNTIME is None:
+        from teleclaude.runtime import guarded, open_runtime
+
+        _RUNTIME = open_runtime(os.getcwd())
+        guarded(_RUNTIME.list_sessions)  # reconcile the stored sessions with tmux after a restart
+    return _RUNTIME
+
+
+def _session_answer(method: str, *args, **kwargs) -> str:
+    from teleclaude.core.session_render import session_text
+    from teleclaude.runtime import guarded
+
+    try:
+        answer = guarded(getattr(_runtime(), method), *args, **kwargs)
+    except Exception as error:
+        log.exception("%s failed", method)
+        return to_text(
+            Error(ErrorCode.INTERNAL, f"{type(error).__name__}: {error}\nThis is a teleclaude bug.")
+        )
+    return to_text(answer) if isinstance(answer, Error) else session_text(answer)
+
+
+async def run_agent_command(
+    computer: str,
+    command: str,
+    args: str,
+    project: str,
+    agent: str,
+    thinking_mode: str,
+    subfolder: str | None = None,
+) -> str:
+    log.debug(
+        "run_agent_command(%r, %r, %r, %r, %r, %r, %r)",
+        computer,
+        command,
+        args,
+        project,
+        agent,
+        thinking_mode,
+        subfolder,
+    )
+    return await asyncio.to_thread(
+        _session_answer,
+        "run_agent_command",
+        computer,
+        command,
+        args,
+        project,
+        agent,
+        thinking_mode,
+        subfolder or None,
+    )
+
+
+async def list_sessions(include_finished: bool = True) -> str:
+    return await asyncio.to_thread(_session_answer, "list_sessions", include_finished)
+
+
+async def get_session_output(
+    session_id: str, cursor: str | None = None, max_lines: int = 200, max_bytes: int = 16000
+) -> str:
+    return await asyncio.to_thread(
+        _session_answer, "get_session_output", session_id, cursor or None, max_lines, max_bytes
+    )
+
+
+async def send_message(session_id: str, text: str, interrupt: bool = False) -> str:
+    return await asyncio.to_thread(_session_answer, "send_message", session_id, text, interrupt)
+
+
+async def end_session(session_id: str) -> str:
+    return await asyncio.to_thread(_session_answer, "end_session", session_id)
+
+
+async def wait_for_sessions(session_ids: list[str] | None = None, timeout: float = 30.0) -> str:
+    return await asyncio.to_thread(_session_answer, "wait_for_sessions", session_ids or None, timeout)
+
+
 def _hints(read_only: bool, idempotent: bool) -> ToolAnnotations:
     """No tool deletes anything, and none reaches beyond the project and the availability database."""
     return ToolAnnotations(
@@ -135,7 +251,7 @@ def _hints(read_only: bool, idempotent: bool) -> ToolAnnotations:
 
 @dataclass(frozen=True)
 class ToolSpec:
-    function: Callable[..., str]
+    function: Callable[..., object]
     name: str
     title: str
     description: str
@@ -177,6 +293,34 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Agent availability",
         AGENT_STATUS,
         _hints(read_only=True, idempotent=True),
+    ),
+    ToolSpec(
+        run_agent_command,
+        "teleclaude__run_agent_command",
+        "Start a worker",
+        RUN_AGENT_COMMAND,
+        _hints(read_only=False, idempotent=False),
+    ),
+    ToolSpec(
+        list_sessions, "teleclaude__list_sessions", "Worker sessions", LIST_SESSIONS, _hints(True, True)
+    ),
+    ToolSpec(
+        get_session_output,
+        "teleclaude__get_session_output",
+        "Read a worker's output",
+        GET_SESSION_OUTPUT,
+        _hints(read_only=True, idempotent=False),
+    ),
+    ToolSpec(
+        send_message, "teleclaude__send_message", "Type into a worker", SEND_MESSAGE, _hints(False, False)
+    ),
+    ToolSpec(end_session, "teleclaude__end_session", "End a worker", END_SESSION, _hints(False, True)),
+    ToolSpec(
+        wait_for_sessions,
+        "teleclaude__wait_for_sessions",
+        "Wait for workers",
+        WAIT_FOR_SESSIONS,
+        _hints(read_only=False, idempotent=False),
     ),
 )
 

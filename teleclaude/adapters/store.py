@@ -49,9 +49,64 @@ class AgentRow:
     reason: str = ""
 
 
-class AvailabilityStore:
+class SqliteStore:
+    """One SQLite file shared by every table of teleclaude: connecting, writing, surviving corruption."""
+
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_db_path()
+
+    def create_tables(self, db: sqlite_utils.Database) -> None:
+        raise NotImplementedError
+
+    def _write(self, change: Callable[[sqlite_utils.Database], T]) -> T:
+        return self._survive_corruption(lambda: self._apply(change))
+
+    def _apply(self, change: Callable[[sqlite_utils.Database], T]) -> T:
+        import sqlite_utils
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with closing(self._connect()) as conn, _immediate(conn):
+            db = sqlite_utils.Database(conn, execute_plugins=False)
+            self.create_tables(db)
+            return change(db)
+
+    def _connect(self, writing: bool = True) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000)
+        if not writing:
+            return conn  # WAL mode is a property of the file, set by the first write
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    # --- corruption ------------------------------------------------------------------------------------
+
+    def _survive_corruption(self, operation: Callable[[], T]) -> T:
+        try:
+            return operation()
+        except sqlite3.DatabaseError as error:
+            if getattr(error, "sqlite_errorcode", 0) & 0xFF not in _CORRUPTION_CODES:
+                raise
+            self._move_aside(error)
+        self._apply(lambda db: None)  # recreate the empty tables
+        return operation()
+
+    def _move_aside(self, error: sqlite3.DatabaseError) -> None:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        log.warning("%s is corrupt (%s): moved it to %s and started afresh", self.path, error, target)
+        for suffix in ("", "-wal", "-shm"):
+            source = Path(f"{self.path}{suffix}")
+            if source.exists():
+                os.replace(source, f"{target}{suffix}")
+
+
+class AvailabilityStore(SqliteStore):
+    def create_tables(self, db: sqlite_utils.Database) -> None:
+        db.table(TABLE).create(COLUMNS, pk="agent", if_not_exists=True)
 
     def unavailable(self, now: datetime) -> dict[str, Unavailability]:
         """The agents that are out at `now`; none (with a warning) when the file cannot be read."""
@@ -100,53 +155,6 @@ class AvailabilityStore:
             if expired:
                 _reset(conn, [(agent, until_text) for agent, _, until_text, _ in stored if agent in expired])
             return [AgentRow(row.agent, True, None) if row.agent in expired else row for row in rows]
-
-    # --- writing ---------------------------------------------------------------------------------------
-
-    def _write(self, change: Callable[[sqlite_utils.Database], object]) -> None:
-        self._survive_corruption(lambda: self._apply(change))
-
-    def _apply(self, change: Callable[[sqlite_utils.Database], object]) -> None:
-        import sqlite_utils
-
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with closing(self._connect()) as conn, _immediate(conn):
-            db = sqlite_utils.Database(conn, execute_plugins=False)
-            db.table(TABLE).create(COLUMNS, pk="agent", if_not_exists=True)
-            change(db)
-
-    def _connect(self, writing: bool = True) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000)
-        if not writing:
-            return conn  # WAL mode is a property of the file, set by the first write
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    # --- corruption ------------------------------------------------------------------------------------
-
-    def _survive_corruption(self, operation: Callable[[], T]) -> T:
-        try:
-            return operation()
-        except sqlite3.DatabaseError as error:
-            if getattr(error, "sqlite_errorcode", 0) & 0xFF not in _CORRUPTION_CODES:
-                raise
-            self._move_aside(error)
-        self._apply(lambda db: None)  # recreate the empty table
-        return operation()
-
-    def _move_aside(self, error: sqlite3.DatabaseError) -> None:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
-        log.warning("%s is corrupt (%s): moved it to %s and started afresh", self.path, error, target)
-        for suffix in ("", "-wal", "-shm"):
-            source = Path(f"{self.path}{suffix}")
-            if source.exists():
-                os.replace(source, f"{target}{suffix}")
 
 
 @contextmanager

@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from teleclaude.core.model import AgentChoice, Step, Unavailability
+
+if TYPE_CHECKING:
+    from teleclaude.core.launch import RuntimeConfig
 
 KNOWN_AGENTS: tuple[str, ...] = ("claude", "gemini", "codex")
 THINKING_MODES: tuple[str, ...] = ("fast", "med", "slow")
@@ -35,6 +39,7 @@ class Config:
     matrix: Mapping[str, tuple[AgentChoice, ...]] = field(default_factory=lambda: dict(DEFAULT_MATRIX))
     agents: tuple[str, ...] = KNOWN_AGENTS
     max_review_rounds: int = 3
+    runtime: RuntimeConfig | None = None  # None: the defaults (the planner never needs them)
 
     def row(self, step: Step) -> tuple[AgentChoice, ...]:
         """The step's row, keeping only agents this installation has."""

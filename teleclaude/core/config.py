@@ -9,12 +9,17 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from teleclaude.core.agents import DEFAULT_MATRIX, KNOWN_AGENTS, THINKING_MODES, Config
 from teleclaude.core.model import AgentChoice
 
-TOP_LEVEL_KEYS = ("agents", "max_review_rounds", "matrix")
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from teleclaude.core.launch import AgentProfile, RuntimeConfig
+
+TOP_LEVEL_KEYS = ("agents", "max_review_rounds", "matrix", "runtime")
 _AGENT_NAME = re.compile(r"[a-z][a-z0-9_-]*")
 
 
@@ -39,6 +44,7 @@ def parse_config(sources: Sequence[tuple[str, str]]) -> Config:
 
     agents: tuple[str, ...] = KNOWN_AGENTS
     max_review_rounds = Config().max_review_rounds
+    runtime = None
     rows = {task: _Row("", row) for task, row in DEFAULT_MATRIX.items()}
     for path, text in sources:
         try:
@@ -52,11 +58,14 @@ def parse_config(sources: Sequence[tuple[str, str]]) -> Config:
             max_review_rounds = _max_review_rounds(path, data["max_review_rounds"])
         for task, row in _matrix(path, data.get("matrix", {})).items():
             rows[task] = _Row(path, row)
+        if "runtime" in data:
+            runtime = _runtime(path, data["runtime"], runtime)
     _check_new_agents_are_listed(rows, agents)
     return Config(
         matrix={task: row.choices for task, row in rows.items()},
         agents=agents,
         max_review_rounds=max_review_rounds,
+        runtime=runtime,
     )
 
 
@@ -121,3 +130,114 @@ def _check_new_agents_are_listed(rows: dict[str, _Row], agents: tuple[str, ...])
                     f"agent {choice.agent!r} is not one of {', '.join(KNOWN_AGENTS)}; "
                     "a new agent must also be listed in agents",
                 )
+
+
+# --- [runtime] ---------------------------------------------------------------------------------------------
+
+_RUNTIME_NUMBERS = (
+    "history_limit",
+    "width",
+    "height",
+    "startup_timeout",
+    "settle",
+    "idle_threshold",
+    "poll_interval",
+    "tmux_timeout",
+)
+_PROFILE_KEYS = ("binary", "args", "modes", "prompt", "limit_patterns", "command_prefix")
+
+
+def _runtime(path: str, value: Any, earlier: RuntimeConfig | None) -> RuntimeConfig:
+    from dataclasses import replace
+
+    from teleclaude.core.launch import RuntimeConfig
+
+    runtime = earlier or RuntimeConfig()
+    if not isinstance(value, dict):
+        raise ConfigError(path, "runtime", "must be a table: [runtime]")
+    for key, item in value.items():
+        where = f"runtime.{key}"
+        if key == "socket":
+            if not isinstance(item, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", item):
+                raise ConfigError(path, where, "must be a socket name made of letters, digits, _ . -")
+            runtime = replace(runtime, socket=item)
+        elif key == "computers":
+            if not isinstance(item, list) or not all(isinstance(name, str) and name for name in item):
+                raise ConfigError(
+                    path, where, 'must be a list of names for this machine, e.g. ["local", "box"]'
+                )
+            runtime = replace(runtime, computers=tuple(dict.fromkeys(["local", *item])))
+        elif key in _RUNTIME_NUMBERS:
+            if isinstance(item, bool) or not isinstance(item, int | float) or item <= 0:
+                raise ConfigError(path, where, f"must be a positive number, not {item!r}")
+            runtime = replace(runtime, **{key: type(getattr(runtime, key))(item)})
+        elif key == "agents":
+            runtime = replace(runtime, profiles=_profiles(path, item, runtime.profiles))
+        else:
+            keys = ", ".join(("socket", "computers", "agents", *_RUNTIME_NUMBERS))
+            raise ConfigError(path, where, f"unknown key; the keys are {keys}")
+    return runtime
+
+
+def _profiles(path: str, value: Any, profiles: Mapping[str, AgentProfile]) -> dict[str, AgentProfile]:
+    from teleclaude.core.launch import AgentProfile
+
+    if not isinstance(value, dict):
+        raise ConfigError(path, "runtime.agents", "must be a table: [runtime.agents.NAME]")
+    merged = dict(profiles)
+    for name, table in value.items():
+        _check_agent_name(path, "runtime.agents", name)
+        where = f"runtime.agents.{name}"
+        if not isinstance(table, dict):
+            raise ConfigError(path, where, "must be a table")
+        profile = merged.get(name) or AgentProfile(name, (name,))
+        merged[name] = _profile(path, where, table, profile)
+    return merged
+
+
+def _profile(path: str, where: str, table: dict[str, Any], profile: AgentProfile) -> AgentProfile:
+    from dataclasses import replace
+
+    changes: dict[str, Any] = {}
+    for key, item in table.items():
+        if key not in _PROFILE_KEYS:
+            raise ConfigError(path, f"{where}.{key}", f"unknown key; the keys are {', '.join(_PROFILE_KEYS)}")
+        if key == "binary":
+            changes["binaries"] = (_string(path, f"{where}.binary", item),)
+        elif key in ("args", "limit_patterns"):
+            changes[key] = _strings(path, f"{where}.{key}", item)
+        elif key == "modes":
+            if not isinstance(item, dict) or not set(item) <= set(THINKING_MODES):
+                raise ConfigError(
+                    path, f"{where}.modes", f"must map {', '.join(THINKING_MODES)} to flag lists"
+                )
+            changes["modes"] = {
+                **profile.modes,
+                **{m: _strings(path, f"{where}.modes.{m}", f) for m, f in item.items()},
+            }
+        else:
+            changes[key] = _string(path, f"{where}.{key}", item, allow_empty=key == "command_prefix")
+    patterns = [("prompt", changes["prompt"])] if "prompt" in changes else []
+    patterns += [("limit_patterns", pattern) for pattern in changes.get("limit_patterns", ())]
+    for key, pattern in patterns:
+        _check_regex(path, f"{where}.{key}", pattern)
+    return replace(profile, **changes)
+
+
+def _string(path: str, key: str, value: Any, allow_empty: bool = False) -> str:
+    if not isinstance(value, str) or not (value or allow_empty):
+        raise ConfigError(path, key, f"must be a non-empty string, not {value!r}")
+    return value
+
+
+def _strings(path: str, key: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(path, key, f"must be a list of strings, not {value!r}")
+    return tuple(value)
+
+
+def _check_regex(path: str, key: str, pattern: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        raise ConfigError(path, key, f"is not a valid regular expression ({error})") from None

@@ -23,6 +23,13 @@ TOOLS = {
     "teleclaude__mark_agent_unavailable",
     "teleclaude__mark_agent_available",
     "teleclaude__agent_status",
+    # the worker runtime
+    "teleclaude__run_agent_command",
+    "teleclaude__list_sessions",
+    "teleclaude__get_session_output",
+    "teleclaude__send_message",
+    "teleclaude__end_session",
+    "teleclaude__wait_for_sessions",
 }
 
 
@@ -41,7 +48,7 @@ def first_line(text: str) -> str:
 # --- the tool list ---------------------------------------------------------------------------------
 
 
-def test_the_server_lists_the_five_tools_with_descriptions():
+def test_the_server_lists_its_tools_with_descriptions():
     tools = list_tools()
     assert set(tools) == TOOLS
     for tool in tools.values():
@@ -78,6 +85,20 @@ def test_input_schemas_match_the_documented_signatures():
         "teleclaude__mark_agent_unavailable": {"agent", "unavailable_until", "reason"},
         "teleclaude__mark_agent_available": {"agent"},
         "teleclaude__agent_status": set(),
+        "teleclaude__run_agent_command": {
+            "computer",
+            "command",
+            "args",
+            "project",
+            "agent",
+            "thinking_mode",
+            "subfolder",
+        },
+        "teleclaude__list_sessions": {"include_finished"},
+        "teleclaude__get_session_output": {"session_id", "cursor", "max_lines", "max_bytes"},
+        "teleclaude__send_message": {"session_id", "text", "interrupt"},
+        "teleclaude__end_session": {"session_id"},
+        "teleclaude__wait_for_sessions": {"session_ids", "timeout"},
     }
     assert tools["teleclaude__mark_agent_unavailable"].input_schema.get("required") == ["agent"]
     assert not tools["teleclaude__next_work"].input_schema.get("required")

@@ -19,6 +19,12 @@ CLI_VERBS = {
     "teleclaude__mark_agent_unavailable": ["agents", "unavailable"],
     "teleclaude__mark_agent_available": ["agents", "available"],
     "teleclaude__agent_status": ["agents"],
+    "teleclaude__run_agent_command": ["sessions", "run"],
+    "teleclaude__list_sessions": ["sessions", "list"],
+    "teleclaude__get_session_output": ["sessions", "output"],
+    "teleclaude__send_message": ["sessions", "send"],
+    "teleclaude__end_session": ["sessions", "end"],
+    "teleclaude__wait_for_sessions": ["sessions", "wait"],
 }
 
 

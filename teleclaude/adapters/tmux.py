@@ -1,0 +1,200 @@
+"""The one door to tmux: a private server (`tmux -L SOCKET`), every command bounded by a timeout.
+
+Commands go through libtmux's `Server.cmd`, run on a small thread pool so a wedged tmux server costs the
+caller a `TmuxError` after `timeout` seconds instead of a hang. Nothing here builds a shell string: the
+agent's command line is passed to tmux as separate arguments, which tmux executes directly.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from teleclaude.core.sessions import PaneView, StaleView
+
+log = logging.getLogger("teleclaude")
+
+_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="tmux")
+_VIEW_FORMAT = "\t".join(
+    "#{" + name + "}"
+    for name in (
+        "pane_id",
+        "pane_pid",
+        "history_size",
+        "history_limit",
+        "cursor_y",
+        "pane_height",
+        "alternate_on",
+        "pane_dead",
+        "@teleclaude_exit",
+    )
+)
+# Runs the agent, records its exit status on the pane (tmux 3.3 leaves #{pane_dead_status} empty), then
+# signals the session's wait-for channel. Inputs arrive as positional parameters, never as code.
+_EXIT_SIGNAL = (
+    'channel=$1; shift; "$@"; status=$?; '
+    'tmux set-option -p -t "$TMUX_PANE" @teleclaude_exit "$status"; '
+    'tmux wait-for -S "$channel"; exit "$status"'
+)
+
+
+class TmuxError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Started:
+    pane_id: str
+    pane_pid: int
+
+
+class Tmux:
+    def __init__(self, socket: str, timeout: float = 10.0) -> None:
+        self.socket = socket
+        self.timeout = timeout
+        self._server = None
+
+    # --- the one command path ------------------------------------------------------------------------------
+
+    def cmd(self, *args: str, check: bool = True) -> list[str]:
+        """Run one tmux command on this server; its stdout lines. Raises TmuxError on failure or timeout."""
+        future = _POOL.submit(self._call, args)
+        try:
+            returncode, stdout, stderr = future.result(timeout=self.timeout)
+        except concurrent.futures.TimeoutError:
+            raise TmuxError(f"tmux {args[0]} did not answer within {self.timeout:g}s") from None
+        if check and returncode != 0:
+            raise TmuxError(f"tmux {args[0]} failed: {' '.join(stderr) or f'exit status {returncode}'}")
+        return stdout
+
+    def _call(self, args: Sequence[str]) -> tuple[int, list[str], list[str]]:
+        import libtmux
+        import libtmux.exc
+
+        if self._server is None:
+            self._server = libtmux.Server(socket_name=self.socket)
+        try:
+            result = self._server.cmd(*args)
+        except libtmux.exc.TmuxCommandNotFound:
+            return 127, [], ["tmux is not installed (apt install tmux, brew install tmux)"]
+        return result.returncode, result.stdout, result.stderr
+
+    # --- sessions ------------------------------------------------------------------------------------------
+
+    def start(
+        self,
+        name: str,
+        cwd: str,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        channel: str,
+        history_limit: int,
+        size: tuple[int, int],
+    ) -> Started:
+        """A detached session running `argv` in `cwd`; when it exits, `channel` is signalled."""
+        environment = [part for key, value in env.items() for part in ("-e", f"{key}={value}")]
+        width, height = size
+        lines = self.cmd(
+            # options first, in the same invocation: they must hold when the pane is created
+            *("set-option", "-g", "history-limit", str(history_limit), ";"),
+            *("set-option", "-g", "remain-on-exit", "on", ";"),
+            *("new-session", "-d", "-s", name, "-c", cwd, "-x", str(width), "-y", str(height)),
+            *environment,
+            *("-P", "-F", "#{pane_id}\t#{pane_pid}"),
+            *("sh", "-c", _EXIT_SIGNAL, "teleclaude-worker", channel, *argv),
+        )
+        pane_id, pid = lines[-1].split("\t")
+        return Started(pane_id, int(pid))
+
+    def kill_session(self, name: str) -> None:
+        self.cmd("kill-session", "-t", f"={name}", check=False)
+
+    def session_names(self) -> set[str]:
+        try:
+            return set(self.cmd("list-sessions", "-F", "#{session_name}"))
+        except TmuxError as error:
+            if _no_server(error):
+                return set()
+            raise
+
+    def kill_server(self) -> None:
+        self.cmd("kill-server", check=False)
+
+    # --- panes ---------------------------------------------------------------------------------------------
+
+    def views(self) -> dict[str, PaneView]:
+        """Every pane of this server by id; empty when the server is not running."""
+        try:
+            rows = self.cmd("list-panes", "-a", "-F", _VIEW_FORMAT)
+        except TmuxError as error:
+            if _no_server(error):
+                return {}
+            raise
+        return {view.pane_id: view for view in map(_view, rows)}
+
+    def capture(self, pane_id: str, start: int, end: int, history_size: int | None = None) -> list[str]:
+        """Rows start..end inclusive in tmux numbering (0 = top visible row, negative = history).
+
+        That numbering moves when rows scroll into the history, so with `history_size` (from the view the
+        rows were computed from) the rows are taken in the same tmux invocation as a fresh history size,
+        and `StaleView` says the screen scrolled in between.
+        """
+        if end < start:
+            return []
+        capture = ("capture-pane", "-p", "-t", pane_id, "-S", str(start), "-E", str(end))
+        if history_size is None:
+            rows = self.cmd(*capture)
+        else:
+            lines = self.cmd("display-message", "-p", "-t", pane_id, "#{history_size}", ";", *capture)
+            if not lines or lines[0] != str(history_size):
+                raise StaleView(pane_id)
+            rows = lines[1:]
+        return rows + [""] * (end - start + 1 - len(rows))  # libtmux drops trailing blank rows
+
+    def screen(self, pane_id: str, view: PaneView) -> list[str]:
+        return self.capture(pane_id, 0, view.height - 1)
+
+    def send_text(self, pane_id: str, text: str) -> None:
+        self.cmd("send-keys", "-t", pane_id, "-l", "--", text)
+
+    def send_key(self, pane_id: str, key: str) -> None:
+        self.cmd("send-keys", "-t", pane_id, key)
+
+    def wait_for(self, channel: str) -> subprocess.Popen[bytes]:
+        """A `tmux wait-for CHANNEL` client that ends when the channel is signalled; poll() it, kill() it."""
+        binary = shutil.which("tmux") or "tmux"
+        return subprocess.Popen(
+            [binary, "-L", self.socket, "wait-for", channel],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def signal(self, channel: str) -> None:
+        self.cmd("wait-for", "-S", channel, check=False)
+
+
+def _view(row: str) -> PaneView:
+    pane_id, pid, history, limit, cursor_y, height, alternate, dead, status = row.split("\t")
+    return PaneView(
+        pane_id,
+        int(pid or 0),
+        int(history),
+        int(limit),
+        int(cursor_y),
+        int(height),
+        alternate == "1",
+        dead == "1",
+        int(status) if status else None,
+    )
+
+
+def _no_server(error: TmuxError) -> bool:
+    text = str(error)
+    return any(
+        sign in text for sign in ("no server running", "error connecting to", "No such file", "server exited")
+    )

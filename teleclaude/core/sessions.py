@@ -1,0 +1,329 @@
+"""Worker sessions: their records, lifecycle states and events, and the cursor that reads a pane's output.
+
+Pure: the tmux adapter supplies `PaneView`s and captured lines; this module decides which absolute lines are
+new, what a cursor means, and when a quiet screen with the prompt on it counts as a finished turn.
+
+Line numbers are absolute: line N is the N-th row the pane ever produced. tmux keeps `history_size` rows of
+scroll-back above the visible screen; once the history is full (`history_limit`), old rows fall off the top
+and `base` (the absolute number of the oldest kept row) grows. The cursor remembers the base it saw and a
+hash of the last rows it returned, so a reader can tell how many rows rolled off in between.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from enum import Enum
+
+
+class SessionState(Enum):
+    PENDING = "pending"  # started, the command not yet delivered
+    RUNNING = "running"
+    TURN_ENDED = "turn_ended"  # back at its prompt: finished, or waiting for an answer
+    STALLED = "stalled"
+    RATE_LIMITED = "rate_limited"
+    NEEDS_ATTENTION = "needs_attention"
+    DONE = "done"  # the CLI exited with status 0, or the session was ended after its turn
+    ERRORED = "errored"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (SessionState.DONE, SessionState.ERRORED, SessionState.CANCELLED)
+
+
+class EventKind(Enum):
+    TURN_ENDED = "turn_ended"
+    EXITED = "exited"
+    RATE_LIMITED = "rate_limited"
+    ERRORED = "errored"
+
+
+@dataclass(frozen=True)
+class Session:
+    id: str
+    agent: str
+    command: str
+    args: str
+    project: str
+    subfolder: str | None
+    state: SessionState
+    created_at: datetime
+    updated_at: datetime
+    computer: str = "local"
+    tmux_session: str = ""
+    pane_id: str = ""
+    pane_pid: int = 0
+    delivered_at: datetime | None = None
+    exit_code: int | None = None
+    last_error: str = ""
+    scan_cursor: str = ""  # the runtime's own reading position (limit detection, idleness)
+    screen_hash: str = ""
+    last_change_at: datetime | None = None
+    prompt_polls: int = 0  # consecutive observations with the prompt visible and the screen unchanged
+
+    @property
+    def slug(self) -> str:
+        return self.args.split()[0] if self.args.split() else ""
+
+    @property
+    def workdir(self) -> str:
+        return f"{self.project}/{self.subfolder}" if self.subfolder else self.project
+
+
+@dataclass(frozen=True)
+class Event:
+    session_id: str
+    kind: EventKind
+    at: datetime
+    detail: str = ""
+    id: int = 0
+
+
+# --- reading output --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PaneView:
+    """What tmux says about a pane at one moment (one `list-panes` row)."""
+
+    pane_id: str
+    pane_pid: int
+    history_size: int
+    history_limit: int
+    cursor_y: int
+    height: int
+    alternate: bool
+    dead: bool
+    dead_status: int | None = None
+
+
+class InvalidCursor(ValueError):
+    pass
+
+
+class StaleView(RuntimeError):
+    """The pane scrolled between its view and a capture: look again."""
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """A reading position: `line` is the next absolute row to return; `base` the absolute oldest kept row."""
+
+    pane_id: str
+    pane_pid: int
+    line: int
+    base: int
+    anchor: str = ""  # hash of the rows just before `line` ("" at the very start)
+    screen: str = ""  # hash of the alternate screen last returned ("" when on the normal screen)
+
+    def encode(self) -> str:
+        return f"{self.pane_id}:{self.pane_pid}:{self.line}:{self.base}:{self.anchor}:{self.screen}"
+
+    @classmethod
+    def decode(cls, text: str) -> Cursor:
+        match = re.fullmatch(r"(%\d+):(\d+):(\d+):(\d+):([0-9a-f]*):([0-9a-f]*)", text.strip())
+        if not match:
+            raise InvalidCursor(f"{text!r} is not a cursor returned by get_session_output")
+        pane, pid, line, base, anchor, screen = match.groups()
+        return cls(pane, int(pid), int(line), int(base), anchor, screen)
+
+    @classmethod
+    def start(cls, view: PaneView) -> Cursor:
+        """A cursor before the pane's first row: the next read returns everything still kept."""
+        return cls(view.pane_id, view.pane_pid, 0, 0)
+
+    def check_pane(self, view: PaneView) -> None:
+        if self.pane_id != view.pane_id:
+            raise InvalidCursor(
+                f"the cursor belongs to pane {self.pane_id}, not to this session's {view.pane_id}"
+            )
+        if self.pane_pid != view.pane_pid:
+            raise InvalidCursor(
+                "the pane was respawned since this cursor was made: read again without a cursor"
+            )
+
+
+ANCHOR_ROWS = 3
+
+
+def anchor_of(rows: list[str]) -> str:
+    """A hash of the last few rows: enough to find them again after older rows rolled off."""
+    tail = "\n".join(rows[-ANCHOR_ROWS:])
+    return hashlib.blake2b(tail.encode(), digest_size=8).hexdigest() if rows else ""
+
+
+def screen_hash(rows: list[str]) -> str:
+    return hashlib.blake2b("\n".join(rows).encode(), digest_size=8).hexdigest()
+
+
+def find_shift(kept: list[str], expected_end: int, anchor: str) -> int | None:
+    """How many rows rolled off: the anchor's rows ended at kept index `expected_end` before any roll-off.
+
+    None when the anchor is no longer among the kept rows.
+    """
+    for end in range(min(expected_end, len(kept)), ANCHOR_ROWS - 1, -1):
+        if anchor_of(kept[end - ANCHOR_ROWS : end]) == anchor:
+            return expected_end - end
+    return None
+
+
+def bound(rows: list[str], max_lines: int, max_bytes: int) -> tuple[list[str], bool]:
+    """The oldest rows that fit both limits (at least one row, cut to max_bytes if it alone is too long)."""
+    kept: list[str] = []
+    size = 0
+    for row in rows[:max_lines]:
+        cost = len(row.encode()) + 1
+        if kept and size + cost > max_bytes:
+            break
+        if not kept and cost > max_bytes:
+            kept.append(row.encode()[: max(max_bytes - 1, 0)].decode(errors="ignore"))
+            break
+        kept.append(row)
+        size += cost
+    return kept, len(kept) < len(rows)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One bounded slice of new output, and the cursor to read the rest with."""
+
+    rows: tuple[str, ...]
+    partial: str  # the unfinished row the terminal cursor is on ("" if blank); sent again until finished
+    cursor: Cursor
+    truncated: bool = False  # more finished rows are waiting: read again with the new cursor
+    lines_missed: int | None = 0  # rows that rolled off or were cleared before they were read; None: unknown
+    alternate_screen: bool = False
+    pane_dead: bool = False
+
+
+Capture = Callable[[int, int], list[str]]  # rows start..end inclusive, tmux numbering
+
+
+def read_since(
+    view: PaneView, cursor: Cursor | None, capture: Capture, max_lines: int, max_bytes: int
+) -> Chunk:
+    """The finished rows after `cursor` (the visible screen without one), at most max_lines / max_bytes.
+
+    Rows above the terminal cursor are finished; the cursor's own row is returned as `partial` each time.
+    On the alternate screen there is no history: the whole screen is returned when it changed.
+    """
+    if cursor is not None:
+        cursor.check_pane(view)
+    if view.alternate:
+        return _read_alternate(view, cursor, capture, max_lines, max_bytes)
+    history = view.history_size
+    finished = history + view.cursor_y  # kept rows before the cursor's row, counted from the oldest kept
+    if cursor is None:  # the first read: the visible screen
+        base, line, missed = 0, history, 0
+    else:
+        base, line, missed = _locate(view, cursor, capture, finished)
+    start = line - base
+    lead = min(ANCHOR_ROWS, start)
+    window = capture(start - lead - history, finished - 1 - history)
+    context, fresh = window[:lead], window[lead:]
+    rows, truncated = bound(fresh, max_lines, max_bytes)
+    anchor = anchor_of(context + fresh[: len(rows)])
+    partial = "" if truncated else capture(view.cursor_y, view.cursor_y)[0].rstrip()
+    after = Cursor(view.pane_id, view.pane_pid, line + len(rows), base, anchor)
+    return Chunk(tuple(rows), partial, after, truncated, missed, pane_dead=view.dead)
+
+
+def _locate(view: PaneView, cursor: Cursor, capture: Capture, finished: int) -> tuple[int, int, int | None]:
+    """(base, line, lines_missed) now: where the cursor's row is after roll-off or a cleared history."""
+    expected = cursor.line - cursor.base  # where the cursor's row would be, had nothing rolled off
+    full = view.history_size >= view.history_limit
+    history = view.history_size
+    if not cursor.anchor:
+        if expected <= finished and not full:
+            return cursor.base, cursor.line, 0
+    else:
+        if 0 < expected <= finished:
+            rows = capture(expected - min(ANCHOR_ROWS, expected) - history, expected - 1 - history)
+            if anchor_of(rows) == cursor.anchor:
+                return cursor.base, cursor.line, 0
+        if full:
+            kept = capture(-history, finished - 1 - history)
+            shift = find_shift(kept, expected, cursor.anchor)
+            if shift is not None:
+                return cursor.base + shift, cursor.line, 0
+    # the rows after the cursor are gone (cleared, or rolled off past the anchor): go on from the oldest kept
+    return cursor.line, cursor.line, None
+
+
+def _read_alternate(
+    view: PaneView, cursor: Cursor | None, capture: Capture, max_lines: int, max_bytes: int
+) -> Chunk:
+    screen = capture(0, view.height - 1)
+    digest = screen_hash(screen)
+    while screen and not screen[-1].strip():
+        screen = screen[:-1]
+    unchanged = cursor is not None and cursor.screen == digest
+    rows, truncated = bound([] if unchanged else screen, max_lines, max_bytes)
+    line, base, anchor = (cursor.line, cursor.base, cursor.anchor) if cursor else (view.history_size, 0, "")
+    after = Cursor(view.pane_id, view.pane_pid, line, base, anchor, digest)
+    return Chunk(tuple(rows), "", after, truncated, 0, alternate_screen=True, pane_dead=view.dead)
+
+
+# --- answers of the runtime ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Started:
+    session: Session
+
+
+@dataclass(frozen=True)
+class Output:
+    session: Session
+    chunk: Chunk
+
+
+@dataclass(frozen=True)
+class Waited:
+    events: tuple[Event, ...]
+    sessions: tuple[Session, ...]
+    timed_out: bool
+
+
+@dataclass(frozen=True)
+class Ended:
+    session: Session
+
+
+# --- turn ends -------------------------------------------------------------------------------------------
+
+
+def prompt_visible(rows: list[str], prompt_pattern: str) -> bool:
+    """The agent's input prompt is on one of the last non-blank rows of the screen."""
+    tail = [row for row in rows if row.strip()][-6:]
+    pattern = re.compile(prompt_pattern)
+    return any(pattern.search(row) for row in tail)
+
+
+def observe_idle(
+    session: Session, rows: list[str], prompt: bool, now: datetime, idle_seconds: float
+) -> tuple[Session, bool]:
+    """Update the screen-change bookkeeping; True when the turn has ended by the screen's evidence.
+
+    A turn ends when the screen has not changed for `idle_seconds` and the prompt was visible on two
+    consecutive observations. Only a running session whose screen changed after delivery can end a turn.
+    """
+    digest = screen_hash(rows)
+    if digest != session.screen_hash:
+        return replace(session, screen_hash=digest, last_change_at=now, prompt_polls=0), False
+    polls = session.prompt_polls + 1 if prompt else 0
+    session = replace(session, prompt_polls=polls)
+    changed_since_delivery = (
+        session.delivered_at is not None
+        and session.last_change_at is not None
+        and session.last_change_at > session.delivered_at
+    )
+    quiet = (
+        session.last_change_at is not None and (now - session.last_change_at).total_seconds() >= idle_seconds
+    )
+    ended = session.state is SessionState.RUNNING and changed_since_delivery and quiet and polls >= 2
+    return session, ended

@@ -1,0 +1,204 @@
+"""A stand-in agent CLI for tests and the demo: shows a prompt, takes `/command slug`, does the step, returns.
+
+Installed as `claude`, `gemini` and `codex` shims (`install(bin_dir)`) first on PATH. Like the real CLIs it
+reads the terminal key by key and drops an Enter that arrives within 50 ms of typed text. What it does with
+a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a comma-separated list of:
+
+    work       do the step on the files and commit, like a real worker (the default)
+    hang       say it is thinking, then never answer
+    limit      print the agent's rate-limit / quota message and go back to the prompt
+    crash      print an error and exit with status 3
+    altscreen  switch to the alternate screen, draw on it, and go back to the prompt there
+    hook       after the step, run `teleclaude hook stop` the way Claude Code runs its Stop hook
+    slowstart  wait 1 s before showing the first prompt
+
+`/emit N` prints N numbered rows, 20 ms apart (for reading output while it grows).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import termios
+import time
+import tty
+from pathlib import Path
+
+LIMIT_MESSAGES = {
+    "claude": "Claude usage limit reached. Your limit will reset at 5pm (UTC).",
+    "gemini": "[API Error: got status: 429 Too Many Requests. RESOURCE_EXHAUSTED: Quota exceeded]",
+    "codex": "You've hit your usage limit. Try again in 2 hours 5 minutes.",
+}
+SWALLOW_WINDOW = 0.05
+PROMPT = "> "
+
+
+def install(bin_dir: Path, python: str = sys.executable) -> Path:
+    """Shims named claude, gemini and codex in `bin_dir` that run this module; returns `bin_dir`."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("claude", "gemini", "codex"):
+        shim = bin_dir / name
+        shim.write_text(f'#!/bin/sh\nexec "{python}" -m teleclaude.fake_agent {name} "$@"\n')
+        shim.chmod(0o755)
+    return bin_dir
+
+
+def modes(agent: str) -> set[str]:
+    text = os.environ.get(f"FAKE_AGENT_{agent.upper()}") or os.environ.get("FAKE_AGENT") or "work"
+    return {mode.strip() for mode in text.split(",") if mode.strip()}
+
+
+def main(argv: list[str]) -> int:
+    agent = argv[0] if argv else "claude"
+    chosen = modes(agent)
+    say(f"fake {agent} ({', '.join(sorted(chosen))}) in {Path.cwd()}")
+    if "slowstart" in chosen:
+        time.sleep(1.0)
+    for line in read_lines():
+        match = re.fullmatch(r"/(?:prompts:)?([a-z0-9-]+)\s*(.*)", line.strip())
+        if not match:
+            say(f"(not a command: {line!r})")
+            continue
+        command, args = match.groups()
+        code = respond(agent, chosen, command, args.strip())
+        if code is not None:
+            return code
+    return 0
+
+
+def respond(agent: str, chosen: set[str], command: str, args: str) -> int | None:
+    say(f"running /{command} {args}")
+    if "altscreen" in chosen:
+        sys.stdout.write("\x1b[?1049h\x1b[H")
+        say("full-screen view of the fake agent")
+    if command == "emit":
+        for number in range(1, int(args or "1") + 1):
+            say(f"row {number}")
+            time.sleep(0.02)
+        return None
+    if "hang" in chosen:
+        say("thinking...")
+        time.sleep(3600)
+    if "crash" in chosen:
+        say("fatal: the fake agent crashed")
+        return 3
+    if "limit" in chosen:
+        say(LIMIT_MESSAGES.get(agent, LIMIT_MESSAGES["claude"]))
+        return None
+    say(do_step(command, args))
+    if "hook" in chosen:
+        run_stop_hook()
+    return None
+
+
+def do_step(command: str, slug: str) -> str:
+    """Do what the worker for `command` does, on the files in the current directory."""
+    from teleclaude.core.model import Dispatch, Step
+    from teleclaude.demo import Workers
+
+    steps = {step.command: step for step in Step}
+    step = steps.get(command)
+    if step is None or step.is_architect:
+        return f"(the fake agent does not know /{command})"
+    here = Path.cwd()
+    note = (
+        f"Archive todos/{slug} to {next_archive(here, slug)} when merging." if step is Step.FINALIZE else None
+    )
+    workers = Workers(here)
+    action = Dispatch(step, slug, str(here), "fake", "med", None, note)
+    work = {
+        Step.BUILD: workers.build,
+        Step.REVIEW: workers.review,
+        Step.FIX: workers.fix,
+        Step.FINALIZE: workers.finalize,
+        Step.COMMIT: workers.commit_pending,
+        Step.BUGS: workers.bugs,
+    }[step]
+    try:
+        return work(here, action)
+    except Exception as error:  # a fake worker that fails says so, like a real one would
+        return f"the step failed: {error}"
+
+
+def next_archive(main: Path, slug: str) -> str:
+    numbers = (
+        [int(p.name[:3]) for p in (main / "done").glob("[0-9][0-9][0-9]-*")]
+        if (main / "done").is_dir()
+        else []
+    )
+    return f"done/{max(numbers, default=0) + 1:03d}-{slug}/"
+
+
+def run_stop_hook() -> None:
+    payload = {
+        "hook_event_name": "Stop",
+        "cwd": str(Path.cwd()),
+        "stop_hook_active": False,
+        "session_id": "fake",
+    }
+    subprocess.run(
+        [sys.executable, "-m", "teleclaude", "hook", "stop"],
+        input=json.dumps(payload),
+        text=True,
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def say(text: str) -> None:
+    sys.stdout.write(text.replace("\n", "\r\n") + "\r\n")
+    sys.stdout.flush()
+
+
+def read_lines():
+    """Lines typed at the prompt, key by key; an Enter within 50 ms of the last key is dropped."""
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd) if os.isatty(fd) else None
+    if saved is not None:
+        tty.setraw(fd)
+    try:
+        while True:
+            sys.stdout.write(PROMPT)
+            sys.stdout.flush()
+            line = _read_line(fd)
+            if line is None:
+                return
+            yield line
+    finally:
+        if saved is not None:
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+def _read_line(fd: int) -> str | None:
+    typed = ""
+    last_key = 0.0
+    while True:
+        data = os.read(fd, 1024)
+        if not data:
+            return None
+        for char in data.decode(errors="replace"):
+            if char in "\r\n":
+                if typed and time.monotonic() - last_key < SWALLOW_WINDOW:
+                    continue  # pasted text and its Enter arrived together: drop the Enter
+                sys.stdout.write("\r\n")
+                return typed
+            if char == "\x03":
+                raise SystemExit(130)
+            if char == "\x7f":
+                typed = typed[:-1]
+                sys.stdout.write("\b \b")
+            elif char == "\x1b":
+                continue
+            elif char.isprintable():
+                typed += char
+                sys.stdout.write(char)
+            last_key = time.monotonic()
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

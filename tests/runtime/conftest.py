@@ -1,0 +1,78 @@
+"""Real tmux on a private socket per test, fake agent CLIs first on PATH, a prepared demo repository."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from pathlib import Path
+
+import pytest
+
+from teleclaude import fake_agent
+from teleclaude.adapters.tmux import Tmux
+from teleclaude.demo import commit_all, make_repository
+from teleclaude.runtime import Runtime, open_runtime
+
+FAST = """[runtime]
+socket = "{socket}"
+idle_threshold = 0.6
+poll_interval = 0.1
+startup_timeout = 15
+settle = 0.2
+"""
+
+
+@pytest.fixture
+def tmux_socket() -> str:
+    """A private tmux server for one test; killed afterwards, with every process it ran."""
+    name = f"tc-test-{secrets.token_hex(4)}"
+    tmux = Tmux(name)
+    yield name
+    pids = [view.pane_pid for view in tmux.views().values()]
+    tmux.kill_server()
+    assert tmux.views() == {}
+    assert_gone(pids)
+
+
+def assert_gone(pids: list[int], seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        alive = [pid for pid in alive if _alive(pid)]
+        time.sleep(0.05)
+    assert alive == [], f"processes left running: {alive}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead; only its parent has not reaped it yet
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def fake_agents(tmp_path, monkeypatch) -> Path:
+    bin_dir = fake_agent.install(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("FAKE_AGENT", raising=False)
+    for name in ("CLAUDE", "GEMINI", "CODEX"):
+        monkeypatch.delenv(f"FAKE_AGENT_{name}", raising=False)
+    return bin_dir
+
+
+@pytest.fixture
+def project(tmp_path, tmux_socket) -> Path:
+    root = make_repository(tmp_path / "project")
+    (root / "teleclaude.toml").write_text(FAST.format(socket=tmux_socket))
+    commit_all(root, "Runtime settings for the tests")
+    return root
+
+
+@pytest.fixture
+def runtime(project, fake_agents) -> Runtime:
+    return open_runtime(project)

@@ -1,0 +1,216 @@
+"""The worker runtime in real tmux with fake agent CLIs: start, deliver, observe, detect, end."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from teleclaude import app
+from teleclaude.adapters.store import AvailabilityStore
+from teleclaude.core.model import Dispatch, Error, ErrorCode, Step
+from teleclaude.core.sessions import EventKind, SessionState, Started
+from teleclaude.runtime import open_runtime
+
+
+def dispatch(project) -> Dispatch:
+    action = app.next_work(cwd=project)
+    assert isinstance(action, Dispatch), action
+    return action
+
+
+def start(runtime, action: Dispatch) -> Started:
+    started = runtime.run_agent_command(
+        "local",
+        action.command,
+        action.slug,
+        action.project,
+        action.agent,
+        action.thinking_mode,
+        action.subfolder,
+    )
+    assert isinstance(started, Started), started
+    return started
+
+
+def wait_for(runtime, session_id: str, kind: EventKind, rounds: int = 6):
+    seen = []
+    for _ in range(rounds):
+        waited = runtime.wait_for_sessions([session_id], timeout=10)
+        seen += [event.kind for event in waited.events]
+        if kind in seen:
+            return waited
+    pytest.fail(f"no {kind.value} event; saw {seen}")
+
+
+def git(cwd, *args) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+
+
+def test_a_builder_does_its_step_and_its_turn_ends(project, runtime):
+    action = dispatch(project)
+    assert (action.step, action.agent) == (Step.BUILD, "gemini")
+    started = start(runtime, action)
+    assert started.session.state is SessionState.RUNNING
+    waited = wait_for(runtime, started.session.id, EventKind.TURN_ENDED)
+    assert runtime.store.get(started.session.id).state is SessionState.TURN_ENDED
+    tree = project / action.subfolder
+    assert git(tree, "status", "--porcelain") == ""
+    assert "Build greeting" in git(tree, "log", "--oneline", "-1")
+    assert dispatch(project).step is Step.REVIEW  # the planner moves on from the files alone
+    assert [e.kind for e in waited.events].count(EventKind.TURN_ENDED) == 1
+    assert runtime.wait_for_sessions([started.session.id], timeout=0.3).events == ()  # reported once
+
+
+def test_a_rate_limit_marks_the_agent_unavailable_and_next_work_falls_back(project, runtime, monkeypatch):
+    monkeypatch.setenv("FAKE_AGENT_GEMINI", "limit")
+    started = start(runtime, dispatch(project))
+    wait_for(runtime, started.session.id, EventKind.RATE_LIMITED)
+    out = AvailabilityStore().unavailable(datetime.now(UTC))
+    assert "gemini" in out
+    assert timedelta(minutes=55) < out["gemini"].until - datetime.now(UTC) <= timedelta(hours=1)
+    assert runtime.store.get(started.session.id).state is SessionState.RATE_LIMITED
+    fallback = dispatch(project)
+    assert (fallback.step, fallback.agent) == (Step.BUILD, "claude")
+    assert runtime.end_session(started.session.id).session.state is SessionState.CANCELLED
+
+
+def test_a_crash_is_an_exit_with_its_status(project, runtime, monkeypatch):
+    monkeypatch.setenv("FAKE_AGENT", "crash")
+    started = start(runtime, dispatch(project))
+    wait_for(runtime, started.session.id, EventKind.EXITED)
+    session = runtime.store.get(started.session.id)
+    assert (session.state, session.exit_code) == (SessionState.ERRORED, 3)
+
+
+def test_a_hanging_worker_times_the_wait_out_and_can_be_ended(project, runtime, monkeypatch):
+    monkeypatch.setenv("FAKE_AGENT", "hang")
+    started = start(runtime, dispatch(project))
+    waited = runtime.wait_for_sessions([started.session.id], timeout=1.5)
+    assert waited.events == () and waited.timed_out
+    assert waited.sessions[0].state is SessionState.RUNNING
+    ended = runtime.end_session(started.session.id)
+    assert ended.session.state is SessionState.CANCELLED
+    assert runtime.tmux.session_names() == set()
+
+
+def test_an_enter_pasted_with_the_text_is_pressed_again(project, runtime, monkeypatch):
+    from dataclasses import replace
+
+    runtime.config = replace(runtime.config, settle=0.0)  # the Enter arrives with the text and is dropped
+    started = runtime.run_agent_command("local", "emit", "3", str(project), "claude", "med")
+    assert isinstance(started, Started), started
+    wait_for(runtime, started.session.id, EventKind.TURN_ENDED)
+    screen = runtime.get_session_output(started.session.id).chunk.rows
+    assert "running /emit 3" in screen and "row 3" in screen
+
+
+def test_output_grows_and_three_reads_neither_repeat_nor_lose_a_row(project, runtime):
+    started = runtime.run_agent_command("local", "emit", "150", str(project), "codex", "fast")
+    assert isinstance(started, Started), started
+    session_id, cursor, rows = started.session.id, None, []
+    for _ in range(3):
+        output = runtime.get_session_output(session_id, cursor, max_lines=10_000)
+        rows += [row for row in output.chunk.rows if row.startswith("row ")]
+        cursor = output.chunk.cursor.encode()
+        runtime.wait_for_sessions([session_id], timeout=1.0)
+    wait_for(runtime, session_id, EventKind.TURN_ENDED)
+    rows += [
+        r
+        for r in runtime.get_session_output(session_id, cursor, max_lines=10_000).chunk.rows
+        if r.startswith("row ")
+    ]
+    assert rows == [f"row {n}" for n in range(1, 151)]
+
+
+def test_codex_gets_its_prompts_prefix_and_the_alternate_screen_is_flagged(project, runtime, monkeypatch):
+    monkeypatch.setenv("FAKE_AGENT_CODEX", "altscreen")
+    started = runtime.run_agent_command("local", "emit", "2", str(project), "codex", "med")
+    wait_for(runtime, started.session.id, EventKind.TURN_ENDED)
+    output = runtime.get_session_output(started.session.id)
+    assert output.chunk.alternate_screen
+
+
+def test_a_cursor_of_another_session_is_an_error(project, runtime):
+    one = runtime.run_agent_command("local", "emit", "1", str(project), "claude", "fast")
+    two = runtime.run_agent_command("local", "emit", "1", str(project), "gemini", "fast")
+    cursor = runtime.get_session_output(one.session.id).chunk.cursor.encode()
+    answer = runtime.get_session_output(two.session.id, cursor)
+    assert isinstance(answer, Error) and answer.code is ErrorCode.INVALID_CURSOR
+
+
+def test_after_a_restart_vanished_and_respawned_panes_are_errored(project, runtime):
+    gone = runtime.run_agent_command("local", "emit", "1", str(project), "claude", "fast")
+    respawned = runtime.run_agent_command("local", "emit", "1", str(project), "gemini", "fast")
+    kept = runtime.run_agent_command("local", "emit", "1", str(project), "codex", "fast")
+    runtime.tmux.kill_session(gone.session.tmux_session)
+    runtime.tmux.cmd("respawn-pane", "-k", "-t", respawned.session.pane_id, "sleep", "60")
+    restarted = open_runtime(project)  # a new server process would start like this
+    states = {s.id: s.state for s in restarted.list_sessions()}
+    assert states[gone.session.id] is SessionState.ERRORED
+    assert states[respawned.session.id] is SessionState.ERRORED
+    assert states[kept.session.id] in (SessionState.RUNNING, SessionState.TURN_ENDED)
+    assert "gone" in restarted.store.get(gone.session.id).last_error
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ({"computer": "elsewhere"}, ErrorCode.UNKNOWN_COMPUTER),
+        ({"agent": "hal9000"}, ErrorCode.UNKNOWN_AGENT),
+        ({"subfolder": "../outside"}, ErrorCode.INVALID_SUBFOLDER),
+        ({"subfolder": "/etc"}, ErrorCode.INVALID_SUBFOLDER),
+        ({"subfolder": "trees/not-yet"}, ErrorCode.INVALID_SUBFOLDER),
+        ({"args": "x\ny"}, ErrorCode.INVALID_ARGUMENT),
+        ({"command": "-rf"}, ErrorCode.INVALID_ARGUMENT),
+        ({"thinking_mode": "deep"}, ErrorCode.INVALID_ARGUMENT),
+    ],
+)
+def test_bad_requests_are_refused_and_leave_nothing_behind(project, runtime, change, code):
+    request = (
+        dict(
+            computer="local",
+            command="next-build",
+            args="greeting",
+            project=str(project),
+            agent="claude",
+            thinking_mode="med",
+            subfolder=None,
+        )
+        | change
+    )
+    answer = runtime.run_agent_command(**request)
+    assert isinstance(answer, Error) and answer.code is code
+    assert runtime.tmux.session_names() == set()
+    assert runtime.store.sessions() == []
+
+
+def test_a_missing_cli_binary_is_refused(project, runtime):
+    from dataclasses import replace
+
+    claude = replace(runtime.config.profiles["claude"], binaries=("no-such-claude",))
+    runtime.config = replace(runtime.config, profiles={**runtime.config.profiles, "claude": claude})
+    answer = runtime.run_agent_command("local", "next-build", "x", str(project), "claude", "med")
+    assert isinstance(answer, Error) and answer.code is ErrorCode.AGENT_NOT_INSTALLED
+    assert runtime.store.sessions() == []
+
+
+def test_a_cli_that_never_shows_its_prompt_is_errored_and_cleaned_up(project, runtime, monkeypatch):
+    from dataclasses import replace
+
+    monkeypatch.setenv("FAKE_AGENT", "slowstart")
+    runtime.config = replace(runtime.config, startup_timeout=0.3)
+    answer = runtime.run_agent_command("local", "emit", "1", str(project), "claude", "med")
+    assert isinstance(answer, Error) and answer.code is ErrorCode.TMUX_FAILED
+    assert runtime.tmux.session_names() == set()
+    (session,) = runtime.store.sessions()
+    assert session.state is SessionState.ERRORED and "no prompt" in session.last_error
+
+
+def test_the_stop_hook_ends_a_turn_at_once(project, runtime, monkeypatch):
+    monkeypatch.setenv("FAKE_AGENT", "hang")
+    started = runtime.run_agent_command("local", "emit", "1", str(project), "claude", "med")
+    runtime.record_turn_end(started.session.id)
+    waited = runtime.wait_for_sessions([started.session.id], timeout=1)
+    assert [(e.kind, e.detail) for e in waited.events] == [(EventKind.TURN_ENDED, "stop hook")]

@@ -1,0 +1,124 @@
+"""The runtime through its two faces: the MCP tools (in memory and over stdio) and `teleclaude sessions`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+
+from teleclaude import app, mcp_server
+from teleclaude.core.model import Dispatch
+
+
+def fields(line: str) -> dict[str, str]:
+    return {
+        key: json.loads(value) if value.startswith('"') else value
+        for key, value in re.findall(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)', line)
+    }
+
+
+@pytest.fixture
+def in_project(project, fake_agents, monkeypatch):
+    monkeypatch.chdir(project)  # an MCP client starts the server in the project
+    monkeypatch.setattr(mcp_server, "_RUNTIME", None)
+    return project
+
+
+async def call(client, name, **arguments) -> str:
+    result = await client.call_tool(name, arguments)
+    assert not result.is_error
+    return result.content[0].text
+
+
+def test_an_orchestrator_runs_the_tool_call_next_work_returned(in_project):
+    action = app.next_work(cwd=in_project)
+    assert isinstance(action, Dispatch)
+
+    async def go():
+        async with Client(mcp_server.build_server()) as client:
+            started = await call(
+                client,
+                "teleclaude__run_agent_command",
+                computer="local",
+                command=action.command,
+                args=action.slug,
+                project=action.project,
+                agent=action.agent,
+                thinking_mode=action.thinking_mode,
+                subfolder=action.subfolder,
+            )
+            assert started.startswith("SESSION:"), started
+            session_id = fields(started.splitlines()[1])["session_id"]
+            events = ""
+            for _ in range(6):
+                events += await call(
+                    client, "teleclaude__wait_for_sessions", session_ids=[session_id], timeout=10
+                )
+                if "turn_ended" in events:
+                    break
+            output = await call(client, "teleclaude__get_session_output", session_id=session_id)
+            listing = await call(client, "teleclaude__list_sessions")
+            ended = await call(client, "teleclaude__end_session", session_id=session_id)
+            return events, output, listing, ended
+
+    events, output, listing, ended = asyncio.run(go())
+    assert "EVENTS:" in events and 'event="turn_ended"' in events
+    assert output.startswith("OUTPUT:") and fields(output.splitlines()[1])["cursor"]
+    assert listing.startswith("SESSIONS: 1")
+    assert ended.startswith("OK:") and fields(ended.splitlines()[1])["state"] == "done"
+    assert app.next_work(cwd=in_project).step.command == "next-review"
+
+
+def test_errors_come_back_as_text_over_stdio(in_project):
+    transport = StdioTransport(
+        sys.executable, ["-m", "teleclaude", "mcp"], env=dict(os.environ), cwd=str(in_project)
+    )
+
+    async def go():
+        async with Client(transport) as client:
+            unknown = await call(client, "teleclaude__get_session_output", session_id="nope")
+            computer = await call(
+                client,
+                "teleclaude__run_agent_command",
+                computer="mars",
+                command="next-build",
+                args="x",
+                project=str(in_project),
+                agent="claude",
+                thinking_mode="med",
+            )
+            return unknown, computer
+
+    unknown, computer = asyncio.run(go())
+    assert unknown.startswith("ERROR: UNKNOWN_SESSION")
+    assert computer.startswith("ERROR: UNKNOWN_COMPUTER")
+
+
+def test_the_cli_verbs(in_project):
+    def cli(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "teleclaude", "sessions", *args],
+            cwd=in_project,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    started = cli("run", "claude", "emit", "4")
+    assert started.returncode == 0, started.stdout + started.stderr
+    session_id = fields(started.stdout.splitlines()[1])["session_id"]
+    waited = cli("--json", "wait", session_id, "--timeout", "10")
+    assert json.loads(waited.stdout)["events"][0]["event"] == "turn_ended"
+    output = cli("output", session_id)
+    assert "row 4" in output.stdout
+    assert cli("send", session_id, "/emit 2").returncode == 0
+    assert cli("end", session_id).returncode == 0
+    assert cli("output", "nope").returncode == 1
+    assert cli("run", "claude", "emit", "--subfolder", "../..").stdout.startswith("ERROR: INVALID_SUBFOLDER")

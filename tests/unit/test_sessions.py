@@ -1,0 +1,211 @@
+"""Reading a pane's output by cursor, on a simulated pane whose history rolls over like tmux's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from teleclaude.core.sessions import (
+    Cursor,
+    InvalidCursor,
+    PaneView,
+    Session,
+    SessionState,
+    observe_idle,
+    prompt_visible,
+    read_since,
+)
+
+
+@dataclass
+class Pane:
+    """Finished rows plus the cursor's row; tmux keeps `limit` rows of history above `height` visible rows."""
+
+    height: int = 5
+    limit: int = 10
+    rows: list[str] = field(default_factory=list)
+    partial: str = ""
+    alternate: list[str] | None = None
+    pid: int = 42
+
+    def print(self, *rows: str) -> None:
+        self.rows += rows
+
+    @property
+    def kept(self) -> int:
+        return min(len(self.rows) + 1, self.limit + self.height)
+
+    def view(self) -> PaneView:
+        history = max(0, self.kept - self.height)
+        cursor_y = self.kept - history - 1
+        alternate = self.alternate is not None
+        return PaneView("%1", self.pid, history, self.limit, cursor_y, self.height, alternate, False)
+
+    def capture(self, start: int, end: int) -> list[str]:
+        if self.alternate is not None:
+            return [(self.alternate + [""] * self.height)[row] for row in range(start, end + 1)]
+        history = self.view().history_size
+        oldest = len(self.rows) + 1 - self.kept
+        everything = self.rows + [self.partial]
+        out = []
+        for row in range(start, end + 1):
+            index = oldest + history + row
+            out.append(everything[index] if oldest <= index < len(everything) else "")
+        return out
+
+    def read(self, cursor: Cursor | None, max_lines: int = 1000, max_bytes: int = 100_000):
+        return read_since(self.view(), cursor, self.capture, max_lines, max_bytes)
+
+
+def numbered(start: int, stop: int) -> list[str]:
+    return [f"row {n}" for n in range(start, stop)]
+
+
+def test_first_read_is_the_visible_screen_then_only_new_rows():
+    pane = Pane()
+    pane.print(*numbered(1, 13))
+    first = pane.read(None)
+    assert first.rows == tuple(numbered(9, 13))  # the 4 finished rows on a 5-row screen
+    pane.print(*numbered(13, 16))
+    second = pane.read(first.cursor)
+    assert second.rows == tuple(numbered(13, 16))
+    assert pane.read(second.cursor).rows == ()
+
+
+def test_growing_output_read_three_times_repeats_and_loses_nothing():
+    pane = Pane(limit=1000)
+    seen: list[str] = []
+    cursor = None
+    for stop in (20, 57, 140):
+        pane.print(*numbered(len(pane.rows) + 1, stop))
+        chunk = pane.read(cursor) if cursor else pane.read(Cursor.start(pane.view()))
+        seen += chunk.rows
+        cursor = chunk.cursor
+    assert seen == numbered(1, 140)
+
+
+def test_bounded_reads_continue_where_they_stopped():
+    pane = Pane(limit=1000)
+    pane.print(*numbered(1, 101))
+    cursor, seen = Cursor.start(pane.view()), []
+    while True:
+        chunk = pane.read(cursor, max_lines=7, max_bytes=40)
+        seen += chunk.rows
+        cursor = chunk.cursor
+        if not chunk.truncated:
+            break
+    assert seen == numbered(1, 101)
+
+
+def test_rows_rolled_off_between_reads_are_skipped_and_counted_as_found():
+    pane = Pane(limit=10)
+    pane.print(*numbered(1, 8))
+    chunk = pane.read(Cursor.start(pane.view()))
+    pane.print(*numbered(8, 16))  # 8 new rows: the history (10) drops the oldest ones, not the anchor
+    later = pane.read(chunk.cursor)
+    assert later.lines_missed == 0
+    assert later.rows == tuple(numbered(8, 16))
+
+
+def test_rows_lost_to_roll_over_are_reported():
+    pane = Pane(limit=10)
+    pane.print(*numbered(1, 8))
+    chunk = pane.read(Cursor.start(pane.view()))
+    pane.print(*numbered(8, 60))
+    later = pane.read(chunk.cursor)
+    assert later.lines_missed is None  # unknown how many: the last row read rolled off too
+    assert later.rows[-1] == "row 59"
+    assert set(later.rows) <= set(numbered(8, 60))
+
+
+def test_a_cleared_history_is_reported_not_silently_misread():
+    pane = Pane(limit=100)
+    pane.print(*numbered(1, 30))
+    chunk = pane.read(Cursor.start(pane.view()))
+    pane.rows = ["after clear"]  # `clear-history` and a cleared screen
+    later = pane.read(chunk.cursor)
+    assert later.lines_missed is None
+    assert later.rows == ("after clear",)
+
+
+def test_cursor_of_another_pane_or_a_respawned_pane_is_refused():
+    pane = Pane()
+    pane.print("x")
+    cursor = pane.read(None).cursor
+    pane.pid = 43
+    with pytest.raises(InvalidCursor):
+        pane.read(cursor)
+    with pytest.raises(InvalidCursor):
+        Cursor.decode("not a cursor")
+    assert Cursor.decode(cursor.encode()) == cursor
+
+
+def test_alternate_screen_is_sent_whole_when_it_changes():
+    pane = Pane()
+    pane.alternate = ["menu", "  item 1"]
+    first = pane.read(None)
+    assert first.alternate_screen and first.rows == ("menu", "  item 1")
+    assert pane.read(first.cursor).rows == ()
+    pane.alternate = ["menu", "> item 1"]
+    assert pane.read(first.cursor).rows == ("menu", "> item 1")
+
+
+def test_the_cursor_row_is_partial_and_sent_until_finished():
+    pane = Pane()
+    pane.print("done")
+    pane.partial = "> "
+    chunk = pane.read(None)
+    assert chunk.rows == ("done",) and chunk.partial == ">"
+
+
+# --- turn ends ---------------------------------------------------------------------------------------------
+
+T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+
+
+def running(**changes) -> Session:
+    values = dict(
+        id="s1",
+        agent="claude",
+        command="next-build",
+        args="x",
+        project="/p",
+        subfolder=None,
+        state=SessionState.RUNNING,
+        created_at=T0,
+        updated_at=T0,
+        delivered_at=T0,
+        last_change_at=T0,
+    )
+    return Session(**(values | changes))
+
+
+def test_turn_ends_after_quiet_time_with_the_prompt_seen_twice():
+    session = running()
+    screen = ["working", "done", "> "]
+    session, ended = observe_idle(session, screen, True, T0 + timedelta(seconds=1), 5)
+    assert not ended  # the first look after delivery is a change
+    for seconds, expected in ((10, False), (11, True)):  # quiet, but the prompt seen once, then twice
+        session, ended = observe_idle(session, screen, True, T0 + timedelta(seconds=seconds), 5)
+        assert ended is expected
+
+
+def test_no_turn_end_without_the_prompt_or_while_the_screen_changes():
+    session = running()
+    for second in range(1, 20):
+        session, ended = observe_idle(session, ["spinner"], False, T0 + timedelta(seconds=second), 2)
+        assert not ended
+    session = running()
+    for second in range(1, 20):
+        session, ended = observe_idle(
+            session, [f"tick {second}", "> "], True, T0 + timedelta(seconds=second), 2
+        )
+        assert not ended
+
+
+def test_prompt_is_found_on_the_last_rows_only():
+    pattern = r"^\s*[│|]?\s*[>❯›]\s?"
+    assert prompt_visible(["output", "│ > ", "", ""], pattern)
+    assert not prompt_visible(["> old prompt", *[f"row {n}" for n in range(10)]], pattern)
