@@ -142,7 +142,7 @@ def _row(session: Session) -> dict[str, Any]:
 
 
 def _session(row: sqlite3.Row) -> Session:
-    values = {f.name: row[f.name] for f in fields(Session) if f.name in row.keys()}
+    values = {f.name: row[f.name] for f in fields(Session) if f.name in row.keys()}  # noqa: SIM118 (sqlite3.Row has no __contains__ for names)
     values["state"] = SessionState(values["state"])
     for name in _TIMES:
         values[name] = _time(values[name])

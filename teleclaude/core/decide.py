@@ -195,11 +195,15 @@ def _choose_prepare_item(facts: Facts) -> str | Decision:
 
 
 def _unsatisfied(facts: Facts, roadmap: Roadmap, item: RoadmapItem) -> list[str]:
+    return open_dependencies(roadmap, item, lambda dep: bool(facts.archive(dep)))
+
+
+def open_dependencies(roadmap: Roadmap, item: RoadmapItem, archived: Callable[[str], bool]) -> list[str]:
     """Dependencies still open: neither `[x]`, nor archived, nor gone from the roadmap."""
     waiting = []
     for dep in item.after:
         dep_item = roadmap.find(dep)
-        if dep_item and dep_item.marker is not Marker.DONE and not facts.archive(dep):
+        if dep_item and dep_item.marker is not Marker.DONE and not archived(dep):
             waiting.append(dep)
     return waiting
 

@@ -19,7 +19,7 @@ def parse_plan(text: str) -> PlanStatus:
     Groups 1-4 hold build tasks; later groups are post-build checklists. Without any Group heading every
     checkbox is a build task.
     """
-    grouped = list(_tasks_by_group(blocks(text)))
+    grouped = list(tasks_by_group(blocks(text)))
     has_groups = any(group is not None for group, _ in grouped)
     if has_groups:
         build = [task for group, task in grouped if group in BUILD_GROUPS]
@@ -29,8 +29,12 @@ def parse_plan(text: str) -> PlanStatus:
     return PlanStatus(len(build), open_tasks, has_groups)
 
 
-def _tasks_by_group(items):
-    """(group number or None, task) for every task item; a group is set by its heading's scope."""
+def tasks_by_group(items):
+    """(group number or None, task) for every task item; a group is set by its heading's scope.
+
+    None means no group: before the first Group heading, after a group's scope ended, or in a plan without
+    Group headings at all.
+    """
     group, group_level, seen_group = None, 0, False
     for block in items:
         if isinstance(block, Heading):

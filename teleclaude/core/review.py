@@ -3,20 +3,31 @@
 from __future__ import annotations
 
 from teleclaude.core.markdown import task_items
-from teleclaude.core.model import Review, Verdict
+from teleclaude.core.model import Review, TaskItem, Verdict
+
+VERDICTS = ("APPROVE", "REQUEST CHANGES")
+
+
+def verdict_items(text: str) -> tuple[tuple[str, TaskItem], ...]:
+    """(verdict, task) for every task item whose text starts with a verdict (case and emphasis ignored)."""
+    found = []
+    for task in task_items(text):
+        label = task.text.upper().lstrip("*_ ")
+        verdict = next((v for v in VERDICTS if label.startswith(v)), None)
+        if verdict:
+            found.append((verdict, task))
+    return tuple(found)
 
 
 def parse_review(text: str) -> Review:
     """Approved only when `[x] APPROVE` is checked and `REQUEST CHANGES` is not; else fixes are due."""
     approve = request = 0
-    verdict_lines = 0
-    for task in task_items(text):
-        label = task.text.upper().lstrip("*_ ")
-        if label.startswith("APPROVE"):
-            verdict_lines += 1
+    verdicts = verdict_items(text)
+    verdict_lines = len(verdicts)
+    for verdict, task in verdicts:
+        if verdict == "APPROVE":
             approve += task.checked
-        elif label.startswith("REQUEST CHANGES"):
-            verdict_lines += 1
+        else:
             request += task.checked
     if approve and not request:
         return Review(Verdict.APPROVED)

@@ -214,3 +214,13 @@ def test_the_stop_hook_ends_a_turn_at_once(project, runtime, monkeypatch):
     runtime.record_turn_end(started.session.id)
     waited = runtime.wait_for_sessions([started.session.id], timeout=1)
     assert [(e.kind, e.detail) for e in waited.events] == [(EventKind.TURN_ENDED, "stop hook")]
+
+
+def test_a_worker_whose_stop_hook_runs_ends_its_turn_through_the_hook(project, runtime, monkeypatch):
+    from dataclasses import replace
+
+    monkeypatch.setenv("FAKE_AGENT_GEMINI", "work,hook")  # commits, then runs `teleclaude hook stop`
+    runtime.config = replace(runtime.config, idle_threshold=3600)  # so only the hook can end the turn
+    started = start(runtime, dispatch(project))
+    waited = wait_for(runtime, started.session.id, EventKind.TURN_ENDED)
+    assert [e.detail for e in waited.events] == ["stop hook"]

@@ -1,0 +1,127 @@
+"""What do teleclaude's git hooks add to a commit?
+
+    PYTHONPATH=. python bench/bench_hooks.py [--rounds 25] [--files 2000]
+
+Builds a throwaway repository (small committed files, a roadmap, one prepared item), installs the hooks with
+this interpreter, and measures, interleaved round by round so every subject and its floor see the same noise:
+
+    floor     `git diff --cached --name-only` (a bare git process)
+    pre       the installed pre-commit hook with a file outside todos/ staged    aim < 150 ms, ~1-2 x floor
+    pre-lint  the pre-commit hook with todos/roadmap.md staged (starts Python, lints the staged blob)
+    post      the post-commit hook after a commit in the main checkout touching todos/ (the planner's cost)
+    commit    `git commit` outside todos/ with the hooks, and without them (core.hooksPath=/dev/null)
+
+Prints the median, the minimum and the ratio to the floor; deletes the repository; never asserts; exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def git(cwd: Path, *args: str, env: dict[str, str]) -> None:
+    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+
+def build(root: Path, files: int, env: dict[str, str]) -> None:
+    git(root, "init", "-q", "-b", "main", env=env)
+    for i in range(files):
+        path = root / "src" / f"d{i % 50}" / f"f{i}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{i}\n")
+    todos = root / "todos" / "feat"
+    todos.mkdir(parents=True)
+    (root / "todos" / "roadmap.md").write_text("# Roadmap\n- [ ] feat — x\n- [ ] other (after: feat) — y\n")
+    (todos / "requirements.md").write_text("# Feat\n")
+    (todos / "implementation-plan.md").write_text("# Plan\n## Group 1\n- [ ] a\n- [ ] b\n")
+    git(root, "add", "-A", env=env)
+    git(root, "commit", "-q", "-m", "init", env=env)
+    from teleclaude import githooks
+
+    githooks.install(root)
+
+
+def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, cwd=cwd, env=env, check=False, capture_output=True)
+    return (time.perf_counter() - start) * 1000
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=25)
+    parser.add_argument("--files", type=int, default=2000)
+    options = parser.parse_args()
+    sys.path.insert(0, str(REPO_ROOT))
+
+    temp = Path(tempfile.mkdtemp(prefix="teleclaude-bench-hooks-"))
+    env = {
+        **os.environ,
+        "HOME": str(temp),
+        "XDG_CONFIG_HOME": str(temp / "config"),
+        "TELECLAUDE_DB": str(temp / "teleclaude.db"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "bench",
+        "GIT_AUTHOR_EMAIL": "bench@invalid",
+        "GIT_COMMITTER_NAME": "bench",
+        "GIT_COMMITTER_EMAIL": "bench@invalid",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    os.environ.update(
+        {k: env[k] for k in ("HOME", "XDG_CONFIG_HOME", "TELECLAUDE_DB", "GIT_CONFIG_NOSYSTEM")}
+    )
+    root = temp / "project"
+    root.mkdir()
+    try:
+        build(root, options.files, env)
+        hooks = root / ".git" / "hooks"
+        results: dict[str, list[float]] = {}
+        roadmap = root / "todos" / "roadmap.md"
+        for i in range(options.rounds):
+            (root / f"change-{i}.txt").write_text(f"{i}\n")
+            git(root, "add", f"change-{i}.txt", env=env)
+            results.setdefault("floor", []).append(
+                timed(["git", "diff", "--cached", "--name-only"], root, env)
+            )
+            results.setdefault("pre", []).append(timed([str(hooks / "pre-commit")], root, env))
+            roadmap.write_text(roadmap.read_text() + f"- [ ] item-{i} — more\n")
+            git(root, "add", "todos/roadmap.md", env=env)
+            results.setdefault("pre-lint", []).append(timed([str(hooks / "pre-commit")], root, env))
+            git(root, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", f"r{i}", env=env)
+            results.setdefault("post", []).append(timed([str(hooks / "post-commit")], root, env))
+            (root / f"plain-{i}.txt").write_text("x\n")
+            git(root, "add", f"plain-{i}.txt", env=env)
+            results.setdefault("commit (hooks)", []).append(
+                timed(["git", "commit", "-q", "-m", f"p{i}"], root, env)
+            )
+            (root / f"bare-{i}.txt").write_text("x\n")
+            git(root, "add", f"bare-{i}.txt", env=env)
+            results.setdefault("commit (none)", []).append(
+                timed(["git", "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", f"b{i}"], root, env)
+            )
+        floor = statistics.median(results["floor"])
+        print(f"{options.rounds} rounds, {options.files} files; medians in ms, ratio to the floor")
+        for name, values in results.items():
+            median = statistics.median(values)
+            print(f"  {name:<16} {median:8.1f}  (min {min(values):6.1f})  {median / floor:5.1f} x floor")
+        extra = statistics.median(results["commit (hooks)"]) - statistics.median(results["commit (none)"])
+        print(
+            f"  hooks add {extra:.1f} ms to a commit outside todos/ (the post-commit hook stays silent there)"
+        )
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,255 @@
+"""`teleclaude status`: a fixture repository with an item in every phase."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pty
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from teleclaude import app, checks
+from teleclaude.core.phase import render_board
+
+ROADMAP = """# Roadmap
+
+## Work
+- [x] shipped — delivered
+- [ ] idle — nothing written yet
+- [ ] half — a plan but no requirements
+- [ ] needs-plan — requirements only
+- [ ] ready — prepared, not started
+- [ ] later (after: ready) — waits for ready
+- [>] building — 7 of 12 tasks
+- [>] dirty — a worker left changes
+- [>] reviewing — built, not reviewed
+- [>] fixing — changes requested a second time
+- [>] approved — ready to merge
+"""
+
+EXPECTED = {
+    "shipped": ("x", "done", ""),
+    "idle": (" ", "pending", ""),
+    "half": (" ", "needs requirements", ""),
+    "needs-plan": (" ", "needs plan", ""),
+    "ready": (" ", "prepared", ""),
+    "later": (" ", "blocked by ready", ""),
+    "building": (">", "building 7/12", "clean"),
+    "dirty": (">", "needs commit", "1 changed"),
+    "reviewing": (">", "reviewing", "clean"),
+    "fixing": (">", "fixing round 2", "clean"),
+    "approved": (">", "finalizing", "clean"),
+}
+
+
+def plan(done: int, total: int) -> str:
+    tasks = "".join(f"- [{'x' if i < done else ' '}] task {i + 1}\n" for i in range(total))
+    return f"# Plan\n\n## Group 1: Build\n\n{tasks}\n## Group 5: Afterwards\n\n- [ ] announce\n"
+
+
+@pytest.fixture
+def board_repo(repo, tools, add_tree) -> Path:
+    root = repo
+    tools.write(root, "todos/roadmap.md", ROADMAP)
+    tools.write(root, "todos/half/implementation-plan.md", plan(0, 1))
+    tools.write(root, "todos/needs-plan/requirements.md", "# Needs a plan\n")
+    for slug, tasks in [("ready", 1), ("building", 12), ("dirty", 1), ("reviewing", 1)]:
+        tools.write(root, f"todos/{slug}/requirements.md", f"# {slug}\n")
+        tools.write(root, f"todos/{slug}/implementation-plan.md", plan(0, tasks))
+    for slug in ("fixing", "approved"):
+        tools.write(root, f"todos/{slug}/requirements.md", f"# {slug}\n")
+        tools.write(root, f"todos/{slug}/implementation-plan.md", plan(0, 1))
+    tools.commit(root, "roadmap in every phase")
+
+    trees = {slug: add_tree(root, slug) for slug in ("building", "dirty", "reviewing", "fixing", "approved")}
+    tools.write(trees["building"], "todos/building/implementation-plan.md", plan(7, 12))
+    for slug in ("dirty", "reviewing", "fixing", "approved"):
+        tools.write(trees[slug], f"todos/{slug}/implementation-plan.md", plan(1, 1))
+    for slug, tree in trees.items():
+        tools.commit(tree, f"build {slug}")
+    tools.write(trees["dirty"], "src/left-behind.py", "x\n")
+
+    findings = "todos/fixing/review-findings.md"
+    tools.write(trees["fixing"], findings, "- [ ] APPROVE\n- [x] REQUEST CHANGES\n")
+    tools.commit(trees["fixing"], "review round 1")
+    (trees["fixing"] / findings).unlink()
+    tools.commit(trees["fixing"], "fixed round 1")
+    tools.write(trees["fixing"], findings, "- [ ] APPROVE\n- [x] REQUEST CHANGES\n")
+    tools.commit(trees["fixing"], "review round 2")
+
+    tools.write(
+        trees["approved"], "todos/approved/review-findings.md", "- [x] APPROVE\n- [ ] REQUEST CHANGES\n"
+    )
+    tools.commit(trees["approved"], "approved")
+    app.mark_agent_unavailable("codex", "2h", "quota_exhausted", cwd=root)
+    return root
+
+
+def rows(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line[:1] == "["]
+
+
+def snapshot(root: Path, tools) -> tuple[dict[str, str], dict[str, str]]:
+    files = {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+    status = {
+        str(where): tools.git(where, "status", "--porcelain", "--untracked-files=all").stdout
+        for where in [root, *sorted((root / "trees").iterdir())]
+    }
+    return files, status
+
+
+def test_every_phase_in_roadmap_order(board_repo):
+    board = checks.status_board(board_repo)
+    derived = {r.item.slug: (r.item.marker.value, r.phase.label, r.worktree) for r in board.rows}
+    assert derived == EXPECTED
+    assert [r.item.slug for r in board.rows] == list(EXPECTED)
+
+
+def test_the_text_board_fits_80_columns_and_ends_with_agents(board_repo, cli):
+    done = cli("status", "--cwd", str(board_repo))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
+    assert "\x1b[" not in done.stdout  # not a TTY: no colour
+    for line, (slug, (marker, phase, tree)) in zip(rows(done.stdout), EXPECTED.items(), strict=True):
+        assert line.startswith(f"[{marker}] {slug} ")
+        assert phase in line and tree in line
+    tail = lines[-3:]
+    assert [line.split()[0] for line in tail] == ["claude", "gemini", "codex"]
+    assert "unavailable" in tail[2] and "m left" in tail[2] and "quota_exhausted" in tail[2]
+
+
+def test_status_reads_only(board_repo, cli, tools):
+    before = snapshot(board_repo, tools)
+    assert cli("status", "--cwd", str(board_repo)).returncode == 0
+    assert cli("status", "--json", "--cwd", str(board_repo / "trees" / "fixing")).returncode == 0
+    assert snapshot(board_repo, tools) == before
+
+
+def test_json(board_repo, cli):
+    done = cli("status", "--json", "--cwd", str(board_repo))
+    data = json.loads(done.stdout)
+    assert [(i["slug"], i["marker"], i["phase"], i["worktree"] or "") for i in data["items"]] == [
+        (slug, *values) for slug, values in EXPECTED.items()
+    ]
+    codex = next(a for a in data["agents"] if a["agent"] == "codex")
+    assert (codex["available"], codex["reason"]) == (False, "quota_exhausted")
+    assert 110 <= codex["minutes_left"] <= 120
+
+
+def test_long_slugs_are_clipped_to_80_columns(repo, tools, cli):
+    long = "a-" * 31 + "z"
+    tools.write(repo, "todos/roadmap.md", f"- [ ] {long} (after: {long[:-1]}b) — x\n- [ ] {long[:-1]}b\n")
+    lines = cli("status", "--cwd", str(repo)).stdout.splitlines()
+    assert len(rows("\n".join(lines))) == 2
+    assert max(map(len, lines)) <= 80
+
+
+def test_colour_only_on_a_tty_and_never_with_no_color(board_repo, cli_env):
+    def on_tty(extra: dict[str, str]) -> str:
+        leader, follower = pty.openpty()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "teleclaude", "status", "--cwd", str(board_repo)],
+            stdout=follower,
+            stderr=subprocess.DEVNULL,
+            env={**cli_env, "TERM": "xterm", **extra},
+        )
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        process.wait(timeout=30)
+        os.close(leader)
+        return b"".join(chunks).decode()
+
+    assert "\x1b[" in on_tty({})
+    assert "\x1b[" not in on_tty({"NO_COLOR": "1"})
+
+
+def test_colour_is_applied_to_phases_only():
+    from teleclaude.core.model import Marker, RoadmapItem
+    from teleclaude.core.phase import Board, Phase, Row, Stage
+
+    board = Board("/p", (Row(RoadmapItem("a", Marker.DONE, 1), Phase(Stage.DONE), ""),), None)
+    coloured, plain = render_board(board, color=True), render_board(board, color=False)
+    assert "\x1b[32m" in coloured
+    assert coloured.replace("\x1b[32m", "").replace("\x1b[0m", "") == plain
+
+
+def test_watch_redraws_until_interrupted():
+    frames, pauses = [], []
+    count = iter(range(100))
+    assert checks.watch(lambda: f"frame {next(count)}", 1.5, frames.append, True, 3, pauses.append) == 0
+    assert frames == [f"{checks.CLEAR_SCREEN}frame {i}" for i in range(3)]
+    assert pauses == [1.5, 1.5]
+
+    def interrupt(_):
+        raise KeyboardInterrupt
+
+    assert checks.watch(lambda: "x", 1, frames.append, False, sleep=interrupt) == 0
+
+
+def test_watch_as_a_process_stops_on_ctrl_c(board_repo, cli_env, tmp_path):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "teleclaude", "status", "--watch", "0.2", "--cwd", str(board_repo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env,
+        text=True,
+    )
+    seen = []
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and len(seen) < 2:  # two frames drawn: the loop is running
+        line = process.stdout.readline()
+        if line.startswith("[>] building"):
+            seen.append(line)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
+    assert "Traceback" not in err
+    assert len(seen) == 2
+
+
+@pytest.mark.parametrize("where", ["no-roadmap", "not-a-repo"])
+def test_errors(where, cli, tmp_path, tools):
+    folder = tmp_path / where
+    folder.mkdir()
+    if where == "no-roadmap":
+        tools.git(folder, "init", "-q")
+    done = cli("status", "--cwd", str(folder))
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[0] == (
+        "ERROR: NO_WORK" if where == "no-roadmap" else "ERROR: NOT_A_GIT_REPO"
+    )
+
+
+def test_one_git_status_per_worktree(board_repo, monkeypatch):
+    from teleclaude.adapters import git as gitx
+
+    calls = []
+    real = gitx.run_git
+
+    def counting(args, cwd):
+        calls.append((args[0], Path(cwd).name))
+        return real(args, cwd)
+
+    monkeypatch.setattr(gitx, "run_git", counting)
+    checks.status_board(board_repo)
+    statuses = [where for command, where in calls if command == "status"]
+    assert sorted(statuses) == sorted(["project", "building", "dirty", "reviewing", "fixing", "approved"])

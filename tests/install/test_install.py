@@ -1,0 +1,384 @@
+"""`teleclaude install` into a private HOME and a real repository: merge, idempotence, uninstall, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from teleclaude import install
+
+NAMES = install.command_names()
+ALL = ("--claude", "--codex", "--gemini")
+
+
+def first_line(text: str) -> str:
+    return text.splitlines()[0]
+
+
+def load(path: Path) -> dict:
+    return tomllib.loads(path.read_text()) if path.suffix == ".toml" else json.loads(path.read_text())
+
+
+def registered(command: str, args: list[str]) -> list[str]:
+    return [command, *args]
+
+
+def assert_runs_teleclaude(argv: list[str]) -> None:
+    assert argv[-1] == "mcp"
+    assert argv[:-1] == install.launcher()
+    assert os.access(argv[0], os.X_OK)
+
+
+def hook_commands(entries: list[dict]) -> list[str]:
+    return [hook["command"] for entry in entries for hook in entry["hooks"]]
+
+
+# --- each agent, user scope --------------------------------------------------------------------------
+
+
+def test_claude_gets_commands_mcp_server_and_stop_hook(home, run):
+    code, out = run("install", "--claude")
+    assert (code, first_line(out)) == (0, first_line(out))
+    assert first_line(out).startswith("OK: installed teleclaude for claude (user scope)")
+    for name in NAMES:
+        assert (home / ".claude" / "commands" / f"{name}.md").read_text() == install.command_markdown(name)
+    server = load(home / ".claude.json")["mcpServers"]["teleclaude"]
+    assert server["type"] == "stdio"
+    assert_runs_teleclaude(registered(server["command"], server["args"]))
+    (command,) = hook_commands(load(home / ".claude" / "settings.json")["hooks"]["Stop"])
+    assert shlex.split(command) == [*install.launcher(), "hook", "stop", "--agent", "claude"]
+
+
+def test_codex_gets_prompts_an_mcp_table_and_a_stop_hook(home, run):
+    assert run("install", "--codex")[0] == 0
+    prompts = home / ".codex" / "prompts"
+    assert sorted(p.stem for p in prompts.iterdir()) == sorted(NAMES)
+    server = load(home / ".codex" / "config.toml")["mcp_servers"]["teleclaude"]
+    assert_runs_teleclaude(registered(server["command"], server["args"]))
+    (command,) = hook_commands(load(home / ".codex" / "hooks.json")["hooks"]["Stop"])
+    assert command.endswith("hook stop --agent codex")
+
+
+def test_gemini_gets_toml_commands_and_settings(home, run):
+    assert run("install", "--gemini")[0] == 0
+    for name in NAMES:
+        parsed = load(home / ".gemini" / "commands" / f"{name}.toml")
+        assert set(parsed) == {"description", "prompt"}
+        assert "$ARGUMENTS" not in parsed["prompt"]
+    settings = load(home / ".gemini" / "settings.json")
+    server = settings["mcpServers"]["teleclaude"]
+    assert_runs_teleclaude(registered(server["command"], server["args"]))
+    (command,) = hook_commands(settings["hooks"]["AfterAgent"])
+    assert command.endswith("hook stop --agent gemini")
+
+
+def test_codex_home_is_respected(home, run, tmp_path, monkeypatch):
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
+    assert run("install", "--codex")[0] == 0
+    assert (tmp_path / "codex-home" / "prompts" / "next-build.md").is_file()
+    assert not (home / ".codex").exists()
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+def test_the_installed_stop_hook_command_runs(home, run, agent, tmp_path):
+    run("install", f"--{agent}")
+    settings = {
+        "claude": ".claude/settings.json",
+        "codex": ".codex/hooks.json",
+        "gemini": ".gemini/settings.json",
+    }
+    event = "AfterAgent" if agent == "gemini" else "Stop"
+    (command,) = hook_commands(load(home / settings[agent])["hooks"][event])
+    payload = json.dumps({"cwd": str(tmp_path), "hook_event_name": event, "stop_hook_active": False})
+    done = subprocess.run(shlex.split(command), input=payload, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_without_a_stop_hook_command_the_hook_is_skipped_and_said(home, run, monkeypatch):
+    monkeypatch.setattr(install, "stop_hook_available", lambda: False)
+    code, out = run("install", "--claude")
+    assert code == 0 and "skipped" in out
+    assert not (home / ".claude" / "settings.json").exists()
+
+
+# --- which agents ------------------------------------------------------------------------------------
+
+
+def test_by_default_every_cli_on_path_or_with_a_config_folder(home, run, tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gemini").write_text("#!/bin/sh\n")
+    (bin_dir / "gemini").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    (home / ".codex").mkdir()
+    code, out = run("install")
+    assert code == 0
+    assert "for codex, gemini (user scope)" in first_line(out)
+    assert (home / ".gemini" / "commands").is_dir() and (home / ".codex" / "prompts").is_dir()
+    assert not (home / ".claude").exists()
+
+
+def test_no_cli_found_is_an_error(home, run, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    code, out = run("install")
+    assert (code, first_line(out)) == (1, "ERROR: INVALID_ARGUMENT")
+    assert list(home.iterdir()) == []
+
+
+# --- project scope -----------------------------------------------------------------------------------
+
+
+def test_project_scope_writes_into_the_repository(home, repo, run):
+    code, out = run("install", *ALL, "--scope", "project", "--cwd", str(repo / "src"))
+    assert code == 0, out
+    assert load(repo / ".mcp.json")["mcpServers"]["teleclaude"]["args"][-1] == "mcp"
+    assert (repo / ".claude" / "commands" / "next-work.md").is_file()
+    assert load(repo / ".claude" / "settings.json")["hooks"]["Stop"]
+    assert load(repo / ".codex" / "config.toml")["mcp_servers"]["teleclaude"]
+    assert load(repo / ".codex" / "hooks.json")["hooks"]["Stop"]
+    assert not (repo / ".codex" / "prompts").exists()
+    assert "codex: skipped" in out  # Codex has no project prompts
+    assert (repo / ".gemini" / "commands" / "next-work.toml").is_file()
+    assert load(repo / ".gemini" / "settings.json")["mcpServers"]["teleclaude"]
+    assert sorted(p.name for p in home.iterdir()) == [".teleclaude"]  # only the record of what was done
+
+
+def test_project_scope_outside_a_repository(home, run, tmp_path):
+    code, out = run("install", "--claude", "--scope", "project", "--cwd", str(tmp_path))
+    assert (code, first_line(out)) == (1, "ERROR: NOT_A_GIT_REPO")
+
+
+def test_project_scope_uninstall_round_trip(home, repo, run, snapshot):
+    (repo / ".gemini").mkdir()
+    settings = repo / ".gemini" / "settings.json"
+    settings.write_text('{\n    "theme": "dark"\n}\n')
+    before = {k: v[0] for k, v in snapshot(repo).items() if not k.startswith(".git/")}
+    run("install", *ALL, "--scope", "project", "--cwd", str(repo))
+    code, _ = run("install", *ALL, "--scope", "project", "--uninstall", "--cwd", str(repo))
+    assert code == 0
+    after = {k: v[0] for k, v in snapshot(repo).items() if not k.startswith(".git/")}
+    assert after == before
+
+
+# --- idempotence, dry run ----------------------------------------------------------------------------
+
+
+def test_installing_twice_changes_nothing(home, run, snapshot):
+    run("install", *ALL)
+    before = snapshot(home)
+    code, out = run("install", *ALL)
+    assert code == 0
+    assert snapshot(home) == before
+    assert "0 created, 0 updated" in first_line(out)
+
+
+def test_dry_run_writes_nothing(home, run, snapshot):
+    (home / ".claude").mkdir()
+    (home / ".claude.json").write_text('{"numStartups": 3}')
+    before = snapshot(home)
+    code, out = run("install", *ALL, "--dry-run")
+    assert code == 0
+    assert first_line(out).startswith("DRY RUN: would install")
+    assert "created" in out and str(home / ".claude.json") in out
+    assert snapshot(home) == before
+    run("install", *ALL)
+    before = snapshot(home)
+    assert run("install", *ALL, "--uninstall", "--dry-run")[0] == 0
+    assert snapshot(home) == before
+
+
+# --- merging with what is there ----------------------------------------------------------------------
+
+CLAUDE_JSON = json.dumps(
+    {"numStartups": 7, "mcpServers": {"other": {"command": "x"}}, "name": "Zoë"}, indent=2, ensure_ascii=False
+)
+CLAUDE_SETTINGS = json.dumps(
+    {
+        "permissions": {"allow": ["Bash(ls)"]},
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "b"}]}]},
+    },
+    indent=4,
+)
+GEMINI_SETTINGS = json.dumps({"theme": "GitHub", "mcpServers": {}}, indent="\t") + "\n"
+CODEX_CONFIG = """# my codex settings
+model = "o3"  # the model
+
+[mcp_servers.other]
+command = "other"   # keep me
+args = ["--flag"]
+
+[mcp_servers.other.env]
+TOKEN_VAR = "X"
+"""
+CODEX_HOOKS = (
+    '{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "z"}]}]}}'
+)
+
+
+@pytest.fixture
+def existing_configs(home) -> dict[Path, bytes]:
+    files = {
+        home / ".claude.json": CLAUDE_JSON,
+        home / ".claude" / "settings.json": CLAUDE_SETTINGS,
+        home / ".claude" / "commands" / "mine.md": "my own command\n",
+        home / ".gemini" / "settings.json": GEMINI_SETTINGS,
+        home / ".codex" / "config.toml": CODEX_CONFIG,
+        home / ".codex" / "hooks.json": CODEX_HOOKS,
+    }
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return {path: path.read_bytes() for path in files}
+
+
+def test_install_merges_and_leaves_what_is_not_teleclaudes_alone(home, run, existing_configs):
+    assert run("install", *ALL)[0] == 0
+    claude = load(home / ".claude.json")
+    assert claude["numStartups"] == 7 and claude["name"] == "Zoë"
+    assert claude["mcpServers"]["other"] == {"command": "x"} and "teleclaude" in claude["mcpServers"]
+    assert (home / ".claude.json").read_text().startswith('{\n  "numStartups": 7,')  # indent 2 kept
+    settings = load(home / ".claude" / "settings.json")
+    assert settings["permissions"] == {"allow": ["Bash(ls)"]}
+    assert hook_commands(settings["hooks"]["Stop"])[0] == "b"  # the user's hook stays first
+    assert '\n    "permissions"' in (home / ".claude" / "settings.json").read_text()  # indent 4 kept
+    assert (home / ".claude" / "commands" / "mine.md").read_bytes() == existing_configs[
+        home / ".claude" / "commands" / "mine.md"
+    ]
+    gemini = (home / ".gemini" / "settings.json").read_text()
+    assert '\n\t"theme": "GitHub"' in gemini and load(home / ".gemini" / "settings.json")["theme"] == "GitHub"
+    codex = (home / ".codex" / "config.toml").read_text()
+    assert codex.startswith(CODEX_CONFIG)  # comments and every other byte kept
+    config = load(home / ".codex" / "config.toml")
+    assert config["model"] == "o3" and config["mcp_servers"]["other"]["env"] == {"TOKEN_VAR": "X"}
+    assert load(home / ".codex" / "hooks.json")["hooks"]["PreToolUse"][0]["matcher"] == "Bash"
+
+
+def test_uninstall_returns_every_config_to_its_original_bytes(home, run, existing_configs, snapshot):
+    run("install", *ALL)
+    code, out = run("install", *ALL, "--uninstall")
+    assert code == 0
+    assert first_line(out).startswith("OK: uninstalled teleclaude for claude, codex, gemini")
+    for path, data in existing_configs.items():
+        assert path.read_bytes() == data, path
+    assert set(snapshot(home)) == {str(p.relative_to(home)) for p in existing_configs} | {
+        ".claude",
+        ".claude/commands",
+        ".gemini",
+        ".codex",
+    }
+
+
+def test_uninstall_from_nothing_removes_every_file_and_folder_it_created(home, run):
+    run("install", *ALL)
+    assert run("install", *ALL, "--uninstall")[0] == 0
+    assert list(home.iterdir()) == []
+
+
+def test_uninstall_keeps_what_the_user_added_since(home, run):
+    run("install", "--gemini", "--codex")
+    settings = home / ".gemini" / "settings.json"
+    data = load(settings)
+    data["theme"] = "dark"
+    settings.write_text(json.dumps(data, indent=2))
+    config = home / ".codex" / "config.toml"
+    config.write_text(config.read_text() + '\n[profiles.fast]\nmodel = "mini"\n')
+    assert run("install", "--gemini", "--codex", "--uninstall")[0] == 0
+    assert load(settings) == {"theme": "dark"}
+    assert load(config) == {"profiles": {"fast": {"model": "mini"}}}
+
+
+def test_a_command_file_the_user_changed_is_kept_and_reported(home, run):
+    run("install", "--claude")
+    mine = home / ".claude" / "commands" / "next-build.md"
+    mine.write_text("my builder\n")
+    code, out = run("install", "--claude")
+    assert code == 0 and "1 kept" in first_line(out)
+    assert f"kept {mine}" in out
+    assert mine.read_text() == "my builder\n"
+    code, out = run("install", "--claude", "--uninstall")
+    assert mine.read_text() == "my builder\n" and f"kept    {mine}" in out
+    assert sorted(p.name for p in mine.parent.iterdir()) == ["next-build.md"]
+
+
+def test_a_newer_teleclaude_updates_the_files_it_installed(home, run, monkeypatch):
+    real = install.command_markdown
+    monkeypatch.setattr(install, "command_markdown", lambda name: real(name) + "\nAn older version.\n")
+    run("install", "--claude", "--gemini")
+    monkeypatch.setattr(install, "command_markdown", real)
+    code, out = run("install", "--claude", "--gemini")
+    assert code == 0 and f"{2 * len(NAMES)} updated" in first_line(out)
+    assert (home / ".claude" / "commands" / "next-work.md").read_text() == real("next-work")
+
+
+def test_a_moved_teleclaude_updates_its_registrations(home, run, monkeypatch):
+    real = install.launcher
+    monkeypatch.setattr(install, "launcher", lambda: ["/old/venv/bin/teleclaude"])
+    run("install", "--claude", "--codex")
+    monkeypatch.setattr(install, "launcher", real)
+    code, out = run("install", "--claude", "--codex")
+    assert code == 0
+    assert load(home / ".claude.json")["mcpServers"]["teleclaude"]["command"] == real()[0]
+    assert load(home / ".codex" / "config.toml")["mcp_servers"]["teleclaude"]["command"] == real()[0]
+    assert len(hook_commands(load(home / ".claude" / "settings.json")["hooks"]["Stop"])) == 1
+    assert "/old/venv" not in (home / ".codex" / "hooks.json").read_text()
+
+
+def test_a_teleclaude_server_the_user_registered_is_kept(home, run):
+    (home / ".claude.json").write_text('{"mcpServers": {"teleclaude": {"command": "/my/teleclaude"}}}')
+    before = (home / ".claude.json").read_bytes()
+    code, out = run("install", "--claude")
+    assert code == 0 and "kept" in out
+    assert (home / ".claude.json").read_bytes() == before
+    run("install", "--claude", "--uninstall")
+    assert (home / ".claude.json").read_bytes() == before
+
+
+# --- broken configs ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("relative", "text"),
+    [
+        (".gemini/settings.json", '{"theme": "dark",}'),
+        (".claude.json", "[]"),
+        (".codex/config.toml", "model = \n"),
+        (".claude/settings.json", '{"hooks": {"Stop": {"not": "a list"}}}'),
+    ],
+)
+def test_a_broken_config_is_an_error_and_nothing_is_written(home, run, relative, text, snapshot):
+    path = home / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    before = snapshot(home)
+    code, out = run("install", *ALL)
+    assert (code, first_line(out)) == (1, "ERROR: INVALID_CONFIG")
+    assert str(path) in out
+    assert snapshot(home) == before
+
+
+def test_a_codex_config_that_cannot_take_the_table_is_refused(home, run):
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('mcp_servers = { other = { command = "x" } }\n')
+    code, out = run("install", "--codex")
+    assert (code, first_line(out)) == (1, "ERROR: INVALID_CONFIG")
+    assert "[mcp_servers.teleclaude]" in out  # what to add by hand
+    assert config.read_text() == 'mcp_servers = { other = { command = "x" } }\n'
+
+
+# --- as a process ------------------------------------------------------------------------------------
+
+
+def test_install_as_a_process(home, run_process, tmp_path):
+    done = run_process("install", "--gemini", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert first_line(done.stdout).startswith("OK: installed teleclaude for gemini")
+    assert tomllib.loads((home / ".gemini" / "commands" / "next-build.toml").read_text())["prompt"]
+    done = run_process("install", "--gemini", "--uninstall", cwd=tmp_path)
+    assert done.returncode == 0 and list(home.iterdir()) == []
