@@ -33,6 +33,8 @@ def tmux_socket() -> str:
     tmux.kill_server()
     assert tmux.views() == {}
     assert_gone(pids)
+    socket_file = Path(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", name)
+    socket_file.unlink(missing_ok=True)  # a killed server can leave its socket file behind
 
 
 def assert_gone(pids: list[int], seconds: float = 5.0) -> None:
