@@ -118,7 +118,7 @@ class Runtime:
                 str(workdir),
                 profile.argv(binary, thinking_mode),
                 self._worker_env(session),
-                _exit_channel(session),
+                _exit_channel(session.id),
                 self.config.history_limit,
                 (self.config.width, self.config.height),
             )
@@ -374,7 +374,7 @@ class Runtime:
         if unknown:
             return _unknown_session(", ".join(unknown))
         deadline = time.monotonic() + timeout
-        waiters = {i: self.tmux.wait_for(_exit_channel_id(i)) for i in ids}
+        waiters = {i: self.tmux.wait_for(_exit_channel(i)) for i in ids}
         try:
             while True:
                 sessions = self.refresh(self.store.sessions(ids))
@@ -435,8 +435,7 @@ class Runtime:
             return Error(ErrorCode.TMUX_FAILED, str(error))
         if session.state.is_final:
             return Ended(session)
-        finished = session.state in (SessionState.TURN_ENDED,)
-        state = SessionState.DONE if finished else SessionState.CANCELLED
+        state = SessionState.DONE if session.state is SessionState.TURN_ENDED else SessionState.CANCELLED
         ended = replace(session, state=state, updated_at=self.clock())
         self.store.save(ended)
         return Ended(ended)
@@ -497,11 +496,7 @@ def _find_binary(profile: AgentProfile, env: Mapping[str, str]) -> str | None:
     return None
 
 
-def _exit_channel(session: Session) -> str:
-    return _exit_channel_id(session.id)
-
-
-def _exit_channel_id(session_id: str) -> str:
+def _exit_channel(session_id: str) -> str:
     return f"tc-exit-{session_id}"
 
 
@@ -547,9 +542,7 @@ def guarded(function: Callable[..., object], *args: object, **kwargs: object) ->
         try:
             return function(*args, **kwargs)
         except TmuxError as error:
-            return Error(
-                ErrorCode.TMUX_FAILED, f"{error}\nCheck tmux: tmux -V; tmux -L {_socket_of(function)} ls"
-            )
+            return Error(ErrorCode.TMUX_FAILED, f"{error}\nCheck that tmux works: tmux -V")
         except sqlite3.Error as error:
             return Error(
                 ErrorCode.FILE_ERROR,
@@ -558,8 +551,3 @@ def guarded(function: Callable[..., object], *args: object, **kwargs: object) ->
             )
 
     return _guarded(call)()
-
-
-def _socket_of(function: Callable[..., object]) -> str:
-    runtime = getattr(function, "__self__", None)
-    return runtime.config.socket if isinstance(runtime, Runtime) else "teleclaude"

@@ -88,9 +88,6 @@ class SessionStore(SqliteStore):
 
         return self._write(change)
 
-    def add_event(self, event: Event) -> None:
-        self._write(lambda db: db.table(EVENTS).insert(_event_row(event)))
-
     # --- events --------------------------------------------------------------------------------------------
 
     def undelivered(self, ids: Iterable[str]) -> list[Event]:
@@ -109,10 +106,6 @@ class SessionStore(SqliteStore):
             self._write(
                 lambda db: db.conn.executemany(f"UPDATE {EVENTS} SET delivered = 1 WHERE id = ?", ids)
             )
-
-    def events(self, session_id: str) -> list[Event]:
-        rows = self._select(f"SELECT * FROM {EVENTS} WHERE session_id = ? ORDER BY id", (session_id,))
-        return [_event(row) for row in rows]
 
     # --- reading -------------------------------------------------------------------------------------------
 

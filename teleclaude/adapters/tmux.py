@@ -174,9 +174,6 @@ class Tmux:
             stderr=subprocess.DEVNULL,
         )
 
-    def signal(self, channel: str) -> None:
-        self.cmd("wait-for", "-S", channel, check=False)
-
 
 def _view(row: str) -> PaneView:
     pane_id, pid, history, limit, cursor_y, height, alternate, dead, status = row.split("\t")
