@@ -9,6 +9,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import wraps
 from pathlib import Path
@@ -28,6 +29,7 @@ from teleclaude.core.model import (
     AgentReport,
     ClaimItem,
     CreateWorktree,
+    Dispatch,
     Effect,
     Error,
     ErrorCode,
@@ -102,9 +104,30 @@ def next_work(slug: str | None = None, cwd: str | os.PathLike | None = None) -> 
             if failure:
                 return failure
             if decision.action is not None:
-                return decision.action
+                return _with_last_error(decision.action, repo.root)
             slug = decision.slug
     raise RuntimeError(f"no action after {MAX_ROUNDS_OF_EFFECTS} rounds of effects for {slug}")
+
+
+def _with_last_error(action: Action, root: Path) -> Action:
+    """A dispatch for a slug whose last worker session failed says why, so the next worker can avoid it."""
+    if not isinstance(action, Dispatch):
+        return action
+    import sqlite3
+
+    from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.core.sessions import SessionState
+
+    try:
+        last = SessionStore().latest(str(root.resolve()), action.slug)
+    except sqlite3.Error:
+        return action
+    failed = (SessionState.ERRORED, SessionState.NEEDS_ATTENTION)
+    if last is None or last.state not in failed or not last.last_error:
+        return action
+    failure = f"The last worker for {action.slug} (/{last.command}, {last.agent}) failed: "
+    failure += last.last_error.strip().splitlines()[0][:300]
+    return replace(action, note=f"{action.note}\n{failure}" if action.note else failure)
 
 
 @_guarded

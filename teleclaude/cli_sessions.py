@@ -11,7 +11,7 @@ from teleclaude.cli_base import Command, add_cwd, write
 def _add_sessions(parser: argparse.ArgumentParser) -> None:
     add_cwd(parser)
     parser.add_argument("--json", action="store_true", help="print the answer as JSON")
-    verbs = parser.add_subparsers(dest="sessions_verb", metavar="{run,list,output,send,end,wait}")
+    verbs = parser.add_subparsers(dest="sessions_verb", metavar="{run,list,output,send,end,wait,report}")
 
     run = verbs.add_parser("run", help="start an agent CLI in tmux and type /COMMAND ARGS into it")
     run.add_argument("agent", metavar="AGENT", help="claude, gemini or codex")
@@ -47,6 +47,24 @@ def _add_sessions(parser: argparse.ArgumentParser) -> None:
     wait.add_argument("session_ids", metavar="SESSION", nargs="*")
     wait.add_argument("--timeout", type=float, default=30.0)
     wait.set_defaults(handler=_run_wait)
+
+    report = verbs.add_parser(
+        "report", help="a worker reports its status (and may start a post-report cycle)"
+    )
+    report.add_argument(
+        "session_id", metavar="SESSION", help='$TELECLAUDE_SESSION_ID ("" takes it from there)'
+    )
+    report.add_argument("text", metavar="TEXT")
+    report.add_argument(
+        "--wait-cmd", metavar="CMD", help="run CMD, wait for a quiet pane, then ask the planner"
+    )
+    report.set_defaults(handler=_run_report)
+
+    cycle = verbs.add_parser("cycle", help="(internal) the post-report cycle report --wait-cmd starts")
+    cycle.add_argument("session_id", metavar="SESSION")
+    cycle.add_argument("started", metavar="STARTED", help="the cycle's start time, as report stored it")
+    cycle.add_argument("wait_cmd", metavar="ARG", nargs="+", help="the wait command, after --")
+    cycle.set_defaults(handler=_run_cycle)
 
 
 def _run_sessions(args: argparse.Namespace) -> int:
@@ -94,6 +112,29 @@ def _run_end(args: argparse.Namespace) -> int:
 
 def _run_wait(args: argparse.Namespace) -> int:
     return _answer(args, "wait_for_sessions", args.session_ids or None, args.timeout)
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    return _answer(args, "report_status", args.session_id, args.text, args.wait_cmd)
+
+
+def _run_cycle(args: argparse.Namespace) -> int:
+    """Runs detached from the worker that reported: open the runtime of the session's own project."""
+    from datetime import datetime
+
+    from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.core.model import Error
+    from teleclaude.core.render import to_text
+    from teleclaude.runtime import guarded, open_runtime
+
+    def cycle() -> object:
+        session = SessionStore().get(args.session_id)
+        runtime = open_runtime(session.project if session else args.cwd or ".")
+        return runtime.run_cycle(args.session_id, args.wait_cmd, datetime.fromisoformat(args.started))
+
+    verdict = guarded(cycle)
+    write(to_text(verdict) if isinstance(verdict, Error) else f"OK: {verdict}")
+    return 1 if isinstance(verdict, Error) else 0
 
 
 def _answer(args: argparse.Namespace, method: str, *arguments: object) -> int:

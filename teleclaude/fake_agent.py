@@ -11,7 +11,15 @@ a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a comm
     altscreen  switch to the alternate screen, draw on it, and go back to the prompt there
     hook       after the step, run `teleclaude hook stop` the way Claude Code runs its Stop hook
     slowstart  wait 1 s before showing the first prompt
+    stall      say it is thinking and wait for a line of input (a reminder), then do the step
+    report     after the step, report it with `teleclaude sessions report` and wait_cmd `true`
 
+Per item: `FAKE_AGENT_FORGET=slug,...` makes the builder of those slugs leave its work uncommitted (while
+the branch has no build commit), and `FAKE_AGENT_REJECT=slug,...` makes the first review of those slugs
+request changes (while the branch has no review commit). Both decide from git, so they hold across runs.
+
+A line that is not a command is an instruction: one that says to commit makes it commit, one that says to
+tick makes it tick its build tasks and commit; anything else (a reminder) gets a status line back.
 `/emit N` prints N numbered rows, 20 ms apart (for reading output while it grows).
 """
 
@@ -57,19 +65,22 @@ def main(argv: list[str]) -> int:
     say(f"fake {agent} ({', '.join(sorted(chosen))}) in {Path.cwd()}")
     if "slowstart" in chosen:
         time.sleep(1.0)
-    for line in read_lines():
+    lines = read_lines()
+    for line in lines:
         match = re.fullmatch(r"/(?:prompts:)?([a-z0-9-]+)\s*(.*)", line.strip())
         if not match:
-            say(f"(not a command: {line!r})")
+            say(follow(line))
+            if "report" in chosen:
+                report(line)
             continue
         command, args = match.groups()
-        code = respond(agent, chosen, command, args.strip())
+        code = respond(agent, chosen, command, args.strip(), lines)
         if code is not None:
             return code
     return 0
 
 
-def respond(agent: str, chosen: set[str], command: str, args: str) -> int | None:
+def respond(agent: str, chosen: set[str], command: str, args: str, lines) -> int | None:
     say(f"running /{command} {args}")
     if "altscreen" in chosen:
         sys.stdout.write("\x1b[?1049h\x1b[H")
@@ -82,15 +93,21 @@ def respond(agent: str, chosen: set[str], command: str, args: str) -> int | None
     if "hang" in chosen:
         say("thinking...")
         time.sleep(3600)
+    if "stall" in chosen:
+        say("thinking...")
+        say(f"(woken by: {_read_line(sys.stdin.fileno())})")  # no prompt: it is busy, not waiting
     if "crash" in chosen:
         say("fatal: the fake agent crashed")
         return 3
     if "limit" in chosen:
         say(LIMIT_MESSAGES.get(agent, LIMIT_MESSAGES["claude"]))
         return None
-    say(do_step(command, args))
+    done = do_step(command, args.split()[0] if args.split() else "")
+    say(done)
     if "hook" in chosen:
         run_stop_hook()
+    if "report" in chosen:
+        report(done)
     return None
 
 
@@ -101,13 +118,17 @@ def do_step(command: str, slug: str) -> str:
 
     steps = {step.command: step for step in Step}
     step = steps.get(command)
+    here = Path.cwd()
+    if step in (Step.REQUIREMENTS, Step.PLAN):
+        return write_preparation(here, step, slug)
     if step is None or step.is_architect:
         return f"(the fake agent does not know /{command})"
-    here = Path.cwd()
     note = (
         f"Archive todos/{slug} to {next_archive(here, slug)} when merging." if step is Step.FINALIZE else None
     )
-    workers = Workers(here)
+    forget = slug in listed("FAKE_AGENT_FORGET") and not committed(here, f"Build {slug}")
+    reject = slug in listed("FAKE_AGENT_REJECT") and not committed(here, f"Review {slug}")
+    workers = Workers(here, forget_commit=slug if forget else None, reject_first=slug if reject else None)
     action = Dispatch(step, slug, str(here), "fake", "med", None, note)
     work = {
         Step.BUILD: workers.build,
@@ -121,6 +142,81 @@ def do_step(command: str, slug: str) -> str:
         return work(here, action)
     except Exception as error:  # a fake worker that fails says so, like a real one would
         return f"the step failed: {error}"
+
+
+def write_preparation(main: Path, step, slug: str) -> str:
+    """The architects: requirements from the roadmap's description, a plan from the demo's template."""
+    from teleclaude.core.model import Step
+    from teleclaude.core.roadmap import parse_roadmap
+    from teleclaude.demo import PLAN, commit_all
+
+    folder = main / "todos" / slug
+    folder.mkdir(parents=True, exist_ok=True)
+    if step is Step.REQUIREMENTS:
+        item = parse_roadmap((main / "todos" / "roadmap.md").read_text()).find(slug)
+        text = item.description if item and item.description else f"Deliver {slug}."
+        (folder / "requirements.md").write_text(f"# Requirements: {slug}\n\n{text}\n")
+    else:
+        (folder / "implementation-plan.md").write_text(PLAN.format(slug=slug, module=slug.replace("-", "_")))
+    commit_all(main, f"{step.command} {slug}")
+    written = "requirements.md" if step is Step.REQUIREMENTS else "implementation-plan.md"
+    return f"architect: wrote todos/{slug}/{written}"
+
+
+def follow(line: str) -> str:
+    """An instruction typed into the worker: do what it says, as far as a fake can."""
+    from teleclaude.demo import _tick, commit_all
+
+    here = Path.cwd()
+    lowered = line.lower()
+    try:
+        if "tick" in lowered:
+            for plan in here.glob("todos/*/implementation-plan.md"):
+                plan.write_text(
+                    re.sub(
+                        r"^## Group [1-4].*?(?=^## Group [5-9]|\Z)",
+                        _tick,
+                        plan.read_text(),
+                        flags=re.M | re.S,
+                    )
+                )
+        if "tick" in lowered or "commit" in lowered:
+            if subprocess.run(
+                ["git", "status", "--porcelain"], capture_output=True, text=True, cwd=here
+            ).stdout:
+                commit_all(here, "Commit what the supervisor asked for")
+            return "done as asked: the work is committed"
+    except Exception as error:
+        return f"could not do it: {error}"
+    return "status: still working on it"
+
+
+def listed(variable: str) -> set[str]:
+    return {slug.strip() for slug in os.environ.get(variable, "").split(",") if slug.strip()}
+
+
+def committed(tree: Path, message: str) -> bool:
+    """A commit with this message exists on the current branch."""
+    found = subprocess.run(
+        ["git", "log", "--format=%s", "--fixed-strings", f"--grep={message}"],
+        capture_output=True,
+        text=True,
+        cwd=tree,
+        check=False,
+    )
+    return message in found.stdout.splitlines()
+
+
+def report(text: str) -> None:
+    """What a worker does through teleclaude__report_status; here through the CLI twin of that tool."""
+    session = os.environ.get("TELECLAUDE_SESSION_ID", "")
+    subprocess.run(
+        [sys.executable, "-m", "teleclaude", "sessions", "report", session, text, "--wait-cmd", "true"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
 
 
 def next_archive(main: Path, slug: str) -> str:

@@ -137,8 +137,9 @@ the command was delivered: `SESSION: <id> started` with the session's fields, or
 (UNKNOWN_COMPUTER, UNKNOWN_AGENT, AGENT_NOT_INSTALLED, INVALID_SUBFOLDER, TMUX_FAILED, ...).
 Then call teleclaude__wait_for_sessions to learn when the worker is done."""
 
-LIST_SESSIONS = """List the worker sessions with their state (pending, running, turn_ended, rate_limited,
-done, errored, cancelled), agent, command and folder. Looking updates them: a vanished pane is errored."""
+LIST_SESSIONS = """List the worker sessions with their state (pending, running, turn_ended, stalled,
+rate_limited, needs_attention, done, errored, cancelled), activity, agent, command, folder, reminders sent
+and last reported status. Looking updates them: a vanished pane is errored."""
 
 GET_SESSION_OUTPUT = """Read a worker's output without waiting. The first call (no cursor) returns the
 visible screen and a cursor; pass that cursor to get only what is new since. Bounded by max_lines and
@@ -156,8 +157,18 @@ other is `cancelled`. Call it once a worker's step is finished (teleclaude__next
 WAIT_FOR_SESSIONS = """Wait until something happens to the given sessions (default: every live one), at most
 `timeout` seconds (60 at most). Returns `EVENTS: N` with one line per event (turn_ended: the worker is
 back at its prompt, done or asking; exited: the CLI ended, with its exit code; rate_limited: the agent
-hit a limit and was marked unavailable, so the next teleclaude__next_work falls back; errored), or
-`NO_EVENTS` after the timeout: then call it again. Events are reported once."""
+hit a limit and was marked unavailable, so the next teleclaude__next_work falls back; errored; reminded:
+a quiet worker was reminded; needs_attention: reminders went unanswered, look at it; digest: the
+periodic report on a worker (every 10 minutes, 5 once it shows no progress); finished / directed: after
+the worker's report_status, its step was done by the files and the session ended / one directive was
+typed into it), or `NO_EVENTS` after the timeout: then call it again. Events are reported once. You never
+need to poll the workers: keep calling this."""
+
+REPORT_STATUS = """For workers: say how you are doing, e.g. "tests written, running them". It counts as
+progress, so it answers the supervisor's reminders. session_id is $TELECLAUDE_SESSION_ID (empty: taken from
+the environment). With wait_cmd (e.g. "pytest -q", split into arguments, no shell) the supervisor runs it in
+the background, waits for your pane to be quiet, then asks the planner: if your step is finished by the
+files your session is ended; if not, one directive is typed into your session. Returns at once."""
 
 _RUNTIME = None
 
@@ -242,6 +253,10 @@ async def wait_for_sessions(session_ids: list[str] | None = None, timeout: float
     return await asyncio.to_thread(_session_answer, "wait_for_sessions", session_ids or None, timeout)
 
 
+async def report_status(session_id: str, text: str, wait_cmd: str | None = None) -> str:
+    return await asyncio.to_thread(_session_answer, "report_status", session_id, text, wait_cmd or None)
+
+
 def _hints(read_only: bool, idempotent: bool) -> ToolAnnotations:
     """No tool deletes anything, and none reaches beyond the project and the availability database."""
     return ToolAnnotations(
@@ -321,6 +336,13 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Wait for workers",
         WAIT_FOR_SESSIONS,
         _hints(read_only=False, idempotent=False),
+    ),
+    ToolSpec(
+        report_status,
+        "teleclaude__report_status",
+        "Report a worker's status",
+        REPORT_STATUS,
+        _hints(False, False),
     ),
 )
 

@@ -11,8 +11,14 @@ import logging
 import os
 import re
 import secrets
+import shlex
 import shutil
+import signal
 import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -28,6 +34,7 @@ from teleclaude.core.launch import AgentProfile, RuntimeConfig
 from teleclaude.core.limits import find_limit
 from teleclaude.core.model import Error, ErrorCode
 from teleclaude.core.sessions import (
+    Activity,
     Chunk,
     Cursor,
     Ended,
@@ -36,6 +43,7 @@ from teleclaude.core.sessions import (
     InvalidCursor,
     Output,
     PaneView,
+    Reported,
     Session,
     SessionState,
     StaleView,
@@ -45,10 +53,26 @@ from teleclaude.core.sessions import (
     prompt_visible,
     read_since,
 )
+from teleclaude.core.supervision import (
+    Directive,
+    Finished,
+    NeedsAttention,
+    Reminder,
+    activity_of,
+    assess,
+    cycle_expired,
+    digest,
+    digest_due,
+    is_progress,
+    nudge,
+    progressed,
+    reminded,
+)
 
 log = logging.getLogger("teleclaude.runtime")
 
 MAX_WAIT = 60.0
+_WORKING = (SessionState.RUNNING, SessionState.STALLED, SessionState.NEEDS_ATTENTION)
 _COMMAND = re.compile(r"[a-z0-9][a-z0-9:._-]{0,80}")
 _SCAN_LINES = 2000
 
@@ -187,9 +211,9 @@ class Runtime:
             scan_cursor=Cursor.start(view).encode(),
             screen_hash="",  # so the first look after delivery counts as a change
             last_change_at=now,
+            last_progress_at=now,
         )
-        self.store.save(running, expect=SessionState.PENDING)
-        return Started(running)
+        return Started(self.store.save(running, expect=SessionState.PENDING) or running)
 
     def _wait_for_prompt(self, session: Session, profile: AgentProfile) -> list[str] | Error:
         deadline = time.monotonic() + self.config.startup_timeout
@@ -209,7 +233,9 @@ class Runtime:
     def _press_enter(self, session: Session, attempts: int = 3) -> bool:
         """Enter, then up to 1 s for the screen to change: agent CLIs drop an Enter that comes too soon."""
         for _ in range(attempts):
-            view = self.tmux.views()[session.pane_id]
+            view = self.tmux.views().get(session.pane_id)
+            if view is None or view.dead:
+                return True  # nothing left to press Enter in; observing says what happened
             before = self.tmux.screen(session.pane_id, view)
             self.tmux.send_key(session.pane_id, "Enter")
             deadline = time.monotonic() + 1.0
@@ -229,7 +255,7 @@ class Runtime:
         self.store.save(
             failed,
             expect=SessionState.PENDING,
-            event=Event(session.id, EventKind.ERRORED, failed.updated_at, error.message),
+            events=[Event(session.id, EventKind.ERRORED, failed.updated_at, error.message)],
         )
         return error
 
@@ -270,8 +296,16 @@ class Runtime:
         if not live:
             return sessions
         views = self._views()
-        fresh = {s.id: self._observe(s, views.get(s.pane_id)) for s in live}
+        fresh = {s.id: self._observe_safely(s, views.get(s.pane_id)) for s in live}
         return [fresh.get(s.id, s) for s in sessions]
+
+    def _observe_safely(self, session: Session, view: PaneView | None) -> Session:
+        """A pane can vanish between listing and reading it (a finished cycle ended it): look next time."""
+        try:
+            return self._observe(session, view)
+        except TmuxError as error:
+            log.info("session %s: its pane changed while being read (%s)", session.id, error)
+            return self.store.get(session.id) or session
 
     def _views(self) -> dict[str, PaneView]:
         try:
@@ -287,65 +321,138 @@ class Runtime:
             return self._transition(session, SessionState.ERRORED, EventKind.ERRORED, why, last_error=why)
         if session.state is SessionState.PENDING:
             return session  # still being delivered
-        scanned = self._scan_for_limits(session, view)
-        if scanned.state is not session.state or view.dead:
-            return self._after_exit(scanned, view) if view.dead else scanned
+        scanned, rows, partial = self._scan(session, view)
+        if is_progress(rows):
+            scanned = progressed(scanned, now)
+        limited = self._limit_in(scanned, [*rows, partial], now)
+        if limited is not None:
+            return self._transition(
+                scanned,
+                SessionState.RATE_LIMITED,
+                EventKind.RATE_LIMITED,
+                limited,
+                expect=session.state,
+                last_error=limited,
+            )
+        if view.dead:
+            return self._after_exit(scanned, view, expect=session.state)
         profile = self.config.profiles.get(session.agent)
         screen = self.tmux.screen(session.pane_id, view)
         prompt = prompt_visible(screen, profile.prompt) if profile else False
         watched, ended = observe_idle(scanned, screen, prompt, now, self.config.idle_threshold)
+        watched = replace(watched, activity=activity_of(watched, screen, now, self.config.idle_threshold))
         if ended:
             return self._transition(
-                watched, SessionState.TURN_ENDED, EventKind.TURN_ENDED, "idle at its prompt"
+                watched,
+                SessionState.TURN_ENDED,
+                EventKind.TURN_ENDED,
+                "idle at its prompt",
+                expect=session.state,
             )
-        return self._bookkeep(session, watched)
+        return self._supervise(session, watched, screen, now)
 
-    def _scan_for_limits(self, session: Session, view: PaneView) -> Session:
-        """Read the output that is new to the runtime, and act on a rate-limit message in it."""
+    def _scan(self, session: Session, view: PaneView) -> tuple[Session, list[str], str]:
+        """Finished rows new to the runtime (its own reading position, apart from any orchestrator's), and the
+        unfinished row under the terminal cursor."""
         try:
             cursor = Cursor.decode(session.scan_cursor) if session.scan_cursor else Cursor.start(view)
             chunk = self._read(session, view, cursor, _SCAN_LINES, 1 << 20)
         except InvalidCursor:
-            return session
-        rows = [*chunk.rows, chunk.partial]
-        scanned = replace(session, scan_cursor=chunk.cursor.encode())
+            return session, [], ""
+        return replace(session, scan_cursor=chunk.cursor.encode()), list(chunk.rows), chunk.partial
+
+    def _limit_in(self, session: Session, rows: list[str], now: datetime) -> str | None:
+        """A rate-limit message in new output: mark the agent unavailable, and say what it was."""
+        if session.state is SessionState.RATE_LIMITED:
+            return None
         profile = self.config.profiles.get(session.agent)
-        now = self.clock()
         local = datetime.now().astimezone().tzinfo or UTC
         hit = find_limit(session.agent, rows, now, local, profile.limit_patterns if profile else None)
-        if hit is None or session.state is SessionState.RATE_LIMITED:
-            return scanned
+        if hit is None:
+            return None
         self.availability.mark_unavailable(session.agent, hit.until, hit.reason)
         detail = f"{hit.reason} until {hit.until.isoformat(timespec='seconds')}: {hit.line}"
         log.info("session %s: %s", session.id, detail)
-        return self._transition(
-            scanned, SessionState.RATE_LIMITED, EventKind.RATE_LIMITED, detail, last_error=detail
-        )
+        return detail
 
-    def _after_exit(self, session: Session, view: PaneView) -> Session:
+    def _supervise(self, before: Session, session: Session, screen: list[str], now: datetime) -> Session:
+        """Reminders, needs-attention and digests, due by the stored timestamps (see core/supervision.py)."""
+        events: list[Event] = []
+        if cycle_expired(session, now, self.config):  # its process died: the orchestrator must not wait on
+            session = replace(session, cycle_started_at=None)
+            if session.state is SessionState.TURN_ENDED:
+                events.append(
+                    Event(session.id, EventKind.TURN_ENDED, now, "the post-report cycle never ended")
+                )
+        due = nudge(session, now, self.config, session.activity is Activity.QUIET)
+        if isinstance(due, NeedsAttention):
+            session = replace(
+                session, state=SessionState.NEEDS_ATTENTION, last_error=due.detail, updated_at=now
+            )
+            events.append(Event(session.id, EventKind.NEEDS_ATTENTION, now, due.detail))
+        elif isinstance(due, Reminder):
+            session = replace(reminded(session, now), updated_at=now)
+            kind = "hard (interrupting)" if due.interrupt else "soft"
+            events.append(
+                Event(session.id, EventKind.REMINDED, now, f"{kind} reminder {due.number}: {due.text}")
+            )
+        if digest_due(session, now, self.config):
+            session, report = digest(session, now, screen, self.config)
+            events.append(Event(session.id, EventKind.DIGEST, now, report.text()))
+        if session == before:
+            return session
+        saved = self.store.save(session, expect=before.state, events=events)
+        if saved is None:
+            return self.store.get(before.id) or session  # another observer was quicker; it did the same
+        if isinstance(due, Reminder):
+            self._type(saved, due.text, interrupt=due.interrupt)
+        return saved
+
+    def _type(self, session: Session, text: str, interrupt: bool = False) -> None:
+        """Type one line into the worker (Escape first to interrupt it); a failure is logged, not raised."""
+        try:
+            if interrupt:
+                self.tmux.send_key(session.pane_id, "Escape")
+                time.sleep(self.config.settle)
+            self.tmux.send_text(session.pane_id, text)
+            time.sleep(self.config.settle)
+            self._press_enter(session)
+        except TmuxError as error:
+            log.warning("session %s: could not type into its pane: %s", session.id, error)
+
+    def _after_exit(self, session: Session, view: PaneView, expect: SessionState) -> Session:
         code = view.dead_status
         state = SessionState.DONE if code == 0 else SessionState.ERRORED
         detail = f"exit status {code}" if code is not None else "exited"
         error = "" if code == 0 else f"the CLI {detail}"
         return self._transition(
-            session, state, EventKind.EXITED, detail, exit_code=code, last_error=error or session.last_error
+            session,
+            state,
+            EventKind.EXITED,
+            detail,
+            expect=expect,
+            exit_code=code,
+            last_error=error or session.last_error,
         )
 
     def _transition(
-        self, session: Session, state: SessionState, kind: EventKind, detail: str, **changes: object
+        self,
+        session: Session,
+        state: SessionState,
+        kind: EventKind,
+        detail: str,
+        expect: SessionState | None = None,
+        **changes: object,
     ) -> Session:
-        """Change state and record the event, unless another observer changed the state first."""
+        """Change state and record the event, unless another observer changed the stored state first.
+
+        `expect` is the state this observer read from the store (by default `session.state`).
+        """
         now = self.clock()
         changed = replace(session, state=state, updated_at=now, **changes)
-        if self.store.save(changed, expect=session.state, event=Event(session.id, kind, now, detail)):
-            return changed
-        return self.store.get(session.id) or session
-
-    def _bookkeep(self, before: Session, after: Session) -> Session:
-        """Store the reading position and screen bookkeeping, without touching a state changed meanwhile."""
-        if after == before:
-            return after
-        return after if self.store.save(after, expect=before.state) else (self.store.get(before.id) or after)
+        event = Event(session.id, kind, now, detail)
+        saved = self.store.save(changed, expect=expect or session.state, events=[event])
+        return saved or self.store.get(session.id) or session
 
     def _read(self, session: Session, view: PaneView, cursor: Cursor | None, lines: int, size: int) -> Chunk:
         """read_since on a consistent picture: again with a fresh view while the pane scrolls under us."""
@@ -415,14 +522,14 @@ class Runtime:
             return Error(ErrorCode.TMUX_FAILED, str(error))
         now = self.clock()
         resumed = replace(
-            session,
+            progressed(session, now),
             state=SessionState.RUNNING,
             updated_at=now,
             delivered_at=now,
             screen_hash="",
             prompt_polls=0,
         )
-        self.store.save(resumed, expect=session.state)
+        self.store.save(resumed, expect=session.state)  # refused only if an observer changed it meanwhile
         return self.get_session_output(session_id)
 
     def end_session(self, session_id: str) -> Ended | Error:
@@ -437,15 +544,218 @@ class Runtime:
             return Ended(session)
         state = SessionState.DONE if session.state is SessionState.TURN_ENDED else SessionState.CANCELLED
         ended = replace(session, state=state, updated_at=self.clock())
-        self.store.save(ended)
-        return Ended(ended)
+        return Ended(self.store.save(ended) or ended)
+
+    # --- self-reports and the post-report cycle ------------------------------------------------------------
+
+    def report_status(self, session_id: str, text: str, wait_cmd: str | None = None) -> Reported | Error:
+        """A worker says how it is doing. With `wait_cmd`, a post-report cycle starts in the background."""
+        session_id = session_id or self.env.get("TELECLAUDE_SESSION_ID", "")
+        text = " ".join(text.split())[:500]
+        if not text:
+            return _bad_argument("text must say something: what you did, what you are doing next")
+        argv = _command_line(wait_cmd) if wait_cmd and wait_cmd.strip() else None
+        if isinstance(argv, Error):
+            return argv
+        for _ in range(5):  # compare-and-set against observers saving meanwhile
+            session = self.store.get(session_id)
+            if session is None:
+                return _unknown_session(session_id)
+            if session.state.is_final:
+                return _bad_argument(
+                    f"session {session_id} is {session.state.value}: there is no one to report to"
+                )
+            now = self.clock()
+            cycle = _millis(now) if argv else session.cycle_started_at  # a new cycle replaces a running one
+            changed = replace(
+                progressed(session, now),
+                status_text=text,
+                status_at=now,
+                updated_at=now,
+                cycle_started_at=cycle,
+            )
+            saved = self.store.save(changed, expect=session.state)
+            if saved:
+                break
+        else:
+            return Error(ErrorCode.LOCK_TIMEOUT, f"session {session_id} kept changing; report again.")
+        if argv:
+            try:
+                self.spawn_cycle(saved, argv)
+            except OSError as error:
+                self._end_cycle(saved.id, saved.cycle_started_at)
+                return Error(ErrorCode.FILE_ERROR, f"could not start the post-report cycle: {error}")
+        return Reported(saved, cycle=argv is not None)
+
+    def spawn_cycle(self, session: Session, argv: list[str]) -> None:
+        """Run the post-report cycle in a process of its own, so neither the MCP call nor the CLI waits.
+
+        `-P`: the worker's folder may hold a copy of teleclaude (when teleclaude builds itself); the cycle
+        must run the installed one.
+        """
+        stamp = session.cycle_started_at.isoformat()
+        command = [
+            sys.executable,
+            "-P",
+            "-m",
+            "teleclaude",
+            "sessions",
+            "cycle",
+            session.id,
+            stamp,
+            "--",
+            *argv,
+        ]
+        child = subprocess.Popen(
+            command,
+            cwd=session.workdir,
+            env={**self.env, "TELECLAUDE_DB": str(self.store.path)},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        threading.Thread(target=child.wait, daemon=True).start()  # reap it when it ends
+
+    def run_cycle(self, session_id: str, argv: list[str], started: datetime) -> Finished | Directive | Error:
+        """After a report: run `argv`, wait for a quiet pane, then end the session or type one directive.
+
+        `started` names the cycle: when a newer report replaced it, this one concludes nothing.
+        """
+        try:
+            session = self.store.get(session_id)
+            if session is None:
+                return _unknown_session(session_id)
+            waited = self._run_wait_command(session, argv)
+            self._spin_until_quiet(session)
+            verdict = self._assess(session)
+            for _ in range(5):
+                current = self.store.get(session_id)
+                if current is None or current.state.is_final or current.cycle_started_at != started:
+                    return verdict
+                if self._conclude_cycle(current, verdict, waited):
+                    return verdict
+            return verdict
+        finally:
+            self._end_cycle(session_id, started)
+
+    def _conclude_cycle(self, session: Session, verdict: Finished | Directive | Error, waited: str) -> bool:
+        now = self.clock()
+        if isinstance(verdict, Error):
+            # the planner cannot say (a broken worktree, a bad file): nothing is typed and nothing ended; a
+            # worker back at its prompt is announced again, so its orchestrator asks next_work and sees why
+            detail = f"post-report cycle: the planner answers ERROR: {verdict.code.value} ({waited})"
+            cleared = replace(session, cycle_started_at=None, updated_at=now)
+            kind = EventKind.TURN_ENDED if session.state is SessionState.TURN_ENDED else None
+            events = [Event(session.id, kind, now, detail)] if kind else []
+            log.warning("session %s: %s", session.id, detail)
+            return self.store.save(cleared, expect=session.state, events=events) is not None
+        if isinstance(verdict, Directive):
+            resumed = replace(
+                progressed(session, now),
+                state=SessionState.RUNNING,
+                updated_at=now,
+                delivered_at=now,
+                screen_hash="",
+                prompt_polls=0,
+                cycle_started_at=None,
+            )
+            event = Event(session.id, EventKind.DIRECTED, now, f"{verdict.text} ({waited})")
+            saved = self.store.save(resumed, expect=session.state, events=[event])
+            if saved is None:
+                return False
+            self._type(saved, verdict.text)
+            return True
+        ended = replace(session, state=SessionState.DONE, updated_at=now, cycle_started_at=None)
+        event = Event(session.id, EventKind.FINISHED, now, f"{verdict.reason} ({waited})")
+        if self.store.save(ended, expect=session.state, events=[event]) is None:
+            return False
+        try:
+            self.tmux.kill_session(session.tmux_session)
+        except TmuxError as error:
+            log.warning("session %s: could not end its tmux session: %s", session.id, error)
+        return True
+
+    def _end_cycle(self, session_id: str, started: datetime | None) -> None:
+        """Forget a cycle that ended without concluding (a crash, a refused save), unless a newer one runs."""
+        for _ in range(5):
+            session = self.store.get(session_id)
+            if session is None or session.cycle_started_at is None or session.cycle_started_at != started:
+                return
+            if self.store.save(replace(session, cycle_started_at=None), expect=session.state):
+                return
+
+    def _run_wait_command(self, session: Session, argv: list[str]) -> str:
+        """Run the worker's wait command in its folder, in a process group of its own (killed whole on
+        timeout); its output goes to a file, so a background child keeping it open cannot hold us."""
+        with tempfile.TemporaryFile("w+") as output:
+            try:
+                child = subprocess.Popen(
+                    argv,
+                    cwd=session.workdir,
+                    stdin=subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=output,
+                    start_new_session=True,
+                )
+            except OSError as error:
+                return f"{argv[0]} could not run: {error.strerror or error}"
+            try:
+                code = child.wait(timeout=self.config.wait_timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+                return f"{argv[0]} still ran after {self.config.wait_timeout:g}s and was stopped"
+            output.seek(0)
+            last = [line for line in output.read()[-4000:].splitlines() if line.strip()][-1:]
+        return f"{argv[0]} exited {code}" + (f": {last[0][:200]}" if last else "")
+
+    def _spin_until_quiet(self, session: Session) -> None:
+        """Until the screen has not changed for idle_threshold, or spin_max has passed."""
+        deadline = time.monotonic() + self.config.spin_max
+        last, quiet_since = None, time.monotonic()
+        while time.monotonic() < deadline:
+            view = self._views().get(session.pane_id)
+            if view is None or view.dead:
+                return
+            screen = self.tmux.screen(session.pane_id, view)
+            if screen != last:
+                last, quiet_since = screen, time.monotonic()
+            elif time.monotonic() - quiet_since >= self.config.idle_threshold:
+                return
+            time.sleep(self.config.poll_interval)
+
+    def _assess(self, session: Session) -> Finished | Directive | Error:
+        """Ask the planner, read-only, whether the files still call for this session's step."""
+        from teleclaude.adapters import git as gitx
+        from teleclaude.adapters.settings import load_config
+        from teleclaude.app import RepoFacts, _guarded
+        from teleclaude.core.decide import decide_work
+
+        def ask() -> Finished | Directive:
+            repo = gitx.find_repo(session.project)
+            facts = RepoFacts(repo, load_config(repo.root))
+            decision = decide_work(facts, session.slug)
+            plan = facts.plan(session.slug) if session.subfolder else None
+            ahead = gitx.commits_ahead(repo, session.slug) if session.subfolder else 0
+            open_tasks = plan.open_build_tasks if plan else 0
+            return assess(session.command, session.slug, decision, open_tasks, ahead)
+
+        return _guarded(ask)()
 
     def record_turn_end(self, session_id: str, source: str = "stop hook") -> None:
         """An agent's Stop hook said its turn is over (called from `teleclaude hook stop`)."""
         session = self.store.get(session_id)
-        if session is None or session.state is not SessionState.RUNNING:
+        if session is None or session.state not in _WORKING:
             return
-        self._transition(session, SessionState.TURN_ENDED, EventKind.TURN_ENDED, source)
+        now = self.clock()
+        self._transition(
+            progressed(session, now),
+            SessionState.TURN_ENDED,
+            EventKind.TURN_ENDED,
+            source,
+            expect=session.state,
+        )
 
 
 # --- helpers -----------------------------------------------------------------------------------------------
@@ -486,6 +796,22 @@ def _workdir(project: str, subfolder: str | None) -> Path | Error:
             f"{target} does not exist.\nCall teleclaude__next_work() again: it creates the worktree first.",
         )
     return target
+
+
+def _millis(moment: datetime) -> datetime:
+    """The precision the store keeps, so a stamp read back compares equal to the one written."""
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+def _command_line(text: str) -> list[str] | Error:
+    """A wait_cmd as an argument list: split like a shell would, but never run by one."""
+    try:
+        argv = shlex.split(text)
+    except ValueError as error:
+        return _bad_argument(f"wait_cmd {text!r} cannot be split into arguments: {error}")
+    if not argv:
+        return _bad_argument("wait_cmd is empty")
+    return argv
 
 
 def _find_binary(profile: AgentProfile, env: Mapping[str, str]) -> str | None:

@@ -144,6 +144,12 @@ def review_rounds(repo: Repo, slug: str) -> int:
     return len(out.split())
 
 
+def commits_ahead(repo: Repo, slug: str) -> int:
+    """Commits on the branch of trees/{slug} that main does not have."""
+    out = run_git(["rev-list", "--count", "HEAD", "--not", main_head_ref(repo)], repo.tree(slug))
+    return int(out.strip() or 0)
+
+
 def add_worktree(repo: Repo, slug: str) -> None:
     """`git worktree add trees/{slug} -b {slug}`, reattaching the branch when it already exists."""
     import git  # GitPython: only this rare write path pays for the import

@@ -9,19 +9,29 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 from contextlib import closing
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from teleclaude.adapters.store import SqliteStore
-from teleclaude.core.sessions import Event, EventKind, Session, SessionState
+from teleclaude.core.sessions import Activity, Event, EventKind, Session, SessionState
 
 if TYPE_CHECKING:
     import sqlite_utils
 
 SESSIONS = "sessions"
 EVENTS = "session_events"
-_TIMES = ("created_at", "updated_at", "delivered_at", "last_change_at")
+_TIMES = (
+    "created_at",
+    "updated_at",
+    "delivered_at",
+    "last_change_at",
+    "last_progress_at",
+    "status_at",
+    "last_nudge_at",
+    "last_digest_at",
+    "cycle_started_at",
+)
 _SESSION_COLUMNS = {
     "id": str,
     "agent": str,
@@ -43,13 +53,27 @@ _SESSION_COLUMNS = {
     "screen_hash": str,
     "last_change_at": str,
     "prompt_polls": int,
+    "last_progress_at": str,
+    "status_text": str,
+    "status_at": str,
+    "nudges": int,
+    "last_nudge_at": str,
+    "last_digest_at": str,
+    "digest_escalated": int,
+    "activity": str,
+    "cycle_started_at": str,
+    "version": int,
 }
 _EVENT_COLUMNS = {"id": int, "session_id": str, "kind": str, "at": str, "detail": str, "delivered": int}
 
 
 class SessionStore(SqliteStore):
     def create_tables(self, db: sqlite_utils.Database) -> None:
-        db.table(SESSIONS).create(_SESSION_COLUMNS, pk="id", if_not_exists=True)
+        sessions = db.table(SESSIONS)
+        sessions.create(_SESSION_COLUMNS, pk="id", if_not_exists=True)
+        missing = _SESSION_COLUMNS.keys() - sessions.columns_dict.keys()  # a file from an older teleclaude
+        for name in sorted(missing):
+            sessions.add_column(name, _SESSION_COLUMNS[name])
         db.table(EVENTS).create(_EVENT_COLUMNS, pk="id", if_not_exists=True)
         db.table(EVENTS).create_index(["session_id", "delivered"], if_not_exists=True)
 
@@ -73,18 +97,39 @@ class SessionStore(SqliteStore):
             )
         return [_session(row) for row in rows]
 
-    def save(self, session: Session, expect: SessionState | None = None, event: Event | None = None) -> bool:
-        """Store `session`; with `expect`, only if the stored state still is `expect` (then also `event`)."""
+    def latest(self, project: str, slug: str) -> Session | None:
+        """The newest session of `project` whose args start with `slug`."""
+        found = self._select(
+            f"SELECT * FROM {SESSIONS} WHERE project = ? AND (args = ? OR args LIKE ?) "
+            "ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            (project, slug, f"{slug} %"),
+        )
+        return _session(found[0]) if found else None
 
-        def change(db: sqlite_utils.Database) -> bool:
-            if expect is not None:
-                stored = db.execute(f"SELECT state FROM {SESSIONS} WHERE id = ?", [session.id]).fetchone()
-                if stored is None or stored[0] != expect.value:
-                    return False
-            db.table(SESSIONS).upsert(_row(session), pk="id")
-            if event is not None:
-                db.table(EVENTS).insert(_event_row(event))
-            return True
+    def save(
+        self, session: Session, expect: SessionState | None = None, events: Iterable[Event] = ()
+    ) -> Session | None:
+        """Store `session` and `events`; the stored copy (its version counted up), or None when refused.
+
+        With `expect`, only if the stored row is still the one `session` was made from: the state is
+        `expect` and nobody saved since (the same `version`). A stale observer never overwrites a newer row.
+        """
+        events = list(events)
+
+        def change(db: sqlite_utils.Database) -> Session | None:
+            stored = db.execute(
+                f"SELECT state, version FROM {SESSIONS} WHERE id = ?", [session.id]
+            ).fetchone()
+            version = (stored[1] or 0) if stored else session.version
+            if expect is not None and (
+                stored is None or stored[0] != expect.value or version != session.version
+            ):
+                return None
+            saved = replace(session, version=version + 1)
+            db.table(SESSIONS).upsert(_row(saved), pk="id")
+            if events:
+                db.table(EVENTS).insert_all(_event_row(event) for event in events)
+            return saved
 
         return self._write(change)
 
@@ -129,21 +174,26 @@ class SessionStore(SqliteStore):
 def _row(session: Session) -> dict[str, Any]:
     row = asdict(session)
     row["state"] = session.state.value
+    row["activity"] = session.activity.value
+    row["digest_escalated"] = int(session.digest_escalated)
     for name in _TIMES:
         row[name] = _stamp(row[name])
     return row
 
 
 def _session(row: sqlite3.Row) -> Session:
-    values = {f.name: row[f.name] for f in fields(Session) if f.name in row.keys()}  # noqa: SIM118 (sqlite3.Row has no __contains__ for names)
+    """A row as a Session; columns a file from an older teleclaude lacks take the field's default."""
+    names = {f.name for f in fields(Session)}
+    values = {key: row[key] for key in row.keys() if key in names and row[key] is not None}  # noqa: SIM118 (sqlite3.Row has keys() only)
+    values["subfolder"] = values.get("subfolder") or None
     values["state"] = SessionState(values["state"])
     for name in _TIMES:
-        values[name] = _time(values[name])
-    values["subfolder"] = values["subfolder"] or None
-    for text in ("last_error", "scan_cursor", "screen_hash", "tmux_session", "pane_id", "computer"):
-        values[text] = values[text] or ""
-    values["pane_pid"] = values["pane_pid"] or 0
-    values["prompt_polls"] = values["prompt_polls"] or 0
+        if name in values:
+            values[name] = _time(values[name])
+    if "digest_escalated" in values:
+        values["digest_escalated"] = bool(values["digest_escalated"])
+    if "activity" in values:
+        values["activity"] = Activity(values["activity"])
     return Session(**values)
 
 

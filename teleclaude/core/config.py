@@ -143,6 +143,13 @@ _RUNTIME_NUMBERS = (
     "idle_threshold",
     "poll_interval",
     "tmux_timeout",
+    "soft_remind",
+    "hard_remind",
+    "max_nudges",
+    "digest_period",
+    "digest_period_quiet",
+    "spin_max",
+    "wait_timeout",
 )
 _PROFILE_KEYS = ("binary", "args", "modes", "prompt", "limit_patterns", "command_prefix")
 

@@ -85,3 +85,11 @@ class RuntimeConfig:
     idle_threshold: float = 5.0
     poll_interval: float = 0.5
     tmux_timeout: float = 10.0
+    # supervision (seconds without progress, counted from the last progress)
+    soft_remind: float = 210.0  # a reminder typed at the worker's next idle
+    hard_remind: float = 420.0  # an interrupting reminder (Escape first); again every (hard - soft) after
+    max_nudges: int = 3  # unanswered reminders before the session needs attention
+    digest_period: float = 600.0  # a digest per worker for the orchestrator's wait_for_sessions
+    digest_period_quiet: float = 300.0  # once a worker showed no progress between two digests
+    spin_max: float = 45.0  # post-report cycle: the longest wait for the pane to be quiet
+    wait_timeout: float = 600.0  # post-report cycle: the longest a wait_cmd may run

@@ -195,6 +195,7 @@ class ErrorCode(Enum):
     UNKNOWN_SESSION = "UNKNOWN_SESSION"
     INVALID_CURSOR = "INVALID_CURSOR"
     TMUX_FAILED = "TMUX_FAILED"
+    WORKER_FAILED = "WORKER_FAILED"  # teleclaude run: the same step failed twice in a row
     INTERNAL = "INTERNAL"
 
 

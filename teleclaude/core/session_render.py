@@ -10,12 +10,26 @@ import json
 from datetime import datetime
 from typing import Any
 
-from teleclaude.core.sessions import Ended, Event, Output, Session, Started, Waited
+from teleclaude.core.sessions import Ended, Event, EventKind, Output, Reported, Session, Started, Waited
+
+Answer = Started | Output | Waited | Ended | Reported | list[Session]
 
 
-def session_text(answer: Started | Output | Waited | Ended | list[Session]) -> str:
+def session_text(answer: Answer) -> str:
     if isinstance(answer, Started):
         return _started(answer.session)
+    if isinstance(answer, Reported):
+        then = (
+            "The supervisor runs wait_cmd, waits for your pane to be quiet, then ends your session or types "
+            "one directive."
+            if answer.cycle
+            else "Carry on."
+        )
+        return (
+            f"OK: status recorded for session {answer.session.id}.\n"
+            + _fields(_summary(answer.session))
+            + f"\n{then}"
+        )
     if isinstance(answer, Output):
         return _output(answer)
     if isinstance(answer, Waited):
@@ -27,9 +41,11 @@ def session_text(answer: Started | Output | Waited | Ended | list[Session]) -> s
     return _listing(answer)
 
 
-def session_dict(answer: Started | Output | Waited | Ended | list[Session]) -> Any:
+def session_dict(answer: Answer) -> Any:
     if isinstance(answer, Started | Ended):
         return _session_dict(answer.session)
+    if isinstance(answer, Reported):
+        return {**_session_dict(answer.session), "cycle": answer.cycle}
     if isinstance(answer, Output):
         return {"session": _session_dict(answer.session), **_chunk_dict(answer)}
     if isinstance(answer, Waited):
@@ -79,7 +95,10 @@ def _waited(answer: Waited) -> str:
         )
         return "\n".join([head, *(_fields(_summary(s)) for s in answer.sessions)])
     lines = [f"EVENTS: {len(answer.events)}"]
-    lines += [_fields(_event_dict(e)) for e in answer.events]
+    for event in answer.events:
+        lines.append(_fields(_event_dict(event)))
+        if event.kind is EventKind.DIGEST:  # the digest once more, readable
+            lines += [f"    {row}" for row in event.detail.splitlines()]
     lines += ["sessions:", *(_fields(_summary(s)) for s in answer.sessions)]
     return "\n".join(lines)
 
@@ -97,6 +116,12 @@ def _summary(session: Session) -> dict[str, Any]:
         "args": session.args,
         "workdir": session.workdir,
     }
+    if session.state.value in ("running", "stalled", "needs_attention"):
+        fields["activity"] = session.activity.value
+    if session.nudges:
+        fields["nudges"] = session.nudges
+    if session.status_text:
+        fields["status"] = session.status_text
     if session.exit_code is not None:
         fields["exit_code"] = session.exit_code
     if session.last_error:
@@ -126,6 +151,11 @@ def _session_dict(session: Session) -> dict[str, Any]:
         "pane_pid": session.pane_pid,
         "exit_code": session.exit_code,
         "last_error": session.last_error,
+        "status": session.status_text,
+        "status_at": _time(session.status_at),
+        "nudges": session.nudges,
+        "activity": session.activity.value,
+        "last_progress_at": _time(session.last_progress_at),
         "created_at": _time(session.created_at),
         "updated_at": _time(session.updated_at),
     }

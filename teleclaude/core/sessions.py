@@ -40,6 +40,19 @@ class EventKind(Enum):
     EXITED = "exited"
     RATE_LIMITED = "rate_limited"
     ERRORED = "errored"
+    REMINDED = "reminded"  # no progress: a reminder was typed into the worker (detail says soft or hard)
+    NEEDS_ATTENTION = "needs_attention"  # max_nudges reminders went unanswered
+    DIGEST = "digest"  # the periodic report on a worker for its orchestrator
+    FINISHED = "finished"  # after report_status: the files say the step is done; the session was ended
+    DIRECTED = "directed"  # after report_status: the step is not done; one directive was typed in
+
+
+class Activity(Enum):
+    """What the pane looks like it is doing: display only, never a reason to change state."""
+
+    WORKING = "working"
+    TOOL = "tool"
+    QUIET = "quiet"
 
 
 @dataclass(frozen=True)
@@ -64,6 +77,17 @@ class Session:
     screen_hash: str = ""
     last_change_at: datetime | None = None
     prompt_polls: int = 0  # consecutive observations with the prompt visible and the screen unchanged
+    # supervision: progress is new output, a hook event or report_status; reminders count up without it
+    last_progress_at: datetime | None = None
+    status_text: str = ""  # the worker's last report_status
+    status_at: datetime | None = None
+    nudges: int = 0  # reminders sent since the last progress
+    last_nudge_at: datetime | None = None
+    last_digest_at: datetime | None = None
+    digest_escalated: bool = False  # digests every digest_period_quiet from now on (one-way)
+    activity: Activity = Activity.WORKING
+    cycle_started_at: datetime | None = None  # a post-report cycle is under way (report_status + wait_cmd)
+    version: int = 0  # counts the saves: a save made from an older read is refused
 
     @property
     def slug(self) -> str:
@@ -292,6 +316,12 @@ class Waited:
 @dataclass(frozen=True)
 class Ended:
     session: Session
+
+
+@dataclass(frozen=True)
+class Reported:
+    session: Session
+    cycle: bool  # a post-report cycle was started
 
 
 # --- turn ends -------------------------------------------------------------------------------------------

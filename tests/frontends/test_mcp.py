@@ -30,6 +30,7 @@ TOOLS = {
     "teleclaude__send_message",
     "teleclaude__end_session",
     "teleclaude__wait_for_sessions",
+    "teleclaude__report_status",
 }
 
 
@@ -99,6 +100,7 @@ def test_input_schemas_match_the_documented_signatures():
         "teleclaude__send_message": {"session_id", "text", "interrupt"},
         "teleclaude__end_session": {"session_id"},
         "teleclaude__wait_for_sessions": {"session_ids", "timeout"},
+        "teleclaude__report_status": {"session_id", "text", "wait_cmd"},
     }
     assert tools["teleclaude__mark_agent_unavailable"].input_schema.get("required") == ["agent"]
     assert not tools["teleclaude__next_work"].input_schema.get("required")

@@ -25,6 +25,7 @@ CLI_VERBS = {
     "teleclaude__send_message": ["sessions", "send"],
     "teleclaude__end_session": ["sessions", "end"],
     "teleclaude__wait_for_sessions": ["sessions", "wait"],
+    "teleclaude__report_status": ["sessions", "report"],
 }
 
 

@@ -64,11 +64,15 @@ def test_an_orchestrator_runs_the_tool_call_next_work_returned(in_project):
                 if "turn_ended" in events:
                     break
             output = await call(client, "teleclaude__get_session_output", session_id=session_id)
+            reported = await call(
+                client, "teleclaude__report_status", session_id=session_id, text="built and committed"
+            )
             listing = await call(client, "teleclaude__list_sessions")
             ended = await call(client, "teleclaude__end_session", session_id=session_id)
-            return events, output, listing, ended
+            return events, output, reported, listing, ended
 
-    events, output, listing, ended = asyncio.run(go())
+    events, output, reported, listing, ended = asyncio.run(go())
+    assert reported.startswith("OK:") and fields(reported.splitlines()[1])["status"] == "built and committed"
     assert "EVENTS:" in events and 'event="turn_ended"' in events
     assert output.startswith("OUTPUT:") and fields(output.splitlines()[1])["cursor"]
     assert listing.startswith("SESSIONS: 1")
@@ -84,6 +88,7 @@ def test_errors_come_back_as_text_over_stdio(in_project):
     async def go():
         async with Client(transport) as client:
             unknown = await call(client, "teleclaude__get_session_output", session_id="nope")
+            report = await call(client, "teleclaude__report_status", session_id="nope", text="hi")
             computer = await call(
                 client,
                 "teleclaude__run_agent_command",
@@ -94,10 +99,11 @@ def test_errors_come_back_as_text_over_stdio(in_project):
                 agent="claude",
                 thinking_mode="med",
             )
-            return unknown, computer
+            return unknown, report, computer
 
-    unknown, computer = asyncio.run(go())
+    unknown, report, computer = asyncio.run(go())
     assert unknown.startswith("ERROR: UNKNOWN_SESSION")
+    assert report.startswith("ERROR: UNKNOWN_SESSION")
     assert computer.startswith("ERROR: UNKNOWN_COMPUTER")
 
 
@@ -119,6 +125,9 @@ def test_the_cli_verbs(in_project):
     output = cli("output", session_id)
     assert "row 4" in output.stdout
     assert cli("send", session_id, "/emit 2").returncode == 0
+    reported = cli("report", session_id, "two more rows")
+    assert reported.stdout.startswith("OK:") and fields(reported.stdout.splitlines()[1])["status"]
+    assert cli("report", session_id, "x", "--wait-cmd", "'oops").stdout.startswith("ERROR: INVALID_ARGUMENT")
     assert cli("end", session_id).returncode == 0
     assert cli("output", "nope").returncode == 1
     assert cli("run", "claude", "emit", "--subfolder", "../..").stdout.startswith("ERROR: INVALID_SUBFOLDER")

@@ -1,0 +1,277 @@
+"""Supervision in real tmux with fake agents: reminders, needs-attention, digests and the post-report cycle.
+
+The timers run on a fake clock (real time plus an offset the test moves on), so no test waits 210 s.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import time
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from teleclaude import app
+from teleclaude.adapters.sessions_db import SessionStore
+from teleclaude.adapters.store import AvailabilityStore
+from teleclaude.core.launch import RuntimeConfig
+from teleclaude.core.model import Dispatch, Error, ErrorCode, Step
+from teleclaude.core.sessions import Activity, EventKind, Session, SessionState, Started
+from teleclaude.core.supervision import MARK
+from teleclaude.runtime import Runtime, open_runtime
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.offset = timedelta()
+
+    def __call__(self) -> datetime:
+        return datetime.now(UTC) + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.offset += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def clock(runtime) -> FakeClock:
+    clock = FakeClock()
+    runtime.clock = clock
+    return clock
+
+
+def start(runtime, project) -> Started:
+    action = app.next_work(cwd=project)
+    assert isinstance(action, Dispatch), action
+    started = runtime.run_agent_command(
+        "local",
+        action.command,
+        action.slug,
+        action.project,
+        action.agent,
+        action.thinking_mode,
+        action.subfolder,
+    )
+    assert isinstance(started, Started), started
+    return started
+
+
+def events_until(runtime, session_id: str, kind: EventKind, rounds: int = 8) -> list:
+    seen = []
+    for _ in range(rounds):
+        seen += runtime.wait_for_sessions([session_id], timeout=5).events
+        if kind in [event.kind for event in seen]:
+            return seen
+    pytest.fail(f"no {kind.value} event; saw {[event.kind.value for event in seen]}")
+
+
+def until_quiet(runtime, session_id: str) -> Session:
+    for _ in range(100):
+        (session,) = runtime.refresh(runtime.store.sessions([session_id]))
+        if session.activity is Activity.QUIET:
+            return session
+        time.sleep(0.1)
+    pytest.fail("the worker's screen never went quiet")
+
+
+def git(cwd, *args) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+
+
+def test_a_worker_that_stalls_recovers_after_one_reminder(project, runtime, clock, monkeypatch):
+    monkeypatch.setenv("FAKE_AGENT", "stall")
+    session_id = start(runtime, project).session.id
+    until_quiet(runtime, session_id)
+    clock.advance(211)
+    seen = events_until(runtime, session_id, EventKind.TURN_ENDED)
+    kinds = [event.kind for event in seen]
+    assert kinds.count(EventKind.REMINDED) == 1
+    assert kinds.index(EventKind.REMINDED) < kinds.index(EventKind.TURN_ENDED)
+    assert "soft" in seen[kinds.index(EventKind.REMINDED)].detail
+    recovered = runtime.store.get(session_id)
+    assert recovered.state is SessionState.TURN_ENDED and recovered.nudges == 0
+    tree = project / "trees" / "greeting"
+    assert git(tree, "status", "--porcelain") == ""
+    assert "Build greeting" in git(tree, "log", "--format=%s", "-1")
+
+
+def test_a_worker_that_ignores_every_reminder_needs_attention_even_across_a_restart(
+    project, runtime, clock, monkeypatch
+):
+    monkeypatch.setenv("FAKE_AGENT", "hang")
+    session_id = start(runtime, project).session.id
+    until_quiet(runtime, session_id)
+    seen = []
+    for advance in (211, 210):
+        clock.advance(advance)
+        seen += events_until(runtime, session_id, EventKind.REMINDED)
+    # the supervisor restarts: a new runtime over the same database and tmux server picks the timers up
+    restarted = open_runtime(project)
+    restarted.clock = clock
+    assert restarted.store.get(session_id).nudges == 2
+    for advance in (210, 210):
+        clock.advance(advance)
+        seen += restarted.wait_for_sessions([session_id], timeout=3).events
+    kinds = [event.kind for event in seen]
+    assert kinds.count(EventKind.REMINDED) == 3
+    assert kinds.count(EventKind.NEEDS_ATTENTION) == 1
+    reminders = [event.detail for event in seen if event.kind is EventKind.REMINDED]
+    assert ["hard" in detail for detail in reminders] == [False, True, True]
+    final = restarted.store.get(session_id)
+    assert final.state is SessionState.NEEDS_ATTENTION and final.last_error
+    assert final.pane_id in restarted.tmux.views()  # left running for a human to look at
+    digests = [event for event in seen if event.kind is EventKind.DIGEST]
+    assert digests and "NO PROGRESS" in digests[0].detail and "thinking..." in digests[0].detail
+    # the orchestrator was told about the reminders without polling: once each
+    assert restarted.wait_for_sessions([session_id], timeout=0.3).events == ()
+
+
+def test_report_status_with_a_wait_cmd_directs_a_worker_that_forgot_to_commit(project, runtime, monkeypatch):
+    monkeypatch.setenv("FAKE_AGENT", "report")
+    monkeypatch.setenv("FAKE_AGENT_FORGET", "greeting")
+    session_id = start(runtime, project).session.id
+    seen = events_until(runtime, session_id, EventKind.FINISHED, rounds=12)
+    kinds = [event.kind for event in seen]
+    assert kinds.count(EventKind.DIRECTED) == 1 and kinds.count(EventKind.FINISHED) == 1
+    directive = next(event.detail for event in seen if event.kind is EventKind.DIRECTED)
+    assert directive.startswith(MARK) and "ommit" in directive
+    session = runtime.store.get(session_id)
+    assert session.state is SessionState.DONE and session.status_text
+    assert session.pane_id not in runtime.tmux.views()  # the finished session was ended
+    assert git(project / "trees" / "greeting", "status", "--porcelain") == ""
+    assert app.next_work(cwd=project).step is Step.REVIEW
+
+
+def test_the_next_dispatch_for_a_slug_says_why_its_last_worker_failed(project, runtime, monkeypatch):
+    monkeypatch.setenv("FAKE_AGENT", "crash")
+    session_id = start(runtime, project).session.id
+    events_until(runtime, session_id, EventKind.EXITED)
+    again = app.next_work(cwd=project)
+    assert isinstance(again, Dispatch) and again.step is Step.BUILD
+    assert "exit status 3" in again.note
+
+
+# --- report_status answers, without tmux ----------------------------------------------------------------
+
+
+@pytest.fixture
+def bare_runtime(tmp_path) -> Runtime:
+    now = datetime.now(UTC)
+    store = SessionStore()
+    for state in (SessionState.RUNNING, SessionState.DONE, SessionState.STALLED, SessionState.TURN_ENDED):
+        store.add(
+            Session(
+                state.value,
+                "claude",
+                "next-build",
+                "greeting",
+                str(tmp_path),
+                None,
+                state,
+                now,
+                now,
+                nudges=2,
+            )
+        )
+    return Runtime(RuntimeConfig(socket="tc-unused"), store, AvailabilityStore(), env={})
+
+
+def test_report_status_is_progress_and_answers_the_reminders(bare_runtime):
+    reported = bare_runtime.report_status("stalled", "  tests written,\n running them  ")
+    assert reported.session.state is SessionState.RUNNING and reported.session.nudges == 0
+    assert reported.session.status_text == "tests written, running them"
+    assert not reported.cycle
+    stored = bare_runtime.store.get("stalled")
+    assert stored.status_at and stored.last_progress_at and stored.cycle_started_at is None
+
+
+def test_report_status_takes_the_session_from_the_environment(bare_runtime):
+    bare_runtime.env = {"TELECLAUDE_SESSION_ID": "running"}
+    assert bare_runtime.report_status("", "halfway").session.id == "running"
+
+
+@pytest.mark.parametrize(
+    ("session_id", "text", "wait_cmd", "code"),
+    [
+        ("nope", "hello", None, ErrorCode.UNKNOWN_SESSION),
+        ("running", "   ", None, ErrorCode.INVALID_ARGUMENT),
+        ("running", "hello", "pytest 'unbalanced", ErrorCode.INVALID_ARGUMENT),
+        ("done", "hello", None, ErrorCode.INVALID_ARGUMENT),
+    ],
+)
+def test_report_status_refuses_what_it_cannot_use(bare_runtime, session_id, text, wait_cmd, code):
+    answer = bare_runtime.report_status(session_id, text, wait_cmd)
+    assert isinstance(answer, Error) and answer.code is code
+    assert bare_runtime.store.get("running").status_text == ""
+
+
+def test_two_observers_that_read_the_same_row_remind_the_worker_once(project, runtime, clock, monkeypatch):
+    monkeypatch.setenv("FAKE_AGENT", "hang")
+    session_id = start(runtime, project).session.id
+    until_quiet(runtime, session_id)
+    clock.advance(211)
+    stale = runtime.store.sessions([session_id])
+    other = open_runtime(project)
+    other.clock = clock
+    runtime.refresh(stale)
+    other.refresh(stale)  # the MCP server and a CLI looked at the same moment
+    kinds = [event.kind for event in runtime.store.undelivered([session_id])]
+    assert kinds.count(EventKind.REMINDED) == 1
+    assert runtime.store.get(session_id).nudges == 1
+
+
+def test_a_report_is_not_undone_by_an_observer_that_read_the_row_before_it(bare_runtime):
+    stale = bare_runtime.store.get("running")
+    bare_runtime.report_status("running", "halfway")
+    assert bare_runtime.store.save(replace(stale, screen_hash="seen"), expect=stale.state) is None
+    assert bare_runtime.store.get("running").status_text == "halfway"
+
+
+def test_a_cycle_whose_planner_cannot_answer_ends_nothing_and_says_so(bare_runtime, tmp_path):
+    spawned = []
+    bare_runtime.spawn_cycle = lambda session, argv: spawned.append(argv)
+    reported = bare_runtime.report_status("turn_ended", "done, I think", wait_cmd="true")
+    assert reported.cycle and spawned == [["true"]]
+    verdict = bare_runtime.run_cycle("turn_ended", ["true"], reported.session.cycle_started_at)
+    assert isinstance(verdict, Error) and verdict.code is ErrorCode.NOT_A_GIT_REPO  # tmp_path is no repo
+    after = bare_runtime.store.get("turn_ended")
+    assert after.state is SessionState.TURN_ENDED and after.cycle_started_at is None
+    (event,) = bare_runtime.store.undelivered(["turn_ended"])
+    assert event.kind is EventKind.TURN_ENDED and "NOT_A_GIT_REPO" in event.detail
+
+
+def test_a_cycle_replaced_by_a_newer_report_concludes_nothing(bare_runtime):
+    bare_runtime.spawn_cycle = lambda session, argv: None
+    first = bare_runtime.report_status("turn_ended", "one", wait_cmd="true").session.cycle_started_at
+    time.sleep(0.01)
+    second = bare_runtime.report_status("turn_ended", "two", wait_cmd="true").session.cycle_started_at
+    assert first != second
+    bare_runtime.run_cycle("turn_ended", ["true"], first)
+    assert bare_runtime.store.undelivered(["turn_ended"]) == []
+    assert bare_runtime.store.get("turn_ended").cycle_started_at == second
+
+
+def test_a_session_file_from_an_older_teleclaude_is_read_and_upgraded(tmp_path, monkeypatch):
+    path = tmp_path / "old.db"
+    monkeypatch.setenv("TELECLAUDE_DB", str(path))
+    with sqlite3.connect(path) as db:  # the table as the first worker runtime made it
+        db.execute(
+            "CREATE TABLE sessions (id TEXT PRIMARY KEY, agent TEXT, command TEXT, args TEXT, project TEXT, "
+            "subfolder TEXT, state TEXT, created_at TEXT, updated_at TEXT, computer TEXT, tmux_session TEXT, "
+            "pane_id TEXT, pane_pid INTEGER, delivered_at TEXT, exit_code INTEGER, last_error TEXT, "
+            "scan_cursor TEXT, screen_hash TEXT, last_change_at TEXT, prompt_polls INTEGER)"
+        )
+        db.execute(
+            "INSERT INTO sessions "
+            "(id, agent, command, args, project, state, created_at, updated_at, last_error) "
+            "VALUES ('old1', 'claude', 'next-build', 'greeting', ?, 'errored', "
+            "'2026-11-20T10:00:00.000+00:00', '2026-11-20T10:00:00.000+00:00', 'exit status 3')",
+            [str(tmp_path)],
+        )
+    store = SessionStore()
+    old = store.get("old1")
+    assert old.state is SessionState.ERRORED and old.nudges == 0 and old.status_text == ""
+    assert store.latest(str(tmp_path), "greeting") == old
+    assert store.save(replace(old, status_text="read again"), expect=SessionState.ERRORED)
+    assert store.get("old1").status_text == "read again"
