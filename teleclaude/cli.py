@@ -6,7 +6,7 @@ sqlite-utils are loaded by the commands (or the rare write paths) that need them
 
 To add a command, write `_add_<name>(parser)` and `_run_<name>(args) -> int` and list them in a `COMMANDS`
 tuple: the planner's here, the others in `cli_setup` (install, init, new), `cli_checks` (lint, hooks, hook,
-status) and `cli_sessions` (the worker runtime).
+status), `cli_sessions` (the worker runtime) and `cli_run` (run, demo).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from teleclaude import __version__, cli_checks, cli_sessions, cli_setup
+from teleclaude import __version__, cli_checks, cli_run, cli_sessions, cli_setup
 from teleclaude.cli_base import Command, add_cwd, print_action, print_value
 
 log = logging.getLogger("teleclaude")
@@ -99,17 +99,6 @@ def _run_mcp(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_demo(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--keep", action="store_true", help="keep the demo repository instead of deleting it")
-    parser.add_argument("--verbose", action="store_true", help="print the full text of every action")
-
-
-def _run_demo(args: argparse.Namespace) -> int:
-    from teleclaude import demo
-
-    return demo.run(keep=args.keep, verbose=args.verbose)
-
-
 PLANNER_COMMANDS: tuple[Command, ...] = (
     Command(
         "next-prepare", "what the next preparation step is (requirements, plan)", _add_next, _run_next_prepare
@@ -117,11 +106,12 @@ PLANNER_COMMANDS: tuple[Command, ...] = (
     Command("next-work", "what the next build/review/finalize step is", _add_next, _run_next_work),
     Command("agents", "show agent availability, or mark an agent (un)available", _add_agents, _run_agents),
     Command("mcp", "serve the teleclaude__* tools over MCP (stdio, or --http)", _add_mcp, _run_mcp),
-    Command("demo", "run the planner on a throwaway repository", _add_demo, _run_demo),
 )
 
 
-COMMANDS = PLANNER_COMMANDS + cli_setup.COMMANDS + cli_checks.COMMANDS + cli_sessions.COMMANDS
+COMMANDS = (
+    PLANNER_COMMANDS + cli_setup.COMMANDS + cli_checks.COMMANDS + cli_sessions.COMMANDS + cli_run.COMMANDS
+)
 
 
 # --- the parser ----------------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ reviewer, fixer, finalizer and commit-pending agent would. The tests drive the s
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import os
 import re
 import shutil
@@ -222,28 +224,188 @@ def _summary(action: Action) -> str:
     return first
 
 
+# --- `teleclaude demo`: the same roadmap, driven by `teleclaude run` with fake agent CLIs in tmux ---------
+
+DEMO_SETTINGS = """[runtime]
+socket = "{socket}"
+idle_threshold = 0.6
+poll_interval = 0.1
+startup_timeout = 15
+settle = 0.2
+"""
+DEMO_AGENTS = {  # how the fake agents misbehave, once each, on purpose
+    "FAKE_AGENT_GEMINI": "limit",  # gemini prints a 429: marked unavailable, builds fall back to claude
+    "FAKE_AGENT_REJECT": "greeting",  # the first review of greeting requests changes
+    "FAKE_AGENT_FORGET": "farewell",  # the builder of farewell leaves its work uncommitted
+}
+DEMO_MAX_STEPS = 40
+
+
 def run(keep: bool = False, verbose: bool = False) -> int:
+    """Drive the demo roadmap to done/ with `teleclaude run`; 0 when all three items were delivered."""
+    import secrets
+    import time
+
+    if shutil.which("tmux") is None:
+        print(
+            "ERROR: TMUX_FAILED\ntmux is not installed, and the demo runs its workers in tmux.\n"
+            "Install it (apt install tmux, brew install tmux), then run the demo again."
+        )
+        return 1
     base = Path(tempfile.mkdtemp(prefix="teleclaude-demo-"))
-    os.environ["TELECLAUDE_DB"] = str(base / "teleclaude.db")  # never touch the user's availability
-    project = make_repository(base / "project")
-    print(f"teleclaude demo in {project}\n")
-    print((project / "todos" / "roadmap.md").read_text())
-    workers = Workers(project, forget_commit="greeting", reject_first="greeting")
+    socket = f"tc-demo-{secrets.token_hex(4)}"
+    started = time.monotonic()
+    try:
+        with _environment(_demo_variables(base)):
+            project = make_repository(base / "project")
+            (project / "teleclaude.toml").write_text(DEMO_SETTINGS.format(socket=socket))
+            commit_all(project, "Runtime settings for the demo: a private tmux server, short timings")
+            print(f"teleclaude demo in {project}")
+            print(f"fake agent CLIs in {base / 'bin'}; watch a worker: tmux -L {socket} attach -t tc-ID")
+            print("misbehaving on purpose: " + ", ".join(f"{k}={v}" for k, v in DEMO_AGENTS.items()) + "\n")
+            print((project / "todos" / "roadmap.md").read_text())
+            report = _orchestrate(project, verbose)
+            code = _summary_of_run(project, report, time.monotonic() - started)
+    except KeyboardInterrupt:
+        print("\nDemo interrupted.")
+        return 130
+    finally:
+        _remove_tmux_server(socket)
+        if keep:
+            print(f"Kept {base}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+    return code
 
-    def rate_limit_gemini(step: int, action: Action) -> None:
-        if isinstance(action, Complete) and action.slug == "greeting":
-            app.mark_agent_unavailable("gemini", "2h", "rate_limited", cwd=project)
-            print("     (gemini reports a rate limit: marked unavailable for 2h; builds fall back to claude)")
 
-    actions = drive(project, workers, print, verbose, on_step=rate_limit_gemini)
-    print("\n" + (project / "todos" / "roadmap.md").read_text())
-    done = sorted(p.name for p in (project / "done").iterdir())
-    print(f"done/: {', '.join(done)}")
-    print(git(project, "log", "--oneline", "--first-parent", "-n", "8"))
-    finished = isinstance(actions[-1], Error) and actions[-1].code is ErrorCode.NO_WORK and len(done) == 3
-    if keep:
-        print(f"Kept {base}")
-    else:
-        shutil.rmtree(base, ignore_errors=True)
-    print("Demo finished: every item delivered." if finished else "Demo stopped early.")
+def _demo_variables(base: Path) -> dict[str, str | None]:
+    from teleclaude import fake_agent
+
+    bin_dir = fake_agent.install(base / "bin")
+    return {
+        "TELECLAUDE_DB": str(base / "teleclaude.db"),  # never touch the user's sessions or availability
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "FAKE_AGENT": None,
+        "FAKE_AGENT_CLAUDE": None,
+        "FAKE_AGENT_CODEX": None,
+        **DEMO_AGENTS,
+    }
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str | None]):
+    """Set (None: remove) environment variables, and put them back afterwards. The private tmux server
+    starts inside, so its workers inherit them."""
+    saved = {name: os.environ.get(name) for name in values}
+    try:
+        _set_variables(values)
+        yield
+    finally:
+        _set_variables(saved)
+
+
+def _set_variables(values: dict[str, str | None]) -> None:
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+def _orchestrate(project: Path, verbose: bool):
+    from teleclaude import orchestrator
+    from teleclaude.cli_run import Console
+    from teleclaude.runtime import open_runtime
+
+    console = Console()
+    report = orchestrator.run(
+        project,
+        None,
+        False,
+        DEMO_MAX_STEPS,
+        open_runtime(project),
+        console.show,
+        console.status,
+        verbose=verbose,
+    )
+    console.clear()
+    return report
+
+
+def _summary_of_run(project: Path, report, seconds: float) -> int:
+    """Print what happened; 0 when every item of the demo roadmap was delivered."""
+    from teleclaude.orchestrator import Outcome
+
+    if report.outcome is Outcome.COMPLETE:
+        print("\n" + report.text.splitlines()[0])
+    elif report.outcome is not Outcome.INTERRUPTED:
+        print("\n" + report.text)
+    roadmap = (project / "todos" / "roadmap.md").read_text()
+    done = sorted(p.name for p in (project / "done").iterdir()) if (project / "done").is_dir() else []
+    print("\n" + roadmap)
+    print(f"done/: {', '.join(done) or 'nothing'}")
+    print("\ngit log --oneline --first-parent (main):")
+    print(git(project, "log", "--oneline", "--first-parent", "-n", "12").rstrip())
+    print(f"\nworker sessions ({len(report.history)}):")
+    for number, handled in enumerate(report.history, 1):
+        session = handled.session
+        ended = handled.kind.value if handled.kind else "ended"
+        print(f"  {number:2d}. {session.agent:<6} {session.command} {session.slug}: {ended}")
+    agents = collections.Counter(handled.session.agent for handled in report.history)
+    print("per agent: " + ", ".join(f"{agent} {count}" for agent, count in sorted(agents.items())))
+    for line in _what_went_wrong(report.history):
+        print(line)
+    items = parse_roadmap(roadmap).items
+    finished = len(done) == len(items) and all(item.marker is Marker.DONE for item in items)
+    if report.outcome is Outcome.INTERRUPTED:
+        print(f"\nDemo interrupted after {seconds:.0f}s.")
+        return 130
+    verdict = "every item delivered" if finished else f"stopped early ({report.outcome.value})"
+    print(f"\nDemo finished in {seconds:.0f}s: {verdict}.")
     return 0 if finished else 1
+
+
+def _what_went_wrong(history) -> list[str]:
+    """The rate-limit fallback, the review round and the forgotten commit, as they happened."""
+    from teleclaude.core.sessions import EventKind
+
+    sessions = [handled.session for handled in history]
+
+    def later(index: int, step: str, slug: str):
+        return next((s for s in sessions[index + 1 :] if (_step(s), s.slug) == (step, slug)), None)
+
+    lines = []
+    for index, handled in enumerate(history):
+        session, step = handled.session, _step(handled.session)
+        if handled.kind is EventKind.RATE_LIMITED:
+            after = later(index, step, session.slug)
+            lines.append(
+                f"rate limit: {session.agent} hit its limit on {step} {session.slug} and was marked "
+                "unavailable" + (f"; the planner gave the step to {after.agent}" if after else "")
+            )
+        if step == "next-fix-review":
+            again = later(index, "next-review", session.slug)
+            lines.append(
+                f"review round: the review of {session.slug} requested changes; {session.agent} fixed them"
+                + (f", and {again.agent}'s next review approved" if again else "")
+            )
+        if step == "commit-pending":
+            lines.append(
+                f"commit-pending: a worker on {session.slug} left its changes uncommitted; "
+                f"{session.agent} committed them"
+            )
+    return lines
+
+
+def _step(session) -> str:
+    return session.command.removeprefix("prompts:")
+
+
+def _remove_tmux_server(socket: str) -> None:
+    """Kill the demo's private tmux server (and every worker in it) and remove its socket file."""
+    from teleclaude.adapters.tmux import Tmux, TmuxError
+
+    with contextlib.suppress(TmuxError):
+        Tmux(socket).kill_server()
+    folder = Path(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}")
+    (folder / socket).unlink(missing_ok=True)

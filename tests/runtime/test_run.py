@@ -1,0 +1,419 @@
+"""`teleclaude run` and `teleclaude demo` end to end: real tmux, fake agent CLIs, a real repository."""
+
+from __future__ import annotations
+
+import collections
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from teleclaude import app, orchestrator
+from teleclaude.adapters.sessions_db import SessionStore
+from teleclaude.adapters.store import AvailabilityStore
+from teleclaude.adapters.tmux import Tmux
+from teleclaude.core.model import Marker
+from teleclaude.core.roadmap import parse_roadmap
+from teleclaude.core.sessions import EventKind, Session, SessionState
+from teleclaude.demo import commit_all, git
+from teleclaude.orchestrator import Outcome, Reaction, react
+from teleclaude.runtime import open_runtime
+
+SLUGS = ("greeting", "farewell", "shouting")
+
+
+def run(project: Path, slug: str | None = None, prepare: bool = False, max_steps: int = 40):
+    lines: list[str] = []
+    report = orchestrator.run(
+        project, slug, prepare, max_steps, open_runtime(project), lines.append, lambda progress: None
+    )
+    return report, lines
+
+
+def cli(project: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "teleclaude", "run", *args],
+        cwd=project,
+        env=dict(os.environ),  # the fake agents first on PATH, the test's own TELECLAUDE_DB
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finish(process: subprocess.Popen, seconds: float = 180) -> tuple[int, str, str]:
+    out, err = process.communicate(timeout=seconds)
+    return process.returncode, out, err
+
+
+def report_line(out: str) -> str:
+    """The first line of the report `run` prints after its log lines (which start with `[` or spaces)."""
+    return next(line for line in out.splitlines() if re.match(r"[A-Z_]+(:| )", line))
+
+
+def wait_until(find, seconds: float = 30):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = find()
+        if found:
+            return found
+        time.sleep(0.05)
+    pytest.fail("timed out waiting")
+
+
+def running_session() -> Session | None:
+    return next((s for s in SessionStore().sessions() if s.state is SessionState.RUNNING), None)
+
+
+def markers(project: Path) -> dict[str, Marker]:
+    return {i.slug: i.marker for i in parse_roadmap((project / "todos/roadmap.md").read_text()).items}
+
+
+def archives(project: Path) -> list[str]:
+    return sorted(p.name for p in (project / "done").iterdir()) if (project / "done").is_dir() else []
+
+
+def assert_delivered(project: Path, slugs=SLUGS) -> None:
+    assert all(markers(project)[slug] is Marker.DONE for slug in slugs)
+    names = archives(project)
+    for slug in slugs:
+        assert [name for name in names if re.fullmatch(rf"\d{{3}}-{slug}", name)] != []
+        assert sum(name.endswith(f"-{slug}") for name in names) == 1
+    log = git(project, "log", "--first-parent", "--format=%s", "main").splitlines()
+    for slug in slugs:
+        assert f"Merge {slug}" in log
+        assert git(project, "log", "--format=%s", "main", "--", f"src/{slug}.py") != ""  # the work, merged
+    assert git(project, "status", "--porcelain") == ""
+    assert git(project, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def assert_no_workers(tmux_socket: str) -> None:
+    assert Tmux(tmux_socket).session_names() == set()
+
+
+# --- the whole roadmap --------------------------------------------------------------------------------------
+
+
+def test_the_roadmap_is_driven_to_done_through_a_rejection_a_forgotten_commit_and_a_rate_limit(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    monkeypatch.setenv("FAKE_AGENT_REJECT", "greeting")
+    monkeypatch.setenv("FAKE_AGENT_FORGET", "farewell")
+    monkeypatch.setenv("FAKE_AGENT_GEMINI", "limit")
+    report, lines = run(project)
+    assert report.outcome is Outcome.COMPLETE and report.exit_code == 0, report.text
+    assert report.text.startswith("COMPLETE:")
+    assert_delivered(project)
+    assert_no_workers(tmux_socket)
+
+    assert "gemini" in AvailabilityStore().unavailable(datetime.now(UTC))
+    done = [(h.session.agent, h.session.command, h.session.slug, h.kind) for h in report.history]
+    assert ("gemini", "next-build", "greeting", EventKind.RATE_LIMITED) in done
+    builds = [(agent, slug) for agent, command, slug, kind in done if command == "next-build"]
+    assert builds == [
+        ("gemini", "greeting"),
+        ("claude", "greeting"),
+        ("claude", "farewell"),
+        ("claude", "shouting"),
+    ]
+    steps = [(command.removeprefix("prompts:"), slug) for _, command, slug, _ in done]
+    assert steps.count(("next-review", "greeting")) == 2 and ("next-fix-review", "greeting") in steps
+    assert ("commit-pending", "farewell") in steps
+    assert report.steps == len(report.history) == len(SessionStore().sessions())
+    assert all(s.state.is_final for s in SessionStore().sessions())
+
+
+def test_a_slug_stops_the_run_after_that_item(project, fake_agents, tmux_socket):
+    report, _ = run(project, "shouting")
+    assert report.outcome is Outcome.COMPLETE, report.text
+    assert_delivered(project, ("shouting",))
+    assert markers(project)["greeting"] is Marker.PENDING and markers(project)["farewell"] is Marker.PENDING
+    assert archives(project) == ["001-shouting"]
+    assert_no_workers(tmux_socket)
+
+
+def test_prepare_runs_the_architects_unattended_and_without_it_the_run_stops(
+    project, fake_agents, tmux_socket
+):
+    roadmap = project / "todos" / "roadmap.md"
+    roadmap.write_text(roadmap.read_text() + "- [ ] whisper — Lower-case variants.\n")
+    commit_all(project, "Add whisper")
+
+    refused, _ = run(project, "whisper")
+    assert refused.outcome is Outcome.ERROR and refused.exit_code == 1
+    assert refused.text.splitlines()[0] == "ERROR: NOT_PREPARED"
+    assert SessionStore().sessions() == []
+
+    report, _ = run(project, "whisper", prepare=True)
+    assert report.outcome is Outcome.COMPLETE, report.text
+    assert_delivered(project, ("whisper",))
+    architects = [s for s in SessionStore().sessions() if s.command in ("next-requirements", "next-plan")]
+    assert [s.command for s in architects] == ["next-requirements", "next-plan"]
+    assert all(s.slug == "whisper" and "unattended" in s.args and s.subfolder is None for s in architects)
+    assert_no_workers(tmux_socket)
+
+
+def test_max_steps_stops_the_run_with_exit_1(project, fake_agents, tmux_socket):
+    report, _ = run(project, max_steps=1)
+    assert report.outcome is Outcome.MAX_STEPS and report.exit_code == 1
+    assert report.text.startswith("MAX_STEPS:")
+    assert report.steps == 1 and len(SessionStore().sessions()) == 1
+    assert_no_workers(tmux_socket)
+
+
+def test_a_crashing_worker_stops_the_run_after_its_second_failure(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    monkeypatch.setenv("FAKE_AGENT", "crash")
+    report, _ = run(project)
+    assert report.outcome is Outcome.ERROR and report.exit_code == 1
+    assert report.text.splitlines()[0] == "ERROR: WORKER_FAILED"
+    assert [h.session.state for h in report.history] == [SessionState.ERRORED] * 2
+    assert_no_workers(tmux_socket)
+
+
+def test_a_worker_that_reports_its_step_is_finished_by_the_runtime_and_the_run_moves_on(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    monkeypatch.setenv("FAKE_AGENT", "work,report")  # report_status with a wait_cmd after each step
+    report, _ = run(project, "shouting")
+    assert report.outcome is Outcome.COMPLETE, report.text
+    assert_delivered(project, ("shouting",))
+    assert EventKind.FINISHED in [h.kind for h in report.history]
+    assert_no_workers(tmux_socket)
+
+
+def test_a_stuck_worker_stops_the_run_and_is_left_running_for_a_human(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    settings = project / "teleclaude.toml"
+    settings.write_text(settings.read_text() + "soft_remind = 0.5\nhard_remind = 1.0\nmax_nudges = 1\n")
+    commit_all(project, "Remind quickly")
+    monkeypatch.setenv("FAKE_AGENT_GEMINI", "hang")
+    report, _ = run(project)
+    assert report.outcome is Outcome.NEEDS_ATTENTION and report.exit_code == 1, report.text
+    assert report.text.startswith("NEEDS_ATTENTION:")
+    stuck = report.session
+    assert SessionStore().get(stuck.id).state is SessionState.NEEDS_ATTENTION
+    assert Tmux(tmux_socket).session_names() == {stuck.tmux_session}
+    assert stuck.id in report.text  # and how to look at it
+
+
+def test_a_session_left_pending_by_a_killed_starter_is_ended_and_the_step_started_again(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    monkeypatch.setenv("FAKE_AGENT_GEMINI", "hang")
+    build = app.next_work(cwd=project)
+    runtime = open_runtime(project)
+    started = runtime.run_agent_command(
+        "local", build.command, build.slug, build.project, build.agent, build.thinking_mode, build.subfolder
+    )
+    # as if its starter was killed before it typed the command: pending, for longer than a start may take
+    long_ago = started.session.created_at - timedelta(hours=1)
+    runtime.store.save(replace(started.session, state=SessionState.PENDING, created_at=long_ago))
+    app.mark_agent_unavailable("gemini", "1h", "rate_limited", cwd=project)
+
+    report, _ = run(project, "greeting")
+    assert report.outcome is Outcome.COMPLETE, report.text
+    assert SessionStore().get(started.session.id).state is SessionState.CANCELLED
+    assert [s.agent for s in SessionStore().sessions() if s.command == "next-build"] == ["gemini", "claude"]
+    assert_delivered(project, ("greeting",))
+    assert_no_workers(tmux_socket)
+
+
+def test_no_agent_for_a_step_stops_the_run_with_self(project, fake_agents, tmux_socket):
+    for agent in ("gemini", "claude", "codex"):
+        app.mark_agent_unavailable(agent, "1h", "quota_exhausted", cwd=project)
+    report, _ = run(project)
+    assert report.outcome is Outcome.SELF and report.exit_code == 1
+    assert report.text.startswith("SELF:")
+    assert SessionStore().sessions() == []
+
+
+# --- the command line: errors, Ctrl-C, a killed supervisor ------------------------------------------------
+
+
+def test_an_error_of_the_planner_stops_the_run_with_exit_1(project, fake_agents, tmux_socket):
+    code, out, err = finish(cli(project, "no-such-slug"))
+    assert code == 1, out + err
+    assert report_line(out) == "ERROR: NOT_PREPARED"
+    assert "Traceback" not in err
+    assert SessionStore().sessions() == []
+
+
+def test_bad_usage_exits_2(project):
+    code, out, err = finish(cli(project, "--max-steps", "0"))
+    assert code == 2 and "usage:" in err
+
+
+def test_a_run_killed_mid_run_and_started_again_finishes_without_dispatching_anything_twice(
+    project, fake_agents, tmux_socket
+):
+    settings = project / "teleclaude.toml"  # turns end after 1.5 s of quiet: time enough to kill the run
+    settings.write_text(settings.read_text().replace("idle_threshold = 0.6", "idle_threshold = 1.5"))
+    commit_all(project, "Slower turn ends")
+    first = cli(project)
+    adopted = wait_until(running_session)
+    first.kill()  # SIGKILL: no chance to clean up
+    first.wait(timeout=10)
+    first.stdout.close()
+    first.stderr.close()
+
+    code, out, err = finish(cli(project))
+    assert code == 0, out + err
+    assert report_line(out).startswith("COMPLETE:")
+    assert adopted.id in out  # taken over, not started again
+    assert_delivered(project)
+    sessions = SessionStore().sessions()
+    twice = [pair for pair, n in collections.Counter((s.command, s.args) for s in sessions).items() if n > 1]
+    assert twice == []
+    assert len(sessions) == 9  # build, review, finalize for each of the three
+    assert all(s.state.is_final for s in sessions)
+    assert_no_workers(tmux_socket)
+
+
+def test_ctrl_c_leaves_the_worker_running_says_how_to_resume_and_a_second_run_adopts_it(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    monkeypatch.setenv("FAKE_AGENT_GEMINI", "hang")  # the first build never ends by itself
+    first = cli(project, "greeting")
+    hanging = wait_until(running_session)
+    first.send_signal(signal.SIGINT)
+    code, out, err = finish(first, 30)
+    assert code == 130, out + err
+    assert report_line(out).startswith("INTERRUPTED:")
+    assert "teleclaude run greeting" in out and hanging.id in out
+    assert "Traceback" not in err
+    assert SessionStore().get(hanging.id).state is SessionState.RUNNING
+    assert hanging.tmux_session in Tmux(tmux_socket).session_names()
+
+    # the worker's Stop hook says its turn ended; gemini is out of quota, so the next build goes to claude
+    app.mark_agent_unavailable("gemini", "1h", "rate_limited", cwd=project)
+    open_runtime(project).record_turn_end(hanging.id)
+    code, out, err = finish(cli(project, "greeting"))
+    assert code == 0, out + err
+    assert report_line(out).startswith("COMPLETE:")
+    assert hanging.id in out
+    assert SessionStore().get(hanging.id).state is SessionState.DONE
+    builds = [s.agent for s in SessionStore().sessions() if s.command == "next-build"]
+    assert builds == ["gemini", "claude"]
+    assert_delivered(project, ("greeting",))
+    assert_no_workers(tmux_socket)
+
+
+# --- the demo ---------------------------------------------------------------------------------------------
+
+
+def test_the_demo_delivers_its_roadmap_and_leaves_no_tmux_server_behind(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_AGENT")}
+    env["TMPDIR"] = str(tmp_path)  # where the demo makes its repository
+    done = subprocess.run(
+        [sys.executable, "-m", "teleclaude", "demo"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    socket = re.search(r"tmux -L (tc-demo-[0-9a-f]+)", done.stdout)[1]
+    assert Tmux(socket).session_names() == set()
+    socket_file = Path(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", socket)
+    assert not socket_file.exists()
+    assert list(tmp_path.iterdir()) == []  # the throwaway repository is gone
+
+
+def test_without_tmux_the_demo_says_to_install_it(monkeypatch, capsys):
+    from teleclaude import demo
+
+    monkeypatch.setattr(demo.shutil, "which", lambda name, *args, **kwargs: None)
+    assert demo.run() == 1
+    assert capsys.readouterr().out.splitlines()[0] == "ERROR: TMUX_FAILED"
+
+
+# --- the status line -------------------------------------------------------------------------------------
+
+
+class Stream:
+    def __init__(self, tty: bool) -> None:
+        self.tty = tty
+        self.text = ""
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, text: str) -> None:
+        self.text += text
+
+    def flush(self) -> None:
+        pass
+
+
+def test_on_a_terminal_the_status_line_is_rewritten_in_place_and_cleared_before_a_log_line(capsys):
+    from teleclaude.cli_run import Console
+
+    err = Stream(tty=True)
+    console = Console(err)
+    console.status(orchestrator.Progress(1, session(), 3))
+    console.status(orchestrator.Progress(1, session(), 4))
+    console.show("[2] next")
+    assert err.text.count("\r\x1b[K") == 3 and "\n" not in err.text
+    assert capsys.readouterr().out == "[2] next\n"
+
+
+def test_elsewhere_a_status_line_is_printed_only_when_more_than_the_clock_changed():
+    from teleclaude.cli_run import Console
+
+    err = Stream(tty=False)
+    console = Console(err)
+    for seconds in (1, 2, 3):
+        console.status(orchestrator.Progress(1, session(), seconds))
+    console.status(orchestrator.Progress(1, session(SessionState.STALLED), 4))
+    assert len(err.text.splitlines()) == 2 and "\r" not in err.text
+
+
+# --- the policy --------------------------------------------------------------------------------------------
+
+
+def session(state: SessionState = SessionState.RUNNING, cycle: bool = False) -> Session:
+    now = datetime.now(UTC)
+    return Session(
+        "s1",
+        "claude",
+        "next-build",
+        "x",
+        "/p",
+        "trees/x",
+        state,
+        now,
+        now,
+        cycle_started_at=now if cycle else None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "worker", "reaction"),
+    [
+        (EventKind.TURN_ENDED, session(SessionState.TURN_ENDED), Reaction.NEXT),
+        (EventKind.TURN_ENDED, session(SessionState.TURN_ENDED, cycle=True), Reaction.WAIT),
+        (EventKind.TURN_ENDED, session(SessionState.RUNNING), Reaction.WAIT),  # typed into since
+        (EventKind.FINISHED, session(SessionState.DONE), Reaction.NEXT),
+        (EventKind.DIRECTED, session(SessionState.RUNNING, cycle=True), Reaction.WAIT),
+        (EventKind.EXITED, session(SessionState.DONE), Reaction.NEXT),
+        (EventKind.EXITED, session(SessionState.ERRORED), Reaction.FAILED),
+        (EventKind.RATE_LIMITED, session(SessionState.RATE_LIMITED), Reaction.NEXT),
+        (EventKind.ERRORED, session(SessionState.ERRORED), Reaction.FAILED),
+        (EventKind.NEEDS_ATTENTION, session(SessionState.NEEDS_ATTENTION), Reaction.ATTENTION),
+        (EventKind.REMINDED, session(SessionState.STALLED), Reaction.WAIT),
+        (EventKind.DIGEST, session(SessionState.RUNNING), Reaction.WAIT),
+    ],
+)
+def test_each_event_has_one_reaction(kind, worker, reaction):
+    assert react(kind, worker) is reaction
+
+
+def test_every_event_kind_has_a_reaction():
+    for kind in EventKind:
+        assert isinstance(react(kind, session()), Reaction)
