@@ -229,7 +229,7 @@ class _Loop:
             case Complete(slug=slug, archive=archive):
                 if self.slug is not None:
                     self._stop(Outcome.COMPLETE, f"{slug} is delivered to {archive}")
-            case Error(code=ErrorCode.NO_WORK) if self.slug is None:
+            case Error(code=ErrorCode.NO_WORK) if self.slug is None and self._has_roadmap():
                 self._stop(Outcome.COMPLETE, "every roadmap item is done")
             case Error(code=ErrorCode.NOT_PREPARED, slug=unprepared) if self.prepare and unprepared:
                 self._prepare(action, unprepared)
@@ -372,6 +372,10 @@ class _Loop:
     def _heard(self, event: Event, session: Session) -> None:
         detail = f": {event.detail}" if event.detail else ""
         self.show(f"    {session.id} {event.kind.value}{detail}".splitlines()[0][:200])
+
+    def _has_roadmap(self) -> bool:
+        """NO_WORK also answers a missing roadmap: that is an error to report, not a finished run."""
+        return (self.root / "todos" / "roadmap.md").is_file()
 
     def _end(self, session: Session) -> Session:
         ended = guarded(self.runtime.end_session, session.id)

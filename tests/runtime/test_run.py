@@ -248,6 +248,12 @@ def test_an_error_of_the_planner_stops_the_run_with_exit_1(project, fake_agents,
     assert SessionStore().sessions() == []
 
 
+def test_a_missing_roadmap_is_an_error_not_a_finished_run(project, fake_agents, tmux_socket):
+    (project / "todos" / "roadmap.md").unlink()
+    report, _ = run(project)
+    assert report.outcome is Outcome.ERROR and report.text.startswith("ERROR: NO_WORK")
+
+
 def test_bad_usage_exits_2(project):
     code, out, err = finish(cli(project, "--max-steps", "0"))
     assert code == 2 and "usage:" in err
