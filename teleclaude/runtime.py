@@ -67,6 +67,7 @@ from teleclaude.core.supervision import (
     nudge,
     progressed,
     reminded,
+    resumed,
 )
 
 log = logging.getLogger("teleclaude.runtime")
@@ -409,16 +410,20 @@ class Runtime:
         return saved
 
     def _type(self, session: Session, text: str, interrupt: bool = False) -> None:
-        """Type one line into the worker (Escape first to interrupt it); a failure is logged, not raised."""
+        """`_type_line` for the supervisor: a failure is logged, not raised."""
         try:
-            if interrupt:
-                self.tmux.send_key(session.pane_id, "Escape")
-                time.sleep(self.config.settle)
-            self.tmux.send_text(session.pane_id, text)
-            time.sleep(self.config.settle)
-            self._press_enter(session)
+            self._type_line(session, text, interrupt)
         except TmuxError as error:
             log.warning("session %s: could not type into its pane: %s", session.id, error)
+
+    def _type_line(self, session: Session, text: str, interrupt: bool = False) -> None:
+        """Type one line into the worker and press Enter (Escape first to interrupt it)."""
+        if interrupt:
+            self.tmux.send_key(session.pane_id, "Escape")
+            time.sleep(self.config.settle)
+        self.tmux.send_text(session.pane_id, text)
+        time.sleep(self.config.settle)
+        self._press_enter(session)
 
     def _after_exit(self, session: Session, view: PaneView, expect: SessionState) -> Session:
         code = view.dead_status
@@ -512,24 +517,11 @@ class Runtime:
         if not text.strip() or "\n" in text.strip():
             return _bad_argument("text must be one non-empty line")
         try:
-            if interrupt:
-                self.tmux.send_key(session.pane_id, "Escape")
-                time.sleep(self.config.settle)
-            self.tmux.send_text(session.pane_id, text.strip())
-            time.sleep(self.config.settle)
-            self._press_enter(session)
+            self._type_line(session, text.strip(), interrupt)
         except TmuxError as error:
             return Error(ErrorCode.TMUX_FAILED, str(error))
-        now = self.clock()
-        resumed = replace(
-            progressed(session, now),
-            state=SessionState.RUNNING,
-            updated_at=now,
-            delivered_at=now,
-            screen_hash="",
-            prompt_polls=0,
-        )
-        self.store.save(resumed, expect=session.state)  # refused only if an observer changed it meanwhile
+        # refused only if an observer saved meanwhile; the worker's new output tells the next look anyway
+        self.store.save(resumed(session, self.clock()), expect=session.state)
         return self.get_session_output(session_id)
 
     def end_session(self, session_id: str) -> Ended | Error:
@@ -651,17 +643,8 @@ class Runtime:
             log.warning("session %s: %s", session.id, detail)
             return self.store.save(cleared, expect=session.state, events=events) is not None
         if isinstance(verdict, Directive):
-            resumed = replace(
-                progressed(session, now),
-                state=SessionState.RUNNING,
-                updated_at=now,
-                delivered_at=now,
-                screen_hash="",
-                prompt_polls=0,
-                cycle_started_at=None,
-            )
             event = Event(session.id, EventKind.DIRECTED, now, f"{verdict.text} ({waited})")
-            saved = self.store.save(resumed, expect=session.state, events=[event])
+            saved = self.store.save(resumed(session, now), expect=session.state, events=[event])
             if saved is None:
                 return False
             self._type(saved, verdict.text)

@@ -42,6 +42,19 @@ def progressed(session: Session, now: datetime) -> Session:
     return replace(session, state=state, last_progress_at=now, nudges=0, last_nudge_at=None)
 
 
+def resumed(session: Session, now: datetime) -> Session:
+    """Someone typed into the worker: it works again, and its next quiet prompt ends a new turn."""
+    return replace(
+        progressed(session, now),
+        state=SessionState.RUNNING,
+        updated_at=now,
+        delivered_at=now,
+        screen_hash="",  # the first look after typing counts as a change
+        prompt_polls=0,
+        cycle_started_at=None,
+    )
+
+
 def activity_of(session: Session, screen: list[str], now: datetime, idle_seconds: float) -> Activity:
     if session.last_change_at and (now - session.last_change_at).total_seconds() >= idle_seconds:
         return Activity.QUIET
