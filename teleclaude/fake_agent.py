@@ -165,25 +165,16 @@ def write_preparation(main: Path, step, slug: str) -> str:
 
 def follow(line: str) -> str:
     """An instruction typed into the worker: do what it says, as far as a fake can."""
-    from teleclaude.demo import _tick, commit_all
+    from teleclaude.demo import commit_all, git, tick_build_tasks
 
     here = Path.cwd()
     lowered = line.lower()
     try:
         if "tick" in lowered:
             for plan in here.glob("todos/*/implementation-plan.md"):
-                plan.write_text(
-                    re.sub(
-                        r"^## Group [1-4].*?(?=^## Group [5-9]|\Z)",
-                        _tick,
-                        plan.read_text(),
-                        flags=re.M | re.S,
-                    )
-                )
+                tick_build_tasks(plan)
         if "tick" in lowered or "commit" in lowered:
-            if subprocess.run(
-                ["git", "status", "--porcelain"], capture_output=True, text=True, cwd=here
-            ).stdout:
+            if git(here, "status", "--porcelain").strip():
                 commit_all(here, "Commit what the supervisor asked for")
             return "done as asked: the work is committed"
     except Exception as error:
@@ -197,14 +188,10 @@ def listed(variable: str) -> set[str]:
 
 def committed(tree: Path, message: str) -> bool:
     """A commit with this message exists on the current branch."""
-    found = subprocess.run(
-        ["git", "log", "--format=%s", "--fixed-strings", f"--grep={message}"],
-        capture_output=True,
-        text=True,
-        cwd=tree,
-        check=False,
-    )
-    return message in found.stdout.splitlines()
+    from teleclaude.demo import git
+
+    found = git(tree, "log", "--format=%s", "--fixed-strings", f"--grep={message}")
+    return message in found.splitlines()
 
 
 def report(text: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import Enum
 from pathlib import Path
@@ -166,35 +166,30 @@ class _Stop(Exception):
         self.report = report
 
 
+@dataclass
 class _Loop:
-    def __init__(
-        self,
-        project: Path,
-        slug: str | None,
-        prepare: bool,
-        max_steps: int,
-        runtime: Runtime,
-        show: Callable[[str], None],
-        status: Callable[[Progress], None],
-        tick: float,
-        verbose: bool,
-    ) -> None:
-        self.root = _checkout_root(project)
-        self.slug = slug
-        self.prepare = prepare
-        self.max_steps = max_steps
-        self.runtime = runtime
-        self.show = show
-        self.status = status
-        self.tick = tick
-        self.verbose = verbose
-        self.steps = 0
-        self.action: Action | None = None
-        self.session: Session | None = None
-        self.history: list[Handled] = []
+    """One run's working state; `root` starts as the project given and becomes its checkout root."""
+
+    root: Path
+    slug: str | None
+    prepare: bool
+    max_steps: int
+    runtime: Runtime
+    show: Callable[[str], None]
+    status: Callable[[Progress], None]
+    tick: float
+    verbose: bool
+    steps: int = 0
+    action: Action | None = None
+    session: Session | None = None
+    history: list[Handled] = field(default_factory=list)
+    archived_before: list[str] = field(default_factory=list)
+    last_failed: tuple[str, str] | None = None  # the step whose session failed last
+    turns: list[tuple[str, str]] = field(default_factory=list)  # one step's sessions in a row that ended
+
+    def __post_init__(self) -> None:
+        self.root = _checkout_root(self.root)
         self.archived_before = _archives(self.root)
-        self.last_failed: tuple[str, str] | None = None  # the step whose session failed last
-        self.turns: list[tuple[str, str]] = []  # sessions of one step in a row that ended their turn
 
     def go(self) -> RunReport:
         try:

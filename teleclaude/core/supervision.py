@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from teleclaude.core.launch import RuntimeConfig
 from teleclaude.core.model import Decision, Dispatch, RunYourself, Step
@@ -247,7 +247,3 @@ def duration(seconds: float | None) -> str:
     if hours:
         return f"{hours}h{minutes:02d}m"
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
-
-
-def later(moment: datetime, seconds: float) -> datetime:
-    return moment + timedelta(seconds=seconds)
