@@ -46,7 +46,7 @@ def build(root: Path, files: int, env: dict[str, str]) -> None:
     (todos / "implementation-plan.md").write_text("# Plan\n## Group 1\n- [ ] a\n- [ ] b\n")
     git(root, "add", "-A", env=env)
     git(root, "commit", "-q", "-m", "init", env=env)
-    from teleclaude import githooks
+    from teleclaude.setup import githooks
 
     githooks.install(root)
 

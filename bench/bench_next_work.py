@@ -267,11 +267,11 @@ async def measure(
     from fastmcp import Client
     from fastmcp.client.transports import StdioTransport
 
-    from teleclaude import app
-    from teleclaude.core import markdown
-    from teleclaude.core.plan import parse_plan
-    from teleclaude.core.render import to_text
-    from teleclaude.core.roadmap import parse_roadmap
+    from teleclaude.planner import api as app
+    from teleclaude.planner.core import markdown
+    from teleclaude.planner.core.plan import parse_plan
+    from teleclaude.planner.core.render import to_text
+    from teleclaude.planner.core.roadmap import parse_roadmap
 
     tree = project / "trees" / slug
     notes: list[str] = []
@@ -387,10 +387,10 @@ def report(samples: Samples, parse_items: int) -> None:
 
 
 def profile(project: Path, slug: str, env: dict[str, str], calls: int = 20) -> None:
-    from teleclaude import app
-    from teleclaude.core import markdown
-    from teleclaude.core.plan import parse_plan
-    from teleclaude.core.roadmap import parse_roadmap
+    from teleclaude.planner import api as app
+    from teleclaude.planner.core import markdown
+    from teleclaude.planner.core.plan import parse_plan
+    from teleclaude.planner.core.roadmap import parse_roadmap
 
     def clear_caches():
         parse_roadmap.cache_clear()
@@ -515,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.pop("TELECLAUDE_DEBUG", None)
     sys.path.insert(0, str(REPO_ROOT))
     try:
-        from teleclaude import app
+        from teleclaude.planner import api as app
 
         project, slug = build_project(base, args.files, args.items, args.tasks)
         built = time.perf_counter()
@@ -526,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
         settle_index(project)
         settle_index(project / "trees" / slug)
         ready = time.perf_counter()
-        from teleclaude.core.render import to_text
+        from teleclaude.planner.core.render import to_text
 
         print(
             f"teleclaude next_work benchmark: {args.files:,} files, {args.items:,} roadmap items, "

@@ -12,7 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from teleclaude.core.model import MainStatus, Worktree, WorktreeState
+from teleclaude.planner.core.model import MainStatus, Worktree, WorktreeState
 
 TREES = "trees"
 

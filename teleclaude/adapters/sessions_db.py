@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from teleclaude.adapters.store import SqliteStore
-from teleclaude.core.sessions import Activity, Event, EventKind, Session, SessionState
+from teleclaude.runtime.core.sessions import Activity, Event, EventKind, Session, SessionState
 
 if TYPE_CHECKING:
     import sqlite_utils

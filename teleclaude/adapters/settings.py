@@ -6,8 +6,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from teleclaude.core.agents import Config
-from teleclaude.core.config import ConfigError, parse_config
+from teleclaude.config.matrix import Config
+from teleclaude.config.parse import ConfigError, parse_config
 
 FILE_NAME = "teleclaude.toml"
 

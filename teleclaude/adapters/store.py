@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from teleclaude.core.model import Unavailability
-from teleclaude.core.timeparse import format_utc
+from teleclaude.planner.core.model import Unavailability
+from teleclaude.planner.core.timeparse import format_utc
 
 if TYPE_CHECKING:
     import sqlite_utils

@@ -14,7 +14,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from teleclaude.core.sessions import PaneView, StaleView
+from teleclaude.runtime.core.sessions import PaneView, StaleView
 
 log = logging.getLogger("teleclaude")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from teleclaude import githooks
+from teleclaude.setup import githooks
 
 USER_HOOK = '#!/bin/sh\necho "user hook ran" >> "$(git rev-parse --show-toplevel)/../user-hook.log"\nexit 0\n'
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from teleclaude.core.lint import SEVERITY, Severity, lint
+from teleclaude.planner.core.lint import SEVERITY, Severity, lint
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): (?P<code>[A-Z_]+) (?P<severity>error|warning): .+$")

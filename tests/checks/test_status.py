@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from teleclaude import app, checks
-from teleclaude.core.phase import render_board
+from teleclaude.planner import api as app
+from teleclaude.planner import checks
+from teleclaude.planner.core.phase import render_board
 
 ROADMAP = """# Roadmap
 
@@ -183,8 +184,8 @@ def test_colour_only_on_a_tty_and_never_with_no_color(board_repo, cli_env):
 
 
 def test_colour_is_applied_to_phases_only():
-    from teleclaude.core.model import Marker, RoadmapItem
-    from teleclaude.core.phase import Board, Phase, Row, Stage
+    from teleclaude.planner.core.model import Marker, RoadmapItem
+    from teleclaude.planner.core.phase import Board, Phase, Row, Stage
 
     board = Board("/p", (Row(RoadmapItem("a", Marker.DONE, 1), Phase(Stage.DONE), ""),), None)
     coloured, plain = render_board(board, color=True), render_board(board, color=False)

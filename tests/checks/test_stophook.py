@@ -133,7 +133,7 @@ def test_malformed_input_never_breaks_the_agent(cli, stdin):
 
 
 def test_the_decision_function_is_separate_from_printing(repo, add_tree, tools):
-    from teleclaude import stophook
+    from teleclaude.setup import stophook
 
     tree = add_tree(repo, "feat")
     tools.write(tree, "x.txt", "x\n")

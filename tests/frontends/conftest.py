@@ -113,7 +113,7 @@ def call_tool() -> Callable[..., str]:
     """Call one tool through `fastmcp.Client(build_server())` in memory; the text of its one content."""
     from fastmcp import Client
 
-    from teleclaude.mcp_server import build_server
+    from teleclaude.mcp import build_server
 
     def call(name: str, **arguments) -> str:
         async def go():

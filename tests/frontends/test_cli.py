@@ -239,7 +239,7 @@ def test_planner_paths_import_no_heavy_library(project, cli, argv, allowed):
     done = cli(*argv, "--cwd", str(project), python_flags=("-X", "importtime"))
     assert done.returncode == 0, done.stdout + done.stderr
     names = imported_modules(done.stderr)
-    assert "teleclaude.app" in names  # the parse works
+    assert "teleclaude.planner.api" in names  # the parse works
     assert {name.split(".")[0] for name in heavy_imports(names)} <= allowed
 
 

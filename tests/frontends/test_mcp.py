@@ -13,7 +13,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from teleclaude.mcp_server import build_server
+from teleclaude.mcp import build_server
 
 PREPARED = "alpha-feature"
 UNPREPARED = "beta-feature"
@@ -211,7 +211,7 @@ def test_outside_a_repository_the_answer_is_not_a_git_repo(not_a_repo, isolated_
 
 
 def test_an_exception_inside_a_tool_becomes_error_internal(project, call_tool, monkeypatch):
-    from teleclaude import app
+    from teleclaude.planner import api as app
 
     def explode(*args, **kwargs):
         raise RuntimeError("boom")

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from fastmcp import Client
 
-from teleclaude.mcp_server import build_server
+from teleclaude.mcp import build_server
 
 PREPARED = "alpha-feature"
 

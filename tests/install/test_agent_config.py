@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from teleclaude import install
 from teleclaude.adapters.agent_config import (
     BrokenConfig,
     basic_string,
@@ -20,6 +19,7 @@ from teleclaude.adapters.agent_config import (
     parse_json,
     toml_table,
 )
+from teleclaude.setup import install
 
 STYLES = {
     "JSON.stringify(x, null, 2)": json.dumps({"a": [1, {"b": "é"}], "c": {}}, indent=2, ensure_ascii=False),

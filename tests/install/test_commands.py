@@ -11,18 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from teleclaude import install
-from teleclaude.core.bugs import open_bugs
-from teleclaude.core.decide import ARCHITECT_NOTE
-from teleclaude.core.model import Marker, Step
-from teleclaude.core.plan import parse_plan
-from teleclaude.core.review import parse_review
-from teleclaude.core.roadmap import parse_roadmap
+from teleclaude.planner.core.bugs import open_bugs
+from teleclaude.planner.core.decide import ARCHITECT_NOTE
+from teleclaude.planner.core.model import Marker, Step
+from teleclaude.planner.core.plan import parse_plan
+from teleclaude.planner.core.review import parse_review
+from teleclaude.planner.core.roadmap import parse_roadmap
+from teleclaude.planner import api
+from teleclaude.setup import install
 
 ORCHESTRATORS = {"next-prepare", "next-work"}
 FENCE = re.compile(r"^(`{3,})markdown\n(.*?)^\1$", re.MULTILINE | re.DOTALL)
 YAML_INDICATORS = tuple("-?:,[]{}#&*!|>'\"%@`")
-APP_SOURCE = (Path(install.__file__).parent / "app.py").read_text()
+APP_SOURCE = Path(api.__file__).read_text()
 
 
 def blocks(name: str) -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from teleclaude import install
+from teleclaude.setup import install
 
 NAMES = install.command_names()
 ALL = ("--claude", "--codex", "--gemini")

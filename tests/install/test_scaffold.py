@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from teleclaude.core.markdown import decode
-from teleclaude.core.model import Marker
-from teleclaude.core.roadmap import parse_roadmap
+from teleclaude.planner.core.markdown import decode
+from teleclaude.planner.core.model import Marker
+from teleclaude.planner.core.roadmap import parse_roadmap
 
-HAS_GITHOOKS = importlib.util.find_spec("teleclaude.githooks") is not None
+HAS_GITHOOKS = importlib.util.find_spec("teleclaude.setup.githooks") is not None
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -77,7 +77,7 @@ def test_init_without_the_hooks_module_says_so(repo, run, monkeypatch):
     monkeypatch.setattr(
         importlib.util,
         "find_spec",
-        lambda name, *a: None if name == "teleclaude.githooks" else real(name, *a),
+        lambda name, *a: None if name == "teleclaude.setup.githooks" else real(name, *a),
     )
     code, out = run("init", "--cwd", str(repo))
     assert code == 0 and "skipped   git hooks" in out
@@ -94,7 +94,7 @@ def test_what_init_and_new_write_passes_the_pre_commit_hook(repo, run):
 
 @pytest.mark.skipif(not HAS_GITHOOKS, reason="the git hooks module is not in this tree")
 def test_init_reports_a_hooks_failure(repo, run, monkeypatch):
-    from teleclaude import githooks
+    from teleclaude.setup import githooks
 
     def refuse(root):
         raise githooks.HooksError("FILE_ERROR", "core.hooksPath points elsewhere")

@@ -8,8 +8,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from teleclaude import demo
-from teleclaude.core.model import Complete, Dispatch, Error, ErrorCode, Step
+from teleclaude.demo import scenario as demo
+from teleclaude.planner.core.model import Complete, Dispatch, Error, ErrorCode, Step
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

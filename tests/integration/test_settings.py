@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from teleclaude.adapters.settings import config_sources, load_config
-from teleclaude.core.agents import Config
-from teleclaude.core.config import ConfigError
-from teleclaude.core.model import AgentChoice
+from teleclaude.config.matrix import Config
+from teleclaude.config.parse import ConfigError
+from teleclaude.planner.core.model import AgentChoice
 
 REPO = Path(__file__).resolve().parents[2]
 

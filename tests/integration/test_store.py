@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from teleclaude.adapters.store import AgentRow, AvailabilityStore, default_db_path
-from teleclaude.core.model import Unavailability
+from teleclaude.planner.core.model import Unavailability
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from teleclaude import fake_agent
 from teleclaude.adapters.tmux import Tmux
-from teleclaude.demo import commit_all, make_repository
-from teleclaude.runtime import Runtime, open_runtime
+from teleclaude.demo import stand_in as fake_agent
+from teleclaude.demo.scenario import commit_all, make_repository
+from teleclaude.runtime.workers import Runtime, open_runtime
 
 FAST = """[runtime]
 socket = "{socket}"

@@ -15,16 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from teleclaude import app, orchestrator
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.adapters.tmux import Tmux
-from teleclaude.core.model import Marker
-from teleclaude.core.roadmap import parse_roadmap
-from teleclaude.core.sessions import EventKind, Session, SessionState
-from teleclaude.demo import commit_all, git
-from teleclaude.orchestrator import Outcome, Reaction, react
-from teleclaude.runtime import open_runtime
+from teleclaude.demo.scenario import commit_all, git
+from teleclaude.planner import api as app
+from teleclaude.planner.core.model import Marker
+from teleclaude.planner.core.roadmap import parse_roadmap
+from teleclaude.runtime import orchestrator
+from teleclaude.runtime.core.sessions import EventKind, Session, SessionState
+from teleclaude.runtime.orchestrator import Outcome, Reaction, react
+from teleclaude.runtime.workers import open_runtime
 
 SLUGS = ("greeting", "farewell", "shouting")
 
@@ -332,7 +333,7 @@ def test_the_demo_delivers_its_roadmap_and_leaves_no_tmux_server_behind(tmp_path
 
 
 def test_without_tmux_the_demo_says_to_install_it(monkeypatch, capsys):
-    from teleclaude import demo
+    from teleclaude.demo import scenario as demo
 
     monkeypatch.setattr(demo.shutil, "which", lambda name, *args, **kwargs: None)
     assert demo.run() == 1
@@ -358,7 +359,7 @@ class Stream:
 
 
 def test_on_a_terminal_the_status_line_is_rewritten_in_place_and_cleared_before_a_log_line(capsys):
-    from teleclaude.cli_run import Console
+    from teleclaude.cli.run import Console
 
     err = Stream(tty=True)
     console = Console(err)
@@ -370,7 +371,7 @@ def test_on_a_terminal_the_status_line_is_rewritten_in_place_and_cleared_before_
 
 
 def test_elsewhere_a_status_line_is_printed_only_when_more_than_the_clock_changed():
-    from teleclaude.cli_run import Console
+    from teleclaude.cli.run import Console
 
     err = Stream(tty=False)
     console = Console(err)

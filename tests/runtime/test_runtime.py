@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from teleclaude import app
 from teleclaude.adapters.store import AvailabilityStore
-from teleclaude.core.model import Dispatch, Error, ErrorCode, Step
-from teleclaude.core.sessions import EventKind, SessionState, Started
-from teleclaude.runtime import open_runtime
+from teleclaude.planner import api as app
+from teleclaude.planner.core.model import Dispatch, Error, ErrorCode, Step
+from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
+from teleclaude.runtime.workers import open_runtime
 
 
 def dispatch(project) -> Dispatch:

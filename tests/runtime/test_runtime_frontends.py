@@ -13,8 +13,9 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from teleclaude import app, mcp_server
-from teleclaude.core.model import Dispatch
+from teleclaude import mcp as mcp_server
+from teleclaude.planner import api as app
+from teleclaude.planner.core.model import Dispatch
 
 
 def fields(line: str) -> dict[str, str]:

@@ -13,14 +13,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from teleclaude import app
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.adapters.store import AvailabilityStore
-from teleclaude.core.launch import RuntimeConfig
-from teleclaude.core.model import Dispatch, Error, ErrorCode, Step
-from teleclaude.core.sessions import Activity, EventKind, Session, SessionState, Started
-from teleclaude.core.supervision import MARK
-from teleclaude.runtime import Runtime, open_runtime
+from teleclaude.config.profiles import RuntimeConfig
+from teleclaude.planner import api as app
+from teleclaude.planner.core.model import Dispatch, Error, ErrorCode, Step
+from teleclaude.runtime.core.sessions import Activity, EventKind, Session, SessionState, Started
+from teleclaude.runtime.core.supervision import MARK
+from teleclaude.runtime.workers import Runtime, open_runtime
 
 
 class FakeClock:

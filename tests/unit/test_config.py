@@ -1,8 +1,8 @@
 import pytest
 
-from teleclaude.core.agents import DEFAULT_MATRIX, KNOWN_AGENTS, Config
-from teleclaude.core.config import ConfigError, parse_config
-from teleclaude.core.model import AgentChoice, Step
+from teleclaude.config.matrix import DEFAULT_MATRIX, KNOWN_AGENTS, Config
+from teleclaude.config.parse import ConfigError, parse_config
+from teleclaude.planner.core.model import AgentChoice, Step
 
 USER = "/home/u/.config/teleclaude/teleclaude.toml"
 PROJECT = "/repo/teleclaude.toml"

@@ -1,4 +1,4 @@
-"""Every branch of both decision orders (DESIGN.md §2), driven by plain values: no repository, no clock."""
+"""Every branch of both decision orders (docs/design.md §2), driven by plain values: no repository, no clock."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from teleclaude.core.agents import Config
-from teleclaude.core.decide import decide_prepare, decide_work
-from teleclaude.core.model import (
+from teleclaude.config.matrix import Config
+from teleclaude.planner.core.decide import decide_prepare, decide_work
+from teleclaude.planner.core.model import (
     ClaimItem,
     Complete,
     CreateWorktree,
@@ -29,7 +29,7 @@ from teleclaude.core.model import (
     Worktree,
     WorktreeState,
 )
-from teleclaude.core.roadmap import parse_roadmap
+from teleclaude.planner.core.roadmap import parse_roadmap
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 OPEN_PLAN = PlanStatus(build_tasks=3, open_build_tasks=2, has_groups=True)

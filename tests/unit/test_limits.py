@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from teleclaude.core.config import ConfigError, parse_config
-from teleclaude.core.limits import find_limit, reset_time
+from teleclaude.config.parse import ConfigError, parse_config
+from teleclaude.runtime.core.limits import find_limit, reset_time
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from teleclaude.core.bugs import open_bugs
-from teleclaude.core.model import Verdict
-from teleclaude.core.plan import parse_plan
-from teleclaude.core.review import parse_review
+from teleclaude.planner.core.bugs import open_bugs
+from teleclaude.planner.core.model import Verdict
+from teleclaude.planner.core.plan import parse_plan
+from teleclaude.planner.core.review import parse_review
 
 
 def counts(text):

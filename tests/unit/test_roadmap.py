@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from teleclaude.core.markdown import decode
-from teleclaude.core.model import Marker
-from teleclaude.core.roadmap import (
+from teleclaude.planner.core.markdown import decode
+from teleclaude.planner.core.model import Marker
+from teleclaude.planner.core.roadmap import (
     MarkerRewriteError,
     may_be_pending,
     parse_roadmap,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from teleclaude.core.sessions import (
+from teleclaude.runtime.core.sessions import (
     Cursor,
     InvalidCursor,
     PaneView,

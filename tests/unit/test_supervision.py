@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from teleclaude.core.launch import RuntimeConfig
-from teleclaude.core.model import Complete, Decision, Dispatch, Error, ErrorCode, Step
-from teleclaude.core.sessions import Session, SessionState
-from teleclaude.core.supervision import (
+from teleclaude.config.profiles import RuntimeConfig
+from teleclaude.planner.core.model import Complete, Decision, Dispatch, Error, ErrorCode, Step
+from teleclaude.runtime.core.sessions import Session, SessionState
+from teleclaude.runtime.core.supervision import (
     MARK,
     Directive,
     Finished,

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from teleclaude.core.timeparse import InvalidTime, format_utc, parse_until
+from teleclaude.planner.core.timeparse import InvalidTime, format_utc, parse_until
 
 NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
 AMSTERDAM = ZoneInfo("Europe/Amsterdam")  # UTC+1 in November, UTC+2 in July

@@ -1,0 +1,154 @@
+"""The `teleclaude` command line: the same answers as the MCP tools, as text or JSON, with exit codes.
+
+Exit codes: 0 for an action to carry out (TOOL_CALL, SELF, PREPARED, COMPLETE, OK), 1 for `ERROR: CODE`,
+2 for bad usage. The planner paths (`next-*`, `agents`) import only the library: fastmcp, GitPython and
+sqlite-utils are loaded by the commands (or the rare write paths) that need them.
+
+To add a command, write `_add_<name>(parser)` and `_run_<name>(args) -> int` and list them in a `COMMANDS`
+tuple: the planner's here, the others in `cli_setup` (install, init, new), `cli_checks` (lint, hooks, hook,
+status), `cli_sessions` (the worker runtime) and `cli_run` (run, demo).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from teleclaude import __version__
+from teleclaude.cli import checks as cli_checks
+from teleclaude.cli import run as cli_run
+from teleclaude.cli import sessions as cli_sessions
+from teleclaude.cli import setup as cli_setup
+from teleclaude.cli.base import Command, add_cwd, print_action, print_value
+
+log = logging.getLogger("teleclaude")
+
+# --- the commands ------------------------------------------------------------------------------------
+
+
+def _add_next(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("slug", nargs="?", metavar="SLUG", help="a roadmap item (default: the planner picks)")
+    add_cwd(parser)
+    parser.add_argument("--json", action="store_true", help="print the action as one JSON object")
+
+
+def _run_next_prepare(args: argparse.Namespace) -> int:
+    from teleclaude.planner import api as app
+
+    return print_action(app.next_prepare(args.slug, cwd=args.cwd), args.json)
+
+
+def _run_next_work(args: argparse.Namespace) -> int:
+    from teleclaude.planner import api as app
+
+    return print_action(app.next_work(args.slug, cwd=args.cwd), args.json)
+
+
+def _add_agents(parser: argparse.ArgumentParser) -> None:
+    add_cwd(parser)
+    verbs = parser.add_subparsers(dest="agents_verb", metavar="{unavailable,available}")
+    unavailable = verbs.add_parser(
+        "unavailable",
+        help="mark an agent unavailable (quota, rate limit, overloaded, unresponsive)",
+        description="Mark an agent unavailable; the planner falls back to the next agent of each row.",
+    )
+    unavailable.add_argument("agent", metavar="AGENT")
+    unavailable.add_argument(
+        "--until",
+        metavar="T",
+        help="a duration (45m, 2h, 1d, 1h30m) or an ISO 8601 time (2026-11-21T17:00:00Z); default 1h",
+    )
+    unavailable.add_argument("--reason", metavar="R", default="", help="why, e.g. quota_exhausted")
+    add_cwd(unavailable, suppress=True)
+    unavailable.set_defaults(handler=_run_agents_unavailable)
+    available = verbs.add_parser("available", help="mark an agent available again")
+    available.add_argument("agent", metavar="AGENT")
+    add_cwd(available, suppress=True)
+    available.set_defaults(handler=_run_agents_available)
+
+
+def _run_agents(args: argparse.Namespace) -> int:
+    from teleclaude.planner import api as app
+
+    return print_value(app.agent_status(cwd=args.cwd))
+
+
+def _run_agents_unavailable(args: argparse.Namespace) -> int:
+    from teleclaude.planner import api as app
+
+    return print_value(app.mark_agent_unavailable(args.agent, args.until, args.reason, cwd=args.cwd))
+
+
+def _run_agents_available(args: argparse.Namespace) -> int:
+    from teleclaude.planner import api as app
+
+    return print_value(app.mark_agent_available(args.agent, cwd=args.cwd))
+
+
+def _add_mcp(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+
+
+def _run_mcp(args: argparse.Namespace) -> int:
+    from teleclaude import mcp as mcp_server  # fastmcp costs ~0.6 s: only this command pays for it
+
+    with contextlib.suppress(KeyboardInterrupt):
+        mcp_server.serve(http=args.http, host=args.host, port=args.port)
+    return 0
+
+
+PLANNER_COMMANDS: tuple[Command, ...] = (
+    Command(
+        "next-prepare", "what the next preparation step is (requirements, plan)", _add_next, _run_next_prepare
+    ),
+    Command("next-work", "what the next build/review/finalize step is", _add_next, _run_next_work),
+    Command("agents", "show agent availability, or mark an agent (un)available", _add_agents, _run_agents),
+    Command("mcp", "serve the teleclaude__* tools over MCP (stdio, or --http)", _add_mcp, _run_mcp),
+)
+
+
+COMMANDS = (
+    PLANNER_COMMANDS + cli_setup.COMMANDS + cli_checks.COMMANDS + cli_sessions.COMMANDS + cli_run.COMMANDS
+)
+
+
+# --- the parser ----------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="teleclaude",
+        description="A file-derived planner that tells teams of AI coding agents exactly one next step.",
+    )
+    parser.add_argument("--version", action="version", version=f"teleclaude {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        sub = commands.add_parser(command.name, help=command.help, description=command.help)
+        command.add_arguments(sub)
+        sub.set_defaults(handler=command.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    _configure_logging()
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:  # --help, --version (0) and bad usage (2)
+        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
+    log.debug("teleclaude %s", args)
+    return args.handler(args)
+
+
+def _configure_logging() -> None:
+    debug = os.environ.get("TELECLAUDE_DEBUG", "") not in ("", "0")
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING,
+        stream=sys.stderr,
+        format="%(name)s: %(levelname)s: %(message)s",
+    )

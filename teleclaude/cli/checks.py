@@ -1,0 +1,203 @@
+"""`teleclaude lint`, `hooks`, `hook` and `status`: catch bad state where it starts, and show the roadmap.
+
+Exit codes: `lint` 1 when any error is found (warnings alone exit 0); `hook …` always 0 (a hook must never
+break a commit or an agent); the others 0, or 1 with `ERROR: CODE`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from teleclaude.cli.base import Command, add_cwd, print_value, write
+
+# --- lint --------------------------------------------------------------------------------------------
+
+
+def _add_lint(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "files", nargs="*", metavar="FILES", help="files to check (default: all of todos/ and done/)"
+    )
+    add_cwd(parser)
+    parser.add_argument("--json", action="store_true", help="print the findings as a JSON list")
+    parser.add_argument(
+        "--staged",
+        action="store_true",
+        help="check the staged versions of the todos/ and done/ files being committed (the pre-commit hook)",
+    )
+
+
+def _run_lint(args: argparse.Namespace) -> int:
+    import json
+    import os
+
+    from teleclaude.planner import checks
+    from teleclaude.planner.core.lint import has_errors
+    from teleclaude.planner.core.model import Error
+
+    cwd = args.cwd or os.getcwd()
+    findings = checks.lint_staged(cwd) if args.staged else checks.lint_files(cwd, args.files)
+    if isinstance(findings, Error):
+        code = print_value(findings)
+        return 0 if args.staged else code  # a broken check must not refuse every commit
+    if args.json:
+        write(json.dumps([finding.to_dict() for finding in findings]))
+    elif findings or not args.staged:
+        write(checks.lint_text(findings) if findings else "OK: no problems found.")
+    failed = has_errors(findings)
+    if failed and args.staged and not args.json:
+        write(checks.STAGED_HELP)
+    return 1 if failed else 0
+
+
+# --- hooks -------------------------------------------------------------------------------------------
+
+
+def _add_hooks(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "action",
+        nargs="?",
+        choices=("install", "uninstall", "status"),
+        default="status",
+        help="install the git hooks, remove them (restoring your own), or show them (default)",
+    )
+    add_cwd(parser)
+
+
+def _run_hooks(args: argparse.Namespace) -> int:
+    import os
+
+    from teleclaude.setup import githooks
+
+    cwd = args.cwd or os.getcwd()
+    try:
+        if args.action == "status":
+            lines = [f"{hook.name:<12} {hook.describe()}" for hook in githooks.status(cwd)]
+            lines.append(f"(in {githooks.hooks_dir(cwd)})")
+        else:
+            lines = getattr(githooks, args.action)(cwd)
+    except githooks.HooksError as error:
+        write(f"ERROR: {error.code}\n{error}")
+        return 1
+    except OSError as error:
+        where = error.filename or "a file"
+        write(f"ERROR: FILE_ERROR\n{where}: {error.strerror or error}.\nFix it, then try again.")
+        return 1
+    write("\n".join(lines))
+    return 0
+
+
+# --- hook (called by git and by the agent CLIs) ------------------------------------------------------
+
+
+def _add_hook(parser: argparse.ArgumentParser) -> None:
+    events = parser.add_subparsers(dest="event", metavar="{stop,post-commit}", required=True)
+    stop = events.add_parser(
+        "stop",
+        help="an agent CLI's stop hook: refuse to stop with uncommitted work (hook JSON on stdin)",
+        description="Read the agent CLI's stop-hook JSON on stdin; print a refusal when work is uncommitted.",
+    )
+    stop.add_argument(
+        "--agent", choices=("claude", "gemini", "codex"), help="the CLI (default: from the input)"
+    )
+    stop.set_defaults(handler=_run_hook_stop)
+    post = events.add_parser(
+        "post-commit", help="git post-commit: print the planner's next step (changes nothing)"
+    )
+    add_cwd(post)
+    post.set_defaults(handler=_run_hook_post_commit)
+
+
+def _run_hook(args: argparse.Namespace) -> int:  # argparse requires an event, so this is never reached
+    return 2
+
+
+def _run_hook_stop(args: argparse.Namespace) -> int:
+    from teleclaude.setup import stophook
+
+    return stophook.main(args.agent)
+
+
+def _run_hook_post_commit(args: argparse.Namespace) -> int:
+    import logging
+    import os
+
+    try:
+        from teleclaude.planner import checks
+        from teleclaude.planner.core.model import Error
+
+        text = checks.next_preview(args.cwd or os.getcwd())
+        if isinstance(text, Error):
+            text = "teleclaude: " + checks.describe(text)
+    except Exception as error:  # never fail or clutter a commit: one line, no traceback
+        logging.getLogger("teleclaude").debug("post-commit preview failed", exc_info=True)
+        text = f"teleclaude: no next step shown ({type(error).__name__}: {error})".splitlines()[0]
+    if text:
+        write(text)
+    return 0
+
+
+# --- status ------------------------------------------------------------------------------------------
+
+
+def _add_status(parser: argparse.ArgumentParser) -> None:
+    add_cwd(parser)
+    parser.add_argument("--json", action="store_true", help="print the board as one JSON object")
+    parser.add_argument(
+        "--watch",
+        nargs="?",
+        type=float,
+        const=2.0,
+        metavar="SECONDS",
+        help="redraw every SECONDS (default 2) until Ctrl-C",
+    )
+
+
+def _run_status(args: argparse.Namespace) -> int:
+    import json
+    import os
+    import shutil
+    import sys
+
+    from teleclaude.planner import checks
+    from teleclaude.planner.core.model import Error
+    from teleclaude.planner.core.phase import board_dict, render_board
+
+    cwd = args.cwd or os.getcwd()
+    tty = sys.stdout.isatty()
+    color = tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+    width = shutil.get_terminal_size((80, 24)).columns if tty else 80
+
+    def frame() -> tuple[str, int]:
+        board = checks.status_board(cwd)
+        if isinstance(board, Error):
+            from teleclaude.planner.core.render import to_text
+
+            return to_text(board), 1
+        if args.json:
+            return json.dumps(board_dict(board)), 0
+        return render_board(board, width, color), 0
+
+    if args.watch is None:
+        text, code = frame()
+        write(text)
+        return code
+    interval = max(0.2, args.watch)
+    return checks.watch(lambda: frame()[0], interval, write, clear=tty and not args.json)
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("lint", "check todos/ and done/ with the planner's own parsers", _add_lint, _run_lint),
+    Command(
+        "hooks",
+        "install, remove or show the git hooks (pre-commit lint, post-commit next step)",
+        _add_hooks,
+        _run_hooks,
+    ),
+    Command("hook", "run a hook: `stop` for agent CLIs, `post-commit` for git", _add_hook, _run_hook),
+    Command(
+        "status",
+        "one line per roadmap item: its phase, its worktree, and agent availability",
+        _add_status,
+        _run_status,
+    ),
+)

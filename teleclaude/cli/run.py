@@ -1,0 +1,127 @@
+"""`teleclaude run` (the unattended orchestrator) and `teleclaude demo` (it, on a throwaway repository)."""
+
+from __future__ import annotations
+
+import argparse
+
+from teleclaude.cli.base import Command, add_cwd, write
+
+DEFAULT_MAX_STEPS = 100
+
+
+def _add_run(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "slug", nargs="?", metavar="SLUG", help="one roadmap item (default: the whole roadmap, in order)"
+    )
+    parser.add_argument(
+        "--prepare",
+        action="store_true",
+        help="also start the architects (requirements, plan) for items that are not prepared, unattended",
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=_positive,
+        default=DEFAULT_MAX_STEPS,
+        metavar="N",
+        help=f"stop before starting worker session N+1 (default {DEFAULT_MAX_STEPS})",
+    )
+    add_cwd(parser)
+
+
+def _run_run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from teleclaude.runtime import orchestrator
+    from teleclaude.runtime.workers import open_runtime
+
+    console = Console()
+    try:
+        project = Path(args.cwd or ".").resolve()
+        report = orchestrator.run(
+            project,
+            args.slug,
+            args.prepare,
+            args.max_steps,
+            open_runtime(project),
+            console.show,
+            console.status,
+        )
+    except KeyboardInterrupt:  # before the loop started: nothing was dispatched
+        console.clear()
+        return 130
+    console.clear()
+    write("\n" + report.text)
+    return report.exit_code
+
+
+def _add_demo(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--keep", action="store_true", help="keep the demo repository instead of deleting it")
+    parser.add_argument("--verbose", action="store_true", help="print the full text of every planner answer")
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from teleclaude.demo import scenario as demo
+
+    return demo.run(keep=args.keep, verbose=args.verbose)
+
+
+def _positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return number
+
+
+class Console:
+    """Log lines on stdout; the live status line on stderr, rewritten in place on a terminal, else printed
+    as a plain line whenever something other than the clock changed."""
+
+    def __init__(self, err=None) -> None:
+        import sys
+
+        self.err = err or sys.stderr
+        self.live = self.err.isatty()
+        self.drawn = False  # a status line is on the terminal
+        self.last = ""
+
+    def show(self, text: str) -> None:
+        self.clear()
+        write(text)
+
+    def status(self, progress) -> None:
+        if self.live:
+            import shutil
+
+            width = shutil.get_terminal_size().columns
+            self.err.write("\r\x1b[K" + progress.line()[: max(width - 1, 20)])
+            self.err.flush()
+            self.drawn = True
+        elif progress.key() != self.last:
+            self.last = progress.key()
+            self.err.write(progress.line() + "\n")
+            self.err.flush()
+
+    def clear(self) -> None:
+        if self.drawn:
+            self.err.write("\r\x1b[K")
+            self.err.flush()
+            self.drawn = False
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "run",
+        "drive the roadmap unattended: next_work, start each worker in tmux, wait, repeat",
+        _add_run,
+        _run_run,
+    ),
+    Command(
+        "demo",
+        "a throwaway repository driven to done/ by `teleclaude run` with fake agent CLIs in tmux",
+        _add_demo,
+        _run_demo,
+    ),
+)

@@ -1,0 +1,158 @@
+"""`teleclaude sessions …`: start, watch and end agent workers in tmux (the runtime tools as verbs)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from teleclaude.cli.base import Command, add_cwd, write
+
+
+def _add_sessions(parser: argparse.ArgumentParser) -> None:
+    add_cwd(parser)
+    parser.add_argument("--json", action="store_true", help="print the answer as JSON")
+    verbs = parser.add_subparsers(dest="sessions_verb", metavar="{run,list,output,send,end,wait,report}")
+
+    run = verbs.add_parser("run", help="start an agent CLI in tmux and type /COMMAND ARGS into it")
+    run.add_argument("agent", metavar="AGENT", help="claude, gemini or codex")
+    run.add_argument("command", metavar="COMMAND", help="e.g. next-build (codex: prompts:next-build)")
+    run.add_argument("args", metavar="ARGS", nargs="?", default="", help="the slug")
+    run.add_argument("--thinking-mode", default="med", choices=("fast", "med", "slow"))
+    run.add_argument("--subfolder", metavar="DIR", help="e.g. trees/my-slug (default: the project root)")
+    run.add_argument("--computer", default="local")
+    run.set_defaults(handler=_run_run)
+
+    listing = verbs.add_parser("list", help="the sessions and their states")
+    listing.add_argument("--live", action="store_true", help="only sessions that have not finished")
+    listing.set_defaults(handler=_run_list)
+
+    output = verbs.add_parser("output", help="a session's output since CURSOR (the screen without one)")
+    output.add_argument("session_id", metavar="SESSION")
+    output.add_argument("--cursor", metavar="CURSOR")
+    output.add_argument("--max-lines", type=int, default=200)
+    output.add_argument("--max-bytes", type=int, default=16_000)
+    output.set_defaults(handler=_run_output)
+
+    send = verbs.add_parser("send", help="type one line into a session and press Enter")
+    send.add_argument("session_id", metavar="SESSION")
+    send.add_argument("text", metavar="TEXT")
+    send.add_argument("--interrupt", action="store_true", help="press Escape first")
+    send.set_defaults(handler=_run_send)
+
+    end = verbs.add_parser("end", help="end a session (kill its tmux session)")
+    end.add_argument("session_id", metavar="SESSION")
+    end.set_defaults(handler=_run_end)
+
+    wait = verbs.add_parser("wait", help="wait up to TIMEOUT seconds (max 60) for events of the sessions")
+    wait.add_argument("session_ids", metavar="SESSION", nargs="*")
+    wait.add_argument("--timeout", type=float, default=30.0)
+    wait.set_defaults(handler=_run_wait)
+
+    report = verbs.add_parser(
+        "report", help="a worker reports its status (and may start a post-report cycle)"
+    )
+    report.add_argument(
+        "session_id", metavar="SESSION", help='$TELECLAUDE_SESSION_ID ("" takes it from there)'
+    )
+    report.add_argument("text", metavar="TEXT")
+    report.add_argument(
+        "--wait-cmd", metavar="CMD", help="run CMD, wait for a quiet pane, then ask the planner"
+    )
+    report.set_defaults(handler=_run_report)
+
+    cycle = verbs.add_parser("cycle", help="(internal) the post-report cycle report --wait-cmd starts")
+    cycle.add_argument("session_id", metavar="SESSION")
+    cycle.add_argument("started", metavar="STARTED", help="the cycle's start time, as report stored it")
+    cycle.add_argument("wait_cmd", metavar="ARG", nargs="+", help="the wait command, after --")
+    cycle.set_defaults(handler=_run_cycle)
+
+
+def _run_sessions(args: argparse.Namespace) -> int:
+    return _answer(args, "list_sessions", True)
+
+
+def _run_run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from teleclaude.adapters.git import NotAGitRepo, find_repo
+
+    here = Path(args.cwd or ".").resolve()
+    try:
+        project = find_repo(here).root
+    except NotAGitRepo:
+        project = here
+    return _answer(
+        args,
+        "run_agent_command",
+        args.computer,
+        args.command,
+        args.args,
+        str(project),
+        args.agent,
+        args.thinking_mode,
+        args.subfolder,
+    )
+
+
+def _run_list(args: argparse.Namespace) -> int:
+    return _answer(args, "list_sessions", not args.live)
+
+
+def _run_output(args: argparse.Namespace) -> int:
+    return _answer(args, "get_session_output", args.session_id, args.cursor, args.max_lines, args.max_bytes)
+
+
+def _run_send(args: argparse.Namespace) -> int:
+    return _answer(args, "send_message", args.session_id, args.text, args.interrupt)
+
+
+def _run_end(args: argparse.Namespace) -> int:
+    return _answer(args, "end_session", args.session_id)
+
+
+def _run_wait(args: argparse.Namespace) -> int:
+    return _answer(args, "wait_for_sessions", args.session_ids or None, args.timeout)
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    return _answer(args, "report_status", args.session_id, args.text, args.wait_cmd)
+
+
+def _run_cycle(args: argparse.Namespace) -> int:
+    """Runs detached from the worker that reported: open the runtime of the session's own project."""
+    from datetime import datetime
+
+    from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.planner.core.model import Error
+    from teleclaude.planner.core.render import to_text
+    from teleclaude.runtime.workers import guarded, open_runtime
+
+    def cycle() -> object:
+        session = SessionStore().get(args.session_id)
+        runtime = open_runtime(session.project if session else args.cwd or ".")
+        return runtime.run_cycle(args.session_id, args.wait_cmd, datetime.fromisoformat(args.started))
+
+    verdict = guarded(cycle)
+    write(to_text(verdict) if isinstance(verdict, Error) else f"OK: {verdict}")
+    return 1 if isinstance(verdict, Error) else 0
+
+
+def _answer(args: argparse.Namespace, method: str, *arguments: object) -> int:
+    from teleclaude.planner.core.model import Error
+    from teleclaude.planner.core.render import to_dict, to_text
+    from teleclaude.runtime.core.session_render import session_dict, session_text
+    from teleclaude.runtime.workers import guarded, open_runtime
+
+    answer = guarded(lambda: getattr(open_runtime(args.cwd or "."), method)(*arguments))
+    if isinstance(answer, Error):
+        write(json.dumps(to_dict(answer)) if args.json else to_text(answer))
+        return 1
+    write(json.dumps(session_dict(answer)) if args.json else session_text(answer))
+    return 0
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "sessions", "start, watch and end agent workers in tmux (the runtime)", _add_sessions, _run_sessions
+    ),
+)

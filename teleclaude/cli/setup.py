@@ -1,0 +1,120 @@
+"""`teleclaude install`, `init` and `new`: role commands, MCP registration and project scaffolding."""
+
+from __future__ import annotations
+
+import argparse
+
+from teleclaude.cli.base import Command, add_cwd, print_value, write
+
+AGENTS = ("claude", "codex", "gemini")
+
+
+def _add_install(parser: argparse.ArgumentParser) -> None:
+    for agent in AGENTS:
+        parser.add_argument(
+            f"--{agent}", action="store_true", help=f"set up {agent} (default: every CLI found)"
+        )
+    parser.add_argument(
+        "--scope",
+        choices=("user", "project"),
+        default="user",
+        help="user: into your home folder (default); project: into the repository, to commit and share",
+    )
+    parser.add_argument("--dry-run", action="store_true", help="print what would change and write nothing")
+    parser.add_argument("--uninstall", action="store_true", help="remove what teleclaude install added")
+    add_cwd(parser)
+
+
+def _run_install(args: argparse.Namespace) -> int:
+    from teleclaude.setup import install
+
+    agents = tuple(agent for agent in AGENTS if getattr(args, agent))
+    return _show(
+        install.install,
+        agents,
+        install.Scope(args.scope),
+        cwd=args.cwd,
+        dry_run=args.dry_run,
+        uninstall=args.uninstall,
+    )
+
+
+def _add_init(parser: argparse.ArgumentParser) -> None:
+    add_cwd(parser)
+
+
+def _run_init(args: argparse.Namespace) -> int:
+    from teleclaude.setup import scaffold
+
+    return _show(scaffold.init, args.cwd)
+
+
+def _add_new(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "slug", metavar="SLUG", help="the item's name: lowercase letters, digits, single dashes"
+    )
+    parser.add_argument("description", nargs="?", default="", help="one line saying what the item delivers")
+    parser.add_argument("--after", metavar="A,B", default="", help="slugs this item depends on")
+    add_cwd(parser)
+
+
+def _run_new(args: argparse.Namespace) -> int:
+    from teleclaude.setup import scaffold
+
+    after = tuple(dep.strip() for dep in args.after.split(",") if dep.strip())
+    return _show(scaffold.new, args.slug, args.description, after, cwd=args.cwd)
+
+
+def _show(function, *args, **kwargs) -> int:
+    """Print what `function` returns; every failure becomes `ERROR: CODE` and exit status 1."""
+    result = _guarded(function, *args, **kwargs)
+    if hasattr(result, "text"):
+        write(result.text())
+        return 0
+    return print_value(result)
+
+
+def _guarded(function, *args, **kwargs):
+    import logging
+
+    from teleclaude.adapters.fs import LockTimeout
+    from teleclaude.adapters.git import NotAGitRepo
+    from teleclaude.planner.core.model import Error, ErrorCode
+
+    try:
+        return function(*args, **kwargs)
+    except NotAGitRepo as error:
+        return Error(ErrorCode.NOT_A_GIT_REPO, f"{error}.\nRun this in a git repository (or `git init` one).")
+    except LockTimeout as error:
+        return Error(
+            ErrorCode.LOCK_TIMEOUT, f"{error}.\nWait for the other call to finish, then run this again."
+        )
+    except OSError as error:
+        return Error(
+            ErrorCode.FILE_ERROR,
+            f"{error.filename or 'a file'}: {error.strerror or error}.\n"
+            "Fix the file's permissions or path, then run the command again.",
+        )
+    except Exception as error:  # the last line of defence: report, do not crash
+        logging.getLogger("teleclaude").debug("internal error", exc_info=True)
+        return Error(
+            ErrorCode.INTERNAL,
+            f"{type(error).__name__}: {error}\nThis is a teleclaude bug; set TELECLAUDE_DEBUG=1 for details.",
+        )
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "install",
+        "put the role commands, MCP server and stop hook into claude, codex, gemini",
+        _add_install,
+        _run_install,
+    ),
+    Command(
+        "init",
+        "set up todos/roadmap.md, the trees/ exclusion and git hooks in a repository",
+        _add_init,
+        _run_init,
+    ),
+    Command("new", "add a roadmap item and its todos/SLUG/ folder", _add_new, _run_new),
+)

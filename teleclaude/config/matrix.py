@@ -1,0 +1,59 @@
+"""The agent matrix (docs/design.md §3) and the choice of an agent given who is unavailable."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from teleclaude.planner.core.model import AgentChoice, Step, Unavailability
+
+if TYPE_CHECKING:
+    from teleclaude.config.profiles import RuntimeConfig
+
+KNOWN_AGENTS: tuple[str, ...] = ("claude", "gemini", "codex")
+THINKING_MODES: tuple[str, ...] = ("fast", "med", "slow")
+
+
+def _row(*pairs: str) -> tuple[AgentChoice, ...]:
+    return tuple(AgentChoice(*pair.split(":")) for pair in pairs)
+
+
+DEFAULT_MATRIX: Mapping[str, tuple[AgentChoice, ...]] = {
+    "requirements": _row("claude:slow", "gemini:slow"),
+    "plan": _row("claude:slow", "gemini:slow"),
+    "bugs": _row("codex:med", "claude:med", "gemini:med"),
+    "build": _row("gemini:med", "claude:med", "codex:med"),
+    "review": _row("codex:slow", "claude:slow", "gemini:slow"),
+    "fix": _row("claude:med", "gemini:med", "codex:med"),
+    "finalize": _row("claude:med", "gemini:med", "codex:med"),
+    "commit": _row("claude:fast", "gemini:fast", "codex:fast"),
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Settings a `teleclaude.toml` may override."""
+
+    matrix: Mapping[str, tuple[AgentChoice, ...]] = field(default_factory=lambda: dict(DEFAULT_MATRIX))
+    agents: tuple[str, ...] = KNOWN_AGENTS
+    max_review_rounds: int = 3
+    runtime: RuntimeConfig | None = None  # None: the defaults (the planner never needs them)
+
+    def row(self, step: Step) -> tuple[AgentChoice, ...]:
+        """The step's row, keeping only agents this installation has."""
+        return tuple(c for c in self.matrix.get(step.task, ()) if c.agent in self.agents)
+
+
+def active_unavailability(rows: Mapping[str, Unavailability], now: datetime) -> dict[str, Unavailability]:
+    """Drop rows whose time has passed: an agent recovers by itself."""
+    return {agent: u for agent, u in rows.items() if u.until > now}
+
+
+def choose_agent(
+    config: Config, step: Step, unavailable: Mapping[str, Unavailability], now: datetime
+) -> AgentChoice | None:
+    """The first agent of the step's row that is not unavailable at `now`; None means nobody is."""
+    blocked = active_unavailability(unavailable, now)
+    return next((c for c in config.row(step) if c.agent not in blocked), None)

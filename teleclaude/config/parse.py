@@ -1,0 +1,250 @@
+"""Read `teleclaude.toml` texts (user file, then project file) into a `Config`.
+
+The files are validated one by one so an error names the file it is in; then later files override earlier
+ones key by key, and matrix rows one by one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from teleclaude.config.matrix import DEFAULT_MATRIX, KNOWN_AGENTS, THINKING_MODES, Config
+from teleclaude.planner.core.model import AgentChoice
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from teleclaude.config.profiles import AgentProfile, RuntimeConfig
+
+TOP_LEVEL_KEYS = ("agents", "max_review_rounds", "matrix", "runtime")
+_AGENT_NAME = re.compile(r"[a-z][a-z0-9_-]*")
+
+
+class ConfigError(ValueError):
+    def __init__(self, path: str, key: str | None, problem: str) -> None:
+        where = f"{path}: {key}" if key else path
+        super().__init__(f"{where}: {problem}")
+        self.path = path
+        self.key = key
+
+
+@dataclass(frozen=True)
+class _Row:
+    path: str
+    choices: tuple[AgentChoice, ...]
+
+
+def parse_config(sources: Sequence[tuple[str, str]]) -> Config:
+    if not sources:
+        return Config()
+    import tomllib  # only when there is a file: the planner starts faster without it
+
+    agents: tuple[str, ...] = KNOWN_AGENTS
+    max_review_rounds = Config().max_review_rounds
+    runtime = None
+    rows = {task: _Row("", row) for task, row in DEFAULT_MATRIX.items()}
+    for path, text in sources:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
+            raise ConfigError(path, None, f"not valid TOML ({error})") from None
+        _check_keys(path, data)
+        if "agents" in data:
+            agents = _agents(path, data["agents"])
+        if "max_review_rounds" in data:
+            max_review_rounds = _max_review_rounds(path, data["max_review_rounds"])
+        for task, row in _matrix(path, data.get("matrix", {})).items():
+            rows[task] = _Row(path, row)
+        if "runtime" in data:
+            runtime = _runtime(path, data["runtime"], runtime)
+    _check_new_agents_are_listed(rows, agents)
+    return Config(
+        matrix={task: row.choices for task, row in rows.items()},
+        agents=agents,
+        max_review_rounds=max_review_rounds,
+        runtime=runtime,
+    )
+
+
+def _check_keys(path: str, data: dict[str, Any]) -> None:
+    for key in data:
+        if key not in TOP_LEVEL_KEYS:
+            raise ConfigError(path, key, f"unknown key; the keys are {', '.join(TOP_LEVEL_KEYS)}")
+
+
+def _agents(path: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value:
+        raise ConfigError(path, "agents", 'must be a non-empty list of agent names, e.g. ["claude", "codex"]')
+    for name in value:
+        _check_agent_name(path, "agents", name)
+    return tuple(dict.fromkeys(value))
+
+
+def _max_review_rounds(path: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(path, "max_review_rounds", f"must be a whole number of at least 1, not {value!r}")
+    return value
+
+
+def _matrix(path: str, value: Any) -> dict[str, tuple[AgentChoice, ...]]:
+    if not isinstance(value, dict):
+        raise ConfigError(path, "matrix", "must be a table: [matrix] with one row per task")
+    return {task: _matrix_row(path, task, row) for task, row in value.items()}
+
+
+def _matrix_row(path: str, task: str, row: Any) -> tuple[AgentChoice, ...]:
+    key = f"matrix.{task}"
+    if task not in DEFAULT_MATRIX:
+        raise ConfigError(path, key, f"unknown task; the tasks are {', '.join(DEFAULT_MATRIX)}")
+    if not isinstance(row, list) or not row:
+        raise ConfigError(path, key, 'must be a non-empty list such as ["claude:med", "codex:fast"]')
+    return tuple(_choice(path, f"{key}[{index}]", entry) for index, entry in enumerate(row))
+
+
+def _choice(path: str, key: str, entry: Any) -> AgentChoice:
+    agent, sep, mode = entry.partition(":") if isinstance(entry, str) else ("", "", "")
+    if not sep or mode not in THINKING_MODES:
+        raise ConfigError(
+            path, key, f'must be "agent:mode" with mode one of {", ".join(THINKING_MODES)}, not {entry!r}'
+        )
+    _check_agent_name(path, key, agent)
+    return AgentChoice(agent, mode)
+
+
+def _check_agent_name(path: str, key: str, name: Any) -> None:
+    if not isinstance(name, str) or not _AGENT_NAME.fullmatch(name):
+        raise ConfigError(path, key, f"{name!r} is not an agent name (a lowercase word such as claude)")
+
+
+def _check_new_agents_are_listed(rows: dict[str, _Row], agents: tuple[str, ...]) -> None:
+    """A known agent missing from `agents` is simply not installed; an unknown one is most likely a typo."""
+    for task, row in rows.items():
+        for index, choice in enumerate(row.choices):
+            if choice.agent not in KNOWN_AGENTS and choice.agent not in agents:
+                raise ConfigError(
+                    row.path,
+                    f"matrix.{task}[{index}]",
+                    f"agent {choice.agent!r} is not one of {', '.join(KNOWN_AGENTS)}; "
+                    "a new agent must also be listed in agents",
+                )
+
+
+# --- [runtime] ---------------------------------------------------------------------------------------------
+
+_RUNTIME_NUMBERS = (
+    "history_limit",
+    "width",
+    "height",
+    "startup_timeout",
+    "settle",
+    "idle_threshold",
+    "poll_interval",
+    "tmux_timeout",
+    "soft_remind",
+    "hard_remind",
+    "max_nudges",
+    "digest_period",
+    "digest_period_quiet",
+    "spin_max",
+    "wait_timeout",
+)
+_PROFILE_KEYS = ("binary", "args", "modes", "prompt", "limit_patterns", "command_prefix")
+
+
+def _runtime(path: str, value: Any, earlier: RuntimeConfig | None) -> RuntimeConfig:
+    from dataclasses import replace
+
+    from teleclaude.config.profiles import RuntimeConfig
+
+    runtime = earlier or RuntimeConfig()
+    if not isinstance(value, dict):
+        raise ConfigError(path, "runtime", "must be a table: [runtime]")
+    for key, item in value.items():
+        where = f"runtime.{key}"
+        if key == "socket":
+            if not isinstance(item, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", item):
+                raise ConfigError(path, where, "must be a socket name made of letters, digits, _ . -")
+            runtime = replace(runtime, socket=item)
+        elif key == "computers":
+            if not isinstance(item, list) or not all(isinstance(name, str) and name for name in item):
+                raise ConfigError(
+                    path, where, 'must be a list of names for this machine, e.g. ["local", "box"]'
+                )
+            runtime = replace(runtime, computers=tuple(dict.fromkeys(["local", *item])))
+        elif key in _RUNTIME_NUMBERS:
+            if isinstance(item, bool) or not isinstance(item, int | float) or item <= 0:
+                raise ConfigError(path, where, f"must be a positive number, not {item!r}")
+            runtime = replace(runtime, **{key: type(getattr(runtime, key))(item)})
+        elif key == "agents":
+            runtime = replace(runtime, profiles=_profiles(path, item, runtime.profiles))
+        else:
+            keys = ", ".join(("socket", "computers", "agents", *_RUNTIME_NUMBERS))
+            raise ConfigError(path, where, f"unknown key; the keys are {keys}")
+    return runtime
+
+
+def _profiles(path: str, value: Any, profiles: Mapping[str, AgentProfile]) -> dict[str, AgentProfile]:
+    from teleclaude.config.profiles import AgentProfile
+
+    if not isinstance(value, dict):
+        raise ConfigError(path, "runtime.agents", "must be a table: [runtime.agents.NAME]")
+    merged = dict(profiles)
+    for name, table in value.items():
+        _check_agent_name(path, "runtime.agents", name)
+        where = f"runtime.agents.{name}"
+        if not isinstance(table, dict):
+            raise ConfigError(path, where, "must be a table")
+        profile = merged.get(name) or AgentProfile(name, (name,))
+        merged[name] = _profile(path, where, table, profile)
+    return merged
+
+
+def _profile(path: str, where: str, table: dict[str, Any], profile: AgentProfile) -> AgentProfile:
+    from dataclasses import replace
+
+    changes: dict[str, Any] = {}
+    for key, item in table.items():
+        if key not in _PROFILE_KEYS:
+            raise ConfigError(path, f"{where}.{key}", f"unknown key; the keys are {', '.join(_PROFILE_KEYS)}")
+        if key == "binary":
+            changes["binaries"] = (_string(path, f"{where}.binary", item),)
+        elif key in ("args", "limit_patterns"):
+            changes[key] = _strings(path, f"{where}.{key}", item)
+        elif key == "modes":
+            if not isinstance(item, dict) or not set(item) <= set(THINKING_MODES):
+                raise ConfigError(
+                    path, f"{where}.modes", f"must map {', '.join(THINKING_MODES)} to flag lists"
+                )
+            changes["modes"] = {
+                **profile.modes,
+                **{m: _strings(path, f"{where}.modes.{m}", f) for m, f in item.items()},
+            }
+        else:
+            changes[key] = _string(path, f"{where}.{key}", item, allow_empty=key == "command_prefix")
+    patterns = [("prompt", changes["prompt"])] if "prompt" in changes else []
+    patterns += [("limit_patterns", pattern) for pattern in changes.get("limit_patterns", ())]
+    for key, pattern in patterns:
+        _check_regex(path, f"{where}.{key}", pattern)
+    return replace(profile, **changes)
+
+
+def _string(path: str, key: str, value: Any, allow_empty: bool = False) -> str:
+    if not isinstance(value, str) or not (value or allow_empty):
+        raise ConfigError(path, key, f"must be a non-empty string, not {value!r}")
+    return value
+
+
+def _strings(path: str, key: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(path, key, f"must be a list of strings, not {value!r}")
+    return tuple(value)
+
+
+def _check_regex(path: str, key: str, pattern: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        raise ConfigError(path, key, f"is not a valid regular expression ({error})") from None

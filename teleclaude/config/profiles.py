@@ -1,0 +1,95 @@
+"""How each agent CLI is started and spoken to: binaries, flags per thinking mode, prompt, limit patterns.
+
+The defaults run workers unattended (each CLI's "approve everything" flag), because a worker that stops to
+ask for permission in a detached tmux pane is a stalled worker. Override any of it per agent in
+`teleclaude.toml` under `[runtime.agents.NAME]`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from teleclaude.runtime.core.limits import DEFAULT_LIMIT_PATTERNS
+
+
+@dataclass(frozen=True)
+class AgentProfile:
+    name: str
+    binaries: tuple[str, ...]  # tried in order on PATH (gemini: Gemini CLI, else Antigravity's agy)
+    args: tuple[str, ...] = ()
+    modes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # thinking mode -> extra flags
+    # a regex for the CLI's input line while it waits for input: the prompt sign with nothing typed after it
+    # (its echo of a sent message, "> /next-build x", must not count)
+    prompt: str = r"^\s*[│|]?\s*[>❯›]\s*[│|]?\s*$"
+    limit_patterns: tuple[str, ...] = ()
+    command_prefix: str = ""  # codex only finds custom prompts as /prompts:NAME
+
+    def argv(self, binary: str, thinking_mode: str) -> list[str]:
+        return [binary, *self.args, *self.modes.get(thinking_mode, ())]
+
+    def slash_command(self, command: str, args: str) -> str:
+        if self.command_prefix and not command.startswith(self.command_prefix):
+            command = self.command_prefix + command
+        return f"/{command} {args}".rstrip()
+
+
+DEFAULT_PROFILES: Mapping[str, AgentProfile] = {
+    "claude": AgentProfile(
+        "claude",
+        ("claude",),
+        ("--dangerously-skip-permissions",),
+        {"slow": ("--model", "opus"), "med": ("--model", "sonnet"), "fast": ("--model", "haiku")},
+        limit_patterns=DEFAULT_LIMIT_PATTERNS["claude"],
+    ),
+    "gemini": AgentProfile(
+        "gemini",
+        ("gemini", "agy"),
+        ("--yolo",),
+        {
+            "slow": ("--model", "gemini-2.5-pro"),
+            "med": ("--model", "gemini-2.5-pro"),
+            "fast": ("--model", "gemini-2.5-flash"),
+        },
+        prompt=r"^\s*[│|]?\s*[>❯]\s*(Type your message.*)?[│|]?\s*$",
+        limit_patterns=DEFAULT_LIMIT_PATTERNS["gemini"],
+    ),
+    "codex": AgentProfile(
+        "codex",
+        ("codex",),
+        ("--dangerously-bypass-approvals-and-sandbox",),
+        {
+            "slow": ("-c", "model_reasoning_effort=high"),
+            "med": ("-c", "model_reasoning_effort=medium"),
+            "fast": ("-c", "model_reasoning_effort=low"),
+        },
+        prompt=r"^\s*[│|]?\s*[›>]\s*(Ask Codex.*|Implement \{feature\}.*)?[│|]?\s*$",
+        limit_patterns=DEFAULT_LIMIT_PATTERNS["codex"],
+        command_prefix="prompts:",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """`[runtime]` in teleclaude.toml. Times are seconds."""
+
+    socket: str = "teleclaude"  # the private tmux server: `tmux -L teleclaude ls`
+    computers: tuple[str, ...] = ("local",)  # names that mean this machine
+    profiles: Mapping[str, AgentProfile] = field(default_factory=lambda: dict(DEFAULT_PROFILES))
+    history_limit: int = 50_000
+    width: int = 200
+    height: int = 50
+    startup_timeout: float = 60.0  # for the CLI's prompt to appear
+    settle: float = 0.3  # between pasting the command and pressing Enter
+    idle_threshold: float = 5.0
+    poll_interval: float = 0.5
+    tmux_timeout: float = 10.0
+    # supervision (seconds without progress, counted from the last progress)
+    soft_remind: float = 210.0  # a reminder typed at the worker's next idle
+    hard_remind: float = 420.0  # an interrupting reminder (Escape first); again every (hard - soft) after
+    max_nudges: int = 3  # unanswered reminders before the session needs attention
+    digest_period: float = 600.0  # a digest per worker for the orchestrator's wait_for_sessions
+    digest_period_quiet: float = 300.0  # once a worker showed no progress between two digests
+    spin_max: float = 45.0  # post-report cycle: the longest wait for the pane to be quiet
+    wait_timeout: float = 600.0  # post-report cycle: the longest a wait_cmd may run

@@ -1,0 +1,287 @@
+"""A stand-in agent CLI for tests and the demo: shows a prompt, takes `/command slug`, does the step, returns.
+
+Installed as `claude`, `gemini` and `codex` shims (`install(bin_dir)`) first on PATH. Like the real CLIs it
+reads the terminal key by key and drops an Enter that arrives within 50 ms of typed text. What it does with
+a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a comma-separated list of:
+
+    work       do the step on the files and commit, like a real worker (the default)
+    hang       say it is thinking, then never answer
+    limit      print the agent's rate-limit / quota message and go back to the prompt
+    crash      print an error and exit with status 3
+    altscreen  switch to the alternate screen, draw on it, and go back to the prompt there
+    hook       after the step, run `teleclaude hook stop` the way Claude Code runs its Stop hook
+    slowstart  wait 1 s before showing the first prompt
+    stall      say it is thinking and wait for a line of input (a reminder), then do the step
+    report     after the step, report it with `teleclaude sessions report` and wait_cmd `true`
+
+Per item: `FAKE_AGENT_FORGET=slug,...` makes the builder of those slugs leave its work uncommitted (while
+the branch has no build commit), and `FAKE_AGENT_REJECT=slug,...` makes the first review of those slugs
+request changes (while the branch has no review commit). Both decide from git, so they hold across runs.
+
+A line that is not a command is an instruction: one that says to commit makes it commit, one that says to
+tick makes it tick its build tasks and commit; anything else (a reminder) gets a status line back.
+`/emit N` prints N numbered rows, 20 ms apart (for reading output while it grows).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import termios
+import time
+import tty
+from pathlib import Path
+
+LIMIT_MESSAGES = {
+    "claude": "Claude usage limit reached. Your limit will reset at 5pm (UTC).",
+    "gemini": "[API Error: got status: 429 Too Many Requests. RESOURCE_EXHAUSTED: Quota exceeded]",
+    "codex": "You've hit your usage limit. Try again in 2 hours 5 minutes.",
+}
+SWALLOW_WINDOW = 0.05
+PROMPT = "> "
+
+
+def install(bin_dir: Path, python: str = sys.executable) -> Path:
+    """Shims named claude, gemini and codex in `bin_dir` that run this module; returns `bin_dir`."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("claude", "gemini", "codex"):
+        shim = bin_dir / name
+        shim.write_text(f'#!/bin/sh\nexec "{python}" -m teleclaude.demo.stand_in {name} "$@"\n')
+        shim.chmod(0o755)
+    return bin_dir
+
+
+def modes(agent: str) -> set[str]:
+    text = os.environ.get(f"FAKE_AGENT_{agent.upper()}") or os.environ.get("FAKE_AGENT") or "work"
+    return {mode.strip() for mode in text.split(",") if mode.strip()}
+
+
+def main(argv: list[str]) -> int:
+    agent = argv[0] if argv else "claude"
+    chosen = modes(agent)
+    say(f"fake {agent} ({', '.join(sorted(chosen))}) in {Path.cwd()}")
+    if "slowstart" in chosen:
+        time.sleep(1.0)
+    lines = read_lines()
+    for line in lines:
+        match = re.fullmatch(r"/(?:prompts:)?([a-z0-9-]+)\s*(.*)", line.strip())
+        if not match:
+            say(follow(line))
+            if "report" in chosen:
+                report(line)
+            continue
+        command, args = match.groups()
+        code = respond(agent, chosen, command, args.strip(), lines)
+        if code is not None:
+            return code
+    return 0
+
+
+def respond(agent: str, chosen: set[str], command: str, args: str, lines) -> int | None:
+    say(f"running /{command} {args}")
+    if "altscreen" in chosen:
+        sys.stdout.write("\x1b[?1049h\x1b[H")
+        say("full-screen view of the fake agent")
+    if command == "emit":
+        for number in range(1, int(args or "1") + 1):
+            say(f"row {number}")
+            time.sleep(0.02)
+        return None
+    if "hang" in chosen:
+        say("thinking...")
+        time.sleep(3600)
+    if "stall" in chosen:
+        say("thinking...")
+        say(f"(woken by: {_read_line(sys.stdin.fileno())})")  # no prompt: it is busy, not waiting
+    if "crash" in chosen:
+        say("fatal: the fake agent crashed")
+        return 3
+    if "limit" in chosen:
+        say(LIMIT_MESSAGES.get(agent, LIMIT_MESSAGES["claude"]))
+        return None
+    done = do_step(command, args.split()[0] if args.split() else "")
+    say(done)
+    if "hook" in chosen:
+        run_stop_hook()
+    if "report" in chosen:
+        report(done)
+    return None
+
+
+def do_step(command: str, slug: str) -> str:
+    """Do what the worker for `command` does, on the files in the current directory."""
+    from teleclaude.demo.scenario import Workers
+    from teleclaude.planner.core.model import Dispatch, Step
+
+    steps = {step.command: step for step in Step}
+    step = steps.get(command)
+    here = Path.cwd()
+    if step in (Step.REQUIREMENTS, Step.PLAN):
+        return write_preparation(here, step, slug)
+    if step is None or step.is_architect:
+        return f"(the fake agent does not know /{command})"
+    note = (
+        f"Archive todos/{slug} to {next_archive(here, slug)} when merging." if step is Step.FINALIZE else None
+    )
+    forget = slug in listed("FAKE_AGENT_FORGET") and not committed(here, f"Build {slug}")
+    reject = slug in listed("FAKE_AGENT_REJECT") and not committed(here, f"Review {slug}")
+    workers = Workers(here, forget_commit=slug if forget else None, reject_first=slug if reject else None)
+    action = Dispatch(step, slug, str(here), "fake", "med", None, note)
+    work = {
+        Step.BUILD: workers.build,
+        Step.REVIEW: workers.review,
+        Step.FIX: workers.fix,
+        Step.FINALIZE: workers.finalize,
+        Step.COMMIT: workers.commit_pending,
+        Step.BUGS: workers.bugs,
+    }[step]
+    try:
+        return work(here, action)
+    except Exception as error:  # a fake worker that fails says so, like a real one would
+        return f"the step failed: {error}"
+
+
+def write_preparation(main: Path, step, slug: str) -> str:
+    """The architects: requirements from the roadmap's description, a plan from the demo's template."""
+    from teleclaude.demo.scenario import PLAN, commit_all
+    from teleclaude.planner.core.model import Step
+    from teleclaude.planner.core.roadmap import parse_roadmap
+
+    folder = main / "todos" / slug
+    folder.mkdir(parents=True, exist_ok=True)
+    if step is Step.REQUIREMENTS:
+        item = parse_roadmap((main / "todos" / "roadmap.md").read_text()).find(slug)
+        text = item.description if item and item.description else f"Deliver {slug}."
+        (folder / "requirements.md").write_text(f"# Requirements: {slug}\n\n{text}\n")
+    else:
+        (folder / "implementation-plan.md").write_text(PLAN.format(slug=slug, module=slug.replace("-", "_")))
+    commit_all(main, f"{step.command} {slug}")
+    written = "requirements.md" if step is Step.REQUIREMENTS else "implementation-plan.md"
+    return f"architect: wrote todos/{slug}/{written}"
+
+
+def follow(line: str) -> str:
+    """An instruction typed into the worker: do what it says, as far as a fake can."""
+    from teleclaude.demo.scenario import commit_all, git, tick_build_tasks
+
+    here = Path.cwd()
+    lowered = line.lower()
+    try:
+        if "tick" in lowered:
+            for plan in here.glob("todos/*/implementation-plan.md"):
+                tick_build_tasks(plan)
+        if "tick" in lowered or "commit" in lowered:
+            if git(here, "status", "--porcelain").strip():
+                commit_all(here, "Commit what the supervisor asked for")
+            return "done as asked: the work is committed"
+    except Exception as error:
+        return f"could not do it: {error}"
+    return "status: still working on it"
+
+
+def listed(variable: str) -> set[str]:
+    return {slug.strip() for slug in os.environ.get(variable, "").split(",") if slug.strip()}
+
+
+def committed(tree: Path, message: str) -> bool:
+    """A commit with this message exists on the current branch."""
+    from teleclaude.demo.scenario import git
+
+    found = git(tree, "log", "--format=%s", "--fixed-strings", f"--grep={message}")
+    return message in found.splitlines()
+
+
+def report(text: str) -> None:
+    """What a worker does through teleclaude__report_status; here through the CLI twin of that tool."""
+    session = os.environ.get("TELECLAUDE_SESSION_ID", "")
+    subprocess.run(
+        [sys.executable, "-m", "teleclaude", "sessions", "report", session, text, "--wait-cmd", "true"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def next_archive(main: Path, slug: str) -> str:
+    numbers = (
+        [int(p.name[:3]) for p in (main / "done").glob("[0-9][0-9][0-9]-*")]
+        if (main / "done").is_dir()
+        else []
+    )
+    return f"done/{max(numbers, default=0) + 1:03d}-{slug}/"
+
+
+def run_stop_hook() -> None:
+    payload = {
+        "hook_event_name": "Stop",
+        "cwd": str(Path.cwd()),
+        "stop_hook_active": False,
+        "session_id": "fake",
+    }
+    subprocess.run(
+        [sys.executable, "-m", "teleclaude", "hook", "stop"],
+        input=json.dumps(payload),
+        text=True,
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def say(text: str) -> None:
+    sys.stdout.write(text.replace("\n", "\r\n") + "\r\n")
+    sys.stdout.flush()
+
+
+def read_lines():
+    """Lines typed at the prompt, key by key; an Enter within 50 ms of the last key is dropped."""
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd) if os.isatty(fd) else None
+    if saved is not None:
+        tty.setraw(fd)
+    try:
+        while True:
+            sys.stdout.write(PROMPT)
+            sys.stdout.flush()
+            line = _read_line(fd)
+            if line is None:
+                return
+            yield line
+    finally:
+        if saved is not None:
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+def _read_line(fd: int) -> str | None:
+    typed = ""
+    last_key = 0.0
+    while True:
+        data = os.read(fd, 1024)
+        if not data:
+            return None
+        for char in data.decode(errors="replace"):
+            if char in "\r\n":
+                if typed and time.monotonic() - last_key < SWALLOW_WINDOW:
+                    continue  # pasted text and its Enter arrived together: drop the Enter
+                sys.stdout.write("\r\n")
+                return typed
+            if char == "\x03":
+                raise SystemExit(130)
+            if char == "\x7f":
+                typed = typed[:-1]
+                sys.stdout.write("\b \b")
+            elif char == "\x1b":
+                continue
+            elif char.isprintable():
+                typed += char
+                sys.stdout.write(char)
+            last_key = time.monotonic()
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,376 @@
+"""The teleclaude__* tools over MCP: thin wrappers that return `to_text` of the library's answer.
+
+The project is the `cwd` argument, else the server process's working directory (an MCP client starts the
+server in the project). Tools never raise: every answer, errors included, is plain text whose first line
+(`TOOL_CALL:`, `SELF:`, `PREPARED:`, `COMPLETE:`, `OK:`, `ERROR: CODE`) says what it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fastmcp import FastMCP
+from mcp.types import ToolAnnotations
+
+from teleclaude import __version__
+from teleclaude.planner import api as app
+from teleclaude.planner.core.model import Error, ErrorCode
+from teleclaude.planner.core.render import to_text
+
+log = logging.getLogger("teleclaude.mcp")
+
+INSTRUCTIONS = """\
+teleclaude tells an orchestrator exactly one next step for the work items in todos/roadmap.md.
+Loop: call teleclaude__next_prepare() until it answers PREPARED, then teleclaude__next_work() until it
+answers COMPLETE. Execute every TOOL_CALL literally. When a worker you started turns out to be
+unavailable (quota, rate limit, overloaded, unresponsive), call teleclaude__mark_agent_unavailable and
+then ask for the next step again: the answer falls back to another agent.
+"""
+
+_ANSWERS = """
+The answer is plain text; its first line says what to do:
+- TOOL_CALL: call the tool shown below it exactly as written (same arguments, same order). {after}
+- SELF: no agent is available; do the named step yourself where it says, then call this tool again.
+- {done}
+- ERROR: CODE: stop this loop; the lines below say what is wrong and the exact next step."""
+
+NEXT_PREPARE = """Ask what the next preparation step for a roadmap item is: requirements, then its plan.
+
+Call it with no arguments to let the planner pick the first item that is not prepared yet, or pass the item's
+slug. `cwd` is the project (any folder inside its git repository); leave it out to use the folder this
+server runs in. This tool only reads files and never changes the project.
+""" + _ANSWERS.format(
+    after="It starts an architect session: engage as a collaborator (answer its questions, discuss the "
+    "requirements or plan with it) until it has committed its file, then call this tool again.",
+    done="PREPARED: the item is ready; call teleclaude__next_work() to start the build/review cycle.",
+)
+
+NEXT_WORK = (
+    """Ask what the next build/review/finalize step is, and get the project ready for it.
+
+Call it with no arguments to let the planner pick (open bugs first, then the roadmap item in progress, then
+the next `[ ]` item whose dependencies are done), or pass the item's slug. `cwd` is the project (any folder
+inside its git repository); leave it out to use the folder this server runs in. The call can mark the
+chosen roadmap item `[>]` and create its git worktree trees/{slug} on branch {slug}; it never deletes
+anything.
+"""
+    + _ANSWERS.format(
+        after="It starts a worker (builder, reviewer, fixer, finalizer, committer): wait until that worker "
+        "has finished and committed, then call this tool again.",
+        done="COMPLETE: the item was finalized and archived under done/; call this tool again for the next "
+        "item.",
+    )
+    + """
+
+Keep calling until the answer is COMPLETE, SELF or an ERROR (NO_WORK means there is nothing left to do;
+NOT_PREPARED means call teleclaude__next_prepare first)."""
+)
+
+MARK_UNAVAILABLE = """Report that an agent (e.g. claude, gemini, codex) cannot take work right now.
+
+Call it when a worker hits its quota or a rate limit, is overloaded, or stops responding. Until the given
+time, teleclaude__next_work() and teleclaude__next_prepare() pick the next agent of each row instead, and
+answer SELF when none is left. The agent becomes available again by itself when the time passes.
+
+`unavailable_until`: a duration from now such as 30m, 1h, 2h, 1d or 1h30m, or an ISO 8601 time such as
+2026-11-21T17:00:00Z or 2026-11-21T17:00+02:00 (a time without offset is the server's local time).
+Leave it out for one hour. When the agent reported a reset time, use it; for an overloaded or
+unresponsive agent, 1h is a sensible guess. `reason`: a short word such as quota_exhausted,
+rate_limited, overloaded or unresponsive.
+
+Answers `OK: ...`, or `ERROR: UNKNOWN_AGENT` / `ERROR: INVALID_TIME` with what to give instead."""
+
+MARK_AVAILABLE = """Report that an agent (e.g. claude, gemini, codex) can take work again, early.
+
+Answers `OK: <agent> is available.` or `ERROR: UNKNOWN_AGENT`."""
+
+AGENT_STATUS = """Show every agent and, for the unavailable ones, until when (UTC), the minutes left and why.
+
+Read-only. Expired entries are reset as they are read, so the table is always current."""
+
+
+def _answer(function: Callable[..., object], *args, **kwargs) -> str:
+    """The library's answer as text; an exception (a teleclaude bug) becomes `ERROR: INTERNAL`, no trace."""
+    try:
+        return to_text(function(*args, **kwargs))
+    except Exception as error:
+        log.exception("%s failed", getattr(function, "__name__", function))
+        message = (
+            f"{type(error).__name__}: {error}\nThis is a teleclaude bug; set TELECLAUDE_DEBUG=1 for details."
+        )
+        return to_text(Error(ErrorCode.INTERNAL, message))
+
+
+def next_prepare(slug: str | None = None, cwd: str | None = None) -> str:
+    log.debug("next_prepare(slug=%r, cwd=%r)", slug, cwd)
+    return _answer(app.next_prepare, slug or None, cwd=cwd or None)
+
+
+def next_work(slug: str | None = None, cwd: str | None = None) -> str:
+    log.debug("next_work(slug=%r, cwd=%r)", slug, cwd)
+    return _answer(app.next_work, slug or None, cwd=cwd or None)
+
+
+def mark_agent_unavailable(agent: str, unavailable_until: str | None = None, reason: str = "") -> str:
+    log.debug("mark_agent_unavailable(%r, %r, %r)", agent, unavailable_until, reason)
+    return _answer(app.mark_agent_unavailable, agent, unavailable_until, reason)
+
+
+def mark_agent_available(agent: str) -> str:
+    log.debug("mark_agent_available(%r)", agent)
+    return _answer(app.mark_agent_available, agent)
+
+
+def agent_status() -> str:
+    return _answer(app.agent_status)
+
+
+# --- the worker runtime: every call runs in a thread, so tmux and the long-poll never block the server ------
+
+RUN_AGENT_COMMAND = """Start an agent CLI (claude, gemini, codex) in tmux and type `/command args` into it.
+
+Call it exactly as a TOOL_CALL from teleclaude__next_work / teleclaude__next_prepare says. It returns once
+the command was delivered: `SESSION: <id> started` with the session's fields, or `ERROR: CODE`
+(UNKNOWN_COMPUTER, UNKNOWN_AGENT, AGENT_NOT_INSTALLED, INVALID_SUBFOLDER, TMUX_FAILED, ...).
+Then call teleclaude__wait_for_sessions to learn when the worker is done."""
+
+LIST_SESSIONS = """List the worker sessions with their state (pending, running, turn_ended, stalled,
+rate_limited, needs_attention, done, errored, cancelled), activity, agent, command, folder, reminders sent
+and last reported status. Looking updates them: a vanished pane is errored."""
+
+GET_SESSION_OUTPUT = """Read a worker's output without waiting. The first call (no cursor) returns the
+visible screen and a cursor; pass that cursor to get only what is new since. Bounded by max_lines and
+max_bytes
+(`truncated=true`: call again with the new cursor). `lines_missed` counts rows that scrolled out of
+the history before you read them; `alternate_screen=true` means a full-screen view (the whole screen is
+sent when it changes); `pane_dead=true` means the CLI has exited."""
+
+SEND_MESSAGE = """Type one line into a worker and press Enter, e.g. an answer to its question or "Commit your
+changes". interrupt=true presses Escape first (stops what it is doing). Returns its new output."""
+
+END_SESSION = """End a worker session: kill its tmux session. A session whose turn had ended is `done`, any
+other is `cancelled`. Call it once a worker's step is finished (teleclaude__next_work moved on)."""
+
+WAIT_FOR_SESSIONS = """Wait until something happens to the given sessions (default: every live one), at most
+`timeout` seconds (60 at most). Returns `EVENTS: N` with one line per event (turn_ended: the worker is
+back at its prompt, done or asking; exited: the CLI ended, with its exit code; rate_limited: the agent
+hit a limit and was marked unavailable, so the next teleclaude__next_work falls back; errored; reminded:
+a quiet worker was reminded; needs_attention: reminders went unanswered, look at it; digest: the
+periodic report on a worker (every 10 minutes, 5 once it shows no progress); finished / directed: after
+the worker's report_status, its step was done by the files and the session ended / one directive was
+typed into it), or `NO_EVENTS` after the timeout: then call it again. Events are reported once. You never
+need to poll the workers: keep calling this."""
+
+REPORT_STATUS = """For workers: say how you are doing, e.g. "tests written, running them". It counts as
+progress, so it answers the supervisor's reminders. session_id is $TELECLAUDE_SESSION_ID (empty: taken from
+the environment). With wait_cmd (e.g. "pytest -q", split into arguments, no shell) the supervisor runs it in
+the background, waits for your pane to be quiet, then asks the planner: if your step is finished by the
+files your session is ended; if not, one directive is typed into your session. Returns at once."""
+
+_RUNTIME = None
+
+
+def _runtime():
+    global _RUNTIME
+    if _RUNTIME is None:
+        from teleclaude.runtime.workers import guarded, open_runtime
+
+        _RUNTIME = open_runtime(os.getcwd())
+        guarded(_RUNTIME.list_sessions)  # reconcile the stored sessions with tmux after a restart
+    return _RUNTIME
+
+
+def _session_answer(method: str, *args, **kwargs) -> str:
+    from teleclaude.runtime.core.session_render import session_text
+    from teleclaude.runtime.workers import guarded
+
+    try:
+        answer = guarded(getattr(_runtime(), method), *args, **kwargs)
+    except Exception as error:
+        log.exception("%s failed", method)
+        return to_text(
+            Error(ErrorCode.INTERNAL, f"{type(error).__name__}: {error}\nThis is a teleclaude bug.")
+        )
+    return to_text(answer) if isinstance(answer, Error) else session_text(answer)
+
+
+async def run_agent_command(
+    computer: str,
+    command: str,
+    args: str,
+    project: str,
+    agent: str,
+    thinking_mode: str,
+    subfolder: str | None = None,
+) -> str:
+    log.debug(
+        "run_agent_command(%r, %r, %r, %r, %r, %r, %r)",
+        computer,
+        command,
+        args,
+        project,
+        agent,
+        thinking_mode,
+        subfolder,
+    )
+    return await asyncio.to_thread(
+        _session_answer,
+        "run_agent_command",
+        computer,
+        command,
+        args,
+        project,
+        agent,
+        thinking_mode,
+        subfolder or None,
+    )
+
+
+async def list_sessions(include_finished: bool = True) -> str:
+    return await asyncio.to_thread(_session_answer, "list_sessions", include_finished)
+
+
+async def get_session_output(
+    session_id: str, cursor: str | None = None, max_lines: int = 200, max_bytes: int = 16000
+) -> str:
+    return await asyncio.to_thread(
+        _session_answer, "get_session_output", session_id, cursor or None, max_lines, max_bytes
+    )
+
+
+async def send_message(session_id: str, text: str, interrupt: bool = False) -> str:
+    return await asyncio.to_thread(_session_answer, "send_message", session_id, text, interrupt)
+
+
+async def end_session(session_id: str) -> str:
+    return await asyncio.to_thread(_session_answer, "end_session", session_id)
+
+
+async def wait_for_sessions(session_ids: list[str] | None = None, timeout: float = 30.0) -> str:
+    return await asyncio.to_thread(_session_answer, "wait_for_sessions", session_ids or None, timeout)
+
+
+async def report_status(session_id: str, text: str, wait_cmd: str | None = None) -> str:
+    return await asyncio.to_thread(_session_answer, "report_status", session_id, text, wait_cmd or None)
+
+
+def _hints(read_only: bool, idempotent: bool) -> ToolAnnotations:
+    """No tool deletes anything, and none reaches beyond the project and the availability database."""
+    return ToolAnnotations(
+        readOnlyHint=read_only, destructiveHint=False, idempotentHint=idempotent, openWorldHint=False
+    )
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    function: Callable[..., object]
+    name: str
+    title: str
+    description: str
+    hints: ToolAnnotations
+
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        next_prepare,
+        "teleclaude__next_prepare",
+        "Next preparation step",
+        NEXT_PREPARE,
+        _hints(read_only=True, idempotent=True),
+    ),
+    ToolSpec(
+        next_work,
+        "teleclaude__next_work",
+        "Next work step",
+        NEXT_WORK,
+        _hints(read_only=False, idempotent=False),
+    ),
+    ToolSpec(
+        mark_agent_unavailable,
+        "teleclaude__mark_agent_unavailable",
+        "Mark an agent unavailable",
+        MARK_UNAVAILABLE,
+        _hints(read_only=False, idempotent=True),
+    ),
+    ToolSpec(
+        mark_agent_available,
+        "teleclaude__mark_agent_available",
+        "Mark an agent available",
+        MARK_AVAILABLE,
+        _hints(read_only=False, idempotent=True),
+    ),
+    ToolSpec(
+        agent_status,
+        "teleclaude__agent_status",
+        "Agent availability",
+        AGENT_STATUS,
+        _hints(read_only=True, idempotent=True),
+    ),
+    ToolSpec(
+        run_agent_command,
+        "teleclaude__run_agent_command",
+        "Start a worker",
+        RUN_AGENT_COMMAND,
+        _hints(read_only=False, idempotent=False),
+    ),
+    ToolSpec(
+        list_sessions, "teleclaude__list_sessions", "Worker sessions", LIST_SESSIONS, _hints(True, True)
+    ),
+    ToolSpec(
+        get_session_output,
+        "teleclaude__get_session_output",
+        "Read a worker's output",
+        GET_SESSION_OUTPUT,
+        _hints(read_only=True, idempotent=False),
+    ),
+    ToolSpec(
+        send_message, "teleclaude__send_message", "Type into a worker", SEND_MESSAGE, _hints(False, False)
+    ),
+    ToolSpec(end_session, "teleclaude__end_session", "End a worker", END_SESSION, _hints(False, True)),
+    ToolSpec(
+        wait_for_sessions,
+        "teleclaude__wait_for_sessions",
+        "Wait for workers",
+        WAIT_FOR_SESSIONS,
+        _hints(read_only=False, idempotent=False),
+    ),
+    ToolSpec(
+        report_status,
+        "teleclaude__report_status",
+        "Report a worker's status",
+        REPORT_STATUS,
+        _hints(False, False),
+    ),
+)
+
+
+def build_server() -> FastMCP:
+    server = FastMCP("teleclaude", instructions=INSTRUCTIONS, version=__version__)
+    for spec in TOOLS:
+        # output_schema=None: the answer is one text content, without a {"result": ...} structured copy
+        server.tool(
+            spec.function,
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            annotations=spec.hints,
+            output_schema=None,
+        )
+    return server
+
+
+def serve(http: bool = False, host: str = "127.0.0.1", port: int = 8000) -> None:
+    server = build_server()
+    if http:
+        log.info("serving MCP over HTTP on http://%s:%d/mcp", host, port)
+        server.run(transport="http", host=host, port=port, show_banner=False)
+    else:
+        server.run(transport="stdio", show_banner=False)
+
+
+if __name__ == "__main__":
+    serve()

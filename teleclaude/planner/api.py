@@ -1,0 +1,324 @@
+"""The library API both front ends use: gather facts, decide, apply effects under the lock, return a value.
+
+Every public function returns a value and never raises: failures become `Error(code, message)`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import UTC, datetime
+from functools import wraps
+from pathlib import Path
+
+from teleclaude.adapters import fs
+from teleclaude.adapters import git as gitx
+from teleclaude.adapters.settings import load_config
+from teleclaude.adapters.store import AvailabilityStore
+from teleclaude.config.matrix import Config
+from teleclaude.config.parse import ConfigError
+from teleclaude.planner.core.bugs import open_bugs
+from teleclaude.planner.core.decide import decide_prepare, decide_work
+from teleclaude.planner.core.markdown import decode
+from teleclaude.planner.core.model import (
+    Action,
+    AgentMarked,
+    AgentReport,
+    ClaimItem,
+    CreateWorktree,
+    Dispatch,
+    Effect,
+    Error,
+    ErrorCode,
+    MainStatus,
+    MarkDone,
+    Marker,
+    PlanStatus,
+    Review,
+    Roadmap,
+    Unavailability,
+    Worktree,
+    WorktreeState,
+)
+from teleclaude.planner.core.plan import parse_plan
+from teleclaude.planner.core.review import parse_review
+from teleclaude.planner.core.roadmap import may_be_pending, parse_roadmap, rewrite_marker
+from teleclaude.planner.core.timeparse import InvalidTime, parse_until
+
+log = logging.getLogger("teleclaude")
+
+ROADMAP = Path("todos/roadmap.md")
+BUGS = Path("todos/bugs.md")
+DONE = "done"
+ARCHIVE_NAME = re.compile(r"(\d+)-([a-z0-9][a-z0-9-]*)")
+MAX_ROUNDS_OF_EFFECTS = 4
+
+
+def _guarded(function: Callable[..., object]) -> Callable[..., object]:
+    """Turn every failure into an `Error` value: callers never see a traceback."""
+
+    @wraps(function)
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except gitx.NotAGitRepo as error:
+            return Error(
+                ErrorCode.NOT_A_GIT_REPO, f"{error}.\nRun this in a git repository (or `git init` one)."
+            )
+        except ConfigError as error:
+            return Error(ErrorCode.INVALID_CONFIG, f"{error}\nFix the file, then call again.")
+        except InvalidTime as error:
+            return Error(ErrorCode.INVALID_TIME, str(error))
+        except OSError as error:
+            return Error(
+                ErrorCode.FILE_ERROR,
+                f"{error.filename or 'a file'}: {error.strerror or error}.\n"
+                "Fix the file's permissions or path, then call again.",
+            )
+        except fs.LockTimeout as error:
+            return Error(
+                ErrorCode.LOCK_TIMEOUT, f"{error}.\nWait for the other call to finish, then call again."
+            )
+        except Exception as error:  # the last line of defence: report, do not crash the caller
+            log.debug("internal error", exc_info=True)
+            return Error(
+                ErrorCode.INTERNAL,
+                f"{type(error).__name__}: {error}\n"
+                "This is a teleclaude bug; set TELECLAUDE_DEBUG=1 for details.",
+            )
+
+    return wrapper
+
+
+@_guarded
+def next_work(slug: str | None = None, cwd: str | os.PathLike | None = None) -> Action:
+    repo = gitx.find_repo(cwd or os.getcwd())
+    config = load_config(repo.root)
+    with fs.project_lock(repo.common_dir):
+        for _ in range(MAX_ROUNDS_OF_EFFECTS):
+            decision = decide_work(RepoFacts(repo, config), slug)
+            failure = _apply(repo, decision.effects)
+            if failure:
+                return failure
+            if decision.action is not None:
+                return _with_last_error(decision.action, repo.root)
+            slug = decision.slug
+    raise RuntimeError(f"no action after {MAX_ROUNDS_OF_EFFECTS} rounds of effects for {slug}")
+
+
+def _with_last_error(action: Action, root: Path) -> Action:
+    """A dispatch for a slug whose last worker session failed says why, so the next worker can avoid it."""
+    if not isinstance(action, Dispatch):
+        return action
+    import sqlite3
+
+    from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.runtime.core.sessions import SessionState
+
+    try:
+        last = SessionStore().latest(str(root.resolve()), action.slug)
+    except sqlite3.Error:
+        return action
+    failed = (SessionState.ERRORED, SessionState.NEEDS_ATTENTION)
+    if last is None or last.state not in failed or not last.last_error:
+        return action
+    failure = f"The last worker for {action.slug} (/{last.command}, {last.agent}) failed: "
+    failure += last.last_error.strip().splitlines()[0][:300]
+    return replace(action, note=f"{action.note}\n{failure}" if action.note else failure)
+
+
+@_guarded
+def next_prepare(slug: str | None = None, cwd: str | os.PathLike | None = None) -> Action:
+    repo = gitx.find_repo(cwd or os.getcwd())
+    return decide_prepare(RepoFacts(repo, load_config(repo.root)), slug).action
+
+
+@_guarded
+def mark_agent_unavailable(
+    agent: str, unavailable_until: str | None = None, reason: str = "", cwd: str | os.PathLike | None = None
+) -> AgentMarked | Error:
+    config = _config_near(cwd)
+    if agent not in config.agents:
+        return _unknown_agent(agent, config)
+    now = datetime.now(UTC)
+    until = parse_until(unavailable_until, now, datetime.now().astimezone().tzinfo)
+    marked = AvailabilityStore().mark_unavailable(agent, until, reason or "unavailable")
+    return AgentMarked(agent, marked.until, marked.reason, now)
+
+
+@_guarded
+def mark_agent_available(agent: str, cwd: str | os.PathLike | None = None) -> AgentMarked | Error:
+    config = _config_near(cwd)
+    if agent not in config.agents:
+        return _unknown_agent(agent, config)
+    AvailabilityStore().mark_available(agent)
+    return AgentMarked(agent)
+
+
+@_guarded
+def agent_status(cwd: str | os.PathLike | None = None) -> AgentReport | Error:
+    config = _config_near(cwd)
+    now = datetime.now(UTC)
+    unavailable = AvailabilityStore().unavailable(now)
+    agents = tuple(dict.fromkeys((*config.agents, *unavailable)))
+    return AgentReport(agents, tuple(unavailable[a] for a in agents if a in unavailable), now)
+
+
+def _config_near(cwd: str | os.PathLike | None) -> Config:
+    """The project's config when `cwd` is in a repository, else the user's."""
+    try:
+        return load_config(gitx.find_repo(cwd or os.getcwd()).root)
+    except gitx.NotAGitRepo:
+        return load_config(None)
+
+
+def _unknown_agent(agent: str, config: Config) -> Error:
+    return Error(
+        ErrorCode.UNKNOWN_AGENT,
+        f"{agent[:40]!r} is not a known agent.\nUse one of: {', '.join(config.agents)}.",
+    )
+
+
+# --- effects ----------------------------------------------------------------------------------------
+
+
+def _apply(repo: gitx.Repo, effects: tuple[Effect, ...]) -> Error | None:
+    for effect in effects:
+        match effect:
+            case ClaimItem(slug=slug):
+                _set_marker(repo, slug, Marker.ACTIVE)
+            case MarkDone(slug=slug):
+                _set_marker(repo, slug, Marker.DONE)
+            case CreateWorktree(slug=slug):
+                try:
+                    gitx.add_worktree(repo, slug)
+                except gitx.WorktreeError as error:
+                    return Error(
+                        ErrorCode.WORKTREE_FAILED,
+                        f"git could not create trees/{slug}: {error}\n"
+                        f"Resolve it (`git worktree list`, `git branch --list {slug}`), then call again.",
+                        slug,
+                    )
+    return None
+
+
+def _set_marker(repo: gitx.Repo, slug: str, marker: Marker) -> None:
+    path = repo.root / ROADMAP
+    data = path.read_bytes()
+    item = parse_roadmap(decode(data)).find(slug)
+    if item is not None and item.marker is not marker:
+        fs.atomic_write(path, rewrite_marker(data, item.line, marker))
+
+
+# --- facts ------------------------------------------------------------------------------------------
+
+
+def _memo(method):
+    """Answer each question once per decision: a file is read once, git is asked once."""
+
+    @wraps(method)
+    def wrapper(self, *args):
+        key = (method.__name__, *args)
+        if key not in self._answers:
+            self._answers[key] = method(self, *args)
+        return self._answers[key]
+
+    return wrapper
+
+
+class RepoFacts:
+    """The `Facts` of one repository at one moment, read lazily from disk, git and the availability store."""
+
+    def __init__(self, repo: gitx.Repo, config: Config, now: datetime | None = None) -> None:
+        self.repo = repo
+        self.project = str(repo.root)
+        self.config = config
+        self.now = now or datetime.now(UTC)
+        self._answers: dict[tuple, object] = {}
+
+    @_memo
+    def _roadmap_text(self) -> str | None:
+        data = fs.read_bytes(self.repo.root / ROADMAP)
+        return None if data is None else decode(data)
+
+    @_memo
+    def roadmap(self) -> Roadmap | None:
+        text = self._roadmap_text()
+        return None if text is None else parse_roadmap(text)
+
+    def is_pending(self, slug: str) -> bool:
+        text = self._roadmap_text()
+        if text is None or not may_be_pending(text, slug):
+            return False
+        item = self.roadmap().find(slug)
+        return item is not None and item.marker is Marker.PENDING
+
+    @_memo
+    def open_bugs(self) -> int:
+        data = fs.read_bytes(self.repo.root / BUGS)
+        return 0 if data is None else len(open_bugs(decode(data)))
+
+    def archive(self, slug: str) -> str | None:
+        return next((path for _, name, path in self._archive_folders() if name == slug), None)
+
+    def next_archive(self, slug: str) -> str:
+        highest = max((number for number, _, _ in self._archive_folders()), default=0)
+        return f"{DONE}/{highest + 1:03d}-{slug}/"
+
+    @_memo
+    def _archive_folders(self) -> tuple[tuple[int, str, str], ...]:
+        """(number, slug, "done/NNN-slug/") for every archive folder, in name order."""
+        try:
+            names = sorted(os.listdir(self.repo.root / DONE))
+        except (FileNotFoundError, NotADirectoryError):
+            return ()
+        folders = []
+        for name in names:
+            match = ARCHIVE_NAME.fullmatch(name)
+            if match and (self.repo.root / DONE / name).is_dir():
+                folders.append((int(match[1]), match[2], f"{DONE}/{name}/"))
+        return tuple(folders)
+
+    @_memo
+    def worktree(self, slug: str) -> Worktree:
+        return gitx.worktree_state(self.repo, slug)
+
+    def _item_file(self, slug: str, name: str) -> str | None:
+        """A todos/{slug} file from the worktree once it exists, else from the main checkout."""
+        in_tree = self.worktree(slug).state is WorktreeState.PRESENT
+        base = self.repo.tree(slug) if in_tree else self.repo.root
+        data = fs.read_bytes(base / "todos" / slug / name)
+        return None if data is None else decode(data)
+
+    @_memo
+    def has_requirements(self, slug: str) -> bool:
+        return bool((self._item_file(slug, "requirements.md") or "").strip())
+
+    @_memo
+    def plan(self, slug: str) -> PlanStatus | None:
+        text = self._item_file(slug, "implementation-plan.md")
+        return parse_plan(text) if text and text.strip() else None
+
+    @_memo
+    def review(self, slug: str) -> Review | None:
+        text = self._item_file(slug, "review-findings.md")
+        return None if text is None else parse_review(text)
+
+    @_memo
+    def main_status(self, slug: str) -> MainStatus:
+        return gitx.status(self.repo.root, f"todos/{slug}")
+
+    @_memo
+    def worktree_changes(self, slug: str) -> tuple[str, ...]:
+        return gitx.status(self.repo.tree(slug)).changes
+
+    @_memo
+    def review_rounds(self, slug: str) -> int:
+        return gitx.review_rounds(self.repo, slug)
+
+    @_memo
+    def unavailable(self) -> Mapping[str, Unavailability]:
+        return AvailabilityStore().unavailable(self.now)

@@ -1,0 +1,337 @@
+"""Why did it say next-review? The two decision orders of docs/design.md §2, top to bottom.
+
+`decide_work` and `decide_prepare` are pure: they read facts through the `Facts` protocol (files already
+parsed, git already asked; the app answers each question at most once and only when asked, which keeps a
+call to one git process), and return a `Decision`: effects to apply under the project lock, then either an
+action or a request to decide again on fresh facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import datetime
+from typing import Protocol
+
+from teleclaude.config.matrix import Config, choose_agent
+from teleclaude.planner.core.model import (
+    Action,
+    ClaimItem,
+    Complete,
+    CreateWorktree,
+    Decision,
+    Dispatch,
+    Error,
+    ErrorCode,
+    MainStatus,
+    MarkDone,
+    Marker,
+    PlanStatus,
+    Prepared,
+    Review,
+    Roadmap,
+    RoadmapItem,
+    RunYourself,
+    Step,
+    Unavailability,
+    Worktree,
+    WorktreeState,
+)
+from teleclaude.planner.core.roadmap import blocking_problems, slug_problem
+
+ARCHITECT_NOTE = "Engage as collaborator - this is an architect session requiring discussion."
+WORK_AGAIN = "teleclaude__next_work()"
+PREPARE_AGAIN = "teleclaude__next_prepare()"
+
+
+class Facts(Protocol):
+    """What the planner may know about a project. Paths are relative to the main checkout."""
+
+    project: str  # absolute path of the main checkout
+    config: Config
+    now: datetime
+
+    def roadmap(self) -> Roadmap | None: ...  # None: todos/roadmap.md does not exist
+    def is_pending(self, slug: str) -> bool: ...  # the roadmap marks it `[ ]`
+    def open_bugs(self) -> int: ...
+    def archive(self, slug: str) -> str | None: ...  # "done/004-slug/" when archived
+    def next_archive(self, slug: str) -> str: ...  # "done/NNN-slug/" for the finalizer
+    def worktree(self, slug: str) -> Worktree: ...
+    # Requirements and plan come from trees/{slug} once it exists, else from the main checkout.
+    def has_requirements(self, slug: str) -> bool: ...
+    def plan(self, slug: str) -> PlanStatus | None: ...
+    def review(self, slug: str) -> Review | None: ...  # worktree copy
+    def main_status(self, slug: str) -> MainStatus: ...
+    def worktree_changes(self, slug: str) -> tuple[str, ...]: ...
+    def review_rounds(self, slug: str) -> int: ...  # deletions of review-findings.md on the branch
+    def unavailable(self) -> Mapping[str, Unavailability]: ...
+
+
+def decide_work(facts: Facts, slug: str | None = None) -> Decision:
+    # 1. Which item (or the bug list).
+    chosen = _resolve(facts, slug, _choose_work_item)
+    if isinstance(chosen, Decision):
+        return chosen
+    slug = chosen
+    decision = _work_on(facts, slug)
+    # A pending item becomes `[>]` once work on it starts; an error or a finished item claims nothing.
+    if not isinstance(decision.action, (Error, Complete)) and facts.is_pending(slug):
+        return replace(decision, effects=(*decision.effects, ClaimItem(slug)))  # after the worktree
+    return decision
+
+
+def _work_on(facts: Facts, slug: str) -> Decision:
+    # 2. Already archived by the finalizer.
+    archive = facts.archive(slug)
+    if archive:
+        item = _roadmap_item(facts, slug)
+        mark = (MarkDone(slug),) if item and item.marker is not Marker.DONE else ()
+        return Decision(slug, Complete(slug, archive), mark)
+
+    # 3. Prepared?
+    missing = _missing_preparation(facts, slug)
+    if missing:
+        return _done(slug, _not_prepared(facts, slug, missing))
+
+    # 4-5. Before the worktree exists: what it would be made from must be committed.
+    worktree = facts.worktree(slug)
+    if worktree.state is WorktreeState.BROKEN:
+        return _done(slug, _broken_worktree(slug, worktree))
+    if worktree.state is WorktreeState.ABSENT:
+        status = facts.main_status(slug)
+        if not status.has_commits:
+            return _done(slug, _no_commits())
+        if status.ignored:
+            return _done(slug, _ignored_files(slug, status.ignored))
+        if status.changes:
+            return _done(slug, _dispatch(facts, Step.COMMIT, slug, None, WORK_AGAIN))
+        return Decision(slug, None, (CreateWorktree(slug),))
+
+    subfolder = f"trees/{slug}"
+    # 6. A worker left changes behind.
+    if facts.worktree_changes(slug):
+        return _done(slug, _dispatch(facts, Step.COMMIT, slug, subfolder, WORK_AGAIN))
+    # 7. Build tasks left.
+    if not facts.plan(slug).built:
+        return _done(slug, _dispatch(facts, Step.BUILD, slug, subfolder, WORK_AGAIN))
+    # 8. Not reviewed yet.
+    review = facts.review(slug)
+    if review is None:
+        return _done(slug, _dispatch(facts, Step.REVIEW, slug, subfolder, WORK_AGAIN))
+    # 9. Changes requested.
+    if not review.approved:
+        rounds = facts.review_rounds(slug)
+        if rounds >= facts.config.max_review_rounds:
+            return _done(slug, _round_limit(slug, rounds))
+        return _done(slug, _dispatch(facts, Step.FIX, slug, subfolder, WORK_AGAIN))
+    # 10. Approved: merge and archive from the main checkout.
+    archive = facts.next_archive(slug)
+    note = f"Archive todos/{slug} to {archive} when merging branch {slug} into the main checkout."
+    return _done(slug, _dispatch(facts, Step.FINALIZE, slug, None, WORK_AGAIN, note))
+
+
+def decide_prepare(facts: Facts, slug: str | None = None) -> Decision:
+    chosen = _resolve(facts, slug, _choose_prepare_item)
+    if isinstance(chosen, Decision):
+        return chosen
+    slug = chosen
+    # Once the worktree exists its copy is the one read, so the architect writes there too.
+    subfolder = f"trees/{slug}" if facts.worktree(slug).state is WorktreeState.PRESENT else None
+    if not facts.has_requirements(slug):
+        return _done(
+            slug, _dispatch(facts, Step.REQUIREMENTS, slug, subfolder, PREPARE_AGAIN, ARCHITECT_NOTE)
+        )
+    plan = facts.plan(slug)
+    if plan is None or not plan.has_build_tasks:
+        return _done(slug, _dispatch(facts, Step.PLAN, slug, subfolder, PREPARE_AGAIN, ARCHITECT_NOTE))
+    return _done(slug, Prepared(slug))
+
+
+# --- choosing an item -------------------------------------------------------------------------------
+
+
+def _resolve(facts: Facts, slug: str | None, choose: Callable[[Facts], str | Decision]) -> str | Decision:
+    """The slug given (if it can name a branch), else the one `choose` picks from the files."""
+    if slug is None:
+        return choose(facts)
+    problem = slug_problem(slug)
+    return _done(None, _invalid_slug(problem)) if problem else slug
+
+
+def _choose_work_item(facts: Facts) -> str | Decision:
+    if facts.open_bugs():
+        return _done(None, _dispatch(facts, Step.BUGS, "", None, WORK_AGAIN))
+    roadmap = facts.roadmap()
+    if roadmap is None:
+        return _done(None, _no_roadmap())
+    if blocking_problems(roadmap):
+        return _done(None, _malformed_roadmap(roadmap))
+    open_items = roadmap.open_items()
+    for item in open_items:
+        if item.marker is Marker.ACTIVE:
+            return item.slug
+    blocked: list[tuple[RoadmapItem, list[str]]] = []
+    for item in open_items:
+        waiting = _unsatisfied(facts, roadmap, item)
+        if not waiting:
+            return item.slug
+        blocked.append((item, waiting))
+    if blocked:
+        return _done(None, _deps_unsatisfied(blocked))
+    return _done(None, _nothing_open())
+
+
+def _choose_prepare_item(facts: Facts) -> str | Decision:
+    roadmap = facts.roadmap()
+    if roadmap is None:
+        return _done(None, _no_roadmap())
+    if blocking_problems(roadmap):
+        return _done(None, _malformed_roadmap(roadmap))
+    candidates = [i.slug for i in roadmap.open_items() if not facts.archive(i.slug)]
+    if not candidates:
+        return _done(None, _nothing_open())
+    unprepared = (slug for slug in candidates if _missing_preparation(facts, slug))
+    return next(unprepared, candidates[0])
+
+
+def _unsatisfied(facts: Facts, roadmap: Roadmap, item: RoadmapItem) -> list[str]:
+    return open_dependencies(roadmap, item, lambda dep: bool(facts.archive(dep)))
+
+
+def open_dependencies(roadmap: Roadmap, item: RoadmapItem, archived: Callable[[str], bool]) -> list[str]:
+    """Dependencies still open: neither `[x]`, nor archived, nor gone from the roadmap."""
+    waiting = []
+    for dep in item.after:
+        dep_item = roadmap.find(dep)
+        if dep_item and dep_item.marker is not Marker.DONE and not archived(dep):
+            waiting.append(dep)
+    return waiting
+
+
+def _roadmap_item(facts: Facts, slug: str) -> RoadmapItem | None:
+    roadmap = facts.roadmap()
+    return roadmap.find(slug) if roadmap else None
+
+
+def _missing_preparation(facts: Facts, slug: str) -> list[str]:
+    missing = [] if facts.has_requirements(slug) else ["requirements"]
+    plan = facts.plan(slug)
+    if plan is None:
+        missing.append("implementation plan")
+    elif not plan.has_build_tasks:
+        missing.append("build tasks in its implementation plan")
+    return missing
+
+
+# --- building actions -------------------------------------------------------------------------------
+
+
+def _done(slug: str | None, action: Action) -> Decision:
+    return Decision(slug, action)
+
+
+def _dispatch(
+    facts: Facts, step: Step, slug: str, subfolder: str | None, again: str, note: str | None = None
+) -> Action:
+    unavailable = facts.unavailable()
+    choice = choose_agent(facts.config, step, unavailable, facts.now)
+    if choice is None:
+        row = facts.config.row(step)
+        who = tuple(unavailable[c.agent] for c in row if c.agent in unavailable)
+        return RunYourself(step, slug, facts.project, subfolder, who, again)
+    return Dispatch(step, slug, facts.project, choice.agent, choice.thinking_mode, subfolder, note)
+
+
+def _invalid_slug(problem: str) -> Error:
+    return Error(
+        ErrorCode.INVALID_SLUG,
+        f"{problem}.\nA slug names a folder and a git branch. Pass a slug from todos/roadmap.md.",
+    )
+
+
+def _no_roadmap() -> Error:
+    return Error(
+        ErrorCode.NO_WORK,
+        "todos/roadmap.md does not exist.\n"
+        "Create it with one item per line, e.g. `- [ ] my-slug — what to build`, then call again.",
+    )
+
+
+def _nothing_open() -> Error:
+    return Error(ErrorCode.NO_WORK, "No pending items in roadmap.")
+
+
+def _malformed_roadmap(roadmap: Roadmap) -> Error:
+    lines = "\n".join(f"todos/roadmap.md:{p.line}: {p.message}" for p in blocking_problems(roadmap))
+    return Error(
+        ErrorCode.INVALID_SLUG,
+        f"{lines}\nFix these roadmap lines, or pass the slug to work on explicitly.",
+    )
+
+
+def _deps_unsatisfied(blocked: list[tuple[RoadmapItem, list[str]]]) -> Error:
+    lines = "\n".join(f"{item.slug} waits for {', '.join(deps)}" for item, deps in blocked)
+    return Error(
+        ErrorCode.DEPS_UNSATISFIED,
+        f"Every open item waits for unfinished work:\n{lines}\n"
+        "Finish (or mark [x]) the items they wait for, or edit their (after: ...) lists.",
+    )
+
+
+def _not_prepared(facts: Facts, slug: str, missing: list[str]) -> Error:
+    in_tree = facts.worktree(slug).state is WorktreeState.PRESENT
+    where = f"trees/{slug}/todos/{slug}" if in_tree else f"todos/{slug}"
+    lines = [
+        f"{where} is missing {' and '.join(missing)}.",
+        f'Run teleclaude__next_prepare("{slug}") first.',
+    ]
+    roadmap = facts.roadmap()
+    if roadmap:
+        ready = [
+            i.slug
+            for i in roadmap.open_items()
+            if i.slug != slug and not facts.archive(i.slug) and not _missing_preparation(facts, i.slug)
+        ]
+        if ready:
+            lines.append(
+                f"Prepared items you could work on instead: {', '.join(ready)} "
+                f'(teleclaude__next_work("{ready[0]}")).'
+            )
+    return Error(ErrorCode.NOT_PREPARED, "\n".join(lines), slug)
+
+
+def _broken_worktree(slug: str, worktree: Worktree) -> Error:
+    return Error(
+        ErrorCode.WORKTREE_FAILED,
+        f"trees/{slug} exists but is not a git worktree of this repository ({worktree.problem}).\n"
+        f"Nothing was changed. Move trees/{slug} aside (e.g. `mv trees/{slug} trees/{slug}.bak`), "
+        "run `git worktree prune`, then call again.",
+        slug,
+    )
+
+
+def _ignored_files(slug: str, ignored: tuple[str, ...]) -> Error:
+    return Error(
+        ErrorCode.NOT_PREPARED,
+        f"git ignores {', '.join(ignored[:5])}, so trees/{slug} would be made without them.\n"
+        f"Stop ignoring todos/{slug}/ (check .gitignore), commit its files, then call again.",
+        slug,
+    )
+
+
+def _no_commits() -> Error:
+    return Error(
+        ErrorCode.NO_COMMITS,
+        "The repository has no commits yet, so no worktree can branch from it.\n"
+        "Commit todos/ (e.g. `git add todos && git commit -m 'Add roadmap'`), then call again.",
+    )
+
+
+def _round_limit(slug: str, rounds: int) -> Error:
+    return Error(
+        ErrorCode.REVIEW_ROUND_LIMIT,
+        f"todos/{slug} has been through {rounds} review rounds and the reviewer still requests changes.\n"
+        f"A human decides: read trees/{slug}/todos/{slug}/review-findings.md, then fix by hand, approve, "
+        "or raise max_review_rounds in teleclaude.toml.",
+        slug,
+    )

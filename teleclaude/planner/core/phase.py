@@ -1,0 +1,236 @@
+"""`teleclaude status`: where each roadmap item stands, derived by asking the planner's own decision order.
+
+`phase_of` runs `decide_work` (and `decide_prepare` for unprepared items) on the same `Facts` and names the
+step it would take; effects are never applied, so deriving a phase changes nothing. `render_board` prints
+the result for an 80-column terminal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from teleclaude.planner.core.decide import Facts, decide_prepare, decide_work, open_dependencies
+from teleclaude.planner.core.model import (
+    Action,
+    AgentReport,
+    Complete,
+    Dispatch,
+    Error,
+    ErrorCode,
+    Marker,
+    Roadmap,
+    RoadmapItem,
+    RunYourself,
+    Step,
+    WorktreeState,
+)
+from teleclaude.planner.core.render import _duration, _utc
+
+
+class Stage(Enum):
+    PENDING = "pending"  # `[ ]`, nothing written for it yet
+    NEEDS_REQUIREMENTS = "needs requirements"
+    NEEDS_PLAN = "needs plan"
+    PREPARED = "prepared"  # next_work would create its worktree
+    BUILDING = "building"
+    NEEDS_COMMIT = "needs commit"
+    REVIEWING = "reviewing"
+    FIXING = "fixing"
+    FINALIZING = "finalizing"
+    DONE = "done"
+    BLOCKED = "blocked"  # `[ ]` waiting for open dependencies
+    STUCK = "stuck"  # the planner answers with an error a human must resolve
+
+
+_BY_STEP = {
+    Step.COMMIT: Stage.NEEDS_COMMIT,
+    Step.BUILD: Stage.BUILDING,
+    Step.REVIEW: Stage.REVIEWING,
+    Step.FIX: Stage.FIXING,
+    Step.FINALIZE: Stage.FINALIZING,
+    Step.REQUIREMENTS: Stage.NEEDS_REQUIREMENTS,
+    Step.PLAN: Stage.NEEDS_PLAN,
+}
+
+
+@dataclass(frozen=True)
+class Phase:
+    stage: Stage
+    detail: str = ""  # "7/12" (building), "round 2" (fixing), "by a, b" (blocked), an error code (stuck)
+
+    @property
+    def label(self) -> str:
+        return f"{self.stage.value} {self.detail}".strip()
+
+
+@dataclass(frozen=True)
+class Row:
+    item: RoadmapItem
+    phase: Phase
+    worktree: str  # "" (none), "clean", "3 changed", "broken"
+
+
+@dataclass(frozen=True)
+class Board:
+    project: str
+    rows: tuple[Row, ...]
+    agents: AgentReport | None
+    problems: int = 0  # roadmap lines the planner cannot read (see `teleclaude lint`)
+
+
+def board(facts: Facts, roadmap: Roadmap, agents: AgentReport | None) -> Board:
+    rows = tuple(
+        Row(item, phase_of(facts, roadmap, item), worktree_label(facts, item.slug)) for item in roadmap.items
+    )
+    return Board(facts.project, rows, agents, len(roadmap.problems))
+
+
+def phase_of(facts: Facts, roadmap: Roadmap, item: RoadmapItem) -> Phase:
+    slug = item.slug
+    if item.marker is Marker.DONE or facts.archive(slug):
+        return Phase(Stage.DONE)
+    if item.marker is Marker.PENDING:
+        waiting = open_dependencies(roadmap, item, lambda dep: bool(facts.archive(dep)))
+        if waiting:
+            return Phase(Stage.BLOCKED, "by " + ", ".join(waiting))
+        if not facts.has_requirements(slug) and facts.plan(slug) is None:
+            return Phase(Stage.PENDING)
+    decision = decide_work(facts, slug)
+    if decision.action is None:  # it would create the worktree first
+        return Phase(Stage.PREPARED)
+    return _phase_of_action(facts, slug, decision.action)
+
+
+def _phase_of_action(facts: Facts, slug: str, action: Action) -> Phase:
+    match action:
+        case Dispatch(step=step) | RunYourself(step=step):
+            return _phase_of_step(facts, slug, step)
+        case Complete():
+            return Phase(Stage.DONE)
+        case Error(code=ErrorCode.NOT_PREPARED):
+            prepare = decide_prepare(facts, slug).action
+            if isinstance(prepare, (Dispatch, RunYourself)):
+                return _phase_of_step(facts, slug, prepare.step)
+            return Phase(Stage.STUCK, "git ignores its files")
+        case Error(code=code):
+            return Phase(Stage.STUCK, code.value)
+    return Phase(Stage.STUCK)
+
+
+def _phase_of_step(facts: Facts, slug: str, step: Step) -> Phase:
+    stage = _BY_STEP.get(step, Stage.STUCK)
+    if stage is Stage.BUILDING:
+        plan = facts.plan(slug)
+        return Phase(stage, f"{plan.build_tasks - plan.open_build_tasks}/{plan.build_tasks}")
+    if stage is Stage.FIXING:
+        return Phase(stage, f"round {facts.review_rounds(slug) + 1}")
+    return Phase(stage)
+
+
+def worktree_label(facts: Facts, slug: str) -> str:
+    state = facts.worktree(slug).state
+    if state is WorktreeState.ABSENT:
+        return ""
+    if state is WorktreeState.BROKEN:
+        return "broken"
+    changes = len(facts.worktree_changes(slug))
+    return f"{changes} changed" if changes else "clean"
+
+
+# --- rendering --------------------------------------------------------------------------------------
+
+_COLOURS = {
+    Stage.DONE: "32",
+    Stage.BLOCKED: "31",
+    Stage.STUCK: "31;1",
+    Stage.NEEDS_COMMIT: "33",
+    Stage.BUILDING: "36",
+    Stage.REVIEWING: "36",
+    Stage.FIXING: "36",
+    Stage.FINALIZING: "36",
+    Stage.PENDING: "2",
+}
+_SLUG_MAX, _WORKTREE_MIN = 32, 10
+
+
+def render_board(data: Board, width: int = 80, color: bool = False) -> str:
+    slug_width = min(_SLUG_MAX, max((len(r.item.slug) for r in data.rows), default=4))
+    room = max(8, width - 4 - slug_width - 4 - _WORKTREE_MIN)
+    phase_width = min(room, max((len(r.phase.label) for r in data.rows), default=5))
+    lines = [_fit(f"    {'ITEM':<{slug_width}}  {'PHASE':<{phase_width}}  WORKTREE", width)]
+    for row in data.rows:
+        slug = _clip(row.item.slug, slug_width)
+        phase = _clip(row.phase.label, phase_width)
+        tree = _clip(row.worktree, max(0, width - 4 - slug_width - 2 - phase_width - 2))
+        painted = _paint(f"{phase:<{phase_width}}", _COLOURS.get(row.phase.stage), color)
+        lines.append(f"[{row.item.marker.value}] {slug:<{slug_width}}  {painted}  {tree}".rstrip())
+    if not data.rows:
+        lines.append("(no items in todos/roadmap.md)")
+    if data.problems:
+        lines.append(_fit(f"{data.problems} roadmap line(s) cannot be read: run `teleclaude lint`", width))
+    if data.agents is not None:
+        lines += ["", *(_fit(line, width) for line in _agent_lines(data.agents))]
+    return "\n".join(lines)
+
+
+def _agent_lines(report: AgentReport) -> list[str]:
+    out = {u.agent: u for u in report.unavailable}
+    lines = []
+    for agent in report.agents:
+        u = out.get(agent)
+        if u is None:
+            lines.append(f"{agent:<8} available")
+        else:
+            why = f", {u.reason}" if u.reason else ""
+            left = _duration(u.until - report.now)
+            lines.append(f"{agent:<8} unavailable, {left} left (until {_utc(u.until)}{why})")
+    return lines
+
+
+def board_dict(data: Board) -> dict:
+    agents = []
+    if data.agents is not None:
+        out = {u.agent: u for u in data.agents.unavailable}
+        for agent in data.agents.agents:
+            u = out.get(agent)
+            agents.append(
+                {
+                    "agent": agent,
+                    "available": u is None,
+                    "until": _utc(u.until) if u else None,
+                    "minutes_left": max(0, int((u.until - data.agents.now).total_seconds() // 60))
+                    if u
+                    else None,
+                    "reason": u.reason if u else None,
+                }
+            )
+    return {
+        "project": data.project,
+        "items": [
+            {
+                "slug": r.item.slug,
+                "marker": r.item.marker.value,
+                "line": r.item.line,
+                "phase": r.phase.label,
+                "stage": r.phase.stage.value,
+                "detail": r.phase.detail or None,
+                "worktree": r.worktree or None,
+            }
+            for r in data.rows
+        ],
+        "problems": data.problems,
+        "agents": agents,
+    }
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def _fit(line: str, width: int) -> str:
+    return _clip(line, width)
+
+
+def _paint(text: str, code: str | None, color: bool) -> str:
+    return f"\x1b[{code}m{text}\x1b[0m" if color and code else text

@@ -1,0 +1,161 @@
+"""Actions as the plain text an orchestrator executes literally (docs/design.md §2), or as structured data."""
+
+from __future__ import annotations
+
+from datetime import UTC, timedelta
+
+from teleclaude.planner.core.model import (
+    Action,
+    AgentMarked,
+    AgentReport,
+    Complete,
+    Dispatch,
+    Error,
+    Prepared,
+    RunYourself,
+    Unavailability,
+)
+
+
+def to_text(action: Action | AgentMarked | AgentReport) -> str:
+    match action:
+        case AgentMarked(agent=agent, until=None):
+            return f"OK: {agent} is available."
+        case AgentMarked(agent=agent, until=until, reason=reason, now=now) if now and until <= now:
+            return f"OK: {agent} is available: {_utc(until)} has already passed ({reason})."
+        case AgentMarked(agent=agent, until=until, reason=reason):
+            return (
+                f"OK: {agent} is unavailable until {_utc(until)} ({reason}).\n"
+                "teleclaude__next_work() and teleclaude__next_prepare() now fall back to the next agent."
+            )
+        case AgentReport():
+            return _agent_table(action)
+        case Dispatch():
+            return _tool_call(action)
+        case Prepared(slug=slug):
+            return (
+                f"PREPARED:\ntodos/{slug} is ready for work.\n"
+                "Run teleclaude__next_work() to start the build/review cycle."
+            )
+        case Complete(slug=slug, archive=archive):
+            return f"COMPLETE:\ntodos/{slug} has been finalized.\nDelivered to {archive}"
+        case RunYourself():
+            return _run_yourself(action)
+        case Error(code=code, message=message):
+            return f"ERROR: {code.value}\n{message}"
+    raise TypeError(f"not an action: {action!r}")
+
+
+def to_dict(action: Action) -> dict[str, str | None]:
+    """The action as flat data; every key is present, None where it does not apply."""
+    data: dict[str, str | None] = dict.fromkeys(
+        (
+            "kind",
+            "code",
+            "slug",
+            "command",
+            "args",
+            "agent",
+            "thinking_mode",
+            "subfolder",
+            "project",
+            "note",
+            "reason",
+        )
+    )
+    match action:
+        case Dispatch():
+            data |= dict(
+                kind="dispatch",
+                slug=action.slug,
+                command=action.command,
+                args=action.slug,
+                agent=action.agent,
+                thinking_mode=action.thinking_mode,
+                subfolder=action.subfolder,
+                project=action.project,
+                note=action.note,
+            )
+        case Prepared(slug=slug):
+            data |= dict(kind="prepared", slug=slug)
+        case Complete(slug=slug, archive=archive):
+            data |= dict(kind="complete", slug=slug, note=f"Delivered to {archive}")
+        case RunYourself():
+            data |= dict(
+                kind="self",
+                slug=action.slug,
+                command=action.step.command,
+                args=action.slug,
+                subfolder=action.subfolder,
+                project=action.project,
+                reason=_who(action.unavailable),
+            )
+        case Error(code=code, message=message, slug=slug):
+            data |= dict(kind="error", code=code.value, slug=slug, reason=message)
+    return data
+
+
+def _tool_call(action: Dispatch) -> str:
+    fields = [
+        ("computer", "local"),
+        ("command", action.command),
+        ("args", action.slug),
+        ("project", action.project),
+        ("agent", action.agent),
+        ("thinking_mode", action.thinking_mode),
+    ]
+    if action.subfolder:
+        fields.append(("subfolder", action.subfolder))
+    lines = ["TOOL_CALL:", "teleclaude__run_agent_command("]
+    lines += [f"  {key}={_quoted(value)}," for key, value in fields]
+    lines.append(")")
+    if action.note:
+        lines += ["", f"NOTE: {action.note}"]
+    return "\n".join(lines)
+
+
+def _quoted(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _run_yourself(action: RunYourself) -> str:
+    where = action.subfolder or f"the main checkout ({action.project})"
+    command = f"/{action.step.command} {action.slug}".rstrip()
+    return (
+        f"SELF:\nNo agent is available for {action.step.task}: {_who(action.unavailable)}.\n"
+        f"Run {command} yourself in {where}, then call {action.again} again."
+    )
+
+
+def _utc(moment) -> str:
+    return f"{moment.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
+
+
+def _agent_table(report: AgentReport) -> str:
+    by_agent = {u.agent: u for u in report.unavailable}
+    lines = [f"{'AGENT':<10} {'STATUS':<12} {'UNTIL':<21} {'LEFT':>6}  REASON"]
+    for agent in report.agents:
+        u = by_agent.get(agent)
+        if u is None:
+            lines.append(f"{agent:<10} {'available':<12}")
+            continue
+        left = _duration(u.until - report.now)
+        lines.append(f"{agent:<10} {'unavailable':<12} {_utc(u.until):<21} {left:>6}  {u.reason}")
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _duration(left: timedelta) -> str:
+    minutes = max(0, int(left.total_seconds() // 60))
+    if minutes < 120:
+        return f"{minutes}m"
+    if minutes < 48 * 60:
+        return f"{minutes // 60}h{minutes % 60:02d}m"
+    return f"{minutes // (24 * 60)}d"
+
+
+def _who(unavailable: tuple[Unavailability, ...]) -> str:
+    if not unavailable:
+        return "no agent is configured for it"
+    return ", ".join(
+        f"{u.agent} until {_utc(u.until)}" + (f" ({u.reason})" if u.reason else "") for u in unavailable
+    )

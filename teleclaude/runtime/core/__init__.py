@@ -1,0 +1,1 @@
+"""The runtime's pure rules: stdlib only; no clock, environment, disk, tmux or database."""

@@ -1,0 +1,249 @@
+"""Supervision: when a quiet worker is reminded, when it needs attention, when its orchestrator hears of it,
+and what a worker that reported its step is told next.
+
+Pure: every answer is computed from the session's stored timestamps and `now`, so a restarted supervisor
+neither loses nor postpones a timer. Progress (new output, a hook event, a status report) resets the count.
+
+A worker with no progress gets reminder 1 after `soft_remind` (typed at its next idle, without interrupting),
+then a reminder every `hard_remind - soft_remind` (interrupting once `hard_remind` has passed), and after
+`max_nudges` unanswered reminders it needs attention. With the defaults: 3m30s soft, 7m and 10m30s hard,
+needs attention at 14m.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from teleclaude.config.profiles import RuntimeConfig
+from teleclaude.planner.core.model import Decision, Dispatch, RunYourself, Step
+from teleclaude.runtime.core.sessions import Activity, Session, SessionState
+
+MARK = "[teleclaude]"  # starts every line the supervisor types, so its echo never counts as progress
+_SUPERVISED = (SessionState.RUNNING, SessionState.STALLED)
+_DIGESTED = (SessionState.RUNNING, SessionState.STALLED, SessionState.NEEDS_ATTENTION)
+_INTERRUPTED = re.compile(r"^\W*(interrupted|request cancelled|conversation interrupted)\b", re.IGNORECASE)
+_TOOL_ROW = re.compile(r"^\s*[⏺●•]\s*\w[\w ]*\(|^\s*(Running|Executing|Shell|\$ )\b")
+
+
+# --- progress and activity ---------------------------------------------------------------------------------
+
+
+def is_progress(rows: list[str]) -> bool:
+    """New rows of output count as progress, except the echo of what the supervisor typed and a CLI saying
+    that the Escape of an interrupting reminder stopped it."""
+    return any(row.strip() and MARK not in row and not _INTERRUPTED.search(row) for row in rows)
+
+
+def progressed(session: Session, now: datetime) -> Session:
+    """The worker moved: the reminder count starts again, and a stalled worker is running again."""
+    state = SessionState.RUNNING if session.state in _DIGESTED else session.state
+    return replace(session, state=state, last_progress_at=now, nudges=0, last_nudge_at=None)
+
+
+def resumed(session: Session, now: datetime) -> Session:
+    """Someone typed into the worker: it works again, and its next quiet prompt ends a new turn."""
+    return replace(
+        progressed(session, now),
+        state=SessionState.RUNNING,
+        updated_at=now,
+        delivered_at=now,
+        screen_hash="",  # the first look after typing counts as a change
+        prompt_polls=0,
+        cycle_started_at=None,
+    )
+
+
+def activity_of(session: Session, screen: list[str], now: datetime, idle_seconds: float) -> Activity:
+    if session.last_change_at and (now - session.last_change_at).total_seconds() >= idle_seconds:
+        return Activity.QUIET
+    tail = [row for row in screen if row.strip()][-8:]
+    return Activity.TOOL if any(_TOOL_ROW.search(row) for row in tail) else Activity.WORKING
+
+
+def silent_since(session: Session) -> datetime | None:
+    return session.last_progress_at or session.delivered_at
+
+
+# --- reminders ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reminder:
+    number: int  # 1-based
+    interrupt: bool
+    text: str
+
+
+@dataclass(frozen=True)
+class NeedsAttention:
+    detail: str
+
+
+def nudge(
+    session: Session, now: datetime, config: RuntimeConfig, quiet: bool
+) -> Reminder | NeedsAttention | None:
+    """The reminder due now, if any; `quiet`: the screen has not changed for the idle threshold."""
+    since = silent_since(session)
+    if session.state not in _SUPERVISED or since is None or _cycle_running(session, now, config):
+        return None
+    silent = (now - since).total_seconds()
+    gap = max(config.hard_remind - config.soft_remind, 1.0)
+    waited = session.last_nudge_at is None or (now - session.last_nudge_at).total_seconds() >= gap
+    if silent < config.soft_remind + session.nudges * gap or not waited:
+        return None
+    if session.nudges >= config.max_nudges:
+        return NeedsAttention(
+            f"no progress for {duration(silent)} and {session.nudges} reminders went unanswered"
+        )
+    interrupt = silent >= config.hard_remind
+    if not interrupt and not quiet:
+        return None  # a soft reminder waits for the worker's next idle moment
+    number = session.nudges + 1
+    return Reminder(number, interrupt, reminder_text(number, config.max_nudges, silent, interrupt))
+
+
+def _cycle_running(session: Session, now: datetime, config: RuntimeConfig) -> bool:
+    """A post-report cycle is checking the worker (one that outlived its own limits does not count)."""
+    return session.cycle_started_at is not None and not cycle_expired(session, now, config)
+
+
+def cycle_expired(session: Session, now: datetime, config: RuntimeConfig) -> bool:
+    """A post-report cycle ran past its wait_cmd and quiet-pane limits: its process died."""
+    if session.cycle_started_at is None:
+        return False
+    return (now - session.cycle_started_at).total_seconds() >= config.wait_timeout + config.spin_max + 60
+
+
+def reminder_text(number: int, of: int, silent: float, interrupt: bool) -> str:
+    """One short line, whatever the slug: its echo must fit one screen row, or the wrapped rest would
+    look like the worker's output."""
+    advice = "Background long commands, report" if interrupt else "Report"
+    return (
+        f"{MARK} reminder {number}/{of}: no progress for {duration(silent)}. "
+        f"{advice} with teleclaude__report_status, then finish your step and commit."
+    )
+
+
+def reminded(session: Session, now: datetime) -> Session:
+    return replace(session, state=SessionState.STALLED, nudges=session.nudges + 1, last_nudge_at=now)
+
+
+# --- digests -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Digest:
+    session_id: str
+    state: SessionState
+    running_for: float  # seconds since the session started
+    status: str
+    status_age: float | None  # seconds since the last report_status; None: it never reported
+    nudges: int
+    last_lines: tuple[str, ...]
+    no_progress: bool  # nothing new for digest_period_quiet
+
+    def text(self) -> str:
+        status = (
+            f'"{self.status}" ({duration(self.status_age)} ago)' if self.status_age is not None else "never"
+        )
+        head = (
+            f"running {duration(self.running_for)}, state {self.state.value}, status {status}, "
+            f"{self.nudges} reminder(s) sent" + (", NO PROGRESS" if self.no_progress else "")
+        )
+        return "\n".join([head, *(f"  | {line}" for line in self.last_lines)])
+
+
+def digest_due(session: Session, now: datetime, config: RuntimeConfig) -> bool:
+    """Every digest_period; every digest_period_quiet once the worker shows no progress for that long."""
+    since = session.last_digest_at or session.delivered_at
+    if session.state not in _DIGESTED or since is None:
+        return False
+    age = (now - since).total_seconds()
+    quiet = session.digest_escalated or _silent_for(session, now) >= config.digest_period_quiet
+    return age >= (config.digest_period_quiet if quiet else config.digest_period)
+
+
+def digest(
+    session: Session, now: datetime, screen: list[str], config: RuntimeConfig, lines: int = 5
+) -> tuple[Session, Digest]:
+    no_progress = _silent_for(session, now) >= config.digest_period_quiet
+    report = Digest(
+        session.id,
+        session.state,
+        (now - session.created_at).total_seconds(),
+        session.status_text,
+        (now - session.status_at).total_seconds() if session.status_at else None,
+        session.nudges,
+        tuple(row.rstrip() for row in screen if row.strip())[-lines:],
+        no_progress,
+    )
+    escalated = session.digest_escalated or no_progress  # one-way: a worker that went quiet stays watched
+    return replace(session, last_digest_at=now, digest_escalated=escalated), report
+
+
+def _silent_for(session: Session, now: datetime) -> float:
+    since = silent_since(session) or session.created_at
+    return (now - since).total_seconds()
+
+
+# --- the post-report cycle ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Finished:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Directive:
+    text: str
+
+
+def assess(
+    command: str, slug: str, decision: Decision, open_tasks: int = 0, commits_ahead: int = 0
+) -> Finished | Directive:
+    """Is the worker's step done, by the files? If not, the one thing to tell it."""
+    step = step_of(command)
+    action = decision.action
+    asked = action.step if isinstance(action, Dispatch | RunYourself) else None
+    if asked is Step.COMMIT and getattr(action, "slug", slug) == slug:
+        return Directive(f"{MARK} Commit your changes: the files you changed are not committed yet.")
+    if asked is not step or getattr(action, "slug", slug) != slug:
+        summary = "another step" if asked is None else f"/{asked.command}"
+        return Finished(f"/{command} {slug} is done by the files; the planner moves on to {summary}")
+    return Directive(_unfinished(step, slug, open_tasks, commits_ahead))
+
+
+def _unfinished(step: Step, slug: str, open_tasks: int, commits_ahead: int) -> str:
+    plan = f"todos/{slug}/implementation-plan.md"
+    if step is Step.BUILD and commits_ahead and open_tasks:
+        return f"{MARK} Tick the tasks you finished in {plan} ({open_tasks} still open), then commit."
+    texts = {
+        Step.BUILD: f"The build is not finished: {open_tasks} task(s) in Groups 1-4 of {plan} are open. "
+        "Do them, tick each one and commit.",
+        Step.REVIEW: f"The review is not finished: write todos/{slug}/review-findings.md with a ticked "
+        "verdict and commit it.",
+        Step.FIX: f"The fixes are not finished: address the findings in todos/{slug}/review-findings.md, "
+        "then follow next-fix-review to the end and commit.",
+        Step.FINALIZE: f"The finalize is not finished: merge {slug} into main, archive it and mark it [x] "
+        "in todos/roadmap.md, then commit.",
+    }
+    return f"{MARK} " + texts.get(
+        step, f"/{step.command} {slug} is not finished by the files: finish it and commit."
+    )
+
+
+def step_of(command: str) -> Step | None:
+    name = command.removeprefix("prompts:")
+    return next((step for step in Step if step.command == name), None)
+
+
+def duration(seconds: float | None) -> str:
+    total = int(seconds or 0)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"

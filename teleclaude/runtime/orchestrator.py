@@ -1,0 +1,495 @@
+"""`teleclaude run`: the orchestrator loop, unattended. Ask `next_work`, start the worker it names, wait for
+the worker's events, end its session, ask again, until the roadmap is done or a human is needed.
+
+The files decide every step; this loop only keeps the worker count at one and reacts to events (`react`,
+one table). It keeps no state of its own between runs: a restarted run adopts the live sessions of the
+project from the runtime's database before it asks the planner anything, so a killed run that is started
+again neither loses a worker nor starts a second one for the same step.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from enum import Enum
+from pathlib import Path
+
+from teleclaude.planner import api as app
+from teleclaude.planner.checks import describe
+from teleclaude.planner.core.model import Action, Complete, Dispatch, Error, ErrorCode, Prepared, RunYourself
+from teleclaude.planner.core.render import to_text
+from teleclaude.runtime.core.sessions import Event, EventKind, Session, SessionState, Started
+from teleclaude.runtime.workers import Runtime, guarded
+
+UNATTENDED = "(unattended: nobody will answer questions; decide yourself and write the file)"
+REPEAT_LIMIT = 3  # the same step ending its turn this many times in a row without the files moving on
+TICK = 1.0  # seconds per wait: how often the status line is redrawn
+WAIT_ATTEMPTS = 3  # waits failing in a row (tmux or the database) before the run stops
+
+
+class Outcome(Enum):
+    COMPLETE = "COMPLETE"  # the item (or, without a slug, the whole roadmap) is delivered
+    SELF = "SELF"  # no agent is available for a step: a human (or an agent orchestrator) does it
+    ERROR = "ERROR"  # the planner or the runtime said ERROR: a human decides
+    NEEDS_ATTENTION = "NEEDS_ATTENTION"  # a worker is stuck: it is left running for a human to look at
+    MAX_STEPS = "MAX_STEPS"
+    INTERRUPTED = "INTERRUPTED"  # Ctrl-C: the workers keep running; `teleclaude run` again resumes
+
+    @property
+    def exit_code(self) -> int:
+        return {Outcome.COMPLETE: 0, Outcome.INTERRUPTED: 130}.get(self, 1)
+
+
+class Reaction(Enum):
+    WAIT = "wait"  # the worker goes on: keep waiting
+    NEXT = "next"  # the worker is through: end its session (if still there) and ask the planner again
+    FAILED = "failed"  # the same, but it failed: a second failure of the same step in a row stops the run
+    ATTENTION = "attention"  # stop the run and leave the worker running for a human
+
+
+def react(kind: EventKind, session: Session) -> Reaction:
+    """What the loop does on each event of a worker: the whole policy, in one place."""
+    match kind:
+        case EventKind.TURN_ENDED:
+            # Back at its prompt. During a post-report cycle the runtime decides (FINISHED or DIRECTED);
+            # a worker typed into since then is working again.
+            if session.cycle_started_at is not None or session.state is SessionState.RUNNING:
+                return Reaction.WAIT
+            return Reaction.NEXT
+        case EventKind.FINISHED:  # the runtime ended it: the files say the step is done
+            return Reaction.NEXT
+        case EventKind.EXITED:
+            return Reaction.FAILED if session.state is SessionState.ERRORED else Reaction.NEXT
+        case EventKind.RATE_LIMITED:  # the agent is marked unavailable already: the planner falls back
+            return Reaction.NEXT
+        case EventKind.ERRORED:
+            return Reaction.FAILED
+        case EventKind.NEEDS_ATTENTION:
+            return Reaction.ATTENTION
+        case _:  # REMINDED, DIRECTED, DIGEST: shown; the runtime is handling the worker
+            return Reaction.WAIT
+
+
+def implied_event(session: Session) -> EventKind | None:
+    """The event a session's state stands for, when its event went to another reader or an earlier run."""
+    return {
+        SessionState.TURN_ENDED: EventKind.TURN_ENDED,
+        SessionState.RATE_LIMITED: EventKind.RATE_LIMITED,
+        SessionState.NEEDS_ATTENTION: EventKind.NEEDS_ATTENTION,
+        SessionState.DONE: EventKind.EXITED,
+        SessionState.CANCELLED: EventKind.EXITED,
+        SessionState.ERRORED: EventKind.ERRORED,
+    }.get(session.state)
+
+
+# --- what a run returns and shows --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Handled:
+    """One worker session of this run and how it ended."""
+
+    session: Session
+    kind: EventKind | None  # the event that ended it (None: ended because it never got started)
+    detail: str = ""
+    adopted: bool = False  # started by an earlier run (or someone else) and taken over
+
+
+@dataclass(frozen=True)
+class RunReport:
+    outcome: Outcome
+    steps: int  # sessions this run started
+    action: Action | None  # the planner's last answer
+    session: Session | None  # the last worker session
+    text: str  # the report, first line `OUTCOME:` (or the planner's `SELF:` / `ERROR: CODE`)
+    history: tuple[Handled, ...] = ()
+    delivered: tuple[str, ...] = ()  # archive folders that appeared during this run, e.g. "done/001-x/"
+
+    @property
+    def exit_code(self) -> int:
+        return self.outcome.exit_code
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What the live status line shows about the worker being waited for."""
+
+    step: int
+    session: Session
+    elapsed: float  # seconds since the session was started
+
+    def line(self) -> str:
+        return f"{self.key()} · {_clock(self.elapsed)}"
+
+    def key(self) -> str:
+        """The line without the clock: a plain log prints it again only when this changes."""
+        s = self.session
+        text = f"[{self.step}] {s.command} {s.slug} · {s.agent} · {s.state.value}".replace("  ", " ")
+        if s.nudges:
+            text += f" · {s.nudges} nudge{'s' if s.nudges > 1 else ''}"
+        if s.status_text:
+            text += f" · {s.status_text.splitlines()[0][:60]}"
+        return text
+
+
+# --- the loop ----------------------------------------------------------------------------------------------
+
+
+def run(
+    project: Path,
+    slug: str | None,
+    prepare: bool,
+    max_steps: int,
+    runtime: Runtime,
+    show: Callable[[str], None],
+    status: Callable[[Progress], None],
+    tick: float = TICK,
+    verbose: bool = False,
+) -> RunReport:
+    """Drive `slug` (or the whole roadmap) until COMPLETE, SELF, ERROR, a stuck worker or `max_steps`.
+
+    `show` gets the log lines (each answer, start and event), `status` the live state of the worker being
+    waited for, every `tick` seconds; `verbose` also shows the planner's full answers. Ctrl-C returns an
+    INTERRUPTED report and leaves every worker running.
+    """
+    loop = _Loop(Path(project), slug, prepare, max_steps, runtime, show, status, tick, verbose)
+    try:
+        return loop.go()
+    except KeyboardInterrupt:
+        return loop.stop(Outcome.INTERRUPTED, "stopped by Ctrl-C; the workers keep running")
+
+
+class _Stop(Exception):
+    def __init__(self, report: RunReport) -> None:
+        self.report = report
+
+
+@dataclass
+class _Loop:
+    """One run's working state; `root` starts as the project given and becomes its checkout root."""
+
+    root: Path
+    slug: str | None
+    prepare: bool
+    max_steps: int
+    runtime: Runtime
+    show: Callable[[str], None]
+    status: Callable[[Progress], None]
+    tick: float
+    verbose: bool
+    steps: int = 0
+    action: Action | None = None
+    session: Session | None = None
+    history: list[Handled] = field(default_factory=list)
+    archived_before: list[str] = field(default_factory=list)
+    last_failed: tuple[str, str] | None = None  # the step whose session failed last
+    turns: list[tuple[str, str]] = field(default_factory=list)  # one step's sessions in a row that ended
+
+    def __post_init__(self) -> None:
+        self.root = _checkout_root(self.root)
+        self.archived_before = _archives(self.root)
+
+    def go(self) -> RunReport:
+        try:
+            adopted = self._live(lambda s: self.slug is None or s.slug == self.slug)
+            if adopted:
+                names = ", ".join(f"{s.id} ({s.command} {s.slug}, {s.state.value})" for s in adopted)
+                self.show(f"adopting the sessions an earlier run left running: {names}")
+                self._watch(adopted, adopted=True)
+            while True:
+                self._next(self._ask())
+        except _Stop as stop:
+            return stop.report
+
+    # --- the planner's answers ---------------------------------------------------------------------------
+
+    def _ask(self) -> Action:
+        action = app.next_work(self.slug, cwd=self.root)
+        self.action = action
+        self._answer(action)
+        return action
+
+    def _answer(self, action: Action) -> None:
+        self.show(f"[{self.steps + 1}] {describe(action)}")
+        if self.verbose:
+            self.show("    " + to_text(action).replace("\n", "\n    "))
+
+    def _next(self, action: Action) -> None:
+        """Carry out one answer of next_work; raises _Stop when the run is over."""
+        match action:
+            case Dispatch():
+                self._dispatch(action)
+            case Complete(slug=slug, archive=archive):
+                if self.slug is not None:
+                    self._stop(Outcome.COMPLETE, f"{slug} is delivered to {archive}")
+            case Error(code=ErrorCode.NO_WORK) if self.slug is None and self._has_roadmap():
+                self._stop(Outcome.COMPLETE, "every roadmap item is done")
+            case Error(code=ErrorCode.NOT_PREPARED, slug=unprepared) if self.prepare and unprepared:
+                self._prepare(action, unprepared)
+            case RunYourself():
+                self._stop(Outcome.SELF, to_text(action))
+            case _:
+                self._stop(Outcome.ERROR, to_text(action))
+
+    def _prepare(self, refusal: Error, slug: str) -> None:
+        """--prepare: start the architect next_prepare names, unattended."""
+        action = app.next_prepare(slug, cwd=self.root)
+        self._answer(action)
+        match action:
+            case Dispatch():
+                self.action = action
+                self._dispatch(action, args=f"{slug} {UNATTENDED}")
+            case RunYourself():
+                self.action = action
+                self._stop(Outcome.SELF, to_text(action))
+            case Prepared():  # prepared, and still refused: what next_work says is for a human
+                self._stop(Outcome.ERROR, to_text(refusal))
+            case _:
+                self.action = action
+                self._stop(Outcome.ERROR, to_text(action))
+
+    # --- workers -----------------------------------------------------------------------------------------
+
+    def _dispatch(self, action: Dispatch, args: str | None = None) -> None:
+        step = (_bare(action.command), action.slug)
+        twins = self._live(lambda s: (_bare(s.command), s.slug) == step)
+        if twins:  # started by an earlier run, or by someone else: one worker per step
+            self.show(f"    {twins[0].id} is already doing {action.command} {action.slug}: waiting for it")
+            self._watch(twins[:1], adopted=True)
+            return
+        if len(self.turns) >= REPEAT_LIMIT and self.turns[-1] == step:
+            self._stop(
+                Outcome.NEEDS_ATTENTION,
+                f"{action.command} {action.slug} ended its turn {REPEAT_LIMIT} times in a row and the files "
+                "did not move on.\nRead what the workers said (teleclaude sessions list, then "
+                "teleclaude sessions output ID while one runs), do the step by hand, or fix what blocks it.",
+            )
+        if self.steps >= self.max_steps:
+            self._stop(Outcome.MAX_STEPS, f"--max-steps {self.max_steps} reached before {describe(action)}")
+        self.steps += 1
+        started = guarded(
+            self.runtime.run_agent_command,
+            "local",
+            action.command,
+            args or action.slug,
+            action.project,
+            action.agent,
+            action.thinking_mode,
+            action.subfolder,
+        )
+        if isinstance(started, Error):
+            self._start_failed(step, started)
+            return
+        assert isinstance(started, Started)
+        self.session = started.session
+        self.show(f"    {self._where(started.session)}")
+        self._watch([started.session])
+
+    def _start_failed(self, step: tuple[str, str], error: Error) -> None:
+        if error.code is not ErrorCode.TMUX_FAILED or self.last_failed == step:
+            self._stop(Outcome.ERROR, to_text(error))
+        self.show(f"    could not start it, trying again: {error.message.splitlines()[0]}")
+        self.last_failed = step
+
+    def _watch(self, sessions: list[Session], adopted: bool = False) -> None:
+        """Wait on the sessions, reacting to their events, until each is through (or the run stops)."""
+        watching = {s.id: s for s in sessions}
+        failures = 0
+        while watching:
+            waited = guarded(self.runtime.wait_for_sessions, list(watching), self.tick)
+            if isinstance(waited, Error):  # a pane that vanished while tmux was asked about it: look again
+                failures += 1
+                if failures >= WAIT_ATTEMPTS or waited.code is ErrorCode.UNKNOWN_SESSION:
+                    self._stop(Outcome.ERROR, to_text(waited))
+                self.show(f"    waiting failed, looking again: {waited.message.splitlines()[0]}")
+                continue
+            failures = 0
+            current = {s.id: s for s in waited.sessions}
+            heard = set()
+            for event in waited.events:
+                if event.session_id in watching:
+                    heard.add(event.session_id)
+                    self._heard(event, current.get(event.session_id, watching[event.session_id]))
+                    if self._resolve(event.kind, current, event.session_id, event.detail, adopted):
+                        watching.pop(event.session_id)
+            for session_id in list(watching):
+                session = current.get(session_id, watching[session_id])
+                watching[session_id] = session
+                if session_id in heard:
+                    continue
+                kind, detail = implied_event(session), session.last_error
+                if kind is None and self._stuck_pending(session):
+                    kind, detail = EventKind.EXITED, "it never got its command (its starter was stopped)"
+                    self.show(f"    {session.id}: {detail}; ending it")
+                if kind is not None and self._resolve(kind, current, session_id, detail, adopted):
+                    watching.pop(session_id)
+            if watching:
+                first = next(iter(watching.values()))
+                elapsed = (self.runtime.clock() - first.created_at).total_seconds()
+                self.status(Progress(max(self.steps, 1), first, elapsed))
+
+    def _resolve(
+        self, kind: EventKind, current: dict[str, Session], session_id: str, detail: str, adopted: bool
+    ) -> bool:
+        """React to one event; True when the session is through."""
+        session = current.get(session_id) or self.runtime.store.get(session_id)
+        reaction = react(kind, session)
+        if reaction is Reaction.WAIT:
+            return False
+        self.session = session
+        step = (_bare(session.command), session.slug)
+        if reaction is Reaction.ATTENTION:
+            self.history.append(Handled(session, kind, detail, adopted))
+            self._stop(Outcome.NEEDS_ATTENTION, self._attention(session, detail))
+        ended = self._end(session)
+        self.history.append(Handled(ended, kind, detail, adopted))
+        if reaction is Reaction.FAILED:
+            if self.last_failed == step:
+                self._stop(
+                    Outcome.ERROR,
+                    f"ERROR: {ErrorCode.WORKER_FAILED.value}\n"
+                    f"{session.command} {session.slug} failed twice in a row "
+                    f"({session.agent}: {detail or session.last_error or kind.value}).\n"
+                    f"Run the agent by hand in {session.workdir} to see why, or mark it unavailable "
+                    f"(teleclaude agents unavailable {session.agent}) so the planner picks another.",
+                )
+            self.last_failed = step
+        else:
+            self.last_failed = None
+        if kind in (EventKind.TURN_ENDED, EventKind.FINISHED):  # for the REPEAT_LIMIT: the same step again?
+            self.turns = [*self.turns, step] if self.turns[-1:] == [step] else [step]
+        else:
+            self.turns = []
+        return True
+
+    def _heard(self, event: Event, session: Session) -> None:
+        detail = f": {event.detail}" if event.detail else ""
+        self.show(f"    {session.id} {event.kind.value}{detail}".splitlines()[0][:200])
+
+    def _has_roadmap(self) -> bool:
+        """NO_WORK also answers a missing roadmap: that is an error to report, not a finished run."""
+        return (self.root / "todos" / "roadmap.md").is_file()
+
+    def _end(self, session: Session) -> Session:
+        ended = guarded(self.runtime.end_session, session.id)
+        return session if isinstance(ended, Error) else ended.session
+
+    def _stuck_pending(self, session: Session) -> bool:
+        if session.state is not SessionState.PENDING:
+            return False
+        limit = timedelta(seconds=self.runtime.config.startup_timeout * 2)
+        return self.runtime.clock() - session.created_at > limit
+
+    def _live(self, wanted: Callable[[Session], bool]) -> list[Session]:
+        return [
+            s
+            for s in self.runtime.store.sessions()
+            if not s.state.is_final and _same_path(s.project, self.root) and wanted(s)
+        ]
+
+    # --- reports -----------------------------------------------------------------------------------------
+
+    def _stop(self, outcome: Outcome, what: str) -> None:
+        raise _Stop(self.stop(outcome, what))
+
+    def stop(self, outcome: Outcome, what: str) -> RunReport:
+        first = what if what.startswith(("SELF:", "ERROR:")) else f"{outcome.value}: {what}"
+        running = self._live(lambda s: True)
+        delivered = tuple(
+            f"done/{name}/" for name in _archives(self.root) if name not in self.archived_before
+        )
+        lines = [
+            first,
+            "",
+            f"steps: {self.steps} session{'s' if self.steps != 1 else ''} started",
+            f"delivered: {', '.join(delivered) or 'nothing in this run'}",
+            f"running: {len(running) or 'none'}",
+            *(f"  {self._where(s)}" for s in running),
+            f"next: {self._advice(outcome)}",
+        ]
+        return RunReport(
+            outcome,
+            self.steps,
+            self.action,
+            self.session,
+            "\n".join(lines),
+            tuple(self.history),
+            delivered,
+        )
+
+    def _advice(self, outcome: Outcome) -> str:
+        again = self.resume_command()
+        match outcome:
+            case Outcome.COMPLETE if self.slug is None:
+                return "add items to todos/roadmap.md (teleclaude new SLUG ...), then run it again: " + again
+            case Outcome.COMPLETE:
+                return f"the rest of the roadmap: cd {shlex.quote(str(self.root))} && teleclaude run"
+            case Outcome.SELF:
+                return f"do that step yourself (or wait until an agent is available), then: {again}"
+            case Outcome.ERROR:
+                return f"do what the error says, then: {again}"
+            case Outcome.NEEDS_ATTENTION:
+                return f"look at the worker, then end it or send it a message, then: {again}"
+            case _:
+                return f"resume with: {again}"
+
+    def resume_command(self) -> str:
+        words = ["teleclaude", "run", *([self.slug] if self.slug else [])]
+        words += ["--prepare"] if self.prepare else []
+        return f"cd {shlex.quote(str(self.root))} && {shlex.join(words)}"
+
+    def _attention(self, session: Session, detail: str) -> str:
+        return (
+            f"{session.command} {session.slug} ({session.agent}, session {session.id}) needs a human: "
+            f"{detail or session.last_error or 'no progress'}\n"
+            f"Look at it from {self.root}: teleclaude sessions output {session.id}"
+            f"  (or: tmux -L {self.runtime.config.socket} attach -t {session.tmux_session})\n"
+            f"Then answer it (teleclaude sessions send {session.id} TEXT) or end it "
+            f"(teleclaude sessions end {session.id})."
+        )
+
+    def _where(self, session: Session) -> str:
+        return (
+            f"{session.id}: {session.command} {session.slug} ({session.agent}, {session.state.value}) in "
+            f"{session.subfolder or 'the main checkout'}; watch: "
+            f"tmux -L {self.runtime.config.socket} attach -t {session.tmux_session}"
+        ).replace("  ", " ")
+
+
+# --- helpers -----------------------------------------------------------------------------------------------
+
+
+def _bare(command: str) -> str:
+    """next-build for both next-build and prompts:next-build (codex's name for the same step)."""
+    return command.removeprefix("prompts:")
+
+
+def _checkout_root(project: Path) -> Path:
+    from teleclaude.adapters.git import NotAGitRepo, find_repo
+
+    try:
+        return Path(find_repo(project).root).resolve()
+    except (NotAGitRepo, OSError):
+        return project.resolve()
+
+
+def _archives(root: Path) -> list[str]:
+    """The folders in done/, e.g. 001-my-slug."""
+    try:
+        return sorted(p.name for p in (root / "done").iterdir() if p.is_dir())
+    except OSError:
+        return []
+
+
+def _same_path(one: str, other: Path) -> bool:
+    try:
+        return Path(one).resolve() == other
+    except OSError:
+        return False
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(int(seconds), 0)
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"

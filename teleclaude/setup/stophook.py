@@ -1,0 +1,157 @@
+"""`teleclaude hook stop`: an agent may not end its turn with uncommitted work where the planner reads.
+
+Each CLI runs the hook when the agent is about to stop and passes JSON on stdin:
+- Claude Code `Stop` and Codex `Stop`: `{"cwd", "stop_hook_active", "session_id", "hook_event_name": "Stop"}`
+  (Codex adds `turn_id`); to refuse, print `{"decision": "block", "reason": …}` and exit 0.
+- Gemini CLI `AfterAgent`: the same fields with `"hook_event_name": "AfterAgent"`; to refuse, print
+  `{"decision": "deny", "reason": …}` (the reason becomes the agent's next prompt) and exit 0.
+
+The stop is refused when the session's folder is a `trees/{slug}` worktree with any change, or the main
+checkout with uncommitted files in a todos/{slug}/ folder (an architect's requirements or plan). The roadmap
+itself is left out: next_work marks items there without committing. A stop is always let through when
+`stop_hook_active` is set (the agent is already continuing because of a stop hook), so it cannot loop;
+anywhere else, on bad input or on any failure the hook prints nothing and exits 0: it never breaks an agent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+AGENTS = ("claude", "gemini", "codex")
+MAX_LISTED = 20
+
+
+@dataclass(frozen=True)
+class StopEvent:
+    agent: str  # claude, gemini or codex
+    cwd: Path
+    active: bool  # stop_hook_active: this turn already continues because a stop hook refused a stop
+    session_id: str = ""
+
+
+@dataclass(frozen=True)
+class StopDecision:
+    block: bool
+    reason: str = ""
+
+
+LET_THROUGH = StopDecision(False)
+
+
+class MalformedInput(ValueError):
+    pass
+
+
+def parse_event(raw: str, agent: str | None = None) -> StopEvent:
+    try:
+        data = json.loads(raw)
+    except ValueError as error:
+        raise MalformedInput(f"stdin is not JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise MalformedInput("stdin is not a JSON object")
+    cwd = data.get("cwd", os.getcwd())
+    if not isinstance(cwd, str) or not cwd:
+        raise MalformedInput("`cwd` is not a path")
+    if agent is None:
+        event = data.get("hook_event_name")
+        agent = "gemini" if event == "AfterAgent" else "codex" if "turn_id" in data else "claude"
+    session = data.get("session_id")
+    return StopEvent(
+        agent, Path(cwd), data.get("stop_hook_active") is True, session if isinstance(session, str) else ""
+    )
+
+
+def decide(event: StopEvent) -> StopDecision:
+    """Block the stop (with the files and what to do) or let it through."""
+    if event.active:
+        return LET_THROUGH
+    from teleclaude.adapters import git as gitx
+
+    try:
+        repo = gitx.find_repo(event.cwd)
+    except gitx.NotAGitRepo:
+        return LET_THROUGH
+    if not (repo.root / "todos" / "roadmap.md").is_file():
+        return LET_THROUGH  # not a teleclaude project
+    return _check(repo, event.cwd.absolute())
+
+
+def _check(repo, cwd: Path) -> StopDecision:
+    from teleclaude.adapters import git as gitx
+    from teleclaude.planner.core.model import WorktreeState
+
+    try:
+        parts = cwd.relative_to(repo.root).parts
+    except ValueError:
+        return LET_THROUGH
+    if parts[:1] == (gitx.TREES,):
+        if len(parts) < 2 or gitx.worktree_state(repo, parts[1]).state is not WorktreeState.PRESENT:
+            return LET_THROUGH
+        where = f"{gitx.TREES}/{parts[1]}"
+        changes = gitx.status(repo.tree(parts[1])).changes
+        how = f"In {where}, commit them (`git add -A && git commit -m '<what you did>'`)"
+    else:
+        where = "the main checkout's todos/"
+        changes = tuple(p for p in gitx.status(repo.root, "todos").changes if p.count("/") >= 2)
+        how = "Commit them (`git add todos && git commit -m '<what you prepared>'`)"
+    if not changes:
+        return LET_THROUGH
+    listed = "\n".join(f"  {path}" for path in changes[:MAX_LISTED])
+    more = f"\n  … and {len(changes) - MAX_LISTED} more" if len(changes) > MAX_LISTED else ""
+    return StopDecision(
+        True,
+        f"teleclaude: {where} has uncommitted changes:\n{listed}{more}\n"
+        f"{how} before you stop: the planner decides the next step from committed files only.",
+    )
+
+
+def render(decision: StopDecision, agent: str) -> str:
+    """The CLI's own answer on stdout: nothing to let the stop through, else its refusal object."""
+    if not decision.block:
+        return ""
+    verdict = "deny" if agent == "gemini" else "block"
+    return json.dumps({"decision": verdict, "reason": decision.reason})
+
+
+def main(agent: str | None = None, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+    stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
+    try:
+        event = parse_event(stdin.read(), agent)
+        decision = decide(event)
+    except MalformedInput as error:
+        _warn(f"ignoring the hook input: {error}")
+        return 0
+    except Exception as error:  # never break the agent: let the stop through
+        _warn(f"{type(error).__name__}: {error}")
+        return 0
+    if not decision.block:
+        _record_turn_end()
+        return 0
+    stdout.write(render(decision, event.agent) + "\n")
+    stdout.flush()
+    return 0
+
+
+def _record_turn_end() -> None:
+    """A worker started by the runtime ended its turn: tell the runtime now, not after its idle wait."""
+    session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
+    if not session_id:
+        return
+    try:
+        from teleclaude.adapters.sessions_db import SessionStore
+        from teleclaude.adapters.store import AvailabilityStore
+        from teleclaude.config.profiles import RuntimeConfig
+        from teleclaude.runtime.workers import Runtime
+
+        Runtime(RuntimeConfig(), SessionStore(), AvailabilityStore()).record_turn_end(session_id)
+    except Exception as error:  # never break the agent over bookkeeping
+        _warn(f"could not record the end of the turn: {error}")
+
+
+def _warn(message: str) -> None:
+    sys.stderr.write(f"teleclaude hook stop: {message}\n")
