@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from teleclaude.planner import api
 from teleclaude.planner.core.bugs import open_bugs
 from teleclaude.planner.core.decide import ARCHITECT_NOTE
 from teleclaude.planner.core.model import Marker, Step
 from teleclaude.planner.core.plan import parse_plan
 from teleclaude.planner.core.review import parse_review
 from teleclaude.planner.core.roadmap import parse_roadmap
-from teleclaude.planner import api
 from teleclaude.setup import install
 
 ORCHESTRATORS = {"next-prepare", "next-work"}

@@ -1,4 +1,4 @@
-"""Every branch of both decision orders (docs/design.md §2), driven by plain values: no repository, no clock."""
+"""Every branch of both decision orders (docs/design.md §2), driven by plain values: no repo, no clock."""
 
 from __future__ import annotations
 
