@@ -17,8 +17,8 @@ from fastmcp import FastMCP
 from mcp.types import ToolAnnotations
 
 from teleclaude import __version__
+from teleclaude.errors import Error, guard
 from teleclaude.planner import api as app
-from teleclaude.planner.core.model import Error, ErrorCode
 from teleclaude.planner.core.render import to_text
 
 log = logging.getLogger("teleclaude.mcp")
@@ -95,14 +95,7 @@ Read-only. Expired entries are reset as they are read, so the table is always cu
 
 def _answer(function: Callable[..., object], *args, **kwargs) -> str:
     """The library's answer as text; an exception (a teleclaude bug) becomes `ERROR: INTERNAL`, no trace."""
-    try:
-        return to_text(function(*args, **kwargs))
-    except Exception as error:
-        log.exception("%s failed", getattr(function, "__name__", function))
-        message = (
-            f"{type(error).__name__}: {error}\nThis is a teleclaude bug; set TELECLAUDE_DEBUG=1 for details."
-        )
-        return to_text(Error(ErrorCode.INTERNAL, message))
+    return to_text(guard(function)(*args, **kwargs))
 
 
 def next_prepare(slug: str | None = None, cwd: str | None = None) -> str:
@@ -177,24 +170,17 @@ _RUNTIME = None
 def _runtime():
     global _RUNTIME
     if _RUNTIME is None:
-        from teleclaude.runtime.workers import guarded, open_runtime
+        from teleclaude.runtime.workers import open_runtime
 
         _RUNTIME = open_runtime(os.getcwd())
-        guarded(_RUNTIME.list_sessions)  # reconcile the stored sessions with tmux after a restart
+        guard(_RUNTIME.list_sessions)()  # reconcile the stored sessions with tmux after a restart
     return _RUNTIME
 
 
 def _session_answer(method: str, *args, **kwargs) -> str:
     from teleclaude.runtime.core.session_render import session_text
-    from teleclaude.runtime.workers import guarded
 
-    try:
-        answer = guarded(getattr(_runtime(), method), *args, **kwargs)
-    except Exception as error:
-        log.exception("%s failed", method)
-        return to_text(
-            Error(ErrorCode.INTERNAL, f"{type(error).__name__}: {error}\nThis is a teleclaude bug.")
-        )
+    answer = guard(lambda: getattr(_runtime(), method)(*args, **kwargs))()
     return to_text(answer) if isinstance(answer, Error) else session_text(answer)
 
 

@@ -9,11 +9,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from teleclaude.errors import ErrorCode, Failure
+
 LOCK_NAME = "teleclaude.lock"
 
 
-class LockTimeout(Exception):
-    pass
+class LockTimeout(Failure):
+    code = ErrorCode.LOCK_TIMEOUT
+    next_step = "Wait for the other call to finish, then try again."
 
 
 def read_bytes(path: Path) -> bytes | None:

@@ -12,13 +12,14 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from teleclaude.errors import ErrorCode, Failure
+from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import MainStatus, Worktree, WorktreeState
 
-TREES = "trees"
 
-
-class NotAGitRepo(Exception):
-    pass
+class NotAGitRepo(Failure):
+    code = ErrorCode.NOT_A_GIT_REPO
+    next_step = "Run this in a git repository (or `git init` one)."
 
 
 class WorktreeError(Exception):
@@ -31,7 +32,7 @@ class Repo:
     common_dir: Path  # the git directory shared by all worktrees
 
     def tree(self, slug: str) -> Path:
-        return self.root / TREES / slug
+        return self.root / layout.worktree(slug)
 
 
 def find_repo(cwd: str | os.PathLike) -> Repo:
@@ -136,7 +137,7 @@ def main_head_ref(repo: Repo) -> str:
 
 def review_rounds(repo: Repo, slug: str) -> int:
     """Commits on the branch (not on main) that deleted the review findings: one per finished fix round."""
-    findings = f"todos/{slug}/review-findings.md"
+    findings = layout.item_file(slug, layout.REVIEW)
     out = run_git(
         ["log", "--format=%H", "--diff-filter=D", "HEAD", "--not", main_head_ref(repo), "--", findings],
         repo.tree(slug),
@@ -158,7 +159,7 @@ def add_worktree(repo: Repo, slug: str) -> None:
     try:
         repository = git.Repo(repo.root)
         repository.git.worktree("prune")  # forget registered worktrees whose folders are gone
-        path = str(Path(TREES) / slug)
+        path = layout.worktree(slug)
         if slug in [head.name for head in repository.heads]:
             repository.git.worktree("add", path, slug)
         else:
@@ -176,7 +177,7 @@ def _git_message(stderr: str) -> str:
 def exclude_trees(repo: Repo) -> None:
     """Add `/trees/` to info/exclude so the main checkout does not look dirty."""
     exclude = repo.common_dir / "info" / "exclude"
-    line = f"/{TREES}/"
+    line = f"/{layout.TREES}/"
     current = exclude.read_bytes() if exclude.exists() else b""
     if line.encode() in current.splitlines():
         return

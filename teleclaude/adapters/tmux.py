@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from teleclaude.errors import ErrorCode, Failure
 from teleclaude.runtime.core.sessions import PaneView, StaleView
 
 log = logging.getLogger("teleclaude")
@@ -42,8 +43,9 @@ _EXIT_SIGNAL = (
 )
 
 
-class TmuxError(RuntimeError):
-    pass
+class TmuxError(Failure):
+    code = ErrorCode.TMUX_FAILED
+    next_step = "Check that tmux works: tmux -V"
 
 
 @dataclass(frozen=True)

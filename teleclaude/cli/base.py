@@ -52,7 +52,7 @@ def print_value(value) -> int:
 
 
 def exit_code(value) -> int:
-    from teleclaude.planner.core.model import Error
+    from teleclaude.errors import Error
 
     return 1 if isinstance(value, Error) else 0
 

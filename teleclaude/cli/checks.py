@@ -30,9 +30,9 @@ def _run_lint(args: argparse.Namespace) -> int:
     import json
     import os
 
+    from teleclaude.errors import Error
     from teleclaude.planner import checks
     from teleclaude.planner.core.lint import has_errors
-    from teleclaude.planner.core.model import Error
 
     cwd = args.cwd or os.getcwd()
     findings = checks.lint_staged(cwd) if args.staged else checks.lint_files(cwd, args.files)
@@ -122,8 +122,8 @@ def _run_hook_post_commit(args: argparse.Namespace) -> int:
     import os
 
     try:
+        from teleclaude.errors import Error
         from teleclaude.planner import checks
-        from teleclaude.planner.core.model import Error
 
         text = checks.next_preview(args.cwd or os.getcwd())
         if isinstance(text, Error):
@@ -158,8 +158,8 @@ def _run_status(args: argparse.Namespace) -> int:
     import shutil
     import sys
 
+    from teleclaude.errors import Error
     from teleclaude.planner import checks
-    from teleclaude.planner.core.model import Error
     from teleclaude.planner.core.phase import board_dict, render_board
 
     cwd = args.cwd or os.getcwd()

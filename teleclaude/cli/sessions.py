@@ -123,7 +123,7 @@ def _run_cycle(args: argparse.Namespace) -> int:
     from datetime import datetime
 
     from teleclaude.adapters.sessions_db import SessionStore
-    from teleclaude.planner.core.model import Error
+    from teleclaude.errors import Error
     from teleclaude.planner.core.render import to_text
     from teleclaude.runtime.workers import guarded, open_runtime
 
@@ -138,7 +138,7 @@ def _run_cycle(args: argparse.Namespace) -> int:
 
 
 def _answer(args: argparse.Namespace, method: str, *arguments: object) -> int:
-    from teleclaude.planner.core.model import Error
+    from teleclaude.errors import Error
     from teleclaude.planner.core.render import to_dict, to_text
     from teleclaude.runtime.core.session_render import session_dict, session_text
     from teleclaude.runtime.workers import guarded, open_runtime

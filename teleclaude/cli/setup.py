@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from teleclaude.cli.base import Command, add_cwd, print_value, write
+from teleclaude.errors import guard
 
 AGENTS = ("claude", "codex", "gemini")
 
@@ -67,40 +68,11 @@ def _run_new(args: argparse.Namespace) -> int:
 
 def _show(function, *args, **kwargs) -> int:
     """Print what `function` returns; every failure becomes `ERROR: CODE` and exit status 1."""
-    result = _guarded(function, *args, **kwargs)
+    result = guard(function)(*args, **kwargs)
     if hasattr(result, "text"):
         write(result.text())
         return 0
     return print_value(result)
-
-
-def _guarded(function, *args, **kwargs):
-    import logging
-
-    from teleclaude.adapters.fs import LockTimeout
-    from teleclaude.adapters.git import NotAGitRepo
-    from teleclaude.planner.core.model import Error, ErrorCode
-
-    try:
-        return function(*args, **kwargs)
-    except NotAGitRepo as error:
-        return Error(ErrorCode.NOT_A_GIT_REPO, f"{error}.\nRun this in a git repository (or `git init` one).")
-    except LockTimeout as error:
-        return Error(
-            ErrorCode.LOCK_TIMEOUT, f"{error}.\nWait for the other call to finish, then run this again."
-        )
-    except OSError as error:
-        return Error(
-            ErrorCode.FILE_ERROR,
-            f"{error.filename or 'a file'}: {error.strerror or error}.\n"
-            "Fix the file's permissions or path, then run the command again.",
-        )
-    except Exception as error:  # the last line of defence: report, do not crash
-        logging.getLogger("teleclaude").debug("internal error", exc_info=True)
-        return Error(
-            ErrorCode.INTERNAL,
-            f"{type(error).__name__}: {error}\nThis is a teleclaude bug; set TELECLAUDE_DEBUG=1 for details.",
-        )
 
 
 COMMANDS: tuple[Command, ...] = (

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from teleclaude.config.matrix import DEFAULT_MATRIX, KNOWN_AGENTS, THINKING_MODES, Config
+from teleclaude.errors import ErrorCode, Failure
 from teleclaude.planner.core.model import AgentChoice
 
 if TYPE_CHECKING:
@@ -23,7 +24,10 @@ TOP_LEVEL_KEYS = ("agents", "max_review_rounds", "matrix", "runtime")
 _AGENT_NAME = re.compile(r"[a-z][a-z0-9_-]*")
 
 
-class ConfigError(ValueError):
+class ConfigError(Failure, ValueError):
+    code = ErrorCode.INVALID_CONFIG
+    next_step = "Fix the file, then call again."
+
     def __init__(self, path: str, key: str | None, problem: str) -> None:
         where = f"{path}: {key}" if key else path
         super().__init__(f"{where}: {problem}")

@@ -16,9 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from teleclaude.adapters.git import run_git
+from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.markdown import decode
-from teleclaude.planner.core.model import Action, Complete, Dispatch, Error, ErrorCode, Marker, Step
+from teleclaude.planner.core.model import Action, Complete, Dispatch, Marker, Step
 from teleclaude.planner.core.render import to_text
 from teleclaude.planner.core.roadmap import parse_roadmap, rewrite_marker
 

@@ -35,6 +35,8 @@ import time
 import tty
 from pathlib import Path
 
+from teleclaude.planner.core import layout
+
 LIMIT_MESSAGES = {
     "claude": "Claude usage limit reached. Your limit will reset at 5pm (UTC).",
     "gemini": "[API Error: got status: 429 Too Many Requests. RESOURCE_EXHAUSTED: Quota exceeded]",
@@ -207,12 +209,8 @@ def report(text: str) -> None:
 
 
 def next_archive(main: Path, slug: str) -> str:
-    numbers = (
-        [int(p.name[:3]) for p in (main / "done").glob("[0-9][0-9][0-9]-*")]
-        if (main / "done").is_dir()
-        else []
-    )
-    return f"done/{max(numbers, default=0) + 1:03d}-{slug}/"
+    done = main / layout.DONE
+    return layout.next_archive([p.name for p in done.iterdir()] if done.is_dir() else [], slug)
 
 
 def run_stop_hook() -> None:

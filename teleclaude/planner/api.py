@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import wraps
@@ -19,7 +18,8 @@ from teleclaude.adapters import git as gitx
 from teleclaude.adapters.settings import load_config
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.config.matrix import Config
-from teleclaude.config.parse import ConfigError
+from teleclaude.errors import Error, ErrorCode, guard
+from teleclaude.planner.core import layout
 from teleclaude.planner.core.bugs import open_bugs
 from teleclaude.planner.core.decide import decide_prepare, decide_work
 from teleclaude.planner.core.markdown import decode
@@ -31,8 +31,6 @@ from teleclaude.planner.core.model import (
     CreateWorktree,
     Dispatch,
     Effect,
-    Error,
-    ErrorCode,
     MainStatus,
     MarkDone,
     Marker,
@@ -46,54 +44,14 @@ from teleclaude.planner.core.model import (
 from teleclaude.planner.core.plan import parse_plan
 from teleclaude.planner.core.review import parse_review
 from teleclaude.planner.core.roadmap import may_be_pending, parse_roadmap, rewrite_marker
-from teleclaude.planner.core.timeparse import InvalidTime, parse_until
+from teleclaude.planner.core.timeparse import parse_until
 
 log = logging.getLogger("teleclaude")
 
-ROADMAP = Path("todos/roadmap.md")
-BUGS = Path("todos/bugs.md")
-DONE = "done"
-ARCHIVE_NAME = re.compile(r"(\d+)-([a-z0-9][a-z0-9-]*)")
 MAX_ROUNDS_OF_EFFECTS = 4
 
 
-def _guarded(function: Callable[..., object]) -> Callable[..., object]:
-    """Turn every failure into an `Error` value: callers never see a traceback."""
-
-    @wraps(function)
-    def wrapper(*args, **kwargs):
-        try:
-            return function(*args, **kwargs)
-        except gitx.NotAGitRepo as error:
-            return Error(
-                ErrorCode.NOT_A_GIT_REPO, f"{error}.\nRun this in a git repository (or `git init` one)."
-            )
-        except ConfigError as error:
-            return Error(ErrorCode.INVALID_CONFIG, f"{error}\nFix the file, then call again.")
-        except InvalidTime as error:
-            return Error(ErrorCode.INVALID_TIME, str(error))
-        except OSError as error:
-            return Error(
-                ErrorCode.FILE_ERROR,
-                f"{error.filename or 'a file'}: {error.strerror or error}.\n"
-                "Fix the file's permissions or path, then call again.",
-            )
-        except fs.LockTimeout as error:
-            return Error(
-                ErrorCode.LOCK_TIMEOUT, f"{error}.\nWait for the other call to finish, then call again."
-            )
-        except Exception as error:  # the last line of defence: report, do not crash the caller
-            log.debug("internal error", exc_info=True)
-            return Error(
-                ErrorCode.INTERNAL,
-                f"{type(error).__name__}: {error}\n"
-                "This is a teleclaude bug; set TELECLAUDE_DEBUG=1 for details.",
-            )
-
-    return wrapper
-
-
-@_guarded
+@guard
 def next_work(slug: str | None = None, cwd: str | os.PathLike | None = None) -> Action:
     repo = gitx.find_repo(cwd or os.getcwd())
     config = load_config(repo.root)
@@ -130,13 +88,13 @@ def _with_last_error(action: Action, root: Path) -> Action:
     return replace(action, note=f"{action.note}\n{failure}" if action.note else failure)
 
 
-@_guarded
+@guard
 def next_prepare(slug: str | None = None, cwd: str | os.PathLike | None = None) -> Action:
     repo = gitx.find_repo(cwd or os.getcwd())
     return decide_prepare(RepoFacts(repo, load_config(repo.root)), slug).action
 
 
-@_guarded
+@guard
 def mark_agent_unavailable(
     agent: str, unavailable_until: str | None = None, reason: str = "", cwd: str | os.PathLike | None = None
 ) -> AgentMarked | Error:
@@ -149,7 +107,7 @@ def mark_agent_unavailable(
     return AgentMarked(agent, marked.until, marked.reason, now)
 
 
-@_guarded
+@guard
 def mark_agent_available(agent: str, cwd: str | os.PathLike | None = None) -> AgentMarked | Error:
     config = _config_near(cwd)
     if agent not in config.agents:
@@ -158,7 +116,7 @@ def mark_agent_available(agent: str, cwd: str | os.PathLike | None = None) -> Ag
     return AgentMarked(agent)
 
 
-@_guarded
+@guard
 def agent_status(cwd: str | os.PathLike | None = None) -> AgentReport | Error:
     config = _config_near(cwd)
     now = datetime.now(UTC)
@@ -206,7 +164,7 @@ def _apply(repo: gitx.Repo, effects: tuple[Effect, ...]) -> Error | None:
 
 
 def _set_marker(repo: gitx.Repo, slug: str, marker: Marker) -> None:
-    path = repo.root / ROADMAP
+    path = repo.root / layout.ROADMAP
     data = path.read_bytes()
     item = parse_roadmap(decode(data)).find(slug)
     if item is not None and item.marker is not marker:
@@ -241,7 +199,7 @@ class RepoFacts:
 
     @_memo
     def _roadmap_text(self) -> str | None:
-        data = fs.read_bytes(self.repo.root / ROADMAP)
+        data = fs.read_bytes(self.repo.root / layout.ROADMAP)
         return None if data is None else decode(data)
 
     @_memo
@@ -258,28 +216,27 @@ class RepoFacts:
 
     @_memo
     def open_bugs(self) -> int:
-        data = fs.read_bytes(self.repo.root / BUGS)
+        data = fs.read_bytes(self.repo.root / layout.BUGS)
         return 0 if data is None else len(open_bugs(decode(data)))
 
     def archive(self, slug: str) -> str | None:
         return next((path for _, name, path in self._archive_folders() if name == slug), None)
 
     def next_archive(self, slug: str) -> str:
-        highest = max((number for number, _, _ in self._archive_folders()), default=0)
-        return f"{DONE}/{highest + 1:03d}-{slug}/"
+        return layout.archive_path(max((n for n, _, _ in self._archive_folders()), default=0) + 1, slug)
 
     @_memo
     def _archive_folders(self) -> tuple[tuple[int, str, str], ...]:
         """(number, slug, "done/NNN-slug/") for every archive folder, in name order."""
         try:
-            names = sorted(os.listdir(self.repo.root / DONE))
+            names = sorted(os.listdir(self.repo.root / layout.DONE))
         except (FileNotFoundError, NotADirectoryError):
             return ()
         folders = []
         for name in names:
-            match = ARCHIVE_NAME.fullmatch(name)
-            if match and (self.repo.root / DONE / name).is_dir():
-                folders.append((int(match[1]), match[2], f"{DONE}/{name}/"))
+            parts = layout.archive_parts(name)
+            if parts and (self.repo.root / layout.DONE / name).is_dir():
+                folders.append((*parts, f"{layout.DONE}/{name}/"))
         return tuple(folders)
 
     @_memo
@@ -290,26 +247,26 @@ class RepoFacts:
         """A todos/{slug} file from the worktree once it exists, else from the main checkout."""
         in_tree = self.worktree(slug).state is WorktreeState.PRESENT
         base = self.repo.tree(slug) if in_tree else self.repo.root
-        data = fs.read_bytes(base / "todos" / slug / name)
+        data = fs.read_bytes(base / layout.item_file(slug, name))
         return None if data is None else decode(data)
 
     @_memo
     def has_requirements(self, slug: str) -> bool:
-        return bool((self._item_file(slug, "requirements.md") or "").strip())
+        return bool((self._item_file(slug, layout.REQUIREMENTS) or "").strip())
 
     @_memo
     def plan(self, slug: str) -> PlanStatus | None:
-        text = self._item_file(slug, "implementation-plan.md")
+        text = self._item_file(slug, layout.PLAN)
         return parse_plan(text) if text and text.strip() else None
 
     @_memo
     def review(self, slug: str) -> Review | None:
-        text = self._item_file(slug, "review-findings.md")
+        text = self._item_file(slug, layout.REVIEW)
         return None if text is None else parse_review(text)
 
     @_memo
     def main_status(self, slug: str) -> MainStatus:
-        return gitx.status(self.repo.root, f"todos/{slug}")
+        return gitx.status(self.repo.root, layout.item_folder(slug))
 
     @_memo
     def worktree_changes(self, slug: str) -> tuple[str, ...]:

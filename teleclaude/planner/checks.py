@@ -15,9 +15,10 @@ from pathlib import Path
 
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.settings import load_config
+from teleclaude.errors import Error, ErrorCode, guard
 from teleclaude.planner import api as app
+from teleclaude.planner.core import layout, phase
 from teleclaude.planner.core import lint as lintcore
-from teleclaude.planner.core import phase
 from teleclaude.planner.core.decide import decide_prepare, decide_work
 from teleclaude.planner.core.markdown import decode
 from teleclaude.planner.core.model import (
@@ -26,17 +27,12 @@ from teleclaude.planner.core.model import (
     Complete,
     Decision,
     Dispatch,
-    Error,
-    ErrorCode,
     MainStatus,
     Prepared,
     RunYourself,
 )
 
-guarded = app._guarded  # the library's own "every failure becomes ERROR: CODE" wrapper
-
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
-ROADMAP, BUGS = lintcore.ROADMAP, lintcore.BUGS
 
 
 def checkout_root(cwd: str | os.PathLike) -> Path:
@@ -53,7 +49,7 @@ def checkout_root(cwd: str | os.PathLike) -> Path:
 # --- lint -------------------------------------------------------------------------------------------
 
 
-@guarded
+@guard
 def lint_files(cwd: str | os.PathLike, files: Sequence[str] = ()) -> tuple[lintcore.Finding, ...] | Error:
     """The working copy: `files` (paths relative to `cwd`), or every todos/ file lint knows and done/."""
     root = checkout_root(cwd)
@@ -65,19 +61,19 @@ def lint_files(cwd: str | os.PathLike, files: Sequence[str] = ()) -> tuple[lintc
                 ErrorCode.INVALID_ARGUMENT, f"{outside} is outside {root}.\nName files inside the checkout."
             )
     else:
-        paths = [ROADMAP, BUGS] + [
+        paths = [layout.ROADMAP, layout.BUGS] + [
             f"todos/{folder.name}/{name}"
-            for folder in sorted((root / "todos").glob("*/"))
+            for folder in sorted((root / layout.TODOS).glob("*/"))
             for name in (lintcore.PLAN, lintcore.REVIEW)
         ]
         paths = [p for p in paths if (root / p).is_file()]
     texts = {p: decode((root / p).read_bytes()) for p in paths if lintcore.lintable(p) and not _is_done(p)}
     check_done = not files or any(_is_done(p) for p in paths)
-    names = _done_folders(root) if check_done or ROADMAP in texts else ()
+    names = _done_folders(root) if check_done or layout.ROADMAP in texts else ()
     return lintcore.lint(texts, names, check_done)
 
 
-@guarded
+@guard
 def lint_staged(cwd: str | os.PathLike) -> tuple[lintcore.Finding, ...] | Error:
     """What is about to be committed: the index's blobs of the staged todos/ and done/ files."""
     root = checkout_root(cwd)
@@ -87,7 +83,7 @@ def lint_staged(cwd: str | os.PathLike) -> tuple[lintcore.Finding, ...] | Error:
     todo_paths = [p for p in staged if lintcore.lintable(p) and not _is_done(p)]
     texts = dict(zip(todo_paths, map(decode, _index_blobs(root, todo_paths)), strict=True))
     check_done = any(_is_done(p) for p in staged)
-    names = _index_done_folders(root) if check_done or ROADMAP in texts else ()
+    names = _index_done_folders(root) if check_done or layout.ROADMAP in texts else ()
     return lintcore.lint(texts, names, check_done)
 
 
@@ -104,12 +100,12 @@ def _relative(root: Path, cwd: Path, name: str) -> str | None:
 
 
 def _is_done(path: str) -> bool:
-    return path == lintcore.DONE or path.startswith(lintcore.DONE + "/")
+    return path == layout.DONE or path.startswith(layout.DONE + "/")
 
 
 def _done_folders(root: Path) -> tuple[str, ...]:
     try:
-        return tuple(sorted(entry.name for entry in os.scandir(root / lintcore.DONE) if entry.is_dir()))
+        return tuple(sorted(entry.name for entry in os.scandir(root / layout.DONE) if entry.is_dir()))
     except (FileNotFoundError, NotADirectoryError):
         return ()
 
@@ -170,7 +166,7 @@ class BoardFacts(app.RepoFacts):
     def main_status(self, slug: str) -> MainStatus:
         key = ("main_status_all",)
         if key not in self._answers:
-            self._answers[key] = gitx.status(self.repo.root, "todos")
+            self._answers[key] = gitx.status(self.repo.root, layout.TODOS)
         everything: MainStatus = self._answers[key]
         prefix = f"todos/{slug}/"
         return MainStatus(
@@ -180,7 +176,7 @@ class BoardFacts(app.RepoFacts):
         )
 
 
-@guarded
+@guard
 def status_board(cwd: str | os.PathLike) -> phase.Board | Error:
     repo = gitx.find_repo(cwd)
     facts = BoardFacts(repo, load_config(repo.root))
@@ -219,7 +215,7 @@ def watch(
 # --- the post-commit preview ------------------------------------------------------------------------
 
 
-@guarded
+@guard
 def next_preview(cwd: str | os.PathLike) -> str | Error | None:
     """One or two lines: what the planner would do next for the slug just committed; None to stay silent.
 
@@ -228,7 +224,7 @@ def next_preview(cwd: str | os.PathLike) -> str | Error | None:
     neither says nothing.
     """
     repo = gitx.find_repo(cwd)
-    if not (repo.root / ROADMAP).is_file():
+    if not (repo.root / layout.ROADMAP).is_file():
         return None
     slug = tree_slug(repo, Path(cwd))
     if slug is None:
@@ -249,7 +245,7 @@ def tree_slug(repo: gitx.Repo, cwd: Path) -> str | None:
         parts = cwd.absolute().relative_to(repo.root).parts
     except ValueError:
         return None
-    if len(parts) >= 2 and parts[0] == gitx.TREES:
+    if len(parts) >= 2 and parts[0] == layout.TREES:
         return parts[1]
     return None
 
@@ -257,15 +253,15 @@ def tree_slug(repo: gitx.Repo, cwd: Path) -> str | None:
 def _touched_slugs(root: Path) -> set[str] | None:
     """Slugs whose todos/{slug}/ or done/NNN-{slug}/ the last commit touched; None: it touched neither."""
     args = ["diff-tree", "-r", "--root", "--no-commit-id", "--name-only", "-z", "--diff-merges=first-parent"]
-    paths = _git_lines([*args, "HEAD", "--", "todos", "done"], root)
+    paths = _git_lines([*args, "HEAD", "--", layout.TODOS, layout.DONE], root)
     if not paths:
         return None
     slugs = set()
     for path in paths:
         parts = path.split("/")
-        if len(parts) >= 3 and parts[0] == "todos":
+        if len(parts) >= 3 and parts[0] == layout.TODOS:
             slugs.add(parts[1])
-        elif len(parts) >= 3 and parts[0] == lintcore.DONE and "-" in parts[1]:
+        elif len(parts) >= 3 and parts[0] == layout.DONE and "-" in parts[1]:
             slugs.add(parts[1].split("-", 1)[1])
     return slugs
 

@@ -16,9 +16,11 @@ from datetime import timedelta
 from enum import Enum
 from pathlib import Path
 
+from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.checks import describe
-from teleclaude.planner.core.model import Action, Complete, Dispatch, Error, ErrorCode, Prepared, RunYourself
+from teleclaude.planner.core import layout
+from teleclaude.planner.core.model import Action, Complete, Dispatch, Prepared, RunYourself
 from teleclaude.planner.core.render import to_text
 from teleclaude.runtime.core.sessions import Event, EventKind, Session, SessionState, Started
 from teleclaude.runtime.workers import Runtime, guarded
@@ -370,7 +372,7 @@ class _Loop:
 
     def _has_roadmap(self) -> bool:
         """NO_WORK also answers a missing roadmap: that is an error to report, not a finished run."""
-        return (self.root / "todos" / "roadmap.md").is_file()
+        return (self.root / layout.ROADMAP).is_file()
 
     def _end(self, session: Session) -> Session:
         ended = guarded(self.runtime.end_session, session.id)
@@ -478,7 +480,7 @@ def _checkout_root(project: Path) -> Path:
 def _archives(root: Path) -> list[str]:
     """The folders in done/, e.g. 001-my-slug."""
     try:
-        return sorted(p.name for p in (root / "done").iterdir() if p.is_dir())
+        return sorted(p.name for p in (root / layout.DONE).iterdir() if p.is_dir())
     except OSError:
         return []
 

@@ -14,7 +14,6 @@ import secrets
 import shlex
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -25,13 +24,14 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.adapters.tmux import Tmux, TmuxError
 from teleclaude.config.matrix import THINKING_MODES
 from teleclaude.config.profiles import AgentProfile, RuntimeConfig
-from teleclaude.planner.core.model import Error, ErrorCode
+from teleclaude.errors import Error, ErrorCode, guard
 from teleclaude.runtime.core.limits import find_limit
 from teleclaude.runtime.core.sessions import (
     Activity,
@@ -712,7 +712,7 @@ class Runtime:
         """Ask the planner, read-only, whether the files still call for this session's step."""
         from teleclaude.adapters import git as gitx
         from teleclaude.adapters.settings import load_config
-        from teleclaude.planner.api import RepoFacts, _guarded
+        from teleclaude.planner.api import RepoFacts
         from teleclaude.planner.core.decide import decide_work
 
         def ask() -> Finished | Directive:
@@ -724,7 +724,7 @@ class Runtime:
             open_tasks = plan.open_build_tasks if plan else 0
             return assess(session.command, session.slug, decision, open_tasks, ahead)
 
-        return _guarded(ask)()
+        return guard(ask)()
 
     def record_turn_end(self, session_id: str, source: str = "stop hook") -> None:
         """An agent's Stop hook said its turn is over (called from `teleclaude hook stop`)."""
@@ -843,20 +843,9 @@ def _bad_argument(message: str) -> Error:
 # --- the front ends' door ---------------------------------------------------------------------------------
 
 
-def guarded(function: Callable[..., object], *args: object, **kwargs: object) -> object:
+T = TypeVar("T")
+
+
+def guarded(function: Callable[..., T], *args: object, **kwargs: object) -> T | Error:
     """Call a Runtime method; tmux and database failures become `Error` values like every other failure."""
-    from teleclaude.planner.api import _guarded
-
-    def call() -> object:
-        try:
-            return function(*args, **kwargs)
-        except TmuxError as error:
-            return Error(ErrorCode.TMUX_FAILED, f"{error}\nCheck that tmux works: tmux -V")
-        except sqlite3.Error as error:
-            return Error(
-                ErrorCode.FILE_ERROR,
-                f"the session database failed: {error}.\n"
-                "Check the file named by $TELECLAUDE_DB, else ~/.teleclaude/teleclaude.db.",
-            )
-
-    return _guarded(call)()
+    return guard(function)(*args, **kwargs)

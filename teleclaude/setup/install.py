@@ -45,7 +45,7 @@ from teleclaude.adapters.agent_config import (
 from teleclaude.adapters.agent_config import (
     multiline_string as toml_multiline,
 )
-from teleclaude.planner.core.model import Error, ErrorCode
+from teleclaude.errors import Error, ErrorCode
 
 AGENTS = ("claude", "codex", "gemini")
 SERVER = "teleclaude"

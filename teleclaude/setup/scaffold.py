@@ -10,14 +10,13 @@ from pathlib import Path
 
 from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
+from teleclaude.errors import Error, ErrorCode
+from teleclaude.planner.core.layout import DONE, PLAN, ROADMAP, TREES, archive_parts, item_folder
 from teleclaude.planner.core.markdown import decode
-from teleclaude.planner.core.model import Error, ErrorCode, Marker, Roadmap
+from teleclaude.planner.core.model import Marker, Roadmap
 from teleclaude.planner.core.roadmap import parse_roadmap, slug_problem
 
-ROADMAP = Path("todos") / "roadmap.md"
 LIST_LINE = re.compile(rb"[ \t]|[-*+][ \t]|\d{1,9}[.)][ \t]")  # an item, or a line indented under one
-DONE = "done"
-PLAN = "implementation-plan.md"
 
 # The example sits in an HTML comment, which the planner never reads as items.
 ROADMAP_TEXT = """# Roadmap
@@ -79,7 +78,7 @@ def _exclude_trees(repo: gitx.Repo) -> str:
     before = fs.read_bytes(exclude)
     gitx.exclude_trees(repo)
     changed = fs.read_bytes(exclude) != before
-    return f"{'added    ' if changed else 'unchanged'} /{gitx.TREES}/ in .git/info/exclude"
+    return f"{'added    ' if changed else 'unchanged'} /{TREES}/ in .git/info/exclude"
 
 
 def new(
@@ -114,7 +113,7 @@ def new(
         # The folder stays empty: a copied requirements template would count as written requirements, and
         # a plan template without build tasks is a lint error that the pre-commit hook refuses. The
         # architects write both files from the templates their commands carry.
-        (repo.root / "todos" / slug).mkdir(parents=True)
+        (repo.root / item_folder(slug)).mkdir(parents=True)
         fs.atomic_write(path, new_data)
     return Done(
         (
@@ -147,7 +146,7 @@ def _already_there(root: Path, slug: str, roadmap: Roadmap, archived: dict[str, 
         where = f"{ROADMAP} has it on line {item.line}"
     elif slug in archived:
         where = f"{archived[slug]} archives a finished item of that name"
-    elif (root / "todos" / slug).exists():
+    elif (root / item_folder(slug)).exists():
         where = f"todos/{slug}/ exists"
     else:
         return None
@@ -177,9 +176,9 @@ def _archived(root: Path) -> dict[str, str]:
         return {}
     found = {}
     for name in names:
-        number, dash, slug = name.partition("-")
-        if number.isdigit() and dash and (root / DONE / name).is_dir():
-            found[slug] = f"{DONE}/{name}/"
+        parts = archive_parts(name)
+        if parts and (root / DONE / name).is_dir():
+            found[parts[1]] = f"{DONE}/{name}/"
     return found
 
 

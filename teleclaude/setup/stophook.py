@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from teleclaude.planner.core import layout
+
 AGENTS = ("claude", "gemini", "codex")
 MAX_LISTED = 20
 
@@ -76,7 +78,7 @@ def decide(event: StopEvent) -> StopDecision:
         repo = gitx.find_repo(event.cwd)
     except gitx.NotAGitRepo:
         return LET_THROUGH
-    if not (repo.root / "todos" / "roadmap.md").is_file():
+    if not (repo.root / layout.ROADMAP).is_file():
         return LET_THROUGH  # not a teleclaude project
     return _check(repo, event.cwd.absolute())
 
@@ -89,15 +91,15 @@ def _check(repo, cwd: Path) -> StopDecision:
         parts = cwd.relative_to(repo.root).parts
     except ValueError:
         return LET_THROUGH
-    if parts[:1] == (gitx.TREES,):
+    if parts[:1] == (layout.TREES,):
         if len(parts) < 2 or gitx.worktree_state(repo, parts[1]).state is not WorktreeState.PRESENT:
             return LET_THROUGH
-        where = f"{gitx.TREES}/{parts[1]}"
+        where = f"{layout.TREES}/{parts[1]}"
         changes = gitx.status(repo.tree(parts[1])).changes
         how = f"In {where}, commit them (`git add -A && git commit -m '<what you did>'`)"
     else:
         where = "the main checkout's todos/"
-        changes = tuple(p for p in gitx.status(repo.root, "todos").changes if p.count("/") >= 2)
+        changes = tuple(p for p in gitx.status(repo.root, layout.TODOS).changes if p.count("/") >= 2)
         how = "Commit them (`git add todos && git commit -m '<what you prepared>'`)"
     if not changes:
         return LET_THROUGH

@@ -7,11 +7,10 @@ the commands embed), then parsed with the planner's own parsers.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-from teleclaude.planner import api
+from teleclaude.planner.core import layout
 from teleclaude.planner.core.bugs import open_bugs
 from teleclaude.planner.core.decide import ARCHITECT_NOTE
 from teleclaude.planner.core.model import Marker, Step
@@ -23,7 +22,6 @@ from teleclaude.setup import install
 ORCHESTRATORS = {"next-prepare", "next-work"}
 FENCE = re.compile(r"^(`{3,})markdown\n(.*?)^\1$", re.MULTILINE | re.DOTALL)
 YAML_INDICATORS = tuple("-?:,[]{}#&*!|>'\"%@`")
-APP_SOURCE = Path(api.__file__).read_text()
 
 
 def blocks(name: str) -> list[str]:
@@ -69,8 +67,7 @@ def test_no_command_uses_gemini_template_syntax(name):
 
 
 def test_the_templates_are_the_files_the_planner_reads():
-    for name in ("requirements.md", "implementation-plan.md", "review-findings.md"):
-        assert f'"{name}"' in APP_SOURCE
+    for name in (layout.REQUIREMENTS, layout.PLAN, layout.REVIEW):
         assert install.template_text(name).strip()
 
 

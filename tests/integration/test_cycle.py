@@ -9,7 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from teleclaude.demo import scenario as demo
-from teleclaude.planner.core.model import Complete, Dispatch, Error, ErrorCode, Step
+from teleclaude.errors import Error, ErrorCode
+from teleclaude.planner.core.model import Complete, Dispatch, Step
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
-from teleclaude.planner.core.model import Complete, Dispatch, Error, ErrorCode, Prepared, RunYourself, Step
+from teleclaude.planner.core.model import Complete, Dispatch, Prepared, RunYourself, Step
 
 PLAN = "# Plan\n## Group 1: Code\n- [ ] write it\n- [ ] test it\n## Group 5: After\n- [ ] announce\n"
 

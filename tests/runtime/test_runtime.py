@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from teleclaude.adapters.store import AvailabilityStore
+from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
-from teleclaude.planner.core.model import Dispatch, Error, ErrorCode, Step
+from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 from teleclaude.runtime.workers import open_runtime
 

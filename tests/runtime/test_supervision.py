@@ -16,8 +16,9 @@ import pytest
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.config.profiles import RuntimeConfig
+from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
-from teleclaude.planner.core.model import Dispatch, Error, ErrorCode, Step
+from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.runtime.core.sessions import Activity, EventKind, Session, SessionState, Started
 from teleclaude.runtime.core.supervision import MARK
 from teleclaude.runtime.workers import Runtime, open_runtime

@@ -8,14 +8,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from teleclaude.config.matrix import Config
+from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core.decide import decide_prepare, decide_work
 from teleclaude.planner.core.model import (
     ClaimItem,
     Complete,
     CreateWorktree,
     Dispatch,
-    Error,
-    ErrorCode,
     MainStatus,
     MarkDone,
     Marker,

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from teleclaude.config.profiles import RuntimeConfig
-from teleclaude.planner.core.model import Complete, Decision, Dispatch, Error, ErrorCode, Step
+from teleclaude.errors import Error, ErrorCode
+from teleclaude.planner.core.model import Complete, Decision, Dispatch, Step
 from teleclaude.runtime.core.sessions import Session, SessionState
 from teleclaude.runtime.core.supervision import (
     MARK,

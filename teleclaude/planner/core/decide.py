@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Protocol
 
 from teleclaude.config.matrix import Config, choose_agent
+from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core.model import (
     Action,
     ClaimItem,
@@ -21,8 +22,6 @@ from teleclaude.planner.core.model import (
     CreateWorktree,
     Decision,
     Dispatch,
-    Error,
-    ErrorCode,
     MainStatus,
     MarkDone,
     Marker,

@@ -14,17 +14,12 @@ from dataclasses import dataclass
 from enum import Enum
 
 from teleclaude.planner.core.decide import open_dependencies
+from teleclaude.planner.core.layout import BUGS, DONE, PLAN, REVIEW, ROADMAP, archive_parts
 from teleclaude.planner.core.markdown import located_blocks, near_items
 from teleclaude.planner.core.model import Marker, Roadmap, RoadmapItem, TaskItem
 from teleclaude.planner.core.plan import GROUP_HEADING, parse_plan, tasks_by_group
 from teleclaude.planner.core.review import parse_review, verdict_items
 from teleclaude.planner.core.roadmap import parse_roadmap, slug_problem
-
-ROADMAP = "todos/roadmap.md"
-BUGS = "todos/bugs.md"
-PLAN = "implementation-plan.md"
-REVIEW = "review-findings.md"
-DONE = "done"
 
 
 class Severity(Enum):
@@ -57,7 +52,6 @@ SEVERITY: dict[str, Severity] = {
     "ARCHIVE_NUMBER_GAP": W,
 }
 
-_ARCHIVE = re.compile(r"(\d{3,})-(.+)")
 _GROUP_WORD = re.compile(r"\W*groups?\b", re.IGNORECASE)
 _BULLET_WITHOUT_BOX = re.compile(r"^(?:[-*+]|\d{1,9}[.)])[ \t]+(?!\[)\S", re.MULTILINE)
 _PLAN_PATH = re.compile(r"todos/[^/]+/" + re.escape(PLAN))
@@ -106,7 +100,7 @@ def lint(
     The names also tell the roadmap check which items are archived; pass them whenever you have them.
     """
     names = tuple(done_names)
-    archived = {match[2] for match in map(_ARCHIVE.fullmatch, names) if match}
+    archived = {parts[1] for parts in map(archive_parts, names) if parts}
     findings: list[Finding] = []
     for path, text in sorted(files.items()):
         if path == ROADMAP:
@@ -299,13 +293,13 @@ def lint_bugs(text: str) -> list[Finding]:
 def lint_done(names: Iterable[str]) -> list[Finding]:
     findings, numbers = [], {}
     for name in sorted(n for n in names if not n.startswith(".")):
-        match = _ARCHIVE.fullmatch(name)
-        problem = slug_problem(match[2]) if match else None
-        if not match or problem:
+        parts = archive_parts(name)
+        problem = slug_problem(parts[1]) if parts else None
+        if not parts or problem:
             message = f"{name!r} is not NNN-slug (e.g. 004-my-slug)" + (f": {problem}" if problem else "")
             findings.append(_finding(f"{DONE}/{name}", 0, "ARCHIVE_NAME", message))
             continue
-        number = int(match[1])
+        number = parts[0]
         if number in numbers:
             message = f"number {number:03d} is also used by {numbers[number]}"
             findings.append(_finding(f"{DONE}/{name}", 0, "ARCHIVE_NUMBER_DUPLICATE", message))

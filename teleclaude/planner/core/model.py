@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 
+from teleclaude.errors import Error
+
 # --- parsed files -----------------------------------------------------------------------------------
 
 
@@ -172,33 +174,6 @@ class Unavailability:
 # --- actions: what a call returns --------------------------------------------------------------------
 
 
-class ErrorCode(Enum):
-    NO_WORK = "NO_WORK"
-    NOT_PREPARED = "NOT_PREPARED"
-    DEPS_UNSATISFIED = "DEPS_UNSATISFIED"
-    INVALID_SLUG = "INVALID_SLUG"
-    NOT_A_GIT_REPO = "NOT_A_GIT_REPO"
-    NO_COMMITS = "NO_COMMITS"
-    WORKTREE_FAILED = "WORKTREE_FAILED"
-    REVIEW_ROUND_LIMIT = "REVIEW_ROUND_LIMIT"
-    UNKNOWN_AGENT = "UNKNOWN_AGENT"
-    INVALID_TIME = "INVALID_TIME"
-    INVALID_CONFIG = "INVALID_CONFIG"
-    LOCK_TIMEOUT = "LOCK_TIMEOUT"
-    FILE_ERROR = "FILE_ERROR"
-    ALREADY_EXISTS = "ALREADY_EXISTS"
-    INVALID_ARGUMENT = "INVALID_ARGUMENT"
-    # the worker runtime
-    UNKNOWN_COMPUTER = "UNKNOWN_COMPUTER"
-    AGENT_NOT_INSTALLED = "AGENT_NOT_INSTALLED"
-    INVALID_SUBFOLDER = "INVALID_SUBFOLDER"
-    UNKNOWN_SESSION = "UNKNOWN_SESSION"
-    INVALID_CURSOR = "INVALID_CURSOR"
-    TMUX_FAILED = "TMUX_FAILED"
-    WORKER_FAILED = "WORKER_FAILED"  # teleclaude run: the same step failed twice in a row
-    INTERNAL = "INTERNAL"
-
-
 @dataclass(frozen=True)
 class Dispatch:
     """Start `step` for `slug` with `agent`; `subfolder` is None for work in the main checkout."""
@@ -238,13 +213,6 @@ class Prepared:
 class Complete:
     slug: str
     archive: str  # e.g. "done/005-my-slug/"
-
-
-@dataclass(frozen=True)
-class Error:
-    code: ErrorCode
-    message: str  # the lines below the code: what is wrong and the exact next step
-    slug: str | None = None
 
 
 Action = Dispatch | RunYourself | Prepared | Complete | Error

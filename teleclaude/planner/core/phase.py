@@ -10,14 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core.decide import Facts, decide_prepare, decide_work, open_dependencies
 from teleclaude.planner.core.model import (
     Action,
     AgentReport,
     Complete,
     Dispatch,
-    Error,
-    ErrorCode,
     Marker,
     Roadmap,
     RoadmapItem,

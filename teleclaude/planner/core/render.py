@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, timedelta
 
+from teleclaude.errors import Error
 from teleclaude.planner.core.model import (
     Action,
     AgentMarked,
     AgentReport,
     Complete,
     Dispatch,
-    Error,
     Prepared,
     RunYourself,
     Unavailability,

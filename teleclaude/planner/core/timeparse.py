@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta, tzinfo
 
+from teleclaude.errors import ErrorCode, Failure
+
 DEFAULT_DURATION = timedelta(hours=1)
 MAX_DURATION = timedelta(days=366)
 MAX_LENGTH = 64
@@ -22,7 +24,9 @@ _DURATION = re.compile(
 )
 
 
-class InvalidTime(ValueError):
+class InvalidTime(Failure, ValueError):
+    code = ErrorCode.INVALID_TIME
+
     def __init__(self, given: str, problem: str = "is not a time teleclaude understands") -> None:
         super().__init__(f"{given!r} {problem}; give {ACCEPTED}.")
         self.given = given

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from teleclaude.config.profiles import RuntimeConfig
+from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Decision, Dispatch, RunYourself, Step
 from teleclaude.runtime.core.sessions import Activity, Session, SessionState
 
@@ -217,7 +218,7 @@ def assess(
 
 
 def _unfinished(step: Step, slug: str, open_tasks: int, commits_ahead: int) -> str:
-    plan = f"todos/{slug}/implementation-plan.md"
+    plan = layout.item_file(slug, layout.PLAN)
     if step is Step.BUILD and commits_ahead and open_tasks:
         return f"{MARK} Tick the tasks you finished in {plan} ({open_tasks} still open), then commit."
     texts = {

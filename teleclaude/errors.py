@@ -1,0 +1,106 @@
+"""Errors as values: the codes every answer may carry, and the one door where exceptions become `Error`.
+
+Every front end (the library API, the runtime, the CLI, the MCP server) calls through `guard`, so a caller
+never sees a traceback: an expected failure raised deep in a shell (a `Failure` subclass, which knows its code
+and the next step) or a foreign one (`OSError`, `sqlite3.Error`) is mapped here, in one table; anything else
+is `INTERNAL`, a teleclaude bug (the httpx `map_exceptions` habit).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from functools import wraps
+from typing import ClassVar, ParamSpec, TypeVar
+
+
+class ErrorCode(Enum):
+    NO_WORK = "NO_WORK"
+    NOT_PREPARED = "NOT_PREPARED"
+    DEPS_UNSATISFIED = "DEPS_UNSATISFIED"
+    INVALID_SLUG = "INVALID_SLUG"
+    NOT_A_GIT_REPO = "NOT_A_GIT_REPO"
+    NO_COMMITS = "NO_COMMITS"
+    WORKTREE_FAILED = "WORKTREE_FAILED"
+    REVIEW_ROUND_LIMIT = "REVIEW_ROUND_LIMIT"
+    UNKNOWN_AGENT = "UNKNOWN_AGENT"
+    INVALID_TIME = "INVALID_TIME"
+    INVALID_CONFIG = "INVALID_CONFIG"
+    LOCK_TIMEOUT = "LOCK_TIMEOUT"
+    FILE_ERROR = "FILE_ERROR"
+    ALREADY_EXISTS = "ALREADY_EXISTS"
+    INVALID_ARGUMENT = "INVALID_ARGUMENT"
+    # the worker runtime
+    UNKNOWN_COMPUTER = "UNKNOWN_COMPUTER"
+    AGENT_NOT_INSTALLED = "AGENT_NOT_INSTALLED"
+    INVALID_SUBFOLDER = "INVALID_SUBFOLDER"
+    UNKNOWN_SESSION = "UNKNOWN_SESSION"
+    INVALID_CURSOR = "INVALID_CURSOR"
+    TMUX_FAILED = "TMUX_FAILED"
+    WORKER_FAILED = "WORKER_FAILED"  # teleclaude run: the same step failed twice in a row
+    INTERNAL = "INTERNAL"
+
+
+@dataclass(frozen=True)
+class Error:
+    code: ErrorCode
+    message: str  # the lines below the code: what is wrong and the exact next step
+    slug: str | None = None
+
+
+class Failure(Exception):
+    """An expected failure of a shell (git, files, tmux, settings): it knows its code and the next step."""
+
+    code: ClassVar[ErrorCode] = ErrorCode.INTERNAL
+    next_step: ClassVar[str] = ""
+
+    def explain(self) -> str:
+        text = str(self)
+        if not self.next_step:
+            return text
+        return f"{text}{'' if text.endswith(('.', '!', '?', ':')) else '.'}\n{self.next_step}"
+
+
+BUG_HINT = "This is a teleclaude bug; set TELECLAUDE_DEBUG=1 for details."
+log = logging.getLogger("teleclaude")
+
+
+def to_error(error: BaseException) -> Error:
+    """The one table from exceptions to codes."""
+    if isinstance(error, Failure):
+        return Error(error.code, error.explain())
+    sqlite3 = sys.modules.get("sqlite3")  # never imported: no sqlite3 error can have happened
+    if sqlite3 is not None and isinstance(error, sqlite3.Error):
+        return Error(
+            ErrorCode.FILE_ERROR,
+            f"the teleclaude database failed: {error}.\n"
+            "Check the file named by $TELECLAUDE_DB, else ~/.teleclaude/teleclaude.db.",
+        )
+    if isinstance(error, OSError):
+        return Error(
+            ErrorCode.FILE_ERROR,
+            f"{error.filename or 'a file'}: {error.strerror or error}.\n"
+            "Fix the file's permissions or path, then try again.",
+        )
+    log.debug("internal error", exc_info=error)
+    return Error(ErrorCode.INTERNAL, f"{type(error).__name__}: {error}\n{BUG_HINT}")
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def guard(function: Callable[P, T]) -> Callable[P, T | Error]:
+    """`function`, with every exception turned into an `Error` value."""
+
+    @wraps(function)
+    def guarded(*args: P.args, **kwargs: P.kwargs) -> T | Error:
+        try:
+            return function(*args, **kwargs)
+        except Exception as error:  # the last line of defence: report, do not crash the caller
+            return to_error(error)
+
+    return guarded
