@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from teleclaude.demo.model_server import Text, edit_and_commit
+from teleclaude.demo.model_server import Text, Tool, edit_and_commit, mcp
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 
 
@@ -66,3 +66,23 @@ def test_a_shell_tool_call_edits_a_file_and_commits(runtime, project, model_serv
     assert (project / "src" / "greeting.py").read_text() == 'print("hello")\n'
     result = model_server.turns()[1].body["messages"][-1]["content"]
     assert any(block.get("type") == "tool_result" for block in result)
+
+
+def test_claude_calls_a_teleclaude_mcp_tool(runtime, project, model_server):
+    model_server.add(
+        Tool("WaitForMcpServers", {}),  # MCP servers connect in the background: the model waits for them
+        mcp("teleclaude", "teleclaude__next_work"),
+        Text("DONE"),
+    )
+    started = start(runtime, project, "next-work", "")
+    events_until(runtime, started.session.id, EventKind.TURN_ENDED)
+    turns = model_server.turns()
+    assert [t.answer for t in turns][:3] == [
+        "tool WaitForMcpServers",
+        "tool mcp__teleclaude__teleclaude__next_work",
+        "text",
+    ]
+    called, answered = turns[1:3]
+    assert "mcp__teleclaude__teleclaude__next_work" in [tool["name"] for tool in called.body["tools"]]
+    result = answered.last_user_text()
+    assert "greeting" in result and "error" not in result.lower(), result

@@ -1,4 +1,4 @@
-"""The scripted model server on its own (no CLI): each provider's shapes, the script, the errors, the record."""
+"""The scripted model server alone (no CLI): providers' shapes, the script, the errors, the record."""
 
 from __future__ import annotations
 
