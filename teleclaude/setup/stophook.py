@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -139,8 +140,13 @@ def main(agent: str | None = None, stdin: TextIO | None = None, stdout: TextIO |
     return 0
 
 
-def _record_turn_end() -> None:
-    """A worker started by the runtime ended its turn: tell the runtime now, not after its idle wait."""
+def _record_turn_end(attempts: int = 50, pause: float = 0.05) -> None:
+    """A worker started by the runtime ended its turn: tell the runtime now, not after its idle wait.
+
+    The record is a compare-and-set on the session's row, which an observer saving at the same moment wins;
+    so it is tried again (up to `attempts` times, `pause` seconds apart) until the row no longer says the
+    worker is working.
+    """
     session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
     if not session_id:
         return
@@ -148,9 +154,19 @@ def _record_turn_end() -> None:
         from teleclaude.adapters.sessions_db import SessionStore
         from teleclaude.adapters.store import AvailabilityStore
         from teleclaude.config.profiles import RuntimeConfig
+        from teleclaude.runtime.core.sessions import SessionState
         from teleclaude.runtime.workers import Runtime
 
-        Runtime(RuntimeConfig(), SessionStore(), AvailabilityStore()).record_turn_end(session_id)
+        working = (SessionState.RUNNING, SessionState.STALLED, SessionState.NEEDS_ATTENTION)
+        runtime = Runtime(RuntimeConfig(), SessionStore(), AvailabilityStore())
+        for attempt in range(attempts):
+            runtime.record_turn_end(session_id)
+            session = runtime.store.get(session_id)
+            if session is None or session.state not in working:
+                return
+            if attempt + 1 < attempts:
+                time.sleep(pause)
+        _warn(f"could not record the end of the turn: session {session_id} stayed {session.state.value}")
     except Exception as error:  # never break the agent over bookkeeping
         _warn(f"could not record the end of the turn: {error}")
 

@@ -1,0 +1,88 @@
+"""The real Claude Code, started by teleclaude's runtime, against the scripted Anthropic server."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from teleclaude.demo.model_server import Text, Tool, edit_and_commit, mcp
+from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
+
+
+def start(runtime, project, command: str = "next-build", args: str = "greeting") -> Started:
+    started = runtime.run_agent_command("local", command, args, str(project), "claude", "med")
+    assert isinstance(started, Started), started
+    return started
+
+
+def events_until(runtime, session_id: str, kind: EventKind, seconds: float = 60.0) -> list:
+    """Every event of the session up to the first of `kind` (waiting on the runtime, not sleeping)."""
+    seen = []
+    for _ in range(int(seconds // 10) or 1):
+        waited = runtime.wait_for_sessions([session_id], timeout=10)
+        seen += waited.events
+        if any(event.kind is kind for event in seen):
+            return seen
+    session = runtime.store.get(session_id)
+    saw = [(e.kind.value, e.detail) for e in seen]
+    pytest.fail(f"no {kind.value} event; saw {saw}; the screen:\n{screen(runtime, session)}")
+
+
+def screen(runtime, session) -> str:
+    return "\n".join(runtime.tmux.screen(session.pane_id, runtime.tmux.views()[session.pane_id]))
+
+
+def test_claude_starts_unattended_and_its_command_reaches_the_model_expanded(runtime, project, model_server):
+    started = start(runtime, project)
+    assert started.session.state is SessionState.RUNNING
+    turn = model_server.wait_for(lambda r: r.turn, timeout=30)
+    sent = turn.last_user_text()
+    assert "You are the **builder** for the work item `greeting`" in sent
+    assert "$ARGUMENTS" not in sent
+    assert turn.headers["x-api-key"].startswith("sk-ant-")
+    offered = [tool["name"] for tool in turn.body["tools"]]
+    assert "Bash" in offered
+    assert "WaitForMcpServers" in offered  # MCP servers connect in the background; their tools come later
+
+
+def test_the_stop_hook_reports_the_turn_end(runtime, project, model_server):
+    model_server.add(Text("DONE: next-build greeting - nothing to build"))
+    started = start(runtime, project)
+    events = events_until(runtime, started.session.id, EventKind.TURN_ENDED)
+    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
+    assert "DONE: next-build greeting" in screen(runtime, started.session)
+
+
+def test_a_shell_tool_call_edits_a_file_and_commits(runtime, project, model_server):
+    model_server.add(
+        edit_and_commit("src/greeting.py", 'print("hello")', "Build greeting"),
+        Text("DONE: next-build greeting - 1 task built"),
+    )
+    started = start(runtime, project)
+    events_until(runtime, started.session.id, EventKind.TURN_ENDED)
+    log = subprocess.run(["git", "log", "--oneline", "-1"], cwd=project, capture_output=True, text=True)
+    assert "Build greeting" in log.stdout
+    assert (project / "src" / "greeting.py").read_text() == 'print("hello")\n'
+    result = model_server.turns()[1].body["messages"][-1]["content"]
+    assert any(block.get("type") == "tool_result" for block in result)
+
+
+def test_claude_calls_a_teleclaude_mcp_tool(runtime, project, model_server):
+    model_server.add(
+        Tool("WaitForMcpServers", {}),  # MCP servers connect in the background: the model waits for them
+        mcp("teleclaude", "teleclaude__next_work"),
+        Text("DONE"),
+    )
+    started = start(runtime, project, "next-work", "")
+    events_until(runtime, started.session.id, EventKind.TURN_ENDED)
+    turns = model_server.turns()
+    assert [t.answer for t in turns][:3] == [
+        "tool WaitForMcpServers",
+        "tool mcp__teleclaude__teleclaude__next_work",
+        "text",
+    ]
+    called, answered = turns[1:3]
+    assert "mcp__teleclaude__teleclaude__next_work" in [tool["name"] for tool in called.body["tools"]]
+    result = answered.last_user_text()
+    assert "greeting" in result and "error" not in result.lower(), result

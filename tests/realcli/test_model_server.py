@@ -1,0 +1,111 @@
+"""The scripted model server alone (no CLI): providers' shapes, the script, the errors, the record."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+
+import pytest
+
+from teleclaude.demo.model_server import Fail, ModelServer, Text, Tool, mcp, shell
+
+TOOLS = {
+    "anthropic": {"tools": [{"name": "Bash"}, {"name": "mcp__teleclaude__teleclaude__next_work"}]},
+    "openai": {
+        "tools": [{"type": "function", "name": "shell"}, {"name": "teleclaude__teleclaude__next_work"}]
+    },
+    "gemini": {"tools": [{"functionDeclarations": [{"name": "run_shell_command"}]}]},
+}
+PATHS = {
+    "anthropic": "/v1/messages",
+    "openai": "/v1/responses",
+    "gemini": "/v1beta/models/gemini-2.5-pro:streamGenerateContent",
+}
+
+
+def post(server: ModelServer, path: str, body: dict) -> tuple[int, dict[str, str], list[dict] | dict]:
+    request = urllib.request.Request(
+        server.url + path, json.dumps(body).encode(), {"content-type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            status, headers, data = answer.status, dict(answer.headers), answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, {k.lower(): v for k, v in error.headers.items()}, json.loads(error.read())
+    if headers.get("content-type") == "text/event-stream":
+        return (
+            status,
+            headers,
+            [json.loads(line[6:]) for line in data.splitlines() if line.startswith("data: ")],
+        )
+    return status, headers, json.loads(data)
+
+
+def test_anthropic_streams_text_then_a_tool_call_and_side_requests_leave_the_script_alone():
+    with ModelServer([Text("Hello there, from the script."), shell("git commit -qam x")]) as server:
+        _, _, side = post(server, PATHS["anthropic"], {"stream": True, "messages": []})
+        _, _, events = post(server, PATHS["anthropic"], {"stream": True, **TOOLS["anthropic"]})
+        text = "".join(e["delta"]["text"] for e in events if e["type"] == "content_block_delta")
+        assert text == "Hello there, from the script."
+        assert events[-2]["delta"]["stop_reason"] == "end_turn"
+        _, _, events = post(server, PATHS["anthropic"], {"stream": True, **TOOLS["anthropic"]})
+        assert events[1]["content_block"]["name"] == "Bash"
+        arguments = "".join(e["delta"]["partial_json"] for e in events if e["type"] == "content_block_delta")
+        assert json.loads(arguments)["command"] == "git commit -qam x"
+        assert [r.answer for r in server.requests] == ["side", "text", "tool Bash"]
+        assert "OK" in json.dumps(side)
+
+
+def test_an_mcp_tool_is_found_among_the_offered_tools_whatever_the_cli_calls_it():
+    with ModelServer([mcp("teleclaude", "teleclaude__next_work", slug="x")] * 2) as server:
+        _, _, events = post(server, PATHS["anthropic"], {"stream": False, **TOOLS["anthropic"]})
+        assert events["content"][0]["name"] == "mcp__teleclaude__teleclaude__next_work"
+        _, _, events = post(server, PATHS["openai"], {"stream": True, **TOOLS["openai"]})
+        assert events[-1]["response"]["output"][0]["name"] == "teleclaude__teleclaude__next_work"
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "gemini"])
+def test_each_provider_answers_a_turn_and_a_shell_call(provider):
+    with ModelServer([Text("hi"), Tool("shell", {"command": "ls"})]) as server:
+        status, _, events = post(server, PATHS[provider], {"stream": True, **TOOLS[provider]})
+        assert status == 200 and events
+        _, _, events = post(server, PATHS[provider], {"stream": True, **TOOLS[provider]})
+        assert server.turns()[-1].answer in ("tool Bash", "tool shell", "tool run_shell_command")
+
+
+@pytest.mark.parametrize(
+    ("kind", "status", "header"),
+    [
+        ("rate_limit", 429, "anthropic-ratelimit-requests-remaining"),
+        ("session_limit", 429, "anthropic-ratelimit-unified-representative-claim"),
+        ("overloaded", 529, "retry-after"),
+        ("unavailable", 503, "retry-after"),
+        ("billing", 400, "request-id"),
+    ],
+)
+def test_anthropic_failures_carry_the_real_status_headers_and_body(kind, status, header):
+    with ModelServer([Fail(kind, repeat=2)]) as server:
+        for _ in range(2):  # the CLI's retry meets the same failure
+            got, headers, body = post(server, PATHS["anthropic"], TOOLS["anthropic"])
+            assert (got, body["type"]) == (status, "error")
+            assert header in headers
+        assert post(server, PATHS["anthropic"], TOOLS["anthropic"])[0] == 200  # then the script goes on
+
+
+def test_a_held_step_answers_when_the_test_releases_it_and_wait_for_sees_the_request():
+    release = threading.Event()
+    with ModelServer([Text("late", hold=release)]) as server:
+        answers = []
+        client = threading.Thread(
+            target=lambda: answers.append(post(server, PATHS["gemini"], TOOLS["gemini"]))
+        )
+        client.start()
+        seen = server.wait_for(lambda r: r.turn, timeout=5)
+        assert seen.provider == "gemini" and answers == []
+        release.set()
+        client.join(5)
+        assert answers[0][2][-1]["candidates"][0]["finishReason"] == "STOP"
+        with pytest.raises(TimeoutError, match="no matching request"):
+            server.wait_for(lambda r: r.path == "/never", timeout=0.1)
