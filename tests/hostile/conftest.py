@@ -4,6 +4,7 @@ made harmless. Everything runs against the private HOME and database of tests/co
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 from collections.abc import Callable
@@ -41,3 +42,15 @@ def cli(subprocess_env, tmp_path) -> Callable[..., subprocess.CompletedProcess[s
 
 def first_line(text: str) -> str:
     return text.splitlines()[0] if text else ""
+
+
+@pytest.fixture
+def tmux(tmp_path):
+    """The tmux adapter on a private server, killed afterwards with every process it ran."""
+    from teleclaude.adapters.tmux import Tmux
+
+    tmux = Tmux(f"tc-hostile-{secrets.token_hex(4)}")
+    yield tmux
+    tmux.kill_server()
+    socket_file = Path(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", tmux.socket)
+    socket_file.unlink(missing_ok=True)
