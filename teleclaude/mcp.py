@@ -17,7 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fastmcp import FastMCP
+from fastmcp.exceptions import ValidationError
+from fastmcp.server.middleware import Middleware as ToolMiddleware
+from fastmcp.tools import ToolResult
 from mcp.types import ToolAnnotations
+from pydantic import ValidationError as PydanticValidationError
 from starlette.middleware import Middleware
 
 from teleclaude import __version__
@@ -338,8 +342,31 @@ TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
+class BadArguments(ToolMiddleware):
+    """A call whose arguments do not fit the tool answers `ERROR: INVALID_ARGUMENT` like any other error,
+    instead of pydantic's text."""
+
+    async def on_call_tool(self, context, call_next) -> ToolResult:
+        try:
+            return await call_next(context)
+        except ValidationError as error:
+            cause = error.__cause__
+            problems = (
+                "; ".join(
+                    f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in cause.errors()
+                )
+                if isinstance(cause, PydanticValidationError)
+                else str(error)
+            )
+            again = "Call it again with the arguments its description names."
+            message = f"{context.message.name}: {problems}.\n{again}"
+            return ToolResult(content=to_text(Error(ErrorCode.INVALID_ARGUMENT, message)))
+
+
 def build_server() -> FastMCP:
-    server = FastMCP("teleclaude", instructions=INSTRUCTIONS, version=__version__)
+    server = FastMCP(
+        "teleclaude", instructions=INSTRUCTIONS, version=__version__, middleware=[BadArguments()]
+    )
     for spec in TOOLS:
         # output_schema=None: the answer is one text content, without a {"result": ...} structured copy
         server.tool(
