@@ -79,6 +79,11 @@ def to_error(error: BaseException) -> Error:
             f"the teleclaude database failed: {error}.\n"
             "Check the file named by $TELECLAUDE_DB, else ~/.teleclaude/teleclaude.db.",
         )
+    if isinstance(error, UnicodeEncodeError):  # text with lone surrogates: invalid UTF-8 given as input
+        return Error(
+            ErrorCode.INVALID_ARGUMENT,
+            "an argument is not valid UTF-8 text.\nGive it again as UTF-8.",
+        )
     if isinstance(error, OSError):
         return Error(
             ErrorCode.FILE_ERROR,

@@ -8,16 +8,24 @@ server in the project). Tools never raise: every answer, errors included, is pla
 from __future__ import annotations
 
 import asyncio
+import hmac
+import ipaddress
 import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from fastmcp import FastMCP
+from fastmcp.exceptions import ValidationError
+from fastmcp.server.middleware import Middleware as ToolMiddleware
+from fastmcp.tools import ToolResult
 from mcp.types import ToolAnnotations
+from pydantic import ValidationError as PydanticValidationError
+from starlette.middleware import Middleware
 
 from teleclaude import __version__
-from teleclaude.errors import Error, guard
+from teleclaude.errors import Error, ErrorCode, guard
 from teleclaude.planner import api as app
 from teleclaude.planner.core.render import to_text
 
@@ -334,8 +342,31 @@ TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
+class BadArguments(ToolMiddleware):
+    """A call whose arguments do not fit the tool answers `ERROR: INVALID_ARGUMENT` like any other error,
+    instead of pydantic's text."""
+
+    async def on_call_tool(self, context, call_next) -> ToolResult:
+        try:
+            return await call_next(context)
+        except ValidationError as error:
+            cause = error.__cause__
+            problems = (
+                "; ".join(
+                    f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in cause.errors()
+                )
+                if isinstance(cause, PydanticValidationError)
+                else str(error)
+            )
+            again = "Call it again with the arguments its description names."
+            message = f"{context.message.name}: {problems}.\n{again}"
+            return ToolResult(content=to_text(Error(ErrorCode.INVALID_ARGUMENT, message)))
+
+
 def build_server() -> FastMCP:
-    server = FastMCP("teleclaude", instructions=INSTRUCTIONS, version=__version__)
+    server = FastMCP(
+        "teleclaude", instructions=INSTRUCTIONS, version=__version__, middleware=[BadArguments()]
+    )
     for spec in TOOLS:
         # output_schema=None: the answer is one text content, without a {"result": ...} structured copy
         server.tool(
@@ -349,13 +380,102 @@ def build_server() -> FastMCP:
     return server
 
 
-def serve(http: bool = False, host: str = "127.0.0.1", port: int = 8000) -> None:
+# --- HTTP: loopback names only, a bearer token, and a remote address only when asked for ---------------
+
+
+@dataclass(frozen=True)
+class HttpAccess:
+    """Who may talk to the HTTP server: Host names beyond loopback, and the bearer token (None: off)."""
+
+    token: str | None
+    allowed_hosts: tuple[str, ...] = ()
+
+
+def http_access(
+    host: str,
+    *,
+    allow_remote: bool = False,
+    no_token: bool = False,
+    allowed_hosts: tuple[str, ...] = (),
+    token_file: Path | None = None,
+) -> HttpAccess | Error:
+    """The guard for serving on `host`, or why that is refused: a non-loopback address needs both
+    `allow_remote` and the token, since whoever reaches the server can start agents that run commands."""
+    if not is_loopback(host) and not allow_remote:
+        return Error(
+            ErrorCode.INVALID_ARGUMENT,
+            f"{host} is not a loopback address: anyone who reaches it could start agents as you.\n"
+            "Serve on 127.0.0.1, or add --allow-remote (the bearer token stays required).",
+        )
+    if no_token and not is_loopback(host):
+        return Error(
+            ErrorCode.INVALID_ARGUMENT,
+            f"--no-token is for loopback addresses only, not {host}.\nDrop --no-token.",
+        )
+    if no_token:
+        return HttpAccess(None, allowed_hosts)
+    from teleclaude.adapters.token import read_or_create, token_path
+
+    token = guard(read_or_create)(token_file or token_path())
+    return token if isinstance(token, Error) else HttpAccess(token, allowed_hosts)
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class BearerToken:
+    """ASGI middleware: answers 401 to every HTTP request without `Authorization: Bearer <token>`."""
+
+    def __init__(self, app, token: str) -> None:
+        self.app = app
+        self.expected = f"bearer {token}".encode()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and not self._authorized(dict(scope["headers"]).get(b"authorization")):
+            from starlette.responses import PlainTextResponse
+
+            response = PlainTextResponse(
+                "Unauthorized: send the header Authorization: Bearer <token>.",
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _authorized(self, header: bytes | None) -> bool:
+        if header is None:
+            return False
+        scheme, _, value = header.partition(b" ")
+        return hmac.compare_digest(scheme.lower() + b" " + value.strip(), self.expected)
+
+
+def serve(
+    http: bool = False, host: str = "127.0.0.1", port: int = 8000, access: HttpAccess | None = None
+) -> None:
     server = build_server()
-    if http:
-        log.info("serving MCP over HTTP on http://%s:%d/mcp", host, port)
-        server.run(transport="http", host=host, port=port, show_banner=False)
-    else:
+    if not http:
         server.run(transport="stdio", show_banner=False)
+        return
+    access = access or HttpAccess(None)
+    log.info("serving MCP over HTTP on http://%s:%d/mcp", host, port)
+    server.run(
+        transport="http",
+        host=host,
+        port=port,
+        show_banner=False,
+        # strict: every request's Host must be a loopback name, the bound address or an allowed host, and a
+        # browser's Origin must be loopback or the same origin: a DNS-rebinding page gets 421/403
+        host_origin_protection=True,
+        allowed_hosts=list(access.allowed_hosts),
+        middleware=[Middleware(BearerToken, token=access.token)] if access.token else [],
+    )
 
 
 if __name__ == "__main__":

@@ -34,10 +34,11 @@ _VIEW_FORMAT = "\t".join(
         "@teleclaude_exit",
     )
 )
-# Runs the agent, records its exit status on the pane (tmux 3.3 leaves #{pane_dead_status} empty), then
-# signals the session's wait-for channel. Inputs arrive as positional parameters, never as code.
+# Enters the folder, runs the agent, records its exit status on the pane (tmux 3.3 leaves
+# #{pane_dead_status} empty), then signals the session's wait-for channel. Inputs arrive as positional
+# parameters, never as code; the folder reaches `cd` untouched, so tmux never expands a `#` in it.
 _EXIT_SIGNAL = (
-    'channel=$1; shift; "$@"; status=$?; '
+    'folder=$1; channel=$2; shift 2; cd -- "$folder" && "$@"; status=$?; '
     'tmux set-option -p -t "$TMUX_PANE" @teleclaude_exit "$status"; '
     'tmux wait-for -S "$channel"; exit "$status"'
 )
@@ -104,10 +105,12 @@ class Tmux:
             # options first, in the same invocation: they must hold when the pane is created
             *("set-option", "-g", "history-limit", str(history_limit), ";"),
             *("set-option", "-g", "remain-on-exit", "on", ";"),
-            *("new-session", "-d", "-s", name, "-c", cwd, "-x", str(width), "-y", str(height)),
+            # tmux expands formats in -c: `##` is a literal `#` (for panes a user opens; the worker cds)
+            *("new-session", "-d", "-s", name, "-c", cwd.replace("#", "##")),
+            *("-x", str(width), "-y", str(height)),
             *environment,
             *("-P", "-F", "#{pane_id}\t#{pane_pid}"),
-            *("sh", "-c", _EXIT_SIGNAL, "teleclaude-worker", channel, *argv),
+            *("sh", "-c", _EXIT_SIGNAL, "teleclaude-worker", cwd, channel, *argv),
         )
         pane_id, pid = lines[-1].split("\t")
         return Started(pane_id, int(pid))

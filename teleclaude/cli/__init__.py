@@ -93,14 +93,66 @@ def _add_mcp(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    parser.add_argument(
+        "--allow-remote", action="store_true", help="allow a non-loopback --host (the token stays required)"
+    )
+    parser.add_argument(
+        "--allowed-host",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="a Host name clients may use besides loopback ones (repeatable; e.g. with --allow-remote)",
+    )
+    parser.add_argument(
+        "--no-token", action="store_true", help="loopback only: do not require the bearer token"
+    )
 
 
 def _run_mcp(args: argparse.Namespace) -> int:
     from teleclaude import mcp as mcp_server  # fastmcp costs ~0.6 s: only this command pays for it
+    from teleclaude.errors import Error
 
+    access = None
+    if args.http:
+        access = mcp_server.http_access(
+            args.host,
+            allow_remote=args.allow_remote,
+            no_token=args.no_token,
+            allowed_hosts=tuple(args.allowed_host),
+        )
+        if isinstance(access, Error):
+            return print_value(access)
+        _explain_http(args, access)
     with contextlib.suppress(KeyboardInterrupt):
-        mcp_server.serve(http=args.http, host=args.host, port=args.port)
+        mcp_server.serve(http=args.http, host=args.host, port=args.port, access=access)
     return 0
+
+
+def _explain_http(args: argparse.Namespace, access) -> None:
+    """On stderr: where the server listens and how a client gets in (the token itself is never printed)."""
+    import shlex
+
+    from teleclaude.adapters.token import token_path
+    from teleclaude.mcp import is_loopback
+
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    url = f"http://{host}:{args.port}/mcp"
+    lines = [f"teleclaude: serving MCP over HTTP on {url}"]
+    if not is_loopback(args.host):
+        lines.append(
+            f"teleclaude: WARNING: {args.host} is reachable from other machines; whoever holds the token "
+            "can start agents that run commands as you. Plain HTTP: use it only on a network you trust."
+        )
+    if access.token is None:
+        lines.append("teleclaude: WARNING: --no-token: any local process or user can call the tools.")
+    else:
+        header = f"Authorization: Bearer $(cat {shlex.quote(str(token_path()))})"
+        lines += [
+            f"Clients must send the header Authorization: Bearer <the token in {token_path()}>, e.g.",
+            f'  claude mcp add --transport http teleclaude {url} --header "{header}"',
+        ]
+    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.flush()
 
 
 PLANNER_COMMANDS: tuple[Command, ...] = (

@@ -13,7 +13,7 @@ def _add_sessions(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the answer as JSON")
     verbs = parser.add_subparsers(dest="sessions_verb", metavar="{run,list,output,send,end,wait,report}")
 
-    run = verbs.add_parser("run", help="start an agent CLI in tmux and type /COMMAND ARGS into it")
+    run = _verb(verbs, "run", help="start an agent CLI in tmux and type /COMMAND ARGS into it")
     run.add_argument("agent", metavar="AGENT", help="claude, gemini or codex")
     run.add_argument("command", metavar="COMMAND", help="e.g. next-build (codex: prompts:next-build)")
     run.add_argument("args", metavar="ARGS", nargs="?", default="", help="the slug")
@@ -22,35 +22,33 @@ def _add_sessions(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--computer", default="local")
     run.set_defaults(handler=_run_run)
 
-    listing = verbs.add_parser("list", help="the sessions and their states")
+    listing = _verb(verbs, "list", help="the sessions and their states")
     listing.add_argument("--live", action="store_true", help="only sessions that have not finished")
     listing.set_defaults(handler=_run_list)
 
-    output = verbs.add_parser("output", help="a session's output since CURSOR (the screen without one)")
+    output = _verb(verbs, "output", help="a session's output since CURSOR (the screen without one)")
     output.add_argument("session_id", metavar="SESSION")
     output.add_argument("--cursor", metavar="CURSOR")
     output.add_argument("--max-lines", type=int, default=200)
     output.add_argument("--max-bytes", type=int, default=16_000)
     output.set_defaults(handler=_run_output)
 
-    send = verbs.add_parser("send", help="type one line into a session and press Enter")
+    send = _verb(verbs, "send", help="type one line into a session and press Enter")
     send.add_argument("session_id", metavar="SESSION")
     send.add_argument("text", metavar="TEXT")
     send.add_argument("--interrupt", action="store_true", help="press Escape first")
     send.set_defaults(handler=_run_send)
 
-    end = verbs.add_parser("end", help="end a session (kill its tmux session)")
+    end = _verb(verbs, "end", help="end a session (kill its tmux session)")
     end.add_argument("session_id", metavar="SESSION")
     end.set_defaults(handler=_run_end)
 
-    wait = verbs.add_parser("wait", help="wait up to TIMEOUT seconds (max 60) for events of the sessions")
+    wait = _verb(verbs, "wait", help="wait up to TIMEOUT seconds (max 60) for events of the sessions")
     wait.add_argument("session_ids", metavar="SESSION", nargs="*")
     wait.add_argument("--timeout", type=float, default=30.0)
     wait.set_defaults(handler=_run_wait)
 
-    report = verbs.add_parser(
-        "report", help="a worker reports its status (and may start a post-report cycle)"
-    )
+    report = _verb(verbs, "report", help="a worker reports its status (and may start a post-report cycle)")
     report.add_argument(
         "session_id", metavar="SESSION", help='$TELECLAUDE_SESSION_ID ("" takes it from there)'
     )
@@ -60,11 +58,21 @@ def _add_sessions(parser: argparse.ArgumentParser) -> None:
     )
     report.set_defaults(handler=_run_report)
 
-    cycle = verbs.add_parser("cycle", help="(internal) the post-report cycle report --wait-cmd starts")
+    cycle = _verb(verbs, "cycle", help="(internal) the post-report cycle report --wait-cmd starts")
     cycle.add_argument("session_id", metavar="SESSION")
     cycle.add_argument("started", metavar="STARTED", help="the cycle's start time, as report stored it")
     cycle.add_argument("wait_cmd", metavar="ARG", nargs="+", help="the wait command, after --")
     cycle.set_defaults(handler=_run_cycle)
+
+
+def _verb(verbs, name: str, **kwargs) -> argparse.ArgumentParser:
+    """A verb that also takes --json and --cwd after it: `sessions list --json`, as the README writes it."""
+    verb = verbs.add_parser(name, **kwargs)
+    verb.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print the answer as JSON"
+    )
+    add_cwd(verb, suppress=True)
+    return verb
 
 
 def _run_sessions(args: argparse.Namespace) -> int:

@@ -49,6 +49,7 @@ from teleclaude.planner.core.timeparse import parse_until
 log = logging.getLogger("teleclaude")
 
 MAX_ROUNDS_OF_EFFECTS = 4
+MAX_REASON = 500  # characters of a mark_agent_unavailable reason
 
 
 @guard
@@ -101,6 +102,12 @@ def mark_agent_unavailable(
     config = _config_near(cwd)
     if agent not in config.agents:
         return _unknown_agent(agent, config)
+    if len(reason) > MAX_REASON:
+        return Error(
+            ErrorCode.INVALID_ARGUMENT,
+            f"the reason is {len(reason)} characters long; give at most {MAX_REASON}, "
+            "a short word such as quota_exhausted.",
+        )
     now = datetime.now(UTC)
     until = parse_until(unavailable_until, now, datetime.now().astimezone().tzinfo)
     marked = AvailabilityStore().mark_unavailable(agent, until, reason or "unavailable")

@@ -766,6 +766,8 @@ def _workdir(project: str, subfolder: str | None) -> Path | Error:
     root = root.resolve()
     if not subfolder:
         return root
+    if "\0" in subfolder:
+        return Error(ErrorCode.INVALID_SUBFOLDER, f"subfolder {subfolder!r} contains a NUL character.")
     if Path(subfolder).is_absolute():
         return Error(ErrorCode.INVALID_SUBFOLDER, f"subfolder {subfolder!r} must be relative to the project.")
     target = (root / subfolder).resolve()

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from fastmcp import Client
@@ -281,9 +282,10 @@ def test_http_server_answers_agent_status(project, subprocess_env, tmp_path):
         )
         try:
             _wait_for_port(port, process)
+            token = (Path(subprocess_env["TELECLAUDE_DB"]).parent / "http-token").read_text().strip()
 
             async def go():
-                async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                async with Client(f"http://127.0.0.1:{port}/mcp", auth=token) as client:
                     return await client.call_tool("teleclaude__agent_status", {})
 
             result = asyncio.run(go())

@@ -25,6 +25,7 @@ from teleclaude.planner.core.model import (
     WorktreeState,
 )
 from teleclaude.planner.core.render import _duration, _utc
+from teleclaude.planner.core.terminal import printable
 
 
 class Stage(Enum):
@@ -159,9 +160,9 @@ def render_board(data: Board, width: int = 80, color: bool = False) -> str:
     phase_width = min(room, max((len(r.phase.label) for r in data.rows), default=5))
     lines = [_fit(f"    {'ITEM':<{slug_width}}  {'PHASE':<{phase_width}}  WORKTREE", width)]
     for row in data.rows:
-        slug = _clip(row.item.slug, slug_width)
-        phase = _clip(row.phase.label, phase_width)
-        tree = _clip(row.worktree, max(0, width - 4 - slug_width - 2 - phase_width - 2))
+        slug = _clip(printable(row.item.slug), slug_width)
+        phase = _clip(printable(row.phase.label), phase_width)
+        tree = _clip(printable(row.worktree), max(0, width - 4 - slug_width - 2 - phase_width - 2))
         painted = _paint(f"{phase:<{phase_width}}", _COLOURS.get(row.phase.stage), color)
         lines.append(f"[{row.item.marker.value}] {slug:<{slug_width}}  {painted}  {tree}".rstrip())
     if not data.rows:
@@ -179,11 +180,11 @@ def _agent_lines(report: AgentReport) -> list[str]:
     for agent in report.agents:
         u = out.get(agent)
         if u is None:
-            lines.append(f"{agent:<8} available")
+            lines.append(f"{printable(agent):<8} available")
         else:
-            why = f", {u.reason}" if u.reason else ""
+            why = f", {printable(u.reason)}" if u.reason else ""
             left = _duration(u.until - report.now)
-            lines.append(f"{agent:<8} unavailable, {left} left (until {_utc(u.until)}{why})")
+            lines.append(f"{printable(agent):<8} unavailable, {left} left (until {_utc(u.until)}{why})")
     return lines
 
 

@@ -15,17 +15,20 @@ from teleclaude.planner.core.model import (
     RunYourself,
     Unavailability,
 )
+from teleclaude.planner.core.terminal import printable
 
 
 def to_text(action: Action | AgentMarked | AgentReport) -> str:
+    """The answer as text safe for a terminal: values from users, agents and files are `printable`."""
     match action:
         case AgentMarked(agent=agent, until=None):
-            return f"OK: {agent} is available."
+            return f"OK: {printable(agent)} is available."
         case AgentMarked(agent=agent, until=until, reason=reason, now=now) if now and until <= now:
-            return f"OK: {agent} is available: {_utc(until)} has already passed ({reason})."
+            passed = f"{_utc(until)} has already passed ({printable(reason)})"
+            return f"OK: {printable(agent)} is available: {passed}."
         case AgentMarked(agent=agent, until=until, reason=reason):
             return (
-                f"OK: {agent} is unavailable until {_utc(until)} ({reason}).\n"
+                f"OK: {printable(agent)} is unavailable until {_utc(until)} ({printable(reason)}).\n"
                 "teleclaude__next_work() and teleclaude__next_prepare() now fall back to the next agent."
             )
         case AgentReport():
@@ -42,7 +45,7 @@ def to_text(action: Action | AgentMarked | AgentReport) -> str:
         case RunYourself():
             return _run_yourself(action)
         case Error(code=code, message=message):
-            return f"ERROR: {code.value}\n{message}"
+            return f"ERROR: {code.value}\n{printable(message, keep_newlines=True)}"
     raise TypeError(f"not an action: {action!r}")
 
 
@@ -110,19 +113,19 @@ def _tool_call(action: Dispatch) -> str:
     lines += [f"  {key}={_quoted(value)}," for key, value in fields]
     lines.append(")")
     if action.note:
-        lines += ["", f"NOTE: {action.note}"]
+        lines += ["", f"NOTE: {printable(action.note, keep_newlines=True)}"]
     return "\n".join(lines)
 
 
 def _quoted(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return '"' + printable(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _run_yourself(action: RunYourself) -> str:
-    where = action.subfolder or f"the main checkout ({action.project})"
+    where = printable(action.subfolder or f"the main checkout ({action.project})")
     command = f"/{action.step.command} {action.slug}".rstrip()
     return (
-        f"SELF:\nNo agent is available for {action.step.task}: {_who(action.unavailable)}.\n"
+        f"SELF:\nNo agent is available for {action.step.task}: {printable(_who(action.unavailable))}.\n"
         f"Run {command} yourself in {where}, then call {action.again} again."
     )
 
@@ -137,10 +140,13 @@ def _agent_table(report: AgentReport) -> str:
     for agent in report.agents:
         u = by_agent.get(agent)
         if u is None:
-            lines.append(f"{agent:<10} {'available':<12}")
+            lines.append(f"{printable(agent):<10} {'available':<12}")
             continue
         left = _duration(u.until - report.now)
-        lines.append(f"{agent:<10} {'unavailable':<12} {_utc(u.until):<21} {left:>6}  {u.reason}")
+        row = (
+            f"{printable(agent):<10} {'unavailable':<12} {_utc(u.until):<21} {left:>6}  {printable(u.reason)}"
+        )
+        lines.append(row)
     return "\n".join(line.rstrip() for line in lines)
 
 

@@ -43,9 +43,10 @@ def parse_until(text: str | None, now: datetime, local_tz: tzinfo) -> datetime:
     if len(stripped) > MAX_LENGTH or not stripped.isascii():
         raise InvalidTime(stripped[:MAX_LENGTH])
     duration = _parse_duration(stripped)
-    if duration is not None:
-        return now_utc + duration
-    return _parse_iso(stripped, local_tz)
+    until = now_utc + duration if duration is not None else _parse_iso(stripped, local_tz)
+    if until - now_utc > MAX_DURATION:  # one limit for a duration and a time
+        raise InvalidTime(stripped, "is more than 366 days ahead")
+    return until
 
 
 def format_utc(dt: datetime) -> str:
@@ -63,8 +64,6 @@ def _parse_duration(text: str) -> timedelta | None:
     duration = timedelta(**{unit: int(value or 0) for unit, value in match.groupdict().items()})
     if duration <= timedelta(0):
         raise InvalidTime(text, "is not a positive duration")
-    if duration > MAX_DURATION:
-        raise InvalidTime(text, "is longer than 366 days")
     return duration
 
 

@@ -10,6 +10,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from teleclaude.planner.core.terminal import printable
 from teleclaude.runtime.core.sessions import (
     Ended,
     Event,
@@ -91,7 +92,7 @@ def _output(answer: Output) -> str:
         "alternate_screen": chunk.alternate_screen,
         "pane_dead": chunk.pane_dead,
     }
-    body = list(chunk.rows) + ([chunk.partial] if chunk.partial else [])
+    body = [printable(row) for row in (*chunk.rows, *([chunk.partial] if chunk.partial else []))]
     return "\n".join([f"OUTPUT: {answer.session.id}", _fields(fields), "---", *body])
 
 
@@ -107,7 +108,7 @@ def _waited(answer: Waited) -> str:
     for event in answer.events:
         lines.append(_fields(_event_dict(event)))
         if event.kind is EventKind.DIGEST:  # the digest once more, readable
-            lines += [f"    {row}" for row in event.detail.splitlines()]
+            lines += [f"    {printable(row)}" for row in event.detail.splitlines()]
     lines += ["sessions:", *(_fields(_summary(s)) for s in answer.sessions)]
     return "\n".join(lines)
 
@@ -147,7 +148,7 @@ def _value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    return json.dumps(str(value), ensure_ascii=False)
+    return printable(json.dumps(str(value), ensure_ascii=False))  # json escapes C0, printable the rest
 
 
 def _session_dict(session: Session) -> dict[str, Any]:

@@ -1,0 +1,56 @@
+"""Hostile inputs: requests, folder names and text an attacker (or an unlucky user) sends, each refused or
+made harmless. Everything runs against the private HOME and database of tests/conftest.py."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def subprocess_env(isolated_environment) -> dict[str, str]:
+    """The environment for `python -m teleclaude`: the isolated one, with the package importable."""
+    env = {key: value for key, value in os.environ.items() if key != "TELECLAUDE_DEBUG"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    return env
+
+
+@pytest.fixture
+def cli(subprocess_env, tmp_path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run the CLI as a process: `cli("agents")`, in tmp_path; stdout and stderr as text."""
+
+    def run(*args: str, cwd: Path | None = None, timeout: float = 60):
+        return subprocess.run(
+            [sys.executable, "-m", "teleclaude", *args],
+            cwd=cwd or tmp_path,
+            env=subprocess_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    return run
+
+
+def first_line(text: str) -> str:
+    return text.splitlines()[0] if text else ""
+
+
+@pytest.fixture
+def tmux(tmp_path):
+    """The tmux adapter on a private server, killed afterwards with every process it ran."""
+    from teleclaude.adapters.tmux import Tmux
+
+    tmux = Tmux(f"tc-hostile-{secrets.token_hex(4)}")
+    yield tmux
+    tmux.kill_server()
+    socket_file = Path(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", tmux.socket)
+    socket_file.unlink(missing_ok=True)

@@ -1,0 +1,178 @@
+"""`teleclaude mcp --http` on 127.0.0.1: what a DNS-rebinding web page, a client without the token and a
+client with a wrong one send is refused before any tool runs; the right token works."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from teleclaude.mcp import HttpAccess, http_access
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "attacker", "version": "1"},
+    },
+}
+MARK = {  # what a hostile page would call: it changes the database, so "nothing ran" can be checked
+    "jsonrpc": "2.0",
+    "id": 2,
+    "method": "tools/call",
+    "params": {"name": "teleclaude__mark_agent_unavailable", "arguments": {"agent": "claude"}},
+}
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture
+def server(subprocess_env, tmp_path):
+    """A real `teleclaude mcp --http` on 127.0.0.1: (its URL, the token it made)."""
+    port = _free_port()
+    log = open(tmp_path / "http-server.log", "wb")  # noqa: SIM115 - closed below
+    process = subprocess.Popen(
+        [sys.executable, "-m", "teleclaude", "mcp", "--http", "--port", str(port)],
+        cwd=tmp_path,
+        env=subprocess_env,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not _listening(port):
+            assert process.poll() is None, (tmp_path / "http-server.log").read_text()
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.1)
+        token = (Path(subprocess_env["TELECLAUDE_DB"]).parent / "http-token").read_text().strip()
+        yield f"http://127.0.0.1:{port}/mcp", token
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def _attack(url: str, headers: dict[str, str]) -> list[int]:
+    """Initialize, then call a tool that writes, with `headers`: the status of each answer."""
+    statuses = []
+    with httpx2.Client(timeout=10) as client:
+        for message in (INITIALIZE, MARK):
+            answer = client.post(url, content=json.dumps(message), headers={**ACCEPT, **headers})
+            statuses.append(answer.status_code)
+            if "mcp-session-id" in answer.headers:
+                headers = {**headers, "mcp-session-id": answer.headers["mcp-session-id"]}
+    return statuses
+
+
+def _claude_still_available(cli) -> bool:
+    table = cli("agents").stdout
+    return any(line.split()[:2] == ["claude", "available"] for line in table.splitlines())
+
+
+def test_a_dns_rebinding_request_is_refused_even_with_the_token(server, cli):
+    url, token = server
+    port = url.split(":")[2].split("/")[0]
+    hostile = {
+        "Host": f"evil.example:{port}",
+        "Origin": "http://evil.example",
+        "Authorization": f"Bearer {token}",
+    }
+    assert all(status in (403, 421) for status in _attack(url, hostile))
+    assert _claude_still_available(cli)
+
+
+def test_a_foreign_origin_is_refused_even_with_the_token(server, cli):
+    url, token = server
+    hostile = {"Origin": "http://evil.example", "Authorization": f"Bearer {token}"}
+    assert all(status == 403 for status in _attack(url, hostile))
+    assert _claude_still_available(cli)
+
+
+@pytest.mark.parametrize(
+    "authorization", [None, "Bearer wrong-token-0123456789", "Basic Zm9vOmJhcg==", "Bearer"]
+)
+def test_a_request_without_the_right_token_is_refused(server, cli, authorization):
+    url, _ = server
+    headers = {"Authorization": authorization} if authorization else {}
+    assert _attack(url, headers) == [401, 401]
+    assert _claude_still_available(cli)
+
+
+def test_the_official_client_with_the_token_works(server, cli):
+    url, token = server
+
+    async def go():
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        async with (
+            http,
+            streamable_http_client(url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await session.call_tool("teleclaude__mark_agent_unavailable", {"agent": "claude"})
+
+    result = asyncio.run(go())
+    assert result.content[0].text.startswith("OK: claude is unavailable")
+    assert not _claude_still_available(cli)
+
+
+def test_the_token_is_made_once_and_only_its_owner_can_read_it(server, subprocess_env):
+    _, token = server
+    path = Path(subprocess_env["TELECLAUDE_DB"]).parent / "http-token"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    again = http_access("127.0.0.1", token_file=path)
+    assert again == HttpAccess(token)
+
+
+def test_a_token_file_others_can_read_is_refused(tmp_path):
+    path = tmp_path / "http-token"
+    path.write_text("x" * 43 + "\n")
+    path.chmod(0o644)
+    assert http_access("127.0.0.1", token_file=path).code.value == "FILE_ERROR"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--host", "0.0.0.0"),
+        ("--host", "192.0.2.1", "--no-token"),
+        ("--host", "0.0.0.0", "--allow-remote", "--no-token"),
+    ],
+)
+def test_a_remote_address_needs_allow_remote_and_the_token(cli, args):
+    done = cli("mcp", "--http", *args, "--port", "1", timeout=30)
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[0] == "ERROR: INVALID_ARGUMENT"
+
+
+def test_allow_remote_keeps_the_token(tmp_path):
+    access = http_access("0.0.0.0", allow_remote=True, token_file=tmp_path / "t")
+    assert isinstance(access, HttpAccess) and access.token
