@@ -177,7 +177,7 @@ _RUNTIME = None
 def _runtime():
     global _RUNTIME
     if _RUNTIME is None:
-        from teleclaude.runtime.workers import guarded, open_runtime
+        from teleclaude.runtime.api import guarded, open_runtime
 
         _RUNTIME = open_runtime(os.getcwd())
         guarded(_RUNTIME.list_sessions)  # reconcile the stored sessions with tmux after a restart
@@ -185,8 +185,8 @@ def _runtime():
 
 
 def _session_answer(method: str, *args, **kwargs) -> str:
+    from teleclaude.runtime.api import guarded
     from teleclaude.runtime.core.session_render import session_text
-    from teleclaude.runtime.workers import guarded
 
     try:
         answer = guarded(getattr(_runtime(), method), *args, **kwargs)

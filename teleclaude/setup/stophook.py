@@ -146,7 +146,7 @@ def _record_turn_end() -> None:
         from teleclaude.adapters.sessions_db import SessionStore
         from teleclaude.adapters.store import AvailabilityStore
         from teleclaude.config.profiles import RuntimeConfig
-        from teleclaude.runtime.workers import Runtime
+        from teleclaude.runtime.api import Runtime
 
         Runtime(RuntimeConfig(), SessionStore(), AvailabilityStore()).record_turn_end(session_id)
     except Exception as error:  # never break the agent over bookkeeping

@@ -23,9 +23,9 @@ from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Marker
 from teleclaude.planner.core.roadmap import parse_roadmap
 from teleclaude.runtime import orchestrator
+from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, Session, SessionState
 from teleclaude.runtime.orchestrator import Outcome, Reaction, react
-from teleclaude.runtime.workers import open_runtime
 
 SLUGS = ("greeting", "farewell", "shouting")
 
