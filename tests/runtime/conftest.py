@@ -17,10 +17,10 @@ from teleclaude.runtime.core.sessions import Event, EventKind, Waited
 
 FAST = """[runtime]
 socket = "{socket}"
-idle_threshold = 0.6
-poll_interval = 0.1
+idle_threshold = 0.4
+poll_interval = 0.05
 startup_timeout = 15
-settle = 0.2
+settle = 0.1
 """
 
 
