@@ -178,7 +178,7 @@ _RUNTIME = None
 def _runtime():
     global _RUNTIME
     if _RUNTIME is None:
-        from teleclaude.runtime.workers import open_runtime
+        from teleclaude.runtime.api import open_runtime
 
         _RUNTIME = open_runtime(os.getcwd())
         guard(_RUNTIME.list_sessions)()  # reconcile the stored sessions with tmux after a restart

@@ -32,7 +32,7 @@ def _run_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from teleclaude.runtime import orchestrator
-    from teleclaude.runtime.workers import open_runtime
+    from teleclaude.runtime.api import open_runtime
 
     console = Console()
     try:

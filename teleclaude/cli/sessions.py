@@ -133,7 +133,7 @@ def _run_cycle(args: argparse.Namespace) -> int:
     from teleclaude.adapters.sessions_db import SessionStore
     from teleclaude.errors import Error
     from teleclaude.planner.core.render import to_text
-    from teleclaude.runtime.workers import guarded, open_runtime
+    from teleclaude.runtime.api import guarded, open_runtime
 
     def cycle() -> object:
         session = SessionStore().get(args.session_id)
@@ -148,8 +148,8 @@ def _run_cycle(args: argparse.Namespace) -> int:
 def _answer(args: argparse.Namespace, method: str, *arguments: object) -> int:
     from teleclaude.errors import Error
     from teleclaude.planner.core.render import to_dict, to_text
+    from teleclaude.runtime.api import guarded, open_runtime
     from teleclaude.runtime.core.session_render import session_dict, session_text
-    from teleclaude.runtime.workers import guarded, open_runtime
 
     answer = guarded(lambda: getattr(open_runtime(args.cwd or "."), method)(*arguments))
     if isinstance(answer, Error):

@@ -314,7 +314,7 @@ def _set_variables(values: dict[str, str | None]) -> None:
 def _orchestrate(project: Path, verbose: bool):
     from teleclaude.cli.run import Console
     from teleclaude.runtime import orchestrator
-    from teleclaude.runtime.workers import open_runtime
+    from teleclaude.runtime.api import open_runtime
 
     console = Console()
     report = orchestrator.run(

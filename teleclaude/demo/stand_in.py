@@ -5,7 +5,7 @@ reads the terminal key by key and drops an Enter that arrives within 50 ms of ty
 a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a comma-separated list of:
 
     work       do the step on the files and commit, like a real worker (the default)
-    hang       say it is thinking, then never answer
+    hang       say it is thinking, then never answer (lines typed in are shown as queued)
     limit      print the agent's rate-limit / quota message and go back to the prompt
     crash      print an error and exit with status 3
     altscreen  switch to the alternate screen, draw on it, and go back to the prompt there
@@ -94,6 +94,10 @@ def respond(agent: str, chosen: set[str], command: str, args: str, lines) -> int
         return None
     if "hang" in chosen:
         say("thinking...")
+        queued = _read_line(sys.stdin.fileno())
+        while queued is not None:  # a busy TUI shows what is typed into it as queued, and never answers
+            say(f"(queued: {queued})")
+            queued = _read_line(sys.stdin.fileno())
         time.sleep(3600)
     if "stall" in chosen:
         say("thinking...")

@@ -22,8 +22,8 @@ from teleclaude.planner.checks import describe
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Action, Complete, Dispatch, Prepared, RunYourself
 from teleclaude.planner.core.render import to_text
-from teleclaude.runtime.core.sessions import Event, EventKind, Session, SessionState, Started
-from teleclaude.runtime.workers import Runtime, guarded
+from teleclaude.runtime.api import Runtime, guarded
+from teleclaude.runtime.core.sessions import Ended, Event, EventKind, Session, SessionState, Started, Waited
 
 UNATTENDED = "(unattended: nobody will answer questions; decide yourself and write the file)"
 REPEAT_LIMIT = 3  # the same step ending its turn this many times in a row without the files moving on
@@ -156,157 +156,188 @@ def run(
     waited for, every `tick` seconds; `verbose` also shows the planner's full answers. Ctrl-C returns an
     INTERRUPTED report and leaves every worker running.
     """
-    loop = _Loop(Path(project), slug, prepare, max_steps, runtime, show, status, tick, verbose)
+    root = _checkout_root(Path(project))
+    settings = RunSettings(root, slug, prepare, max_steps, tick, verbose)
+    state = RunState(archived_before=tuple(_archives(root)))
+    loop = _Loop(settings, state, runtime, show, status)
     try:
-        return loop.go()
+        stop = loop.go()
     except KeyboardInterrupt:
-        return loop.stop(Outcome.INTERRUPTED, "stopped by Ctrl-C; the workers keep running")
+        stop = Stop(Outcome.INTERRUPTED, "stopped by Ctrl-C; the workers keep running")
+    return report(stop, settings, state, runtime)
 
 
-class _Stop(Exception):
-    def __init__(self, report: RunReport) -> None:
-        self.report = report
-
-
-@dataclass
-class _Loop:
-    """One run's working state; `root` starts as the project given and becomes its checkout root."""
+@dataclass(frozen=True)
+class RunSettings:
+    """What the run was asked to do; `root` is the checkout root of the project given."""
 
     root: Path
     slug: str | None
     prepare: bool
     max_steps: int
+    tick: float
+    verbose: bool
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why the loop ends, and the first line of its report (without the `OUTCOME:` prefix)."""
+
+    outcome: Outcome
+    what: str
+
+
+StepKey = tuple[str, str]  # (bare command, slug): one step of the roadmap, whichever agent does it
+
+
+@dataclass
+class Retries:
+    """The retry policy: a step that fails twice in a row, or ends its turn REPEAT_LIMIT times in a row
+    without the files moving on, stops the run."""
+
+    last_failed: StepKey | None = None  # the step whose session failed last
+    turns: list[StepKey] = field(default_factory=list)  # one step's sessions in a row that ended their turn
+
+    def repeating(self, step: StepKey) -> bool:
+        return len(self.turns) >= REPEAT_LIMIT and self.turns[-1] == step
+
+    def start_failed(self, step: StepKey) -> bool:
+        """A start failed: True when it is the second failure of this step in a row."""
+        again = self.last_failed == step
+        self.last_failed = step
+        return again
+
+    def through(self, step: StepKey, kind: EventKind, failed: bool) -> bool:
+        """A session of `step` is through; True when it failed and the one before it failed too."""
+        again = failed and self.last_failed == step
+        self.last_failed = step if failed else None
+        if kind in (EventKind.TURN_ENDED, EventKind.FINISHED):
+            self.turns = [*self.turns, step] if self.turns[-1:] == [step] else [step]
+        else:
+            self.turns = []
+        return again
+
+
+@dataclass
+class RunState:
+    """What this run has done so far."""
+
+    archived_before: tuple[str, ...]  # the folders in done/ when the run started
+    steps: int = 0
+    action: Action | None = None  # the planner's last answer
+    session: Session | None = None  # the last worker session
+    history: list[Handled] = field(default_factory=list)
+    retries: Retries = field(default_factory=Retries)
+
+
+@dataclass
+class _Loop:
+    settings: RunSettings
+    state: RunState
     runtime: Runtime
     show: Callable[[str], None]
     status: Callable[[Progress], None]
-    tick: float
-    verbose: bool
-    steps: int = 0
-    action: Action | None = None
-    session: Session | None = None
-    history: list[Handled] = field(default_factory=list)
-    archived_before: list[str] = field(default_factory=list)
-    last_failed: tuple[str, str] | None = None  # the step whose session failed last
-    turns: list[tuple[str, str]] = field(default_factory=list)  # one step's sessions in a row that ended
 
-    def __post_init__(self) -> None:
-        self.root = _checkout_root(self.root)
-        self.archived_before = _archives(self.root)
-
-    def go(self) -> RunReport:
-        try:
-            adopted = self._live(lambda s: self.slug is None or s.slug == self.slug)
-            if adopted:
-                names = ", ".join(f"{s.id} ({s.command} {s.slug}, {s.state.value})" for s in adopted)
-                self.show(f"adopting the sessions an earlier run left running: {names}")
-                self._watch(adopted, adopted=True)
-            while True:
-                self._next(self._ask())
-        except _Stop as stop:
-            return stop.report
+    def go(self) -> Stop:
+        slug = self.settings.slug
+        adopted = _live(self.runtime, self.settings.root, lambda s: slug is None or s.slug == slug)
+        if adopted:
+            names = ", ".join(f"{s.id} ({s.command} {s.slug}, {s.state.value})" for s in adopted)
+            self.show(f"adopting the sessions an earlier run left running: {names}")
+            stop = self._watch(adopted, adopted=True)
+            if stop:
+                return stop
+        while True:
+            stop = self._next(self._ask())
+            if stop:
+                return stop
 
     # --- the planner's answers ---------------------------------------------------------------------------
 
     def _ask(self) -> Action:
-        action = app.next_work(self.slug, cwd=self.root)
-        self.action = action
+        action = app.next_work(self.settings.slug, cwd=self.settings.root)
+        self.state.action = action
         self._answer(action)
         return action
 
     def _answer(self, action: Action) -> None:
-        self.show(f"[{self.steps + 1}] {describe(action)}")
-        if self.verbose:
+        self.show(f"[{self.state.steps + 1}] {describe(action)}")
+        if self.settings.verbose:
             self.show("    " + to_text(action).replace("\n", "\n    "))
 
-    def _next(self, action: Action) -> None:
-        """Carry out one answer of next_work; raises _Stop when the run is over."""
+    def _next(self, action: Action) -> Stop | None:
+        """Carry out one answer of next_work; a `Stop` when the run is over."""
         match action:
             case Dispatch():
-                self._dispatch(action)
-            case Complete(slug=slug, archive=archive):
-                if self.slug is not None:
-                    self._stop(Outcome.COMPLETE, f"{slug} is delivered to {archive}")
-            case Error(code=ErrorCode.NO_WORK) if self.slug is None and self._has_roadmap():
-                self._stop(Outcome.COMPLETE, "every roadmap item is done")
-            case Error(code=ErrorCode.NOT_PREPARED, slug=unprepared) if self.prepare and unprepared:
-                self._prepare(action, unprepared)
+                return self._dispatch(action)
+            case Complete(slug=slug, archive=archive) if self.settings.slug is not None:
+                return Stop(Outcome.COMPLETE, f"{slug} is delivered to {archive}")
+            case Complete():  # an item of the roadmap is done: on to the next
+                return None
+            case Error(code=ErrorCode.NO_WORK) if self.settings.slug is None and self._has_roadmap():
+                return Stop(Outcome.COMPLETE, "every roadmap item is done")
+            case Error(code=ErrorCode.NOT_PREPARED, slug=unprepared) if self.settings.prepare and unprepared:
+                return self._prepare(action, unprepared)
             case RunYourself():
-                self._stop(Outcome.SELF, to_text(action))
+                return Stop(Outcome.SELF, to_text(action))
             case _:
-                self._stop(Outcome.ERROR, to_text(action))
+                return Stop(Outcome.ERROR, to_text(action))
 
-    def _prepare(self, refusal: Error, slug: str) -> None:
+    def _prepare(self, refusal: Error, slug: str) -> Stop | None:
         """--prepare: start the architect next_prepare names, unattended."""
-        action = app.next_prepare(slug, cwd=self.root)
+        action = app.next_prepare(slug, cwd=self.settings.root)
         self._answer(action)
+        if not isinstance(action, Prepared):
+            self.state.action = action
         match action:
             case Dispatch():
-                self.action = action
-                self._dispatch(action, args=f"{slug} {UNATTENDED}")
+                return self._dispatch(action, args=f"{slug} {UNATTENDED}")
             case RunYourself():
-                self.action = action
-                self._stop(Outcome.SELF, to_text(action))
+                return Stop(Outcome.SELF, to_text(action))
             case Prepared():  # prepared, and still refused: what next_work says is for a human
-                self._stop(Outcome.ERROR, to_text(refusal))
+                return Stop(Outcome.ERROR, to_text(refusal))
             case _:
-                self.action = action
-                self._stop(Outcome.ERROR, to_text(action))
+                return Stop(Outcome.ERROR, to_text(action))
 
     # --- workers -----------------------------------------------------------------------------------------
 
-    def _dispatch(self, action: Dispatch, args: str | None = None) -> None:
-        step = (_bare(action.command), action.slug)
-        twins = self._live(lambda s: (_bare(s.command), s.slug) == step)
+    def _dispatch(self, action: Dispatch, args: str | None = None) -> Stop | None:
+        state, step = self.state, (_bare(action.command), action.slug)
+        twins = _live(self.runtime, self.settings.root, lambda s: (_bare(s.command), s.slug) == step)
         if twins:  # started by an earlier run, or by someone else: one worker per step
             self.show(f"    {twins[0].id} is already doing {action.command} {action.slug}: waiting for it")
-            self._watch(twins[:1], adopted=True)
-            return
-        if len(self.turns) >= REPEAT_LIMIT and self.turns[-1] == step:
-            self._stop(
-                Outcome.NEEDS_ATTENTION,
-                f"{action.command} {action.slug} ended its turn {REPEAT_LIMIT} times in a row and the files "
-                "did not move on.\nRead what the workers said (teleclaude sessions list, then "
-                "teleclaude sessions output ID while one runs), do the step by hand, or fix what blocks it.",
+            return self._watch(twins[:1], adopted=True)
+        if state.retries.repeating(step):
+            return Stop(Outcome.NEEDS_ATTENTION, repeated_text(action))
+        if state.steps >= self.settings.max_steps:
+            return Stop(
+                Outcome.MAX_STEPS, f"--max-steps {self.settings.max_steps} reached before {describe(action)}"
             )
-        if self.steps >= self.max_steps:
-            self._stop(Outcome.MAX_STEPS, f"--max-steps {self.max_steps} reached before {describe(action)}")
-        self.steps += 1
-        started = guarded(
-            self.runtime.run_agent_command,
-            "local",
-            action.command,
-            args or action.slug,
-            action.project,
-            action.agent,
-            action.thinking_mode,
-            action.subfolder,
-        )
+        state.steps += 1
+        started = guarded(self.runtime.start, action, args)
         if isinstance(started, Error):
-            self._start_failed(step, started)
-            return
+            if started.code is not ErrorCode.TMUX_FAILED or state.retries.start_failed(step):
+                return Stop(Outcome.ERROR, to_text(started))
+            self.show(f"    could not start it, trying again: {started.message.splitlines()[0]}")
+            return None
         assert isinstance(started, Started)
-        self.session = started.session
-        self.show(f"    {self._where(started.session)}")
-        self._watch([started.session])
+        state.session = started.session
+        self.show(f"    {where(started.session, self.runtime.config.socket)}")
+        return self._watch([started.session])
 
-    def _start_failed(self, step: tuple[str, str], error: Error) -> None:
-        if error.code is not ErrorCode.TMUX_FAILED or self.last_failed == step:
-            self._stop(Outcome.ERROR, to_text(error))
-        self.show(f"    could not start it, trying again: {error.message.splitlines()[0]}")
-        self.last_failed = step
-
-    def _watch(self, sessions: list[Session], adopted: bool = False) -> None:
+    def _watch(self, sessions: list[Session], adopted: bool = False) -> Stop | None:
         """Wait on the sessions, reacting to their events, until each is through (or the run stops)."""
         watching = {s.id: s for s in sessions}
         failures = 0
         while watching:
-            waited = guarded(self.runtime.wait_for_sessions, list(watching), self.tick)
+            waited = guarded(self.runtime.wait_for_sessions, list(watching), self.settings.tick)
             if isinstance(waited, Error):  # a pane that vanished while tmux was asked about it: look again
                 failures += 1
                 if failures >= WAIT_ATTEMPTS or waited.code is ErrorCode.UNKNOWN_SESSION:
-                    self._stop(Outcome.ERROR, to_text(waited))
+                    return Stop(Outcome.ERROR, to_text(waited))
                 self.show(f"    waiting failed, looking again: {waited.message.splitlines()[0]}")
                 continue
+            assert isinstance(waited, Waited)
             failures = 0
             current = {s.id: s for s in waited.sessions}
             heard = set()
@@ -314,7 +345,10 @@ class _Loop:
                 if event.session_id in watching:
                     heard.add(event.session_id)
                     self._heard(event, current.get(event.session_id, watching[event.session_id]))
-                    if self._resolve(event.kind, current, event.session_id, event.detail, adopted):
+                    through = self._resolve(event.kind, current, event.session_id, event.detail, adopted)
+                    if isinstance(through, Stop):
+                        return through
+                    if through:
                         watching.pop(event.session_id)
             for session_id in list(watching):
                 session = current.get(session_id, watching[session_id])
@@ -325,45 +359,40 @@ class _Loop:
                 if kind is None and self._stuck_pending(session):
                     kind, detail = EventKind.EXITED, "it never got its command (its starter was stopped)"
                     self.show(f"    {session.id}: {detail}; ending it")
-                if kind is not None and self._resolve(kind, current, session_id, detail, adopted):
+                if kind is None:
+                    continue
+                through = self._resolve(kind, current, session_id, detail, adopted)
+                if isinstance(through, Stop):
+                    return through
+                if through:
                     watching.pop(session_id)
             if watching:
                 first = next(iter(watching.values()))
                 elapsed = (self.runtime.clock() - first.created_at).total_seconds()
-                self.status(Progress(max(self.steps, 1), first, elapsed))
+                self.status(Progress(max(self.state.steps, 1), first, elapsed))
+        return None
 
     def _resolve(
         self, kind: EventKind, current: dict[str, Session], session_id: str, detail: str, adopted: bool
-    ) -> bool:
-        """React to one event; True when the session is through."""
+    ) -> Stop | bool:
+        """React to one event: True when the session is through, a `Stop` when the run cannot go on."""
         session = current.get(session_id) or self.runtime.store.get(session_id)
+        assert session is not None
         reaction = react(kind, session)
         if reaction is Reaction.WAIT:
             return False
-        self.session = session
-        step = (_bare(session.command), session.slug)
+        state = self.state
+        state.session = session
         if reaction is Reaction.ATTENTION:
-            self.history.append(Handled(session, kind, detail, adopted))
-            self._stop(Outcome.NEEDS_ATTENTION, self._attention(session, detail))
-        ended = self._end(session)
-        self.history.append(Handled(ended, kind, detail, adopted))
-        if reaction is Reaction.FAILED:
-            if self.last_failed == step:
-                self._stop(
-                    Outcome.ERROR,
-                    f"ERROR: {ErrorCode.WORKER_FAILED.value}\n"
-                    f"{session.command} {session.slug} failed twice in a row "
-                    f"({session.agent}: {detail or session.last_error or kind.value}).\n"
-                    f"Run the agent by hand in {session.workdir} to see why, or mark it unavailable "
-                    f"(teleclaude agents unavailable {session.agent}) so the planner picks another.",
-                )
-            self.last_failed = step
-        else:
-            self.last_failed = None
-        if kind in (EventKind.TURN_ENDED, EventKind.FINISHED):  # for the REPEAT_LIMIT: the same step again?
-            self.turns = [*self.turns, step] if self.turns[-1:] == [step] else [step]
-        else:
-            self.turns = []
+            state.history.append(Handled(session, kind, detail, adopted))
+            text = attention_text(session, detail, self.settings.root, self.runtime.config.socket)
+            return Stop(Outcome.NEEDS_ATTENTION, text)
+        ended = guarded(self.runtime.end_session, session.id)
+        ended_session = ended.session if isinstance(ended, Ended) else session
+        state.history.append(Handled(ended_session, kind, detail, adopted))
+        step = (_bare(session.command), session.slug)
+        if state.retries.through(step, kind, failed=reaction is Reaction.FAILED):
+            return Stop(Outcome.ERROR, failed_twice_text(session, kind, detail))
         return True
 
     def _heard(self, event: Event, session: Session) -> None:
@@ -372,11 +401,7 @@ class _Loop:
 
     def _has_roadmap(self) -> bool:
         """NO_WORK also answers a missing roadmap: that is an error to report, not a finished run."""
-        return (self.root / layout.ROADMAP).is_file()
-
-    def _end(self, session: Session) -> Session:
-        ended = guarded(self.runtime.end_session, session.id)
-        return session if isinstance(ended, Error) else ended.session
+        return (self.settings.root / layout.ROADMAP).is_file()
 
     def _stuck_pending(self, session: Session) -> bool:
         if session.state is not SessionState.PENDING:
@@ -384,80 +409,95 @@ class _Loop:
         limit = timedelta(seconds=self.runtime.config.startup_timeout * 2)
         return self.runtime.clock() - session.created_at > limit
 
-    def _live(self, wanted: Callable[[Session], bool]) -> list[Session]:
-        return [
-            s
-            for s in self.runtime.store.sessions()
-            if not s.state.is_final and _same_path(s.project, self.root) and wanted(s)
-        ]
 
-    # --- reports -----------------------------------------------------------------------------------------
+# --- the report --------------------------------------------------------------------------------------------
 
-    def _stop(self, outcome: Outcome, what: str) -> None:
-        raise _Stop(self.stop(outcome, what))
 
-    def stop(self, outcome: Outcome, what: str) -> RunReport:
-        first = what if what.startswith(("SELF:", "ERROR:")) else f"{outcome.value}: {what}"
-        running = self._live(lambda s: True)
-        delivered = tuple(
-            f"done/{name}/" for name in _archives(self.root) if name not in self.archived_before
-        )
-        lines = [
-            first,
-            "",
-            f"steps: {self.steps} session{'s' if self.steps != 1 else ''} started",
-            f"delivered: {', '.join(delivered) or 'nothing in this run'}",
-            f"running: {len(running) or 'none'}",
-            *(f"  {self._where(s)}" for s in running),
-            f"next: {self._advice(outcome)}",
-        ]
-        return RunReport(
-            outcome,
-            self.steps,
-            self.action,
-            self.session,
-            "\n".join(lines),
-            tuple(self.history),
-            delivered,
-        )
+def report(stop: Stop, settings: RunSettings, state: RunState, runtime: Runtime) -> RunReport:
+    what = stop.what
+    first = what if what.startswith(("SELF:", "ERROR:")) else f"{stop.outcome.value}: {what}"
+    running = _live(runtime, settings.root, lambda s: True)
+    delivered = tuple(
+        f"done/{name}/" for name in _archives(settings.root) if name not in state.archived_before
+    )
+    lines = [
+        first,
+        "",
+        f"steps: {state.steps} session{'s' if state.steps != 1 else ''} started",
+        f"delivered: {', '.join(delivered) or 'nothing in this run'}",
+        f"running: {len(running) or 'none'}",
+        *(f"  {where(s, runtime.config.socket)}" for s in running),
+        f"next: {advice(stop.outcome, settings)}",
+    ]
+    return RunReport(
+        stop.outcome,
+        state.steps,
+        state.action,
+        state.session,
+        "\n".join(lines),
+        tuple(state.history),
+        delivered,
+    )
 
-    def _advice(self, outcome: Outcome) -> str:
-        again = self.resume_command()
-        match outcome:
-            case Outcome.COMPLETE if self.slug is None:
-                return "add items to todos/roadmap.md (teleclaude new SLUG ...), then run it again: " + again
-            case Outcome.COMPLETE:
-                return f"the rest of the roadmap: cd {shlex.quote(str(self.root))} && teleclaude run"
-            case Outcome.SELF:
-                return f"do that step yourself (or wait until an agent is available), then: {again}"
-            case Outcome.ERROR:
-                return f"do what the error says, then: {again}"
-            case Outcome.NEEDS_ATTENTION:
-                return f"look at the worker, then end it or send it a message, then: {again}"
-            case _:
-                return f"resume with: {again}"
 
-    def resume_command(self) -> str:
-        words = ["teleclaude", "run", *([self.slug] if self.slug else [])]
-        words += ["--prepare"] if self.prepare else []
-        return f"cd {shlex.quote(str(self.root))} && {shlex.join(words)}"
+def advice(outcome: Outcome, settings: RunSettings) -> str:
+    again = resume_command(settings)
+    match outcome:
+        case Outcome.COMPLETE if settings.slug is None:
+            return "add items to todos/roadmap.md (teleclaude new SLUG ...), then run it again: " + again
+        case Outcome.COMPLETE:
+            return f"the rest of the roadmap: cd {shlex.quote(str(settings.root))} && teleclaude run"
+        case Outcome.SELF:
+            return f"do that step yourself (or wait until an agent is available), then: {again}"
+        case Outcome.ERROR:
+            return f"do what the error says, then: {again}"
+        case Outcome.NEEDS_ATTENTION:
+            return f"look at the worker, then end it or send it a message, then: {again}"
+        case _:
+            return f"resume with: {again}"
 
-    def _attention(self, session: Session, detail: str) -> str:
-        return (
-            f"{session.command} {session.slug} ({session.agent}, session {session.id}) needs a human: "
-            f"{detail or session.last_error or 'no progress'}\n"
-            f"Look at it from {self.root}: teleclaude sessions output {session.id}"
-            f"  (or: tmux -L {self.runtime.config.socket} attach -t {session.tmux_session})\n"
-            f"Then answer it (teleclaude sessions send {session.id} TEXT) or end it "
-            f"(teleclaude sessions end {session.id})."
-        )
 
-    def _where(self, session: Session) -> str:
-        return (
-            f"{session.id}: {session.command} {session.slug} ({session.agent}, {session.state.value}) in "
-            f"{session.subfolder or 'the main checkout'}; watch: "
-            f"tmux -L {self.runtime.config.socket} attach -t {session.tmux_session}"
-        ).replace("  ", " ")
+def resume_command(settings: RunSettings) -> str:
+    words = ["teleclaude", "run", *([settings.slug] if settings.slug else [])]
+    words += ["--prepare"] if settings.prepare else []
+    return f"cd {shlex.quote(str(settings.root))} && {shlex.join(words)}"
+
+
+def repeated_text(action: Dispatch) -> str:
+    return (
+        f"{action.command} {action.slug} ended its turn {REPEAT_LIMIT} times in a row and the files "
+        "did not move on.\nRead what the workers said (teleclaude sessions list, then "
+        "teleclaude sessions output ID while one runs), do the step by hand, or fix what blocks it."
+    )
+
+
+def failed_twice_text(session: Session, kind: EventKind, detail: str) -> str:
+    return (
+        f"ERROR: {ErrorCode.WORKER_FAILED.value}\n"
+        f"{session.command} {session.slug} failed twice in a row "
+        f"({session.agent}: {detail or session.last_error or kind.value}).\n"
+        f"Run the agent by hand in {session.workdir} to see why, or mark it unavailable "
+        f"(teleclaude agents unavailable {session.agent}) so the planner picks another."
+    )
+
+
+def attention_text(session: Session, detail: str, root: Path, socket: str) -> str:
+    return (
+        f"{session.command} {session.slug} ({session.agent}, session {session.id}) needs a human: "
+        f"{detail or session.last_error or 'no progress'}\n"
+        f"Look at it from {root}: teleclaude sessions output {session.id}"
+        f"  (or: tmux -L {socket} attach -t {session.tmux_session})\n"
+        f"Then answer it (teleclaude sessions send {session.id} TEXT) or end it "
+        f"(teleclaude sessions end {session.id})."
+    )
+
+
+def where(session: Session, socket: str) -> str:
+    return (
+        f"{session.id}: {session.command} {session.slug} ({session.agent}, {session.state.value}) in "
+        f"{session.subfolder or 'the main checkout'}; watch: "
+        f"tmux -L {socket} attach -t {session.tmux_session}"
+    ).replace("  ", " ")
 
 
 # --- helpers -----------------------------------------------------------------------------------------------
@@ -483,6 +523,15 @@ def _archives(root: Path) -> list[str]:
         return sorted(p.name for p in (root / layout.DONE).iterdir() if p.is_dir())
     except OSError:
         return []
+
+
+def _live(runtime: Runtime, root: Path, wanted: Callable[[Session], bool]) -> list[Session]:
+    """The project's sessions that are not over yet, and `wanted`."""
+    return [
+        s
+        for s in runtime.store.sessions()
+        if not s.state.is_final and _same_path(s.project, root) and wanted(s)
+    ]
 
 
 def _same_path(one: str, other: Path) -> bool:

@@ -154,8 +154,8 @@ def _record_turn_end(attempts: int = 50, pause: float = 0.05) -> None:
         from teleclaude.adapters.sessions_db import SessionStore
         from teleclaude.adapters.store import AvailabilityStore
         from teleclaude.config.profiles import RuntimeConfig
+        from teleclaude.runtime.api import Runtime
         from teleclaude.runtime.core.sessions import SessionState
-        from teleclaude.runtime.workers import Runtime
 
         working = (SessionState.RUNNING, SessionState.STALLED, SessionState.NEEDS_ATTENTION)
         runtime = Runtime(RuntimeConfig(), SessionStore(), AvailabilityStore())

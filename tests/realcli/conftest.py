@@ -19,7 +19,7 @@ from teleclaude.adapters.tmux import Tmux
 from teleclaude.demo.agent_homes import claude_environment, prepare_claude_home
 from teleclaude.demo.model_server import ModelServer
 from teleclaude.demo.scenario import commit_all, make_repository
-from teleclaude.runtime.workers import Runtime, open_runtime
+from teleclaude.runtime.api import Runtime, open_runtime
 from teleclaude.setup.install import Scope, install
 
 REPO = Path(__file__).resolve().parents[2]

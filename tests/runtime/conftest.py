@@ -12,14 +12,15 @@ import pytest
 from teleclaude.adapters.tmux import Tmux
 from teleclaude.demo import stand_in as fake_agent
 from teleclaude.demo.scenario import commit_all, make_repository
-from teleclaude.runtime.workers import Runtime, open_runtime
+from teleclaude.runtime.api import Runtime, open_runtime
+from teleclaude.runtime.core.sessions import Event, EventKind, Waited
 
 FAST = """[runtime]
 socket = "{socket}"
-idle_threshold = 0.6
-poll_interval = 0.1
+idle_threshold = 0.4
+poll_interval = 0.05
 startup_timeout = 15
-settle = 0.2
+settle = 0.1
 """
 
 
@@ -78,3 +79,40 @@ def project(tmp_path, tmux_socket) -> Path:
 @pytest.fixture
 def runtime(project, fake_agents) -> Runtime:
     return open_runtime(project)
+
+
+class Watch:
+    """Every event of the sessions waited on, however many waits it took.
+
+    A wait marks the events it returns as delivered; a wait whose answer is thrown away loses them. So every
+    wait of a test goes through one `Watch`, which keeps what each wait returned.
+    """
+
+    def __init__(self, runtime: Runtime, *session_ids: str) -> None:
+        self.runtime = runtime
+        self.session_ids = list(session_ids)
+        self.seen: list[Event] = []
+
+    def wait(self, timeout: float) -> Waited:
+        waited = self.runtime.wait_for_sessions(self.session_ids, timeout=timeout)
+        assert isinstance(waited, Waited), waited
+        self.seen += waited.events
+        return waited
+
+    def until(self, kind: EventKind, count: int = 1, seconds: float = 60) -> list[Event]:
+        """The events seen so far, once `count` of `kind` are among them."""
+        deadline = time.monotonic() + seconds
+        while self.kinds().count(kind) < count:
+            if time.monotonic() > deadline:
+                pytest.fail(f"no {kind.value} event; saw {[k.value for k in self.kinds()]}")
+            self.wait(timeout=min(10.0, max(deadline - time.monotonic(), 0.0)))
+        return self.seen
+
+    def kinds(self) -> list[EventKind]:
+        return [event.kind for event in self.seen]
+
+
+@pytest.fixture
+def watch() -> type[Watch]:
+    """`watch(runtime, session_id, ...)`: a `Watch` (a fixture, since test modules cannot import conftest)."""
+    return Watch

@@ -11,8 +11,8 @@ from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
+from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
-from teleclaude.runtime.workers import open_runtime
 
 
 def dispatch(project) -> Dispatch:
@@ -22,52 +22,36 @@ def dispatch(project) -> Dispatch:
 
 
 def start(runtime, action: Dispatch) -> Started:
-    started = runtime.run_agent_command(
-        "local",
-        action.command,
-        action.slug,
-        action.project,
-        action.agent,
-        action.thinking_mode,
-        action.subfolder,
-    )
+    started = runtime.start(action)
     assert isinstance(started, Started), started
     return started
-
-
-def wait_for(runtime, session_id: str, kind: EventKind, rounds: int = 6):
-    seen = []
-    for _ in range(rounds):
-        waited = runtime.wait_for_sessions([session_id], timeout=10)
-        seen += [event.kind for event in waited.events]
-        if kind in seen:
-            return waited
-    pytest.fail(f"no {kind.value} event; saw {seen}")
 
 
 def git(cwd, *args) -> str:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
 
 
-def test_a_builder_does_its_step_and_its_turn_ends(project, runtime):
+def test_a_builder_does_its_step_and_its_turn_ends(project, runtime, watch):
     action = dispatch(project)
     assert (action.step, action.agent) == (Step.BUILD, "gemini")
     started = start(runtime, action)
     assert started.session.state is SessionState.RUNNING
-    waited = wait_for(runtime, started.session.id, EventKind.TURN_ENDED)
+    seen = watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
     assert runtime.store.get(started.session.id).state is SessionState.TURN_ENDED
     tree = project / action.subfolder
     assert git(tree, "status", "--porcelain") == ""
     assert "Build greeting" in git(tree, "log", "--oneline", "-1")
     assert dispatch(project).step is Step.REVIEW  # the planner moves on from the files alone
-    assert [e.kind for e in waited.events].count(EventKind.TURN_ENDED) == 1
+    assert [e.kind for e in seen].count(EventKind.TURN_ENDED) == 1
     assert runtime.wait_for_sessions([started.session.id], timeout=0.3).events == ()  # reported once
 
 
-def test_a_rate_limit_marks_the_agent_unavailable_and_next_work_falls_back(project, runtime, monkeypatch):
+def test_a_rate_limit_marks_the_agent_unavailable_and_next_work_falls_back(
+    project, runtime, monkeypatch, watch
+):
     monkeypatch.setenv("FAKE_AGENT_GEMINI", "limit")
     started = start(runtime, dispatch(project))
-    wait_for(runtime, started.session.id, EventKind.RATE_LIMITED)
+    watch(runtime, started.session.id).until(EventKind.RATE_LIMITED)
     out = AvailabilityStore().unavailable(datetime.now(UTC))
     assert "gemini" in out
     assert timedelta(minutes=55) < out["gemini"].until - datetime.now(UTC) <= timedelta(hours=1)
@@ -77,10 +61,10 @@ def test_a_rate_limit_marks_the_agent_unavailable_and_next_work_falls_back(proje
     assert runtime.end_session(started.session.id).session.state is SessionState.CANCELLED
 
 
-def test_a_crash_is_an_exit_with_its_status(project, runtime, monkeypatch):
+def test_a_crash_is_an_exit_with_its_status(project, runtime, monkeypatch, watch):
     monkeypatch.setenv("FAKE_AGENT", "crash")
     started = start(runtime, dispatch(project))
-    wait_for(runtime, started.session.id, EventKind.EXITED)
+    watch(runtime, started.session.id).until(EventKind.EXITED)
     session = runtime.store.get(started.session.id)
     assert (session.state, session.exit_code) == (SessionState.ERRORED, 3)
 
@@ -88,7 +72,7 @@ def test_a_crash_is_an_exit_with_its_status(project, runtime, monkeypatch):
 def test_a_hanging_worker_times_the_wait_out_and_can_be_ended(project, runtime, monkeypatch):
     monkeypatch.setenv("FAKE_AGENT", "hang")
     started = start(runtime, dispatch(project))
-    waited = runtime.wait_for_sessions([started.session.id], timeout=1.5)
+    waited = runtime.wait_for_sessions([started.session.id], timeout=0.5)
     assert waited.events == () and waited.timed_out
     assert waited.sessions[0].state is SessionState.RUNNING
     ended = runtime.end_session(started.session.id)
@@ -96,27 +80,30 @@ def test_a_hanging_worker_times_the_wait_out_and_can_be_ended(project, runtime, 
     assert runtime.tmux.session_names() == set()
 
 
-def test_an_enter_pasted_with_the_text_is_pressed_again(project, runtime, monkeypatch):
+def test_an_enter_pasted_with_the_text_is_pressed_again(project, runtime, monkeypatch, watch):
     from dataclasses import replace
 
-    runtime.config = replace(runtime.config, settle=0.0)  # the Enter arrives with the text and is dropped
+    runtime.context.config = replace(
+        runtime.config, settle=0.0
+    )  # the Enter arrives with the text and is dropped
     started = runtime.run_agent_command("local", "emit", "3", str(project), "claude", "med")
     assert isinstance(started, Started), started
-    wait_for(runtime, started.session.id, EventKind.TURN_ENDED)
+    watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
     screen = runtime.get_session_output(started.session.id).chunk.rows
     assert "running /emit 3" in screen and "row 3" in screen
 
 
-def test_output_grows_and_three_reads_neither_repeat_nor_lose_a_row(project, runtime):
+def test_output_grows_and_three_reads_neither_repeat_nor_lose_a_row(project, runtime, watch):
     started = runtime.run_agent_command("local", "emit", "150", str(project), "codex", "fast")
     assert isinstance(started, Started), started
     session_id, cursor, rows = started.session.id, None, []
+    events = watch(runtime, session_id)  # the waits between reads may see the turn end: keep what they see
     for _ in range(3):
         output = runtime.get_session_output(session_id, cursor, max_lines=10_000)
         rows += [row for row in output.chunk.rows if row.startswith("row ")]
         cursor = output.chunk.cursor.encode()
-        runtime.wait_for_sessions([session_id], timeout=1.0)
-    wait_for(runtime, session_id, EventKind.TURN_ENDED)
+        events.wait(timeout=0.8)
+    events.until(EventKind.TURN_ENDED)
     rows += [
         r
         for r in runtime.get_session_output(session_id, cursor, max_lines=10_000).chunk.rows
@@ -125,10 +112,12 @@ def test_output_grows_and_three_reads_neither_repeat_nor_lose_a_row(project, run
     assert rows == [f"row {n}" for n in range(1, 151)]
 
 
-def test_codex_gets_its_prompts_prefix_and_the_alternate_screen_is_flagged(project, runtime, monkeypatch):
+def test_codex_gets_its_prompts_prefix_and_the_alternate_screen_is_flagged(
+    project, runtime, monkeypatch, watch
+):
     monkeypatch.setenv("FAKE_AGENT_CODEX", "altscreen")
     started = runtime.run_agent_command("local", "emit", "2", str(project), "codex", "med")
-    wait_for(runtime, started.session.id, EventKind.TURN_ENDED)
+    watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
     output = runtime.get_session_output(started.session.id)
     assert output.chunk.alternate_screen
 
@@ -191,7 +180,7 @@ def test_a_missing_cli_binary_is_refused(project, runtime):
     from dataclasses import replace
 
     claude = replace(runtime.config.profiles["claude"], binaries=("no-such-claude",))
-    runtime.config = replace(runtime.config, profiles={**runtime.config.profiles, "claude": claude})
+    runtime.context.config = replace(runtime.config, profiles={**runtime.config.profiles, "claude": claude})
     answer = runtime.run_agent_command("local", "next-build", "x", str(project), "claude", "med")
     assert isinstance(answer, Error) and answer.code is ErrorCode.AGENT_NOT_INSTALLED
     assert runtime.store.sessions() == []
@@ -201,7 +190,7 @@ def test_a_cli_that_never_shows_its_prompt_is_errored_and_cleaned_up(project, ru
     from dataclasses import replace
 
     monkeypatch.setenv("FAKE_AGENT", "slowstart")
-    runtime.config = replace(runtime.config, startup_timeout=0.3)
+    runtime.context.config = replace(runtime.config, startup_timeout=0.3)
     answer = runtime.run_agent_command("local", "emit", "1", str(project), "claude", "med")
     assert isinstance(answer, Error) and answer.code is ErrorCode.TMUX_FAILED
     assert runtime.tmux.session_names() == set()
@@ -217,11 +206,11 @@ def test_the_stop_hook_ends_a_turn_at_once(project, runtime, monkeypatch):
     assert [(e.kind, e.detail) for e in waited.events] == [(EventKind.TURN_ENDED, "stop hook")]
 
 
-def test_a_worker_whose_stop_hook_runs_ends_its_turn_through_the_hook(project, runtime, monkeypatch):
+def test_a_worker_whose_stop_hook_runs_ends_its_turn_through_the_hook(project, runtime, monkeypatch, watch):
     from dataclasses import replace
 
     monkeypatch.setenv("FAKE_AGENT_GEMINI", "work,hook")  # commits, then runs `teleclaude hook stop`
-    runtime.config = replace(runtime.config, idle_threshold=3600)  # so only the hook can end the turn
+    runtime.context.config = replace(runtime.config, idle_threshold=3600)  # so only the hook can end the turn
     started = start(runtime, dispatch(project))
-    waited = wait_for(runtime, started.session.id, EventKind.TURN_ENDED)
-    assert [e.detail for e in waited.events] == ["stop hook"]
+    seen = watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
+    assert [e.detail for e in seen] == ["stop hook"]

@@ -19,9 +19,9 @@ from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
+from teleclaude.runtime.api import Runtime, open_runtime
 from teleclaude.runtime.core.sessions import Activity, EventKind, Session, SessionState, Started
 from teleclaude.runtime.core.supervision import MARK
-from teleclaude.runtime.workers import Runtime, open_runtime
 
 
 class FakeClock:
@@ -38,33 +38,16 @@ class FakeClock:
 @pytest.fixture
 def clock(runtime) -> FakeClock:
     clock = FakeClock()
-    runtime.clock = clock
+    runtime.context.clock = clock
     return clock
 
 
 def start(runtime, project) -> Started:
     action = app.next_work(cwd=project)
     assert isinstance(action, Dispatch), action
-    started = runtime.run_agent_command(
-        "local",
-        action.command,
-        action.slug,
-        action.project,
-        action.agent,
-        action.thinking_mode,
-        action.subfolder,
-    )
+    started = runtime.start(action)
     assert isinstance(started, Started), started
     return started
-
-
-def events_until(runtime, session_id: str, kind: EventKind, rounds: int = 8) -> list:
-    seen = []
-    for _ in range(rounds):
-        seen += runtime.wait_for_sessions([session_id], timeout=5).events
-        if kind in [event.kind for event in seen]:
-            return seen
-    pytest.fail(f"no {kind.value} event; saw {[event.kind.value for event in seen]}")
 
 
 def until_quiet(runtime, session_id: str) -> Session:
@@ -80,12 +63,12 @@ def git(cwd, *args) -> str:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
 
 
-def test_a_worker_that_stalls_recovers_after_one_reminder(project, runtime, clock, monkeypatch):
+def test_a_worker_that_stalls_recovers_after_one_reminder(project, runtime, clock, monkeypatch, watch):
     monkeypatch.setenv("FAKE_AGENT", "stall")
     session_id = start(runtime, project).session.id
     until_quiet(runtime, session_id)
     clock.advance(211)
-    seen = events_until(runtime, session_id, EventKind.TURN_ENDED)
+    seen = watch(runtime, session_id).until(EventKind.TURN_ENDED)
     kinds = [event.kind for event in seen]
     assert kinds.count(EventKind.REMINDED) == 1
     assert kinds.index(EventKind.REMINDED) < kinds.index(EventKind.TURN_ENDED)
@@ -98,22 +81,25 @@ def test_a_worker_that_stalls_recovers_after_one_reminder(project, runtime, cloc
 
 
 def test_a_worker_that_ignores_every_reminder_needs_attention_even_across_a_restart(
-    project, runtime, clock, monkeypatch
+    project, runtime, clock, monkeypatch, watch
 ):
     monkeypatch.setenv("FAKE_AGENT", "hang")
     session_id = start(runtime, project).session.id
     until_quiet(runtime, session_id)
-    seen = []
-    for advance in (211, 210):
+    before = watch(runtime, session_id)
+    for reminders, advance in ((1, 211), (2, 210)):
         clock.advance(advance)
-        seen += events_until(runtime, session_id, EventKind.REMINDED)
+        before.until(EventKind.REMINDED, count=reminders)
     # the supervisor restarts: a new runtime over the same database and tmux server picks the timers up
     restarted = open_runtime(project)
-    restarted.clock = clock
+    restarted.context.clock = clock
     assert restarted.store.get(session_id).nudges == 2
-    for advance in (210, 210):
-        clock.advance(advance)
-        seen += restarted.wait_for_sessions([session_id], timeout=3).events
+    after = watch(restarted, session_id)
+    clock.advance(210)
+    after.until(EventKind.REMINDED)
+    clock.advance(210)
+    after.until(EventKind.NEEDS_ATTENTION)
+    seen = before.seen + after.seen
     kinds = [event.kind for event in seen]
     assert kinds.count(EventKind.REMINDED) == 3
     assert kinds.count(EventKind.NEEDS_ATTENTION) == 1
@@ -128,11 +114,13 @@ def test_a_worker_that_ignores_every_reminder_needs_attention_even_across_a_rest
     assert restarted.wait_for_sessions([session_id], timeout=0.3).events == ()
 
 
-def test_report_status_with_a_wait_cmd_directs_a_worker_that_forgot_to_commit(project, runtime, monkeypatch):
+def test_report_status_with_a_wait_cmd_directs_a_worker_that_forgot_to_commit(
+    project, runtime, monkeypatch, watch
+):
     monkeypatch.setenv("FAKE_AGENT", "report")
     monkeypatch.setenv("FAKE_AGENT_FORGET", "greeting")
     session_id = start(runtime, project).session.id
-    seen = events_until(runtime, session_id, EventKind.FINISHED, rounds=12)
+    seen = watch(runtime, session_id).until(EventKind.FINISHED)
     kinds = [event.kind for event in seen]
     assert kinds.count(EventKind.DIRECTED) == 1 and kinds.count(EventKind.FINISHED) == 1
     directive = next(event.detail for event in seen if event.kind is EventKind.DIRECTED)
@@ -144,10 +132,10 @@ def test_report_status_with_a_wait_cmd_directs_a_worker_that_forgot_to_commit(pr
     assert app.next_work(cwd=project).step is Step.REVIEW
 
 
-def test_the_next_dispatch_for_a_slug_says_why_its_last_worker_failed(project, runtime, monkeypatch):
+def test_the_next_dispatch_for_a_slug_says_why_its_last_worker_failed(project, runtime, monkeypatch, watch):
     monkeypatch.setenv("FAKE_AGENT", "crash")
     session_id = start(runtime, project).session.id
-    events_until(runtime, session_id, EventKind.EXITED)
+    watch(runtime, session_id).until(EventKind.EXITED)
     again = app.next_work(cwd=project)
     assert isinstance(again, Dispatch) and again.step is Step.BUILD
     assert "exit status 3" in again.note
@@ -188,7 +176,7 @@ def test_report_status_is_progress_and_answers_the_reminders(bare_runtime):
 
 
 def test_report_status_takes_the_session_from_the_environment(bare_runtime):
-    bare_runtime.env = {"TELECLAUDE_SESSION_ID": "running"}
+    bare_runtime.context.env = {"TELECLAUDE_SESSION_ID": "running"}
     assert bare_runtime.report_status("", "halfway").session.id == "running"
 
 
@@ -214,7 +202,7 @@ def test_two_observers_that_read_the_same_row_remind_the_worker_once(project, ru
     clock.advance(211)
     stale = runtime.store.sessions([session_id])
     other = open_runtime(project)
-    other.clock = clock
+    other.context.clock = clock
     runtime.refresh(stale)
     other.refresh(stale)  # the MCP server and a CLI looked at the same moment
     kinds = [event.kind for event in runtime.store.undelivered([session_id])]
@@ -231,7 +219,7 @@ def test_a_report_is_not_undone_by_an_observer_that_read_the_row_before_it(bare_
 
 def test_a_cycle_whose_planner_cannot_answer_ends_nothing_and_says_so(bare_runtime, tmp_path):
     spawned = []
-    bare_runtime.spawn_cycle = lambda session, argv: spawned.append(argv)
+    bare_runtime.cycle.spawn = lambda session, argv: spawned.append(argv)
     reported = bare_runtime.report_status("turn_ended", "done, I think", wait_cmd="true")
     assert reported.cycle and spawned == [["true"]]
     verdict = bare_runtime.run_cycle("turn_ended", ["true"], reported.session.cycle_started_at)
@@ -243,7 +231,7 @@ def test_a_cycle_whose_planner_cannot_answer_ends_nothing_and_says_so(bare_runti
 
 
 def test_a_cycle_replaced_by_a_newer_report_concludes_nothing(bare_runtime):
-    bare_runtime.spawn_cycle = lambda session, argv: None
+    bare_runtime.cycle.spawn = lambda session, argv: None
     first = bare_runtime.report_status("turn_ended", "one", wait_cmd="true").session.cycle_started_at
     time.sleep(0.01)
     second = bare_runtime.report_status("turn_ended", "two", wait_cmd="true").session.cycle_started_at

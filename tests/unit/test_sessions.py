@@ -8,7 +8,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from teleclaude.runtime.core.sessions import (
+    TRANSITIONS,
+    Change,
     Cursor,
+    EventKind,
+    IllegalTransition,
     InvalidCursor,
     PaneView,
     Session,
@@ -16,6 +20,7 @@ from teleclaude.runtime.core.sessions import (
     observe_idle,
     prompt_visible,
     read_since,
+    transition,
 )
 
 
@@ -209,3 +214,84 @@ def test_prompt_is_found_on_the_last_rows_only():
     pattern = r"^\s*[│|]?\s*[>❯›]\s?"
     assert prompt_visible(["output", "│ > ", "", ""], pattern)
     assert not prompt_visible(["> old prompt", *[f"row {n}" for n in range(10)]], pattern)
+
+
+# --- the transition table ----------------------------------------------------------------------------------
+
+
+def a_session(state: SessionState) -> Session:
+    return Session("s1", "claude", "next-build", "x", "/p", None, state, T, T)
+
+
+T = datetime(2026, 1, 1, tzinfo=UTC)
+LATER = T + timedelta(seconds=5)
+S, C = SessionState, Change
+
+
+@pytest.mark.parametrize(
+    ("state", "change", "after", "event"),
+    [
+        (S.PENDING, C.DELIVERED, S.RUNNING, None),
+        (S.PENDING, C.ERRORED, S.ERRORED, EventKind.ERRORED),
+        (S.PENDING, C.PROGRESS, S.PENDING, None),
+        (S.RUNNING, C.TURN_ENDED, S.TURN_ENDED, EventKind.TURN_ENDED),
+        (S.RUNNING, C.REMINDED, S.STALLED, EventKind.REMINDED),
+        (S.STALLED, C.REMINDED, S.STALLED, EventKind.REMINDED),
+        (S.STALLED, C.NEEDS_ATTENTION, S.NEEDS_ATTENTION, EventKind.NEEDS_ATTENTION),
+        (S.STALLED, C.PROGRESS, S.RUNNING, None),
+        (S.NEEDS_ATTENTION, C.PROGRESS, S.RUNNING, None),
+        (S.RUNNING, C.RATE_LIMITED, S.RATE_LIMITED, EventKind.RATE_LIMITED),
+        (S.TURN_ENDED, C.TURN_ENDED, S.TURN_ENDED, EventKind.TURN_ENDED),  # announced once more
+        (S.TURN_ENDED, C.PROGRESS, S.TURN_ENDED, None),
+        (S.TURN_ENDED, C.ENDED, S.DONE, None),
+        (S.RUNNING, C.ENDED, S.CANCELLED, None),
+        (S.RATE_LIMITED, C.ENDED, S.CANCELLED, None),
+        (S.RUNNING, C.EXITED_OK, S.DONE, EventKind.EXITED),
+        (S.RATE_LIMITED, C.EXITED_FAILED, S.ERRORED, EventKind.EXITED),
+        (S.TURN_ENDED, C.DIRECTED, S.RUNNING, EventKind.DIRECTED),
+        (S.RATE_LIMITED, C.TYPED, S.RUNNING, None),
+        (S.TURN_ENDED, C.FINISHED, S.DONE, EventKind.FINISHED),
+    ],
+)
+def test_each_change_leads_where_the_table_says_and_is_announced_by_its_event(state, change, after, event):
+    changed, events = transition(a_session(state), change, LATER, "why")
+    assert changed.state is after and changed.updated_at == LATER
+    assert [(e.kind, e.detail, e.at) for e in events] == ([(event, "why", LATER)] if event else [])
+
+
+@pytest.mark.parametrize(
+    ("state", "change"),
+    [
+        (S.PENDING, C.TURN_ENDED),  # not delivered yet
+        (S.PENDING, C.EXITED_OK),
+        (S.STALLED, C.TURN_ENDED),  # only a running worker ends a turn (the stop hook is progress first)
+        (S.TURN_ENDED, C.REMINDED),  # nobody reminds a worker at its prompt
+        (S.RATE_LIMITED, C.RATE_LIMITED),
+        (S.NEEDS_ATTENTION, C.NEEDS_ATTENTION),
+        (S.RUNNING, C.DELIVERED),
+    ],
+)
+def test_a_change_the_table_does_not_list_is_refused(state, change):
+    with pytest.raises(IllegalTransition):
+        transition(a_session(state), change, LATER)
+
+
+def test_a_final_state_takes_no_change_at_all():
+    for state in (S.DONE, S.ERRORED, S.CANCELLED):
+        for change in Change:
+            with pytest.raises(IllegalTransition):
+                transition(a_session(state), change, LATER)
+
+
+def test_every_state_has_a_row_and_every_live_state_can_be_left():
+    assert set(TRANSITIONS) == set(SessionState)
+    for state in SessionState:
+        if not state.is_final:
+            assert {C.ERRORED, C.ENDED, C.FINISHED} <= TRANSITIONS[state].keys()
+
+
+def test_an_exit_records_its_status_and_an_error_its_text():
+    exited, _ = transition(a_session(S.RUNNING), C.EXITED_FAILED, LATER, "exit status 3", exit_code=3)
+    assert (exited.exit_code, exited.last_error) == (3, "")
+    lost, _ = transition(a_session(S.RUNNING), C.ERRORED, LATER, "gone", error="its pane is gone")
+    assert lost.last_error == "its pane is gone"

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core.model import Complete, Decision, Dispatch, Step
-from teleclaude.runtime.core.sessions import Session, SessionState
+from teleclaude.runtime.core.sessions import Change, Session, SessionState, transition
 from teleclaude.runtime.core.supervision import (
     MARK,
     Directive,
@@ -61,11 +61,11 @@ def run_silently(session: Session, until: float, quiet: bool = True, step: float
     while moment <= until:
         due = nudge(session, at(moment), CONFIG, quiet)
         if isinstance(due, Reminder):
-            session = reminded(session, at(moment))
+            session, _ = reminded(session, at(moment), due)
             sent.append((moment, due))
         elif isinstance(due, NeedsAttention):
             sent.append((moment, due))
-            session = replace(session, state=SessionState.NEEDS_ATTENTION)
+            session, _ = transition(session, Change.NEEDS_ATTENTION, at(moment))
         moment += step
     return session, sent
 
@@ -124,7 +124,7 @@ def test_reminders_never_come_closer_than_the_gap_between_soft_and_hard(steps):
             assert last is None or moment - last >= CONFIG.hard_remind - CONFIG.soft_remind
             assert moment >= CONFIG.soft_remind
             assert due.interrupt == (moment >= CONFIG.hard_remind)
-            session, last = reminded(session, at(moment)), moment
+            (session, _), last = reminded(session, at(moment), due), moment
         elif isinstance(due, NeedsAttention):
             assert session.nudges == CONFIG.max_nudges and moment - last >= 210
             return

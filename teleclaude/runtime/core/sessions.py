@@ -107,6 +107,111 @@ class Event:
     id: int = 0
 
 
+# --- the one transition table ----------------------------------------------------------------------------
+
+
+class Change(Enum):
+    """What happens to a session. `TRANSITIONS` says which state each leads to from each state."""
+
+    DELIVERED = "delivered"  # the command was typed in and taken
+    ERRORED = "errored"  # delivery failed, or the pane vanished or was respawned
+    RATE_LIMITED = "rate_limited"
+    EXITED_OK = "exited_ok"  # the CLI exited with status 0
+    EXITED_FAILED = "exited_failed"  # the CLI exited with another status, or an unknown one
+    TURN_ENDED = "turn_ended"  # idle at its prompt, or its Stop hook ran; again: announced once more
+    PROGRESS = "progress"  # new output or a status report: a stalled worker runs again
+    REMINDED = "reminded"
+    NEEDS_ATTENTION = "needs_attention"
+    TYPED = "typed"  # someone typed a line into it: it works again
+    DIRECTED = "directed"  # the post-report cycle typed its directive
+    FINISHED = "finished"  # the post-report cycle found the step done and ends the session
+    ENDED = "ended"  # end_session
+
+
+_S = SessionState
+_C = Change
+_LEAVING = {_C.ERRORED: _S.ERRORED, _C.FINISHED: _S.DONE, _C.TYPED: _S.RUNNING, _C.DIRECTED: _S.RUNNING}
+_EXITS = {_C.EXITED_OK: _S.DONE, _C.EXITED_FAILED: _S.ERRORED, _C.ENDED: _S.CANCELLED}
+_SUPERVISED = {_C.REMINDED: _S.STALLED, _C.NEEDS_ATTENTION: _S.NEEDS_ATTENTION}
+
+TRANSITIONS: dict[SessionState, dict[Change, SessionState]] = {
+    _S.PENDING: {**_LEAVING, _C.DELIVERED: _S.RUNNING, _C.PROGRESS: _S.PENDING, _C.ENDED: _S.CANCELLED},
+    _S.RUNNING: {
+        **_LEAVING,
+        **_EXITS,
+        **_SUPERVISED,
+        _C.RATE_LIMITED: _S.RATE_LIMITED,
+        _C.TURN_ENDED: _S.TURN_ENDED,
+        _C.PROGRESS: _S.RUNNING,
+    },
+    _S.STALLED: {
+        **_LEAVING,
+        **_EXITS,
+        **_SUPERVISED,
+        _C.RATE_LIMITED: _S.RATE_LIMITED,
+        _C.PROGRESS: _S.RUNNING,
+    },
+    _S.NEEDS_ATTENTION: {**_LEAVING, **_EXITS, _C.RATE_LIMITED: _S.RATE_LIMITED, _C.PROGRESS: _S.RUNNING},
+    _S.TURN_ENDED: {
+        **_LEAVING,
+        **_EXITS,
+        _C.ENDED: _S.DONE,  # ended after its turn: it did what it was asked
+        _C.RATE_LIMITED: _S.RATE_LIMITED,
+        _C.TURN_ENDED: _S.TURN_ENDED,
+        _C.PROGRESS: _S.TURN_ENDED,
+    },
+    _S.RATE_LIMITED: {**_LEAVING, **_EXITS, _C.PROGRESS: _S.RATE_LIMITED},
+    _S.DONE: {},
+    _S.ERRORED: {},
+    _S.CANCELLED: {},
+}
+
+RECORDED: dict[Change, EventKind] = {  # the event a change is announced with; the others are silent
+    _C.ERRORED: EventKind.ERRORED,
+    _C.RATE_LIMITED: EventKind.RATE_LIMITED,
+    _C.EXITED_OK: EventKind.EXITED,
+    _C.EXITED_FAILED: EventKind.EXITED,
+    _C.TURN_ENDED: EventKind.TURN_ENDED,
+    _C.REMINDED: EventKind.REMINDED,
+    _C.NEEDS_ATTENTION: EventKind.NEEDS_ATTENTION,
+    _C.DIRECTED: EventKind.DIRECTED,
+    _C.FINISHED: EventKind.FINISHED,
+}
+
+
+class IllegalTransition(ValueError):
+    def __init__(self, state: SessionState, change: Change) -> None:
+        super().__init__(f"a {state.value} session cannot take the change {change.value}")
+        self.state = state
+        self.change = change
+
+
+def transition(
+    session: Session,
+    change: Change,
+    now: datetime,
+    detail: str = "",
+    *,
+    error: str | None = None,
+    exit_code: int | None = None,
+) -> tuple[Session, tuple[Event, ...]]:
+    """The session after `change` (its state from `TRANSITIONS`) and the event that announces it.
+
+    `error` becomes `last_error`, `exit_code` the CLI's exit status. Raises `IllegalTransition` when the
+    table has no such move: nothing else in teleclaude assigns a session's state.
+    """
+    state = TRANSITIONS[session.state].get(change)
+    if state is None:
+        raise IllegalTransition(session.state, change)
+    changed = replace(session, state=state, updated_at=now)
+    if error is not None:
+        changed = replace(changed, last_error=error)
+    if exit_code is not None:
+        changed = replace(changed, exit_code=exit_code)
+    kind = RECORDED.get(change)
+    return changed, (Event(session.id, kind, now, detail),) if kind else ()
+
+
 # --- reading output --------------------------------------------------------------------------------------
 
 

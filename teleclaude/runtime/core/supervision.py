@@ -19,7 +19,7 @@ from datetime import datetime
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Decision, Dispatch, RunYourself, Step
-from teleclaude.runtime.core.sessions import Activity, Session, SessionState
+from teleclaude.runtime.core.sessions import Activity, Change, Event, Session, SessionState, transition
 
 MARK = "[teleclaude]"  # starts every line the supervisor types, so its echo never counts as progress
 _SUPERVISED = (SessionState.RUNNING, SessionState.STALLED)
@@ -39,21 +39,27 @@ def is_progress(rows: list[str]) -> bool:
 
 def progressed(session: Session, now: datetime) -> Session:
     """The worker moved: the reminder count starts again, and a stalled worker is running again."""
-    state = SessionState.RUNNING if session.state in _DIGESTED else session.state
-    return replace(session, state=state, last_progress_at=now, nudges=0, last_nudge_at=None)
+    moved, _ = transition(session, Change.PROGRESS, now)  # announced by nothing: progress is silent
+    return replace(moved, last_progress_at=now, nudges=0, last_nudge_at=None)
 
 
-def resumed(session: Session, now: datetime) -> Session:
-    """Someone typed into the worker: it works again, and its next quiet prompt ends a new turn."""
-    return replace(
-        progressed(session, now),
-        state=SessionState.RUNNING,
-        updated_at=now,
+def resumed(
+    session: Session, now: datetime, change: Change = Change.TYPED, detail: str = ""
+) -> tuple[Session, tuple[Event, ...]]:
+    """Someone typed into the worker (`TYPED`, or the cycle's `DIRECTED`): it works again, and its next
+    quiet prompt ends a new turn."""
+    typed, events = transition(session, change, now, detail)
+    fresh = replace(
+        typed,
+        last_progress_at=now,
+        nudges=0,
+        last_nudge_at=None,
         delivered_at=now,
         screen_hash="",  # the first look after typing counts as a change
         prompt_polls=0,
         cycle_started_at=None,
     )
+    return fresh, events
 
 
 def activity_of(session: Session, screen: list[str], now: datetime, idle_seconds: float) -> Activity:
@@ -127,8 +133,11 @@ def reminder_text(number: int, of: int, silent: float, interrupt: bool) -> str:
     )
 
 
-def reminded(session: Session, now: datetime) -> Session:
-    return replace(session, state=SessionState.STALLED, nudges=session.nudges + 1, last_nudge_at=now)
+def reminded(session: Session, now: datetime, reminder: Reminder) -> tuple[Session, tuple[Event, ...]]:
+    kind = "hard (interrupting)" if reminder.interrupt else "soft"
+    detail = f"{kind} reminder {reminder.number}: {reminder.text}"
+    stalled, events = transition(session, Change.REMINDED, now, detail)
+    return replace(stalled, nudges=session.nudges + 1, last_nudge_at=now), events
 
 
 # --- digests -----------------------------------------------------------------------------------------------

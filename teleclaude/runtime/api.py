@@ -1,0 +1,148 @@
+"""The worker runtime: start an agent CLI in tmux, type its command, watch it, and say when it is done.
+
+`Runtime` is the library API behind `teleclaude__run_agent_command` and the session tools: one method per
+tool, each answered by one service (`launcher`, `observer`, `cycle`) over a shared `Context`. Every method
+returns a value (errors are `Error`s), reads tmux through `adapters.tmux` and keeps sessions and events in
+SQLite (`adapters.sessions_db`), so a restarted server, or a CLI next to it, picks up where it stopped.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar
+
+from teleclaude.adapters import git as gitx
+from teleclaude.adapters.sessions_db import SessionStore
+from teleclaude.adapters.settings import load_config
+from teleclaude.adapters.store import AvailabilityStore
+from teleclaude.adapters.tmux import Tmux
+from teleclaude.config.profiles import RuntimeConfig
+from teleclaude.errors import Error, guard
+from teleclaude.planner.core.model import Dispatch
+from teleclaude.runtime.context import Context
+from teleclaude.runtime.core.sessions import Ended, Output, Reported, Session, Started, Waited
+from teleclaude.runtime.core.supervision import Directive, Finished
+from teleclaude.runtime.cycle import Cycle
+from teleclaude.runtime.launcher import Launcher
+from teleclaude.runtime.observer import Observer
+from teleclaude.runtime.panes import Panes
+
+
+class Runtime:
+    def __init__(
+        self,
+        config: RuntimeConfig,
+        store: SessionStore,
+        availability: AvailabilityStore,
+        tmux: Tmux | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        tmux = tmux or Tmux(config.socket, config.tmux_timeout)
+        self.context = Context(config, store, availability, tmux, clock, os.environ if env is None else env)
+        panes = Panes(self.context)
+        self.launcher = Launcher(self.context, panes)
+        self.observer = Observer(self.context, panes)
+        self.cycle = Cycle(self.context, panes)
+
+    @property
+    def config(self) -> RuntimeConfig:
+        return self.context.config
+
+    @property
+    def store(self) -> SessionStore:
+        return self.context.store
+
+    @property
+    def tmux(self) -> Tmux:
+        return self.context.tmux
+
+    def clock(self) -> datetime:
+        return self.context.clock()
+
+    # --- starting ------------------------------------------------------------------------------------------
+
+    def start(self, dispatch: Dispatch, args: str | None = None) -> Started | Error:
+        """Start the worker a `Dispatch` of the planner names (`args`: instead of the bare slug)."""
+        return self.run_agent_command(
+            "local",
+            dispatch.command,
+            args or dispatch.slug,
+            dispatch.project,
+            dispatch.agent,
+            dispatch.thinking_mode,
+            dispatch.subfolder,
+        )
+
+    def run_agent_command(
+        self,
+        computer: str,
+        command: str,
+        args: str,
+        project: str,
+        agent: str,
+        thinking_mode: str,
+        subfolder: str | None = None,
+    ) -> Started | Error:
+        return self.launcher.start(computer, command, args, project, agent, thinking_mode, subfolder)
+
+    # --- observing and waiting -----------------------------------------------------------------------------
+
+    def list_sessions(self, include_finished: bool = True) -> list[Session]:
+        return self.observer.list_sessions(include_finished)
+
+    def get_session_output(
+        self, session_id: str, cursor: str | None = None, max_lines: int = 200, max_bytes: int = 16_000
+    ) -> Output | Error:
+        return self.observer.output(session_id, cursor, max_lines, max_bytes)
+
+    def refresh(self, sessions: Iterable[Session]) -> list[Session]:
+        return self.observer.refresh(sessions)
+
+    def wait_for_sessions(
+        self, session_ids: Iterable[str] | None = None, timeout: float = 30.0
+    ) -> Waited | Error:
+        return self.observer.wait(session_ids, timeout)
+
+    def record_turn_end(self, session_id: str, source: str = "stop hook") -> None:
+        self.observer.record_turn_end(session_id, source)
+
+    # --- acting --------------------------------------------------------------------------------------------
+
+    def send_message(self, session_id: str, text: str, interrupt: bool = False) -> Output | Error:
+        sent = self.launcher.send(session_id, text, interrupt)
+        return sent if isinstance(sent, Error) else self.observer.output(session_id)
+
+    def end_session(self, session_id: str) -> Ended | Error:
+        return self.launcher.end(session_id)
+
+    def report_status(self, session_id: str, text: str, wait_cmd: str | None = None) -> Reported | Error:
+        return self.cycle.report(session_id, text, wait_cmd)
+
+    def run_cycle(self, session_id: str, argv: list[str], started: datetime) -> Finished | Directive | Error:
+        return self.cycle.run(session_id, argv, started)
+
+
+def open_runtime(project: str | Path | None = None) -> Runtime:
+    root = None
+    if project is not None:
+        try:
+            root = gitx.find_repo(Path(project)).root
+        except (gitx.NotAGitRepo, OSError):
+            root = None
+    config = load_config(root).runtime or RuntimeConfig()
+    return Runtime(config, SessionStore(), AvailabilityStore())
+
+
+# --- the front ends' door ---------------------------------------------------------------------------------
+
+
+T = TypeVar("T")
+
+
+def guarded(function: Callable[..., T], *args: object, **kwargs: object) -> T | Error:
+    """Call a Runtime method; tmux and database failures become `Error` values like every other failure."""
+    return guard(function)(*args, **kwargs)

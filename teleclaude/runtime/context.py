@@ -1,0 +1,57 @@
+"""What the runtime's services share: the settings, the session store, tmux, the clock and the environment,
+one way to save a state change, and the errors every service answers with."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from teleclaude.adapters.sessions_db import SessionStore
+from teleclaude.adapters.store import AvailabilityStore
+from teleclaude.adapters.tmux import Tmux
+from teleclaude.config.profiles import RuntimeConfig
+from teleclaude.errors import Error, ErrorCode
+from teleclaude.runtime.core.sessions import Change, Session, SessionState, transition
+
+
+@dataclass
+class Context:
+    """Mutable on purpose: a test swaps `config`, `clock` or `env` here, for every service at once."""
+
+    config: RuntimeConfig
+    store: SessionStore
+    availability: AvailabilityStore
+    tmux: Tmux
+    clock: Callable[[], datetime]
+    env: Mapping[str, str]
+
+    def change(
+        self,
+        session: Session,
+        change: Change,
+        detail: str = "",
+        *,
+        expect: SessionState | None = None,
+        error: str | None = None,
+        exit_code: int | None = None,
+    ) -> Session:
+        """`transition` saved with its event, unless another observer changed the stored row first.
+
+        `expect` is the state this observer read from the store (by default `session.state`); the answer is
+        the stored row either way.
+        """
+        changed, events = transition(session, change, self.clock(), detail, error=error, exit_code=exit_code)
+        saved = self.store.save(changed, expect=expect or session.state, events=events)
+        return saved or self.store.get(session.id) or session
+
+
+def unknown_session(session_id: str) -> Error:
+    return Error(
+        ErrorCode.UNKNOWN_SESSION,
+        f"no session {session_id!r}.\nteleclaude__list_sessions() shows the sessions there are.",
+    )
+
+
+def bad_argument(message: str) -> Error:
+    return Error(ErrorCode.INVALID_ARGUMENT, message)

@@ -1,0 +1,241 @@
+"""Self-reports and the post-report cycle: a worker says how it is doing; with a wait command, a detached
+process runs it, waits for a quiet pane, asks the planner, and ends the session or types one directive."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import replace
+from datetime import datetime
+
+from teleclaude.adapters import git as gitx
+from teleclaude.adapters.settings import load_config
+from teleclaude.adapters.tmux import TmuxError
+from teleclaude.errors import Error, ErrorCode, guard
+from teleclaude.planner.api import RepoFacts
+from teleclaude.planner.core.decide import decide_work
+from teleclaude.runtime.context import Context, bad_argument, unknown_session
+from teleclaude.runtime.core.sessions import Change, Reported, Session, SessionState, transition
+from teleclaude.runtime.core.supervision import Directive, Finished, assess, progressed, resumed
+from teleclaude.runtime.panes import Panes
+
+log = logging.getLogger("teleclaude.runtime")
+
+Verdict = Finished | Directive | Error
+
+
+class Cycle:
+    def __init__(self, context: Context, panes: Panes) -> None:
+        self.context = context
+        self.panes = panes
+
+    def report(self, session_id: str, text: str, wait_cmd: str | None = None) -> Reported | Error:
+        """A worker says how it is doing. With `wait_cmd`, a post-report cycle starts in the background."""
+        store = self.context.store
+        session_id = session_id or self.context.env.get("TELECLAUDE_SESSION_ID", "")
+        text = " ".join(text.split())[:500]
+        if not text:
+            return bad_argument("text must say something: what you did, what you are doing next")
+        argv = _command_line(wait_cmd) if wait_cmd and wait_cmd.strip() else None
+        if isinstance(argv, Error):
+            return argv
+        for _ in range(5):  # compare-and-set against observers saving meanwhile
+            session = store.get(session_id)
+            if session is None:
+                return unknown_session(session_id)
+            if session.state.is_final:
+                return bad_argument(
+                    f"session {session_id} is {session.state.value}: there is no one to report to"
+                )
+            now = self.context.clock()
+            cycle = _millis(now) if argv else session.cycle_started_at  # a new cycle replaces a running one
+            changed = replace(
+                progressed(session, now), status_text=text, status_at=now, cycle_started_at=cycle
+            )
+            saved = store.save(changed, expect=session.state)
+            if saved:
+                break
+        else:
+            return Error(ErrorCode.LOCK_TIMEOUT, f"session {session_id} kept changing; report again.")
+        if argv:
+            try:
+                self.spawn(saved, argv)
+            except OSError as error:
+                self._forget(saved.id, saved.cycle_started_at)
+                return Error(ErrorCode.FILE_ERROR, f"could not start the post-report cycle: {error}")
+        return Reported(saved, cycle=argv is not None)
+
+    def spawn(self, session: Session, argv: list[str]) -> None:
+        """Run the post-report cycle in a process of its own, so neither the MCP call nor the CLI waits.
+
+        `-P`: the worker's folder may hold a copy of teleclaude (when teleclaude builds itself); the cycle
+        must run the installed one.
+        """
+        assert session.cycle_started_at is not None
+        stamp = session.cycle_started_at.isoformat()
+        command = [
+            sys.executable,
+            "-P",
+            "-m",
+            "teleclaude",
+            "sessions",
+            "cycle",
+            session.id,
+            stamp,
+            "--",
+            *argv,
+        ]
+        child = subprocess.Popen(
+            command,
+            cwd=session.workdir,
+            env={**self.context.env, "TELECLAUDE_DB": str(self.context.store.path)},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        threading.Thread(target=child.wait, daemon=True).start()  # reap it when it ends
+
+    def run(self, session_id: str, argv: list[str], started: datetime) -> Verdict:
+        """After a report: run `argv`, wait for a quiet pane, then end the session or type one directive.
+
+        `started` names the cycle: when a newer report replaced it, this one concludes nothing.
+        """
+        store = self.context.store
+        try:
+            session = store.get(session_id)
+            if session is None:
+                return unknown_session(session_id)
+            waited = self._run_wait_command(session, argv)
+            self._spin_until_quiet(session)
+            verdict = _assess(session)
+            for _ in range(5):
+                current = store.get(session_id)
+                if current is None or current.state.is_final or current.cycle_started_at != started:
+                    return verdict
+                if self._conclude(current, verdict, waited):
+                    return verdict
+            return verdict
+        finally:
+            self._forget(session_id, started)
+
+    def _conclude(self, session: Session, verdict: Verdict, waited: str) -> bool:
+        """Carry the verdict out; False when an observer saved meanwhile (read again, try again)."""
+        store, now = self.context.store, self.context.clock()
+        if isinstance(verdict, Error):
+            # the planner cannot say (a broken worktree, a bad file): nothing is typed and nothing ended; a
+            # worker back at its prompt is announced again, so its orchestrator asks next_work and sees why
+            detail = f"post-report cycle: the planner answers ERROR: {verdict.code.value} ({waited})"
+            log.warning("session %s: %s", session.id, detail)
+            cleared = replace(session, cycle_started_at=None, updated_at=now)
+            if session.state is not SessionState.TURN_ENDED:
+                return store.save(cleared, expect=session.state) is not None
+            again, events = transition(cleared, Change.TURN_ENDED, now, detail)
+            return store.save(again, expect=session.state, events=events) is not None
+        if isinstance(verdict, Directive):
+            directed, events = resumed(session, now, Change.DIRECTED, f"{verdict.text} ({waited})")
+            saved = store.save(directed, expect=session.state, events=events)
+            if saved is None:
+                return False
+            self.panes.type_or_log(saved, verdict.text)
+            return True
+        finished, events = transition(session, Change.FINISHED, now, f"{verdict.reason} ({waited})")
+        if store.save(replace(finished, cycle_started_at=None), expect=session.state, events=events) is None:
+            return False
+        try:
+            self.context.tmux.kill_session(session.tmux_session)
+        except TmuxError as error:
+            log.warning("session %s: could not end its tmux session: %s", session.id, error)
+        return True
+
+    def _forget(self, session_id: str, started: datetime | None) -> None:
+        """Forget a cycle that ended without concluding (a crash, a refused save), unless a newer one runs."""
+        store = self.context.store
+        for _ in range(5):
+            session = store.get(session_id)
+            if session is None or session.cycle_started_at is None or session.cycle_started_at != started:
+                return
+            if store.save(replace(session, cycle_started_at=None), expect=session.state):
+                return
+
+    def _run_wait_command(self, session: Session, argv: list[str]) -> str:
+        """Run the worker's wait command in its folder, in a process group of its own (killed whole on
+        timeout); its output goes to a file, so a background child keeping it open cannot hold us."""
+        timeout = self.context.config.wait_timeout
+        with tempfile.TemporaryFile("w+") as output:
+            try:
+                child = subprocess.Popen(
+                    argv,
+                    cwd=session.workdir,
+                    stdin=subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=output,
+                    start_new_session=True,
+                )
+            except OSError as error:
+                return f"{argv[0]} could not run: {error.strerror or error}"
+            try:
+                code = child.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+                return f"{argv[0]} still ran after {timeout:g}s and was stopped"
+            output.seek(0)
+            last = [line for line in output.read()[-4000:].splitlines() if line.strip()][-1:]
+        return f"{argv[0]} exited {code}" + (f": {last[0][:200]}" if last else "")
+
+    def _spin_until_quiet(self, session: Session) -> None:
+        """Until the screen has not changed for idle_threshold, or spin_max has passed."""
+        config, tmux = self.context.config, self.context.tmux
+        deadline = time.monotonic() + config.spin_max
+        last, quiet_since = None, time.monotonic()
+        while time.monotonic() < deadline:
+            view = self.panes.views().get(session.pane_id)
+            if view is None or view.dead:
+                return
+            screen = tmux.screen(session.pane_id, view)
+            if screen != last:
+                last, quiet_since = screen, time.monotonic()
+            elif time.monotonic() - quiet_since >= config.idle_threshold:
+                return
+            time.sleep(config.poll_interval)
+
+
+def _assess(session: Session) -> Verdict:
+    """Ask the planner, read-only, whether the files still call for this session's step."""
+
+    def ask() -> Finished | Directive:
+        repo = gitx.find_repo(session.project)
+        facts = RepoFacts(repo, load_config(repo.root))
+        decision = decide_work(facts, session.slug)
+        plan = facts.plan(session.slug) if session.subfolder else None
+        ahead = gitx.commits_ahead(repo, session.slug) if session.subfolder else 0
+        open_tasks = plan.open_build_tasks if plan else 0
+        return assess(session.command, session.slug, decision, open_tasks, ahead)
+
+    verdict = guard(ask)()
+    assert isinstance(verdict, Finished | Directive | Error)
+    return verdict
+
+
+def _millis(moment: datetime) -> datetime:
+    """The precision the store keeps, so a stamp read back compares equal to the one written."""
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+def _command_line(text: str) -> list[str] | Error:
+    """A wait_cmd as an argument list: split like a shell would, but never run by one."""
+    try:
+        argv = shlex.split(text)
+    except ValueError as error:
+        return bad_argument(f"wait_cmd {text!r} cannot be split into arguments: {error}")
+    if not argv:
+        return bad_argument("wait_cmd is empty")
+    return argv

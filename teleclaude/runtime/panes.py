@@ -1,0 +1,72 @@
+"""A worker's pane as the services use it: its view, its output read consistently, and lines typed into it."""
+
+from __future__ import annotations
+
+import logging
+import time
+from functools import partial
+
+from teleclaude.adapters.tmux import TmuxError
+from teleclaude.runtime.context import Context
+from teleclaude.runtime.core.sessions import Chunk, Cursor, PaneView, Session, StaleView, read_since
+
+log = logging.getLogger("teleclaude.runtime")
+
+
+class Panes:
+    def __init__(self, context: Context) -> None:
+        self.context = context
+
+    def views(self) -> dict[str, PaneView]:
+        """Every pane of the runtime's tmux server; none when tmux cannot be asked (logged)."""
+        try:
+            return self.context.tmux.views()
+        except TmuxError as error:
+            log.warning("cannot list tmux panes: %s", error)
+            return {}
+
+    def read(self, session: Session, view: PaneView, cursor: Cursor | None, lines: int, size: int) -> Chunk:
+        """read_since on a consistent picture: again with a fresh view while the pane scrolls under us."""
+        tmux = self.context.tmux
+        for _ in range(20):
+            try:
+                capture = partial(tmux.capture, session.pane_id, history_size=view.history_size)
+                return read_since(view, cursor, capture, lines, size)
+            except StaleView:
+                view = tmux.views().get(session.pane_id) or view
+        capture = partial(tmux.capture, session.pane_id)
+        return read_since(view, cursor, capture, lines, size)  # a pane that never stops: take it as it is
+
+    def press_enter(self, session: Session, attempts: int = 3) -> bool:
+        """Enter, then up to 1 s for the screen to change: agent CLIs drop an Enter that comes too soon."""
+        tmux = self.context.tmux
+        for _ in range(attempts):
+            view = tmux.views().get(session.pane_id)
+            if view is None or view.dead:
+                return True  # nothing left to press Enter in; observing says what happened
+            before = tmux.screen(session.pane_id, view)
+            tmux.send_key(session.pane_id, "Enter")
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline:
+                time.sleep(0.02)
+                view = tmux.views().get(session.pane_id)
+                if view is None or view.dead or tmux.screen(session.pane_id, view) != before:
+                    return True
+        return False
+
+    def type_line(self, session: Session, text: str, interrupt: bool = False) -> None:
+        """Type one line into the worker and press Enter (Escape first to interrupt it)."""
+        tmux, settle = self.context.tmux, self.context.config.settle
+        if interrupt:
+            tmux.send_key(session.pane_id, "Escape")
+            time.sleep(settle)
+        tmux.send_text(session.pane_id, text)
+        time.sleep(settle)
+        self.press_enter(session)
+
+    def type_or_log(self, session: Session, text: str, interrupt: bool = False) -> None:
+        """`type_line` for the supervisor and the cycle: a failure is logged, not raised."""
+        try:
+            self.type_line(session, text, interrupt)
+        except TmuxError as error:
+            log.warning("session %s: could not type into its pane: %s", session.id, error)
