@@ -67,8 +67,8 @@ def store_error(path: Path, error: sqlite3.Error | OSError) -> StoreError:
         return StoreLocked(f"the teleclaude database {path} is locked by another process ({error})")
     if path.is_dir():
         return StoreError(f"the teleclaude database {path} is a folder, not a file")
-    if code == sqlite3.SQLITE_FULL:
-        return StoreError(f"the disk holding the teleclaude database {path} is full ({error})")
+    if code in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR):
+        return StoreError(f"the teleclaude database {path} could not be written ({error}): is the disk full?")
     return StoreError(f"the teleclaude database {path} cannot be used: {error}")
 
 

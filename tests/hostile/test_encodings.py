@@ -126,6 +126,7 @@ def test_a_rewrite_changes_exactly_one_byte_and_only_that_marker(rows, end, code
         lines.append(f"- [{mark}] {slug} — {words_}".rstrip())
     data = encode(end.join(lines) + end, codec)
     before = parse_roadmap(decode(data))
+    assert [item.slug for item in before.items] == [row[0] for row in rows]
     new = Marker.from_char(new_mark)
     for item in before.items:
         after_data = rewrite_marker(data, item.line, new)
