@@ -205,10 +205,19 @@ def add_worktree(repo: Repo, slug: str) -> None:
         target = [path, slug] if branch else ["-b", slug, path]
         run_git(["worktree", "add", "--lock", "--reason", LOCK_REASON, *target], repo.root)
     except subprocess.CalledProcessError as error:
-        raise _add_failed(repo, slug, error) from error
-    finally:
-        if worktree_state(repo, slug).state is WorktreeState.UNFINISHED and tree.joinpath(".git").is_file():
-            run_git(["worktree", "unlock", path], repo.root)
+        said = (error.stderr or b"").decode("utf-8", "replace").strip()
+        if error.cmd[1:3] != ["worktree", "add"] or not tree.joinpath(".git").is_file():
+            raise WorktreeError(
+                f"git could not create trees/{slug}: {said}\n"
+                f"Resolve it (`git worktree list`, `git branch --list {slug}`), then call again."
+            ) from error
+        # git removes a worktree it failed to check out; this one was made, then post-checkout failed
+        run_git(["worktree", "unlock", path], repo.root)
+        raise WorktreeError(
+            f"git made trees/{slug}, but its post-checkout hook failed:\n{said}\n"
+            "Do by hand what the hook could not; the next call goes on with this worktree."
+        ) from error
+    run_git(["worktree", "unlock", path], repo.root)
 
 
 def _shares_history(repo: Repo, branch: str) -> bool:
@@ -219,20 +228,6 @@ def _shares_history(repo: Repo, branch: str) -> bool:
             return False
         raise
     return True
-
-
-def _add_failed(repo: Repo, slug: str, error: subprocess.CalledProcessError) -> WorktreeError:
-    said = (error.stderr or b"").decode("utf-8", "replace").strip()
-    if error.cmd[1:3] == ["worktree", "add"] and repo.tree(slug).joinpath(".git").is_file():
-        # git removes a worktree it failed to make; one that is there was made, then a hook failed
-        return WorktreeError(
-            f"git made trees/{slug}, but a hook (post-checkout) failed:\n{said}\n"
-            "Fix what the hook needed in that worktree; the next call continues with it."
-        )
-    return WorktreeError(
-        f"git could not create trees/{slug}: {said}\n"
-        f"Resolve it (`git worktree list`, `git branch --list {slug}`), then call again."
-    )
 
 
 def exclude_trees(repo: Repo) -> None:
