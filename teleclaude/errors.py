@@ -33,6 +33,9 @@ class ErrorCode(Enum):
     FILE_ERROR = "FILE_ERROR"
     ALREADY_EXISTS = "ALREADY_EXISTS"
     INVALID_ARGUMENT = "INVALID_ARGUMENT"
+    ROADMAP_CONFLICT = "ROADMAP_CONFLICT"  # todos/roadmap.md holds git conflict markers
+    STORE_UNAVAILABLE = "STORE_UNAVAILABLE"  # the SQLite file cannot be opened or written (folder, disk full)
+    STORE_LOCKED = "STORE_LOCKED"  # another process holds the SQLite file locked
     # the worker runtime
     UNKNOWN_COMPUTER = "UNKNOWN_COMPUTER"
     AGENT_NOT_INSTALLED = "AGENT_NOT_INSTALLED"
@@ -75,7 +78,7 @@ def to_error(error: BaseException) -> Error:
     sqlite3 = sys.modules.get("sqlite3")  # never imported: no sqlite3 error can have happened
     if sqlite3 is not None and isinstance(error, sqlite3.Error):
         return Error(
-            ErrorCode.FILE_ERROR,
+            ErrorCode.STORE_UNAVAILABLE,
             f"the teleclaude database failed: {error}.\n"
             "Check the file named by $TELECLAUDE_DB, else ~/.teleclaude/teleclaude.db.",
         )

@@ -1,17 +1,26 @@
-"""File system effects: reading a file if it is there, atomic replacement, and the per-repository lock."""
+"""File system effects: reading a regular file if it is there, atomic replacement, the per-repository lock.
+
+Project files are user input: a read opens without blocking (a FIFO never stalls a call that holds the
+project lock) and accepts regular files of at most `MAX_FILE_BYTES` only; a rewrite never replaces bytes it
+did not read.
+"""
 
 from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from teleclaude.errors import ErrorCode, Failure
 
 LOCK_NAME = "teleclaude.lock"
+MAX_FILE_BYTES = 16 * 1024 * 1024
+REWRITE_ATTEMPTS = 20
 
 
 class LockTimeout(Failure):
@@ -19,18 +28,131 @@ class LockTimeout(Failure):
     next_step = "Wait for the other call to finish, then try again."
 
 
-def read_bytes(path: Path) -> bytes | None:
+class FileError(Failure):
+    code = ErrorCode.FILE_ERROR
+
+
+class NotAFile(FileError):
+    next_step = "Replace it with a regular file."
+
+
+class FileTooLarge(FileError):
+    next_step = f"Keep it under {MAX_FILE_BYTES // 2**20} MB (move finished items to done/ or split it)."
+
+
+class OutsideRepository(FileError):
+    next_step = "Replace the link with the file itself, or point it inside the repository."
+
+
+class KeptChanging(FileError):
+    next_step = "Let the other program finish saving it, then try again."
+
+
+def read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes | None:
+    """The content of the regular file `path` (symlinks followed); None when there is no such file."""
     try:
-        return path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        handle = _open_regular(path, limit)
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    with handle:
+        return _read_all(handle, path, limit)
+
+
+def inside(root: Path, path: Path) -> Path:
+    """`path` with its links resolved, refused unless it stays inside `root` (links within it are fine)."""
+    resolved = path.resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        raise OutsideRepository(f"{path} leads to {resolved}, outside the repository {root}")
+    return resolved
+
+
+def _open_regular(path: Path, limit: int = MAX_FILE_BYTES) -> BinaryIO:
+    handle = os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb")
+    info = os.fstat(handle.fileno())
+    if not stat.S_ISREG(info.st_mode):
+        handle.close()
+        raise NotAFile(f"{path} is not a regular file ({_kind(info.st_mode)})")
+    if info.st_size > limit:
+        handle.close()
+        raise FileTooLarge(f"{path} is larger than {limit} bytes")
+    return handle
+
+
+def _read_all(handle: BinaryIO, path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    handle.seek(0)
+    data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise FileTooLarge(f"{path} is larger than {limit} bytes")
+    return data
+
+
+def _kind(mode: int) -> str:
+    kinds = {stat.S_ISDIR: "a folder", stat.S_ISFIFO: "a FIFO", stat.S_ISCHR: "a device"}
+    return next((name for test, name in kinds.items() if test(mode)), "not a file")
 
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace `path` with `data` so that a reader sees either the old or the new file, never half of one."""
+    path = path.resolve()  # rewrite the file a symlink points to, keep the link
+    _replace(_temp_copy(path, data), path)
+
+
+def rewrite(path: Path, change: Callable[[bytes], bytes | None], attempts: int = REWRITE_ATTEMPTS) -> bool:
+    """Replace `path` with `change(its bytes)` atomically, unless `change` says None; True when it wrote.
+
+    An edit saved meanwhile is never lost: right before the replace, the file must still be the one read
+    (same inode, size, mtime and bytes), else `change` runs again on the new bytes. A write that reaches
+    the old file between that check and the replace is seen afterwards and redone on top of ours.
+    """
+    path = path.resolve()
+    source = _open_regular(path)
+    ours: tuple[tuple[int, ...], bytes] | None = None  # what `path` holds once we replaced `source`
+    try:
+        for _ in range(attempts):
+            data, seen = _read_all(source, path), _stamp(os.fstat(source.fileno()))
+            new = change(data)
+            if new is None and ours is None:
+                return False
+            temp = _temp_copy(path, data if new is None else new)
+            if not _holds(path, *(ours or (seen, data))):
+                os.unlink(temp)
+                source.close()
+                source, ours = _open_regular(path), None
+                continue
+            _replace(temp, path)
+            if _stamp(os.fstat(source.fileno())) == seen:
+                return True
+            ours = (_stamp(os.stat(path)), data if new is None else new)
+    finally:
+        source.close()
+    raise KeptChanging(f"{path} changed on every one of {attempts} attempts to update it")
+
+
+def _replace(temp: str, path: Path) -> None:
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def _stamp(info: os.stat_result) -> tuple[int, ...]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _holds(path: Path, stamp: tuple[int, ...], data: bytes) -> bool:
+    """Whether `path` is still the file with `stamp`, holding exactly `data`."""
+    try:
+        with _open_regular(path) as handle:
+            return _stamp(os.fstat(handle.fileno())) == stamp and _read_all(handle, path) == data
+    except (FileNotFoundError, FileError):
+        return False
+
+
+def _temp_copy(path: Path, data: bytes) -> str:
+    """A synced temporary file next to `path` holding `data`, with `path`'s permissions."""
     import tempfile  # only the rare write path pays for it
 
-    path = path.resolve()  # rewrite the file a symlink points to, keep the link
     mode = path.stat().st_mode & 0o7777 if path.exists() else None
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -40,10 +162,10 @@ def atomic_write(path: Path, data: bytes) -> None:
             os.fsync(out.fileno())
         if mode is not None:
             os.chmod(temp, mode)
-        os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+    return temp
 
 
 @contextmanager

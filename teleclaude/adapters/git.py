@@ -1,8 +1,7 @@
 """Git as facts for the planner, and the one change it makes (creating a worktree).
 
-Reads run `git` once through `run_git` with an argument list: importing GitPython takes longer (~0.1 s)
-than a whole decision, so it is only imported on the rare path that changes the repository.
-Finding the repository reads `.git` files directly, without starting a process.
+Every git command runs through `run_git` with an argument list. Finding the repository reads `.git` files
+directly, without starting a process.
 """
 
 from __future__ import annotations
@@ -22,8 +21,17 @@ class NotAGitRepo(Failure):
     next_step = "Run this in a git repository (or `git init` one)."
 
 
-class WorktreeError(Exception):
-    pass
+class WorktreeError(Failure):
+    """The whole answer: what went wrong with trees/{slug} and the next step."""
+
+    code = ErrorCode.WORKTREE_FAILED
+
+
+# `git worktree add --lock --reason LOCK_REASON`, unlocked once it is complete: a worktree still locked with
+# this reason was cut short (say, the process was killed) and is teleclaude's own to redo. `git worktree add`
+# on its own locks with "initializing" until the checkout is done.
+LOCK_REASON = "teleclaude is creating this worktree"
+GIT_INITIALIZING = "initializing"
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,8 @@ def worktree_state(repo: Repo, slug: str) -> Worktree:
     tree = repo.tree(slug)
     if not tree.exists():
         return Worktree(WorktreeState.ABSENT)
+    if not tree.resolve().is_relative_to(repo.root.resolve()):
+        return Worktree(WorktreeState.BROKEN, f"it leads to {tree.resolve()}, outside the repository")
     if not tree.is_dir():
         return Worktree(WorktreeState.BROKEN, "it is not a directory")
     dot_git = tree / ".git"
@@ -126,7 +136,23 @@ def worktree_state(repo: Repo, slug: str) -> Worktree:
         return Worktree(WorktreeState.BROKEN, "its .git file points to a missing worktree entry")
     if _common_dir(git_dir) != repo.common_dir.resolve():
         return Worktree(WorktreeState.BROKEN, "it belongs to another repository")
+    lock = _lock_reason(git_dir)
+    if lock == LOCK_REASON:
+        return Worktree(WorktreeState.UNFINISHED, "teleclaude's `git worktree add` was cut short")
+    if lock == GIT_INITIALIZING:
+        return Worktree(
+            WorktreeState.BROKEN,
+            "`git worktree add` was cut short and left it locked and half checked out",
+            f"Remove it with `git worktree remove --force --force {layout.worktree(slug)}`, then call again.",
+        )
     return Worktree(WorktreeState.PRESENT)
+
+
+def _lock_reason(git_dir: Path) -> str | None:
+    try:
+        return (git_dir / "locked").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
 
 
 def main_head_ref(repo: Repo) -> str:
@@ -152,26 +178,56 @@ def commits_ahead(repo: Repo, slug: str) -> int:
 
 
 def add_worktree(repo: Repo, slug: str) -> None:
-    """`git worktree add trees/{slug} -b {slug}`, reattaching the branch when it already exists."""
-    import git  # GitPython: only this rare write path pays for the import
+    """`git worktree add trees/{slug} -b {slug}`, reattaching the branch when it already exists.
 
+    Refused when trees/ leads outside the repository or when an existing branch {slug} shares no history
+    with HEAD. An unfinished worktree of our own (see `LOCK_REASON`) is removed and made again.
+    """
+    path = layout.worktree(slug)
+    tree = repo.tree(slug)
+    if not tree.resolve().is_relative_to(repo.root.resolve()):
+        raise WorktreeError(
+            f"{path} leads to {tree.resolve()}, outside the repository: git would make the worktree there.\n"
+            f"Make {layout.TREES}/ a plain folder of the repository (remove the link), then call again."
+        )
     exclude_trees(repo)
     try:
-        repository = git.Repo(repo.root)
-        repository.git.worktree("prune")  # forget registered worktrees whose folders are gone
-        path = layout.worktree(slug)
-        if slug in [head.name for head in repository.heads]:
-            repository.git.worktree("add", path, slug)
-        else:
-            repository.git.worktree("add", "-b", slug, path)
-    except git.GitCommandError as error:
-        raise WorktreeError(_git_message(error.stderr or str(error))) from error
+        if worktree_state(repo, slug).state is WorktreeState.UNFINISHED:
+            run_git(["worktree", "remove", "--force", "--force", path], repo.root)
+        run_git(["worktree", "prune"], repo.root)  # forget registered worktrees whose folders are gone
+        branch = run_git(["for-each-ref", "--format=%(refname)", f"refs/heads/{slug}"], repo.root).strip()
+        if branch and not _shares_history(repo, branch):
+            raise WorktreeError(
+                f"branch {slug} exists but shares no history with {main_head_ref(repo)}, so trees/{slug} "
+                f"would hold none of its files.\nRename it (`git branch -m {slug} {slug}-old`) or delete it, "
+                "then call again."
+            )
+        target = [path, slug] if branch else ["-b", slug, path]
+        run_git(["worktree", "add", "--lock", "--reason", LOCK_REASON, *target], repo.root)
+    except subprocess.CalledProcessError as error:
+        said = (error.stderr or b"").decode("utf-8", "replace").strip()
+        if error.cmd[1:3] != ["worktree", "add"] or not tree.joinpath(".git").is_file():
+            raise WorktreeError(
+                f"git could not create trees/{slug}: {said}\n"
+                f"Resolve it (`git worktree list`, `git branch --list {slug}`), then call again."
+            ) from error
+        # git removes a worktree it failed to check out; this one was made, then post-checkout failed
+        run_git(["worktree", "unlock", path], repo.root)
+        raise WorktreeError(
+            f"git made trees/{slug}, but its post-checkout hook failed:\n{said}\n"
+            "Do by hand what the hook could not; the next call goes on with this worktree."
+        ) from error
+    run_git(["worktree", "unlock", path], repo.root)
 
 
-def _git_message(stderr: str) -> str:
-    """git's own words from GitPython's `stderr: '...'` wrapping."""
-    text = stderr.strip().removeprefix("stderr:").strip()
-    return text[1:-1].strip() if len(text) > 1 and text[0] == text[-1] == "'" else text
+def _shares_history(repo: Repo, branch: str) -> bool:
+    try:
+        run_git(["merge-base", "HEAD", branch], repo.root)
+    except subprocess.CalledProcessError as error:
+        if error.returncode == 1:  # no common ancestor
+            return False
+        raise
+    return True
 
 
 def exclude_trees(repo: Repo) -> None:

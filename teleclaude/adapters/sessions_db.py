@@ -13,7 +13,7 @@ from dataclasses import asdict, fields, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from teleclaude.adapters.store import SqliteStore
+from teleclaude.adapters.store import SqliteStore, ensure_table
 from teleclaude.runtime.core.sessions import Activity, Event, EventKind, Session, SessionState
 
 if TYPE_CHECKING:
@@ -69,12 +69,8 @@ _EVENT_COLUMNS = {"id": int, "session_id": str, "kind": str, "at": str, "detail"
 
 class SessionStore(SqliteStore):
     def create_tables(self, db: sqlite_utils.Database) -> None:
-        sessions = db.table(SESSIONS)
-        sessions.create(_SESSION_COLUMNS, pk="id", if_not_exists=True)
-        missing = _SESSION_COLUMNS.keys() - sessions.columns_dict.keys()  # a file from an older teleclaude
-        for name in sorted(missing):
-            sessions.add_column(name, _SESSION_COLUMNS[name])
-        db.table(EVENTS).create(_EVENT_COLUMNS, pk="id", if_not_exists=True)
+        ensure_table(db, SESSIONS, _SESSION_COLUMNS, "id")
+        ensure_table(db, EVENTS, _EVENT_COLUMNS, "id")
         db.table(EVENTS).create_index(["session_id", "delivered"], if_not_exists=True)
 
     # --- sessions ------------------------------------------------------------------------------------------
@@ -168,7 +164,7 @@ class SessionStore(SqliteStore):
                         return []
                     raise
 
-        return self._survive_corruption(read)
+        return self._survive(read)
 
 
 def _row(session: Session) -> dict[str, Any]:

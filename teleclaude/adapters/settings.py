@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from teleclaude.adapters import fs
 from teleclaude.config.matrix import Config
 from teleclaude.config.parse import ConfigError, parse_config
 
@@ -43,9 +44,8 @@ def load_config(project_root: str | Path | None, env: Mapping[str, str] | None =
 def _read(path: Path) -> str | None:
     """The file's text, or None when there is no such file."""
     try:
-        return path.read_bytes().decode("utf-8")
-    except (FileNotFoundError, NotADirectoryError):
-        return None
+        data = fs.read_bytes(path)
+        return None if data is None else data.decode("utf-8")
     except OSError as error:
         raise ConfigError(str(path), None, f"cannot be read ({error.strerror or error})") from None
     except UnicodeDecodeError as error:

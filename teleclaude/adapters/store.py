@@ -3,7 +3,9 @@
 Reads use the stdlib `sqlite3` (they run on every planner call, and importing sqlite-utils costs more than a
 whole decision); the schema and the writes go through sqlite-utils, imported only when writing. Every
 transaction that writes starts with BEGIN IMMEDIATE so that several processes queue on the busy timeout
-instead of failing to upgrade a read lock. The data is soft state: a corrupt file is moved aside, not fatal.
+instead of failing to upgrade a read lock. The data is soft state: a corrupt file is moved aside and a table
+of the wrong shape renamed aside, not fatal. Any other fault of the file is a `StoreError` with a code:
+`STORE_LOCKED` when another process holds it, else `STORE_UNAVAILABLE` (a folder, a full disk, no access).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from teleclaude.errors import ErrorCode, Failure
 from teleclaude.planner.core.model import Unavailability
 from teleclaude.planner.core.timeparse import format_utc
 
@@ -27,7 +30,10 @@ if TYPE_CHECKING:
 TABLE = "agent_availability"
 COLUMNS = {"agent": str, "available": int, "unavailable_until": str, "reason": str}
 BUSY_TIMEOUT_MS = 15_000
+READ_TIMEOUT_MS = 3_000  # a reader waits less: availability is soft state, and the planner holds its lock
 _CORRUPTION_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+_LOCKED_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+_WRONG_SCHEMA = ("no such column", "has no column named", "does not match any PRIMARY KEY")
 
 log = logging.getLogger("teleclaude")
 T = TypeVar("T")
@@ -39,6 +45,31 @@ def default_db_path(env: Mapping[str, str] | None = None) -> Path:
         return Path(env["TELECLAUDE_DB"])
     home = Path(env["HOME"]) if env.get("HOME") else Path.home()
     return home / ".teleclaude" / "teleclaude.db"
+
+
+class StoreError(Failure):
+    code = ErrorCode.STORE_UNAVAILABLE
+    next_step = (
+        "It only holds agent availability and worker sessions: fix it, move it aside, or point "
+        "$TELECLAUDE_DB at another file, then try again."
+    )
+
+
+class StoreLocked(StoreError):
+    code = ErrorCode.STORE_LOCKED
+    next_step = "Wait for the other program to finish (`fuser` on the file names it), then try again."
+
+
+def store_error(path: Path, error: sqlite3.Error | OSError) -> StoreError:
+    """A fault of the database file as a coded failure that names the file and what is wrong with it."""
+    code = getattr(error, "sqlite_errorcode", 0) & 0xFF
+    if code in _LOCKED_CODES:
+        return StoreLocked(f"the teleclaude database {path} is locked by another process ({error})")
+    if path.is_dir():
+        return StoreError(f"the teleclaude database {path} is a folder, not a file")
+    if code in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR):
+        return StoreError(f"the teleclaude database {path} could not be written ({error}): is the disk full?")
+    return StoreError(f"the teleclaude database {path} cannot be used: {error}")
 
 
 @dataclass(frozen=True)
@@ -59,7 +90,7 @@ class SqliteStore:
         raise NotImplementedError
 
     def _write(self, change: Callable[[sqlite_utils.Database], T]) -> T:
-        return self._survive_corruption(lambda: self._apply(change))
+        return self._survive(lambda: self._apply(change))
 
     def _apply(self, change: Callable[[sqlite_utils.Database], T]) -> T:
         import sqlite_utils
@@ -71,7 +102,7 @@ class SqliteStore:
             return change(db)
 
     def _connect(self, writing: bool = True) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000)
+        conn = sqlite3.connect(self.path, timeout=(BUSY_TIMEOUT_MS if writing else READ_TIMEOUT_MS) / 1000)
         if not writing:
             return conn  # WAL mode is a property of the file, set by the first write
         try:
@@ -82,17 +113,23 @@ class SqliteStore:
             raise
         return conn
 
-    # --- corruption ------------------------------------------------------------------------------------
+    # --- faults ----------------------------------------------------------------------------------------
 
-    def _survive_corruption(self, operation: Callable[[], T]) -> T:
+    def _survive(self, operation: Callable[[], T]) -> T:
+        """`operation`, once more after moving a corrupt file aside or repairing a table of the wrong shape;
+        any other fault of the file raises a `StoreError`."""
         try:
+            try:
+                return operation()
+            except sqlite3.DatabaseError as error:
+                if getattr(error, "sqlite_errorcode", 0) & 0xFF in _CORRUPTION_CODES:
+                    self._move_aside(error)
+                elif not any(text in str(error) for text in _WRONG_SCHEMA):
+                    raise
+            self._apply(lambda db: None)  # recreate the empty tables, or repair them (`ensure_table`)
             return operation()
-        except sqlite3.DatabaseError as error:
-            if getattr(error, "sqlite_errorcode", 0) & 0xFF not in _CORRUPTION_CODES:
-                raise
-            self._move_aside(error)
-        self._apply(lambda db: None)  # recreate the empty tables
-        return operation()
+        except (sqlite3.Error, OSError) as error:
+            raise store_error(self.path, error) from error
 
     def _move_aside(self, error: sqlite3.DatabaseError) -> None:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -104,24 +141,28 @@ class SqliteStore:
                 os.replace(source, f"{target}{suffix}")
 
 
+def ensure_table(db: sqlite_utils.Database, name: str, columns: Mapping[str, type], pk: str) -> None:
+    """Table `name` with `columns` keyed by `pk`: missing columns are added (a file from an older teleclaude);
+    a table keyed otherwise was not made by us and is renamed aside, like a corrupt file."""
+    table = db.table(name)
+    if table.exists() and table.pks != [pk]:
+        aside = f"{name}_moved_{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+        log.warning("table %s has the wrong shape: renamed it to %s and made a new one", name, aside)
+        db.rename_table(name, aside)
+    table.create(dict(columns), pk=pk, if_not_exists=True)
+    for column in sorted(columns.keys() - table.columns_dict.keys()):
+        table.add_column(column, columns[column])
+
+
 class AvailabilityStore(SqliteStore):
     def create_tables(self, db: sqlite_utils.Database) -> None:
-        db.table(TABLE).create(COLUMNS, pk="agent", if_not_exists=True)
+        ensure_table(db, TABLE, COLUMNS, "agent")
 
     def unavailable(self, now: datetime) -> dict[str, Unavailability]:
-        """The agents that are out at `now`; none (with a warning) when the file cannot be read."""
-        try:
-            rows = self.all_rows(now)
-        except (sqlite3.Error, OSError) as error:
-            log.warning(
-                "cannot read agent availability from %s (%s): taking every agent as available",
-                self.path,
-                error,
-            )
-            return {}
+        """The agents that are out at `now` (a `StoreError` when the file cannot be read)."""
         return {
             row.agent: Unavailability(row.agent, row.until, row.reason)
-            for row in rows
+            for row in self.all_rows(now)
             if not row.available and row.until is not None
         }
 
@@ -129,7 +170,7 @@ class AvailabilityStore(SqliteStore):
         """Every agent on record, after putting back those whose time has passed."""
         if not self.path.exists():
             return []  # a read never creates the database
-        return self._survive_corruption(lambda: self._read_and_reset(now))
+        return self._survive(lambda: self._read_and_reset(now))
 
     def mark_unavailable(self, agent: str, until: datetime, reason: str) -> Unavailability:
         stored = format_utc(until)

@@ -16,13 +16,13 @@ from pathlib import Path
 from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.settings import load_config
-from teleclaude.adapters.store import AvailabilityStore
+from teleclaude.adapters.store import AvailabilityStore, StoreError
 from teleclaude.config.matrix import Config
-from teleclaude.errors import Error, ErrorCode, guard
+from teleclaude.errors import Error, ErrorCode, Failure, guard
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.bugs import open_bugs
 from teleclaude.planner.core.decide import decide_prepare, decide_work
-from teleclaude.planner.core.markdown import decode
+from teleclaude.planner.core.markdown import conflict_lines, decode
 from teleclaude.planner.core.model import (
     Action,
     AgentMarked,
@@ -52,41 +52,55 @@ MAX_ROUNDS_OF_EFFECTS = 4
 MAX_REASON = 500  # characters of a mark_agent_unavailable reason
 
 
+class RoadmapConflict(Failure):
+    code = ErrorCode.ROADMAP_CONFLICT
+    next_step = "Finish the merge (resolve and remove the <<<<<<< ======= >>>>>>> lines), then call again."
+
+
+class RoadmapNotText(fs.FileError):
+    next_step = "Save it as UTF-8 (UTF-16 needs a byte order mark), then call again."
+
+
 @guard
 def next_work(slug: str | None = None, cwd: str | os.PathLike | None = None) -> Action:
     repo = gitx.find_repo(cwd or os.getcwd())
     config = load_config(repo.root)
     with fs.project_lock(repo.common_dir):
         for _ in range(MAX_ROUNDS_OF_EFFECTS):
-            decision = decide_work(RepoFacts(repo, config), slug)
+            facts = RepoFacts(repo, config)
+            decision = decide_work(facts, slug)
             failure = _apply(repo, decision.effects)
             if failure:
                 return failure
             if decision.action is not None:
-                return _with_last_error(decision.action, repo.root)
+                action = _with_note(decision.action, facts.availability_problem)
+                return _with_note(action, _last_error(action, repo.root))
             slug = decision.slug
     raise RuntimeError(f"no action after {MAX_ROUNDS_OF_EFFECTS} rounds of effects for {slug}")
 
 
-def _with_last_error(action: Action, root: Path) -> Action:
-    """A dispatch for a slug whose last worker session failed says why, so the next worker can avoid it."""
-    if not isinstance(action, Dispatch):
+def _with_note(action: Action, line: str | None) -> Action:
+    if not line or not isinstance(action, Dispatch):
         return action
-    import sqlite3
+    return replace(action, note=f"{action.note}\n{line}" if action.note else line)
 
+
+def _last_error(action: Action, root: Path) -> str | None:
+    """Why the last worker session of a dispatched slug failed, so the next worker can avoid it."""
+    if not isinstance(action, Dispatch):
+        return None
     from teleclaude.adapters.sessions_db import SessionStore
     from teleclaude.runtime.core.sessions import SessionState
 
     try:
         last = SessionStore().latest(str(root.resolve()), action.slug)
-    except sqlite3.Error:
-        return action
+    except StoreError:
+        return None
     failed = (SessionState.ERRORED, SessionState.NEEDS_ATTENTION)
     if last is None or last.state not in failed or not last.last_error:
-        return action
+        return None
     failure = f"The last worker for {action.slug} (/{last.command}, {last.agent}) failed: "
-    failure += last.last_error.strip().splitlines()[0][:300]
-    return replace(action, note=f"{action.note}\n{failure}" if action.note else failure)
+    return failure + last.last_error.strip().splitlines()[0][:300]
 
 
 @guard
@@ -161,21 +175,33 @@ def _apply(repo: gitx.Repo, effects: tuple[Effect, ...]) -> Error | None:
                 try:
                     gitx.add_worktree(repo, slug)
                 except gitx.WorktreeError as error:
-                    return Error(
-                        ErrorCode.WORKTREE_FAILED,
-                        f"git could not create trees/{slug}: {error}\n"
-                        f"Resolve it (`git worktree list`, `git branch --list {slug}`), then call again.",
-                        slug,
-                    )
+                    return Error(ErrorCode.WORKTREE_FAILED, error.explain(), slug)
     return None
 
 
 def _set_marker(repo: gitx.Repo, slug: str, marker: Marker) -> None:
-    path = repo.root / layout.ROADMAP
-    data = path.read_bytes()
-    item = parse_roadmap(decode(data)).find(slug)
-    if item is not None and item.marker is not marker:
-        fs.atomic_write(path, rewrite_marker(data, item.line, marker))
+    """Rewrite one character of the roadmap; an edit saved meanwhile is re-read, never overwritten."""
+
+    def change(data: bytes) -> bytes | None:
+        item = parse_roadmap(roadmap_text(data)).find(slug)
+        if item is None or item.marker is marker:
+            return None
+        return rewrite_marker(data, item.line, marker)
+
+    fs.rewrite(fs.inside(repo.root, repo.root / layout.ROADMAP), change)
+
+
+def roadmap_text(data: bytes) -> str:
+    """The roadmap's text; refused when a merge left conflict markers in it or when it is not text."""
+    text = decode(data)
+    conflicts = conflict_lines(text)
+    if conflicts:
+        raise RoadmapConflict(
+            f"{layout.ROADMAP}:{conflicts[0]}: a git conflict marker; a half-merged roadmap is not read"
+        )
+    if "\0" in text:
+        raise RoadmapNotText(f"{layout.ROADMAP} holds NUL bytes, so it is not UTF-8 or UTF-16 text")
+    return text
 
 
 # --- facts ------------------------------------------------------------------------------------------
@@ -202,12 +228,17 @@ class RepoFacts:
         self.project = str(repo.root)
         self.config = config
         self.now = now or datetime.now(UTC)
+        self.availability_problem: str | None = None  # set when the availability store could not be read
         self._answers: dict[tuple, object] = {}
 
     @_memo
     def _roadmap_text(self) -> str | None:
-        data = fs.read_bytes(self.repo.root / layout.ROADMAP)
-        return None if data is None else decode(data)
+        path = self.repo.root / layout.ROADMAP
+        data = fs.read_bytes(path)
+        if data is None:
+            return None
+        fs.inside(self.repo.root, path)  # the claim would be written where it leads
+        return roadmap_text(data)
 
     @_memo
     def roadmap(self) -> Roadmap | None:
@@ -285,4 +316,11 @@ class RepoFacts:
 
     @_memo
     def unavailable(self) -> Mapping[str, Unavailability]:
-        return AvailabilityStore().unavailable(self.now)
+        try:
+            return AvailabilityStore().unavailable(self.now)
+        except StoreError as error:
+            log.warning("%s: taking every agent as available", error)
+            self.availability_problem = (
+                f"Agent availability could not be read ({error}), so every agent was taken as available."
+            )
+            return {}

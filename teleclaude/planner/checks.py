@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.settings import load_config
 from teleclaude.errors import Error, ErrorCode, guard
@@ -66,8 +67,8 @@ def lint_files(cwd: str | os.PathLike, files: Sequence[str] = ()) -> tuple[lintc
             for folder in sorted((root / layout.TODOS).glob("*/"))
             for name in (lintcore.PLAN, lintcore.REVIEW)
         ]
-        paths = [p for p in paths if (root / p).is_file()]
-    texts = {p: decode((root / p).read_bytes()) for p in paths if lintcore.lintable(p) and not _is_done(p)}
+        paths = [p for p in paths if (root / p).exists()]  # a FIFO or a device is reported, not skipped
+    texts = {p: _text(root / p) for p in paths if lintcore.lintable(p) and not _is_done(p)}
     check_done = not files or any(_is_done(p) for p in paths)
     names = _done_folders(root) if check_done or layout.ROADMAP in texts else ()
     return lintcore.lint(texts, names, check_done)
@@ -85,6 +86,13 @@ def lint_staged(cwd: str | os.PathLike) -> tuple[lintcore.Finding, ...] | Error:
     check_done = any(_is_done(p) for p in staged)
     names = _index_done_folders(root) if check_done or layout.ROADMAP in texts else ()
     return lintcore.lint(texts, names, check_done)
+
+
+def _text(path: Path) -> str:
+    data = fs.read_bytes(path)
+    if data is None:
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+    return decode(data)
 
 
 def _relative(root: Path, cwd: Path, name: str) -> str | None:

@@ -43,6 +43,10 @@ CASES = [
     ("MALFORMED_ITEM", {"todos/roadmap.md": "- [ ] a\n-[ ] b glued to a\n"}, (), ("todos/roadmap.md", 2)),
     ("MALFORMED_ITEM", {"todos/roadmap.md": "Intro\n\n[ ] no bullet\n"}, (), ("todos/roadmap.md", 3)),
     ("MALFORMED_ITEM", {"todos/bugs.md": "- [o] crash on start\n"}, (), ("todos/bugs.md", 1)),
+    ("HIDDEN_ITEM", {"todos/roadmap.md": "- [ ] a\n\f- [ ] b\n"}, (), ("todos/roadmap.md", 2)),
+    ("HIDDEN_ITEM", {"todos/bugs.md": "Crashes:\u2028- [ ] on start\n"}, (), ("todos/bugs.md", 1)),
+    ("CONFLICT_MARKER", {"todos/roadmap.md": "- [ ] a\n<<<<<<< HEAD\n"}, (), ("todos/roadmap.md", 2)),
+    ("ENCODING", {"todos/roadmap.md": "-\0 \0[\0 \0]\0 \0a\0\n"}, (), ("todos/roadmap.md", 0)),
     ("NO_BUILD_TASK", {"todos/a/implementation-plan.md": "# Plan\n## Group 5\n- [ ] deploy\n"}, (), None),
     (
         "GROUP_HEADING",

@@ -96,7 +96,7 @@ def _work_on(facts: Facts, slug: str) -> Decision:
     worktree = facts.worktree(slug)
     if worktree.state is WorktreeState.BROKEN:
         return _done(slug, _broken_worktree(slug, worktree))
-    if worktree.state is WorktreeState.ABSENT:
+    if worktree.state in (WorktreeState.ABSENT, WorktreeState.UNFINISHED):
         status = facts.main_status(slug)
         if not status.has_commits:
             return _done(slug, _no_commits())
@@ -300,11 +300,14 @@ def _not_prepared(facts: Facts, slug: str, missing: list[str]) -> Error:
 
 
 def _broken_worktree(slug: str, worktree: Worktree) -> Error:
+    repair = worktree.repair or (
+        f"Move trees/{slug} aside (e.g. `mv trees/{slug} trees/{slug}.bak`), run `git worktree prune`, "
+        "then call again."
+    )
     return Error(
         ErrorCode.WORKTREE_FAILED,
-        f"trees/{slug} exists but is not a git worktree of this repository ({worktree.problem}).\n"
-        f"Nothing was changed. Move trees/{slug} aside (e.g. `mv trees/{slug} trees/{slug}.bak`), "
-        "run `git worktree prune`, then call again.",
+        f"trees/{slug} exists but is not a usable git worktree of this repository ({worktree.problem}).\n"
+        f"Nothing was changed. {repair}",
         slug,
     )
 

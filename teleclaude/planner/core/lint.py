@@ -15,7 +15,7 @@ from enum import Enum
 
 from teleclaude.planner.core.decide import open_dependencies
 from teleclaude.planner.core.layout import BUGS, DONE, PLAN, REVIEW, ROADMAP, archive_parts
-from teleclaude.planner.core.markdown import located_blocks, near_items
+from teleclaude.planner.core.markdown import conflict_lines, hidden_task_lines, located_blocks, near_items
 from teleclaude.planner.core.model import Marker, Roadmap, RoadmapItem, TaskItem
 from teleclaude.planner.core.plan import GROUP_HEADING, parse_plan, tasks_by_group
 from teleclaude.planner.core.review import parse_review, verdict_items
@@ -38,6 +38,9 @@ SEVERITY: dict[str, Severity] = {
     "UNKNOWN_DEPENDENCY": W,  # neither on the roadmap nor archived: taken as delivered, maybe a typo
     # any todos/ file
     "MALFORMED_ITEM": E,  # looks like a task item (`- []`, `-[ ]`, `[ ] x`) but is not read as one
+    "HIDDEN_ITEM": E,  # a task item after a form feed, NEL or U+2028: markdown reads it as text
+    "CONFLICT_MARKER": E,  # `<<<<<<<` / `>>>>>>>`: a merge left unfinished; the planner refuses the roadmap
+    "ENCODING": E,  # NUL bytes: UTF-16 without a byte order mark, or not text at all
     # implementation-plan.md
     "NO_BUILD_TASK": E,  # not a single build task: the plan does not prepare anything
     "GROUP_HEADING": W,  # a heading that mentions a group but is not read as `Group N`, or a repeated N
@@ -142,12 +145,31 @@ def lint_roadmap(text: str, archived: set[str] | frozenset[str] = frozenset()) -
 
 
 def _malformed(path: str, text: str) -> list[Finding]:
-    return [
+    """What any todos/ file can get wrong: items that are not read as items, merge leftovers, encodings."""
+    findings = [
         _finding(
             path, line, "MALFORMED_ITEM", "looks like a task item but is not read as one; write `- [ ] text`"
         )
         for line in near_items(text)
     ]
+    findings += [
+        _finding(
+            path,
+            line,
+            "HIDDEN_ITEM",
+            "a task item after a form feed, NEL or line separator is text, not an item; "
+            "start it on a line of its own",
+        )
+        for line in hidden_task_lines(text)
+    ]
+    findings += [
+        _finding(path, line, "CONFLICT_MARKER", "a git conflict marker: finish the merge and remove it")
+        for line in conflict_lines(text)
+    ]
+    if "\0" in text:
+        message = "NUL bytes: save the file as UTF-8 (UTF-16 needs a byte order mark)"
+        findings.append(_finding(path, 0, "ENCODING", message))
+    return findings
 
 
 def _duplicates(roadmap: Roadmap) -> list[Finding]:

@@ -8,6 +8,7 @@ tells us which source line each real item came from. Tags inside code or HTML ar
 
 from __future__ import annotations
 
+import codecs
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -31,6 +32,11 @@ NEAR_TASK_LINE = re.compile(
     r"^[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]*\[[ \txXoOvV>*.~\u2713\u2714-]{0,3}\]|\[[ xX>]?\][ \t])",
     re.MULTILINE,
 )
+# Git's conflict markers at the start of a line (`=======` alone is also a setext underline, so not that one).
+_CONFLICT_MARKER = re.compile(r"^(?:<{7}|\|{7}|>{7})(?: |$)", re.MULTILINE)
+# A task item after a character some editors show as a line break but markdown does not: form feed,
+# vertical tab, NEL, U+2028/U+2029 and the ASCII separators. Such an item is running text.
+_HIDDEN_TASK = re.compile(r"[\v\f\x1c-\x1e\x85\u2028\u2029][ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]*\[[ xX>]\]")
 _ATX_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]+|(?=\r?$))", re.MULTILINE)
 _SETEXT_TEXT = re.compile(r"^[^\n]*\S[^\n]*(?=\r?\n {0,3}(?:=+|-+)[ \t]*\r?$)", re.MULTILINE)
 _TAG = re.compile(_TAG_OPEN + r"(\d+)" + _TAG_CLOSE)
@@ -43,12 +49,42 @@ class SourceHeading(Heading):
     line: int = 0
 
 
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+
+
 def decode(data: bytes) -> str:
-    """Text of a file for parsing; bytes that are not UTF-8 are read as Latin-1 rather than refused."""
+    """Text of a file for parsing, every line end (CRLF, LF, a bare CR) read as `\\n` (docs/design.md §1)."""
+    text = decoded(data)[2]
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+def decoded(data: bytes) -> tuple[bytes, str, str]:
+    """(byte order mark, codec, text) of a file: UTF-8 or UTF-16 after their BOM, else UTF-8; bytes that are
+    neither are read as Latin-1 rather than refused. `text.encode(codec)` is the bytes after the BOM."""
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            try:
+                return bom, codec, data[len(bom) :].decode(codec)
+            except UnicodeDecodeError:
+                break
     try:
-        return data.decode("utf-8-sig")
+        return b"", "utf-8", data.decode("utf-8")
     except UnicodeDecodeError:
-        return data.decode("latin-1")
+        return b"", "latin-1", data.decode("latin-1")
+
+
+def conflict_lines(text: str) -> tuple[int, ...]:
+    """Lines holding a git conflict marker (`<<<<<<<`, `|||||||`, `>>>>>>>`): the file is mid-merge."""
+    return tuple(_line_of(text, match.start()) for match in _CONFLICT_MARKER.finditer(text))
+
+
+def hidden_task_lines(text: str) -> tuple[int, ...]:
+    """Lines where a task item follows a form feed, NEL, U+2028 or the like: it reads as text, not an item."""
+    return tuple(_line_of(text, match.start()) for match in _HIDDEN_TASK.finditer(text))
+
+
+def _line_of(text: str, position: int) -> int:
+    return text.count("\n", 0, position) + 1
 
 
 @lru_cache(maxsize=64)

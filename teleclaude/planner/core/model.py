@@ -113,12 +113,14 @@ class WorktreeState(Enum):
     ABSENT = "absent"
     PRESENT = "present"
     BROKEN = "broken"  # trees/{slug} exists but is not a worktree of this repository
+    UNFINISHED = "unfinished"  # our own `git worktree add` was cut short: made again like an absent one
 
 
 @dataclass(frozen=True)
 class Worktree:
     state: WorktreeState
     problem: str = ""
+    repair: str = ""  # the next step, when it is not "move it aside"
 
 
 @dataclass(frozen=True)

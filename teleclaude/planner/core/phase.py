@@ -132,8 +132,8 @@ def worktree_label(facts: Facts, slug: str) -> str:
     state = facts.worktree(slug).state
     if state is WorktreeState.ABSENT:
         return ""
-    if state is WorktreeState.BROKEN:
-        return "broken"
+    if state in (WorktreeState.BROKEN, WorktreeState.UNFINISHED):
+        return state.value
     changes = len(facts.worktree_changes(slug))
     return f"{changes} changed" if changes else "clean"
 

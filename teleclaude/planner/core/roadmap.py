@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from teleclaude.planner.core.markdown import TASK_LINE, task_items
+from teleclaude.planner.core.markdown import TASK_LINE, decoded, task_items
 from teleclaude.planner.core.model import Marker, Problem, Roadmap, RoadmapItem, TaskItem
 
 SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
@@ -74,22 +74,30 @@ def may_be_pending(text: str, slug: str) -> bool:
     return re.search(pending_line, text.replace("\\", ""), re.MULTILINE) is not None
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 class MarkerRewriteError(ValueError):
     pass
 
 
 def rewrite_marker(data: bytes, line: int, new: Marker) -> bytes:
-    """`data` with the marker on 1-based `line` set to `new`; exactly one byte changes (or none)."""
+    """`data` with the marker on 1-based `line` set to `new`: exactly one character changes (or none).
+
+    Lines and encoding are read as `decode` reads them (LF, CRLF or bare CR; UTF-8, UTF-16 or Latin-1), and
+    the result keeps the file's own encoding and byte order mark.
+    """
+    bom, codec, text = decoded(data)
+    ends = _LINE_END.finditer(text)
     start = 0
     for _ in range(line - 1):
-        start = data.find(b"\n", start) + 1
-        if start == 0:
+        end = next(ends, None)
+        if end is None:
             raise MarkerRewriteError(f"the file has no line {line}")
-    end = data.find(b"\n", start)
-    text_line = data[start : end if end != -1 else len(data)]
-    offset = 3 if line == 1 and text_line.startswith(b"\xef\xbb\xbf") else 0
-    match = TASK_LINE.match(text_line[offset:].decode("latin-1"))
+        start = end.end()
+    end = next(ends, None)
+    match = TASK_LINE.match(text[start : end.start() if end else len(text)])
     if not match:
         raise MarkerRewriteError(f"line {line} is not a task item")
-    position = start + offset + match.end() - 2  # the character between the brackets
-    return data[:position] + new.value.encode() + data[position + 1 :]
+    position = start + match.end() - 2  # the character between the brackets
+    return bom + (text[:position] + new.value + text[position + 1 :]).encode(codec)
