@@ -1,6 +1,7 @@
 """`teleclaude run` (the unattended orchestrator) and `teleclaude demo` (it, on a throwaway repository).
 
-The runtime and the demo are imported inside the commands that use them: `--help` and the hooks stay fast.
+The runtime and the demo are imported inside the commands: `--help` and the hooks stay fast (see
+`teleclaude.cli.base`).
 """
 
 from __future__ import annotations

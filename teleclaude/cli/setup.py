@@ -1,4 +1,7 @@
-"""`teleclaude install`, `init` and `new`: role commands, MCP registration and project scaffolding."""
+"""`teleclaude install`, `init` and `new`: role commands, MCP registration and project scaffolding.
+
+The setup wing is imported inside the commands: `--help` and the hooks stay fast (see `teleclaude.cli.base`).
+"""
 
 from __future__ import annotations
 

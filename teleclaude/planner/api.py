@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
+from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.adapters.settings import load_config
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.config.matrix import Config
@@ -71,17 +73,11 @@ def _with_last_error(action: Action, root: Path) -> Action:
     """A dispatch for a slug whose last worker session failed says why, so the next worker can avoid it."""
     if not isinstance(action, Dispatch):
         return action
-    import sqlite3
-
-    from teleclaude.adapters.sessions_db import SessionStore
-    from teleclaude.runtime.core.sessions import SessionState
-
     try:
-        last = SessionStore().latest(str(root.resolve()), action.slug)
+        last = SessionStore().last_failure(str(root.resolve()), action.slug)
     except sqlite3.Error:
         return action
-    failed = (SessionState.ERRORED, SessionState.NEEDS_ATTENTION)
-    if last is None or last.state not in failed or not last.last_error:
+    if last is None:
         return action
     failure = f"The last worker for {action.slug} (/{last.command}, {last.agent}) failed: "
     failure += last.last_error.strip().splitlines()[0][:300]
