@@ -7,7 +7,6 @@ ones key by key, and matrix rows one by one.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -41,6 +40,7 @@ class _Row:
 def parse_config(sources: Sequence[tuple[str, str]]) -> Config:
     if not sources:
         return Config()
+    import tomllib  # only when there is a file: the planner starts faster without it (a test holds this)
 
     agents: tuple[str, ...] = KNOWN_AGENTS
     max_review_rounds = Config().max_review_rounds
