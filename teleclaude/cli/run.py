@@ -1,8 +1,15 @@
-"""`teleclaude run` (the unattended orchestrator) and `teleclaude demo` (it, on a throwaway repository)."""
+"""`teleclaude run` (the unattended orchestrator) and `teleclaude demo` (it, on a throwaway repository).
+
+The runtime and the demo are imported inside the commands: `--help` and the hooks stay fast (see
+`teleclaude.cli.base`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import sys
+from pathlib import Path
 
 from teleclaude.cli.base import Command, add_cwd, write
 
@@ -29,8 +36,6 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from teleclaude.runtime import orchestrator
     from teleclaude.runtime.api import open_runtime
 
@@ -62,7 +67,7 @@ def _add_demo(parser: argparse.ArgumentParser) -> None:
 def _run_demo(args: argparse.Namespace) -> int:
     from teleclaude.demo import scenario as demo
 
-    return demo.run(keep=args.keep, verbose=args.verbose)
+    return demo.run(Console(), keep=args.keep, verbose=args.verbose)
 
 
 def _positive(text: str) -> int:
@@ -80,8 +85,6 @@ class Console:
     as a plain line whenever something other than the clock changed."""
 
     def __init__(self, err=None) -> None:
-        import sys
-
         self.err = err or sys.stderr
         self.live = self.err.isatty()
         self.drawn = False  # a status line is on the terminal
@@ -93,8 +96,6 @@ class Console:
 
     def status(self, progress) -> None:
         if self.live:
-            import shutil
-
             width = shutil.get_terminal_size().columns
             self.err.write("\r\x1b[K" + progress.line()[: max(width - 1, 20)])
             self.err.flush()
