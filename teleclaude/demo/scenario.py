@@ -26,9 +26,9 @@ from teleclaude.planner.core.model import Action, Complete, Dispatch, Marker
 from teleclaude.planner.core.render import to_text
 from teleclaude.planner.core.roadmap import parse_roadmap
 from teleclaude.runtime import orchestrator
+from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind
 from teleclaude.runtime.orchestrator import Outcome
-from teleclaude.runtime.workers import open_runtime
 
 __all__ = ["Workers", "commit_all", "drive", "git", "make_repository", "run"]
 
