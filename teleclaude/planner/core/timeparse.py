@@ -62,7 +62,6 @@ _UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
 def format_duration(seconds: float | None, smallest: str = "s") -> str:
     """`45s`, `3m07s`, `1h05m`, `2d03h`: the largest unit that is not zero, and the next one. `smallest="m"`
     counts whole minutes (`0m`, `45m`, `1h05m`). Nothing or a negative time is zero."""
-    # issue 11: runtime/core/supervision.duration and runtime/orchestrator._clock are to call this instead
     units = _UNITS[: [name for name, _ in _UNITS].index(smallest) + 1]
     left, amounts = max(int(seconds or 0), 0), []
     for name, size in units:
