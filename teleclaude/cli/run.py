@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from teleclaude.cli.base import Command, add_cwd, write
+from teleclaude.planner.core.terminal import printable
 
 DEFAULT_MAX_STEPS = 100
 
@@ -92,17 +93,17 @@ class Console:
 
     def show(self, text: str) -> None:
         self.clear()
-        write(text)
+        write(printable(text, keep_newlines=True))
 
     def status(self, progress) -> None:
         if self.live:
             width = shutil.get_terminal_size().columns
-            self.err.write("\r\x1b[K" + progress.line()[: max(width - 1, 20)])
+            self.err.write("\r\x1b[K" + printable(progress.line())[: max(width - 1, 20)])
             self.err.flush()
             self.drawn = True
         elif progress.key() != self.last:
             self.last = progress.key()
-            self.err.write(progress.line() + "\n")
+            self.err.write(printable(progress.line()) + "\n")
             self.err.flush()
 
     def clear(self) -> None:
