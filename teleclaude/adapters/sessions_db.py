@@ -210,7 +210,13 @@ def _event_row(event: Event) -> dict[str, Any]:
 
 
 def _event(row: sqlite3.Row) -> Event:
-    return Event(row["session_id"], EventKind(row["kind"]), _time(row["at"]), row["detail"] or "", row["id"])
+    return Event(
+        row["session_id"],
+        EventKind(row["kind"]),
+        datetime.fromisoformat(row["at"]),
+        row["detail"] or "",
+        row["id"],
+    )
 
 
 def _stamp(moment: datetime | None) -> str | None:

@@ -176,7 +176,9 @@ class AvailabilityStore(SqliteStore):
         stored = format_utc(until)
         row = {"agent": agent, "available": 0, "unavailable_until": stored, "reason": reason}
         self._write(lambda db: db.table(TABLE).upsert(row, pk="agent"))
-        return Unavailability(agent, _parse_stored(stored), reason)
+        parsed = _parse_stored(stored)
+        assert parsed is not None  # format_utc writes what _parse_stored reads
+        return Unavailability(agent, parsed, reason)
 
     def mark_available(self, agent: str) -> None:
         row = {"agent": agent, "available": 1, "unavailable_until": None, "reason": None}

@@ -115,14 +115,15 @@ def _run_mcp(args: argparse.Namespace) -> int:
 
     access = None
     if args.http:
-        access = mcp_server.http_access(
+        allowed = mcp_server.http_access(
             args.host,
             allow_remote=args.allow_remote,
             no_token=args.no_token,
             allowed_hosts=tuple(args.allowed_host),
         )
-        if isinstance(access, Error):
-            return print_value(access)
+        if isinstance(allowed, Error):
+            return print_value(allowed)
+        access = allowed
         _explain_http(args, access)
     with contextlib.suppress(KeyboardInterrupt):
         mcp_server.serve(http=args.http, host=args.host, port=args.port, access=access)

@@ -83,7 +83,7 @@ def _agents(path: str, value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(value))
 
 
-def _max_review_rounds(path: str, value: Any) -> int:
+def _max_review_rounds(path: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(path, "max_review_rounds", f"must be a whole number of at least 1, not {value!r}")
     return value

@@ -159,6 +159,7 @@ class ModelServer:
     @property
     def url(self) -> str:
         host, port = self._http.server_address[:2]
+        assert isinstance(host, str)  # bound to an IPv4 address
         return f"http://{host}:{port}"
 
     def __enter__(self) -> ModelServer:
@@ -418,7 +419,7 @@ class Anthropic(Dialect):
         if not stream:
             message = self._message(model) | {"content": [_complete(block, deltas)], "stop_reason": stop}
             return Reply(label, turn, body=message, hold=hold)
-        events = [
+        events: list[tuple[str, dict]] = [
             ("message_start", {"type": "message_start", "message": self._message(model)}),
             ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
             ("ping", {"type": "ping"}),
@@ -557,7 +558,10 @@ class OpenAIResponses(Dialect):
             },
         }
         started = {k: v for k, v in item.items() if k not in ("content", "arguments")}
-        started |= {"content": []} if item["type"] == "message" else {"arguments": ""}
+        if item["type"] == "message":
+            started["content"] = []
+        else:
+            started["arguments"] = ""
         return [
             ("response.created", {"type": "response.created", "response": response}),
             (
@@ -637,6 +641,7 @@ class OpenAIResponses(Dialect):
     def failure(self, step: Fail) -> tuple[int, dict[str, str], dict]:
         headers = {"x-request-id": _id("req_")}
         resets = int(time.time()) + step.resets_in
+        error: dict[str, object]
         if step.kind == "rate_limit":
             status = 429
             error = {

@@ -142,13 +142,17 @@ class Workers:
 
     def finalize(self, main: Path, action: Dispatch) -> str:
         slug = action.slug
-        archive = re.search(r"done/\d{3}-[a-z0-9-]+/", action.note or "")[0].rstrip("/")
+        named = re.search(r"done/\d{3}-[a-z0-9-]+/", action.note or "")
+        assert named is not None  # the finalize dispatch names the archive folder
+        archive = named[0].rstrip("/")
         git(main, "merge", "-q", "--no-ff", "-m", f"Merge {slug}", slug)
         (main / "done").mkdir(exist_ok=True)
         git(main, "mv", f"todos/{slug}", archive)
         roadmap = main / "todos" / "roadmap.md"
         data = roadmap.read_bytes()
-        roadmap.write_bytes(rewrite_marker(data, parse_roadmap(decode(data)).find(slug).line, Marker.DONE))
+        item = parse_roadmap(decode(data)).find(slug)
+        assert item is not None  # the item being finalized is on the roadmap
+        roadmap.write_bytes(rewrite_marker(data, item.line, Marker.DONE))
         commit_all(main, f"Finalize {slug}")
         git(main, "worktree", "remove", f"trees/{slug}")
         git(main, "branch", "-q", "-d", slug)

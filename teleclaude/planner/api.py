@@ -103,7 +103,9 @@ def _last_error(action: Action, root: Path) -> str | None:
 @guard
 def next_prepare(slug: str | None = None, cwd: str | os.PathLike | None = None) -> Action:
     repo = gitx.find_repo(cwd or os.getcwd())
-    return decide_prepare(RepoFacts(repo, load_config(repo.root)), slug).action
+    action = decide_prepare(RepoFacts(repo, load_config(repo.root)), slug).action
+    assert action is not None  # preparing has no effects to apply first: it always answers
+    return action
 
 
 @guard
@@ -120,7 +122,9 @@ def mark_agent_unavailable(
             "a short word such as quota_exhausted.",
         )
     now = datetime.now(UTC)
-    until = parse_until(unavailable_until, now, datetime.now().astimezone().tzinfo)
+    local_tz = datetime.now().astimezone().tzinfo
+    assert local_tz is not None  # astimezone() always sets one
+    until = parse_until(unavailable_until, now, local_tz)
     marked = AvailabilityStore().mark_unavailable(agent, until, reason or "unavailable")
     return AgentMarked(agent, marked.until, marked.reason, now)
 

@@ -55,18 +55,20 @@ def checkout_root(cwd: str | os.PathLike) -> Path:
 def lint_files(cwd: str | os.PathLike, files: Sequence[str] = ()) -> tuple[lintcore.Finding, ...] | Error:
     """The working copy: `files` (paths relative to `cwd`), or every todos/ file lint knows and done/."""
     root = checkout_root(cwd)
+    paths: list[str]
     if files:
-        paths = [_relative(root, Path(cwd), name) for name in files]
-        if None in paths:
-            outside = files[paths.index(None)]
+        named = [_relative(root, Path(cwd), name) for name in files]
+        if None in named:
+            outside = files[named.index(None)]
             return Error(
                 ErrorCode.INVALID_ARGUMENT, f"{outside} is outside {root}.\nName files inside the checkout."
             )
+        paths = [p for p in named if p is not None]
     else:
         paths = [layout.ROADMAP, layout.BUGS] + [
             f"todos/{folder.name}/{name}"
             for folder in sorted((root / layout.TODOS).glob("*/"))
-            for name in (lintcore.PLAN, lintcore.REVIEW)
+            for name in (layout.PLAN, layout.REVIEW)
         ]
         paths = [p for p in paths if (root / p).exists()]  # a FIFO or a device is reported, not skipped
     texts = {p: _text(root / p) for p in paths if lintcore.lintable(p) and not _is_done(p)}

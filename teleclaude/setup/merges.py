@@ -200,7 +200,9 @@ def uninstall_json(t: JsonEntry, staging: Staging, manifest: Manifest) -> Line:
     if t.in_list and isinstance(existing, list) and record.value in existing:
         existing.remove(record.value)
     elif not t.in_list and existing == record.value:
-        del get_at(data, t.keys[:-1])[t.keys[-1]]
+        parent = get_at(data, t.keys[:-1])
+        assert isinstance(parent, dict)  # `existing` was found in it
+        del parent[t.keys[-1]]
     else:
         status = Status.KEPT if existing is not MISSING else Status.UNCHANGED
     prune_empty(data, list(record.created))
@@ -248,7 +250,7 @@ def install_toml(t: TomlTable, staging: Staging, manifest: Manifest) -> Line:
         return Line(
             t.agent, Status.KEPT, what, "it holds a different table of yours; remove it to install ours"
         )
-    base = _cut(text, recorded) if ours else text
+    base = _cut(text, recorded) if ours and recorded is not None else text
     eol = "\r\n" if "\r\n" in text else "\n"
     separator = "" if not base else (eol if base.endswith("\n") else eol * 2)
     inserted = separator + toml_table(t.keys, t.value, eol)

@@ -87,7 +87,7 @@ def new(
         path = repo.root / ROADMAP
         data = fs.read_bytes(path)
         existed = data is not None
-        data = data if existed else ROADMAP_TEXT.encode()
+        data = data if data is not None else ROADMAP_TEXT.encode()
         roadmap = parse_roadmap(decode(data))
         archived = _archived(repo.root)
         refused = _already_there(repo.root, slug, roadmap, archived) or _unknown_deps(

@@ -163,6 +163,7 @@ def _record_turn_end(attempts: int = 50, pause: float = 0.05) -> None:
                 return
             if attempt + 1 < attempts:
                 time.sleep(pause)
+        assert session is not None  # the loop returned otherwise
         _warn(f"could not record the end of the turn: session {session_id} stayed {session.state.value}")
     except Exception as error:  # never break the agent over bookkeeping
         _warn(f"could not record the end of the turn: {error}")

@@ -122,6 +122,7 @@ def _phase_of_step(facts: Facts, slug: str, step: Step) -> Phase:
     stage = _BY_STEP.get(step, Stage.STUCK)
     if stage is Stage.BUILDING:
         plan = facts.plan(slug)
+        assert plan is not None  # decide_work builds only a prepared item, and a prepared item has a plan
         return Phase(stage, f"{plan.build_tasks - plan.open_build_tasks}/{plan.build_tasks}")
     if stage is Stage.FIXING:
         return Phase(stage, f"round {facts.review_rounds(slug) + 1}")
@@ -133,7 +134,7 @@ def worktree_label(facts: Facts, slug: str) -> str:
     if state is WorktreeState.ABSENT:
         return ""
     if state in (WorktreeState.BROKEN, WorktreeState.UNFINISHED):
-        return state.value
+        return str(state.value)  # mypy forgets the value's type of an enum narrowed to some members
     changes = len(facts.worktree_changes(slug))
     return f"{changes} changed" if changes else "clean"
 
@@ -188,8 +189,8 @@ def _agent_lines(report: AgentReport) -> list[str]:
     return lines
 
 
-def board_dict(data: Board) -> dict:
-    agents = []
+def board_dict(data: Board) -> dict[str, object]:
+    agents: list[dict[str, object]] = []
     if data.agents is not None:
         out = {u.agent: u for u in data.agents.unavailable}
         for agent in data.agents.agents:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from teleclaude.errors import Error
 from teleclaude.planner.core.model import (
     Action,
@@ -22,10 +24,12 @@ def to_text(action: Action | AgentMarked | AgentReport) -> str:
     match action:
         case AgentMarked(agent=agent, until=None):
             return f"OK: {printable(agent)} is available."
-        case AgentMarked(agent=agent, until=until, reason=reason, now=now) if now and until <= now:
+        case AgentMarked(agent=agent, until=datetime() as until, reason=reason, now=datetime() as now) if (
+            until <= now
+        ):
             passed = f"{format_utc(until)} has already passed ({printable(reason)})"
             return f"OK: {printable(agent)} is available: {passed}."
-        case AgentMarked(agent=agent, until=until, reason=reason):
+        case AgentMarked(agent=agent, until=datetime() as until, reason=reason):
             return (
                 f"OK: {printable(agent)} is unavailable until {format_utc(until)} ({printable(reason)}).\n"
                 "teleclaude__next_work() and teleclaude__next_prepare() now fall back to the next agent."

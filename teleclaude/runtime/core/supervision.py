@@ -223,7 +223,7 @@ def assess(
     asked = action.step if isinstance(action, Dispatch | RunYourself) else None
     if asked is Step.COMMIT and getattr(action, "slug", slug) == slug:
         return Directive(f"{MARK} Commit your changes: the files you changed are not committed yet.")
-    if asked is not step or getattr(action, "slug", slug) != slug:
+    if step is None or asked is not step or getattr(action, "slug", slug) != slug:
         summary = "another step" if asked is None else f"/{asked.command}"
         return Finished(f"/{command} {slug} is done by the files; the planner moves on to {summary}")
     return Directive(_unfinished(step, slug, open_tasks, commits_ahead))
