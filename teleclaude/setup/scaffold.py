@@ -45,6 +45,10 @@ class Done:
 def init(cwd: str | os.PathLike | None = None) -> Done | Error:
     repo = gitx.find_repo(cwd or os.getcwd())
     lines = [_create_roadmap(repo.root), _exclude_trees(repo)]
+    trusted = _trust_for_claude(repo.root)
+    if isinstance(trusted, Error):
+        return trusted
+    lines += trusted
     if importlib.util.find_spec("teleclaude.setup.githooks") is None:
         lines.append("skipped   git hooks: this teleclaude does not ship them yet")
     else:
@@ -62,6 +66,20 @@ def init(cwd: str | os.PathLike | None = None) -> Done | Error:
     head = f"OK: {repo.root} is ready for teleclaude."
     tail = 'Next: teleclaude new SLUG "description", then /next-prepare in your agent.'
     return Done((head, *lines, tail))
+
+
+def _trust_for_claude(root: Path) -> list[str] | Error:
+    """Claude asks whether to trust a new folder, which a detached worker cannot answer: answer it for the
+    project root (recorded in the install manifest; `teleclaude install --uninstall` takes it back)."""
+    from teleclaude.setup import install
+
+    done = install.trust_project(root)
+    if isinstance(done, Error):
+        return done
+    return [
+        f"{line.status.value:<9} {line.what} (claude: trust the project and its trees/ for workers)"
+        for line in done
+    ]
 
 
 def _create_roadmap(root: Path) -> str:
