@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from teleclaude.demo.model_server import Text, Tool, edit_and_commit, mcp
+from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
+from teleclaude.setup.install import Scope
 
 
 def start(runtime, project, command: str = "next-build", args: str = "greeting") -> Started:
@@ -86,3 +90,41 @@ def test_claude_calls_a_teleclaude_mcp_tool(runtime, project, model_server):
     assert "mcp__teleclaude__teleclaude__next_work" in [tool["name"] for tool in called.body["tools"]]
     result = answered.last_user_text()
     assert "greeting" in result and "error" not in result.lower(), result
+
+
+# --- set up by `teleclaude install` / `init` only --------------------------------------------------------
+
+
+def test_a_worker_in_a_worktree_starts_unattended_under_the_roots_trust(runtime, project, model_server):
+    worktree = ["git", "worktree", "add", "-q", "-b", "greeting", "trees/greeting"]
+    subprocess.run(worktree, cwd=project, check=True)
+    model_server.add(Text("DONE: next-build greeting - nothing to build"))
+    started = runtime.run_agent_command(
+        "local", "next-build", "greeting", str(project), "claude", "med", "trees/greeting"
+    )
+    assert isinstance(started, Started), started
+    events = events_until(runtime, started.session.id, EventKind.TURN_ENDED)
+    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
+    assert str(project / "trees" / "greeting") in model_server.turns()[0].text()  # claude worked there
+
+
+def test_project_scope_names_no_path_of_this_machine_and_claude_connects(
+    claude_cli, project, model_server, set_up
+):
+    set_up(project, Scope.PROJECT)
+    written = [project / ".mcp.json", project / ".claude" / "settings.json"]
+    for path in written:
+        text = path.read_text()
+        for machine_path in ("/usr/", "/tmp/", "/root/", "/home/", str(Path(sys.executable).parent)):
+            assert machine_path not in text, f"{path} names {machine_path}"
+    listed = subprocess.run(
+        [str(claude_cli), "mcp", "list"], cwd=project, capture_output=True, text=True, timeout=60
+    )
+    (line,) = [row for row in listed.stdout.splitlines() if row.startswith("teleclaude: teleclaude mcp")]
+    assert line.endswith("Connected"), listed.stdout + listed.stderr  # by name, approved
+    runtime = open_runtime(project)
+    model_server.add(Tool("WaitForMcpServers", {}), mcp("teleclaude", "teleclaude__next_work"), Text("DONE"))
+    started = start(runtime, project, "next-work", "")
+    events = events_until(runtime, started.session.id, EventKind.TURN_ENDED)
+    assert (EventKind.TURN_ENDED, "stop hook") in [(e.kind, e.detail) for e in events]  # the hook by name
+    assert "TOOL_CALL" in model_server.turns()[2].last_user_text()
