@@ -33,6 +33,19 @@ def events_until(runtime, session_id: str, kind: EventKind, seconds: float = 60.
     pytest.fail(f"no {kind.value} event; saw {saw}; the screen:\n{screen(runtime, session)}")
 
 
+def tool_result(turn) -> str:
+    """The text of the last tool_result block claude sent in `turn` (an Anthropic request)."""
+    blocks = [
+        block
+        for message in turn.body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+    content = blocks[-1]["content"]
+    return content if isinstance(content, str) else "".join(part.get("text", "") for part in content)
+
+
 def screen(runtime, session) -> str:
     return "\n".join(runtime.tmux.screen(session.pane_id, runtime.tmux.views()[session.pane_id]))
 
@@ -72,7 +85,7 @@ def test_a_shell_tool_call_edits_a_file_and_commits(runtime, project, model_serv
     assert any(block.get("type") == "tool_result" for block in result)
 
 
-def test_claude_calls_a_teleclaude_mcp_tool(runtime, project, model_server):
+def test_a_claude_orchestrator_runs_next_work_and_gets_a_tool_call(runtime, project, model_server):
     model_server.add(
         Tool("WaitForMcpServers", {}),  # MCP servers connect in the background: the model waits for them
         mcp("teleclaude", "teleclaude__next_work"),
@@ -88,8 +101,9 @@ def test_claude_calls_a_teleclaude_mcp_tool(runtime, project, model_server):
     ]
     called, answered = turns[1:3]
     assert "mcp__teleclaude__teleclaude__next_work" in [tool["name"] for tool in called.body["tools"]]
-    result = answered.last_user_text()
-    assert "greeting" in result and "error" not in result.lower(), result
+    result = tool_result(answered)
+    assert result.startswith("TOOL_CALL:"), result
+    assert 'command="next-build"' in result and 'args="greeting"' in result, result
 
 
 # --- set up by `teleclaude install` / `init` only --------------------------------------------------------
@@ -127,4 +141,4 @@ def test_project_scope_names_no_path_of_this_machine_and_claude_connects(
     started = start(runtime, project, "next-work", "")
     events = events_until(runtime, started.session.id, EventKind.TURN_ENDED)
     assert (EventKind.TURN_ENDED, "stop hook") in [(e.kind, e.detail) for e in events]  # the hook by name
-    assert "TOOL_CALL" in model_server.turns()[2].last_user_text()
+    assert tool_result(model_server.turns()[2]).startswith("TOOL_CALL:")
