@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from teleclaude.demo.model_server import Text, Tool, edit_and_commit, mcp
+from teleclaude.demo.model_server import Text, Tool, edit_and_commit, mcp, shell
 from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 from teleclaude.setup.install import Scope
@@ -83,6 +84,29 @@ def test_a_shell_tool_call_edits_a_file_and_commits(runtime, project, model_serv
     assert (project / "src" / "greeting.py").read_text() == 'print("hello")\n'
     result = model_server.turns()[1].body["messages"][-1]["content"]
     assert any(block.get("type") == "tool_result" for block in result)
+
+
+def test_the_tool_hook_shows_the_workers_last_tool_uses(runtime, project, model_server):
+    model_server.add(
+        shell("git status --short", "Look at the worktree"),
+        edit_and_commit("src/greeting.py", 'print("hello")', "Build greeting"),
+        Text("DONE: next-build greeting - 1 task built"),
+    )
+    started = start(runtime, project)
+    events_until(runtime, started.session.id, EventKind.TURN_ENDED)
+    listing = runtime.list_sessions()
+    lines = runtime.recent_tools(listing)[started.session.id]
+    assert len(lines) == 2 and lines[0].startswith("Bash: git status --short ("), lines
+    assert lines[1].startswith('Bash: mkdir -p "$(dirname src/greeting.py)" && printf'), lines  # cut short
+    assert all(re.search(r" \(\d+[smh] ago\)$", line) for line in lines), lines
+    shown = subprocess.run(
+        [sys.executable, "-m", "teleclaude", "sessions", "list", "--cwd", str(project)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "    Bash: git status --short (" in shown.stdout, shown.stdout
 
 
 def test_a_claude_orchestrator_runs_next_work_and_gets_a_tool_call(runtime, project, model_server):
