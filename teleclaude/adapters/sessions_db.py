@@ -156,18 +156,32 @@ class SessionStore(SqliteStore):
     # --- tool uses (reported by the agent CLI's tool hook) -----------------------------------------------
 
     def add_tool_use(self, use: ToolUse) -> None:
-        """Record `use`, keeping the session's latest KEPT."""
+        """Record `use`, keeping the session's latest KEPT. Run by a hook before every tool call, so the
+        common case (the tables exist) is plain sqlite3, without importing sqlite-utils."""
+        row = (use.session_id, _stamp(use.at), use.tool, use.target)
+        insert = f"INSERT INTO {TOOL_USES} (session_id, at, tool, target) VALUES (?, ?, ?, ?)"
+        prune = (
+            f"DELETE FROM {TOOL_USES} WHERE session_id = ? AND id NOT IN "
+            f"(SELECT id FROM {TOOL_USES} WHERE session_id = ? ORDER BY id DESC LIMIT ?)"
+        )
+
+        def plain() -> bool:
+            with closing(self._connect()) as conn, conn:
+                try:
+                    conn.execute(insert, row)
+                except sqlite3.OperationalError as error:
+                    if "no such table" in str(error):
+                        return False
+                    raise
+                conn.execute(prune, (use.session_id, use.session_id, KEPT))
+            return True
 
         def change(db: sqlite_utils.Database) -> None:
-            row = {"session_id": use.session_id, "at": _stamp(use.at), "tool": use.tool, "target": use.target}
-            db.table(TOOL_USES).insert(row)
-            db.execute(
-                f"DELETE FROM {TOOL_USES} WHERE session_id = ? AND id NOT IN "
-                f"(SELECT id FROM {TOOL_USES} WHERE session_id = ? ORDER BY id DESC LIMIT ?)",
-                [use.session_id, use.session_id, KEPT],
-            )
+            db.execute(insert, row)
+            db.execute(prune, (use.session_id, use.session_id, KEPT))
 
-        self._write(change)
+        if not (self.path.exists() and self._survive(plain)):
+            self._write(change)
 
     def recent_tool_uses(self, ids: Iterable[str], limit: int = SHOWN) -> dict[str, tuple[ToolUse, ...]]:
         """session id -> its latest `limit` tool uses, oldest first (sessions without any are left out)."""
