@@ -87,6 +87,12 @@ class SessionStore(SqliteStore):
         found = self._select(f"SELECT * FROM {SESSIONS} WHERE id = ?", (session_id,))
         return _session(found[0]) if found else None
 
+    def last_failure(self, project: str, slug: str) -> Session | None:
+        """The newest session of `slug` when it errored or needs attention and recorded why; else None."""
+        last = self.latest(project, slug)
+        failed = (SessionState.ERRORED, SessionState.NEEDS_ATTENTION)
+        return last if last is not None and last.state in failed and last.last_error else None
+
     def sessions(self, ids: Iterable[str] | None = None) -> list[Session]:
         if ids is None:
             rows = self._select(f"SELECT * FROM {SESSIONS} ORDER BY created_at, id")

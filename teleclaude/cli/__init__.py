@@ -5,8 +5,9 @@ Exit codes: 0 for an action to carry out (TOOL_CALL, SELF, PREPARED, COMPLETE, O
 sqlite-utils are loaded by the commands (or the rare write paths) that need them.
 
 To add a command, write `_add_<name>(parser)` and `_run_<name>(args) -> int` and list them in a `COMMANDS`
-tuple: the planner's here, the others in `cli_setup` (install, init, new), `cli_checks` (lint, hooks, hook,
-status), `cli_sessions` (the worker runtime) and `cli_run` (run, demo).
+tuple: the planner's here, the others in `cli.setup` (install, init, new), `cli.checks` (lint, hooks, hook,
+status), `cli.sessions` (the worker runtime) and `cli.run` (run, demo). Wings are imported inside the
+commands: see `teleclaude.cli.base`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,21 @@
 """`teleclaude lint`, `hooks`, `hook` and `status`: catch bad state where it starts, and show the roadmap.
 
 Exit codes: `lint` 1 when any error is found (warnings alone exit 0); `hook …` always 0 (a hook must never
-break a commit or an agent); the others 0, or 1 with `ERROR: CODE`.
+break a commit or an agent); the others 0, or 1 with `ERROR: CODE`. The planner and setup wings are imported
+inside the commands: `--help` and the hooks stay fast (see `teleclaude.cli.base`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import logging
+import os
+import shutil
+import sys
 
 from teleclaude.cli.base import Command, add_cwd, print_value, write
+from teleclaude.errors import Error
 
 # --- lint --------------------------------------------------------------------------------------------
 
@@ -27,10 +34,6 @@ def _add_lint(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_lint(args: argparse.Namespace) -> int:
-    import json
-    import os
-
-    from teleclaude.errors import Error
     from teleclaude.planner import checks
     from teleclaude.planner.core.lint import has_errors
 
@@ -64,8 +67,6 @@ def _add_hooks(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_hooks(args: argparse.Namespace) -> int:
-    import os
-
     from teleclaude.setup import githooks
 
     cwd = args.cwd or os.getcwd()
@@ -152,11 +153,7 @@ def _run_hook_stop_failure(args: argparse.Namespace) -> int:  # PLACEHOLDER, see
 
 
 def _run_hook_post_commit(args: argparse.Namespace) -> int:
-    import logging
-    import os
-
     try:
-        from teleclaude.errors import Error
         from teleclaude.planner import checks
 
         text = checks.next_preview(args.cwd or os.getcwd())
@@ -187,12 +184,6 @@ def _add_status(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_status(args: argparse.Namespace) -> int:
-    import json
-    import os
-    import shutil
-    import sys
-
-    from teleclaude.errors import Error
     from teleclaude.planner import checks
     from teleclaude.planner.core.phase import board_dict, render_board
 

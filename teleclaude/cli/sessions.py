@@ -1,11 +1,17 @@
-"""`teleclaude sessions …`: start, watch and end agent workers in tmux (the runtime tools as verbs)."""
+"""`teleclaude sessions …`: start, watch and end agent workers in tmux (the runtime tools as verbs).
+
+The runtime is imported inside the commands: `--help` and the hooks stay fast (see `teleclaude.cli.base`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+from datetime import datetime
+from pathlib import Path
 
 from teleclaude.cli.base import Command, add_cwd, write
+from teleclaude.errors import Error
 
 
 def _add_sessions(parser: argparse.ArgumentParser) -> None:
@@ -80,8 +86,6 @@ def _run_sessions(args: argparse.Namespace) -> int:
 
 
 def _run_run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from teleclaude.adapters.git import NotAGitRepo, find_repo
 
     here = Path(args.cwd or ".").resolve()
@@ -128,10 +132,7 @@ def _run_report(args: argparse.Namespace) -> int:
 
 def _run_cycle(args: argparse.Namespace) -> int:
     """Runs detached from the worker that reported: open the runtime of the session's own project."""
-    from datetime import datetime
-
     from teleclaude.adapters.sessions_db import SessionStore
-    from teleclaude.errors import Error
     from teleclaude.planner.core.render import to_text
     from teleclaude.runtime.api import guarded, open_runtime
 
@@ -146,7 +147,6 @@ def _run_cycle(args: argparse.Namespace) -> int:
 
 
 def _answer(args: argparse.Namespace, method: str, *arguments: object) -> int:
-    from teleclaude.errors import Error
     from teleclaude.planner.core.render import to_dict, to_text
     from teleclaude.runtime.api import guarded, open_runtime
     from teleclaude.runtime.core.session_render import session_dict, session_text

@@ -21,9 +21,14 @@ from pathlib import Path
 
 from teleclaude.demo.agent_homes import claude_environment, prepare_claude_login
 from teleclaude.demo.model_server import ModelServer, Step, Text, shell
-from teleclaude.demo.scenario import commit_all, environment, git, make_repository, remove_tmux_server
+from teleclaude.demo.scenario import Console, environment, remove_tmux_server
+from teleclaude.demo.workers import commit_all, git, make_repository
 from teleclaude.errors import Error
 from teleclaude.planner.core.render import to_text
+from teleclaude.runtime import orchestrator
+from teleclaude.runtime.api import open_runtime
+from teleclaude.setup.install import Scope, install
+from teleclaude.setup.scaffold import init
 
 SLUG = "greeting"
 AGENTS = ("claude",)
@@ -62,7 +67,7 @@ def worker_turn(body: dict) -> Step:
     return shell(command, "Do this session's step and commit")
 
 
-def run(agent: str = "claude", keep: bool = False, verbose: bool = False) -> int:
+def run(console: Console, agent: str = "claude", keep: bool = False, verbose: bool = False) -> int:
     if agent not in AGENTS:
         print(
             f"ERROR: INVALID_ARGUMENT\n--real {agent}: only claude is verified for real runs so far "
@@ -87,7 +92,7 @@ def run(agent: str = "claude", keep: bool = False, verbose: bool = False) -> int
             project = _project(base, socket)
             print(f"teleclaude demo --real claude ({claude}) in {project}")
             print(f"scripted model server {server.url}; watch a worker: tmux -L {socket} attach -t tc-ID\n")
-            report = _orchestrate(project, verbose)
+            report = _orchestrate(project, console, verbose)
             return _summary(project, report, time.monotonic() - started)
     except SetupFailed as error:
         print(error)
@@ -119,9 +124,6 @@ def _variables(base: Path, claude: Path, server_url: str) -> dict[str, str | Non
 
 def _project(base: Path, socket: str) -> Path:
     """The demo repository, with claude set up the way a user does it; prints what install and init did."""
-    from teleclaude.setup.install import Scope, install
-    from teleclaude.setup.scaffold import init
-
     prepare_claude_login(Path(os.environ["HOME"]))
     project = make_repository(base / "project")
     (project / "teleclaude.toml").write_text(SETTINGS.format(socket=socket))
@@ -137,12 +139,7 @@ class SetupFailed(Exception):
     pass
 
 
-def _orchestrate(project: Path, verbose: bool):
-    from teleclaude.cli.run import Console
-    from teleclaude.runtime import orchestrator
-    from teleclaude.runtime.api import open_runtime
-
-    console = Console()
+def _orchestrate(project: Path, console: Console, verbose: bool) -> orchestrator.RunReport:
     report = orchestrator.run(
         project, SLUG, False, MAX_STEPS, open_runtime(project), console.show, console.status, verbose=verbose
     )

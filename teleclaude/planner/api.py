@@ -15,6 +15,7 @@ from pathlib import Path
 
 from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
+from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.adapters.settings import load_config
 from teleclaude.adapters.store import AvailabilityStore, StoreError
 from teleclaude.config.matrix import Config
@@ -89,15 +90,11 @@ def _last_error(action: Action, root: Path) -> str | None:
     """Why the last worker session of a dispatched slug failed, so the next worker can avoid it."""
     if not isinstance(action, Dispatch):
         return None
-    from teleclaude.adapters.sessions_db import SessionStore
-    from teleclaude.runtime.core.sessions import SessionState
-
     try:
-        last = SessionStore().latest(str(root.resolve()), action.slug)
+        last = SessionStore().last_failure(str(root.resolve()), action.slug)
     except StoreError:
         return None
-    failed = (SessionState.ERRORED, SessionState.NEEDS_ATTENTION)
-    if last is None or last.state not in failed or not last.last_error:
+    if last is None:
         return None
     failure = f"The last worker for {action.slug} (/{last.command}, {last.agent}) failed: "
     return failure + last.last_error.strip().splitlines()[0][:300]

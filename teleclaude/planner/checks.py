@@ -7,6 +7,7 @@ effects a decision carries (claiming an item, creating a worktree), so they chan
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import time
@@ -171,11 +172,12 @@ STAGED_HELP = (
 class BoardFacts(app.RepoFacts):
     """`RepoFacts` whose main-checkout status comes from one `git status -- todos` shared by every item."""
 
+    @functools.cached_property
+    def todos_status(self) -> MainStatus:
+        return gitx.status(self.repo.root, layout.TODOS)
+
     def main_status(self, slug: str) -> MainStatus:
-        key = ("main_status_all",)
-        if key not in self._answers:
-            self._answers[key] = gitx.status(self.repo.root, layout.TODOS)
-        everything: MainStatus = self._answers[key]
+        everything = self.todos_status
         prefix = f"todos/{slug}/"
         return MainStatus(
             everything.has_commits,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 import os
 import shlex
@@ -13,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from teleclaude.cli import setup as cli_setup
 from teleclaude.setup import install
+from teleclaude.setup.manifest import Manifest
 
 NAMES = install.command_names()
 ALL = ("--claude", "--codex", "--gemini")
@@ -103,7 +107,7 @@ def test_the_installed_stop_hook_command_runs(home, run, agent, tmp_path):
 
 
 def test_without_a_stop_hook_command_the_hook_is_skipped_and_said(home, run, monkeypatch):
-    monkeypatch.setattr(install, "stop_hook_available", lambda: False)
+    monkeypatch.setattr(cli_setup, "stop_hook_available", lambda: False)
     code, out = run("install", "--claude")
     assert code == 0 and "skipped" in out
     assert "hooks" not in load(home / ".claude" / "settings.json")
@@ -352,6 +356,61 @@ def test_uninstall_from_nothing_removes_every_file_and_folder_it_created(home, r
     run("install", *ALL)
     assert run("install", *ALL, "--uninstall")[0] == 0
     assert list(home.iterdir()) == []
+
+
+def old_manifest(home: Path) -> dict:
+    """A manifest as the first release wrote it (that format must keep working), with the files it names:
+    an older command file, an MCP entry, a stop hook list item, a TOML table, created files and folders."""
+    command = home / ".claude" / "commands" / f"{NAMES[0]}.md"
+    command.parent.mkdir(parents=True)
+    command.write_text("an older version of the command\n")
+    server = {"type": "stdio", "command": "/old/teleclaude", "args": ["mcp"]}
+    hook = {"hooks": [{"type": "command", "command": "/old/teleclaude hook stop --agent claude"}]}
+    (home / ".claude.json").write_text(json.dumps({"numStartups": 7, "mcpServers": {"teleclaude": server}}))
+    (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"Stop": [hook]}}))
+    table = '\n[mcp_servers.teleclaude]\ncommand = "/old/teleclaude"\nargs = ["mcp"]\n'
+    (home / ".codex").mkdir()
+    (home / ".codex" / "config.toml").write_text('model = "o3"\n' + table)
+    entries = {
+        str(home / ".claude.json"): [
+            {
+                "created": [["mcpServers"]],
+                "keys": ["mcpServers", "teleclaude"],
+                "list": False,
+                "value": server,
+            }
+        ],
+        str(home / ".claude" / "settings.json"): [
+            {
+                "created": [["hooks"], ["hooks", "Stop"]],
+                "keys": ["hooks", "Stop"],
+                "list": True,
+                "value": hook,
+            }
+        ],
+    }
+    return {
+        "created": [str(home / ".claude" / "settings.json"), str(home / ".claude"), str(command.parent)],
+        "entries": entries,
+        "files": {str(command): hashlib.sha256(command.read_bytes()).hexdigest()},
+        "toml": {str(home / ".codex" / "config.toml"): table},
+    }
+
+
+def test_a_manifest_of_the_first_release_reads_and_writes_back_unchanged(home):
+    data = old_manifest(home)
+    assert Manifest.from_dict(copy.deepcopy(data)).dump() == data
+
+
+def test_a_manifest_of_the_first_release_still_uninstalls(home, run):
+    manifest = home / install.MANIFEST
+    manifest.parent.mkdir()
+    manifest.write_text(json.dumps(old_manifest(home), indent=2))
+    code, out = run("install", "--claude", "--codex", "--uninstall")
+    assert code == 0 and "4 removed" in out, out
+    assert json.loads((home / ".claude.json").read_text()) == {"numStartups": 7}
+    assert (home / ".codex" / "config.toml").read_text() == 'model = "o3"\n'
+    assert sorted(p.name for p in home.iterdir()) == [".claude.json", ".codex"]
 
 
 def test_uninstall_keeps_what_the_user_added_since(home, run):

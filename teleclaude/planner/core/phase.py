@@ -24,8 +24,8 @@ from teleclaude.planner.core.model import (
     Step,
     WorktreeState,
 )
-from teleclaude.planner.core.render import _duration, _utc
 from teleclaude.planner.core.terminal import printable
+from teleclaude.planner.core.timeparse import format_duration, format_utc
 
 
 class Stage(Enum):
@@ -183,8 +183,8 @@ def _agent_lines(report: AgentReport) -> list[str]:
             lines.append(f"{printable(agent):<8} available")
         else:
             why = f", {printable(u.reason)}" if u.reason else ""
-            left = _duration(u.until - report.now)
-            lines.append(f"{printable(agent):<8} unavailable, {left} left (until {_utc(u.until)}{why})")
+            left = format_duration((u.until - report.now).total_seconds(), "m")
+            lines.append(f"{printable(agent):<8} unavailable, {left} left (until {format_utc(u.until)}{why})")
     return lines
 
 
@@ -198,7 +198,7 @@ def board_dict(data: Board) -> dict:
                 {
                     "agent": agent,
                     "available": u is None,
-                    "until": _utc(u.until) if u else None,
+                    "until": format_utc(u.until) if u else None,
                     "minutes_left": max(0, int((u.until - data.agents.now).total_seconds() // 60))
                     if u
                     else None,

@@ -19,6 +19,7 @@ from datetime import datetime
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Decision, Dispatch, RunYourself, Step
+from teleclaude.planner.core.timeparse import format_duration
 from teleclaude.runtime.core.sessions import Activity, Change, Event, Session, SessionState, transition
 
 MARK = "[teleclaude]"  # starts every line the supervisor types, so its echo never counts as progress
@@ -102,7 +103,7 @@ def nudge(
         return None
     if session.nudges >= config.max_nudges:
         return NeedsAttention(
-            f"no progress for {duration(silent)} and {session.nudges} reminders went unanswered"
+            f"no progress for {format_duration(silent)} and {session.nudges} reminders went unanswered"
         )
     interrupt = silent >= config.hard_remind
     if not interrupt and not quiet:
@@ -128,7 +129,7 @@ def reminder_text(number: int, of: int, silent: float, interrupt: bool) -> str:
     look like the worker's output."""
     advice = "Background long commands, report" if interrupt else "Report"
     return (
-        f"{MARK} reminder {number}/{of}: no progress for {duration(silent)}. "
+        f"{MARK} reminder {number}/{of}: no progress for {format_duration(silent)}. "
         f"{advice} with teleclaude__report_status, then finish your step and commit."
     )
 
@@ -157,10 +158,12 @@ class Digest:
 
     def text(self) -> str:
         status = (
-            f'"{self.status}" ({duration(self.status_age)} ago)' if self.status_age is not None else "never"
+            f'"{self.status}" ({format_duration(self.status_age)} ago)'
+            if self.status_age is not None
+            else "never"
         )
         head = (
-            f"running {duration(self.running_for)}, state {self.state.value}, status {status}, "
+            f"running {format_duration(self.running_for)}, state {self.state.value}, status {status}, "
             f"{self.nudges} reminder(s) sent" + (", NO PROGRESS" if self.no_progress else "")
         )
         tools = ["  recent tools:", *(f"    {line}" for line in self.tools)] if self.tools else []
@@ -256,12 +259,3 @@ def _unfinished(step: Step, slug: str, open_tasks: int, commits_ahead: int) -> s
 def step_of(command: str) -> Step | None:
     name = command.removeprefix("prompts:")
     return next((step for step in Step if step.command == name), None)
-
-
-def duration(seconds: float | None) -> str:
-    total = int(seconds or 0)
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
