@@ -190,7 +190,10 @@ def _session_answer(method: str, *args, **kwargs) -> str:
     from teleclaude.runtime.core.session_render import session_text
 
     answer = guard(lambda: getattr(_runtime(), method)(*args, **kwargs))()
-    return to_text(answer) if isinstance(answer, Error) else session_text(answer)
+    if isinstance(answer, Error):
+        return to_text(answer)
+    tools = guard(lambda: _runtime().recent_tools(answer))() if isinstance(answer, list) else None
+    return session_text(answer, None if isinstance(tools, Error) else tools)
 
 
 async def run_agent_command(

@@ -63,11 +63,21 @@ def _run_run(args: argparse.Namespace) -> int:
 def _add_demo(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep", action="store_true", help="keep the demo repository instead of deleting it")
     parser.add_argument("--verbose", action="store_true", help="print the full text of every planner answer")
+    parser.add_argument(
+        "--real",
+        metavar="AGENT",
+        choices=("claude",),
+        help="one item through the real CLI (claude) on a scripted model server, instead of the stand-ins",
+    )
 
 
 def _run_demo(args: argparse.Namespace) -> int:
     from teleclaude.demo import scenario as demo
 
+    if args.real:
+        from teleclaude.demo import real
+
+        return real.run(Console(), args.real, keep=args.keep, verbose=args.verbose)
     return demo.run(Console(), keep=args.keep, verbose=args.verbose)
 
 

@@ -151,11 +151,16 @@ def _answer(args: argparse.Namespace, method: str, *arguments: object) -> int:
     from teleclaude.runtime.api import guarded, open_runtime
     from teleclaude.runtime.core.session_render import session_dict, session_text
 
-    answer = guarded(lambda: getattr(open_runtime(args.cwd or "."), method)(*arguments))
+    runtime = guarded(lambda: open_runtime(args.cwd or "."))
+    answer = runtime if isinstance(runtime, Error) else guarded(lambda: getattr(runtime, method)(*arguments))
     if isinstance(answer, Error):
         write(json.dumps(to_dict(answer)) if args.json else to_text(answer))
         return 1
-    write(json.dumps(session_dict(answer)) if args.json else session_text(answer))
+    tools = None
+    if isinstance(answer, list) and not isinstance(runtime, Error):
+        found = guarded(runtime.recent_tools, answer)
+        tools = None if isinstance(found, Error) else found  # a listing without tool uses beats no listing
+    write(json.dumps(session_dict(answer, tools)) if args.json else session_text(answer, tools))
     return 0
 
 

@@ -114,7 +114,7 @@ def run(console: Console, keep: bool = False, verbose: bool = False) -> int:
     socket = f"tc-demo-{secrets.token_hex(4)}"
     started = time.monotonic()
     try:
-        with _environment(_demo_variables(base)):
+        with environment(_demo_variables(base)):
             project = make_repository(base / "project")
             (project / "teleclaude.toml").write_text(DEMO_SETTINGS.format(socket=socket))
             commit_all(project, "Runtime settings for the demo: a private tmux server, short timings")
@@ -128,7 +128,7 @@ def run(console: Console, keep: bool = False, verbose: bool = False) -> int:
         print("\nDemo interrupted.")
         return 130
     finally:
-        _remove_tmux_server(socket)
+        remove_tmux_server(socket)
         if keep:
             print(f"Kept {base}")
         else:
@@ -149,7 +149,7 @@ def _demo_variables(base: Path) -> dict[str, str | None]:
 
 
 @contextlib.contextmanager
-def _environment(values: dict[str, str | None]):
+def environment(values: dict[str, str | None]):
     """Set (None: remove) environment variables, and put them back afterwards. The private tmux server
     starts inside, so its workers inherit them."""
     saved = {name: os.environ.get(name) for name in values}
@@ -248,7 +248,7 @@ def _step(session) -> str:
     return session.command.removeprefix("prompts:")
 
 
-def _remove_tmux_server(socket: str) -> None:
+def remove_tmux_server(socket: str) -> None:
     """Kill the demo's private tmux server (and every worker in it) and remove its socket file."""
     with contextlib.suppress(TmuxError):
         Tmux(socket).kill_server()

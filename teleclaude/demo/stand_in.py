@@ -65,6 +65,8 @@ def modes(agent: str) -> set[str]:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--step"]:
+        return do_session_step()
     agent = argv[0] if argv else "claude"
     chosen = modes(agent)
     say(f"fake {agent} ({', '.join(sorted(chosen))}) in {Path.cwd()}")
@@ -140,6 +142,21 @@ def do_step(command: str, slug: str) -> str:
         return workers.worker(step)(here, action)
     except Exception as error:  # a fake worker that fails says so, like a real one would
         return f"the step failed: {error}"
+
+
+def do_session_step() -> int:
+    """`python -m teleclaude.demo.stand_in --step`: the step of the worker session this runs in
+    ($TELECLAUDE_SESSION_ID), done once on the current directory. What the scripted model of
+    `teleclaude demo --real` has a real agent CLI run through its shell tool."""
+    from teleclaude.adapters.sessions_db import SessionStore
+
+    session = SessionStore().get(os.environ.get("TELECLAUDE_SESSION_ID", ""))
+    if session is None:
+        say("not in a worker session started by teleclaude ($TELECLAUDE_SESSION_ID)")
+        return 1
+    slug = session.args.split()[0] if session.args.split() else ""
+    say(do_step(session.command.removeprefix("prompts:"), slug))
+    return 0
 
 
 def write_preparation(main: Path, step, slug: str) -> str:

@@ -96,7 +96,8 @@ def install(
             "No agent CLI found: none of claude, codex, gemini is on PATH, and there is no ~/.claude, "
             "~/.codex or ~/.gemini.\nName the ones to set up: teleclaude install --claude --codex --gemini.",
         )
-    base = find_repo(cwd or os.getcwd()).root if scope is Scope.PROJECT else home
+    root = find_repo(cwd or os.getcwd()).root if scope is Scope.PROJECT else None
+    base = root or home
     with_hook = uninstall or with_stop_hook  # uninstall removes a hook installed earlier
     merge = merges.uninstall if uninstall else merges.install
     staging = Staging()
@@ -104,6 +105,8 @@ def install(
         manifest = Manifest.load(home / MANIFEST)
         before = copy.deepcopy(manifest.dump())
         targets = [t for agent in chosen for t in agent_targets(agent, scope, base, home, with_hook)]
+        if "claude" in chosen:
+            targets += claude_unattended(home, root, manifest, uninstall)
         lines = [merge(target, staging, manifest) for target in targets]
     except BrokenConfig as error:
         return Error(
@@ -112,10 +115,15 @@ def install(
             "`teleclaude install` again.",
         )
     if not dry_run:
-        staging.write(manifest)
-        if manifest.dump() != before:
-            manifest.save(home / MANIFEST)
+        _write(staging, manifest, before, home / MANIFEST)
     return Report(tuple(lines), chosen, scope, dry_run, uninstall)
+
+
+def _write(staging: Staging, manifest: Manifest, before: dict, manifest_path: Path) -> None:
+    """Apply the staged changes; save the manifest when they changed it."""
+    staging.write(manifest)
+    if manifest.dump() != before:
+        manifest.save(manifest_path)
 
 
 def detect_agents(home: Path) -> tuple[str, ...]:
@@ -128,8 +136,14 @@ def codex_home(home: Path) -> Path:
     return Path(os.environ.get("CODEX_HOME") or home / ".codex")
 
 
-def launcher() -> list[str]:
-    """The command that starts this teleclaude whatever PATH the agent CLI runs with."""
+def launcher(scope: Scope = Scope.USER) -> list[str]:
+    """The command that starts teleclaude from an agent CLI.
+
+    User scope: this teleclaude, by its absolute path, whatever PATH the agent CLI runs with. Project scope:
+    `teleclaude` by name, so the committed files hold no path of this machine (it must be on PATH).
+    """
+    if scope is Scope.PROJECT:
+        return ["teleclaude"]
     script = Path(sys.executable).parent / "teleclaude"
     if script.is_file() and os.access(script, os.X_OK):
         return [str(script)]
@@ -154,10 +168,13 @@ def _claude(scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Targe
         CommandFile("claude", folder / "commands" / f"{name}.md", text.encode()) for name, text in _markdown()
     ]
     mcp_file = base / ".mcp.json" if scope is Scope.PROJECT else home / ".claude.json"
-    targets.append(JsonEntry("claude", mcp_file, ("mcpServers", SERVER), {"type": "stdio", **_server()}))
+    server = {"type": "stdio", **_server(scope)}
+    targets.append(JsonEntry("claude", mcp_file, ("mcpServers", SERVER), server))
     if with_hook:
-        stop = {"hooks": [_hook("claude")]}
-        targets.append(JsonEntry("claude", folder / "settings.json", ("hooks", "Stop"), stop, in_list=True))
+        settings = folder / "settings.json"
+        for event, verb in CLAUDE_HOOKS:
+            entry = {"hooks": [_hook("claude", scope, verb)]}
+            targets.append(JsonEntry("claude", settings, ("hooks", event), entry, in_list=True))
     return targets
 
 
@@ -172,9 +189,9 @@ def _codex(scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Target
             CommandFile("codex", folder / "prompts" / f"{name}.md", text.encode())
             for name, text in _markdown()
         ]
-    targets.append(TomlTable("codex", folder / "config.toml", ("mcp_servers", SERVER), _server()))
+    targets.append(TomlTable("codex", folder / "config.toml", ("mcp_servers", SERVER), _server(scope)))
     if with_hook:
-        stop = {"hooks": [_hook("codex")]}
+        stop = {"hooks": [_hook("codex", scope)]}
         targets.append(JsonEntry("codex", folder / "hooks.json", ("hooks", "Stop"), stop, in_list=True))
     return targets
 
@@ -186,20 +203,88 @@ def _gemini(scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Targe
         for name, text in _markdown()
     ]
     settings = folder / "settings.json"
-    targets.append(JsonEntry("gemini", settings, ("mcpServers", SERVER), _server()))
+    targets.append(JsonEntry("gemini", settings, ("mcpServers", SERVER), _server(scope)))
     if with_hook:
-        after_agent = {"hooks": [{"name": "teleclaude-stop", **_hook("gemini")}]}
+        after_agent = {"hooks": [{"name": "teleclaude-stop", **_hook("gemini", scope)}]}
         targets.append(JsonEntry("gemini", settings, ("hooks", "AfterAgent"), after_agent, in_list=True))
     return targets
 
 
-def _server() -> dict:
-    run = launcher()
+def _server(scope: Scope = Scope.USER) -> dict:
+    run = launcher(scope)
     return {"command": run[0], "args": [*run[1:], "mcp"]}
 
 
-def _hook(agent: str) -> dict:
-    return {"type": "command", "command": shlex.join([*launcher(), "hook", "stop", "--agent", agent])}
+def _hook(agent: str, scope: Scope = Scope.USER, verb: str = "stop") -> dict:
+    return {"type": "command", "command": shlex.join([*launcher(scope), "hook", verb, "--agent", agent])}
+
+
+# --- claude: the hooks beside Stop, and what its first-run dialogs would ask --------------------------------
+
+# (claude's hook event, the `teleclaude hook` verb it runs)
+CLAUDE_HOOKS = (
+    ("Stop", "stop"),  # the turn ended: refuse with uncommitted work, else record the turn end
+    ("StopFailure", "stop-failure"),  # an API error ended the turn (rate_limit, billing_error, …)
+    ("PreToolUse", "tool-use"),  # the worker's recent tool activity, for digests and `sessions list`
+)
+
+
+def claude_unattended(home: Path, root: Path | None, manifest: Manifest, uninstall: bool) -> list[Target]:
+    """What claude's first-run dialogs would ask a detached worker, answered in the user's own files.
+
+    - the "Bypass Permissions mode" warning: `skipDangerousModePermissionPrompt` in ~/.claude/settings.json
+      (what accepting it writes; project settings are not read for it);
+    - project `.mcp.json` servers pending approval: `enabledMcpjsonServers: ["teleclaude"]` in
+      ~/.claude/settings.json (where the CLI itself says to persist an approval; project settings cannot
+      approve their own servers);
+    - workspace trust for the project root (`root`: project scope, or `teleclaude init`), which covers its
+      `trees/<slug>` worktrees: `projects[ROOT].hasTrustDialogAccepted` in ~/.claude.json.
+    Uninstalling removes the trust of every root recorded in the manifest.
+    """
+    settings = home / ".claude" / "settings.json"
+    targets: list[Target] = [
+        JsonEntry("claude", settings, ("skipDangerousModePermissionPrompt",), True),
+        JsonEntry("claude", settings, ("enabledMcpjsonServers",), SERVER, in_list=True),
+    ]
+    roots = [str(root)] if root is not None else []
+    if uninstall:
+        roots += [folder for folder in _trusted_roots(manifest, home) if folder not in roots]
+    return targets + [claude_trust(home, Path(folder)) for folder in roots]
+
+
+def claude_trust(home: Path, root: Path) -> JsonEntry:
+    # false is what claude stores for every folder it has seen: not a refusal (a refusal makes claude exit)
+    keys = ("projects", str(root), "hasTrustDialogAccepted")
+    return JsonEntry("claude", home / ".claude.json", keys, True, default=False)
+
+
+def _trusted_roots(manifest: Manifest, home: Path) -> list[str]:
+    """The project roots whose claude trust the manifest records."""
+    return [
+        record.keys[1]
+        for record in manifest.records(home / ".claude.json")
+        if len(record.keys) == 3 and record.keys[::2] == ("projects", "hasTrustDialogAccepted")
+    ]
+
+
+def trust_project(root: Path) -> list[Line] | Error:
+    """`teleclaude init`: trust `root` in claude (when claude is set up here), recorded for `--uninstall`."""
+    home = Path.home()
+    if "claude" not in detect_agents(home):
+        return []
+    staging = Staging()
+    try:
+        manifest = Manifest.load(home / MANIFEST)
+        before = copy.deepcopy(manifest.dump())
+        line = merges.install(claude_trust(home, root), staging, manifest)
+    except BrokenConfig as error:
+        return Error(
+            ErrorCode.INVALID_CONFIG,
+            f"{error.path} {error.reason}.\nNothing was written there. Fix the file (or move it aside), then "
+            "run `teleclaude init` again.",
+        )
+    _write(staging, manifest, before, home / MANIFEST)
+    return [line]
 
 
 # --- the command files ------------------------------------------------------------------------------

@@ -61,13 +61,15 @@ class CommandFile:
 
 @dataclass(frozen=True)
 class JsonEntry:
-    """`value` at `keys` of a JSON file, or (in_list) one item of the list at `keys`."""
+    """`value` at `keys` of a JSON file, or (in_list) one item of the list at `keys`. `default`: a value the
+    CLI writes there by itself when nobody chose, so finding it counts as finding nothing."""
 
     agent: str
     path: Path
     keys: tuple[str, ...]
     value: object
     in_list: bool = False
+    default: object = MISSING
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,8 @@ def install_json(t: JsonEntry, staging: Staging, manifest: Manifest) -> Line:
     what = f"{t.path} {'.'.join(t.keys)}"
     if existing == t.value:
         return Line(t.agent, Status.UNCHANGED, what)
+    if existing == t.default:
+        existing = MISSING
     if existing is not MISSING and (record is None or existing != record.value):
         return Line(
             t.agent, Status.KEPT, what, "it holds a different entry of yours; remove it to install ours"
@@ -205,7 +209,7 @@ def uninstall_json(t: JsonEntry, staging: Staging, manifest: Manifest) -> Line:
         del parent[t.keys[-1]]
     else:
         status = Status.KEPT if existing is not MISSING else Status.UNCHANGED
-    prune_empty(data, list(record.created))
+    prune_empty(data, staging.containers(t.path, record.created))
     manifest.drop_record(t.path, t.keys)
     last = not manifest.records(t.path)
     if last and manifest.forget_created(t.path) and not data:

@@ -14,7 +14,7 @@ from teleclaude.planner.core.layout import DONE, PLAN, ROADMAP, TREES, archive_p
 from teleclaude.planner.core.markdown import decode
 from teleclaude.planner.core.model import Marker, Roadmap
 from teleclaude.planner.core.roadmap import parse_roadmap, slug_problem
-from teleclaude.setup import githooks
+from teleclaude.setup import githooks, install
 
 LIST_LINE = re.compile(rb"[ \t]|[-*+][ \t]|\d{1,9}[.)][ \t]")  # an item, or a line indented under one
 
@@ -45,6 +45,10 @@ class Done:
 def init(cwd: str | os.PathLike | None = None) -> Done | Error:
     repo = gitx.find_repo(cwd or os.getcwd())
     lines = [_create_roadmap(repo.root), _exclude_trees(repo)]
+    trusted = _trust_for_claude(repo.root)
+    if isinstance(trusted, Error):
+        return trusted
+    lines += trusted
     try:
         lines += githooks.install(repo.root)
     except githooks.HooksError as error:
@@ -57,6 +61,18 @@ def init(cwd: str | os.PathLike | None = None) -> Done | Error:
     head = f"OK: {repo.root} is ready for teleclaude."
     tail = 'Next: teleclaude new SLUG "description", then /next-prepare in your agent.'
     return Done((head, *lines, tail))
+
+
+def _trust_for_claude(root: Path) -> list[str] | Error:
+    """Claude asks whether to trust a new folder, which a detached worker cannot answer: answer it for the
+    project root (recorded in the install manifest; `teleclaude install --uninstall` takes it back)."""
+    done = install.trust_project(root)
+    if isinstance(done, Error):
+        return done
+    return [
+        f"{line.status.value:<9} {line.what} (claude: trust the project and its trees/ for workers)"
+        for line in done
+    ]
 
 
 def _create_roadmap(root: Path) -> str:

@@ -2,6 +2,8 @@
 
 A merge asks for a file's `current` bytes (the staged ones if it changed already) and stages new ones with
 `change`; `write` then applies them all. So a broken config found late stops the run with nothing written.
+An uninstall also gathers here the containers teleclaude created in each file (`containers`), so one that
+several entries shared (claude's `hooks`) goes with the last of them.
 """
 
 from __future__ import annotations
@@ -9,13 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from teleclaude.adapters import fs
-from teleclaude.setup.manifest import Manifest
+from teleclaude.setup.manifest import Keys, Manifest
 
 
 class Staging:
     def __init__(self) -> None:
         self.before: dict[Path, bytes | None] = {}
         self.after: dict[Path, bytes | None] = {}
+        self.created: dict[Path, list[Keys]] = {}  # uninstall: containers made for any entry of the file
 
     def current(self, path: Path) -> bytes | None:
         if path not in self.before:
@@ -31,6 +34,12 @@ class Staging:
         """Stage new contents for `path`; None removes it."""
         self.current(path)
         self.after[path] = data
+
+    def containers(self, path: Path, created: tuple[Keys, ...]) -> list[Keys]:
+        """Every container teleclaude created in `path` for the entries taken out so far, `created` added."""
+        known = self.created.setdefault(path, [])
+        known += [keys for keys in created if keys not in known]
+        return list(known)
 
     def write(self, manifest: Manifest) -> None:
         """Apply every change. Folders made for new files go into `manifest.created`; a folder it lists is

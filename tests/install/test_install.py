@@ -7,7 +7,9 @@ import hashlib
 import json
 import os
 import shlex
+import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -108,7 +110,7 @@ def test_without_a_stop_hook_command_the_hook_is_skipped_and_said(home, run, mon
     monkeypatch.setattr(cli_setup, "stop_hook_available", lambda: False)
     code, out = run("install", "--claude")
     assert code == 0 and "skipped" in out
-    assert not (home / ".claude" / "settings.json").exists()
+    assert "hooks" not in load(home / ".claude" / "settings.json")
 
 
 # --- which agents ------------------------------------------------------------------------------------
@@ -150,7 +152,79 @@ def test_project_scope_writes_into_the_repository(home, repo, run):
     assert "codex: skipped" in out  # Codex has no project prompts
     assert (repo / ".gemini" / "commands" / "next-work.toml").is_file()
     assert load(repo / ".gemini" / "settings.json")["mcpServers"]["teleclaude"]
-    assert sorted(p.name for p in home.iterdir()) == [".teleclaude"]  # only the record of what was done
+    # at home: the record of what was done, and claude's answers to its first-run dialogs (see below)
+    assert sorted(p.name for p in home.iterdir()) == [".claude", ".claude.json", ".teleclaude"]
+
+
+def test_project_scope_files_hold_no_path_of_this_machine(home, repo, run):
+    assert run("install", *ALL, "--scope", "project", "--cwd", str(repo))[0] == 0
+    written = [p for p in repo.rglob("*") if p.is_file() and ".git" not in p.relative_to(repo).parts]
+    assert written
+    for path in written:
+        text = path.read_text()
+        for machine_path in (str(home), str(repo), str(Path(sys.executable).parent), "/usr/", "/tmp/"):
+            assert machine_path not in text, f"{path} holds {machine_path}"
+    server = load(repo / ".mcp.json")["mcpServers"]["teleclaude"]
+    assert [server["command"], *server["args"]] == ["teleclaude", "mcp"]
+    hooks = load(repo / ".claude" / "settings.json")["hooks"]
+    commands = {event: hook_commands(hooks[event]) for event in ("Stop", "StopFailure", "PreToolUse")}
+    assert commands == {
+        "Stop": ["teleclaude hook stop --agent claude"],
+        "StopFailure": ["teleclaude hook stop-failure --agent claude"],
+        "PreToolUse": ["teleclaude hook tool-use --agent claude"],
+    }
+
+
+# --- claude's first-run dialogs, answered visibly and undone by --uninstall ---------------------------------
+
+
+def test_claude_install_answers_the_bypass_and_mcp_approval_dialogs(home, run):
+    code, out = run("install", "--claude")
+    assert code == 0
+    settings = load(home / ".claude" / "settings.json")
+    assert settings["skipDangerousModePermissionPrompt"] is True
+    assert settings["enabledMcpjsonServers"] == ["teleclaude"]
+    assert f"{home / '.claude' / 'settings.json'} skipDangerousModePermissionPrompt" in out
+    assert f"{home / '.claude' / 'settings.json'} enabledMcpjsonServers" in out
+    (failure,) = hook_commands(settings["hooks"]["StopFailure"])
+    assert shlex.split(failure) == [*install.launcher(), "hook", "stop-failure", "--agent", "claude"]
+    (tool_use,) = hook_commands(settings["hooks"]["PreToolUse"])
+    assert shlex.split(tool_use) == [*install.launcher(), "hook", "tool-use", "--agent", "claude"]
+
+
+def test_claude_keeps_a_users_own_choice_and_unrelated_settings(home, run):
+    (home / ".claude").mkdir()
+    own = {"skipDangerousModePermissionPrompt": False, "enabledMcpjsonServers": ["mine"], "model": "opus"}
+    (home / ".claude" / "settings.json").write_text(json.dumps(own, indent=2) + "\n")
+    code, out = run("install", "--claude")
+    settings = load(home / ".claude" / "settings.json")
+    assert settings["skipDangerousModePermissionPrompt"] is False and "kept" in out
+    assert settings["enabledMcpjsonServers"] == ["mine", "teleclaude"]
+    assert settings["model"] == "opus"
+    assert run("install", "--claude", "--uninstall")[0] == 0
+    assert load(home / ".claude" / "settings.json") == own
+
+
+def test_init_trusts_the_project_root_for_claude_and_uninstall_takes_it_back(home, repo, run):
+    state = {"projects": {str(repo): {"hasTrustDialogAccepted": False, "allowedTools": []}}, "theme": "x"}
+    (home / ".claude.json").write_text(json.dumps(state, indent=2) + "\n")  # claude's default entry
+    assert run("install", "--claude")[0] == 0
+    code, out = run("init", "--cwd", str(repo))
+    assert code == 0 and "hasTrustDialogAccepted" in out
+    assert load(home / ".claude.json")["projects"][str(repo)]["hasTrustDialogAccepted"] is True
+    assert run("init", "--cwd", str(repo))[0] == 0  # again: unchanged
+    assert run("install", "--claude", "--uninstall")[0] == 0
+    assert load(home / ".claude.json") == {"projects": {str(repo): {"allowedTools": []}}, "theme": "x"}
+
+
+def test_init_without_claude_trusts_nothing(home, repo, run, monkeypatch, tmp_path):
+    only_git = tmp_path / "bin"
+    only_git.mkdir()
+    (only_git / "git").symlink_to(shutil.which("git"))
+    monkeypatch.setenv("PATH", str(only_git))
+    code, out = run("init", "--cwd", str(repo))
+    assert code == 0 and "hasTrustDialogAccepted" not in out
+    assert not (home / ".claude.json").exists()
 
 
 def test_project_scope_outside_a_repository(home, run, tmp_path):

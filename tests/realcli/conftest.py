@@ -11,16 +11,18 @@ import os
 import secrets
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from teleclaude.adapters.tmux import Tmux
-from teleclaude.demo.agent_homes import claude_environment, prepare_claude_home
+from teleclaude.demo.agent_homes import claude_environment, prepare_claude_login
 from teleclaude.demo.model_server import ModelServer
 from teleclaude.demo.scenario import commit_all, make_repository
 from teleclaude.runtime.api import Runtime, open_runtime
 from teleclaude.setup.install import Scope, install
+from teleclaude.setup.scaffold import init
 
 REPO = Path(__file__).resolve().parents[2]
 VERSIONS = Path(__file__).with_name("versions.txt")
@@ -77,18 +79,42 @@ def project(tmp_path, tmux_socket) -> Path:
 
 
 @pytest.fixture
-def claude(agent_clis, model_server, project, isolated_environment, monkeypatch) -> Path:
-    """A claude on PATH whose HOME is prepared and has teleclaude installed; its worker env points at the
-    scripted server. The tmux server is started by the test process after this, so it inherits the
-    environment (the runtime itself passes only PATH, HOME and its own variables to a worker)."""
-    home = isolated_environment
-    prepare_claude_home(home, [project], pinned()["claude"][1])
-    report = install(["claude"], Scope.USER)
-    assert not hasattr(report, "code"), report
+def claude_cli(agent_clis, model_server, isolated_environment, monkeypatch) -> Path:
+    """A claude on PATH (with this teleclaude beside it) in a fresh HOME holding only the user's login
+    (onboarding, API key approval), its worker env pointing at the scripted server. The tmux server is
+    started by the test process after this, so it inherits the environment (the runtime itself passes only
+    PATH, HOME and its own variables to a worker)."""
+    prepare_claude_login(isolated_environment, pinned()["claude"][1])
     for key, value in claude_environment(model_server.url).items():
         monkeypatch.setenv(key, value)
-    monkeypatch.setenv("PATH", f"{agent_clis['claude']}{os.pathsep}{os.environ['PATH']}")
+    path = [str(agent_clis["claude"]), str(Path(sys.executable).parent), os.environ["PATH"]]
+    monkeypatch.setenv("PATH", os.pathsep.join(path))
     return agent_clis["claude"] / "claude"
+
+
+@pytest.fixture
+def set_up():
+    """`set_up(project, scope)`: `teleclaude install --claude [--scope project]` and `teleclaude init`, as a
+    user runs them; returns what they printed."""
+    return _set_up
+
+
+def _set_up(project: Path, scope: Scope) -> str:
+    report = install(["claude"], scope, cwd=project)
+    assert not hasattr(report, "code"), report
+    done = init(project)
+    assert not hasattr(done, "code"), done
+    return report.text() + "\n" + done.text()
+
+
+@pytest.fixture
+def claude(claude_cli, project) -> Path:
+    """claude with teleclaude installed at user scope and the project initialised: nothing else answers its
+    first-run dialogs."""
+    printed = _set_up(project, Scope.USER)
+    for answer in ("skipDangerousModePermissionPrompt", "enabledMcpjsonServers", "hasTrustDialogAccepted"):
+        assert answer in printed
+    return claude_cli
 
 
 @pytest.fixture

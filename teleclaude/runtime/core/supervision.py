@@ -154,6 +154,7 @@ class Digest:
     nudges: int
     last_lines: tuple[str, ...]
     no_progress: bool  # nothing new for digest_period_quiet
+    tools: tuple[str, ...] = ()  # its latest tool uses, `Read: src/x.py (1m ago)` (core/tool_uses.py)
 
     def text(self) -> str:
         status = (
@@ -165,7 +166,8 @@ class Digest:
             f"running {format_duration(self.running_for)}, state {self.state.value}, status {status}, "
             f"{self.nudges} reminder(s) sent" + (", NO PROGRESS" if self.no_progress else "")
         )
-        return "\n".join([head, *(f"  | {line}" for line in self.last_lines)])
+        tools = ["  recent tools:", *(f"    {line}" for line in self.tools)] if self.tools else []
+        return "\n".join([head, *tools, *(f"  | {line}" for line in self.last_lines)])
 
 
 def digest_due(session: Session, now: datetime, config: RuntimeConfig) -> bool:
@@ -179,7 +181,12 @@ def digest_due(session: Session, now: datetime, config: RuntimeConfig) -> bool:
 
 
 def digest(
-    session: Session, now: datetime, screen: list[str], config: RuntimeConfig, lines: int = 5
+    session: Session,
+    now: datetime,
+    screen: list[str],
+    config: RuntimeConfig,
+    lines: int = 5,
+    tools: tuple[str, ...] = (),
 ) -> tuple[Session, Digest]:
     no_progress = _silent_for(session, now) >= config.digest_period_quiet
     report = Digest(
@@ -191,6 +198,7 @@ def digest(
         session.nudges,
         tuple(row.rstrip() for row in screen if row.strip())[-lines:],
         no_progress,
+        tools,
     )
     escalated = session.digest_escalated or no_progress  # one-way: a worker that went quiet stays watched
     return replace(session, last_digest_at=now, digest_escalated=escalated), report
