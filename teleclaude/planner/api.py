@@ -90,17 +90,16 @@ def _last_error(action: Action, root: Path) -> str | None:
     if not isinstance(action, Dispatch):
         return None
     from teleclaude.adapters.sessions_db import SessionStore
-    from teleclaude.runtime.core.sessions import SessionState
 
     try:
-        last = SessionStore().latest(str(root.resolve()), action.slug)
+        last = SessionStore().latest_failure(str(root.resolve()), action.slug)
     except StoreError:
         return None
-    failed = (SessionState.ERRORED, SessionState.NEEDS_ATTENTION)
-    if last is None or last.state not in failed or not last.last_error:
+    if last is None:
         return None
-    failure = f"The last worker for {action.slug} (/{last.command}, {last.agent}) failed: "
-    return failure + last.last_error.strip().splitlines()[0][:300]
+    command, agent, error = last
+    failure = f"The last worker for {action.slug} (/{command}, {agent}) failed: "
+    return failure + (error.strip().splitlines() or [""])[0][:300]
 
 
 @guard

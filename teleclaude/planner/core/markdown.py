@@ -314,10 +314,17 @@ def _first_line(text: str, position: int) -> str:
 
 
 def _chunk_key(kind: str, body: str, after: str) -> str:
-    import hashlib
-
     data = f"{CHUNK_FORMAT}\0{kind}\0{body}\0{after}".encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return _blake2b()(data, digest_size=16).hexdigest()
+
+
+@lru_cache(maxsize=1)
+def _blake2b():
+    try:
+        from _blake2 import blake2b  # hashlib's own, without loading OpenSSL first (~3 ms)
+    except ImportError:  # pragma: no cover - an interpreter without the module
+        from hashlib import blake2b
+    return blake2b
 
 
 def _summarize_chunk(
