@@ -116,6 +116,8 @@ def decoded(data: bytes) -> tuple[bytes, str, str]:
 
 def conflict_lines(text: str) -> tuple[int, ...]:
     """Lines holding a git conflict marker (`<<<<<<<`, `|||||||`, `>>>>>>>`): the file is mid-merge."""
+    if "<<<<<<<" not in text and "|||||||" not in text and ">>>>>>>" not in text:
+        return ()  # the usual case, without scanning every line start of a large file
     return tuple(_line_of(text, match.start()) for match in _CONFLICT_MARKER.finditer(text))
 
 
