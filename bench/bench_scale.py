@@ -1,6 +1,7 @@
 """Large inputs and the run loop, each next to a floor measured in the same run.
 
-    PYTHONPATH=. python bench/bench_scale.py [--items 100000] [--tasks 200000] [--rounds 15] [--run-seconds 10]
+    PYTHONPATH=. python bench/bench_scale.py [--items 100000] [--tasks 200000] [--rounds 15]
+                                             [--run-seconds 10]
 
     claim     `teleclaude next-work` (no slug) on a roadmap of `--items` items claiming the first open one;
               the roadmap was claimed before and edited back by hand (one chunk changed), as in real use
@@ -145,6 +146,10 @@ def _cpu_of(pid: int) -> float:
     return ticks * 1000 / os.sysconf("SC_CLK_TCK")
 
 
+def row(name: str, value: float, floor: float, note: str = "") -> None:
+    print(f"{name:<52}{value:>8.0f}ms{value / floor:>8.1f}x  {note}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=100_000)
@@ -213,20 +218,14 @@ def main() -> int:
     ):
         verdict = "ok" if med[key] <= 1000 else "MISS"
         print(f"{'   ' + name:<52}{med[key]:>8.0f}ms{med[key] / floor:>8.1f}x  <= 1 s  {verdict}")
-    print(
-        f"{'   the same claim, parse cache deleted (info)':<52}{statistics.median(cold):>8.0f}ms{statistics.median(cold) / floor:>8.1f}x"
-    )
-    print(
-        f"{'   3,000-deep nested roadmap (info)':<52}{deep_wall:>8.0f}ms{deep_wall / floor:>8.1f}x  {deep_answer}"
-    )
+    row("   the same claim, parse cache deleted (info)", statistics.median(cold), floor)
+    row("   3,000-deep nested roadmap (info)", deep_wall, floor, deep_answer)
     if running is None:
         print("   teleclaude run: not measured (no tmux, or no worker started)")
     else:
         used, tmux_floor, note = running
         print(f"{'T  one tmux list-panes client (CPU)':<52}{tmux_floor:>8.1f}ms")
-        print(
-            f"{'   teleclaude run, own CPU per second (' + note + ')':<52}{used:>8.1f}ms{used / tmux_floor:>8.1f}x  info"
-        )
+        row(f"   teleclaude run, own CPU per second ({note})", used, tmux_floor, "info")
     print(f"\nload at the end {os.getloadavg()[0]:.1f}")
     return 0
 
