@@ -20,6 +20,8 @@ from teleclaude.runtime.core.tool_uses import KEPT, SHOWN, ToolUse
 if TYPE_CHECKING:
     import sqlite_utils
 
+    from teleclaude.runtime.core.sessions import Event, Session, SessionState
+
 SESSIONS = "sessions"
 EVENTS = "session_events"
 TOOL_USES = "tool_uses"
@@ -66,6 +68,8 @@ _SESSION_COLUMNS = {
     "cycle_started_at": str,
     "version": int,
 }
+# SessionState.ERRORED and NEEDS_ATTENTION, spelled out so the planner's read imports no session model.
+FAILED_STATES = ("errored", "needs_attention")
 _EVENT_COLUMNS = {"id": int, "session_id": str, "kind": str, "at": str, "detail": str, "delivered": int}
 _TOOL_USE_COLUMNS = {"id": int, "session_id": str, "at": str, "tool": str, "target": str}
 
@@ -87,12 +91,6 @@ class SessionStore(SqliteStore):
         found = self._select(f"SELECT * FROM {SESSIONS} WHERE id = ?", (session_id,))
         return _session(found[0]) if found else None
 
-    def last_failure(self, project: str, slug: str) -> Session | None:
-        """The newest session of `slug` when it errored or needs attention and recorded why; else None."""
-        last = self.latest(project, slug)
-        failed = (SessionState.ERRORED, SessionState.NEEDS_ATTENTION)
-        return last if last is not None and last.state in failed and last.last_error else None
-
     def sessions(self, ids: Iterable[str] | None = None) -> list[Session]:
         if ids is None:
             rows = self._select(f"SELECT * FROM {SESSIONS} ORDER BY created_at, id")
@@ -112,6 +110,20 @@ class SessionStore(SqliteStore):
             (project, slug, f"{slug} %"),
         )
         return _session(found[0]) if found else None
+
+    def latest_failure(self, project: str, slug: str) -> tuple[str, str, str] | None:
+        """(command, agent, last error) of the newest session of `project` for `slug` when it failed.
+
+        Read as plain columns: the planner asks on every dispatch and need not load the session model.
+        """
+        found = self._select(
+            f"SELECT state, command, agent, last_error FROM {SESSIONS} WHERE project = ? "
+            "AND (args = ? OR args LIKE ?) ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            (project, slug, f"{slug} %"),
+        )
+        if not found or found[0]["state"] not in FAILED_STATES or not found[0]["last_error"]:
+            return None
+        return found[0]["command"], found[0]["agent"], found[0]["last_error"]
 
     def save(
         self, session: Session, expect: SessionState | None = None, events: Iterable[Event] = ()
@@ -235,6 +247,8 @@ def _row(session: Session) -> dict[str, Any]:
 
 def _session(row: sqlite3.Row) -> Session:
     """A row as a Session; columns a file from an older teleclaude lacks take the field's default."""
+    from teleclaude.runtime.core.sessions import Session, SessionState
+
     names = {f.name for f in fields(Session)}
     values = {key: row[key] for key in row.keys() if key in names and row[key] is not None}  # noqa: SIM118 (sqlite3.Row has keys() only)
     values["subfolder"] = values.get("subfolder") or None

@@ -3,7 +3,10 @@ supervising the quiet ones (reminders, needs-attention, digests), and waiting fo
 
 from __future__ import annotations
 
+import atexit
 import logging
+import os
+import select
 import time
 from collections.abc import Iterable
 from dataclasses import replace
@@ -57,6 +60,10 @@ class Observer:
     def __init__(self, context: Context, panes: Panes) -> None:
         self.context = context
         self.panes = panes
+        # One `tmux wait-for` per watched session, kept from one wait to the next (a run loop waits every
+        # second: starting a client per session per wait was most of its own CPU); ended at exit.
+        self._waiters: dict[str, Popen[bytes]] = {}
+        atexit.register(self._stop_waiters)
 
     # --- looking -------------------------------------------------------------------------------------------
 
@@ -117,22 +124,30 @@ class Observer:
         if unknown:
             return unknown_session(", ".join(unknown))
         deadline = time.monotonic() + timeout
-        waiters = {i: tmux.wait_for(exit_channel(i)) for i in ids}
-        try:
-            while True:
-                sessions = self.refresh(store.sessions(ids))
-                events = store.undelivered(ids)
-                if events:
-                    store.mark_delivered(events)
-                    return Waited(tuple(events), tuple(sessions), False)
-                over = all(s.state.is_final for s in sessions)
-                if over or time.monotonic() >= deadline:
-                    return Waited((), tuple(sessions), bool(ids) and not over)
-                _sleep_until_signal(
-                    waiters.values(), min(self.context.config.poll_interval, deadline - time.monotonic())
-                )
-        finally:
-            for waiter in waiters.values():
+        while True:
+            sessions = self.refresh(store.sessions(ids))
+            events = store.undelivered(ids)
+            if events:
+                store.mark_delivered(events)
+                return Waited(tuple(events), tuple(sessions), False)
+            over = all(s.state.is_final for s in sessions)
+            if over or time.monotonic() >= deadline:
+                return Waited((), tuple(sessions), bool(ids) and not over)
+            self._stop_waiters([s.id for s in sessions if s.state.is_final])
+            waiters = [self._waiter(s.id, tmux) for s in sessions if not s.state.is_final]
+            _sleep_until_signal(waiters, min(self.context.config.poll_interval, deadline - time.monotonic()))
+
+    def _waiter(self, session_id: str, tmux) -> Popen[bytes]:
+        """The session's wait-for client, started again once the last one saw its signal."""
+        waiter = self._waiters.get(session_id)
+        if waiter is None or waiter.poll() is not None:
+            waiter = self._waiters[session_id] = tmux.wait_for(exit_channel(session_id))
+        return waiter
+
+    def _stop_waiters(self, session_ids: Iterable[str] | None = None) -> None:
+        for session_id in list(self._waiters) if session_ids is None else session_ids:
+            waiter = self._waiters.pop(session_id, None)
+            if waiter is not None:
                 waiter.kill()
                 waiter.wait()
 
@@ -243,6 +258,20 @@ class Observer:
 
 
 def _sleep_until_signal(waiters: Iterable[Popen[bytes]], seconds: float) -> None:
+    """Sleep `seconds`, or less when a waiter ends: in one select on pidfds where Linux has them."""
+    waiters = list(waiters)
+    try:
+        pidfds = [os.pidfd_open(w.pid) for w in waiters]
+    except (AttributeError, OSError):  # no pidfds (not Linux, or before 5.3): look every 50 ms
+        pidfds = None
+    if pidfds is not None:
+        try:
+            if not any(w.poll() is not None for w in waiters):
+                select.select(pidfds, [], [], max(seconds, 0.0))
+        finally:
+            for fd in pidfds:
+                os.close(fd)
+        return
     deadline = time.monotonic() + max(seconds, 0.0)
     while time.monotonic() < deadline:
         if any(w.poll() is not None for w in waiters):
