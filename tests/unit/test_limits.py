@@ -61,6 +61,74 @@ def test_limit_messages_and_reset_times(agent, text, until, reason):
     assert hit.reason == reason
 
 
+# Claude Code 2.1's screens (tests/realcli/NOTES.md): NOW is 2026-11-22 12:00 UTC
+CLAUDE_SCREENS = [
+    (
+        "● API Error: Request rejected (429) · This request would exceed the rate limit for your org",
+        NOW + timedelta(hours=1),
+        "rate_limited",
+    ),
+    ("● API Error: Request rejected (429) · Rate limited. Please try again later.", None, "rate_limited"),
+    ("● API Error: 529 Overloaded. This is a server-side issue, usually temporary", None, "overloaded"),
+    ("● API Error: 503 Service Unavailable. This is a server-side issue, …", None, "server_error"),
+    (
+        "  ⎿  You've hit your session limit · resets 4:05am (UTC)",
+        datetime(2026, 11, 23, 4, 5),
+        "quota_exhausted",
+    ),
+    (
+        "  ⎿  You’ve hit your session limit · resets 3:48pm (UTC)",
+        NOW.replace(hour=15, minute=48),
+        "quota_exhausted",
+    ),
+    (
+        "  ⎿  You've hit your weekly limit · resets Nov 25, 11:05pm (UTC)",
+        datetime(2026, 11, 25, 23, 5),
+        "quota_exhausted",
+    ),
+    (
+        "  ⎿  You’ve hit your Opus limit · resets Nov 25, 9:22pm (UTC)",
+        datetime(2026, 11, 25, 21, 22),
+        "quota_exhausted",
+    ),
+    (
+        "  ⎿  You've hit your Sonnet limit · resets Jan 2, 9:23am (UTC)",
+        datetime(2027, 1, 2, 9, 23),
+        "quota_exhausted",
+    ),
+    (
+        "  ⎿  You've hit your usage limit · resets in 2h 14m",
+        NOW + timedelta(hours=2, minutes=14),
+        "quota_exhausted",
+    ),
+    ("  ⎿  You've hit your fast limit · resets in 45m", NOW + timedelta(minutes=45), "quota_exhausted"),
+    ("You've hit your monthly spend limit.", None, "quota_exhausted"),
+    ("You're out of usage credits", None, "quota_exhausted"),
+    ("Server is temporarily limiting requests (not your usage limit)", None, "rate_limited"),
+]
+
+
+@pytest.mark.parametrize(("text", "until", "reason"), CLAUDE_SCREENS)
+def test_claude_code_limit_screens_and_their_reset_times(text, until, reason):
+    hit = find_limit("claude", ["● Working on it", text, "❯ "], NOW, UTC)
+    assert hit is not None
+    assert hit.until == (until.replace(tzinfo=UTC) if until else NOW + timedelta(hours=1))
+    assert hit.reason == reason
+
+
+def test_the_retry_countdown_is_not_a_limit():
+    rows = ["✻ API error · Retrying in 26s · attempt 7/10", "  ⎿  Tip: Use /btw to ask a quick side question"]
+    assert find_limit("claude", rows, NOW, UTC) is None
+
+
+def test_a_dated_reset_in_another_zone_and_one_just_past():
+    assert reset_time("resets Nov 25, 9am (Europe/Amsterdam)", NOW, UTC) == datetime(
+        2026, 11, 25, 8, 0, tzinfo=UTC
+    )
+    assert reset_time("resets Nov 22, 11am (UTC)", NOW, UTC) == NOW.replace(hour=11)  # not next year's
+    assert reset_time("resets Feb 30, 1am (UTC)", NOW, UTC) is None
+
+
 @pytest.mark.parametrize(
     "text",
     [
