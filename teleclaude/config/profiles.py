@@ -24,6 +24,9 @@ class AgentProfile:
     prompt: str = r"^\s*[│|]?\s*[>❯›]\s*[│|]?\s*$"
     limit_patterns: tuple[str, ...] = ()
     command_prefix: str = ""  # codex only finds custom prompts as /prompts:NAME
+    # variables given to each worker with `tmux new-session -e` (e.g. IS_SANDBOX=1 for claude as root); the
+    # rest of a worker's environment is the tmux server's
+    env: Mapping[str, str] = field(default_factory=dict)
 
     def argv(self, binary: str, thinking_mode: str) -> list[str]:
         return [binary, *self.args, *self.modes.get(thinking_mode, ())]

@@ -85,7 +85,7 @@ class Launcher:
                 session.tmux_session,
                 str(workdir),
                 profile.argv(binary, thinking_mode),
-                self._worker_env(session),
+                self._worker_env(session, profile),
                 exit_channel(session.id),
                 config.history_limit,
                 (config.width, config.height),
@@ -122,11 +122,11 @@ class Launcher:
             return bad_argument("args must be one short line (the slug), without control characters")
         return None
 
-    def _worker_env(self, session: Session) -> dict[str, str]:
-        env = {"TELECLAUDE_SESSION_ID": session.id, "TELECLAUDE_DB": str(self.context.store.path)}
-        for name in ("PATH", "HOME"):
-            if self.context.env.get(name):
-                env[name] = self.context.env[name]
+    def _worker_env(self, session: Session, profile: AgentProfile) -> dict[str, str]:
+        """PATH and HOME of the runtime, `[runtime.agents.NAME] env`, and the session's own variables."""
+        env = {name: self.context.env[name] for name in ("PATH", "HOME") if self.context.env.get(name)}
+        env.update(profile.env)
+        env.update({"TELECLAUDE_SESSION_ID": session.id, "TELECLAUDE_DB": str(self.context.store.path)})
         return env
 
     def _deliver(self, session: Session, profile: AgentProfile) -> Started | Error:

@@ -170,3 +170,23 @@ def test_runtime_settings_parse_and_bad_ones_name_the_key():
             parse_config([("t.toml", bad)])
         assert raised.value.key == key
     assert parse_config([]).runtime is None
+
+
+def test_an_agents_env_table_is_read_merged_and_checked():
+    config = parse_config(
+        [
+            ("user.toml", '[runtime.agents.claude]\nenv = {ANTHROPIC_API_KEY = "k", IS_SANDBOX = "0"}\n'),
+            ("project.toml", '[runtime.agents.claude.env]\nIS_SANDBOX = "1"\n'),
+        ]
+    )
+    assert config.runtime.profiles["claude"].env == {"ANTHROPIC_API_KEY": "k", "IS_SANDBOX": "1"}
+    assert config.runtime.profiles["codex"].env == {}
+    for bad, key in (
+        ("[runtime.agents.claude]\nenv = 1\n", "runtime.agents.claude.env"),
+        ("[runtime.agents.claude.env]\nIS_SANDBOX = 1\n", "runtime.agents.claude.env.IS_SANDBOX"),
+        ('[runtime.agents.claude.env]\n"A B" = "1"\n', "runtime.agents.claude.env.A B"),
+        ('[runtime.agents.claude.env]\nTELECLAUDE_DB = "x"\n', "runtime.agents.claude.env.TELECLAUDE_DB"),
+    ):
+        with pytest.raises(ConfigError) as raised:
+            parse_config([("t.toml", bad)])
+        assert raised.value.key == key
