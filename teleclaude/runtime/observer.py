@@ -13,7 +13,8 @@ from subprocess import Popen
 from teleclaude.adapters.tmux import TmuxError
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
-from teleclaude.runtime.core.limits import find_limit
+from teleclaude.runtime.core.blockers import blocked_text, find_blocker
+from teleclaude.runtime.core.limits import DEFAULT_PAUSE, find_limit
 from teleclaude.runtime.core.sessions import (
     Activity,
     Change,
@@ -50,6 +51,7 @@ log = logging.getLogger("teleclaude.runtime")
 MAX_WAIT = 60.0
 WORKING = (SessionState.RUNNING, SessionState.STALLED, SessionState.NEEDS_ATTENTION)
 _SCAN_LINES = 2000
+_BLOCKABLE = (SessionState.RUNNING, SessionState.STALLED, SessionState.TURN_ENDED)
 
 
 class Observer:
@@ -163,6 +165,9 @@ class Observer:
             return self._after_exit(scanned, view, expect=session.state)
         profile = context.config.profiles.get(session.agent)
         screen = context.tmux.screen(session.pane_id, view)
+        blocked = self._blocked(scanned, screen, now, expect=session.state)
+        if blocked is not None:
+            return blocked
         prompt = prompt_visible(screen, profile.prompt) if profile else False
         watched, ended = observe_idle(scanned, screen, prompt, now, context.config.idle_threshold)
         watched = replace(watched, activity=activity_of(watched, screen, now, context.config.idle_threshold))
@@ -193,6 +198,25 @@ class Observer:
         detail = f"{hit.reason} until {hit.until.isoformat(timespec='seconds')}: {hit.line}"
         log.info("session %s: %s", session.id, detail)
         return detail
+
+    def _blocked(
+        self, session: Session, screen: list[str], now: datetime, expect: SessionState
+    ) -> Session | None:
+        """A dialog opened in a working session: nobody types into it (reminders stop with the state)."""
+        blocker = find_blocker(session.agent, screen)
+        if blocker is None or session.state not in _BLOCKABLE:
+            return None
+        text = blocked_text(session.agent, blocker, session.workdir, screen)
+        detail = f"WORKER_BLOCKED: {text.splitlines()[0]}"
+        log.info("session %s: %s", session.id, detail)
+        if blocker.rate_limit:
+            until = now + DEFAULT_PAUSE
+            self.context.availability.mark_unavailable(session.agent, until, "rate_limited")
+            detail = f"rate_limited until {until.isoformat(timespec='seconds')}: {detail}"
+            return self.context.change(session, Change.RATE_LIMITED, detail, expect=expect, error=text)
+        if session.state is SessionState.TURN_ENDED:
+            return None  # nothing types into it until someone sends a line, which is refused
+        return self.context.change(session, Change.NEEDS_ATTENTION, detail, expect=expect, error=text)
 
     def _after_exit(self, session: Session, view: PaneView, expect: SessionState) -> Session:
         code = view.dead_status

@@ -7,6 +7,7 @@ tests skip, saying why, only when npm is not installed; a failed install is an e
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -76,17 +77,27 @@ def project(tmp_path, tmux_socket) -> Path:
     return root
 
 
+def give_env(project: Path, agent: str, env: dict[str, str]) -> None:
+    """`[runtime.agents.AGENT] env` in the project's teleclaude.toml (committed): what its workers get."""
+    table = ", ".join(f"{key} = {json.dumps(value)}" for key, value in env.items())
+    with (project / "teleclaude.toml").open("a") as settings:
+        settings.write(f"[runtime.agents.{agent}]\nenv = {{{table}}}\n")
+    commit_all(project, f"Worker environment for {agent}")
+
+
 @pytest.fixture
 def claude(agent_clis, model_server, project, isolated_environment, monkeypatch) -> Path:
-    """A claude on PATH whose HOME is prepared and has teleclaude installed; its worker env points at the
-    scripted server. The tmux server is started by the test process after this, so it inherits the
-    environment (the runtime itself passes only PATH, HOME and its own variables to a worker)."""
+    """A claude on PATH whose HOME is prepared and has teleclaude installed; its workers get the scripted
+    server's address and key through `[runtime.agents.claude] env`, not from the tmux server's environment
+    (which the test process, and so the tmux server it starts, does not have)."""
     home = isolated_environment
     prepare_claude_home(home, [project], pinned()["claude"][1])
     report = install(["claude"], Scope.USER)
     assert not hasattr(report, "code"), report
-    for key, value in claude_environment(model_server.url).items():
-        monkeypatch.setenv(key, value)
+    env = claude_environment(model_server.url)
+    for key in (*env, "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_MAX_RETRIES"):
+        monkeypatch.delenv(key, raising=False)
+    give_env(project, "claude", env | {"CLAUDE_CODE_MAX_RETRIES": "0"})
     monkeypatch.setenv("PATH", f"{agent_clis['claude']}{os.pathsep}{os.environ['PATH']}")
     return agent_clis["claude"] / "claude"
 
