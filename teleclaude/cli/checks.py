@@ -90,7 +90,7 @@ def _run_hooks(args: argparse.Namespace) -> int:
 
 
 def _add_hook(parser: argparse.ArgumentParser) -> None:
-    events = parser.add_subparsers(dest="event", metavar="{stop,post-commit}", required=True)
+    events = parser.add_subparsers(dest="event", metavar="{stop,stop-failure,post-commit}", required=True)
     stop = events.add_parser(
         "stop",
         help="an agent CLI's stop hook: refuse to stop with uncommitted work (hook JSON on stdin)",
@@ -100,6 +100,14 @@ def _add_hook(parser: argparse.ArgumentParser) -> None:
         "--agent", choices=("claude", "gemini", "codex"), help="the CLI (default: from the input)"
     )
     stop.set_defaults(handler=_run_hook_stop)
+    failure = events.add_parser(
+        "stop-failure",
+        help="Claude Code's StopFailure hook: an API error ended the turn (rate limit, billing, …)",
+        description="Read the StopFailure hook JSON on stdin and record a limit or an error on the worker's "
+        "session (TELECLAUDE_SESSION_ID); prints nothing.",
+    )
+    failure.add_argument("--agent", choices=("claude",), default="claude", help="the CLI (default: claude)")
+    failure.set_defaults(handler=_run_hook_stop_failure)
     post = events.add_parser(
         "post-commit", help="git post-commit: print the planner's next step (changes nothing)"
     )
@@ -115,6 +123,12 @@ def _run_hook_stop(args: argparse.Namespace) -> int:
     from teleclaude.setup import stophook
 
     return stophook.main(args.agent)
+
+
+def _run_hook_stop_failure(args: argparse.Namespace) -> int:
+    from teleclaude.setup import failurehook
+
+    return failurehook.main(args.agent)
 
 
 def _run_hook_post_commit(args: argparse.Namespace) -> int:

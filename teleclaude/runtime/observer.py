@@ -14,7 +14,7 @@ from teleclaude.adapters.tmux import TmuxError
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
 from teleclaude.runtime.core.blockers import blocked_text, find_blocker
-from teleclaude.runtime.core.limits import DEFAULT_PAUSE, find_limit
+from teleclaude.runtime.core.limits import DEFAULT_PAUSE, failure_limit, find_limit
 from teleclaude.runtime.core.sessions import (
     Activity,
     Change,
@@ -51,6 +51,7 @@ log = logging.getLogger("teleclaude.runtime")
 MAX_WAIT = 60.0
 WORKING = (SessionState.RUNNING, SessionState.STALLED, SessionState.NEEDS_ATTENTION)
 _SCAN_LINES = 2000
+FATAL_FAILURES = ("billing_error", "authentication_failed")  # no retry helps: a person must act
 _BLOCKABLE = (SessionState.RUNNING, SessionState.STALLED, SessionState.TURN_ENDED)
 
 
@@ -99,13 +100,41 @@ class Observer:
         fresh = {s.id: self._observe_safely(s, views.get(s.pane_id)) for s in live}
         return [fresh.get(s.id, s) for s in sessions]
 
-    def record_turn_end(self, session_id: str, source: str = "stop hook") -> None:
-        """An agent's Stop hook said its turn is over (called from `teleclaude hook stop`)."""
+    def record_turn_end(self, session_id: str, source: str = "stop hook") -> bool:
+        """An agent's Stop hook said its turn is over (called from `teleclaude hook stop`). True once the
+        stored row shows it (or there is nothing to record); False when another writer saved first."""
         session = self.context.store.get(session_id)
         if session is None or session.state not in WORKING:
-            return
+            return True
         working = progressed(session, self.context.clock())
-        self.context.change(working, Change.TURN_ENDED, source, expect=session.state)
+        saved = self.context.change(working, Change.TURN_ENDED, source, expect=session.state)
+        return saved.state not in WORKING
+
+    def record_stop_failure(self, session_id: str, error: str, message: str) -> bool:
+        """An agent's StopFailure hook said an API error ended its turn (`teleclaude hook stop-failure`):
+        a limit makes the session rate-limited and the agent unavailable until the reset the message names;
+        billing or authentication errors end it as errored; any other error ends the turn. True once the
+        stored row shows it (or there is nothing to record); False when another writer saved first."""
+        context = self.context
+        session = context.store.get(session_id)
+        if session is None or session.state not in (*WORKING, SessionState.TURN_ENDED):
+            return True
+        now, expect = context.clock(), session.state
+        source = f"StopFailure hook: {error}" + (f": {message.strip()[:300]}" if message.strip() else "")
+        hit = failure_limit(error, message, now, datetime.now().astimezone().tzinfo or UTC)
+        if hit is not None:
+            context.availability.mark_unavailable(session.agent, hit.until, hit.reason)
+            detail = f"{hit.reason} until {hit.until.isoformat(timespec='seconds')}: {source}"
+            target, change = SessionState.RATE_LIMITED, Change.RATE_LIMITED
+        elif error in FATAL_FAILURES:
+            detail, target, change = source, SessionState.ERRORED, Change.ERRORED
+        elif session.state in WORKING:
+            detail, target, change = source, SessionState.TURN_ENDED, Change.TURN_ENDED
+            session = progressed(session, now)  # a stalled or neglected worker runs again, then ends its turn
+        else:
+            return True  # the turn already ended
+        saved = context.change(session, change, detail, expect=expect, error=detail)
+        return saved.state is target or saved.state.is_final
 
     # --- waiting -------------------------------------------------------------------------------------------
 

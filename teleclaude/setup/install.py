@@ -170,7 +170,10 @@ def install(
         manifest = Manifest.load(home / MANIFEST)
         targets = [t for agent in chosen for t in agent_targets(agent, scope, home, root, uninstall)]
         plan = Plan(manifest)
-        lines = [plan.uninstall(t) if uninstall else plan.install(t) for t in targets]
+        if uninstall:  # the last installed first: a container two entries share goes with the first one's
+            lines = [plan.uninstall(t) for t in reversed(targets)][::-1]
+        else:
+            lines = [plan.install(t) for t in targets]
     except BrokenConfig as error:
         return Error(
             ErrorCode.INVALID_CONFIG,
@@ -229,6 +232,10 @@ def _claude(scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Targe
     if with_hook:
         stop = {"hooks": [_hook("claude")]}
         targets.append(JsonEntry("claude", folder / "settings.json", ("hooks", "Stop"), stop, in_list=True))
+        failed = {"hooks": [_hook("claude", "stop-failure")]}
+        targets.append(
+            JsonEntry("claude", folder / "settings.json", ("hooks", "StopFailure"), failed, in_list=True)
+        )
     return targets
 
 
@@ -269,8 +276,8 @@ def _server() -> dict:
     return {"command": run[0], "args": [*run[1:], "mcp"]}
 
 
-def _hook(agent: str) -> dict:
-    return {"type": "command", "command": shlex.join([*launcher(), "hook", "stop", "--agent", agent])}
+def _hook(agent: str, event: str = "stop") -> dict:
+    return {"type": "command", "command": shlex.join([*launcher(), "hook", event, "--agent", agent])}
 
 
 # --- the command files ------------------------------------------------------------------------------

@@ -190,3 +190,15 @@ def test_an_agents_env_table_is_read_merged_and_checked():
         with pytest.raises(ConfigError) as raised:
             parse_config([("t.toml", bad)])
         assert raised.value.key == key
+
+
+def test_a_stop_failure_hook_report_is_a_limit_with_the_reset_it_names():
+    from teleclaude.runtime.core.limits import failure_limit
+
+    hit = failure_limit("rate_limit", "You've hit your session limit · resets 3:48pm (UTC)", NOW, UTC)
+    assert (hit.until, hit.reason) == (NOW.replace(hour=15, minute=48), "quota_exhausted")
+    hit = failure_limit("rate_limit", "API Error: Request rejected (429) · Rate limited.", NOW, UTC)
+    assert (hit.until, hit.reason) == (NOW + timedelta(hours=1), "rate_limited")
+    assert failure_limit("server_error", "", NOW, UTC).reason == "server_error"
+    assert failure_limit("server_error", "API Error: 529 Overloaded.", NOW, UTC).reason == "overloaded"
+    assert failure_limit("billing_error", "Credit balance too low", NOW, UTC) is None

@@ -66,6 +66,20 @@ def find_limit(
     return None
 
 
+# Claude Code's StopFailure hook: the `error` kinds that mean "not now" rather than "not at all"
+LIMIT_FAILURES = {"rate_limit": "rate_limited", "overloaded": "overloaded", "server_error": "server_error"}
+
+
+def failure_limit(error: str, message: str, now: datetime, local: tzinfo) -> LimitHit | None:
+    """A StopFailure hook's `error` and `last_assistant_message` as a limit, with the reset the message
+    names (else now + 1 h); None for an error that is not a limit (billing, authentication, …)."""
+    if error not in LIMIT_FAILURES:
+        return None
+    line = next((row.strip() for row in message.splitlines() if row.strip()), "")
+    until = reset_time(message, now, local) or now + DEFAULT_PAUSE
+    return LimitHit(line or error, until.astimezone(UTC), _reason(message) if line else LIMIT_FAILURES[error])
+
+
 def _reason(row: str) -> str:
     lowered = row.lower()
     if "overload" in lowered or "529" in lowered:
