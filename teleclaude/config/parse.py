@@ -155,7 +155,18 @@ _RUNTIME_NUMBERS = (
     "spin_max",
     "wait_timeout",
 )
-_PROFILE_KEYS = ("binary", "args", "modes", "prompt", "limit_patterns", "command_prefix", "env")
+_PROFILE_KEYS = (
+    "binary",
+    "args",
+    "modes",
+    "prompt",
+    "busy",
+    "retry",
+    "limit_patterns",
+    "command_prefix",
+    "env",
+)
+_MAY_BE_EMPTY = ("command_prefix", "busy", "retry")  # "": none
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -230,8 +241,8 @@ def _profile(path: str, where: str, table: dict[str, Any], profile: AgentProfile
         elif key == "env":
             changes["env"] = {**profile.env, **_env(path, f"{where}.env", item)}
         else:
-            changes[key] = _string(path, f"{where}.{key}", item, allow_empty=key == "command_prefix")
-    patterns = [("prompt", changes["prompt"])] if "prompt" in changes else []
+            changes[key] = _string(path, f"{where}.{key}", item, allow_empty=key in _MAY_BE_EMPTY)
+    patterns = [(key, changes[key]) for key in ("prompt", "busy", "retry") if changes.get(key)]
     patterns += [("limit_patterns", pattern) for pattern in changes.get("limit_patterns", ())]
     for key, pattern in patterns:
         _check_regex(path, f"{where}.{key}", pattern)

@@ -24,8 +24,8 @@ from teleclaude.runtime.core.sessions import (
     Session,
     SessionState,
     Started,
-    prompt_visible,
     transition,
+    waiting_for_input,
 )
 from teleclaude.runtime.core.supervision import resumed
 from teleclaude.runtime.panes import Panes, WorkerBlocked
@@ -175,7 +175,7 @@ class Launcher:
                 return Error(
                     ErrorCode.WORKER_BLOCKED, blocked_text(session.agent, blocker, session.workdir, screen)
                 )
-            if prompt_visible(screen, profile.prompt):
+            if waiting_for_input(screen, profile.prompt, profile.busy):
                 return screen
             if time.monotonic() > deadline:
                 return _delivery_failed(session, "", f"no prompt after {timeout:g}s", screen)

@@ -28,8 +28,8 @@ from teleclaude.runtime.core.sessions import (
     SessionState,
     Waited,
     observe_idle,
-    prompt_visible,
     transition,
+    waiting_for_input,
 )
 from teleclaude.runtime.core.supervision import (
     NeedsAttention,
@@ -197,9 +197,11 @@ class Observer:
         blocked = self._blocked(scanned, screen, now, expect=session.state)
         if blocked is not None:
             return blocked
-        prompt = prompt_visible(screen, profile.prompt) if profile else False
+        prompt = waiting_for_input(screen, profile.prompt, profile.busy) if profile else False
         watched, ended = observe_idle(scanned, screen, prompt, now, context.config.idle_threshold)
-        watched = replace(watched, activity=activity_of(watched, screen, now, context.config.idle_threshold))
+        retry = profile.retry if profile else ""
+        activity = activity_of(watched, screen, now, context.config.idle_threshold, retry)
+        watched = replace(watched, activity=activity)
         if ended:
             return context.change(watched, Change.TURN_ENDED, "idle at its prompt", expect=session.state)
         return self._supervise(session, watched, screen, now)
@@ -267,7 +269,8 @@ class Observer:
                     session, Change.TURN_ENDED, now, "the post-report cycle never ended"
                 )
                 events += announced
-        due = nudge(session, now, config, session.activity is Activity.QUIET)
+        waiting = session.activity is Activity.WAITING_API  # on the API's retries: a reminder would cut them
+        due = None if waiting else nudge(session, now, config, session.activity is Activity.QUIET)
         if isinstance(due, NeedsAttention):
             session, stuck = transition(session, Change.NEEDS_ATTENTION, now, due.detail, error=due.detail)
             events += stuck
