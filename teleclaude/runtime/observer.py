@@ -14,7 +14,7 @@ from teleclaude.adapters.tmux import TmuxError
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
 from teleclaude.runtime.core.blockers import blocked_text, find_blocker
-from teleclaude.runtime.core.limits import DEFAULT_PAUSE, failure_limit, find_limit
+from teleclaude.runtime.core.limits import DEFAULT_PAUSE, failure_limit, find_limit, reset_time
 from teleclaude.runtime.core.sessions import (
     Activity,
     Change,
@@ -117,13 +117,16 @@ class Observer:
         stored row shows it (or there is nothing to record); False when another writer saved first."""
         context = self.context
         session = context.store.get(session_id)
-        if session is None or session.state not in (*WORKING, SessionState.TURN_ENDED):
+        if session is None:
             return True
         now, expect = context.clock(), session.state
         source = f"StopFailure hook: {error}" + (f": {message.strip()[:300]}" if message.strip() else "")
         hit = failure_limit(error, message, now, datetime.now().astimezone().tzinfo or UTC)
-        if hit is not None:
+        if hit is not None:  # the hook's reset is the CLI's own: it wins over a guess from the screen
             context.availability.mark_unavailable(session.agent, hit.until, hit.reason)
+        if session.state not in (*WORKING, SessionState.TURN_ENDED):
+            return True
+        if hit is not None:
             detail = f"{hit.reason} until {hit.until.isoformat(timespec='seconds')}: {source}"
             target, change = SessionState.RATE_LIMITED, Change.RATE_LIMITED
         elif error in FATAL_FAILURES:
@@ -240,11 +243,16 @@ class Observer:
         text = blocked_text(session.agent, blocker, session.workdir, screen)
         detail = f"WORKER_BLOCKED: {text.splitlines()[0]}"
         log.info("session %s: %s", session.id, detail)
-        if blocker.rate_limit:
-            until = now + DEFAULT_PAUSE
-            self.context.availability.mark_unavailable(session.agent, until, "rate_limited")
+        if blocker.rate_limit:  # the limit's message, with its reset, is on the screen above the dialog
+            local = datetime.now().astimezone().tzinfo or UTC
+            until = reset_time(" ".join(screen), now, local) or now + DEFAULT_PAUSE
             detail = f"rate_limited until {until.isoformat(timespec='seconds')}: {detail}"
-            return self.context.change(session, Change.RATE_LIMITED, detail, expect=expect, error=text)
+            limited, events = transition(session, Change.RATE_LIMITED, now, detail, error=text)
+            saved = self.context.store.save(limited, expect=expect, events=events)
+            if saved is None:  # the hook (or another observer) was first, and knew the reset: keep its time
+                return self.context.store.get(session.id) or session
+            self.context.availability.mark_unavailable(session.agent, until, "rate_limited")
+            return saved
         if session.state is SessionState.TURN_ENDED:
             return None  # nothing types into it until someone sends a line, which is refused
         return self.context.change(session, Change.NEEDS_ATTENTION, detail, expect=expect, error=text)

@@ -24,10 +24,13 @@ from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 
 def with_env(runtime, agent: str, **changes: str | None) -> None:
     """Change what the agent's workers get (None: leave the variable out), on top of teleclaude.toml's."""
+    env = runtime.config.profiles[agent].env
+    with_profile(runtime, agent, env={k: v for k, v in {**env, **changes}.items() if v is not None})
+
+
+def with_profile(runtime, agent: str, **changes: object) -> None:
     config = runtime.context.config
-    profile = config.profiles[agent]
-    env = {k: v for k, v in {**profile.env, **changes}.items() if v is not None}
-    profiles = {**config.profiles, agent: replace(profile, env=env)}
+    profiles = {**config.profiles, agent: replace(config.profiles[agent], **changes)}
     runtime.context.config = replace(config, profiles=profiles)
 
 
@@ -85,16 +88,30 @@ OAUTH_TOKEN = (
 
 
 @pytest.mark.parametrize(
-    ("failure", "subscriber"),
-    [("rate_limit", False), ("overloaded", False), ("session_limit", True)],
+    ("failure", "subscriber", "signal"),
+    [
+        ("rate_limit", False, "hook"),
+        ("rate_limit", False, "screen"),
+        ("overloaded", False, "hook"),
+        ("session_limit", True, "hook"),
+        ("session_limit", True, "screen"),
+    ],
 )
 def test_a_limit_makes_claude_unavailable_until_its_reset_and_next_work_falls_back(
-    runtime, project, model_server, failure, subscriber
+    runtime, project, model_server, isolated_environment, failure, subscriber, signal
 ):
+    """Either signal alone is enough: the StopFailure hook (no screen patterns), or the screen (no hook)."""
     prefer_claude_for_builds(project)
     assert called_agent(project) == "claude"
     if subscriber:
         with_env(runtime, "claude", ANTHROPIC_API_KEY=None, CLAUDE_CODE_OAUTH_TOKEN=OAUTH_TOKEN)
+    if signal == "hook":
+        with_profile(runtime, "claude", limit_patterns=())
+    else:
+        settings_file = isolated_environment / ".claude" / "settings.json"
+        settings = json.loads(settings_file.read_text())
+        del settings["hooks"]["StopFailure"]
+        settings_file.write_text(json.dumps(settings))
     resets = int(time.time()) + 3 * 3600 + 30 * 60
     model_server.add(Fail(failure, resets_in=resets - int(time.time())))
     started = runtime.start(app.next_work(cwd=project))
