@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from teleclaude.adapters.store import SqliteStore, ensure_table
 from teleclaude.runtime.core.sessions import Activity, Event, EventKind, Session, SessionState
+from teleclaude.runtime.core.tool_uses import KEPT, SHOWN, ToolUse
 
 if TYPE_CHECKING:
     import sqlite_utils
 
 SESSIONS = "sessions"
 EVENTS = "session_events"
+TOOL_USES = "tool_uses"
 _TIMES = (
     "created_at",
     "updated_at",
@@ -65,6 +67,7 @@ _SESSION_COLUMNS = {
     "version": int,
 }
 _EVENT_COLUMNS = {"id": int, "session_id": str, "kind": str, "at": str, "detail": str, "delivered": int}
+_TOOL_USE_COLUMNS = {"id": int, "session_id": str, "at": str, "tool": str, "target": str}
 
 
 class SessionStore(SqliteStore):
@@ -72,6 +75,8 @@ class SessionStore(SqliteStore):
         ensure_table(db, SESSIONS, _SESSION_COLUMNS, "id")
         ensure_table(db, EVENTS, _EVENT_COLUMNS, "id")
         db.table(EVENTS).create_index(["session_id", "delivered"], if_not_exists=True)
+        ensure_table(db, TOOL_USES, _TOOL_USE_COLUMNS, "id")
+        db.table(TOOL_USES).create_index(["session_id", "id"], if_not_exists=True)
 
     # --- sessions ------------------------------------------------------------------------------------------
 
@@ -81,6 +86,12 @@ class SessionStore(SqliteStore):
     def get(self, session_id: str) -> Session | None:
         found = self._select(f"SELECT * FROM {SESSIONS} WHERE id = ?", (session_id,))
         return _session(found[0]) if found else None
+
+    def last_failure(self, project: str, slug: str) -> Session | None:
+        """The newest session of `slug` when it errored or needs attention and recorded why; else None."""
+        last = self.latest(project, slug)
+        failed = (SessionState.ERRORED, SessionState.NEEDS_ATTENTION)
+        return last if last is not None and last.state in failed and last.last_error else None
 
     def sessions(self, ids: Iterable[str] | None = None) -> list[Session]:
         if ids is None:
@@ -148,6 +159,51 @@ class SessionStore(SqliteStore):
                 lambda db: db.conn.executemany(f"UPDATE {EVENTS} SET delivered = 1 WHERE id = ?", ids)
             )
 
+    # --- tool uses (reported by the agent CLI's tool hook) -----------------------------------------------
+
+    def add_tool_use(self, use: ToolUse) -> None:
+        """Record `use`, keeping the session's latest KEPT. Run by a hook before every tool call, so the
+        common case (the tables exist) is plain sqlite3, without importing sqlite-utils."""
+        row = (use.session_id, _stamp(use.at), use.tool, use.target)
+        insert = f"INSERT INTO {TOOL_USES} (session_id, at, tool, target) VALUES (?, ?, ?, ?)"
+        prune = (
+            f"DELETE FROM {TOOL_USES} WHERE session_id = ? AND id NOT IN "
+            f"(SELECT id FROM {TOOL_USES} WHERE session_id = ? ORDER BY id DESC LIMIT ?)"
+        )
+
+        def plain() -> bool:
+            with closing(self._connect()) as conn, conn:
+                try:
+                    conn.execute(insert, row)
+                except sqlite3.OperationalError as error:
+                    if "no such table" in str(error):
+                        return False
+                    raise
+                conn.execute(prune, (use.session_id, use.session_id, KEPT))
+            return True
+
+        def change(db: sqlite_utils.Database) -> None:
+            db.execute(insert, row)
+            db.execute(prune, (use.session_id, use.session_id, KEPT))
+
+        if not (self.path.exists() and self._survive(plain)):
+            self._write(change)
+
+    def recent_tool_uses(self, ids: Iterable[str], limit: int = SHOWN) -> dict[str, tuple[ToolUse, ...]]:
+        """session id -> its latest `limit` tool uses, oldest first (sessions without any are left out)."""
+        found: dict[str, tuple[ToolUse, ...]] = {}
+        for session_id in dict.fromkeys(ids):
+            query = f"SELECT * FROM {TOOL_USES} WHERE session_id = ? ORDER BY id DESC LIMIT ?"
+            rows = self._select(query, (session_id, limit))
+            if rows:
+                found[session_id] = tuple(
+                    ToolUse(
+                        row["session_id"], row["tool"], row["target"] or "", datetime.fromisoformat(row["at"])
+                    )
+                    for row in reversed(rows)
+                )
+        return found
+
     # --- reading -------------------------------------------------------------------------------------------
 
     def _select(self, query: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
@@ -204,7 +260,13 @@ def _event_row(event: Event) -> dict[str, Any]:
 
 
 def _event(row: sqlite3.Row) -> Event:
-    return Event(row["session_id"], EventKind(row["kind"]), _time(row["at"]), row["detail"] or "", row["id"])
+    return Event(
+        row["session_id"],
+        EventKind(row["kind"]),
+        datetime.fromisoformat(row["at"]),
+        row["detail"] or "",
+        row["id"],
+    )
 
 
 def _stamp(moment: datetime | None) -> str | None:

@@ -5,8 +5,9 @@ Exit codes: 0 for an action to carry out (TOOL_CALL, SELF, PREPARED, COMPLETE, O
 sqlite-utils are loaded by the commands (or the rare write paths) that need them.
 
 To add a command, write `_add_<name>(parser)` and `_run_<name>(args) -> int` and list them in a `COMMANDS`
-tuple: the planner's here, the others in `cli_setup` (install, init, new), `cli_checks` (lint, hooks, hook,
-status), `cli_sessions` (the worker runtime) and `cli_run` (run, demo).
+tuple: the planner's here, the others in `cli.setup` (install, init, new), `cli.checks` (lint, hooks, hook,
+status), `cli.sessions` (the worker runtime) and `cli.run` (run, demo). Wings are imported inside the
+commands: see `teleclaude.cli.base`.
 """
 
 from __future__ import annotations
@@ -114,14 +115,15 @@ def _run_mcp(args: argparse.Namespace) -> int:
 
     access = None
     if args.http:
-        access = mcp_server.http_access(
+        allowed = mcp_server.http_access(
             args.host,
             allow_remote=args.allow_remote,
             no_token=args.no_token,
             allowed_hosts=tuple(args.allowed_host),
         )
-        if isinstance(access, Error):
-            return print_value(access)
+        if isinstance(allowed, Error):
+            return print_value(allowed)
+        access = allowed
         _explain_http(args, access)
     with contextlib.suppress(KeyboardInterrupt):
         mcp_server.serve(http=args.http, host=args.host, port=args.port, access=access)

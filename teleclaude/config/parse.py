@@ -7,18 +7,14 @@ ones key by key, and matrix rows one by one.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from teleclaude.config.matrix import DEFAULT_MATRIX, KNOWN_AGENTS, THINKING_MODES, Config
+from teleclaude.config.profiles import AgentProfile, RuntimeConfig
 from teleclaude.errors import ErrorCode, Failure
 from teleclaude.planner.core.model import AgentChoice
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    from teleclaude.config.profiles import AgentProfile, RuntimeConfig
 
 TOP_LEVEL_KEYS = ("agents", "max_review_rounds", "matrix", "runtime")
 _AGENT_NAME = re.compile(r"[a-z][a-z0-9_-]*")
@@ -44,7 +40,7 @@ class _Row:
 def parse_config(sources: Sequence[tuple[str, str]]) -> Config:
     if not sources:
         return Config()
-    import tomllib  # only when there is a file: the planner starts faster without it
+    import tomllib  # only when there is a file: the planner starts faster without it (a test holds this)
 
     agents: tuple[str, ...] = KNOWN_AGENTS
     max_review_rounds = Config().max_review_rounds
@@ -87,7 +83,7 @@ def _agents(path: str, value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(value))
 
 
-def _max_review_rounds(path: str, value: Any) -> int:
+def _max_review_rounds(path: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(path, "max_review_rounds", f"must be a whole number of at least 1, not {value!r}")
     return value
@@ -171,10 +167,6 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _runtime(path: str, value: Any, earlier: RuntimeConfig | None) -> RuntimeConfig:
-    from dataclasses import replace
-
-    from teleclaude.config.profiles import RuntimeConfig
-
     runtime = earlier or RuntimeConfig()
     if not isinstance(value, dict):
         raise ConfigError(path, "runtime", "must be a table: [runtime]")
@@ -203,8 +195,6 @@ def _runtime(path: str, value: Any, earlier: RuntimeConfig | None) -> RuntimeCon
 
 
 def _profiles(path: str, value: Any, profiles: Mapping[str, AgentProfile]) -> dict[str, AgentProfile]:
-    from teleclaude.config.profiles import AgentProfile
-
     if not isinstance(value, dict):
         raise ConfigError(path, "runtime.agents", "must be a table: [runtime.agents.NAME]")
     merged = dict(profiles)
@@ -219,8 +209,6 @@ def _profiles(path: str, value: Any, profiles: Mapping[str, AgentProfile]) -> di
 
 
 def _profile(path: str, where: str, table: dict[str, Any], profile: AgentProfile) -> AgentProfile:
-    from dataclasses import replace
-
     changes: dict[str, Any] = {}
     for key, item in table.items():
         if key not in _PROFILE_KEYS:

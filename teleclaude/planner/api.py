@@ -15,6 +15,7 @@ from pathlib import Path
 
 from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
+from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.adapters.settings import load_config
 from teleclaude.adapters.store import AvailabilityStore, StoreError
 from teleclaude.config.matrix import Config
@@ -89,15 +90,11 @@ def _last_error(action: Action, root: Path) -> str | None:
     """Why the last worker session of a dispatched slug failed, so the next worker can avoid it."""
     if not isinstance(action, Dispatch):
         return None
-    from teleclaude.adapters.sessions_db import SessionStore
-    from teleclaude.runtime.core.sessions import SessionState
-
     try:
-        last = SessionStore().latest(str(root.resolve()), action.slug)
+        last = SessionStore().last_failure(str(root.resolve()), action.slug)
     except StoreError:
         return None
-    failed = (SessionState.ERRORED, SessionState.NEEDS_ATTENTION)
-    if last is None or last.state not in failed or not last.last_error:
+    if last is None:
         return None
     failure = f"The last worker for {action.slug} (/{last.command}, {last.agent}) failed: "
     return failure + last.last_error.strip().splitlines()[0][:300]
@@ -106,7 +103,9 @@ def _last_error(action: Action, root: Path) -> str | None:
 @guard
 def next_prepare(slug: str | None = None, cwd: str | os.PathLike | None = None) -> Action:
     repo = gitx.find_repo(cwd or os.getcwd())
-    return decide_prepare(RepoFacts(repo, load_config(repo.root)), slug).action
+    action = decide_prepare(RepoFacts(repo, load_config(repo.root)), slug).action
+    assert action is not None  # preparing has no effects to apply first: it always answers
+    return action
 
 
 @guard
@@ -123,7 +122,9 @@ def mark_agent_unavailable(
             "a short word such as quota_exhausted.",
         )
     now = datetime.now(UTC)
-    until = parse_until(unavailable_until, now, datetime.now().astimezone().tzinfo)
+    local_tz = datetime.now().astimezone().tzinfo
+    assert local_tz is not None  # astimezone() always sets one
+    until = parse_until(unavailable_until, now, local_tz)
     marked = AvailabilityStore().mark_unavailable(agent, until, reason or "unavailable")
     return AgentMarked(agent, marked.until, marked.reason, now)
 

@@ -94,6 +94,12 @@ class Runtime:
     def list_sessions(self, include_finished: bool = True) -> list[Session]:
         return self.observer.list_sessions(include_finished)
 
+    def recent_tools(self, sessions: Iterable[Session]) -> dict[str, tuple[str, ...]]:
+        """session id -> its latest tool uses, `Read: src/x.py (1m ago)` (sessions without any left out)."""
+        now = self.clock()
+        found = {s.id: self.observer.recent_tools(s.id, now) for s in sessions}
+        return {session_id: lines for session_id, lines in found.items() if lines}
+
     def get_session_output(
         self, session_id: str, cursor: str | None = None, max_lines: int = 200, max_bytes: int = 16_000
     ) -> Output | Error:

@@ -43,6 +43,7 @@ from teleclaude.runtime.core.supervision import (
     progressed,
     reminded,
 )
+from teleclaude.runtime.core.tool_uses import tool_lines
 from teleclaude.runtime.launcher import exit_channel
 from teleclaude.runtime.panes import Panes
 
@@ -266,6 +267,11 @@ class Observer:
         change = Change.EXITED_FAILED
         return self.context.change(session, change, detail, expect=expect, error=error, exit_code=code)
 
+    def recent_tools(self, session_id: str, now: datetime) -> tuple[str, ...]:
+        """The session's latest tool uses as its agent CLI's tool hook recorded them, one line each."""
+        uses = self.context.store.recent_tool_uses([session_id]).get(session_id, ())
+        return tuple(tool_lines(uses, now))
+
     def _supervise(self, before: Session, session: Session, screen: list[str], now: datetime) -> Session:
         """Reminders, needs-attention and digests, due by the stored timestamps (see core/supervision.py)."""
         config = self.context.config
@@ -286,7 +292,7 @@ class Observer:
             session, sent = reminded(session, now, due)
             events += sent
         if digest_due(session, now, config):
-            session, report = digest(session, now, screen, config)
+            session, report = digest(session, now, screen, config, tools=self.recent_tools(session.id, now))
             events.append(Event(session.id, EventKind.DIGEST, now, report.text()))
         if session == before:
             return session

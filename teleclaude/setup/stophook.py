@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from teleclaude.adapters import git as gitx
 from teleclaude.planner.core import layout
+from teleclaude.planner.core.model import WorktreeState
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -78,8 +80,6 @@ def decide(event: StopEvent) -> StopDecision:
     """Block the stop (with the files and what to do) or let it through."""
     if event.active:
         return LET_THROUGH
-    from teleclaude.adapters import git as gitx
-
     try:
         repo = gitx.find_repo(event.cwd)
     except gitx.NotAGitRepo:
@@ -90,9 +90,6 @@ def decide(event: StopEvent) -> StopDecision:
 
 
 def _check(repo, cwd: Path) -> StopDecision:
-    from teleclaude.adapters import git as gitx
-    from teleclaude.planner.core.model import WorktreeState
-
     try:
         parts = cwd.relative_to(repo.root).parts
     except ValueError:
@@ -159,7 +156,7 @@ def record(write: Callable[[Runtime, str], bool], what: str, attempts: int = 50,
     session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
     if not session_id:
         return
-    try:
+    try:  # imported only for a worker's session: every other stop stays off sqlite and the runtime
         from teleclaude.adapters.sessions_db import SessionStore
         from teleclaude.adapters.store import AvailabilityStore
         from teleclaude.config.profiles import RuntimeConfig

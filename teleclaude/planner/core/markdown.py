@@ -12,6 +12,7 @@ import codecs
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import mistune
 
@@ -22,7 +23,15 @@ TASK_LINE = re.compile(r"^([ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\[[ xX>]\])", re.MUL
 _TAG_OPEN, _TAG_CLOSE = "\ue000", "\ue001"
 _TAGGED_TEXT = re.compile(r"\[([ xX>])\]" + _TAG_OPEN + r"(\d+)" + _TAG_CLOSE + r"(.*)", re.DOTALL)
 
-_parse = mistune.create_markdown(renderer=None)
+_markdown = mistune.create_markdown(renderer=None)
+Token = dict[str, Any]  # mistune's token: {"type": ..., "children": [...], "attrs": {...}, "raw": ...}
+
+
+def _parse(text: str) -> list[Token]:
+    tokens = _markdown(text)
+    assert not isinstance(tokens, str)  # without a renderer mistune returns its tokens
+    return tokens
+
 
 Block = Heading | TaskItem
 
@@ -133,7 +142,7 @@ def _tag_line_ends(text: str, pattern: re.Pattern[str]) -> str:
     return "".join(pieces)
 
 
-def _collect_text_tags(tokens: list[dict], lines: list[int]) -> None:
+def _collect_text_tags(tokens: list[Token], lines: list[int]) -> None:
     for token in tokens:
         kind = token["type"]
         if kind in ("paragraph", "block_text"):
@@ -166,7 +175,7 @@ def _tag_task_lines(text: str) -> str:
     return "".join(pieces)
 
 
-def _walk(tokens: list[dict], found: list[Block], depth: int) -> None:
+def _walk(tokens: list[Token], found: list[Block], depth: int) -> None:
     for token in tokens:
         kind = token["type"]
         if kind == "heading":
@@ -176,7 +185,7 @@ def _walk(tokens: list[dict], found: list[Block], depth: int) -> None:
                 _list_item(item, found, depth)
 
 
-def _list_item(item: dict, found: list[Block], depth: int) -> None:
+def _list_item(item: Token, found: list[Block], depth: int) -> None:
     children = item.get("children", [])
     if children and children[0]["type"] in ("block_text", "paragraph"):
         match = _TAGGED_TEXT.match(plain_text(children[0]["children"]))
@@ -189,14 +198,14 @@ def _list_item(item: dict, found: list[Block], depth: int) -> None:
                 _list_item(nested, found, depth + 1)
 
 
-def _heading(token: dict) -> Heading:
+def _heading(token: Token) -> Heading:
     text = plain_text(token["children"])
     level, clean = token["attrs"]["level"], _untagged(text).strip()
     tag = _TAG.search(text)  # only `located_blocks` tags heading lines
     return SourceHeading(level, clean, int(tag[1])) if tag else Heading(level, clean)
 
 
-def plain_text(tokens: list[dict]) -> str:
+def plain_text(tokens: list[Token]) -> str:
     """Inline tokens as the reader sees them: emphasis and code marks dropped, soft breaks as newlines."""
     parts = []
     for token in tokens:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
-from teleclaude.planner.core.markdown import blocks
+from teleclaude.planner.core.markdown import Block, blocks
 from teleclaude.planner.core.model import Heading, PlanStatus, TaskItem
 
 GROUP_HEADING = re.compile(r"group\s+(\d+)\b", re.IGNORECASE)
@@ -29,13 +30,14 @@ def parse_plan(text: str) -> PlanStatus:
     return PlanStatus(len(build), open_tasks, has_groups)
 
 
-def tasks_by_group(items):
+def tasks_by_group(items: Iterable[Block]) -> Iterator[tuple[int | None, TaskItem]]:
     """(group number or None, task) for every task item; a group is set by its heading's scope.
 
     None means no group: before the first Group heading, after a group's scope ended, or in a plan without
     Group headings at all.
     """
-    group, group_level, seen_group = None, 0, False
+    group: int | None = None
+    group_level, seen_group = 0, False
     for block in items:
         if isinstance(block, Heading):
             match = GROUP_HEADING.match(block.text)

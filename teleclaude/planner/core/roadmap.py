@@ -46,6 +46,7 @@ def parse_roadmap(text: str) -> Roadmap:
 
 def _item(task: TaskItem, problems: list[Problem]) -> RoadmapItem | None:
     match = _ITEM_TEXT.match(task.text)
+    assert match is not None  # every part of the pattern may be empty: it matches any text
     slug, after_text, description = match["slug"], match["after"], match["description"]
     marker = Marker.from_char(task.mark)
     problem = slug_problem(slug)

@@ -347,6 +347,7 @@ def read_since(
         return _read_alternate(view, cursor, capture, max_lines, max_bytes)
     history = view.history_size
     finished = history + view.cursor_y  # kept rows before the cursor's row, counted from the oldest kept
+    missed: int | None
     if cursor is None:  # the first read: the visible screen
         base, line, missed = 0, history, 0
     else:
