@@ -137,7 +137,8 @@ RUN_AGENT_COMMAND = """Start an agent CLI (claude, gemini, codex) in tmux and ty
 
 Call it exactly as a TOOL_CALL from teleclaude__next_work / teleclaude__next_prepare says. It returns once
 the command was delivered: `SESSION: <id> started` with the session's fields, or `ERROR: CODE`
-(UNKNOWN_COMPUTER, UNKNOWN_AGENT, AGENT_NOT_INSTALLED, INVALID_SUBFOLDER, TMUX_FAILED, ...).
+(UNKNOWN_COMPUTER, UNKNOWN_AGENT, AGENT_NOT_INSTALLED, INVALID_SUBFOLDER, TMUX_FAILED, ...);
+WORKER_BLOCKED: a dialog or a refusal stops the CLI (the message names it and the fix; do not retry).
 Then call teleclaude__wait_for_sessions to learn when the worker is done."""
 
 LIST_SESSIONS = """List the worker sessions with their state (pending, running, turn_ended, stalled,

@@ -103,6 +103,14 @@ def _add_hook(parser: argparse.ArgumentParser) -> None:
         "--agent", choices=("claude", "gemini", "codex"), help="the CLI (default: from the input)"
     )
     stop.set_defaults(handler=_run_hook_stop)
+    failure = events.add_parser(
+        "stop-failure",
+        help="Claude Code's StopFailure hook: an API error ended the turn (rate limit, billing, …)",
+        description="Read the StopFailure hook JSON on stdin and record a limit or an error on the worker's "
+        "session (TELECLAUDE_SESSION_ID); prints nothing.",
+    )
+    failure.add_argument("--agent", choices=("claude",), default="claude", help="the CLI (default: claude)")
+    failure.set_defaults(handler=_run_hook_stop_failure)
     tool_use = events.add_parser(
         "tool-use",
         help="an agent CLI's tool hook (claude PreToolUse): record the tool and its target for the session",
@@ -110,16 +118,6 @@ def _add_hook(parser: argparse.ArgumentParser) -> None:
     )
     tool_use.add_argument("--agent", choices=("claude", "gemini", "codex"), help="the CLI")
     tool_use.set_defaults(handler=_run_hook_tool_use)
-    # PLACEHOLDER (claude-setup branch): `teleclaude install` wires claude's StopFailure hook to this verb;
-    # the handler itself (API error -> rate_limited / errored) comes from the runtime branch (issue 12).
-    # Until it merges, this reads the hook JSON and exits 0 without acting on it.
-    failure = events.add_parser(
-        "stop-failure",
-        help="claude's StopFailure hook: an API error ended the turn (hook JSON on stdin)",
-        description="Read claude's StopFailure hook JSON on stdin (placeholder: not acted on yet).",
-    )
-    failure.add_argument("--agent", choices=("claude", "gemini", "codex"), help="the CLI")
-    failure.set_defaults(handler=_run_hook_stop_failure)
     post = events.add_parser(
         "post-commit", help="git post-commit: print the planner's next step (changes nothing)"
     )
@@ -137,19 +135,16 @@ def _run_hook_stop(args: argparse.Namespace) -> int:
     return stophook.main(args.agent)
 
 
+def _run_hook_stop_failure(args: argparse.Namespace) -> int:
+    from teleclaude.setup import failurehook
+
+    return failurehook.main(args.agent)
+
+
 def _run_hook_tool_use(args: argparse.Namespace) -> int:
     from teleclaude.setup import toolhook
 
     return toolhook.main(args.agent)
-
-
-def _run_hook_stop_failure(args: argparse.Namespace) -> int:  # PLACEHOLDER, see _add_hook
-    import contextlib
-    import sys
-
-    with contextlib.suppress(Exception):  # a hook never breaks the agent
-        sys.stdin.read()
-    return 0
 
 
 def _run_hook_post_commit(args: argparse.Namespace) -> int:

@@ -151,7 +151,19 @@ _RUNTIME_NUMBERS = (
     "spin_max",
     "wait_timeout",
 )
-_PROFILE_KEYS = ("binary", "args", "modes", "prompt", "limit_patterns", "command_prefix")
+_PROFILE_KEYS = (
+    "binary",
+    "args",
+    "modes",
+    "prompt",
+    "busy",
+    "retry",
+    "limit_patterns",
+    "command_prefix",
+    "env",
+)
+_MAY_BE_EMPTY = ("command_prefix", "busy", "retry")  # "": none
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _runtime(path: str, value: Any, earlier: RuntimeConfig | None) -> RuntimeConfig:
@@ -214,13 +226,26 @@ def _profile(path: str, where: str, table: dict[str, Any], profile: AgentProfile
                 **profile.modes,
                 **{m: _strings(path, f"{where}.modes.{m}", f) for m, f in item.items()},
             }
+        elif key == "env":
+            changes["env"] = {**profile.env, **_env(path, f"{where}.env", item)}
         else:
-            changes[key] = _string(path, f"{where}.{key}", item, allow_empty=key == "command_prefix")
-    patterns = [("prompt", changes["prompt"])] if "prompt" in changes else []
+            changes[key] = _string(path, f"{where}.{key}", item, allow_empty=key in _MAY_BE_EMPTY)
+    patterns = [(key, changes[key]) for key in ("prompt", "busy", "retry") if changes.get(key)]
     patterns += [("limit_patterns", pattern) for pattern in changes.get("limit_patterns", ())]
     for key, pattern in patterns:
         _check_regex(path, f"{where}.{key}", pattern)
     return replace(profile, **changes)
+
+
+def _env(path: str, key: str, value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise ConfigError(path, key, 'must be a table of strings, e.g. {IS_SANDBOX = "1"}')
+    for name, item in value.items():
+        if not _ENV_NAME.fullmatch(name) or name.startswith("TELECLAUDE_"):
+            raise ConfigError(path, f"{key}.{name}", "is not a variable name a worker may be given")
+        if not isinstance(item, str) or "\0" in item:
+            raise ConfigError(path, f"{key}.{name}", f"must be a string, not {item!r}")
+    return dict(value)
 
 
 def _string(path: str, key: str, value: Any, allow_empty: bool = False) -> str:

@@ -23,7 +23,15 @@ class AgentProfile:
     # (its echo of a sent message, "> /next-build x", must not count)
     prompt: str = r"^\s*[│|]?\s*[>❯›]\s*[│|]?\s*$"
     limit_patterns: tuple[str, ...] = ()
+    # a regex for a row shown only while the CLI works (its prompt line may stay on screen meanwhile): such a
+    # screen is never idle
+    busy: str = ""
+    # a regex for the CLI's countdown to retrying a failed API call: the worker waits on the API
+    retry: str = ""
     command_prefix: str = ""  # codex only finds custom prompts as /prompts:NAME
+    # variables given to each worker with `tmux new-session -e` (e.g. IS_SANDBOX=1 for claude as root); the
+    # rest of a worker's environment is the tmux server's
+    env: Mapping[str, str] = field(default_factory=dict)
 
     def argv(self, binary: str, thinking_mode: str) -> list[str]:
         return [binary, *self.args, *self.modes.get(thinking_mode, ())]
@@ -41,6 +49,8 @@ DEFAULT_PROFILES: Mapping[str, AgentProfile] = {
         ("--dangerously-skip-permissions",),
         {"slow": ("--model", "opus"), "med": ("--model", "sonnet"), "fast": ("--model", "haiku")},
         limit_patterns=DEFAULT_LIMIT_PATTERNS["claude"],
+        busy=r"\besc to interrupt\b",  # the footer while it works: "… · esc to interrupt · ← for agents"
+        retry=r"\bRetrying in \d+\w*.*\battempt \d+/\d+",  # "API error · Retrying in 26s · attempt 7/10"
     ),
     "gemini": AgentProfile(
         "gemini",

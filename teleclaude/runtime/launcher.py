@@ -15,18 +15,20 @@ from teleclaude.config.matrix import THINKING_MODES
 from teleclaude.config.profiles import AgentProfile
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
+from teleclaude.runtime.core.blockers import blocked_text, find_blocker, last_rows
 from teleclaude.runtime.core.sessions import (
     Change,
     Cursor,
     Ended,
+    PaneView,
     Session,
     SessionState,
     Started,
-    prompt_visible,
     transition,
+    waiting_for_input,
 )
 from teleclaude.runtime.core.supervision import resumed
-from teleclaude.runtime.panes import Panes
+from teleclaude.runtime.panes import Panes, WorkerBlocked
 
 _COMMAND = re.compile(r"[a-z0-9][a-z0-9:._-]{0,80}")
 
@@ -85,7 +87,7 @@ class Launcher:
                 session.tmux_session,
                 str(workdir),
                 profile.argv(binary, thinking_mode),
-                self._worker_env(session),
+                self._worker_env(session, profile),
                 exit_channel(session.id),
                 config.history_limit,
                 (config.width, config.height),
@@ -122,11 +124,11 @@ class Launcher:
             return bad_argument("args must be one short line (the slug), without control characters")
         return None
 
-    def _worker_env(self, session: Session) -> dict[str, str]:
-        env = {"TELECLAUDE_SESSION_ID": session.id, "TELECLAUDE_DB": str(self.context.store.path)}
-        for name in ("PATH", "HOME"):
-            if self.context.env.get(name):
-                env[name] = self.context.env[name]
+    def _worker_env(self, session: Session, profile: AgentProfile) -> dict[str, str]:
+        """PATH and HOME of the runtime, `[runtime.agents.NAME] env`, and the session's own variables."""
+        env = {name: self.context.env[name] for name in ("PATH", "HOME") if self.context.env.get(name)}
+        env.update(profile.env)
+        env.update({"TELECLAUDE_SESSION_ID": session.id, "TELECLAUDE_DB": str(self.context.store.path)})
         return env
 
     def _deliver(self, session: Session, profile: AgentProfile) -> Started | Error:
@@ -159,19 +161,43 @@ class Launcher:
         return Started(self.context.store.save(running, expect=SessionState.PENDING) or running)
 
     def _wait_for_prompt(self, session: Session, profile: AgentProfile) -> list[str] | Error:
+        """The screen once the CLI shows its prompt; a dialog, a refusal or an early exit is reported at once
+        (with the CLI's own last output), never waited out."""
         tmux, timeout = self.context.tmux, self.context.config.startup_timeout
         deadline = time.monotonic() + timeout
         while True:
             view = tmux.views().get(session.pane_id)
             if view is None or view.dead:
-                screen = tmux.screen(session.pane_id, view) if view else []
-                return _delivery_failed(session, "", "the CLI exited before showing its prompt", screen)
+                return self._exited(session, view)
             screen = tmux.screen(session.pane_id, view)
-            if prompt_visible(screen, profile.prompt):
+            blocker = find_blocker(session.agent, screen)
+            if blocker is not None:
+                return Error(
+                    ErrorCode.WORKER_BLOCKED, blocked_text(session.agent, blocker, session.workdir, screen)
+                )
+            if waiting_for_input(screen, profile.prompt, profile.busy):
                 return screen
             if time.monotonic() > deadline:
                 return _delivery_failed(session, "", f"no prompt after {timeout:g}s", screen)
             time.sleep(0.05)
+
+    def _exited(self, session: Session, view: PaneView | None) -> Error:
+        """The CLI exited before its prompt: its last output (kept by remain-on-exit, history included)."""
+        tmux = self.context.tmux
+        rows = tmux.capture(session.pane_id, -view.history_size, view.height - 1) if view else []
+        blocker = find_blocker(session.agent, rows, exited=True)
+        if blocker is not None:
+            return Error(
+                ErrorCode.WORKER_BLOCKED, blocked_text(session.agent, blocker, session.workdir, rows)
+            )
+        status = f" (exit status {view.dead_status})" if view and view.dead_status is not None else ""
+        output = "\n".join(row.rstrip() for row in last_rows(rows)) or "(nothing)"
+        return Error(
+            ErrorCode.WORKER_BLOCKED,
+            f"{session.agent} exited before showing its prompt{status}. Its last output:\n{output}\n"
+            f"Run it by hand in {session.workdir} to see what it needs, or mark it unavailable: "
+            f"teleclaude__mark_agent_unavailable(agent={session.agent!r}).",
+        )
 
     def _fail(self, session: Session, error: Error) -> Error:
         """Delivery failed: no session is left behind, and the row says why."""
@@ -191,6 +217,8 @@ class Launcher:
             return bad_argument("text must be one non-empty line")
         try:
             self.panes.type_line(session, text.strip(), interrupt)
+        except WorkerBlocked as error:
+            return Error(error.code, str(error))
         except TmuxError as error:
             return Error(ErrorCode.TMUX_FAILED, str(error))
         # refused only if an observer saved meanwhile; the worker's new output tells the next look anyway

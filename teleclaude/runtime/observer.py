@@ -16,7 +16,8 @@ from subprocess import Popen
 from teleclaude.adapters.tmux import TmuxError
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
-from teleclaude.runtime.core.limits import find_limit
+from teleclaude.runtime.core.blockers import blocked_text, find_blocker
+from teleclaude.runtime.core.limits import DEFAULT_PAUSE, failure_limit, find_limit, reset_time
 from teleclaude.runtime.core.sessions import (
     Activity,
     Change,
@@ -30,8 +31,8 @@ from teleclaude.runtime.core.sessions import (
     SessionState,
     Waited,
     observe_idle,
-    prompt_visible,
     transition,
+    waiting_for_input,
 )
 from teleclaude.runtime.core.supervision import (
     NeedsAttention,
@@ -54,6 +55,8 @@ log = logging.getLogger("teleclaude.runtime")
 MAX_WAIT = 60.0
 WORKING = (SessionState.RUNNING, SessionState.STALLED, SessionState.NEEDS_ATTENTION)
 _SCAN_LINES = 2000
+FATAL_FAILURES = ("billing_error", "authentication_failed")  # no retry helps: a person must act
+_BLOCKABLE = (SessionState.RUNNING, SessionState.STALLED, SessionState.TURN_ENDED)
 
 
 class Observer:
@@ -105,13 +108,44 @@ class Observer:
         fresh = {s.id: self._observe_safely(s, views.get(s.pane_id)) for s in live}
         return [fresh.get(s.id, s) for s in sessions]
 
-    def record_turn_end(self, session_id: str, source: str = "stop hook") -> None:
-        """An agent's Stop hook said its turn is over (called from `teleclaude hook stop`)."""
+    def record_turn_end(self, session_id: str, source: str = "stop hook") -> bool:
+        """An agent's Stop hook said its turn is over (called from `teleclaude hook stop`). True once the
+        stored row shows it (or there is nothing to record); False when another writer saved first."""
         session = self.context.store.get(session_id)
         if session is None or session.state not in WORKING:
-            return
+            return True
         working = progressed(session, self.context.clock())
-        self.context.change(working, Change.TURN_ENDED, source, expect=session.state)
+        saved = self.context.change(working, Change.TURN_ENDED, source, expect=session.state)
+        return saved.state not in WORKING
+
+    def record_stop_failure(self, session_id: str, error: str, message: str) -> bool:
+        """An agent's StopFailure hook said an API error ended its turn (`teleclaude hook stop-failure`):
+        a limit makes the session rate-limited and the agent unavailable until the reset the message names;
+        billing or authentication errors end it as errored; any other error ends the turn. True once the
+        stored row shows it (or there is nothing to record); False when another writer saved first."""
+        context = self.context
+        session = context.store.get(session_id)
+        if session is None:
+            return True
+        now, expect = context.clock(), session.state
+        source = f"StopFailure hook: {error}" + (f": {message.strip()[:300]}" if message.strip() else "")
+        hit = failure_limit(error, message, now, datetime.now().astimezone().tzinfo or UTC)
+        if hit is not None:  # the hook's reset is the CLI's own: it wins over a guess from the screen
+            context.availability.mark_unavailable(session.agent, hit.until, hit.reason)
+        if session.state not in (*WORKING, SessionState.TURN_ENDED):
+            return True
+        if hit is not None:
+            detail = f"{hit.reason} until {hit.until.isoformat(timespec='seconds')}: {source}"
+            target, change = SessionState.RATE_LIMITED, Change.RATE_LIMITED
+        elif error in FATAL_FAILURES:
+            detail, target, change = source, SessionState.ERRORED, Change.ERRORED
+        elif session.state in WORKING:
+            detail, target, change = source, SessionState.TURN_ENDED, Change.TURN_ENDED
+            session = progressed(session, now)  # a stalled or neglected worker runs again, then ends its turn
+        else:
+            return True  # the turn already ended
+        saved = context.change(session, change, detail, expect=expect, error=detail)
+        return saved.state is target or saved.state.is_final
 
     # --- waiting -------------------------------------------------------------------------------------------
 
@@ -179,9 +213,14 @@ class Observer:
             return self._after_exit(scanned, view, expect=session.state)
         profile = context.config.profiles.get(session.agent)
         screen = context.tmux.screen(session.pane_id, view)
-        prompt = prompt_visible(screen, profile.prompt) if profile else False
+        blocked = self._blocked(scanned, screen, now, expect=session.state)
+        if blocked is not None:
+            return blocked
+        prompt = waiting_for_input(screen, profile.prompt, profile.busy) if profile else False
         watched, ended = observe_idle(scanned, screen, prompt, now, context.config.idle_threshold)
-        watched = replace(watched, activity=activity_of(watched, screen, now, context.config.idle_threshold))
+        retry = profile.retry if profile else ""
+        activity = activity_of(watched, screen, now, context.config.idle_threshold, retry)
+        watched = replace(watched, activity=activity)
         if ended:
             return context.change(watched, Change.TURN_ENDED, "idle at its prompt", expect=session.state)
         return self._supervise(session, watched, screen, now)
@@ -210,6 +249,30 @@ class Observer:
         log.info("session %s: %s", session.id, detail)
         return detail
 
+    def _blocked(
+        self, session: Session, screen: list[str], now: datetime, expect: SessionState
+    ) -> Session | None:
+        """A dialog opened in a working session: nobody types into it (reminders stop with the state)."""
+        blocker = find_blocker(session.agent, screen)
+        if blocker is None or session.state not in _BLOCKABLE:
+            return None
+        text = blocked_text(session.agent, blocker, session.workdir, screen)
+        detail = f"WORKER_BLOCKED: {text.splitlines()[0]}"
+        log.info("session %s: %s", session.id, detail)
+        if blocker.rate_limit:  # the limit's message, with its reset, is on the screen above the dialog
+            local = datetime.now().astimezone().tzinfo or UTC
+            until = reset_time(" ".join(screen), now, local) or now + DEFAULT_PAUSE
+            detail = f"rate_limited until {until.isoformat(timespec='seconds')}: {detail}"
+            limited, events = transition(session, Change.RATE_LIMITED, now, detail, error=text)
+            saved = self.context.store.save(limited, expect=expect, events=events)
+            if saved is None:  # the hook (or another observer) was first, and knew the reset: keep its time
+                return self.context.store.get(session.id) or session
+            self.context.availability.mark_unavailable(session.agent, until, "rate_limited")
+            return saved
+        if session.state is SessionState.TURN_ENDED:
+            return None  # nothing types into it until someone sends a line, which is refused
+        return self.context.change(session, Change.NEEDS_ATTENTION, detail, expect=expect, error=text)
+
     def _after_exit(self, session: Session, view: PaneView, expect: SessionState) -> Session:
         code = view.dead_status
         detail = f"exit status {code}" if code is not None else "exited"
@@ -235,7 +298,8 @@ class Observer:
                     session, Change.TURN_ENDED, now, "the post-report cycle never ended"
                 )
                 events += announced
-        due = nudge(session, now, config, session.activity is Activity.QUIET)
+        waiting = session.activity is Activity.WAITING_API  # on the API's retries: a reminder would cut them
+        due = None if waiting else nudge(session, now, config, session.activity is Activity.QUIET)
         if isinstance(due, NeedsAttention):
             session, stuck = transition(session, Change.NEEDS_ATTENTION, now, due.detail, error=due.detail)
             events += stuck

@@ -68,8 +68,13 @@ def test_bad_input_or_a_broken_database_never_fails_the_agent(cli_env, tmp_path)
     assert "teleclaude hook tool-use: " in done.stderr
 
 
-def test_the_stop_failure_placeholder_reads_its_input_and_exits_0(cli_env):
-    payload = json.dumps({"hook_event_name": "StopFailure", "error": "rate_limit"})
+def test_the_stop_failure_hook_never_fails_the_agent(cli_env):
+    """`hook stop-failure` (the real handler; what it records is in tests/runtime and tests/realcli)."""
     argv = [sys.executable, "-m", "teleclaude", "hook", "stop-failure", "--agent", "claude"]
-    done = subprocess.run(argv, input=payload, env=cli_env, capture_output=True, text=True, timeout=60)
+    env = {k: v for k, v in cli_env.items() if k != "TELECLAUDE_SESSION_ID"}
+    payload = json.dumps({"hook_event_name": "StopFailure", "error": "rate_limit"})
+    done = subprocess.run(argv, input=payload, env=env, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")  # outside a worker: nothing to record
+    done = subprocess.run(argv, input="not json", env=env, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr.startswith("teleclaude hook stop-failure: ")

@@ -1,12 +1,13 @@
 """The real agent CLIs (pinned in versions.txt, installed by scripts/agent-clis) against the scripted server.
 
-Each test gets a private tmux server, a throwaway HOME prepared the way the CLI's first-run dialogs would
-ask (teleclaude.demo.agent_homes), `teleclaude install` run into that HOME, and a fresh ModelServer. The
+Each test gets a private tmux server, a throwaway HOME holding only the user's login
+(teleclaude.demo.agent_homes), `teleclaude install` + `init` run into it, and a fresh ModelServer. The
 tests skip, saying why, only when npm is not installed; a failed install is an error.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -78,15 +79,25 @@ def project(tmp_path, tmux_socket) -> Path:
     return root
 
 
+def give_env(project: Path, agent: str, env: dict[str, str]) -> None:
+    """`[runtime.agents.AGENT] env` in the project's teleclaude.toml (committed): what its workers get."""
+    table = ", ".join(f"{key} = {json.dumps(value)}" for key, value in env.items())
+    with (project / "teleclaude.toml").open("a") as settings:
+        settings.write(f"[runtime.agents.{agent}]\nenv = {{{table}}}\n")
+    commit_all(project, f"Worker environment for {agent}")
+
+
 @pytest.fixture
-def claude_cli(agent_clis, model_server, isolated_environment, monkeypatch) -> Path:
+def claude_cli(agent_clis, model_server, project, isolated_environment, monkeypatch) -> Path:
     """A claude on PATH (with this teleclaude beside it) in a fresh HOME holding only the user's login
-    (onboarding, API key approval), its worker env pointing at the scripted server. The tmux server is
-    started by the test process after this, so it inherits the environment (the runtime itself passes only
-    PATH, HOME and its own variables to a worker)."""
+    (onboarding, API key approval). Its workers get the scripted server's address and key through
+    `[runtime.agents.claude] env` in the project's teleclaude.toml, not from the tmux server's environment
+    (which the test process, and so the tmux server it starts, does not have)."""
     prepare_claude_login(isolated_environment, pinned()["claude"][1])
-    for key, value in claude_environment(model_server.url).items():
-        monkeypatch.setenv(key, value)
+    env = claude_environment(model_server.url)
+    for key in (*env, "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_MAX_RETRIES"):
+        monkeypatch.delenv(key, raising=False)
+    give_env(project, "claude", env | {"CLAUDE_CODE_MAX_RETRIES": "0"})
     path = [str(agent_clis["claude"]), str(Path(sys.executable).parent), os.environ["PATH"]]
     monkeypatch.setenv("PATH", os.pathsep.join(path))
     return agent_clis["claude"] / "claude"

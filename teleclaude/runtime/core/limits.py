@@ -12,11 +12,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 
 DEFAULT_LIMIT_PATTERNS: dict[str, tuple[str, ...]] = {
-    "claude": (
+    "claude": (  # Claude Code 2.1's own wordings: tests/realcli/NOTES.md
         r"(?i)usage limit reached",
         r"(?i)\b\d+-hour limit reached",
-        r"(?i)you've hit your (usage )?limit",
-        r"(?i)API Error: (429|529)\b",
+        # session, weekly, Opus, Sonnet, usage, fast, monthly spend: "You've hit your weekly limit · resets …"
+        r"(?i)you[’']ve hit your ([\w-]+ ){0,2}limit\b",
+        r"(?i)you[’']re out of usage credits",
+        r"(?i)server is temporarily limiting requests",
+        r"(?i)API Error: Request rejected \(429\)",
+        r"(?i)API Error: (429|500|502|503|529)\b",
         r"\b(overloaded_error|rate_limit_error)\b",
     ),
     "gemini": (
@@ -62,13 +66,35 @@ def find_limit(
     return None
 
 
+# Claude Code's StopFailure hook: the `error` kinds that mean "not now" rather than "not at all"
+LIMIT_FAILURES = {"rate_limit": "rate_limited", "overloaded": "overloaded", "server_error": "server_error"}
+
+
+def failure_limit(error: str, message: str, now: datetime, local: tzinfo) -> LimitHit | None:
+    """A StopFailure hook's `error` and `last_assistant_message` as a limit, with the reset the message
+    names (else now + 1 h); None for an error that is not a limit (billing, authentication, …)."""
+    if error not in LIMIT_FAILURES:
+        return None
+    line = next((row.strip() for row in message.splitlines() if row.strip()), "")
+    until = reset_time(message, now, local) or now + DEFAULT_PAUSE
+    return LimitHit(line or error, until.astimezone(UTC), _reason(message) if line else LIMIT_FAILURES[error])
+
+
 def _reason(row: str) -> str:
     lowered = row.lower()
     if "overload" in lowered or "529" in lowered:
         return "overloaded"
-    if "quota" in lowered or "resource_exhausted" in lowered or "usage limit" in lowered:
+    if re.search(r"api error: 5\d\d\b", lowered):
+        return "server_error"
+    if "temporarily limiting" in lowered:  # "… (not your usage limit)"
+        return "rate_limited"
+    if any(word in lowered for word in _QUOTA_WORDS) or _HIT.search(row):
         return "quota_exhausted"
     return "rate_limited"
+
+
+_QUOTA_WORDS = ("quota", "resource_exhausted", "usage limit", "usage credits")
+_HIT = re.compile(r"(?i)you[’']ve hit your ")
 
 
 _EPOCH = re.compile(r"\|(\d{10})\b")
@@ -77,6 +103,13 @@ _IN = re.compile(
     r"((?:\d+\s*(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,and]*)+)"
 )
 _UNIT = re.compile(r"(?i)(\d+)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b")
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DATE = re.compile(
+    r"(?i)(?:resets?|try again|available again)\s+(?:on\s+)?("
+    + "|".join(_MONTHS)
+    + r")[a-z]*\.?\s+(\d{1,2}),?"
+    r"\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?(?:\s*\(([A-Za-z_]+/[A-Za-z_/]+|UTC)\))?"
+)
 _AT = re.compile(
     r"(?i)(?:resets?|try again|available again)\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?"
     r"(?:\s*\(([A-Za-z_]+/[A-Za-z_/]+|UTC)\))?"
@@ -84,9 +117,12 @@ _AT = re.compile(
 
 
 def reset_time(text: str, now: datetime, local: tzinfo) -> datetime | None:
-    """When a limit message says the agent is back: an epoch stamp, "in 2 hours 5 minutes", or "at 5pm"."""
+    """When a limit message says the agent is back: an epoch stamp, "in 2 hours 5 minutes", "at 5pm",
+    "4:05am (UTC)" or "Nov 25, 11:05pm (UTC)"."""
     if match := _EPOCH.search(text):
         return datetime.fromtimestamp(int(match[1]), UTC)
+    if match := _DATE.search(text):
+        return _next_date(match, now, local)
     if match := _IN.search(text):
         return now + sum((_duration(int(n), unit) for n, unit in _UNIT.findall(match[1])), timedelta())
     if match := _AT.search(text):
@@ -106,20 +142,43 @@ def _duration(amount: int, unit: str) -> timedelta:
 
 
 def _next_clock_time(match: re.Match[str], now: datetime, local: tzinfo) -> datetime | None:
-    hour, minute = int(match[1]), int(match[2] or 0)
-    meridiem = (match[3] or "").lower().replace(".", "")
-    if meridiem and not 1 <= hour <= 12 or hour > 23 or minute > 59:
-        return None
-    if not meridiem and not match[2]:
+    if not match[3] and not match[2]:
         return None  # a bare number ("resets 3") is not a time
-    if meridiem:
-        hour = hour % 12 + (12 if meridiem == "pm" else 0)
+    hour, minute = _hour(int(match[1]), match[3]), int(match[2] or 0)
+    if hour is None or minute > 59:
+        return None
     zone = _zone(match[4]) or local
     here = now.astimezone(zone)
     candidate = here.replace(hour=hour, minute=minute, second=0, microsecond=0)
     if candidate <= here:
         candidate += timedelta(days=1)
     return candidate
+
+
+def _next_date(match: re.Match[str], now: datetime, local: tzinfo) -> datetime | None:
+    """ "Nov 25, 11:05pm (UTC)": that day and time, in this year or (once it has passed) the next."""
+    month, day = _MONTHS.index(match[1][:3].lower()) + 1, int(match[2])
+    hour = _hour(int(match[3]), match[5])
+    minute = int(match[4] or 0)
+    if hour is None or minute > 59:
+        return None
+    zone = _zone(match[6]) or local
+    here = now.astimezone(zone)
+    for year in (here.year, here.year + 1):
+        try:
+            candidate = datetime(year, month, day, hour, minute, tzinfo=zone)
+        except ValueError:  # Feb 30, or Feb 29 outside a leap year
+            continue
+        if candidate > here - timedelta(days=1):  # a reset just past is still this year's
+            return candidate
+    return None
+
+
+def _hour(hour: int, meridiem: str | None) -> int | None:
+    meridiem = (meridiem or "").lower().replace(".", "")
+    if meridiem:
+        return hour % 12 + (12 if meridiem == "pm" else 0) if 1 <= hour <= 12 else None
+    return hour if hour <= 23 else None
 
 
 def _zone(name: str | None) -> tzinfo | None:

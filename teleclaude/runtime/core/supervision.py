@@ -63,10 +63,16 @@ def resumed(
     return fresh, events
 
 
-def activity_of(session: Session, screen: list[str], now: datetime, idle_seconds: float) -> Activity:
+def activity_of(
+    session: Session, screen: list[str], now: datetime, idle_seconds: float, retry: str = ""
+) -> Activity:
+    """What the pane shows: a retry countdown (`retry`, the profile's pattern), a tool running, output, or
+    nothing new for `idle_seconds`."""
+    tail = [row for row in screen if row.strip()][-8:]
+    if retry and any(re.search(retry, row) for row in tail):
+        return Activity.WAITING_API
     if session.last_change_at and (now - session.last_change_at).total_seconds() >= idle_seconds:
         return Activity.QUIET
-    tail = [row for row in screen if row.strip()][-8:]
     return Activity.TOOL if any(_TOOL_ROW.search(row) for row in tail) else Activity.WORKING
 
 
