@@ -97,14 +97,20 @@ class RemoteTmux(Tmux):
         self.computer = computer
 
     def _call(self, args: Sequence[str]) -> tuple[int, list[str], list[str]]:
-        done = run(self.computer, ["tmux", "-L", self.socket, *args], self.timeout, check=False)
+        done = run(self.computer, [*self._tmux(), *args], self.timeout, check=False)
         if done.returncode == 255:
             return 255, [], [f"ssh to {self.computer.name} failed: {_why(done)}"]
         return done.returncode, _lines(done.stdout), _lines(done.stderr)
 
+    def _tmux(self) -> list[str]:
+        """tmux there: -u as ssh gives it no locale (else it prints a tab as `_`); a pane gets the PATH of the
+        tmux client that creates it (tmux 3.2+), so `path` is set on the client, not with `-e`."""
+        path = ["env", f"PATH={self.computer.path}"] if self.computer.path else []
+        return [*path, "tmux", "-u", "-L", self.socket]
+
     def wait_for(self, channel: str) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            ssh_argv(self.computer, ["tmux", "-L", self.socket, "wait-for", channel]),
+            ssh_argv(self.computer, [*self._tmux(), "wait-for", channel]),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -175,3 +181,15 @@ def _lines(text: str) -> list[str]:
 
 def _why(done: subprocess.CompletedProcess[str]) -> str:
     return " ".join(done.stderr.split()) or f"exit status {done.returncode}"
+
+
+def close(computer: Computer) -> None:
+    """End the shared connection to `computer` (else its control master lingers for ControlPersist)."""
+    port = ["-p", str(computer.port)] if computer.port else []
+    subprocess.run(
+        [*ssh_options(computer), *port, "-O", "exit", "--", computer.host],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=10,
+        check=False,
+    )

@@ -133,9 +133,7 @@ class Launcher:
         env = {"TELECLAUDE_SESSION_ID": session.id}
         if remote:  # its stop hook marks the pane; this runtime reads the mark with the pane (see observer)
             env["TELECLAUDE_REPORT"] = "pane"
-            if remote.path:
-                env["PATH"] = remote.path
-            return env
+            return env  # PATH there: [computers.NAME] path (see adapters/ssh.py)
         env["TELECLAUDE_DB"] = str(self.context.store.path)
         for name in ("PATH", "HOME"):
             if self.context.env.get(name):
