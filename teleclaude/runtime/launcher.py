@@ -131,9 +131,8 @@ class Launcher:
 
     def _worker_env(self, session: Session, remote: Computer | None = None) -> dict[str, str]:
         env = {"TELECLAUDE_SESSION_ID": session.id}
-        if remote:  # its stop hook marks the pane; this runtime reads the mark with the pane (see observer)
-            env["TELECLAUDE_REPORT"] = "pane"
-            return env  # PATH there: [computers.NAME] path (see adapters/ssh.py)
+        if remote:  # this machine's database and PATH mean nothing there (its PATH: adapters/ssh.py)
+            return env
         env["TELECLAUDE_DB"] = str(self.context.store.path)
         for name in ("PATH", "HOME"):
             if self.context.env.get(name):
