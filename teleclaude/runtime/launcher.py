@@ -80,13 +80,12 @@ class Launcher:
             tmux_session=qualify(tmux, f"tc-{session_id}"),
         )
         try:
-            if remote:
-                workdir = self._send(remote, session)
-                if isinstance(workdir, Error):
-                    return workdir
+            folder = self._send(remote, session) if remote else str(workdir)
+            if isinstance(folder, Error):
+                return folder
             started = tmux.start(
                 f"tc-{session_id}",
-                str(workdir),
+                folder,
                 profile.argv(binary, thinking_mode),
                 self._worker_env(session, remote),
                 exit_channel(session.id),
