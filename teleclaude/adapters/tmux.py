@@ -65,6 +65,10 @@ class Tmux:
         self.timeout = timeout
         self._server: libtmux.Server | None = None
 
+    def on(self, computer: str) -> Tmux:
+        """The tmux server of `computer`: this one (adapters.ssh.Fleet also answers for other computers)."""
+        return self
+
     # --- the one command path ------------------------------------------------------------------------------
 
     def cmd(self, *args: str, check: bool = True) -> list[str]:

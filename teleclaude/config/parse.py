@@ -12,11 +12,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from teleclaude.config.matrix import DEFAULT_MATRIX, KNOWN_AGENTS, THINKING_MODES, Config
-from teleclaude.config.profiles import AgentProfile, RuntimeConfig
+from teleclaude.config.profiles import AgentProfile, Computer, RuntimeConfig
 from teleclaude.errors import ErrorCode, Failure
 from teleclaude.planner.core.model import AgentChoice
 
-TOP_LEVEL_KEYS = ("agents", "max_review_rounds", "matrix", "runtime")
+TOP_LEVEL_KEYS = ("agents", "computers", "max_review_rounds", "matrix", "runtime")
 _AGENT_NAME = re.compile(r"[a-z][a-z0-9_-]*")
 
 
@@ -45,6 +45,7 @@ def parse_config(sources: Sequence[tuple[str, str]]) -> Config:
     agents: tuple[str, ...] = KNOWN_AGENTS
     max_review_rounds = Config().max_review_rounds
     runtime = None
+    remotes: dict[str, Computer] = {}
     rows = {task: _Row("", row) for task, row in DEFAULT_MATRIX.items()}
     for path, text in sources:
         try:
@@ -60,6 +61,11 @@ def parse_config(sources: Sequence[tuple[str, str]]) -> Config:
             rows[task] = _Row(path, row)
         if "runtime" in data:
             runtime = _runtime(path, data["runtime"], runtime)
+        if "computers" in data:
+            remotes.update(_computers(path, data["computers"]))
+    if remotes:
+        runtime = replace(runtime or RuntimeConfig(), remotes=remotes)
+        _check_remote_names(runtime)
     _check_new_agents_are_listed(rows, agents)
     return Config(
         matrix={task: row.choices for task, row in rows.items()},
@@ -265,3 +271,77 @@ def _check_regex(path: str, key: str, pattern: str) -> None:
         re.compile(pattern)
     except re.error as error:
         raise ConfigError(path, key, f"is not a valid regular expression ({error})") from None
+
+
+# --- [computers.NAME] --------------------------------------------------------------------------------------
+
+_COMPUTER_KEYS = ("host", "user", "port", "identity_file", "project", "agents", "path", "ssh_options")
+# what reaches ssh's command line must not look like an option (`-oProxyCommand=...`) or hold a space
+_SSH_WORD = re.compile(r"[A-Za-z0-9_.@%+\[\]:][A-Za-z0-9_.@%+\[\]:-]*")
+
+
+def _computers(path: str, value: Any) -> dict[str, Computer]:
+    if not isinstance(value, dict):
+        raise ConfigError(path, "computers", "must be a table: [computers.NAME] with host, project, agents")
+    return {name: _computer(path, name, table) for name, table in value.items()}
+
+
+def _computer(path: str, name: str, table: Any) -> Computer:
+    where = f"computers.{name}"
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", name):
+        raise ConfigError(path, where, "a computer's name is a lowercase word such as box or loopback-ssh")
+    if not isinstance(table, dict):
+        raise ConfigError(path, where, "must be a table")
+    for key in table:
+        if key not in _COMPUTER_KEYS:
+            raise ConfigError(
+                path, f"{where}.{key}", f"unknown key; the keys are {', '.join(_COMPUTER_KEYS)}"
+            )
+    for key in ("host", "project", "agents"):
+        if key not in table:
+            raise ConfigError(path, f"{where}.{key}", "is missing")
+    port = table.get("port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+        raise ConfigError(path, f"{where}.port", f"must be a TCP port number, not {port!r}")
+    project = _string(path, f"{where}.project", table["project"])
+    if not project.startswith("/"):
+        raise ConfigError(path, f"{where}.project", "must be an absolute path on that computer")
+    agents = table["agents"]
+    if not isinstance(agents, dict) or not agents:
+        raise ConfigError(
+            path, f"{where}.agents", 'must map agent names to binaries, e.g. {claude = "claude"}'
+        )
+    for agent, binary in agents.items():
+        _check_agent_name(path, f"{where}.agents", agent)
+        _string(path, f"{where}.agents.{agent}", binary)
+    options = _strings(path, f"{where}.ssh_options", table.get("ssh_options", []))
+    for option in options:
+        if not re.fullmatch(r"[A-Za-z]+=[^\s]+", option):
+            raise ConfigError(path, f"{where}.ssh_options", f"{option!r} is not an option KEY=VALUE")
+    return Computer(
+        name=name,
+        host=_ssh_word(path, f"{where}.host", table["host"]),
+        project=project,
+        agents=dict(agents),
+        user=_ssh_word(path, f"{where}.user", table["user"]) if "user" in table else None,
+        port=port,
+        identity_file=_string(path, f"{where}.identity_file", table["identity_file"])
+        if "identity_file" in table
+        else None,
+        path=_string(path, f"{where}.path", table["path"]) if "path" in table else None,
+        ssh_options=options,
+    )
+
+
+def _ssh_word(path: str, key: str, value: Any) -> str:
+    if not isinstance(value, str) or not _SSH_WORD.fullmatch(value):
+        raise ConfigError(path, key, f"{value!r} is not a host or user name (letters, digits, . _ - @ :)")
+    return value
+
+
+def _check_remote_names(runtime: RuntimeConfig) -> None:
+    for name in runtime.remotes:
+        if name in runtime.computers:
+            raise ConfigError(
+                "teleclaude.toml", f"computers.{name}", "names this machine in [runtime] computers too"
+            )

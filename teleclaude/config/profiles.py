@@ -81,11 +81,31 @@ DEFAULT_PROFILES: Mapping[str, AgentProfile] = {
 
 
 @dataclass(frozen=True)
+class Computer:
+    """`[computers.NAME]` in teleclaude.toml: another machine reached with OpenSSH, where workers run in tmux.
+
+    `project` is a clone of this project there; the item branch travels to it before a worker starts and
+    back after each turn. `agents` maps an agent name to its binary there (a name found on `path`, or a path).
+    """
+
+    name: str
+    host: str
+    project: str
+    agents: Mapping[str, str]
+    user: str | None = None
+    port: int | None = None
+    identity_file: str | None = None
+    path: str | None = None  # PATH for the workers there; else the login's default
+    ssh_options: tuple[str, ...] = ()  # extra `-o KEY=VALUE` options, e.g. UserKnownHostsFile=...
+
+
+@dataclass(frozen=True)
 class RuntimeConfig:
     """`[runtime]` in teleclaude.toml. Times are seconds."""
 
     socket: str = "teleclaude"  # the private tmux server: `tmux -L teleclaude ls`
     computers: tuple[str, ...] = ("local",)  # names that mean this machine
+    remotes: Mapping[str, Computer] = field(default_factory=dict)  # [computers.NAME]: other machines
     profiles: Mapping[str, AgentProfile] = field(default_factory=lambda: dict(DEFAULT_PROFILES))
     history_limit: int = 50_000
     width: int = 200

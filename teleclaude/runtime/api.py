@@ -11,17 +11,20 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.adapters.settings import load_config
+from teleclaude.adapters.ssh import Fleet
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.adapters.tmux import Tmux
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, guard
 from teleclaude.planner.core.model import Dispatch
+from teleclaude.runtime import remote
 from teleclaude.runtime.context import Context
 from teleclaude.runtime.core.sessions import Ended, Output, Reported, Session, Started, Waited
 from teleclaude.runtime.core.supervision import Directive, Finished
@@ -41,8 +44,10 @@ class Runtime:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         env: Mapping[str, str] | None = None,
     ) -> None:
-        tmux = tmux or Tmux(config.socket, config.tmux_timeout)
+        tmux = tmux or _tmux(config, store)
         self.context = Context(config, store, availability, tmux, clock, os.environ if env is None else env)
+        if config.remotes:
+            self.context.before_turn_end = partial(remote.bring_back_logged, dict(config.remotes))
         panes = Panes(self.context)
         self.launcher = Launcher(self.context, panes)
         self.observer = Observer(self.context, panes)
@@ -133,6 +138,17 @@ class Runtime:
 
     def run_cycle(self, session_id: str, argv: list[str], started: datetime) -> Finished | Directive | Error:
         return self.cycle.run(session_id, argv, started)
+
+
+def _tmux(config: RuntimeConfig, store: SessionStore) -> Tmux:
+    """This machine's tmux server; with [computers.NAME] in teleclaude.toml, theirs as well (over ssh)."""
+    if not config.remotes:
+        return Tmux(config.socket, config.tmux_timeout)
+
+    def in_use() -> set[str]:
+        return {session.computer for session in store.sessions() if not session.state.is_final}
+
+    return Fleet(config.socket, config.tmux_timeout, config.remotes, in_use)
 
 
 def open_runtime(project: str | Path | None = None) -> Runtime:

@@ -10,10 +10,12 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from teleclaude.adapters.ssh import RemoteError, qualify
 from teleclaude.adapters.tmux import TmuxError
 from teleclaude.config.matrix import THINKING_MODES
-from teleclaude.config.profiles import AgentProfile
+from teleclaude.config.profiles import AgentProfile, Computer
 from teleclaude.errors import Error, ErrorCode
+from teleclaude.planner.core import layout
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
 from teleclaude.runtime.core.blockers import blocked_text, find_blocker, last_rows
 from teleclaude.runtime.core.sessions import (
@@ -29,6 +31,7 @@ from teleclaude.runtime.core.sessions import (
 )
 from teleclaude.runtime.core.supervision import resumed
 from teleclaude.runtime.panes import Panes, WorkerBlocked
+from teleclaude.runtime.remote import item_slug, send
 
 _COMMAND = re.compile(r"[a-z0-9][a-z0-9:._-]{0,80}")
 
@@ -58,15 +61,11 @@ class Launcher:
         if isinstance(workdir, Error):
             return workdir
         profile = config.profiles[agent]
-        binary = _find_binary(profile, self.context.env)
+        remote = config.remotes.get(computer)
+        binary = remote.agents.get(agent) if remote else _find_binary(profile, self.context.env)
         if binary is None:
-            names = " or ".join(profile.binaries)
-            return Error(
-                ErrorCode.AGENT_NOT_INSTALLED,
-                f"{names} is not on PATH.\nInstall the {agent} CLI, set [runtime.agents.{agent}] binary in "
-                "teleclaude.toml, or mark it unavailable: "
-                f"teleclaude__mark_agent_unavailable(agent={agent!r}).",
-            )
+            return _not_installed(profile, remote)
+        tmux = self.context.tmux.on(computer)
         now = self.context.clock()
         session_id = secrets.token_hex(4)
         session = Session(
@@ -80,20 +79,26 @@ class Launcher:
             created_at=now,
             updated_at=now,
             computer=computer,
-            tmux_session=f"tc-{session_id}",
+            tmux_session=qualify(tmux, f"tc-{session_id}"),
         )
         try:
-            started = self.context.tmux.start(
-                session.tmux_session,
-                str(workdir),
+            folder = self._send(remote, session) if remote else str(workdir)
+            if isinstance(folder, Error):
+                return folder
+            started = tmux.start(
+                f"tc-{session_id}",
+                folder,
                 profile.argv(binary, thinking_mode),
-                self._worker_env(session, profile),
+                self._worker_env(session, profile, remote),
                 exit_channel(session.id),
                 config.history_limit,
                 (config.width, config.height),
             )
+        except RemoteError as error:
+            return Error(ErrorCode.TMUX_FAILED, f"{error}\nCheck that `ssh {remote and remote.host}` works.")
         except TmuxError as error:
             return Error(ErrorCode.TMUX_FAILED, f"{error}\nIs tmux installed and working? Try: tmux -V")
+        started = replace(started, pane_id=qualify(tmux, started.pane_id))
         session = replace(session, pane_id=started.pane_id, pane_pid=started.pane_pid)
         self.context.store.add(session)
         return self._deliver(session, profile)
@@ -102,12 +107,13 @@ class Launcher:
         self, computer: str, command: str, args: str, agent: str, thinking_mode: str
     ) -> Error | None:
         config = self.context.config
-        if computer not in config.computers:
-            known = ", ".join(config.computers)
+        if computer not in config.computers and computer not in config.remotes:
+            known = ", ".join([*config.computers, *config.remotes])
             return Error(
                 ErrorCode.UNKNOWN_COMPUTER,
                 f"{computer!r} is not a computer this runtime knows ({known}).\n"
-                'Use computer="local", or name this machine in teleclaude.toml: [runtime] computers = [...].',
+                'Use computer="local", name this machine in teleclaude.toml ([runtime] computers = [...]), '
+                "or describe the other one there: [computers.NAME].",
             )
         if agent not in config.profiles:
             known = ", ".join(config.profiles)
@@ -124,12 +130,32 @@ class Launcher:
             return bad_argument("args must be one short line (the slug), without control characters")
         return None
 
-    def _worker_env(self, session: Session, profile: AgentProfile) -> dict[str, str]:
-        """PATH and HOME of the runtime, `[runtime.agents.NAME] env`, and the session's own variables."""
-        env = {name: self.context.env[name] for name in ("PATH", "HOME") if self.context.env.get(name)}
+    def _worker_env(
+        self, session: Session, profile: AgentProfile, remote: Computer | None = None
+    ) -> dict[str, str]:
+        """PATH and HOME of the runtime, `[runtime.agents.NAME] env`, and the session's own variables.
+
+        A remote worker gets neither this machine's PATH and HOME nor its database (PATH: adapters/ssh.py).
+        """
+        names = () if remote else ("PATH", "HOME")
+        env = {name: self.context.env[name] for name in names if self.context.env.get(name)}
         env.update(profile.env)
-        env.update({"TELECLAUDE_SESSION_ID": session.id, "TELECLAUDE_DB": str(self.context.store.path)})
+        env["TELECLAUDE_SESSION_ID"] = session.id
+        if not remote:
+            env["TELECLAUDE_DB"] = str(self.context.store.path)
         return env
+
+    def _send(self, remote: Computer, session: Session) -> str | Error:
+        """The item branch goes to the remote clone first: the worker there works in its trees/{slug}."""
+        slug = item_slug(session.subfolder)
+        if slug is None:
+            return Error(
+                ErrorCode.INVALID_SUBFOLDER,
+                f"a worker on {remote.name} works in an item's worktree: subfolder must be trees/{{slug}}, "
+                f'not {session.subfolder!r}.\nRun steps on the main checkout with computer="local".',
+            )
+        send(remote, Path(session.project), slug, self.context.config.tmux_timeout * 6)
+        return f"{remote.project}/{layout.TREES}/{slug}"
 
     def _deliver(self, session: Session, profile: AgentProfile) -> Started | Error:
         """Wait for the CLI's prompt, paste the command, settle, press Enter, and check the screen moved."""
@@ -274,6 +300,23 @@ def _find_binary(profile: AgentProfile, env: Mapping[str, str]) -> str | None:
         if found:
             return found
     return None
+
+
+def _not_installed(profile: AgentProfile, remote: Computer | None) -> Error:
+    agent = profile.name
+    if remote:
+        return Error(
+            ErrorCode.AGENT_NOT_INSTALLED,
+            f"{agent} is not among the agents of computer {remote.name}.\n"
+            f'Add it in teleclaude.toml: [computers.{remote.name}] agents = {{{agent} = "{agent}"}}.',
+        )
+    names = " or ".join(profile.binaries)
+    return Error(
+        ErrorCode.AGENT_NOT_INSTALLED,
+        f"{names} is not on PATH.\nInstall the {agent} CLI, set [runtime.agents.{agent}] binary in "
+        "teleclaude.toml, or mark it unavailable: "
+        f"teleclaude__mark_agent_unavailable(agent={agent!r}).",
+    )
 
 
 def _delivery_failed(session: Session, text: str, why: str, screen: list[str] | None = None) -> Error:
