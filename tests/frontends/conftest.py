@@ -8,6 +8,8 @@ no files yet. Nothing touches the real home folder or ~/.teleclaude.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import os
 import re
 import subprocess
@@ -92,20 +94,37 @@ def subprocess_env(isolated_env) -> dict[str, str]:
 
 
 @pytest.fixture
-def cli(subprocess_env, tmp_path) -> Callable[..., subprocess.CompletedProcess[str]]:
-    """Run the CLI as a process: `cli("next-work", "--cwd", str(project))`; runs in tmp_path by default."""
+def cli(subprocess_env, tmp_path, monkeypatch) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run the CLI: `cli("next-work", "--cwd", str(project))`, in tmp_path by default. Parsing and output are
+    tested in this process (`teleclaude.cli.main`); `process=True` or python flags start `python -m
+    teleclaude` instead, for what only a whole process shows (imports, logging set-up)."""
 
-    def run(*args: str, cwd: Path | None = None, python_flags: tuple[str, ...] = ()):
-        return subprocess.run(
-            [sys.executable, *python_flags, "-m", "teleclaude", *args],
-            cwd=cwd or tmp_path,
-            env=subprocess_env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+    def run(*args: str, cwd: Path | None = None, python_flags: tuple[str, ...] = (), process: bool = False):
+        if process or python_flags:
+            return subprocess.run(
+                [sys.executable, *python_flags, "-m", "teleclaude", *args],
+                cwd=cwd or tmp_path,
+                env=subprocess_env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+        return in_process(list(args), cwd or tmp_path, monkeypatch)
 
     return run
+
+
+def in_process(
+    args: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch
+) -> subprocess.CompletedProcess[str]:
+    from teleclaude.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with monkeypatch.context() as patch:
+        patch.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(args)
+    return subprocess.CompletedProcess(["teleclaude", *args], code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture

@@ -259,7 +259,7 @@ def test_main_returns_the_exit_code_in_process(project, capsys):
 
 def test_debug_logging_goes_to_stderr(project, cli, subprocess_env, monkeypatch):
     monkeypatch.setitem(subprocess_env, "TELECLAUDE_DEBUG", "1")
-    done = cli("next-prepare", "--cwd", str(project))
+    done = cli("next-prepare", "--cwd", str(project), process=True)
     assert done.returncode == 0
     assert done.stdout.startswith("TOOL_CALL:")
     assert "DEBUG" in done.stderr
