@@ -11,17 +11,15 @@ step's file edits and commits, the same the stand-in demo does), then answer `DO
 from __future__ import annotations
 
 import os
-import secrets
 import shlex
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from teleclaude.demo.agent_homes import claude_environment, prepare_claude_login
 from teleclaude.demo.model_server import ModelServer, Step, Text, shell
-from teleclaude.demo.scenario import Console, environment, remove_tmux_server
+from teleclaude.demo.scenario import Console, environment, throwaway
 from teleclaude.demo.workers import commit_all, git, make_repository
 from teleclaude.errors import Error
 from teleclaude.planner.core.render import to_text
@@ -84,11 +82,13 @@ def run(console: Console, agent: str = "claude", keep: bool = False, verbose: bo
             "(the pinned CLI), or put claude on PATH."
         )
         return 1
-    base = Path(tempfile.mkdtemp(prefix="teleclaude-demo-real-"))
-    socket = f"tc-demo-{secrets.token_hex(4)}"
     started = time.monotonic()
     try:
-        with ModelServer(then=worker_turn) as server, environment(_variables(base, claude, server.url)):
+        with (
+            throwaway("teleclaude-demo-real-", keep) as (base, socket),
+            ModelServer(then=worker_turn) as server,
+            environment(_variables(base, claude, server.url)),
+        ):
             project = _project(base, socket)
             print(f"teleclaude demo --real claude ({claude}) in {project}")
             print(f"scripted model server {server.url}; watch a worker: tmux -L {socket} attach -t tc-ID\n")
@@ -100,12 +100,6 @@ def run(console: Console, agent: str = "claude", keep: bool = False, verbose: bo
     except KeyboardInterrupt:
         print("\nDemo interrupted.")
         return 130
-    finally:
-        remove_tmux_server(socket)
-        if keep:
-            print(f"Kept {base}")
-        else:
-            shutil.rmtree(base, ignore_errors=True)
 
 
 def _variables(base: Path, claude: Path, server_url: str) -> dict[str, str | None]:

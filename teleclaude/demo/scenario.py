@@ -13,7 +13,7 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -110,11 +110,9 @@ def run(console: Console, keep: bool = False, verbose: bool = False) -> int:
             "Install it (apt install tmux, brew install tmux), then run the demo again."
         )
         return 1
-    base = Path(tempfile.mkdtemp(prefix="teleclaude-demo-"))
-    socket = f"tc-demo-{secrets.token_hex(4)}"
     started = time.monotonic()
     try:
-        with environment(_demo_variables(base)):
+        with throwaway("teleclaude-demo-", keep) as (base, socket), environment(_demo_variables(base)):
             project = make_repository(base / "project")
             (project / "teleclaude.toml").write_text(DEMO_SETTINGS.format(socket=socket))
             commit_all(project, "Runtime settings for the demo: a private tmux server, short timings")
@@ -123,17 +121,26 @@ def run(console: Console, keep: bool = False, verbose: bool = False) -> int:
             print("misbehaving on purpose: " + ", ".join(f"{k}={v}" for k, v in DEMO_AGENTS.items()) + "\n")
             print((project / "todos" / "roadmap.md").read_text())
             report = _orchestrate(project, console, verbose)
-            code = _summary_of_run(project, report, time.monotonic() - started)
+            return _summary_of_run(project, report, time.monotonic() - started)
     except KeyboardInterrupt:
         print("\nDemo interrupted.")
         return 130
+
+
+@contextlib.contextmanager
+def throwaway(prefix: str, keep: bool) -> Iterator[tuple[Path, str]]:
+    """A temporary folder and the name of a private tmux server, both gone afterwards (the folder stays with
+    `keep`)."""
+    base = Path(tempfile.mkdtemp(prefix=prefix))
+    socket = f"tc-demo-{secrets.token_hex(4)}"
+    try:
+        yield base, socket
     finally:
         remove_tmux_server(socket)
         if keep:
             print(f"Kept {base}")
         else:
             shutil.rmtree(base, ignore_errors=True)
-    return code
 
 
 def _demo_variables(base: Path) -> dict[str, str | None]:
