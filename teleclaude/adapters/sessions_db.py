@@ -14,8 +14,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from teleclaude.adapters.store import SqliteStore, ensure_table
+from teleclaude.planner.core.tool_lines import SHOWN, ToolUse
 from teleclaude.runtime.core.sessions import Activity, Event, EventKind, Session, SessionState
-from teleclaude.runtime.core.tool_uses import KEPT, SHOWN, ToolUse
+from teleclaude.runtime.core.tool_uses import KEPT
 
 if TYPE_CHECKING:
     import sqlite_utils

@@ -15,6 +15,7 @@ from subprocess import Popen
 
 from teleclaude.adapters.tmux import TmuxError
 from teleclaude.errors import Error, ErrorCode
+from teleclaude.planner.core.tool_lines import tool_lines
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
 from teleclaude.runtime.core.blockers import blocked_text, find_blocker
 from teleclaude.runtime.core.limits import DEFAULT_PAUSE, failure_limit, find_limit, reset_time
@@ -46,7 +47,6 @@ from teleclaude.runtime.core.supervision import (
     progressed,
     reminded,
 )
-from teleclaude.runtime.core.tool_uses import tool_lines
 from teleclaude.runtime.launcher import exit_channel
 from teleclaude.runtime.panes import Panes
 

@@ -6,9 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from teleclaude.planner.core.tool_lines import ToolUse, tool_lines
 from teleclaude.runtime.core.sessions import SessionState
 from teleclaude.runtime.core.supervision import Digest
-from teleclaude.runtime.core.tool_uses import ToolUse, tool_lines, tool_use
+from teleclaude.runtime.core.tool_uses import tool_use
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

@@ -119,7 +119,9 @@ def _listing(sessions: list[Session], tools: Tools) -> str:
     lines = [f"SESSIONS: {len(sessions)}"]
     for session in sessions:
         lines.append(_fields(_summary(session)))
-        lines += [f"    {line}" for line in tools.get(session.id, ())]  # already escaped by tool_lines
+        lines += [
+            f"    {line}" for line in tools.get(session.id, ())
+        ]  # already escaped by tool_lines (planner/core/tool_lines.py)
     return "\n".join(lines)
 
 

@@ -160,7 +160,9 @@ class Digest:
     nudges: int
     last_lines: tuple[str, ...]
     no_progress: bool  # nothing new for digest_period_quiet
-    tools: tuple[str, ...] = ()  # its latest tool uses, `Read: src/x.py (1m ago)` (core/tool_uses.py)
+    tools: tuple[
+        str, ...
+    ] = ()  # its latest tool uses, `Read: src/x.py (1m ago)` (planner/core/tool_lines.py)
 
     def text(self) -> str:
         status = (
