@@ -12,11 +12,13 @@ import os
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.settings import load_config
+from teleclaude.adapters.store import StoreError
 from teleclaude.errors import Error, ErrorCode, guard
 from teleclaude.planner import api as app
 from teleclaude.planner.core import layout, phase
@@ -30,9 +32,11 @@ from teleclaude.planner.core.model import (
     Decision,
     Dispatch,
     MainStatus,
+    Marker,
     Prepared,
     RunYourself,
 )
+from teleclaude.planner.core.tool_lines import tool_lines
 
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
 
@@ -200,7 +204,24 @@ def status_board(cwd: str | os.PathLike) -> phase.Board | Error:
             "Create it with one item per line, e.g. `- [ ] my-slug — what to build`.",
         )
     agents = app.agent_status(cwd=repo.root)
-    return phase.board(facts, roadmap, agents if isinstance(agents, AgentReport) else None)
+    active = [item.slug for item in roadmap.items if item.marker is Marker.ACTIVE]
+    tools = worker_tools(repo.root, active, datetime.now(UTC)) if active else {}
+    return phase.board(facts, roadmap, agents if isinstance(agents, AgentReport) else None, tools)
+
+
+def worker_tools(root: Path, slugs: Iterable[str], now: datetime) -> dict[str, tuple[str, ...]]:
+    """slug -> the last tool uses of its newest worker session, a line each as `sessions list` shows them;
+    nothing when the sessions database cannot be read (the board is shown without them)."""
+    from teleclaude.adapters.sessions_db import SessionStore  # only with an item in progress (~40 ms)
+
+    store, project = SessionStore(), str(root.resolve())
+    try:
+        sessions = {slug: store.latest(project, slug) for slug in slugs}
+        ids = {slug: session.id for slug, session in sessions.items() if session is not None}
+        uses = store.recent_tool_uses(ids.values())
+    except StoreError:
+        return {}
+    return {slug: tuple(tool_lines(uses[sid], now)) for slug, sid in ids.items() if sid in uses}
 
 
 def watch(

@@ -254,3 +254,96 @@ def test_one_git_status_per_worktree(board_repo, monkeypatch):
     checks.status_board(board_repo)
     statuses = [where for command, where in calls if command == "status"]
     assert sorted(statuses) == sorted(["project", "building", "dirty", "reviewing", "fixing", "approved"])
+
+
+def add_worker(root: Path, slug: str, session_id: str, uses: list[tuple[str, str]]) -> None:
+    """A worker session for `slug` in the real sessions database, with its tool uses (oldest first)."""
+    from datetime import UTC, datetime, timedelta
+
+    from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.planner.core.tool_lines import ToolUse
+    from teleclaude.runtime.core.sessions import Session, SessionState
+
+    store = SessionStore()
+    now = datetime.now(UTC)
+    project = str(root.resolve())
+    store.add(
+        Session(session_id, "claude", "next-build", slug, project, None, SessionState.RUNNING, now, now)
+    )
+    for minutes, (tool, target) in zip(range(len(uses), 0, -1), uses, strict=True):
+        store.add_tool_use(ToolUse(session_id, tool, target, now - timedelta(minutes=minutes)))
+
+
+def test_an_item_in_progress_shows_its_workers_last_five_tool_uses(board_repo, cli, cli_env):
+    uses = [("Read", f"src/f{n}.py") for n in range(4)] + [("Bash", "echo \x1b[2Jhi"), ("Glob", "")]
+    add_worker(board_repo, "building", "w-building", uses)
+    add_worker(board_repo, "ready", "w-ready", [("Read", "src/never-shown.py")])  # `[ ]`: not in progress
+    hooked = {**cli_env, "TELECLAUDE_SESSION_ID": "w-building"}  # and one through the hook, as a CLI does
+    payload = json.dumps({"cwd": str(board_repo), "tool_name": "Edit", "tool_input": {"file_path": "b.py"}})
+    assert cli("hook", "tool-use", "--agent", "claude", stdin=payload, env=hooked).returncode == 0
+
+    done = cli("status", "--cwd", str(board_repo))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("[>] building "))
+    shown = lines[at + 1 : at + 6]
+    assert [line.rsplit(" (", 1)[0] for line in shown] == [
+        "    Read: src/f2.py",
+        "    Read: src/f3.py",
+        "    Bash: echo \\x1b[2Jhi",  # escaped, as `sessions list` shows it
+        "    Glob",
+        "    Edit: b.py",
+    ]
+    assert all(line.endswith(" ago)") for line in shown)
+    assert lines[at + 6].startswith("[>] dirty ")
+    assert "never-shown" not in done.stdout and "\x1b" not in done.stdout
+
+    items = {
+        i["slug"]: i for i in json.loads(cli("status", "--json", "--cwd", str(board_repo)).stdout)["items"]
+    }
+    assert [line.rsplit(" (", 1)[0] for line in items["building"]["recent_tools"]] == [
+        line.strip().rsplit(" (", 1)[0] for line in shown
+    ]
+    assert items["ready"]["recent_tools"] == items["reviewing"]["recent_tools"] == []
+
+
+def test_a_broken_or_locked_sessions_database_leaves_the_board_without_tools(
+    board_repo, monkeypatch, tmp_path
+):
+    from teleclaude.adapters import store
+
+    add_worker(board_repo, "building", "w-building", [("Read", "src/x.py")])
+    assert checks.status_board(board_repo).rows[6].tools  # `building`: shown while the file is fine
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, os.environ["TELECLAUDE_DB"]],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        monkeypatch.setattr(store, "READ_TIMEOUT_MS", 50)
+        locked = checks.status_board(board_repo)
+    finally:
+        holder.communicate("")
+    assert [r.item.slug for r in locked.rows] == list(EXPECTED)
+    assert not any(r.tools for r in locked.rows)
+
+    folder = tmp_path / "db-is-a-folder"
+    folder.mkdir()
+    monkeypatch.setenv("TELECLAUDE_DB", str(folder))
+    broken = checks.status_board(board_repo)
+    assert [r.item.slug for r in broken.rows] == list(EXPECTED)
+    assert not any(r.tools for r in broken.rows)
+
+
+HOLD_LOCK = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+conn.execute("BEGIN EXCLUSIVE")
+conn.execute("CREATE TABLE IF NOT EXISTS other (x)")
+print("locked", flush=True)
+sys.stdin.read()
+"""

@@ -2,11 +2,12 @@
 
 `phase_of` runs `decide_work` (and `decide_prepare` for unprepared items) on the same `Facts` and names the
 step it would take; effects are never applied, so deriving a phase changes nothing. `render_board` prints
-the result for an 80-column terminal.
+the result for an 80-column terminal, each item in progress followed by its worker's last tool uses.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -69,6 +70,7 @@ class Row:
     item: RoadmapItem
     phase: Phase
     worktree: str  # "" (none), "clean", "3 changed", "broken"
+    tools: tuple[str, ...] = ()  # its worker's last tool uses, `Read: src/x.py (1m ago)`, already escaped
 
 
 @dataclass(frozen=True)
@@ -79,9 +81,21 @@ class Board:
     problems: int = 0  # roadmap lines the planner cannot read (see `teleclaude lint`)
 
 
-def board(facts: Facts, roadmap: Roadmap, agents: AgentReport | None) -> Board:
+def board(
+    facts: Facts,
+    roadmap: Roadmap,
+    agents: AgentReport | None,
+    tools: Mapping[str, Sequence[str]] | None = None,  # slug -> its worker's last tool uses (tool_lines)
+) -> Board:
+    tools = tools or {}
     rows = tuple(
-        Row(item, phase_of(facts, roadmap, item), worktree_label(facts, item.slug)) for item in roadmap.items
+        Row(
+            item,
+            phase_of(facts, roadmap, item),
+            worktree_label(facts, item.slug),
+            tuple(tools.get(item.slug, ())),
+        )
+        for item in roadmap.items
     )
     return Board(facts.project, rows, agents, len(roadmap.problems))
 
@@ -166,6 +180,7 @@ def render_board(data: Board, width: int = 80, color: bool = False) -> str:
         tree = _clip(printable(row.worktree), max(0, width - 4 - slug_width - 2 - phase_width - 2))
         painted = _paint(f"{phase:<{phase_width}}", _COLOURS.get(row.phase.stage), color)
         lines.append(f"[{row.item.marker.value}] {slug:<{slug_width}}  {painted}  {tree}".rstrip())
+        lines += [_fit(f"    {line}", width) for line in row.tools]  # as `sessions list` shows them
     if not data.rows:
         lines.append("(no items in todos/roadmap.md)")
     if data.problems:
@@ -217,6 +232,7 @@ def board_dict(data: Board) -> dict[str, object]:
                 "stage": r.phase.stage.value,
                 "detail": r.phase.detail or None,
                 "worktree": r.worktree or None,
+                "recent_tools": list(r.tools),
             }
             for r in data.rows
         ],
