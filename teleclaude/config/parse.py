@@ -144,6 +144,7 @@ _RUNTIME_NUMBERS = (
     "height",
     "startup_timeout",
     "settle",
+    "prompt_stable",
     "idle_threshold",
     "poll_interval",
     "tmux_timeout",

@@ -697,6 +697,10 @@ class Gemini(Dialect):
         stream = path.endswith(":streamGenerateContent")
         if self.offered_tools(body):
             return self.play(server, body, stream)
+        config = body.get("generationConfig") or {}
+        if config.get("responseMimeType") == "application/json":  # the CLI's model router and checkers
+            schema = config.get("responseJsonSchema") or config.get("responseSchema") or {}
+            return self.text_reply(json.dumps(_sample(schema)), stream, False)
         return self.text_reply("OK", stream, False)
 
     def offered_tools(self, body: dict) -> list[str]:
@@ -794,6 +798,22 @@ class Gemini(Dialect):
             headers,
             {"error": {"code": status, "message": message, "status": code, "details": details}},
         )
+
+
+def _sample(schema: dict) -> object:
+    """A value that fits a JSON schema (Gemini's upper-case types too): what a side request asked for."""
+    kind = str(schema.get("type", "object")).lower()
+    if "enum" in schema:
+        return schema["enum"][0]
+    if kind == "object":
+        return {key: _sample(value) for key, value in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        return []
+    if kind in ("integer", "number"):
+        return 50
+    if kind == "boolean":
+        return False
+    return "scripted"
 
 
 _DIALECTS = (Anthropic(), OpenAIResponses(), Gemini())

@@ -15,6 +15,7 @@ from teleclaude.config.matrix import THINKING_MODES
 from teleclaude.config.profiles import AgentProfile
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
+from teleclaude.runtime.core.dialogs import blocked_message, find_dialog
 from teleclaude.runtime.core.sessions import (
     Change,
     Cursor,
@@ -84,8 +85,8 @@ class Launcher:
             started = self.context.tmux.start(
                 session.tmux_session,
                 str(workdir),
-                profile.argv(binary, thinking_mode),
-                self._worker_env(session),
+                profile.argv(binary, thinking_mode, (session.project, str(workdir))),
+                self._worker_env(session, profile),
                 exit_channel(session.id),
                 config.history_limit,
                 (config.width, config.height),
@@ -117,13 +118,14 @@ class Launcher:
                 f"thinking_mode must be one of {', '.join(THINKING_MODES)}, not {thinking_mode!r}"
             )
         if not _COMMAND.fullmatch(command):
-            return bad_argument(f"{command!r} is not a command name such as next-build or prompts:next-build")
+            return bad_argument(f"{command!r} is not a command name such as next-build")
         if any(ord(char) < 32 for char in args) or len(args) > 500:
             return bad_argument("args must be one short line (the slug), without control characters")
         return None
 
-    def _worker_env(self, session: Session) -> dict[str, str]:
+    def _worker_env(self, session: Session, profile: AgentProfile) -> dict[str, str]:
         env = {"TELECLAUDE_SESSION_ID": session.id, "TELECLAUDE_DB": str(self.context.store.path)}
+        env.update(profile.trust_env)  # gemini: GEMINI_CLI_TRUST_WORKSPACE, or no hooks, MCP or --yolo
         for name in ("PATH", "HOME"):
             if self.context.env.get(name):
                 env[name] = self.context.env[name]
@@ -159,18 +161,30 @@ class Launcher:
         return Started(self.context.store.save(running, expect=SessionState.PENDING) or running)
 
     def _wait_for_prompt(self, session: Session, profile: AgentProfile) -> list[str] | Error:
-        tmux, timeout = self.context.tmux, self.context.config.startup_timeout
-        deadline = time.monotonic() + timeout
+        """The prompt, once it has stayed on an unchanged screen for `prompt_stable` seconds: a CLI may paint
+        its prompt and then replace it by a dialog (codex ~0.8 s, gemini ~0.25 s before "Trust this
+        folder?"), and whatever is typed into a dialog answers it. A dialog is reported, never typed into."""
+        config, tmux = self.context.config, self.context.tmux
+        deadline = time.monotonic() + config.startup_timeout
+        stable_since, last = None, None
         while True:
             view = tmux.views().get(session.pane_id)
             if view is None or view.dead:
                 screen = tmux.screen(session.pane_id, view) if view else []
                 return _delivery_failed(session, "", "the CLI exited before showing its prompt", screen)
             screen = tmux.screen(session.pane_id, view)
-            if prompt_visible(screen, profile.prompt):
+            dialog = find_dialog(screen, profile.dialogs)
+            if dialog is not None:
+                return Error(ErrorCode.WORKER_BLOCKED, blocked_message(session.agent, dialog, screen))
+            if not prompt_visible(screen, profile.prompt):
+                stable_since = None
+            elif screen != last or stable_since is None:
+                stable_since = time.monotonic()
+            elif time.monotonic() - stable_since >= config.prompt_stable:
                 return screen
+            last = screen
             if time.monotonic() > deadline:
-                return _delivery_failed(session, "", f"no prompt after {timeout:g}s", screen)
+                return _delivery_failed(session, "", f"no prompt after {config.startup_timeout:g}s", screen)
             time.sleep(0.05)
 
     def _fail(self, session: Session, error: Error) -> Error:

@@ -13,7 +13,8 @@ from subprocess import Popen
 from teleclaude.adapters.tmux import TmuxError
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
-from teleclaude.runtime.core.limits import find_limit
+from teleclaude.runtime.core.dialogs import blocked_message, find_dialog, rejected_command
+from teleclaude.runtime.core.limits import DEFAULT_PAUSE, find_limit
 from teleclaude.runtime.core.sessions import (
     Activity,
     Change,
@@ -163,6 +164,9 @@ class Observer:
             return self._after_exit(scanned, view, expect=session.state)
         profile = context.config.profiles.get(session.agent)
         screen = context.tmux.screen(session.pane_id, view)
+        stopped = self._refused_or_blocked(scanned, [*rows, partial], screen, now) if profile else None
+        if stopped is not None:
+            return stopped
         prompt = prompt_visible(screen, profile.prompt) if profile else False
         watched, ended = observe_idle(scanned, screen, prompt, now, context.config.idle_threshold)
         watched = replace(watched, activity=activity_of(watched, screen, now, context.config.idle_threshold))
@@ -193,6 +197,34 @@ class Observer:
         detail = f"{hit.reason} until {hit.until.isoformat(timespec='seconds')}: {hit.line}"
         log.info("session %s: %s", session.id, detail)
         return detail
+
+    def _refused_or_blocked(
+        self, session: Session, rows: list[str], screen: list[str], now: datetime
+    ) -> Session | None:
+        """A command the CLI refused (`Unrecognized command '/x'`: nothing reached the model, the step never
+        ran) errs the session with the CLI's words; a dialog on the screen (trust, hooks review, a quota's
+        "Keep trying / Stop") blocks it, or rate-limits it when the dialog is a limit. Never typed into."""
+        if session.state is SessionState.RATE_LIMITED:
+            return None
+        profile = self.context.config.profiles[session.agent]
+        refusal = rejected_command(rows, profile.rejected)
+        if refusal is not None:
+            why = f"{session.agent} refused the command: {refusal}"
+            return self.context.change(session, Change.ERRORED, why, expect=session.state, error=why)
+        dialog = find_dialog(screen, profile.dialogs)
+        if dialog is None:
+            return None
+        if dialog.limit:
+            local = datetime.now().astimezone().tzinfo or UTC
+            hit = find_limit(session.agent, screen, now, local, profile.limit_patterns)
+            until = hit.until if hit else now + DEFAULT_PAUSE
+            self.context.availability.mark_unavailable(session.agent, until, "quota_exhausted")
+            detail = f"quota_exhausted until {until.isoformat(timespec='seconds')}: {dialog.name} dialog"
+            return self.context.change(
+                session, Change.RATE_LIMITED, detail, expect=session.state, error=detail
+            )
+        why = f"{ErrorCode.WORKER_BLOCKED.value}: {blocked_message(session.agent, dialog, screen)}"
+        return self.context.change(session, Change.ERRORED, why, expect=session.state, error=why)
 
     def _after_exit(self, session: Session, view: PaneView, expect: SessionState) -> Session:
         code = view.dead_status
