@@ -119,6 +119,11 @@ class Recorded:
         """Every string in the request body, joined: for `"/next-build" in r.text()`-style assertions."""
         return "\n".join(_strings(self.body))
 
+    def tools(self) -> list[str]:
+        """The names of the tools the CLI offered the model in this request."""
+        dialect = next((d for d in _DIALECTS if d.name == self.provider), None)
+        return dialect.offered_tools(self.body if isinstance(self.body, dict) else {}) if dialect else []
+
     def last_user_text(self) -> str:
         """The text of the last user message (Anthropic and OpenAI shapes; Gemini's `contents`)."""
         body = self.body or {}
