@@ -156,7 +156,7 @@ _RUNTIME_NUMBERS = (
     "spin_max",
     "wait_timeout",
 )
-_PROFILE_KEYS = ("binary", "args", "modes", "prompt", "limit_patterns", "command_prefix")
+_PROFILE_KEYS = ("binary", "args", "modes", "prompt", "limit_patterns", "command_prefix", "command_sign")
 
 
 def _runtime(path: str, value: Any, earlier: RuntimeConfig | None) -> RuntimeConfig:

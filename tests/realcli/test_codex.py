@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from teleclaude.demo.model_server import Text
+from teleclaude.errors import Error, ErrorCode
+from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 
 from .test_claude import events_until, screen
@@ -29,3 +31,32 @@ def test_codex_starts_unattended_and_its_skill_reaches_the_model_with_its_argume
     events = events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
     assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
     assert "DONE: next-build greeting" in screen(codex_runtime, started.session)
+
+
+def test_a_command_codex_refuses_errs_the_session_with_its_words(codex, project, model_server):
+    """Codex 0.169 has no custom prompts: `/prompts:next-build` is refused and nothing reaches the model. That
+    is an error of the session, never a turn end (the step never ran)."""
+    settings = project / "teleclaude.toml"
+    settings.write_text(
+        settings.read_text() + '\n[runtime.agents.codex]\ncommand_sign = "/"\ncommand_prefix = "prompts:"\n'
+    )
+    runtime = open_runtime(project)
+    started = start(runtime, project)
+    events = events_until(runtime, started.session.id, EventKind.ERRORED)
+    assert [e.kind for e in events] == [EventKind.ERRORED]
+    assert "Unrecognized command '/prompts:next-build'" in events[0].detail
+    assert runtime.store.get(started.session.id).state is SessionState.ERRORED
+    assert not model_server.turns()
+
+
+def test_the_hooks_review_dialog_is_reported_never_answered(codex, project):
+    """Without --dangerously-bypass-hook-trust, codex asks to review the hook `teleclaude install` wrote."""
+    settings = project / "teleclaude.toml"
+    settings.write_text(
+        settings.read_text()
+        + '\n[runtime.agents.codex]\nargs = ["--dangerously-bypass-approvals-and-sandbox", "--no-daemon"]\n'
+    )
+    runtime = open_runtime(project)
+    started = runtime.run_agent_command("local", "next-build", "greeting", str(project), "codex", "med")
+    assert isinstance(started, Error) and started.code is ErrorCode.WORKER_BLOCKED, started
+    assert "hooks review" in started.message

@@ -19,6 +19,7 @@ DEFAULT_LIMIT_PATTERNS: dict[str, tuple[str, ...]] = {
         r"(?i)API Error: (429|529)\b",
         r"\b(overloaded_error|rate_limit_error)\b",
     ),
+    # Gemini CLI 0.61 (tests/realcli/NOTES.md): it retries 429 and 503 silently; what it prints is final
     "gemini": (
         r"\bRESOURCE_EXHAUSTED\b",
         r"(?i)\b(status|code|error)\W{0,3}429\b",
@@ -26,12 +27,20 @@ DEFAULT_LIMIT_PATTERNS: dict[str, tuple[str, ...]] = {
         r"(?i)model is overloaded",
         r"(?i)quota (exceeded|exhausted)",
         r"(?i)rate limit(ed)? exceeded",
+        r"(?i)usage limit reached for",  # the "Keep trying / Stop" dialog's title
+        r"(?i)exhausted your (daily )?quota",
+        r"(?i)experiencing high demand",
     ),
+    # Codex 0.169: `’` (U+2019) in its wordings; "Server is busy, reconnecting k/5" is a retry, not a limit:
+    # the limit is when it gives up ("Exceeded retry limit, last status: 429 …")
     "codex": (
-        r"(?i)you've hit your usage limit",
+        r"(?i)you['’]ve hit your usage limit",
+        r"(?i)you['’]re out of credits",
+        r"(?i)you['’]ve reached your workspace credit limit",
         r"(?i)usage limit (reached|exceeded)",
-        r"(?i)rate limit (reached|exceeded)",
-        r"(?i)\b429 Too Many Requests\b",
+        r"(?i)exceeded retry limit, last status: (429|5\d\d)",
+        r"(?i)we['’]re currently experiencing high demand",
+        r"(?i)unexpected status (429|503)\b",
         r"(?i)quota exceeded",
     ),
 }
@@ -64,9 +73,9 @@ def find_limit(
 
 def _reason(row: str) -> str:
     lowered = row.lower()
-    if "overload" in lowered or "529" in lowered:
+    if "overload" in lowered or "529" in lowered or "high demand" in lowered or "status 503" in lowered:
         return "overloaded"
-    if "quota" in lowered or "resource_exhausted" in lowered or "usage limit" in lowered:
+    if any(word in lowered for word in ("quota", "resource_exhausted", "usage limit", "credit")):
         return "quota_exhausted"
     return "rate_limited"
 
@@ -89,6 +98,8 @@ def reset_time(text: str, now: datetime, local: tzinfo) -> datetime | None:
         return datetime.fromtimestamp(int(match[1]), UTC)
     if match := _IN.search(text):
         return now + sum((_duration(int(n), unit) for n, unit in _UNIT.findall(match[1])), timedelta())
+    if dated := _dated_reset(text, local):
+        return dated
     if match := _AT.search(text):
         return _next_clock_time(match, now, local)
     return None
@@ -132,4 +143,29 @@ def _zone(name: str | None) -> tzinfo | None:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
+        return None
+
+
+# codex: "try again at Nov 26th, 2026 2:21 AM." (the machine's local time; the year may be missing)
+_DATED = re.compile(
+    r"(?i)(?:try again|resets?|available again)\s+(?:at|on)\s+([A-Z][a-z]{2})[a-z]*\.?\s+(\d{1,2})"
+    r"(?:st|nd|rd|th)?,?\s+(?:(\d{4}),?\s+)?(?:at\s+)?(\d{1,2}):(\d{2})\s*([ap]\.?m\.?)?"
+)
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+def _dated_reset(text: str, local: tzinfo) -> datetime | None:
+    match = _DATED.search(text)
+    if match is None or match[1].lower() not in _MONTHS:
+        return None
+    hour, minute = int(match[4]), int(match[5])
+    meridiem = (match[6] or "").lower().replace(".", "")
+    if meridiem:
+        if not 1 <= hour <= 12:
+            return None
+        hour = hour % 12 + (12 if meridiem == "pm" else 0)
+    year = int(match[3]) if match[3] else datetime.now(local).year
+    try:
+        return datetime(year, _MONTHS.index(match[1].lower()) + 1, int(match[2]), hour, minute, tzinfo=local)
+    except ValueError:
         return None
