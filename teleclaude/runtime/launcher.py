@@ -141,7 +141,7 @@ class Launcher:
                 return self._fail(session, screen)
             tmux.send_text(session.pane_id, text)
             time.sleep(self.context.config.settle)
-            if not self.panes.press_enter(session):
+            if not self.panes.press_enter(session, typed=text):
                 return self._fail(
                     session, _delivery_failed(session, text, "the screen did not change after Enter")
                 )

@@ -37,20 +37,22 @@ class Panes:
         capture = partial(tmux.capture, session.pane_id)
         return read_since(view, cursor, capture, lines, size)  # a pane that never stops: take it as it is
 
-    def press_enter(self, session: Session, attempts: int = 3) -> bool:
-        """Enter, then up to 1 s for the screen to change: agent CLIs drop an Enter that comes too soon."""
+    def press_enter(self, session: Session, attempts: int = 3, typed: str = "") -> bool:
+        """Enter, then up to 1 s for the screen to change: agent CLIs drop an Enter that comes too soon. With
+        `typed`, the change must move the typed line (a footer that changes by itself, as gemini's git branch
+        appearing, is not a taken Enter)."""
         tmux = self.context.tmux
         for _ in range(attempts):
             view = tmux.views().get(session.pane_id)
             if view is None or view.dead:
                 return True  # nothing left to press Enter in; observing says what happened
-            before = tmux.screen(session.pane_id, view)
+            before = _where(tmux.screen(session.pane_id, view), typed)
             tmux.send_key(session.pane_id, "Enter")
             deadline = time.monotonic() + 1.0
             while time.monotonic() < deadline:
                 time.sleep(0.02)
                 view = tmux.views().get(session.pane_id)
-                if view is None or view.dead or tmux.screen(session.pane_id, view) != before:
+                if view is None or view.dead or _where(tmux.screen(session.pane_id, view), typed) != before:
                     return True
         return False
 
@@ -70,3 +72,8 @@ class Panes:
             self.type_line(session, text, interrupt)
         except TmuxError as error:
             log.warning("session %s: could not type into its pane: %s", session.id, error)
+
+
+def _where(screen: list[str], typed: str) -> object:
+    """The whole screen, or only the rows showing `typed` and where they are."""
+    return tuple((i, row) for i, row in enumerate(screen) if typed in row) if typed else screen

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from teleclaude.demo.model_server import Text
+from datetime import timedelta
+
+import pytest
+
+from teleclaude.demo.model_server import Fail, Text
+from teleclaude.demo.scenario import commit_all
 from teleclaude.errors import Error, ErrorCode
+from teleclaude.planner.api import next_work
+from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 
@@ -60,3 +67,35 @@ def test_the_hooks_review_dialog_is_reported_never_answered(codex, project):
     started = runtime.run_agent_command("local", "next-build", "greeting", str(project), "codex", "med")
     assert isinstance(started, Error) and started.code is ErrorCode.WORKER_BLOCKED, started
     assert "hooks review" in started.message
+
+
+def build_row_first(project, agent: str, then: str) -> None:
+    settings = project / "teleclaude.toml"
+    settings.write_text(settings.read_text() + f'\n[matrix]\nbuild = ["{agent}:med", "{then}:med"]\n')
+    commit_all(project, "Build row for the test")
+
+
+@pytest.mark.parametrize(
+    ("failure", "reason"),
+    [
+        (Fail("session_limit", resets_in=3 * 3600), "quota_exhausted"),  # HTTP 429 usage_limit_reached
+        (Fail("rate_limit", repeat=10, retry_after=1), "rate_limited"),  # retried, then given up
+    ],
+    ids=["usage-limit", "429-retried-then-given-up"],
+)
+def test_a_codex_limit_makes_it_unavailable_until_the_reset_and_the_next_step_falls_back(
+    codex_runtime, project, model_server, failure, reason
+):
+    build_row_first(project, "codex", "gemini")
+    assert next_work(cwd=project).agent == "codex"
+    model_server.add(failure)
+    started = start(codex_runtime, project)
+    events = events_until(codex_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=90)
+    assert events[-1].detail.startswith(reason), events[-1].detail
+    until = codex_runtime.context.availability.unavailable(codex_runtime.clock())["codex"].until
+    if reason == "quota_exhausted":  # "try again at Nov 26th, 2026 2:21 AM." (to the minute)
+        assert abs(until - (started.session.created_at + timedelta(seconds=failure.resets_in))) < timedelta(
+            minutes=2
+        )
+    fallback = next_work(cwd=project)
+    assert isinstance(fallback, Dispatch) and fallback.agent == "gemini", fallback
