@@ -71,7 +71,7 @@ def _save(path: Path, data: Mapping) -> None:
 # --- Gemini CLI 0.61.0 -------------------------------------------------------------------------------------
 # - "How would you like to authenticate for this project?": `security.auth.selectedType` in
 #   `~/.gemini/settings.json` (`gemini-api-key` with GEMINI_API_KEY in the environment);
-# - folder trust: the runtime starts gemini workers with GEMINI_CLI_TRUST_WORKSPACE=true (AgentProfile.trust_env).
+# - folder trust: the runtime starts gemini workers with GEMINI_CLI_TRUST_WORKSPACE=true (profile.trust_env).
 
 GEMINI_API_KEY = "teleclaude-scripted-gemini-key"  # dummy: the scripted server takes any
 
@@ -114,6 +114,5 @@ def prepare_codex_home(home: Path, server_url: str) -> None:
         'env_key = "OPENAI_API_KEY"\n'
         'wire_api = "responses"\n\n'
         "[notice]\n"
-        "hide_rate_limit_model_nudge = true\n\n"
-        + (config.read_text() if config.is_file() else "")
+        "hide_rate_limit_model_nudge = true\n\n" + (config.read_text() if config.is_file() else "")
     )

@@ -122,7 +122,7 @@ def gemini_runtime(project, gemini) -> Runtime:
 
 @pytest.fixture
 def codex(agent_clis, model_server, project, isolated_environment, monkeypatch) -> Path:
-    """A codex on PATH, its HOME given a provider for the server and teleclaude installed (skills, MCP, hook)."""
+    """A codex on PATH, its HOME given a provider for the server, teleclaude installed (skills, MCP, hook)."""
     prepare_codex_home(isolated_environment, model_server.url)
     report = install(["codex"], Scope.USER)
     assert not hasattr(report, "code"), report

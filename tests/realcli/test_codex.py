@@ -17,7 +17,7 @@ from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 from .test_claude import events_until, screen
 
 
-def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med") -> Started:
+def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med"):
     started = runtime.run_agent_command("local", command, args, str(project), "codex", mode)
     assert isinstance(started, Started), started
     return started

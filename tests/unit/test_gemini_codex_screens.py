@@ -23,8 +23,8 @@ HOUR = NOW + timedelta(hours=1)
             "codex",
             [
                 "■ You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit",
-                "https://chatgpt.com/codex/settings/usage to purchase more credits or try again at Nov 26th, 2026",
-                "2:21 AM.",
+                "https://chatgpt.com/codex/settings/usage to purchase more credits or try again at Nov 26th,",
+                "2026 2:21 AM.",
             ],
             datetime(2026, 11, 26, 2, 21, tzinfo=UTC),
             "quota_exhausted",
