@@ -15,7 +15,7 @@ from teleclaude.config.matrix import THINKING_MODES
 from teleclaude.config.profiles import AgentProfile
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
-from teleclaude.runtime.core.dialogs import blocked_message, find_dialog
+from teleclaude.runtime.core.dialogs import blocked_message, find_dialog, rejected_command
 from teleclaude.runtime.core.sessions import (
     Change,
     Cursor,
@@ -142,6 +142,9 @@ class Launcher:
             tmux.send_text(session.pane_id, text)
             time.sleep(self.context.config.settle)
             if not self.panes.press_enter(session, typed=text):
+                refused = self._refused(session, profile)
+                if refused is not None:
+                    return self._fail(session, refused)
                 return self._fail(
                     session, _delivery_failed(session, text, "the screen did not change after Enter")
                 )
@@ -186,6 +189,19 @@ class Launcher:
             if time.monotonic() > deadline:
                 return _delivery_failed(session, "", f"no prompt after {config.startup_timeout:g}s", screen)
             time.sleep(0.05)
+
+    def _refused(self, session: Session, profile: AgentProfile) -> Error | None:
+        """The CLI answered the command with its "unknown command" (codex keeps the text in its input box)."""
+        view = self.context.tmux.views().get(session.pane_id)
+        screen = self.context.tmux.screen(session.pane_id, view) if view else []
+        refusal = rejected_command(screen, profile.rejected)
+        if refusal is None:
+            return None
+        return Error(
+            ErrorCode.INVALID_ARGUMENT,
+            f"{session.agent} refused the command: {refusal}\nNothing reached the model. Install the role "
+            f"commands (teleclaude install --{session.agent}), or check [runtime.agents.{session.agent}].",
+        )
 
     def _fail(self, session: Session, error: Error) -> Error:
         """Delivery failed: no session is left behind, and the row says why."""

@@ -48,11 +48,16 @@ def test_a_command_codex_refuses_errs_the_session_with_its_words(codex, project,
         settings.read_text() + '\n[runtime.agents.codex]\ncommand_sign = "/"\ncommand_prefix = "prompts:"\n'
     )
     runtime = open_runtime(project)
-    started = start(runtime, project)
-    events = events_until(runtime, started.session.id, EventKind.ERRORED)
-    assert [e.kind for e in events] == [EventKind.ERRORED]
-    assert "Unrecognized command '/prompts:next-build'" in events[0].detail
-    assert runtime.store.get(started.session.id).state is SessionState.ERRORED
+    started = runtime.run_agent_command("local", "next-build", "greeting", str(project), "codex", "med")
+    if isinstance(started, Started):  # the refusal came after the Enter was seen to be taken
+        events = events_until(runtime, started.session.id, EventKind.ERRORED)
+        assert [e.kind for e in events] == [EventKind.ERRORED]
+        said, session_id = events[0].detail, started.session.id
+    else:  # codex kept the refused text in its input box: the delivery itself failed
+        assert started.code is ErrorCode.INVALID_ARGUMENT, started
+        said, session_id = started.message, runtime.store.sessions()[0].id
+    assert "Unrecognized command '/prompts:next-build'" in said
+    assert runtime.store.get(session_id).state is SessionState.ERRORED
     assert not model_server.turns()
 
 
