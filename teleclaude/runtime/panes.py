@@ -39,8 +39,8 @@ class Panes:
 
     def press_enter(self, session: Session, attempts: int = 3, typed: str = "") -> bool:
         """Enter, then up to 1 s for the screen to change: agent CLIs drop an Enter that comes too soon. With
-        `typed`, the change must move the typed line (a footer that changes by itself, as gemini's git branch
-        appearing, is not a taken Enter)."""
+        `typed`, the typed line must move or new rows appear (a footer that changes by itself, as gemini's git
+        branch appearing, is not a taken Enter)."""
         tmux = self.context.tmux
         for _ in range(attempts):
             view = tmux.views().get(session.pane_id)
@@ -75,5 +75,9 @@ class Panes:
 
 
 def _where(screen: list[str], typed: str) -> object:
-    """The whole screen, or only the rows showing `typed` and where they are."""
-    return tuple((i, row) for i, row in enumerate(screen) if typed in row) if typed else screen
+    """The whole screen; or with `typed`, the rows showing it, where they are, and how many rows are not blank
+    (the CLI cleared or moved the typed line, or printed below it)."""
+    if not typed:
+        return screen
+    shown = tuple((i, row) for i, row in enumerate(screen) if typed in row)
+    return shown, sum(1 for row in screen if row.strip())
