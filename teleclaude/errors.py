@@ -43,7 +43,7 @@ class ErrorCode(Enum):
     UNKNOWN_SESSION = "UNKNOWN_SESSION"
     INVALID_CURSOR = "INVALID_CURSOR"
     TMUX_FAILED = "TMUX_FAILED"
-    WORKER_BLOCKED = "WORKER_BLOCKED"  # the CLI shows a dialog (trust, hooks review, login), not its prompt
+    WORKER_BLOCKED = "WORKER_BLOCKED"  # a dialog or a refusal keeps the agent CLI from working on its own
     WORKER_FAILED = "WORKER_FAILED"  # teleclaude run: the same step failed twice in a row
     INTERNAL = "INTERNAL"
 

@@ -27,6 +27,7 @@ from starlette.middleware import Middleware
 from teleclaude import __version__
 from teleclaude.errors import Error, ErrorCode, guard
 from teleclaude.planner import api as app
+from teleclaude.planner.core.model import Action, AgentMarked, AgentReport
 from teleclaude.planner.core.render import to_text
 
 log = logging.getLogger("teleclaude.mcp")
@@ -101,7 +102,7 @@ AGENT_STATUS = """Show every agent and, for the unavailable ones, until when (UT
 Read-only. Expired entries are reset as they are read, so the table is always current."""
 
 
-def _answer(function: Callable[..., object], *args, **kwargs) -> str:
+def _answer(function: Callable[..., Action | AgentMarked | AgentReport], *args, **kwargs) -> str:
     """The library's answer as text; an exception (a teleclaude bug) becomes `ERROR: INTERNAL`, no trace."""
     return to_text(guard(function)(*args, **kwargs))
 
@@ -136,7 +137,8 @@ RUN_AGENT_COMMAND = """Start an agent CLI (claude, gemini, codex) in tmux and ty
 
 Call it exactly as a TOOL_CALL from teleclaude__next_work / teleclaude__next_prepare says. It returns once
 the command was delivered: `SESSION: <id> started` with the session's fields, or `ERROR: CODE`
-(UNKNOWN_COMPUTER, UNKNOWN_AGENT, AGENT_NOT_INSTALLED, INVALID_SUBFOLDER, TMUX_FAILED, ...).
+(UNKNOWN_COMPUTER, UNKNOWN_AGENT, AGENT_NOT_INSTALLED, INVALID_SUBFOLDER, TMUX_FAILED, ...);
+WORKER_BLOCKED: a dialog or a refusal stops the CLI (the message names it and the fix; do not retry).
 Then call teleclaude__wait_for_sessions to learn when the worker is done."""
 
 LIST_SESSIONS = """List the worker sessions with their state (pending, running, turn_ended, stalled,
@@ -189,7 +191,10 @@ def _session_answer(method: str, *args, **kwargs) -> str:
     from teleclaude.runtime.core.session_render import session_text
 
     answer = guard(lambda: getattr(_runtime(), method)(*args, **kwargs))()
-    return to_text(answer) if isinstance(answer, Error) else session_text(answer)
+    if isinstance(answer, Error):
+        return to_text(answer)
+    tools = guard(lambda: _runtime().recent_tools(answer))() if isinstance(answer, list) else None
+    return session_text(answer, None if isinstance(tools, Error) else tools)
 
 
 async def run_agent_command(
@@ -255,7 +260,7 @@ async def report_status(session_id: str, text: str, wait_cmd: str | None = None)
 def _hints(read_only: bool, idempotent: bool) -> ToolAnnotations:
     """No tool deletes anything, and none reaches beyond the project and the availability database."""
     return ToolAnnotations(
-        readOnlyHint=read_only, destructiveHint=False, idempotentHint=idempotent, openWorldHint=False
+        read_only_hint=read_only, destructive_hint=False, idempotent_hint=idempotent, open_world_hint=False
     )
 
 

@@ -21,6 +21,7 @@ from teleclaude.errors import ErrorCode, Failure
 LOCK_NAME = "teleclaude.lock"
 MAX_FILE_BYTES = 16 * 1024 * 1024
 REWRITE_ATTEMPTS = 20
+REWRITE_PATIENCE = 10.0  # seconds: past the attempts, a busy (or slow) machine still gets this long
 
 
 class LockTimeout(Failure):
@@ -97,7 +98,12 @@ def atomic_write(path: Path, data: bytes) -> None:
     _replace(_temp_copy(path, data), path)
 
 
-def rewrite(path: Path, change: Callable[[bytes], bytes | None], attempts: int = REWRITE_ATTEMPTS) -> bool:
+def rewrite(
+    path: Path,
+    change: Callable[[bytes], bytes | None],
+    attempts: int = REWRITE_ATTEMPTS,
+    patience: float = REWRITE_PATIENCE,
+) -> bool:
     """Replace `path` with `change(its bytes)` atomically, unless `change` says None; True when it wrote.
 
     An edit saved meanwhile is never lost: right before the replace, the file must still be the one read
@@ -107,8 +113,10 @@ def rewrite(path: Path, change: Callable[[bytes], bytes | None], attempts: int =
     path = path.resolve()
     source = _open_regular(path)
     ours: tuple[tuple[int, ...], bytes] | None = None  # what `path` holds once we replaced `source`
+    deadline, tries = time.monotonic() + patience, 0
     try:
-        for _ in range(attempts):
+        while tries < attempts or time.monotonic() < deadline:
+            tries += 1
             data, seen = _read_all(source, path), _stamp(os.fstat(source.fileno()))
             new = change(data)
             if new is None and ours is None:
@@ -125,7 +133,7 @@ def rewrite(path: Path, change: Callable[[bytes], bytes | None], attempts: int =
             ours = (_stamp(os.stat(path)), data if new is None else new)
     finally:
         source.close()
-    raise KeptChanging(f"{path} changed on every one of {attempts} attempts to update it")
+    raise KeptChanging(f"{path} changed on every one of {tries} attempts to update it")
 
 
 def _replace(temp: str, path: Path) -> None:

@@ -15,12 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from teleclaude.adapters.store import SqliteStore, ensure_table
 from teleclaude.runtime.core.sessions import Activity, Event, EventKind, Session, SessionState
+from teleclaude.runtime.core.tool_uses import KEPT, SHOWN, ToolUse
 
 if TYPE_CHECKING:
     import sqlite_utils
 
+    from teleclaude.runtime.core.sessions import Event, Session, SessionState
+
 SESSIONS = "sessions"
 EVENTS = "session_events"
+TOOL_USES = "tool_uses"
 _TIMES = (
     "created_at",
     "updated_at",
@@ -64,7 +68,10 @@ _SESSION_COLUMNS = {
     "cycle_started_at": str,
     "version": int,
 }
+# SessionState.ERRORED and NEEDS_ATTENTION, spelled out so the planner's read imports no session model.
+FAILED_STATES = ("errored", "needs_attention")
 _EVENT_COLUMNS = {"id": int, "session_id": str, "kind": str, "at": str, "detail": str, "delivered": int}
+_TOOL_USE_COLUMNS = {"id": int, "session_id": str, "at": str, "tool": str, "target": str}
 
 
 class SessionStore(SqliteStore):
@@ -72,6 +79,8 @@ class SessionStore(SqliteStore):
         ensure_table(db, SESSIONS, _SESSION_COLUMNS, "id")
         ensure_table(db, EVENTS, _EVENT_COLUMNS, "id")
         db.table(EVENTS).create_index(["session_id", "delivered"], if_not_exists=True)
+        ensure_table(db, TOOL_USES, _TOOL_USE_COLUMNS, "id")
+        db.table(TOOL_USES).create_index(["session_id", "id"], if_not_exists=True)
 
     # --- sessions ------------------------------------------------------------------------------------------
 
@@ -101,6 +110,20 @@ class SessionStore(SqliteStore):
             (project, slug, f"{slug} %"),
         )
         return _session(found[0]) if found else None
+
+    def latest_failure(self, project: str, slug: str) -> tuple[str, str, str] | None:
+        """(command, agent, last error) of the newest session of `project` for `slug` when it failed.
+
+        Read as plain columns: the planner asks on every dispatch and need not load the session model.
+        """
+        found = self._select(
+            f"SELECT state, command, agent, last_error FROM {SESSIONS} WHERE project = ? "
+            "AND (args = ? OR args LIKE ?) ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            (project, slug, f"{slug} %"),
+        )
+        if not found or found[0]["state"] not in FAILED_STATES or not found[0]["last_error"]:
+            return None
+        return found[0]["command"], found[0]["agent"], found[0]["last_error"]
 
     def save(
         self, session: Session, expect: SessionState | None = None, events: Iterable[Event] = ()
@@ -148,6 +171,51 @@ class SessionStore(SqliteStore):
                 lambda db: db.conn.executemany(f"UPDATE {EVENTS} SET delivered = 1 WHERE id = ?", ids)
             )
 
+    # --- tool uses (reported by the agent CLI's tool hook) -----------------------------------------------
+
+    def add_tool_use(self, use: ToolUse) -> None:
+        """Record `use`, keeping the session's latest KEPT. Run by a hook before every tool call, so the
+        common case (the tables exist) is plain sqlite3, without importing sqlite-utils."""
+        row = (use.session_id, _stamp(use.at), use.tool, use.target)
+        insert = f"INSERT INTO {TOOL_USES} (session_id, at, tool, target) VALUES (?, ?, ?, ?)"
+        prune = (
+            f"DELETE FROM {TOOL_USES} WHERE session_id = ? AND id NOT IN "
+            f"(SELECT id FROM {TOOL_USES} WHERE session_id = ? ORDER BY id DESC LIMIT ?)"
+        )
+
+        def plain() -> bool:
+            with closing(self._connect()) as conn, conn:
+                try:
+                    conn.execute(insert, row)
+                except sqlite3.OperationalError as error:
+                    if "no such table" in str(error):
+                        return False
+                    raise
+                conn.execute(prune, (use.session_id, use.session_id, KEPT))
+            return True
+
+        def change(db: sqlite_utils.Database) -> None:
+            db.execute(insert, row)
+            db.execute(prune, (use.session_id, use.session_id, KEPT))
+
+        if not (self.path.exists() and self._survive(plain)):
+            self._write(change)
+
+    def recent_tool_uses(self, ids: Iterable[str], limit: int = SHOWN) -> dict[str, tuple[ToolUse, ...]]:
+        """session id -> its latest `limit` tool uses, oldest first (sessions without any are left out)."""
+        found: dict[str, tuple[ToolUse, ...]] = {}
+        for session_id in dict.fromkeys(ids):
+            query = f"SELECT * FROM {TOOL_USES} WHERE session_id = ? ORDER BY id DESC LIMIT ?"
+            rows = self._select(query, (session_id, limit))
+            if rows:
+                found[session_id] = tuple(
+                    ToolUse(
+                        row["session_id"], row["tool"], row["target"] or "", datetime.fromisoformat(row["at"])
+                    )
+                    for row in reversed(rows)
+                )
+        return found
+
     # --- reading -------------------------------------------------------------------------------------------
 
     def _select(self, query: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
@@ -179,6 +247,8 @@ def _row(session: Session) -> dict[str, Any]:
 
 def _session(row: sqlite3.Row) -> Session:
     """A row as a Session; columns a file from an older teleclaude lacks take the field's default."""
+    from teleclaude.runtime.core.sessions import Session, SessionState
+
     names = {f.name for f in fields(Session)}
     values = {key: row[key] for key in row.keys() if key in names and row[key] is not None}  # noqa: SIM118 (sqlite3.Row has keys() only)
     values["subfolder"] = values.get("subfolder") or None
@@ -204,7 +274,13 @@ def _event_row(event: Event) -> dict[str, Any]:
 
 
 def _event(row: sqlite3.Row) -> Event:
-    return Event(row["session_id"], EventKind(row["kind"]), _time(row["at"]), row["detail"] or "", row["id"])
+    return Event(
+        row["session_id"],
+        EventKind(row["kind"]),
+        datetime.fromisoformat(row["at"]),
+        row["detail"] or "",
+        row["id"],
+    )
 
 
 def _stamp(moment: datetime | None) -> str | None:

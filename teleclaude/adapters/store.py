@@ -83,6 +83,8 @@ class AgentRow:
 class SqliteStore:
     """One SQLite file shared by every table of teleclaude: connecting, writing, surviving corruption."""
 
+    busy_timeout_ms = BUSY_TIMEOUT_MS  # how long a write queues behind another process's
+
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_db_path()
 
@@ -102,11 +104,12 @@ class SqliteStore:
             return change(db)
 
     def _connect(self, writing: bool = True) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=(BUSY_TIMEOUT_MS if writing else READ_TIMEOUT_MS) / 1000)
+        busy = self.busy_timeout_ms if writing else min(READ_TIMEOUT_MS, self.busy_timeout_ms)
+        conn = sqlite3.connect(self.path, timeout=busy / 1000)
         if not writing:
             return conn  # WAL mode is a property of the file, set by the first write
         try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA busy_timeout = {int(busy)}")
             conn.execute("PRAGMA journal_mode = WAL")
         except BaseException:
             conn.close()
@@ -176,7 +179,9 @@ class AvailabilityStore(SqliteStore):
         stored = format_utc(until)
         row = {"agent": agent, "available": 0, "unavailable_until": stored, "reason": reason}
         self._write(lambda db: db.table(TABLE).upsert(row, pk="agent"))
-        return Unavailability(agent, _parse_stored(stored), reason)
+        parsed = _parse_stored(stored)
+        assert parsed is not None  # format_utc writes what _parse_stored reads
+        return Unavailability(agent, parsed, reason)
 
     def mark_available(self, agent: str) -> None:
         row = {"agent": agent, "available": 1, "unavailable_until": None, "reason": None}

@@ -13,9 +13,13 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from teleclaude.errors import ErrorCode, Failure
 from teleclaude.runtime.core.sessions import PaneView, StaleView
+
+if TYPE_CHECKING:
+    import libtmux
 
 log = logging.getLogger("teleclaude")
 
@@ -59,7 +63,11 @@ class Tmux:
     def __init__(self, socket: str, timeout: float = 10.0) -> None:
         self.socket = socket
         self.timeout = timeout
-        self._server = None
+        self._server: libtmux.Server | None = None
+
+    def on(self, computer: str) -> Tmux:
+        """The tmux server of `computer`: this one (adapters.ssh.Fleet also answers for other computers)."""
+        return self
 
     # --- the one command path ------------------------------------------------------------------------------
 

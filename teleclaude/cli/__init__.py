@@ -5,8 +5,9 @@ Exit codes: 0 for an action to carry out (TOOL_CALL, SELF, PREPARED, COMPLETE, O
 sqlite-utils are loaded by the commands (or the rare write paths) that need them.
 
 To add a command, write `_add_<name>(parser)` and `_run_<name>(args) -> int` and list them in a `COMMANDS`
-tuple: the planner's here, the others in `cli_setup` (install, init, new), `cli_checks` (lint, hooks, hook,
-status), `cli_sessions` (the worker runtime) and `cli_run` (run, demo).
+tuple: the planner's here, the others in `cli.setup` (install, init, new), `cli.checks` (lint, hooks, hook,
+status), `cli.sessions` (the worker runtime) and `cli.run` (run, demo). Wings are imported inside the
+commands: see `teleclaude.cli.base`.
 """
 
 from __future__ import annotations
@@ -114,14 +115,15 @@ def _run_mcp(args: argparse.Namespace) -> int:
 
     access = None
     if args.http:
-        access = mcp_server.http_access(
+        allowed = mcp_server.http_access(
             args.host,
             allow_remote=args.allow_remote,
             no_token=args.no_token,
             allowed_hosts=tuple(args.allowed_host),
         )
-        if isinstance(access, Error):
-            return print_value(access)
+        if isinstance(allowed, Error):
+            return print_value(allowed)
+        access = allowed
         _explain_http(args, access)
     with contextlib.suppress(KeyboardInterrupt):
         mcp_server.serve(http=args.http, host=args.host, port=args.port, access=access)
@@ -173,16 +175,21 @@ COMMANDS = (
 # --- the parser ----------------------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given `argv`, only the command it names gets its arguments (argparse builds a help
+    formatter for every argument it adds: a CLI call pays for its own command's, not all forty)."""
     parser = argparse.ArgumentParser(
         prog="teleclaude",
         description="A file-derived planner that tells teams of AI coding agents exactly one next step.",
     )
     parser.add_argument("--version", action="version", version=f"teleclaude {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    names = {command.name for command in COMMANDS}
+    chosen = next((arg for arg in argv if not arg.startswith("-")), None) if argv is not None else None
     for command in COMMANDS:
         sub = commands.add_parser(command.name, help=command.help, description=command.help)
-        command.add_arguments(sub)
+        if chosen not in names or chosen == command.name:
+            command.add_arguments(sub)
         sub.set_defaults(handler=command.run)
     return parser
 
@@ -190,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging()
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
     except SystemExit as exit_:  # --help, --version (0) and bad usage (2)
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
     log.debug("teleclaude %s", args)

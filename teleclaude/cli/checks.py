@@ -1,14 +1,21 @@
 """`teleclaude lint`, `hooks`, `hook` and `status`: catch bad state where it starts, and show the roadmap.
 
 Exit codes: `lint` 1 when any error is found (warnings alone exit 0); `hook …` always 0 (a hook must never
-break a commit or an agent); the others 0, or 1 with `ERROR: CODE`.
+break a commit or an agent); the others 0, or 1 with `ERROR: CODE`. The planner and setup wings are imported
+inside the commands: `--help` and the hooks stay fast (see `teleclaude.cli.base`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import logging
+import os
+import shutil
+import sys
 
 from teleclaude.cli.base import Command, add_cwd, print_value, write
+from teleclaude.errors import Error
 
 # --- lint --------------------------------------------------------------------------------------------
 
@@ -27,10 +34,6 @@ def _add_lint(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_lint(args: argparse.Namespace) -> int:
-    import json
-    import os
-
-    from teleclaude.errors import Error
     from teleclaude.planner import checks
     from teleclaude.planner.core.lint import has_errors
 
@@ -64,8 +67,6 @@ def _add_hooks(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_hooks(args: argparse.Namespace) -> int:
-    import os
-
     from teleclaude.setup import githooks
 
     cwd = args.cwd or os.getcwd()
@@ -90,7 +91,9 @@ def _run_hooks(args: argparse.Namespace) -> int:
 
 
 def _add_hook(parser: argparse.ArgumentParser) -> None:
-    events = parser.add_subparsers(dest="event", metavar="{stop,post-commit}", required=True)
+    events = parser.add_subparsers(
+        dest="event", metavar="{stop,stop-failure,tool-use,post-commit}", required=True
+    )
     stop = events.add_parser(
         "stop",
         help="an agent CLI's stop hook: refuse to stop with uncommitted work (hook JSON on stdin)",
@@ -100,6 +103,21 @@ def _add_hook(parser: argparse.ArgumentParser) -> None:
         "--agent", choices=("claude", "gemini", "codex"), help="the CLI (default: from the input)"
     )
     stop.set_defaults(handler=_run_hook_stop)
+    failure = events.add_parser(
+        "stop-failure",
+        help="Claude Code's StopFailure hook: an API error ended the turn (rate limit, billing, …)",
+        description="Read the StopFailure hook JSON on stdin and record a limit or an error on the worker's "
+        "session (TELECLAUDE_SESSION_ID); prints nothing.",
+    )
+    failure.add_argument("--agent", choices=("claude",), default="claude", help="the CLI (default: claude)")
+    failure.set_defaults(handler=_run_hook_stop_failure)
+    tool_use = events.add_parser(
+        "tool-use",
+        help="an agent CLI's tool hook (claude PreToolUse): record the tool and its target for the session",
+        description="Record the tool use (hook JSON on stdin) for $TELECLAUDE_SESSION_ID; prints nothing.",
+    )
+    tool_use.add_argument("--agent", choices=("claude", "gemini", "codex"), help="the CLI")
+    tool_use.set_defaults(handler=_run_hook_tool_use)
     post = events.add_parser(
         "post-commit", help="git post-commit: print the planner's next step (changes nothing)"
     )
@@ -117,12 +135,20 @@ def _run_hook_stop(args: argparse.Namespace) -> int:
     return stophook.main(args.agent)
 
 
-def _run_hook_post_commit(args: argparse.Namespace) -> int:
-    import logging
-    import os
+def _run_hook_stop_failure(args: argparse.Namespace) -> int:
+    from teleclaude.setup import failurehook
 
+    return failurehook.main(args.agent)
+
+
+def _run_hook_tool_use(args: argparse.Namespace) -> int:
+    from teleclaude.setup import toolhook
+
+    return toolhook.main(args.agent)
+
+
+def _run_hook_post_commit(args: argparse.Namespace) -> int:
     try:
-        from teleclaude.errors import Error
         from teleclaude.planner import checks
 
         text = checks.next_preview(args.cwd or os.getcwd())
@@ -153,12 +179,6 @@ def _add_status(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_status(args: argparse.Namespace) -> int:
-    import json
-    import os
-    import shutil
-    import sys
-
-    from teleclaude.errors import Error
     from teleclaude.planner import checks
     from teleclaude.planner.core.phase import board_dict, render_board
 

@@ -1,10 +1,18 @@
-"""`teleclaude run` (the unattended orchestrator) and `teleclaude demo` (it, on a throwaway repository)."""
+"""`teleclaude run` (the unattended orchestrator) and `teleclaude demo` (it, on a throwaway repository).
+
+The runtime and the demo are imported inside the commands: `--help` and the hooks stay fast (see
+`teleclaude.cli.base`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import sys
+from pathlib import Path
 
 from teleclaude.cli.base import Command, add_cwd, write
+from teleclaude.planner.core.terminal import printable
 
 DEFAULT_MAX_STEPS = 100
 
@@ -29,8 +37,6 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from teleclaude.runtime import orchestrator
     from teleclaude.runtime.api import open_runtime
 
@@ -57,12 +63,22 @@ def _run_run(args: argparse.Namespace) -> int:
 def _add_demo(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep", action="store_true", help="keep the demo repository instead of deleting it")
     parser.add_argument("--verbose", action="store_true", help="print the full text of every planner answer")
+    parser.add_argument(
+        "--real",
+        metavar="AGENT",
+        choices=("claude",),
+        help="one item through the real CLI (claude) on a scripted model server, instead of the stand-ins",
+    )
 
 
 def _run_demo(args: argparse.Namespace) -> int:
     from teleclaude.demo import scenario as demo
 
-    return demo.run(keep=args.keep, verbose=args.verbose)
+    if args.real:
+        from teleclaude.demo import real
+
+        return real.run(Console(), args.real, keep=args.keep, verbose=args.verbose)
+    return demo.run(Console(), keep=args.keep, verbose=args.verbose)
 
 
 def _positive(text: str) -> int:
@@ -80,8 +96,6 @@ class Console:
     as a plain line whenever something other than the clock changed."""
 
     def __init__(self, err=None) -> None:
-        import sys
-
         self.err = err or sys.stderr
         self.live = self.err.isatty()
         self.drawn = False  # a status line is on the terminal
@@ -89,19 +103,17 @@ class Console:
 
     def show(self, text: str) -> None:
         self.clear()
-        write(text)
+        write(printable(text, keep_newlines=True))
 
     def status(self, progress) -> None:
         if self.live:
-            import shutil
-
             width = shutil.get_terminal_size().columns
-            self.err.write("\r\x1b[K" + progress.line()[: max(width - 1, 20)])
+            self.err.write("\r\x1b[K" + printable(progress.line())[: max(width - 1, 20)])
             self.err.flush()
             self.drawn = True
         elif progress.key() != self.last:
             self.last = progress.key()
-            self.err.write(progress.line() + "\n")
+            self.err.write(printable(progress.line()) + "\n")
             self.err.flush()
 
     def clear(self) -> None:

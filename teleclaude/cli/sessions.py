@@ -1,11 +1,17 @@
-"""`teleclaude sessions …`: start, watch and end agent workers in tmux (the runtime tools as verbs)."""
+"""`teleclaude sessions …`: start, watch and end agent workers in tmux (the runtime tools as verbs).
+
+The runtime is imported inside the commands: `--help` and the hooks stay fast (see `teleclaude.cli.base`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+from datetime import datetime
+from pathlib import Path
 
 from teleclaude.cli.base import Command, add_cwd, write
+from teleclaude.errors import Error
 
 
 def _add_sessions(parser: argparse.ArgumentParser) -> None:
@@ -15,7 +21,7 @@ def _add_sessions(parser: argparse.ArgumentParser) -> None:
 
     run = _verb(verbs, "run", help="start an agent CLI in tmux and type /COMMAND ARGS into it")
     run.add_argument("agent", metavar="AGENT", help="claude, gemini or codex")
-    run.add_argument("command", metavar="COMMAND", help="e.g. next-build (codex: prompts:next-build)")
+    run.add_argument("command", metavar="COMMAND", help="e.g. next-build")
     run.add_argument("args", metavar="ARGS", nargs="?", default="", help="the slug")
     run.add_argument("--thinking-mode", default="med", choices=("fast", "med", "slow"))
     run.add_argument("--subfolder", metavar="DIR", help="e.g. trees/my-slug (default: the project root)")
@@ -80,8 +86,6 @@ def _run_sessions(args: argparse.Namespace) -> int:
 
 
 def _run_run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from teleclaude.adapters.git import NotAGitRepo, find_repo
 
     here = Path(args.cwd or ".").resolve()
@@ -128,10 +132,7 @@ def _run_report(args: argparse.Namespace) -> int:
 
 def _run_cycle(args: argparse.Namespace) -> int:
     """Runs detached from the worker that reported: open the runtime of the session's own project."""
-    from datetime import datetime
-
     from teleclaude.adapters.sessions_db import SessionStore
-    from teleclaude.errors import Error
     from teleclaude.planner.core.render import to_text
     from teleclaude.runtime.api import guarded, open_runtime
 
@@ -146,16 +147,20 @@ def _run_cycle(args: argparse.Namespace) -> int:
 
 
 def _answer(args: argparse.Namespace, method: str, *arguments: object) -> int:
-    from teleclaude.errors import Error
     from teleclaude.planner.core.render import to_dict, to_text
     from teleclaude.runtime.api import guarded, open_runtime
     from teleclaude.runtime.core.session_render import session_dict, session_text
 
-    answer = guarded(lambda: getattr(open_runtime(args.cwd or "."), method)(*arguments))
+    runtime = guarded(lambda: open_runtime(args.cwd or "."))
+    answer = runtime if isinstance(runtime, Error) else guarded(lambda: getattr(runtime, method)(*arguments))
     if isinstance(answer, Error):
         write(json.dumps(to_dict(answer)) if args.json else to_text(answer))
         return 1
-    write(json.dumps(session_dict(answer)) if args.json else session_text(answer))
+    tools = None
+    if isinstance(answer, list) and not isinstance(runtime, Error):
+        found = guarded(runtime.recent_tools, answer)
+        tools = None if isinstance(found, Error) else found  # a listing without tool uses beats no listing
+    write(json.dumps(session_dict(answer, tools)) if args.json else session_text(answer, tools))
     return 0
 
 

@@ -1,9 +1,13 @@
-"""`teleclaude install`, `init` and `new`: role commands, MCP registration and project scaffolding."""
+"""`teleclaude install`, `init` and `new`: role commands, MCP registration and project scaffolding.
+
+The setup wing is imported inside the commands: `--help` and the hooks stay fast (see `teleclaude.cli.base`).
+"""
 
 from __future__ import annotations
 
 import argparse
 
+from teleclaude.cli import checks as cli_checks
 from teleclaude.cli.base import Command, add_cwd, print_value, write
 from teleclaude.errors import guard
 
@@ -37,7 +41,13 @@ def _run_install(args: argparse.Namespace) -> int:
         cwd=args.cwd,
         dry_run=args.dry_run,
         uninstall=args.uninstall,
+        with_stop_hook=stop_hook_available(),
     )
+
+
+def stop_hook_available() -> bool:
+    """Whether this teleclaude has `teleclaude hook stop`; wiring a missing command would block every stop."""
+    return any(command.name == "hook" for command in cli_checks.COMMANDS)
 
 
 def _add_init(parser: argparse.ArgumentParser) -> None:

@@ -7,20 +7,16 @@ ones key by key, and matrix rows one by one.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from teleclaude.config.matrix import DEFAULT_MATRIX, KNOWN_AGENTS, THINKING_MODES, Config
+from teleclaude.config.profiles import AgentProfile, Computer, RuntimeConfig
 from teleclaude.errors import ErrorCode, Failure
 from teleclaude.planner.core.model import AgentChoice
 
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    from teleclaude.config.profiles import AgentProfile, RuntimeConfig
-
-TOP_LEVEL_KEYS = ("agents", "max_review_rounds", "matrix", "runtime")
+TOP_LEVEL_KEYS = ("agents", "computers", "max_review_rounds", "matrix", "runtime")
 _AGENT_NAME = re.compile(r"[a-z][a-z0-9_-]*")
 
 
@@ -44,11 +40,12 @@ class _Row:
 def parse_config(sources: Sequence[tuple[str, str]]) -> Config:
     if not sources:
         return Config()
-    import tomllib  # only when there is a file: the planner starts faster without it
+    import tomllib  # only when there is a file: the planner starts faster without it (a test holds this)
 
     agents: tuple[str, ...] = KNOWN_AGENTS
     max_review_rounds = Config().max_review_rounds
     runtime = None
+    remotes: dict[str, Computer] = {}
     rows = {task: _Row("", row) for task, row in DEFAULT_MATRIX.items()}
     for path, text in sources:
         try:
@@ -64,6 +61,11 @@ def parse_config(sources: Sequence[tuple[str, str]]) -> Config:
             rows[task] = _Row(path, row)
         if "runtime" in data:
             runtime = _runtime(path, data["runtime"], runtime)
+        if "computers" in data:
+            remotes.update(_computers(path, data["computers"]))
+    if remotes:
+        runtime = replace(runtime or RuntimeConfig(), remotes=remotes)
+        _check_remote_names(runtime)
     _check_new_agents_are_listed(rows, agents)
     return Config(
         matrix={task: row.choices for task, row in rows.items()},
@@ -87,7 +89,7 @@ def _agents(path: str, value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(value))
 
 
-def _max_review_rounds(path: str, value: Any) -> int:
+def _max_review_rounds(path: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(path, "max_review_rounds", f"must be a whole number of at least 1, not {value!r}")
     return value
@@ -156,14 +158,23 @@ _RUNTIME_NUMBERS = (
     "spin_max",
     "wait_timeout",
 )
-_PROFILE_KEYS = ("binary", "args", "modes", "prompt", "limit_patterns", "command_prefix", "command_sign")
+_PROFILE_KEYS = (
+    "binary",
+    "args",
+    "modes",
+    "prompt",
+    "busy",
+    "retry",
+    "limit_patterns",
+    "command_prefix",
+    "command_sign",
+    "env",
+)
+_MAY_BE_EMPTY = ("command_prefix", "busy", "retry")  # "": none
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _runtime(path: str, value: Any, earlier: RuntimeConfig | None) -> RuntimeConfig:
-    from dataclasses import replace
-
-    from teleclaude.config.profiles import RuntimeConfig
-
     runtime = earlier or RuntimeConfig()
     if not isinstance(value, dict):
         raise ConfigError(path, "runtime", "must be a table: [runtime]")
@@ -192,8 +203,6 @@ def _runtime(path: str, value: Any, earlier: RuntimeConfig | None) -> RuntimeCon
 
 
 def _profiles(path: str, value: Any, profiles: Mapping[str, AgentProfile]) -> dict[str, AgentProfile]:
-    from teleclaude.config.profiles import AgentProfile
-
     if not isinstance(value, dict):
         raise ConfigError(path, "runtime.agents", "must be a table: [runtime.agents.NAME]")
     merged = dict(profiles)
@@ -208,8 +217,6 @@ def _profiles(path: str, value: Any, profiles: Mapping[str, AgentProfile]) -> di
 
 
 def _profile(path: str, where: str, table: dict[str, Any], profile: AgentProfile) -> AgentProfile:
-    from dataclasses import replace
-
     changes: dict[str, Any] = {}
     for key, item in table.items():
         if key not in _PROFILE_KEYS:
@@ -227,13 +234,26 @@ def _profile(path: str, where: str, table: dict[str, Any], profile: AgentProfile
                 **profile.modes,
                 **{m: _strings(path, f"{where}.modes.{m}", f) for m, f in item.items()},
             }
+        elif key == "env":
+            changes["env"] = {**profile.env, **_env(path, f"{where}.env", item)}
         else:
-            changes[key] = _string(path, f"{where}.{key}", item, allow_empty=key == "command_prefix")
-    patterns = [("prompt", changes["prompt"])] if "prompt" in changes else []
+            changes[key] = _string(path, f"{where}.{key}", item, allow_empty=key in _MAY_BE_EMPTY)
+    patterns = [(key, changes[key]) for key in ("prompt", "busy", "retry") if changes.get(key)]
     patterns += [("limit_patterns", pattern) for pattern in changes.get("limit_patterns", ())]
     for key, pattern in patterns:
         _check_regex(path, f"{where}.{key}", pattern)
     return replace(profile, **changes)
+
+
+def _env(path: str, key: str, value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise ConfigError(path, key, 'must be a table of strings, e.g. {IS_SANDBOX = "1"}')
+    for name, item in value.items():
+        if not _ENV_NAME.fullmatch(name) or name.startswith("TELECLAUDE_"):
+            raise ConfigError(path, f"{key}.{name}", "is not a variable name a worker may be given")
+        if not isinstance(item, str) or "\0" in item:
+            raise ConfigError(path, f"{key}.{name}", f"must be a string, not {item!r}")
+    return dict(value)
 
 
 def _string(path: str, key: str, value: Any, allow_empty: bool = False) -> str:
@@ -253,3 +273,77 @@ def _check_regex(path: str, key: str, pattern: str) -> None:
         re.compile(pattern)
     except re.error as error:
         raise ConfigError(path, key, f"is not a valid regular expression ({error})") from None
+
+
+# --- [computers.NAME] --------------------------------------------------------------------------------------
+
+_COMPUTER_KEYS = ("host", "user", "port", "identity_file", "project", "agents", "path", "ssh_options")
+# what reaches ssh's command line must not look like an option (`-oProxyCommand=...`) or hold a space
+_SSH_WORD = re.compile(r"[A-Za-z0-9_.@%+\[\]:][A-Za-z0-9_.@%+\[\]:-]*")
+
+
+def _computers(path: str, value: Any) -> dict[str, Computer]:
+    if not isinstance(value, dict):
+        raise ConfigError(path, "computers", "must be a table: [computers.NAME] with host, project, agents")
+    return {name: _computer(path, name, table) for name, table in value.items()}
+
+
+def _computer(path: str, name: str, table: Any) -> Computer:
+    where = f"computers.{name}"
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", name):
+        raise ConfigError(path, where, "a computer's name is a lowercase word such as box or loopback-ssh")
+    if not isinstance(table, dict):
+        raise ConfigError(path, where, "must be a table")
+    for key in table:
+        if key not in _COMPUTER_KEYS:
+            raise ConfigError(
+                path, f"{where}.{key}", f"unknown key; the keys are {', '.join(_COMPUTER_KEYS)}"
+            )
+    for key in ("host", "project", "agents"):
+        if key not in table:
+            raise ConfigError(path, f"{where}.{key}", "is missing")
+    port = table.get("port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+        raise ConfigError(path, f"{where}.port", f"must be a TCP port number, not {port!r}")
+    project = _string(path, f"{where}.project", table["project"])
+    if not project.startswith("/"):
+        raise ConfigError(path, f"{where}.project", "must be an absolute path on that computer")
+    agents = table["agents"]
+    if not isinstance(agents, dict) or not agents:
+        raise ConfigError(
+            path, f"{where}.agents", 'must map agent names to binaries, e.g. {claude = "claude"}'
+        )
+    for agent, binary in agents.items():
+        _check_agent_name(path, f"{where}.agents", agent)
+        _string(path, f"{where}.agents.{agent}", binary)
+    options = _strings(path, f"{where}.ssh_options", table.get("ssh_options", []))
+    for option in options:
+        if not re.fullmatch(r"[A-Za-z]+=[^\s]+", option):
+            raise ConfigError(path, f"{where}.ssh_options", f"{option!r} is not an option KEY=VALUE")
+    return Computer(
+        name=name,
+        host=_ssh_word(path, f"{where}.host", table["host"]),
+        project=project,
+        agents=dict(agents),
+        user=_ssh_word(path, f"{where}.user", table["user"]) if "user" in table else None,
+        port=port,
+        identity_file=_string(path, f"{where}.identity_file", table["identity_file"])
+        if "identity_file" in table
+        else None,
+        path=_string(path, f"{where}.path", table["path"]) if "path" in table else None,
+        ssh_options=options,
+    )
+
+
+def _ssh_word(path: str, key: str, value: Any) -> str:
+    if not isinstance(value, str) or not _SSH_WORD.fullmatch(value):
+        raise ConfigError(path, key, f"{value!r} is not a host or user name (letters, digits, . _ - @ :)")
+    return value
+
+
+def _check_remote_names(runtime: RuntimeConfig) -> None:
+    for name in runtime.remotes:
+        if name in runtime.computers:
+            raise ConfigError(
+                "teleclaude.toml", f"computers.{name}", "names this machine in [runtime] computers too"
+            )

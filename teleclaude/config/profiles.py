@@ -7,24 +7,10 @@ ask for permission in a detached tmux pane is a stalled worker. Override any of 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from teleclaude.adapters.agent_config import basic_string as toml_string
 from teleclaude.runtime.core.limits import DEFAULT_LIMIT_PATTERNS
-
-
-@dataclass(frozen=True)
-class Dialog:
-    """A screen that replaces a CLI's prompt and waits for an answer a detached worker cannot give.
-
-    `limit`: the dialog means the agent hit a usage limit (gemini's "Usage limit reached … Keep trying /
-    Stop"), so the session is rate limited rather than blocked."""
-
-    pattern: str  # a regex for one row of the dialog
-    name: str  # what to call it in the error
-    fix: str  # what the user does so that it does not appear
-    limit: bool = False
 
 
 @dataclass(frozen=True)
@@ -37,77 +23,26 @@ class AgentProfile:
     # (its echo of a sent message, "> /next-build x", must not count)
     prompt: str = r"^\s*[│|]?\s*[>❯›]\s*[│|]?\s*$"
     limit_patterns: tuple[str, ...] = ()
+    # a regex for a row shown only while the CLI works (its prompt line may stay on screen meanwhile): such a
+    # screen is never idle
+    busy: str = ""
+    # a regex for the CLI's countdown to retrying a failed API call: the worker waits on the API
+    retry: str = ""
     command_prefix: str = ""  # put before every command name (a user's own namespace); none by default
     command_sign: str = "/"  # how the CLI invokes a role command: /next-build (claude, gemini), $next-build
-    dialogs: tuple[Dialog, ...] = ()  # screens that block the CLI (see Dialog)
-    rejected: str = ""  # a regex for the CLI's answer to a command it does not know
-    trust_env: Mapping[str, str] = field(default_factory=dict)  # variables that trust the worker's folder
+    # variables given to each worker with `tmux new-session -e` (e.g. IS_SANDBOX=1 for claude as root,
+    # GEMINI_CLI_TRUST_WORKSPACE=true); the rest of a worker's environment is the tmux server's
+    env: Mapping[str, str] = field(default_factory=dict)
     trusts_projects_by_config: bool = False  # codex: `-c projects={"ROOT"={trust_level="trusted"}}`
 
-    def argv(self, binary: str, thinking_mode: str, folders: Iterable[str] = ()) -> list[str]:
-        trust = _codex_trust(folders) if self.trusts_projects_by_config else []
+    def argv(self, binary: str, thinking_mode: str, trust: Sequence[str] = ()) -> list[str]:
+        """`trust`: the flags that trust the worker's folders (adapters/agent_config.py `codex_trust`)."""
         return [binary, *self.args, *trust, *self.modes.get(thinking_mode, ())]
 
     def slash_command(self, command: str, args: str) -> str:
         if self.command_prefix and not command.startswith(self.command_prefix):
             command = self.command_prefix + command
         return f"{self.command_sign}{command} {args}".rstrip()
-
-
-def _codex_trust(folders: Iterable[str]) -> list[str]:
-    """Codex asks "Trust this folder?" for every project it has no `[projects."PATH"] trust_level` for. A
-    `-c` override trusts the worker's own folders for that process only (a dotted key cannot hold a path
-    with dots, an inline table can); nothing is written to ~/.codex/config.toml."""
-    trusted = '{ trust_level = "trusted" }'
-    tables = ", ".join(f"{toml_string(folder)} = {trusted}" for folder in dict.fromkeys(folders))
-    return ["-c", f"projects = {{ {tables} }}"] if tables else []
-
-
-# --- each CLI's dialogs, seen on the real CLIs (tests/realcli/NOTES.md) ---------------------------------
-
-GEMINI_DIALOGS = (
-    Dialog(
-        r"Do you trust the files in this folder\?|Do you trust this folder\?",
-        "folder trust",
-        "teleclaude starts gemini workers with GEMINI_CLI_TRUST_WORKSPACE=true; if it was overridden, trust "
-        "the project root in ~/.gemini/trustedFolders.json",
-    ),
-    Dialog(
-        r"How would you like to authenticate",
-        "authentication",
-        "choose an auth method once by hand, or set security.auth.selectedType in ~/.gemini/settings.json",
-    ),
-    Dialog(
-        r"Usage limit reached for|Keep trying\b.*\bStop\b|^\W*\d\. Keep trying",
-        "usage limit (Keep trying / Stop)",
-        "wait for the quota to reset or use another agent",
-        limit=True,
-    ),
-)
-CODEX_DIALOGS = (
-    Dialog(
-        r"Trust this folder\?|Do you trust the contents of this directory",
-        "folder trust",
-        'trust the project root in ~/.codex/config.toml: [projects."ROOT"] trust_level = "trusted"',
-    ),
-    Dialog(
-        r"Hooks need review",
-        "hooks review",
-        "start codex with --dangerously-bypass-hook-trust (teleclaude's default), or trust the hooks once by "
-        "hand",
-    ),
-    Dialog(
-        r"Sign in with ChatGPT|Choose how you want to use Codex",
-        "login",
-        "log in once by hand (codex login), or configure a model provider with an API key",
-    ),
-    Dialog(
-        r"Approaching rate limits|Switch to .*\?$",
-        "rate limit model switch",
-        "set [notice] hide_rate_limit_model_nudge = true in ~/.codex/config.toml",
-        limit=True,
-    ),
-)
 
 
 DEFAULT_PROFILES: Mapping[str, AgentProfile] = {
@@ -117,6 +52,8 @@ DEFAULT_PROFILES: Mapping[str, AgentProfile] = {
         ("--dangerously-skip-permissions",),
         {"slow": ("--model", "opus"), "med": ("--model", "sonnet"), "fast": ("--model", "haiku")},
         limit_patterns=DEFAULT_LIMIT_PATTERNS["claude"],
+        busy=r"\besc to interrupt\b",  # the footer while it works: "… · esc to interrupt · ← for agents"
+        retry=r"\bRetrying in \d+\w*.*\battempt \d+/\d+",  # "API error · Retrying in 26s · attempt 7/10"
     ),
     "gemini": AgentProfile(
         "gemini",
@@ -127,9 +64,7 @@ DEFAULT_PROFILES: Mapping[str, AgentProfile] = {
         # ` *   Type your message or @path/to/file` between two rules (`!` in shell mode; `>` before 0.61)
         prompt=r"^\s*[│|]?\s*[>❯*!]\s*(Type your message.*)?[│|]?\s*$",
         limit_patterns=DEFAULT_LIMIT_PATTERNS["gemini"],
-        dialogs=GEMINI_DIALOGS,
-        rejected=r"Unknown command: /\S+",
-        trust_env={"GEMINI_CLI_TRUST_WORKSPACE": "true"},
+        env={"GEMINI_CLI_TRUST_WORKSPACE": "true"},  # trusts the worker's folder: no trust dialog
     ),
     "codex": AgentProfile(
         "codex",
@@ -145,11 +80,28 @@ DEFAULT_PROFILES: Mapping[str, AgentProfile] = {
         prompt=r"^\s*[│|]?\s*[›>]\s*(Ask Codex.*|Implement \{feature\}.*)?[│|]?\s*$",
         limit_patterns=DEFAULT_LIMIT_PATTERNS["codex"],
         command_sign="$",  # codex 0.169 has no custom prompts; role commands are skills: `$next-build x`
-        dialogs=CODEX_DIALOGS,
-        rejected=r"Unrecognized command '[^']*'",
         trusts_projects_by_config=True,
     ),
 }
+
+
+@dataclass(frozen=True)
+class Computer:
+    """`[computers.NAME]` in teleclaude.toml: another machine reached with OpenSSH, where workers run in tmux.
+
+    `project` is a clone of this project there; the item branch travels to it before a worker starts and
+    back after each turn. `agents` maps an agent name to its binary there (a name found on `path`, or a path).
+    """
+
+    name: str
+    host: str
+    project: str
+    agents: Mapping[str, str]
+    user: str | None = None
+    port: int | None = None
+    identity_file: str | None = None
+    path: str | None = None  # PATH for the workers there; else the login's default
+    ssh_options: tuple[str, ...] = ()  # extra `-o KEY=VALUE` options, e.g. UserKnownHostsFile=...
 
 
 @dataclass(frozen=True)
@@ -158,6 +110,7 @@ class RuntimeConfig:
 
     socket: str = "teleclaude"  # the private tmux server: `tmux -L teleclaude ls`
     computers: tuple[str, ...] = ("local",)  # names that mean this machine
+    remotes: Mapping[str, Computer] = field(default_factory=dict)  # [computers.NAME]: other machines
     profiles: Mapping[str, AgentProfile] = field(default_factory=lambda: dict(DEFAULT_PROFILES))
     history_limit: int = 50_000
     width: int = 200

@@ -1,21 +1,22 @@
 """A throwaway HOME in which a real agent CLI starts unattended and talks to the scripted model server.
 
-Each CLI's first start asks questions a detached worker cannot answer. The keys that pre-answer them were read
-from the CLI itself (Claude Code 2.1.197's bundled JavaScript, see tests/realcli/NOTES.md), not guessed:
+Each CLI's first start asks questions a detached worker cannot answer. The keys were read from the CLI itself
+(Claude Code 2.1.197's bundled JavaScript, see tests/realcli/NOTES.md), not guessed. Two are the user's login,
+settled by their own first start, and pre-answered here (`prepare_claude_login`):
 - onboarding (theme, login): `hasCompletedOnboarding` in `~/.claude.json`;
 - "Detected a custom API key … Do you want to use this API key?": the key's last 20 characters in
-  `customApiKeyResponses.approved` of `~/.claude.json`;
-- "Do you trust the files in this folder?": `projects[PATH].hasTrustDialogAccepted` in `~/.claude.json` (a
-  parent folder's trust covers its subfolders, so the project root covers `trees/<slug>`);
-- the "Bypass Permissions mode" warning: `skipDangerousModePermissionPrompt` in `~/.claude/settings.json`;
-- as root, `--dangerously-skip-permissions` exits at once unless `IS_SANDBOX=1` is in the environment.
+  `customApiKeyResponses.approved` of `~/.claude.json`.
+The others are teleclaude's to answer, and `teleclaude install` / `teleclaude init` do
+(`teleclaude.setup.install.claude_unattended`): workspace trust for the project root, the "Bypass
+Permissions mode" warning, project `.mcp.json` approval. As root, `--dangerously-skip-permissions` exits at
+once unless `IS_SANDBOX=1` is in the environment (`claude_environment`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 CLAUDE_API_KEY = "sk-ant-api03-teleclaude-scripted-model-server"  # dummy: the scripted server takes any
@@ -34,10 +35,9 @@ def claude_environment(server_url: str, api_key: str = CLAUDE_API_KEY) -> dict[s
     return env
 
 
-def prepare_claude_home(
-    home: Path, trusted: Iterable[Path], version: str = "", api_key: str = CLAUDE_API_KEY
-) -> None:
-    """Pre-answer claude's first-run dialogs in `home` (merged into what is there)."""
+def prepare_claude_login(home: Path, version: str = "", api_key: str = CLAUDE_API_KEY) -> None:
+    """What a user's own first claude start settles, not teleclaude's business: onboarding is done and the
+    API key in the environment is approved (merged into what is there)."""
     state_file = home / ".claude.json"
     state = _load(state_file)
     state.update({"hasCompletedOnboarding": True, "theme": "dark"})
@@ -48,15 +48,7 @@ def prepare_claude_home(
     state["customApiKeyResponses"].setdefault("rejected", [])
     if api_key[-20:] not in approved:
         approved.append(api_key[-20:])
-    projects = state.setdefault("projects", {})
-    for folder in trusted:
-        entry = projects.setdefault(str(Path(folder).resolve()), {})
-        entry.update({"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True})
     _save(state_file, state)
-    settings_file = home / ".claude" / "settings.json"
-    settings = _load(settings_file)
-    settings["skipDangerousModePermissionPrompt"] = True
-    _save(settings_file, settings)
 
 
 def _load(path: Path) -> dict:
@@ -71,7 +63,7 @@ def _save(path: Path, data: Mapping) -> None:
 # --- Gemini CLI 0.61.0 -------------------------------------------------------------------------------------
 # - "How would you like to authenticate for this project?": `security.auth.selectedType` in
 #   `~/.gemini/settings.json` (`gemini-api-key` with GEMINI_API_KEY in the environment);
-# - folder trust: the runtime starts gemini workers with GEMINI_CLI_TRUST_WORKSPACE=true (profile.trust_env).
+# - folder trust: the runtime starts gemini workers with GEMINI_CLI_TRUST_WORKSPACE=true (the profile's env).
 
 GEMINI_API_KEY = "teleclaude-scripted-gemini-key"  # dummy: the scripted server takes any
 

@@ -12,7 +12,8 @@ own loop); the CLI's side requests (titles, quota probes, summaries) get a short
 alone. Steps: `Text` (reply and end the turn), `Tool` (call a tool: the shell, or an MCP tool found by name
 among the tools the CLI offered), `Fail` (answer with the provider's real error status, headers and body:
 429, the subscription limits, 529/503, quota), each optionally held until the test releases a
-`threading.Event` (a "slow" model without sleeping). When the script runs out, every turn is answered "Done.".
+`threading.Event` (a "slow" model without sleeping). When the script runs out, every turn is answered "Done.",
+or by `then(request body)` (a model that decides from what it was sent, e.g. `teleclaude demo --real`).
 
 Every request is recorded (`requests`, `turns()`), and `wait_for` blocks until one matches, so a test waits
 on what the CLI sent instead of sleeping.
@@ -151,8 +152,14 @@ def _strings(value: object) -> Iterator[str]:
 class ModelServer:
     """`with ModelServer([Text("hi")]) as server:` … `server.url`, `server.wait_for(…)`, `server.turns()`."""
 
-    def __init__(self, script: Iterable[Step] = (), default: str = "Done.") -> None:
+    def __init__(
+        self,
+        script: Iterable[Step] = (),
+        default: str = "Done.",
+        then: Callable[[dict], Step] | None = None,
+    ) -> None:
         self._script: list[Step] = list(script)
+        self.then = then  # once the script runs out: the step for a turn, from its request body
         self._uses: dict[int, int] = {}  # a Fail step's index -> the requests it answered
         self.default = default
         self.requests: list[Recorded] = []
@@ -164,6 +171,7 @@ class ModelServer:
     @property
     def url(self) -> str:
         host, port = self._http.server_address[:2]
+        assert isinstance(host, str)  # bound to an IPv4 address
         return f"http://{host}:{port}"
 
     def __enter__(self) -> ModelServer:
@@ -330,7 +338,7 @@ class Dialect:
         """One turn of the agent's loop: the script's next step, in this provider's shapes."""
         step = server._next_step()
         if step is None:
-            step = Text(server.default)
+            step = server.then(body) if server.then else Text(server.default)
         if isinstance(step, Fail):
             status, headers, error = self.failure(step)
             return Reply(f"fail {step.kind} {status}", True, status, error, headers, hold=step.hold)
@@ -423,7 +431,7 @@ class Anthropic(Dialect):
         if not stream:
             message = self._message(model) | {"content": [_complete(block, deltas)], "stop_reason": stop}
             return Reply(label, turn, body=message, hold=hold)
-        events = [
+        events: list[tuple[str, dict]] = [
             ("message_start", {"type": "message_start", "message": self._message(model)}),
             ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
             ("ping", {"type": "ping"}),
@@ -562,7 +570,10 @@ class OpenAIResponses(Dialect):
             },
         }
         started = {k: v for k, v in item.items() if k not in ("content", "arguments")}
-        started |= {"content": []} if item["type"] == "message" else {"arguments": ""}
+        if item["type"] == "message":
+            started["content"] = []
+        else:
+            started["arguments"] = ""
         return [
             ("response.created", {"type": "response.created", "response": response}),
             (
@@ -642,6 +653,7 @@ class OpenAIResponses(Dialect):
     def failure(self, step: Fail) -> tuple[int, dict[str, str], dict]:
         headers = {"x-request-id": _id("req_")}
         resets = int(time.time()) + step.resets_in
+        error: dict[str, object]
         if step.kind == "rate_limit":
             status = 429
             error = {

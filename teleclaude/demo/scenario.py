@@ -1,7 +1,7 @@
 """`teleclaude demo`: a throwaway repository driven from `[ ]` to `done/` through `next_work`.
 
-The workers here are scripted stand-ins: plain functions that edit files and commit the way a builder,
-reviewer, fixer, finalizer and commit-pending agent would. The tests drive the same functions.
+`drive` calls the planner in-process with the scripted workers of `teleclaude.demo.workers`; `run` drives
+the same roadmap with `teleclaude run`, the fake agent CLIs of `teleclaude.demo.stand_in` working in tmux.
 """
 
 from __future__ import annotations
@@ -9,174 +9,36 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
-import re
+import secrets
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
-from teleclaude.adapters.git import run_git
+from teleclaude.adapters.tmux import Tmux, TmuxError
+from teleclaude.demo import stand_in as fake_agent
+from teleclaude.demo.workers import Workers, commit_all, git, make_repository
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
-from teleclaude.planner.core.markdown import decode
-from teleclaude.planner.core.model import Action, Complete, Dispatch, Marker, Step
+from teleclaude.planner.core.model import Action, Complete, Dispatch, Marker
 from teleclaude.planner.core.render import to_text
-from teleclaude.planner.core.roadmap import parse_roadmap, rewrite_marker
+from teleclaude.planner.core.roadmap import parse_roadmap
+from teleclaude.runtime import orchestrator
+from teleclaude.runtime.api import open_runtime
+from teleclaude.runtime.core.sessions import EventKind
+from teleclaude.runtime.orchestrator import Outcome
 
-ROADMAP = """# Roadmap
-
-## Demo
-- [ ] greeting — A module that says hello.
-- [ ] farewell (after: greeting) — A module that says goodbye.
-- [ ] shouting — Upper-case variants of both.
-"""
-
-PLAN = """# Implementation plan: {slug}
-
-## Group 1: Code
-- [ ] Write src/{module}.py
-- [ ] Add a docstring
-
-## Group 2: Tests
-- [ ] Write tests/test_{module}.py
-
-## Group 5: After the build
-- [ ] Announce it
-"""
-
-REVIEW = """# Review findings: {slug}
-
-## Critical
-{critical}
-## Important
-
-## Suggestions
-
-## Verdict
-- [{approve}] APPROVE
-- [{request}] REQUEST CHANGES
-"""
+__all__ = ["Workers", "commit_all", "drive", "git", "make_repository", "run"]
 
 
-def git(cwd: Path, *args: str) -> str:
-    return run_git(list(args), cwd)
+class Console(Protocol):
+    """Where the run shows itself: the front end's console (log lines, and a live status line)."""
 
-
-def commit_all(cwd: Path, message: str) -> None:
-    git(cwd, "add", "-A")
-    git(cwd, "commit", "-q", "-m", message)
-
-
-def make_repository(root: Path) -> Path:
-    """A git repository with the demo roadmap and three prepared items, all committed."""
-    root.mkdir(parents=True, exist_ok=True)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "teleclaude demo")
-    git(root, "config", "user.email", "demo@teleclaude.invalid")
-    (root / "todos").mkdir()
-    (root / "todos" / "roadmap.md").write_text(ROADMAP)
-    for item in parse_roadmap(ROADMAP).items:
-        folder = root / "todos" / item.slug
-        folder.mkdir()
-        (folder / "requirements.md").write_text(f"# Requirements: {item.slug}\n\n{item.description}\n")
-        plan = PLAN.format(slug=item.slug, module=item.slug.replace("-", "_"))
-        (folder / "implementation-plan.md").write_text(plan)
-    commit_all(root, "Add roadmap and prepared items")
-    return root
-
-
-# --- scripted workers -------------------------------------------------------------------------------
-
-
-class Workers:
-    """Stand-ins for the agents. `forget_commit` and `reject_first` make them misbehave once, on purpose."""
-
-    def __init__(self, project: Path, forget_commit: str | None = None, reject_first: str | None = None):
-        self.project = project
-        self.forget_commit = forget_commit
-        self.reject_first = reject_first
-        self.reviews: dict[str, int] = {}
-
-    def run(self, action: Dispatch) -> str:
-        where = self.project / (action.subfolder or "")
-        worker: Callable[[Path, Dispatch], str] = {
-            Step.BUILD: self.build,
-            Step.REVIEW: self.review,
-            Step.FIX: self.fix,
-            Step.FINALIZE: self.finalize,
-            Step.COMMIT: self.commit_pending,
-            Step.BUGS: self.bugs,
-        }[action.step]
-        return worker(where, action)
-
-    def build(self, tree: Path, action: Dispatch) -> str:
-        slug, module = action.slug, action.slug.replace("-", "_")
-        (tree / "src").mkdir(exist_ok=True)
-        (tree / "tests").mkdir(exist_ok=True)
-        (tree / "src" / f"{module}.py").write_text(
-            f'"""{slug}."""\n\n\ndef {module}():\n    return "{slug}"\n'
-        )
-        (tree / "tests" / f"test_{module}.py").write_text(f"def test_{module}():\n    assert True\n")
-        tick_build_tasks(tree / "todos" / slug / "implementation-plan.md")
-        if self.forget_commit == slug:
-            self.forget_commit = None
-            return "builder: did every task in Groups 1-4 and ticked them, but forgot to commit"
-        commit_all(tree, f"Build {slug}")
-        return "builder: did every task in Groups 1-4, ticked them, committed"
-
-    def review(self, tree: Path, action: Dispatch) -> str:
-        slug = action.slug
-        self.reviews[slug] = self.reviews.get(slug, 0) + 1
-        rejects = self.reject_first == slug and self.reviews[slug] == 1
-        critical = "- The function has no test of its return value.\n" if rejects else ""
-        text = REVIEW.format(
-            slug=slug, critical=critical, approve=" " if rejects else "x", request="x" if rejects else " "
-        )
-        (tree / "todos" / slug / "review-findings.md").write_text(text)
-        commit_all(tree, f"Review {slug}")
-        return "reviewer: REQUEST CHANGES (one critical finding)" if rejects else "reviewer: APPROVE"
-
-    def fix(self, tree: Path, action: Dispatch) -> str:
-        slug, module = action.slug, action.slug.replace("-", "_")
-        test = tree / "tests" / f"test_{module}.py"
-        test.write_text(
-            f"from src.{module} import {module}\n\n\n"
-            f"def test_{module}():\n    assert {module}() == '{slug}'\n"
-        )
-        (tree / "todos" / slug / "review-findings.md").unlink()
-        commit_all(tree, f"Fix review findings for {slug}")
-        return "fixer: fixed the critical finding, deleted review-findings.md, committed"
-
-    def finalize(self, main: Path, action: Dispatch) -> str:
-        slug = action.slug
-        archive = re.search(r"done/\d{3}-[a-z0-9-]+/", action.note or "")[0].rstrip("/")
-        git(main, "merge", "-q", "--no-ff", "-m", f"Merge {slug}", slug)
-        (main / "done").mkdir(exist_ok=True)
-        git(main, "mv", f"todos/{slug}", archive)
-        roadmap = main / "todos" / "roadmap.md"
-        data = roadmap.read_bytes()
-        roadmap.write_bytes(rewrite_marker(data, parse_roadmap(decode(data)).find(slug).line, Marker.DONE))
-        commit_all(main, f"Finalize {slug}")
-        git(main, "worktree", "remove", f"trees/{slug}")
-        git(main, "branch", "-q", "-d", slug)
-        return f"finalizer: merged {slug}, archived to {archive}/, marked [x], removed the worktree"
-
-    def commit_pending(self, where: Path, action: Dispatch) -> str:
-        changed = git(where, "status", "--porcelain").splitlines()
-        commit_all(where, f"Commit pending work for {action.slug}")
-        return f"commit-pending: committed {len(changed)} changed path(s)"
-
-    def bugs(self, main: Path, action: Dispatch) -> str:
-        bugs = main / "todos" / "bugs.md"
-        bugs.write_text(bugs.read_text().replace("- [ ]", "- [x]"))
-        commit_all(main, "Fix open bugs")
-        return "bug fixer: fixed and ticked every open bug"
-
-
-def tick_build_tasks(plan: Path) -> None:
-    """Tick every task of Groups 1-4, as a builder does when it has done them."""
-    groups = re.compile(r"^(## Group [1-4].*?)(?=^## Group [5-9]|\Z)", re.M | re.S)
-    plan.write_text(groups.sub(lambda match: match[0].replace("- [ ]", "- [x]"), plan.read_text()))
+    def show(self, text: str) -> None: ...
+    def status(self, progress: orchestrator.Progress) -> None: ...
+    def clear(self) -> None: ...
 
 
 # --- the orchestrator loop --------------------------------------------------------------------------
@@ -240,11 +102,8 @@ DEMO_AGENTS = {  # how the fake agents misbehave, once each, on purpose
 DEMO_MAX_STEPS = 40
 
 
-def run(keep: bool = False, verbose: bool = False) -> int:
+def run(console: Console, keep: bool = False, verbose: bool = False) -> int:
     """Drive the demo roadmap to done/ with `teleclaude run`; 0 when all three items were delivered."""
-    import secrets
-    import time
-
     if shutil.which("tmux") is None:
         print(
             "ERROR: TMUX_FAILED\ntmux is not installed, and the demo runs its workers in tmux.\n"
@@ -255,7 +114,7 @@ def run(keep: bool = False, verbose: bool = False) -> int:
     socket = f"tc-demo-{secrets.token_hex(4)}"
     started = time.monotonic()
     try:
-        with _environment(_demo_variables(base)):
+        with environment(_demo_variables(base)):
             project = make_repository(base / "project")
             (project / "teleclaude.toml").write_text(DEMO_SETTINGS.format(socket=socket))
             commit_all(project, "Runtime settings for the demo: a private tmux server, short timings")
@@ -263,13 +122,13 @@ def run(keep: bool = False, verbose: bool = False) -> int:
             print(f"fake agent CLIs in {base / 'bin'}; watch a worker: tmux -L {socket} attach -t tc-ID")
             print("misbehaving on purpose: " + ", ".join(f"{k}={v}" for k, v in DEMO_AGENTS.items()) + "\n")
             print((project / "todos" / "roadmap.md").read_text())
-            report = _orchestrate(project, verbose)
+            report = _orchestrate(project, console, verbose)
             code = _summary_of_run(project, report, time.monotonic() - started)
     except KeyboardInterrupt:
         print("\nDemo interrupted.")
         return 130
     finally:
-        _remove_tmux_server(socket)
+        remove_tmux_server(socket)
         if keep:
             print(f"Kept {base}")
         else:
@@ -278,8 +137,6 @@ def run(keep: bool = False, verbose: bool = False) -> int:
 
 
 def _demo_variables(base: Path) -> dict[str, str | None]:
-    from teleclaude.demo import stand_in as fake_agent
-
     bin_dir = fake_agent.install(base / "bin")
     return {
         "TELECLAUDE_DB": str(base / "teleclaude.db"),  # never touch the user's sessions or availability
@@ -292,7 +149,7 @@ def _demo_variables(base: Path) -> dict[str, str | None]:
 
 
 @contextlib.contextmanager
-def _environment(values: dict[str, str | None]):
+def environment(values: dict[str, str | None]):
     """Set (None: remove) environment variables, and put them back afterwards. The private tmux server
     starts inside, so its workers inherit them."""
     saved = {name: os.environ.get(name) for name in values}
@@ -311,12 +168,7 @@ def _set_variables(values: dict[str, str | None]) -> None:
             os.environ[name] = value
 
 
-def _orchestrate(project: Path, verbose: bool):
-    from teleclaude.cli.run import Console
-    from teleclaude.runtime import orchestrator
-    from teleclaude.runtime.api import open_runtime
-
-    console = Console()
+def _orchestrate(project: Path, console: Console, verbose: bool) -> orchestrator.RunReport:
     report = orchestrator.run(
         project,
         None,
@@ -333,8 +185,6 @@ def _orchestrate(project: Path, verbose: bool):
 
 def _summary_of_run(project: Path, report, seconds: float) -> int:
     """Print what happened; 0 when every item of the demo roadmap was delivered."""
-    from teleclaude.runtime.orchestrator import Outcome
-
     if report.outcome is Outcome.COMPLETE:
         print("\n" + report.text.splitlines()[0])
     elif report.outcome is not Outcome.INTERRUPTED:
@@ -366,8 +216,6 @@ def _summary_of_run(project: Path, report, seconds: float) -> int:
 
 def _what_went_wrong(history) -> list[str]:
     """The rate-limit fallback, the review round and the forgotten commit, as they happened."""
-    from teleclaude.runtime.core.sessions import EventKind
-
     sessions = [handled.session for handled in history]
 
     def later(index: int, step: str, slug: str):
@@ -400,10 +248,8 @@ def _step(session) -> str:
     return session.command.removeprefix("prompts:")
 
 
-def _remove_tmux_server(socket: str) -> None:
+def remove_tmux_server(socket: str) -> None:
     """Kill the demo's private tmux server (and every worker in it) and remove its socket file."""
-    from teleclaude.adapters.tmux import Tmux, TmuxError
-
     with contextlib.suppress(TmuxError):
         Tmux(socket).kill_server()
     folder = Path(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}")

@@ -35,7 +35,10 @@ import time
 import tty
 from pathlib import Path
 
+from teleclaude.demo.workers import PLAN, Workers, commit_all, git, tick_build_tasks
 from teleclaude.planner.core import layout
+from teleclaude.planner.core.model import Dispatch, Step
+from teleclaude.planner.core.roadmap import parse_roadmap
 
 LIMIT_MESSAGES = {
     "claude": "Claude usage limit reached. Your limit will reset at 5pm (UTC).",
@@ -62,6 +65,8 @@ def modes(agent: str) -> set[str]:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--step"]:
+        return do_session_step()
     agent = argv[0] if argv else "claude"
     chosen = modes(agent)
     say(f"fake {agent} ({', '.join(sorted(chosen))}) in {Path.cwd()}")
@@ -119,9 +124,6 @@ def respond(agent: str, chosen: set[str], command: str, args: str, lines) -> int
 
 def do_step(command: str, slug: str) -> str:
     """Do what the worker for `command` does, on the files in the current directory."""
-    from teleclaude.demo.scenario import Workers
-    from teleclaude.planner.core.model import Dispatch, Step
-
     steps = {step.command: step for step in Step}
     step = steps.get(command)
     here = Path.cwd()
@@ -136,26 +138,29 @@ def do_step(command: str, slug: str) -> str:
     reject = slug in listed("FAKE_AGENT_REJECT") and not committed(here, f"Review {slug}")
     workers = Workers(here, forget_commit=slug if forget else None, reject_first=slug if reject else None)
     action = Dispatch(step, slug, str(here), "fake", "med", None, note)
-    work = {
-        Step.BUILD: workers.build,
-        Step.REVIEW: workers.review,
-        Step.FIX: workers.fix,
-        Step.FINALIZE: workers.finalize,
-        Step.COMMIT: workers.commit_pending,
-        Step.BUGS: workers.bugs,
-    }[step]
     try:
-        return work(here, action)
+        return workers.worker(step)(here, action)
     except Exception as error:  # a fake worker that fails says so, like a real one would
         return f"the step failed: {error}"
 
 
+def do_session_step() -> int:
+    """`python -m teleclaude.demo.stand_in --step`: the step of the worker session this runs in
+    ($TELECLAUDE_SESSION_ID), done once on the current directory. What the scripted model of
+    `teleclaude demo --real` has a real agent CLI run through its shell tool."""
+    from teleclaude.adapters.sessions_db import SessionStore
+
+    session = SessionStore().get(os.environ.get("TELECLAUDE_SESSION_ID", ""))
+    if session is None:
+        say("not in a worker session started by teleclaude ($TELECLAUDE_SESSION_ID)")
+        return 1
+    slug = session.args.split()[0] if session.args.split() else ""
+    say(do_step(session.command.removeprefix("prompts:"), slug))
+    return 0
+
+
 def write_preparation(main: Path, step, slug: str) -> str:
     """The architects: requirements from the roadmap's description, a plan from the demo's template."""
-    from teleclaude.demo.scenario import PLAN, commit_all
-    from teleclaude.planner.core.model import Step
-    from teleclaude.planner.core.roadmap import parse_roadmap
-
     folder = main / "todos" / slug
     folder.mkdir(parents=True, exist_ok=True)
     if step is Step.REQUIREMENTS:
@@ -171,8 +176,6 @@ def write_preparation(main: Path, step, slug: str) -> str:
 
 def follow(line: str) -> str:
     """An instruction typed into the worker: do what it says, as far as a fake can."""
-    from teleclaude.demo.scenario import commit_all, git, tick_build_tasks
-
     here = Path.cwd()
     lowered = line.lower()
     try:
@@ -194,8 +197,6 @@ def listed(variable: str) -> set[str]:
 
 def committed(tree: Path, message: str) -> bool:
     """A commit with this message exists on the current branch."""
-    from teleclaude.demo.scenario import git
-
     found = git(tree, "log", "--format=%s", "--fixed-strings", f"--grep={message}")
     return message in found.splitlines()
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from functools import wraps
 from pathlib import Path
 
-from teleclaude.adapters import fs
+from teleclaude.adapters import fs, parse_cache
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.settings import load_config
 from teleclaude.adapters.store import AvailabilityStore, StoreError
@@ -22,7 +22,7 @@ from teleclaude.errors import Error, ErrorCode, Failure, guard
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.bugs import open_bugs
 from teleclaude.planner.core.decide import decide_prepare, decide_work
-from teleclaude.planner.core.markdown import conflict_lines, decode
+from teleclaude.planner.core.markdown import TooComplex, conflict_lines, decode
 from teleclaude.planner.core.model import (
     Action,
     AgentMarked,
@@ -41,9 +41,9 @@ from teleclaude.planner.core.model import (
     Worktree,
     WorktreeState,
 )
-from teleclaude.planner.core.plan import parse_plan
+from teleclaude.planner.core.plan import parse_plan_chunks
 from teleclaude.planner.core.review import parse_review
-from teleclaude.planner.core.roadmap import may_be_pending, parse_roadmap, rewrite_marker
+from teleclaude.planner.core.roadmap import may_be_pending, parse_roadmap_chunks, rewrite_marker
 from teleclaude.planner.core.timeparse import parse_until
 
 log = logging.getLogger("teleclaude")
@@ -89,24 +89,25 @@ def _last_error(action: Action, root: Path) -> str | None:
     """Why the last worker session of a dispatched slug failed, so the next worker can avoid it."""
     if not isinstance(action, Dispatch):
         return None
-    from teleclaude.adapters.sessions_db import SessionStore
-    from teleclaude.runtime.core.sessions import SessionState
+    from teleclaude.adapters.sessions_db import SessionStore  # on dispatch only: sqlite-utils costs ~40 ms
 
     try:
-        last = SessionStore().latest(str(root.resolve()), action.slug)
+        last = SessionStore().latest_failure(str(root.resolve()), action.slug)
     except StoreError:
         return None
-    failed = (SessionState.ERRORED, SessionState.NEEDS_ATTENTION)
-    if last is None or last.state not in failed or not last.last_error:
+    if last is None:
         return None
-    failure = f"The last worker for {action.slug} (/{last.command}, {last.agent}) failed: "
-    return failure + last.last_error.strip().splitlines()[0][:300]
+    command, agent, error = last
+    failure = f"The last worker for {action.slug} (/{command}, {agent}) failed: "
+    return failure + (error.strip().splitlines() or [""])[0][:300]
 
 
 @guard
 def next_prepare(slug: str | None = None, cwd: str | os.PathLike | None = None) -> Action:
     repo = gitx.find_repo(cwd or os.getcwd())
-    return decide_prepare(RepoFacts(repo, load_config(repo.root)), slug).action
+    action = decide_prepare(RepoFacts(repo, load_config(repo.root)), slug).action
+    assert action is not None  # preparing has no effects to apply first: it always answers
+    return action
 
 
 @guard
@@ -123,7 +124,9 @@ def mark_agent_unavailable(
             "a short word such as quota_exhausted.",
         )
     now = datetime.now(UTC)
-    until = parse_until(unavailable_until, now, datetime.now().astimezone().tzinfo)
+    local_tz = datetime.now().astimezone().tzinfo
+    assert local_tz is not None  # astimezone() always sets one
+    until = parse_until(unavailable_until, now, local_tz)
     marked = AvailabilityStore().mark_unavailable(agent, until, reason or "unavailable")
     return AgentMarked(agent, marked.until, marked.reason, now)
 
@@ -183,12 +186,24 @@ def _set_marker(repo: gitx.Repo, slug: str, marker: Marker) -> None:
     """Rewrite one character of the roadmap; an edit saved meanwhile is re-read, never overwritten."""
 
     def change(data: bytes) -> bytes | None:
-        item = parse_roadmap(roadmap_text(data)).find(slug)
+        item = _parse_roadmap(repo, roadmap_text(data)).find(slug)
         if item is None or item.marker is marker:
             return None
         return rewrite_marker(data, item.line, marker)
 
     fs.rewrite(fs.inside(repo.root, repo.root / layout.ROADMAP), change)
+
+
+def _parse_roadmap(repo: gitx.Repo, text: str) -> Roadmap:
+    return _parsed(repo, "roadmap", layout.ROADMAP, text, parse_roadmap_chunks)
+
+
+def _parsed(repo: gitx.Repo, name: str, where: str, text: str, parse):
+    """`parse` through the parse cache in the git common dir; a file past the parse limits names itself."""
+    try:
+        return parse_cache.cached_parse(repo.common_dir, name, text, parse)
+    except TooComplex as error:
+        raise TooComplex(f"{where}: {error}") from None
 
 
 def roadmap_text(data: bytes) -> str:
@@ -243,7 +258,7 @@ class RepoFacts:
     @_memo
     def roadmap(self) -> Roadmap | None:
         text = self._roadmap_text()
-        return None if text is None else parse_roadmap(text)
+        return None if text is None else _parse_roadmap(self.repo, text)
 
     def is_pending(self, slug: str) -> bool:
         text = self._roadmap_text()
@@ -295,7 +310,10 @@ class RepoFacts:
     @_memo
     def plan(self, slug: str) -> PlanStatus | None:
         text = self._item_file(slug, layout.PLAN)
-        return parse_plan(text) if text and text.strip() else None
+        if not text or not text.strip():
+            return None
+        where = layout.item_file(slug, layout.PLAN)
+        return _parsed(self.repo, f"plan-{slug}", where, text, parse_plan_chunks)
 
     @_memo
     def review(self, slug: str) -> Review | None:

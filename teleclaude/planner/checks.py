@@ -7,6 +7,7 @@ effects a decision carries (claiming an item, creating a worktree), so they chan
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import time
@@ -54,18 +55,20 @@ def checkout_root(cwd: str | os.PathLike) -> Path:
 def lint_files(cwd: str | os.PathLike, files: Sequence[str] = ()) -> tuple[lintcore.Finding, ...] | Error:
     """The working copy: `files` (paths relative to `cwd`), or every todos/ file lint knows and done/."""
     root = checkout_root(cwd)
+    paths: list[str]
     if files:
-        paths = [_relative(root, Path(cwd), name) for name in files]
-        if None in paths:
-            outside = files[paths.index(None)]
+        named = [_relative(root, Path(cwd), name) for name in files]
+        if None in named:
+            outside = files[named.index(None)]
             return Error(
                 ErrorCode.INVALID_ARGUMENT, f"{outside} is outside {root}.\nName files inside the checkout."
             )
+        paths = [p for p in named if p is not None]
     else:
         paths = [layout.ROADMAP, layout.BUGS] + [
             f"todos/{folder.name}/{name}"
             for folder in sorted((root / layout.TODOS).glob("*/"))
-            for name in (lintcore.PLAN, lintcore.REVIEW)
+            for name in (layout.PLAN, layout.REVIEW)
         ]
         paths = [p for p in paths if (root / p).exists()]  # a FIFO or a device is reported, not skipped
     texts = {p: _text(root / p) for p in paths if lintcore.lintable(p) and not _is_done(p)}
@@ -171,11 +174,12 @@ STAGED_HELP = (
 class BoardFacts(app.RepoFacts):
     """`RepoFacts` whose main-checkout status comes from one `git status -- todos` shared by every item."""
 
+    @functools.cached_property
+    def todos_status(self) -> MainStatus:
+        return gitx.status(self.repo.root, layout.TODOS)
+
     def main_status(self, slug: str) -> MainStatus:
-        key = ("main_status_all",)
-        if key not in self._answers:
-            self._answers[key] = gitx.status(self.repo.root, layout.TODOS)
-        everything: MainStatus = self._answers[key]
+        everything = self.todos_status
         prefix = f"todos/{slug}/"
         return MainStatus(
             everything.has_commits,

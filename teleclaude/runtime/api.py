@@ -11,17 +11,20 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.adapters.settings import load_config
+from teleclaude.adapters.ssh import Fleet
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.adapters.tmux import Tmux
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, guard
 from teleclaude.planner.core.model import Dispatch
+from teleclaude.runtime import remote
 from teleclaude.runtime.context import Context
 from teleclaude.runtime.core.sessions import Ended, Output, Reported, Session, Started, Waited
 from teleclaude.runtime.core.supervision import Directive, Finished
@@ -41,8 +44,10 @@ class Runtime:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         env: Mapping[str, str] | None = None,
     ) -> None:
-        tmux = tmux or Tmux(config.socket, config.tmux_timeout)
+        tmux = tmux or _tmux(config, store)
         self.context = Context(config, store, availability, tmux, clock, os.environ if env is None else env)
+        if config.remotes:
+            self.context.before_turn_end = partial(remote.bring_back_logged, dict(config.remotes))
         panes = Panes(self.context)
         self.launcher = Launcher(self.context, panes)
         self.observer = Observer(self.context, panes)
@@ -94,6 +99,12 @@ class Runtime:
     def list_sessions(self, include_finished: bool = True) -> list[Session]:
         return self.observer.list_sessions(include_finished)
 
+    def recent_tools(self, sessions: Iterable[Session]) -> dict[str, tuple[str, ...]]:
+        """session id -> its latest tool uses, `Read: src/x.py (1m ago)` (sessions without any left out)."""
+        now = self.clock()
+        found = {s.id: self.observer.recent_tools(s.id, now) for s in sessions}
+        return {session_id: lines for session_id, lines in found.items() if lines}
+
     def get_session_output(
         self, session_id: str, cursor: str | None = None, max_lines: int = 200, max_bytes: int = 16_000
     ) -> Output | Error:
@@ -107,8 +118,11 @@ class Runtime:
     ) -> Waited | Error:
         return self.observer.wait(session_ids, timeout)
 
-    def record_turn_end(self, session_id: str, source: str = "stop hook") -> None:
-        self.observer.record_turn_end(session_id, source)
+    def record_turn_end(self, session_id: str, source: str = "stop hook") -> bool:
+        return self.observer.record_turn_end(session_id, source)
+
+    def record_stop_failure(self, session_id: str, error: str, message: str) -> bool:
+        return self.observer.record_stop_failure(session_id, error, message)
 
     # --- acting --------------------------------------------------------------------------------------------
 
@@ -124,6 +138,17 @@ class Runtime:
 
     def run_cycle(self, session_id: str, argv: list[str], started: datetime) -> Finished | Directive | Error:
         return self.cycle.run(session_id, argv, started)
+
+
+def _tmux(config: RuntimeConfig, store: SessionStore) -> Tmux:
+    """This machine's tmux server; with [computers.NAME] in teleclaude.toml, theirs as well (over ssh)."""
+    if not config.remotes:
+        return Tmux(config.socket, config.tmux_timeout)
+
+    def in_use() -> set[str]:
+        return {session.computer for session in store.sessions() if not session.state.is_final}
+
+    return Fleet(config.socket, config.tmux_timeout, config.remotes, in_use)
 
 
 def open_runtime(project: str | Path | None = None) -> Runtime:

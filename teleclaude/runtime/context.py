@@ -25,6 +25,9 @@ class Context:
     tmux: Tmux
     clock: Callable[[], datetime]
     env: Mapping[str, str]
+    # called before a turn's end is saved (Change.TURN_ENDED or an exit): a remote worker's branch comes
+    # back here first, so whoever reads the event finds the work on the main checkout's branch
+    before_turn_end: Callable[[Session], None] = lambda session: None
 
     def change(
         self,
@@ -41,9 +44,14 @@ class Context:
         `expect` is the state this observer read from the store (by default `session.state`); the answer is
         the stored row either way.
         """
+        if change in TURN_END_CHANGES:
+            self.before_turn_end(session)
         changed, events = transition(session, change, self.clock(), detail, error=error, exit_code=exit_code)
         saved = self.store.save(changed, expect=expect or session.state, events=events)
         return saved or self.store.get(session.id) or session
+
+
+TURN_END_CHANGES = (Change.TURN_ENDED, Change.EXITED_OK, Change.EXITED_FAILED)
 
 
 def unknown_session(session_id: str) -> Error:

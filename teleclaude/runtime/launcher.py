@@ -10,24 +10,29 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from teleclaude.adapters.agent_config import codex_trust
+from teleclaude.adapters.ssh import RemoteError, qualify
 from teleclaude.adapters.tmux import TmuxError
 from teleclaude.config.matrix import THINKING_MODES
-from teleclaude.config.profiles import AgentProfile
+from teleclaude.config.profiles import AgentProfile, Computer
 from teleclaude.errors import Error, ErrorCode
+from teleclaude.planner.core import layout
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
-from teleclaude.runtime.core.dialogs import blocked_message, find_dialog, rejected_command
+from teleclaude.runtime.core.blockers import blocked_text, find_blocker, last_rows, refused_command
 from teleclaude.runtime.core.sessions import (
     Change,
     Cursor,
     Ended,
+    PaneView,
     Session,
     SessionState,
     Started,
-    prompt_visible,
     transition,
+    waiting_for_input,
 )
 from teleclaude.runtime.core.supervision import resumed
-from teleclaude.runtime.panes import Panes
+from teleclaude.runtime.panes import Panes, WorkerBlocked
+from teleclaude.runtime.remote import item_slug, send
 
 _COMMAND = re.compile(r"[a-z0-9][a-z0-9:._-]{0,80}")
 
@@ -57,15 +62,11 @@ class Launcher:
         if isinstance(workdir, Error):
             return workdir
         profile = config.profiles[agent]
-        binary = _find_binary(profile, self.context.env)
+        remote = config.remotes.get(computer)
+        binary = remote.agents.get(agent) if remote else _find_binary(profile, self.context.env)
         if binary is None:
-            names = " or ".join(profile.binaries)
-            return Error(
-                ErrorCode.AGENT_NOT_INSTALLED,
-                f"{names} is not on PATH.\nInstall the {agent} CLI, set [runtime.agents.{agent}] binary in "
-                "teleclaude.toml, or mark it unavailable: "
-                f"teleclaude__mark_agent_unavailable(agent={agent!r}).",
-            )
+            return _not_installed(profile, remote)
+        tmux = self.context.tmux.on(computer)
         now = self.context.clock()
         session_id = secrets.token_hex(4)
         session = Session(
@@ -79,20 +80,28 @@ class Launcher:
             created_at=now,
             updated_at=now,
             computer=computer,
-            tmux_session=f"tc-{session_id}",
+            tmux_session=qualify(tmux, f"tc-{session_id}"),
         )
         try:
-            started = self.context.tmux.start(
-                session.tmux_session,
-                str(workdir),
-                profile.argv(binary, thinking_mode, (session.project, str(workdir))),
-                self._worker_env(session, profile),
+            folder = self._send(remote, session) if remote else str(workdir)
+            if isinstance(folder, Error):
+                return folder
+            root = remote.project if remote else session.project
+            trust = codex_trust((root, folder)) if profile.trusts_projects_by_config else ()
+            started = tmux.start(
+                f"tc-{session_id}",
+                folder,
+                profile.argv(binary, thinking_mode, trust),
+                self._worker_env(session, profile, remote),
                 exit_channel(session.id),
                 config.history_limit,
                 (config.width, config.height),
             )
+        except RemoteError as error:
+            return Error(ErrorCode.TMUX_FAILED, f"{error}\nCheck that `ssh {remote and remote.host}` works.")
         except TmuxError as error:
             return Error(ErrorCode.TMUX_FAILED, f"{error}\nIs tmux installed and working? Try: tmux -V")
+        started = replace(started, pane_id=qualify(tmux, started.pane_id))
         session = replace(session, pane_id=started.pane_id, pane_pid=started.pane_pid)
         self.context.store.add(session)
         return self._deliver(session, profile)
@@ -101,12 +110,13 @@ class Launcher:
         self, computer: str, command: str, args: str, agent: str, thinking_mode: str
     ) -> Error | None:
         config = self.context.config
-        if computer not in config.computers:
-            known = ", ".join(config.computers)
+        if computer not in config.computers and computer not in config.remotes:
+            known = ", ".join([*config.computers, *config.remotes])
             return Error(
                 ErrorCode.UNKNOWN_COMPUTER,
                 f"{computer!r} is not a computer this runtime knows ({known}).\n"
-                'Use computer="local", or name this machine in teleclaude.toml: [runtime] computers = [...].',
+                'Use computer="local", name this machine in teleclaude.toml ([runtime] computers = [...]), '
+                "or describe the other one there: [computers.NAME].",
             )
         if agent not in config.profiles:
             known = ", ".join(config.profiles)
@@ -123,13 +133,32 @@ class Launcher:
             return bad_argument("args must be one short line (the slug), without control characters")
         return None
 
-    def _worker_env(self, session: Session, profile: AgentProfile) -> dict[str, str]:
-        env = {"TELECLAUDE_SESSION_ID": session.id, "TELECLAUDE_DB": str(self.context.store.path)}
-        env.update(profile.trust_env)  # gemini: GEMINI_CLI_TRUST_WORKSPACE, or no hooks, MCP or --yolo
-        for name in ("PATH", "HOME"):
-            if self.context.env.get(name):
-                env[name] = self.context.env[name]
+    def _worker_env(
+        self, session: Session, profile: AgentProfile, remote: Computer | None = None
+    ) -> dict[str, str]:
+        """PATH and HOME of the runtime, `[runtime.agents.NAME] env`, and the session's own variables.
+
+        A remote worker gets neither this machine's PATH and HOME nor its database (PATH: adapters/ssh.py).
+        """
+        names = () if remote else ("PATH", "HOME")
+        env = {name: self.context.env[name] for name in names if self.context.env.get(name)}
+        env.update(profile.env)
+        env["TELECLAUDE_SESSION_ID"] = session.id
+        if not remote:
+            env["TELECLAUDE_DB"] = str(self.context.store.path)
         return env
+
+    def _send(self, remote: Computer, session: Session) -> str | Error:
+        """The item branch goes to the remote clone first: the worker there works in its trees/{slug}."""
+        slug = item_slug(session.subfolder)
+        if slug is None:
+            return Error(
+                ErrorCode.INVALID_SUBFOLDER,
+                f"a worker on {remote.name} works in an item's worktree: subfolder must be trees/{{slug}}, "
+                f'not {session.subfolder!r}.\nRun steps on the main checkout with computer="local".',
+            )
+        send(remote, Path(session.project), slug, self.context.config.tmux_timeout * 6)
+        return f"{remote.project}/{layout.TREES}/{slug}"
 
     def _deliver(self, session: Session, profile: AgentProfile) -> Started | Error:
         """Wait for the CLI's prompt, paste the command, settle, press Enter, and check the screen moved."""
@@ -142,7 +171,7 @@ class Launcher:
             tmux.send_text(session.pane_id, text)
             time.sleep(self.context.config.settle)
             if not self.panes.press_enter(session, typed=text):
-                refused = self._refused(session, profile)
+                refused = self._refused(session)
                 if refused is not None:
                     return self._fail(session, refused)
                 return self._fail(
@@ -164,22 +193,24 @@ class Launcher:
         return Started(self.context.store.save(running, expect=SessionState.PENDING) or running)
 
     def _wait_for_prompt(self, session: Session, profile: AgentProfile) -> list[str] | Error:
-        """The prompt, once it has stayed on an unchanged screen for `prompt_stable` seconds: a CLI may paint
-        its prompt and then replace it by a dialog (codex ~0.8 s, gemini ~0.25 s before "Trust this
-        folder?"), and whatever is typed into a dialog answers it. A dialog is reported, never typed into."""
+        """The screen once the CLI's prompt has stayed on an unchanged screen for `prompt_stable` seconds: a
+        CLI may paint its prompt and then replace it by a dialog (codex ~0.8 s, gemini ~0.25 s before "Trust
+        this folder?"), and whatever is typed into a dialog answers it. A dialog, a refusal or an early exit
+        is reported at once (with the CLI's own last output), never waited out, never typed into."""
         config, tmux = self.context.config, self.context.tmux
         deadline = time.monotonic() + config.startup_timeout
         stable_since, last = None, None
         while True:
             view = tmux.views().get(session.pane_id)
             if view is None or view.dead:
-                screen = tmux.screen(session.pane_id, view) if view else []
-                return _delivery_failed(session, "", "the CLI exited before showing its prompt", screen)
+                return self._exited(session, view)
             screen = tmux.screen(session.pane_id, view)
-            dialog = find_dialog(screen, profile.dialogs)
-            if dialog is not None:
-                return Error(ErrorCode.WORKER_BLOCKED, blocked_message(session.agent, dialog, screen))
-            if not prompt_visible(screen, profile.prompt):
+            blocker = find_blocker(session.agent, screen)
+            if blocker is not None:
+                return Error(
+                    ErrorCode.WORKER_BLOCKED, blocked_text(session.agent, blocker, session.workdir, screen)
+                )
+            if not waiting_for_input(screen, profile.prompt, profile.busy):
                 stable_since = None
             elif screen != last or stable_since is None:
                 stable_since = time.monotonic()
@@ -190,17 +221,35 @@ class Launcher:
                 return _delivery_failed(session, "", f"no prompt after {config.startup_timeout:g}s", screen)
             time.sleep(0.05)
 
-    def _refused(self, session: Session, profile: AgentProfile) -> Error | None:
+    def _refused(self, session: Session) -> Error | None:
         """The CLI answered the command with its "unknown command" (codex keeps the text in its input box)."""
         view = self.context.tmux.views().get(session.pane_id)
         screen = self.context.tmux.screen(session.pane_id, view) if view else []
-        refusal = rejected_command(screen, profile.rejected)
+        refusal = refused_command(session.agent, screen)
         if refusal is None:
             return None
         return Error(
             ErrorCode.INVALID_ARGUMENT,
             f"{session.agent} refused the command: {refusal}\nNothing reached the model. Install the role "
             f"commands (teleclaude install --{session.agent}), or check [runtime.agents.{session.agent}].",
+        )
+
+    def _exited(self, session: Session, view: PaneView | None) -> Error:
+        """The CLI exited before its prompt: its last output (kept by remain-on-exit, history included)."""
+        tmux = self.context.tmux
+        rows = tmux.capture(session.pane_id, -view.history_size, view.height - 1) if view else []
+        blocker = find_blocker(session.agent, rows, exited=True)
+        if blocker is not None:
+            return Error(
+                ErrorCode.WORKER_BLOCKED, blocked_text(session.agent, blocker, session.workdir, rows)
+            )
+        status = f" (exit status {view.dead_status})" if view and view.dead_status is not None else ""
+        output = "\n".join(row.rstrip() for row in last_rows(rows)) or "(nothing)"
+        return Error(
+            ErrorCode.WORKER_BLOCKED,
+            f"{session.agent} exited before showing its prompt{status}. Its last output:\n{output}\n"
+            f"Run it by hand in {session.workdir} to see what it needs, or mark it unavailable: "
+            f"teleclaude__mark_agent_unavailable(agent={session.agent!r}).",
         )
 
     def _fail(self, session: Session, error: Error) -> Error:
@@ -221,6 +270,8 @@ class Launcher:
             return bad_argument("text must be one non-empty line")
         try:
             self.panes.type_line(session, text.strip(), interrupt)
+        except WorkerBlocked as error:
+            return Error(error.code, str(error))
         except TmuxError as error:
             return Error(ErrorCode.TMUX_FAILED, str(error))
         # refused only if an observer saved meanwhile; the worker's new output tells the next look anyway
@@ -276,6 +327,23 @@ def _find_binary(profile: AgentProfile, env: Mapping[str, str]) -> str | None:
         if found:
             return found
     return None
+
+
+def _not_installed(profile: AgentProfile, remote: Computer | None) -> Error:
+    agent = profile.name
+    if remote:
+        return Error(
+            ErrorCode.AGENT_NOT_INSTALLED,
+            f"{agent} is not among the agents of computer {remote.name}.\n"
+            f'Add it in teleclaude.toml: [computers.{remote.name}] agents = {{{agent} = "{agent}"}}.',
+        )
+    names = " or ".join(profile.binaries)
+    return Error(
+        ErrorCode.AGENT_NOT_INSTALLED,
+        f"{names} is not on PATH.\nInstall the {agent} CLI, set [runtime.agents.{agent}] binary in "
+        "teleclaude.toml, or mark it unavailable: "
+        f"teleclaude__mark_agent_unavailable(agent={agent!r}).",
+    )
 
 
 def _delivery_failed(session: Session, text: str, why: str, screen: list[str] | None = None) -> Error:

@@ -3,7 +3,10 @@ supervising the quiet ones (reminders, needs-attention, digests), and waiting fo
 
 from __future__ import annotations
 
+import atexit
 import logging
+import os
+import select
 import time
 from collections.abc import Iterable
 from dataclasses import replace
@@ -13,8 +16,8 @@ from subprocess import Popen
 from teleclaude.adapters.tmux import TmuxError
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
-from teleclaude.runtime.core.dialogs import blocked_message, find_dialog, rejected_command
-from teleclaude.runtime.core.limits import DEFAULT_PAUSE, find_limit
+from teleclaude.runtime.core.blockers import blocked_text, find_blocker, refused_command
+from teleclaude.runtime.core.limits import DEFAULT_PAUSE, failure_limit, find_limit, reset_time
 from teleclaude.runtime.core.sessions import (
     Activity,
     Change,
@@ -28,8 +31,8 @@ from teleclaude.runtime.core.sessions import (
     SessionState,
     Waited,
     observe_idle,
-    prompt_visible,
     transition,
+    waiting_for_input,
 )
 from teleclaude.runtime.core.supervision import (
     NeedsAttention,
@@ -43,6 +46,7 @@ from teleclaude.runtime.core.supervision import (
     progressed,
     reminded,
 )
+from teleclaude.runtime.core.tool_uses import tool_lines
 from teleclaude.runtime.launcher import exit_channel
 from teleclaude.runtime.panes import Panes
 
@@ -51,12 +55,18 @@ log = logging.getLogger("teleclaude.runtime")
 MAX_WAIT = 60.0
 WORKING = (SessionState.RUNNING, SessionState.STALLED, SessionState.NEEDS_ATTENTION)
 _SCAN_LINES = 2000
+FATAL_FAILURES = ("billing_error", "authentication_failed")  # no retry helps: a person must act
+_BLOCKABLE = (SessionState.RUNNING, SessionState.STALLED, SessionState.TURN_ENDED)
 
 
 class Observer:
     def __init__(self, context: Context, panes: Panes) -> None:
         self.context = context
         self.panes = panes
+        # One `tmux wait-for` per watched session, kept from one wait to the next (a run loop waits every
+        # second: starting a client per session per wait was most of its own CPU); ended at exit.
+        self._waiters: dict[str, Popen[bytes]] = {}
+        atexit.register(self._stop_waiters)
 
     # --- looking -------------------------------------------------------------------------------------------
 
@@ -98,13 +108,44 @@ class Observer:
         fresh = {s.id: self._observe_safely(s, views.get(s.pane_id)) for s in live}
         return [fresh.get(s.id, s) for s in sessions]
 
-    def record_turn_end(self, session_id: str, source: str = "stop hook") -> None:
-        """An agent's Stop hook said its turn is over (called from `teleclaude hook stop`)."""
+    def record_turn_end(self, session_id: str, source: str = "stop hook") -> bool:
+        """An agent's Stop hook said its turn is over (called from `teleclaude hook stop`). True once the
+        stored row shows it (or there is nothing to record); False when another writer saved first."""
         session = self.context.store.get(session_id)
         if session is None or session.state not in WORKING:
-            return
+            return True
         working = progressed(session, self.context.clock())
-        self.context.change(working, Change.TURN_ENDED, source, expect=session.state)
+        saved = self.context.change(working, Change.TURN_ENDED, source, expect=session.state)
+        return saved.state not in WORKING
+
+    def record_stop_failure(self, session_id: str, error: str, message: str) -> bool:
+        """An agent's StopFailure hook said an API error ended its turn (`teleclaude hook stop-failure`):
+        a limit makes the session rate-limited and the agent unavailable until the reset the message names;
+        billing or authentication errors end it as errored; any other error ends the turn. True once the
+        stored row shows it (or there is nothing to record); False when another writer saved first."""
+        context = self.context
+        session = context.store.get(session_id)
+        if session is None:
+            return True
+        now, expect = context.clock(), session.state
+        source = f"StopFailure hook: {error}" + (f": {message.strip()[:300]}" if message.strip() else "")
+        hit = failure_limit(error, message, now, datetime.now().astimezone().tzinfo or UTC)
+        if hit is not None:  # the hook's reset is the CLI's own: it wins over a guess from the screen
+            context.availability.mark_unavailable(session.agent, hit.until, hit.reason)
+        if session.state not in (*WORKING, SessionState.TURN_ENDED):
+            return True
+        if hit is not None:
+            detail = f"{hit.reason} until {hit.until.isoformat(timespec='seconds')}: {source}"
+            target, change = SessionState.RATE_LIMITED, Change.RATE_LIMITED
+        elif error in FATAL_FAILURES:
+            detail, target, change = source, SessionState.ERRORED, Change.ERRORED
+        elif session.state in WORKING:
+            detail, target, change = source, SessionState.TURN_ENDED, Change.TURN_ENDED
+            session = progressed(session, now)  # a stalled or neglected worker runs again, then ends its turn
+        else:
+            return True  # the turn already ended
+        saved = context.change(session, change, detail, expect=expect, error=detail)
+        return saved.state is target or saved.state.is_final
 
     # --- waiting -------------------------------------------------------------------------------------------
 
@@ -117,22 +158,30 @@ class Observer:
         if unknown:
             return unknown_session(", ".join(unknown))
         deadline = time.monotonic() + timeout
-        waiters = {i: tmux.wait_for(exit_channel(i)) for i in ids}
-        try:
-            while True:
-                sessions = self.refresh(store.sessions(ids))
-                events = store.undelivered(ids)
-                if events:
-                    store.mark_delivered(events)
-                    return Waited(tuple(events), tuple(sessions), False)
-                over = all(s.state.is_final for s in sessions)
-                if over or time.monotonic() >= deadline:
-                    return Waited((), tuple(sessions), bool(ids) and not over)
-                _sleep_until_signal(
-                    waiters.values(), min(self.context.config.poll_interval, deadline - time.monotonic())
-                )
-        finally:
-            for waiter in waiters.values():
+        while True:
+            sessions = self.refresh(store.sessions(ids))
+            events = store.undelivered(ids)
+            if events:
+                store.mark_delivered(events)
+                return Waited(tuple(events), tuple(sessions), False)
+            over = all(s.state.is_final for s in sessions)
+            if over or time.monotonic() >= deadline:
+                return Waited((), tuple(sessions), bool(ids) and not over)
+            self._stop_waiters([s.id for s in sessions if s.state.is_final])
+            waiters = [self._waiter(s.id, tmux) for s in sessions if not s.state.is_final]
+            _sleep_until_signal(waiters, min(self.context.config.poll_interval, deadline - time.monotonic()))
+
+    def _waiter(self, session_id: str, tmux) -> Popen[bytes]:
+        """The session's wait-for client, started again once the last one saw its signal."""
+        waiter = self._waiters.get(session_id)
+        if waiter is None or waiter.poll() is not None:
+            waiter = self._waiters[session_id] = tmux.wait_for(exit_channel(session_id))
+        return waiter
+
+    def _stop_waiters(self, session_ids: Iterable[str] | None = None) -> None:
+        for session_id in list(self._waiters) if session_ids is None else session_ids:
+            waiter = self._waiters.pop(session_id, None)
+            if waiter is not None:
                 waiter.kill()
                 waiter.wait()
 
@@ -164,12 +213,14 @@ class Observer:
             return self._after_exit(scanned, view, expect=session.state)
         profile = context.config.profiles.get(session.agent)
         screen = context.tmux.screen(session.pane_id, view)
-        stopped = self._refused_or_blocked(scanned, [*rows, partial], screen, now) if profile else None
-        if stopped is not None:
-            return stopped
-        prompt = prompt_visible(screen, profile.prompt) if profile else False
+        blocked = self._blocked(scanned, [*rows, partial], screen, now, expect=session.state)
+        if blocked is not None:
+            return blocked
+        prompt = waiting_for_input(screen, profile.prompt, profile.busy) if profile else False
         watched, ended = observe_idle(scanned, screen, prompt, now, context.config.idle_threshold)
-        watched = replace(watched, activity=activity_of(watched, screen, now, context.config.idle_threshold))
+        retry = profile.retry if profile else ""
+        activity = activity_of(watched, screen, now, context.config.idle_threshold, retry)
+        watched = replace(watched, activity=activity)
         if ended:
             return context.change(watched, Change.TURN_ENDED, "idle at its prompt", expect=session.state)
         return self._supervise(session, watched, screen, now)
@@ -198,33 +249,49 @@ class Observer:
         log.info("session %s: %s", session.id, detail)
         return detail
 
-    def _refused_or_blocked(
-        self, session: Session, rows: list[str], screen: list[str], now: datetime
+    def _blocked(
+        self, session: Session, rows: list[str], screen: list[str], now: datetime, expect: SessionState
     ) -> Session | None:
-        """A command the CLI refused (`Unrecognized command '/x'`: nothing reached the model, the step never
-        ran) errs the session with the CLI's words; a dialog on the screen (trust, hooks review, a quota's
-        "Keep trying / Stop") blocks it, or rate-limits it when the dialog is a limit. Never typed into."""
-        if session.state is SessionState.RATE_LIMITED:
+        """What keeps a working session from going on by itself (blockers.py), never typed into: a command
+        the CLI refused in its new output (`Unrecognized command '/x'`: nothing reached the model, the step
+        never ran) errs the session with the CLI's words; a dialog that opened needs attention, or, when it
+        is the CLI's rate-limit dialog, makes the agent unavailable (reminders stop with the state)."""
+        if session.state not in _BLOCKABLE:
             return None
-        profile = self.context.config.profiles[session.agent]
-        refusal = rejected_command(rows, profile.rejected)
+        refusal = refused_command(session.agent, rows)
         if refusal is not None:
             why = f"{session.agent} refused the command: {refusal}"
-            return self.context.change(session, Change.ERRORED, why, expect=session.state, error=why)
-        dialog = find_dialog(screen, profile.dialogs)
-        if dialog is None:
+            log.info("session %s: %s", session.id, why)
+            return self.context.change(session, Change.ERRORED, why, expect=expect, error=why)
+        blocker = find_blocker(session.agent, screen)
+        if blocker is None:
             return None
-        if dialog.limit:
-            local = datetime.now().astimezone().tzinfo or UTC
-            hit = find_limit(session.agent, screen, now, local, profile.limit_patterns)
-            until = hit.until if hit else now + DEFAULT_PAUSE
-            self.context.availability.mark_unavailable(session.agent, until, "quota_exhausted")
-            detail = f"quota_exhausted until {until.isoformat(timespec='seconds')}: {dialog.name} dialog"
-            return self.context.change(
-                session, Change.RATE_LIMITED, detail, expect=session.state, error=detail
-            )
-        why = f"{ErrorCode.WORKER_BLOCKED.value}: {blocked_message(session.agent, dialog, screen)}"
-        return self.context.change(session, Change.ERRORED, why, expect=session.state, error=why)
+        text = blocked_text(session.agent, blocker, session.workdir, screen)
+        detail = f"WORKER_BLOCKED: {text.splitlines()[0]}"
+        log.info("session %s: %s", session.id, detail)
+        if blocker.rate_limit:
+            return self._limited_by_dialog(session, screen, now, expect, detail, text)
+        if session.state is SessionState.TURN_ENDED:
+            return None  # nothing types into it until someone sends a line, which is refused
+        return self.context.change(session, Change.NEEDS_ATTENTION, detail, expect=expect, error=text)
+
+    def _limited_by_dialog(
+        self, session: Session, screen: list[str], now: datetime, expect: SessionState, detail: str, text: str
+    ) -> Session:
+        """The limit's message, with its reset, is on the screen above the dialog (gemini prints no reset for
+        a daily quota: the default pause)."""
+        profile = self.context.config.profiles.get(session.agent)
+        local = datetime.now().astimezone().tzinfo or UTC
+        hit = find_limit(session.agent, screen, now, local, profile.limit_patterns if profile else None)
+        reason = hit.reason if hit else "rate_limited"
+        until = reset_time(" ".join(screen), now, local) or (hit.until if hit else now + DEFAULT_PAUSE)
+        detail = f"{reason} until {until.isoformat(timespec='seconds')}: {detail}"
+        limited, events = transition(session, Change.RATE_LIMITED, now, detail, error=text)
+        saved = self.context.store.save(limited, expect=expect, events=events)
+        if saved is None:  # the hook (or another observer) was first, and knew the reset: keep its time
+            return self.context.store.get(session.id) or session
+        self.context.availability.mark_unavailable(session.agent, until, reason)
+        return saved
 
     def _after_exit(self, session: Session, view: PaneView, expect: SessionState) -> Session:
         code = view.dead_status
@@ -234,6 +301,11 @@ class Observer:
         error = f"the CLI {detail}"
         change = Change.EXITED_FAILED
         return self.context.change(session, change, detail, expect=expect, error=error, exit_code=code)
+
+    def recent_tools(self, session_id: str, now: datetime) -> tuple[str, ...]:
+        """The session's latest tool uses as its agent CLI's tool hook recorded them, one line each."""
+        uses = self.context.store.recent_tool_uses([session_id]).get(session_id, ())
+        return tuple(tool_lines(uses, now))
 
     def _supervise(self, before: Session, session: Session, screen: list[str], now: datetime) -> Session:
         """Reminders, needs-attention and digests, due by the stored timestamps (see core/supervision.py)."""
@@ -246,7 +318,8 @@ class Observer:
                     session, Change.TURN_ENDED, now, "the post-report cycle never ended"
                 )
                 events += announced
-        due = nudge(session, now, config, session.activity is Activity.QUIET)
+        waiting = session.activity is Activity.WAITING_API  # on the API's retries: a reminder would cut them
+        due = None if waiting else nudge(session, now, config, session.activity is Activity.QUIET)
         if isinstance(due, NeedsAttention):
             session, stuck = transition(session, Change.NEEDS_ATTENTION, now, due.detail, error=due.detail)
             events += stuck
@@ -254,7 +327,7 @@ class Observer:
             session, sent = reminded(session, now, due)
             events += sent
         if digest_due(session, now, config):
-            session, report = digest(session, now, screen, config)
+            session, report = digest(session, now, screen, config, tools=self.recent_tools(session.id, now))
             events.append(Event(session.id, EventKind.DIGEST, now, report.text()))
         if session == before:
             return session
@@ -269,6 +342,20 @@ class Observer:
 
 
 def _sleep_until_signal(waiters: Iterable[Popen[bytes]], seconds: float) -> None:
+    """Sleep `seconds`, or less when a waiter ends: in one select on pidfds where Linux has them."""
+    waiters = list(waiters)
+    try:
+        pidfds = [os.pidfd_open(w.pid) for w in waiters]
+    except (AttributeError, OSError):  # no pidfds (not Linux, or before 5.3): look every 50 ms
+        pidfds = None
+    if pidfds is not None:
+        try:
+            if not any(w.poll() is not None for w in waiters):
+                select.select(pidfds, [], [], max(seconds, 0.0))
+        finally:
+            for fd in pidfds:
+                os.close(fd)
+        return
     deadline = time.monotonic() + max(seconds, 0.0)
     while time.monotonic() < deadline:
         if any(w.poll() is not None for w in waiters):

@@ -22,6 +22,7 @@ from teleclaude.planner.checks import describe
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Action, Complete, Dispatch, Prepared, RunYourself
 from teleclaude.planner.core.render import to_text
+from teleclaude.planner.core.timeparse import format_duration
 from teleclaude.runtime.api import Runtime, guarded
 from teleclaude.runtime.core.sessions import Ended, Event, EventKind, Session, SessionState, Started, Waited
 
@@ -123,7 +124,7 @@ class Progress:
     elapsed: float  # seconds since the session was started
 
     def line(self) -> str:
-        return f"{self.key()} · {_clock(self.elapsed)}"
+        return f"{self.key()} · {format_duration(self.elapsed)}"
 
     def key(self) -> str:
         """The line without the clock: a plain log prints it again only when this changes."""
@@ -539,8 +540,3 @@ def _same_path(one: str, other: Path) -> bool:
         return Path(one).resolve() == other
     except OSError:
         return False
-
-
-def _clock(seconds: float) -> str:
-    seconds = max(int(seconds), 0)
-    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"

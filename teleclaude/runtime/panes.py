@@ -7,10 +7,18 @@ import time
 from functools import partial
 
 from teleclaude.adapters.tmux import TmuxError
+from teleclaude.errors import ErrorCode, Failure
 from teleclaude.runtime.context import Context
+from teleclaude.runtime.core.blockers import blocked_text, find_blocker
 from teleclaude.runtime.core.sessions import Chunk, Cursor, PaneView, Session, StaleView, read_since
 
 log = logging.getLogger("teleclaude.runtime")
+
+
+class WorkerBlocked(Failure):
+    """A dialog is open in the worker: a typed line would answer it."""
+
+    code = ErrorCode.WORKER_BLOCKED
 
 
 class Panes:
@@ -57,8 +65,14 @@ class Panes:
         return False
 
     def type_line(self, session: Session, text: str, interrupt: bool = False) -> None:
-        """Type one line into the worker and press Enter (Escape first to interrupt it)."""
+        """Type one line into the worker and press Enter (Escape first to interrupt it); never into a dialog,
+        where the keys would pick one of its options."""
         tmux, settle = self.context.tmux, self.context.config.settle
+        view = tmux.views().get(session.pane_id)
+        screen = tmux.screen(session.pane_id, view) if view else []
+        blocker = find_blocker(session.agent, screen)
+        if blocker is not None:
+            raise WorkerBlocked(blocked_text(session.agent, blocker, session.workdir, screen))
         if interrupt:
             tmux.send_key(session.pane_id, "Escape")
             time.sleep(settle)
@@ -70,7 +84,7 @@ class Panes:
         """`type_line` for the supervisor and the cycle: a failure is logged, not raised."""
         try:
             self.type_line(session, text, interrupt)
-        except TmuxError as error:
+        except (TmuxError, WorkerBlocked) as error:
             log.warning("session %s: could not type into its pane: %s", session.id, error)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from teleclaude.planner.core.layout import DONE, PLAN, ROADMAP, TREES, archive_p
 from teleclaude.planner.core.markdown import decode
 from teleclaude.planner.core.model import Marker, Roadmap
 from teleclaude.planner.core.roadmap import parse_roadmap, slug_problem
+from teleclaude.setup import githooks, install
 
 LIST_LINE = re.compile(rb"[ \t]|[-*+][ \t]|\d{1,9}[.)][ \t]")  # an item, or a line indented under one
 
@@ -45,23 +45,34 @@ class Done:
 def init(cwd: str | os.PathLike | None = None) -> Done | Error:
     repo = gitx.find_repo(cwd or os.getcwd())
     lines = [_create_roadmap(repo.root), _exclude_trees(repo)]
-    if importlib.util.find_spec("teleclaude.setup.githooks") is None:
-        lines.append("skipped   git hooks: this teleclaude does not ship them yet")
-    else:
-        from teleclaude.setup import githooks
-
-        try:
-            lines += githooks.install(repo.root)
-        except githooks.HooksError as error:
-            return Error(
-                ErrorCode.__members__.get(getattr(error, "code", ""), ErrorCode.FILE_ERROR),
-                f"The git hooks could not be installed: {error}\n"
-                "The roadmap and the trees/ exclusion are in place; fix that, then run `teleclaude init` "
-                "again.",
-            )
+    trusted = _trust_for_claude(repo.root)
+    if isinstance(trusted, Error):
+        return trusted
+    lines += trusted
+    try:
+        lines += githooks.install(repo.root)
+    except githooks.HooksError as error:
+        return Error(
+            ErrorCode.__members__.get(getattr(error, "code", ""), ErrorCode.FILE_ERROR),
+            f"The git hooks could not be installed: {error}\n"
+            "The roadmap and the trees/ exclusion are in place; fix that, then run `teleclaude init` "
+            "again.",
+        )
     head = f"OK: {repo.root} is ready for teleclaude."
     tail = 'Next: teleclaude new SLUG "description", then /next-prepare in your agent.'
     return Done((head, *lines, tail))
+
+
+def _trust_for_claude(root: Path) -> list[str] | Error:
+    """Claude asks whether to trust a new folder, which a detached worker cannot answer: answer it for the
+    project root (recorded in the install manifest; `teleclaude install --uninstall` takes it back)."""
+    done = install.trust_project(root)
+    if isinstance(done, Error):
+        return done
+    return [
+        f"{line.status.value:<9} {line.what} (claude: trust the project and its trees/ for workers)"
+        for line in done
+    ]
 
 
 def _create_roadmap(root: Path) -> str:
@@ -92,7 +103,7 @@ def new(
         path = repo.root / ROADMAP
         data = fs.read_bytes(path)
         existed = data is not None
-        data = data if existed else ROADMAP_TEXT.encode()
+        data = data if data is not None else ROADMAP_TEXT.encode()
         roadmap = parse_roadmap(decode(data))
         archived = _archived(repo.root)
         refused = _already_there(repo.root, slug, roadmap, archived) or _unknown_deps(

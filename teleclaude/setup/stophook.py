@@ -21,9 +21,16 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
+from teleclaude.adapters import git as gitx
 from teleclaude.planner.core import layout
+from teleclaude.planner.core.model import WorktreeState
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from teleclaude.runtime.api import Runtime
 
 AGENTS = ("claude", "gemini", "codex")
 MAX_LISTED = 20
@@ -73,8 +80,6 @@ def decide(event: StopEvent) -> StopDecision:
     """Block the stop (with the files and what to do) or let it through."""
     if event.active:
         return LET_THROUGH
-    from teleclaude.adapters import git as gitx
-
     try:
         repo = gitx.find_repo(event.cwd)
     except gitx.NotAGitRepo:
@@ -85,9 +90,6 @@ def decide(event: StopEvent) -> StopDecision:
 
 
 def _check(repo, cwd: Path) -> StopDecision:
-    from teleclaude.adapters import git as gitx
-    from teleclaude.planner.core.model import WorktreeState
-
     try:
         parts = cwd.relative_to(repo.root).parts
     except ValueError:
@@ -140,35 +142,35 @@ def main(agent: str | None = None, stdin: TextIO | None = None, stdout: TextIO |
     return 0
 
 
-def _record_turn_end(attempts: int = 50, pause: float = 0.05) -> None:
-    """A worker started by the runtime ended its turn: tell the runtime now, not after its idle wait.
+def _record_turn_end() -> None:
+    """A worker started by the runtime ended its turn: tell the runtime now, not after its idle wait."""
+    record(lambda runtime, session_id: runtime.record_turn_end(session_id), "the end of the turn")
+
+
+def record(write: Callable[[Runtime, str], bool], what: str, attempts: int = 50, pause: float = 0.05) -> None:
+    """Record a hook's news on the session of this worker (TELECLAUDE_SESSION_ID), if it is one.
 
     The record is a compare-and-set on the session's row, which an observer saving at the same moment wins;
-    so it is tried again (up to `attempts` times, `pause` seconds apart) until the row no longer says the
-    worker is working.
+    so `write` is tried again (up to `attempts` times, `pause` seconds apart) until it says the row shows it.
     """
     session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
     if not session_id:
         return
-    try:
+    try:  # imported only for a worker's session: every other stop stays off sqlite and the runtime
         from teleclaude.adapters.sessions_db import SessionStore
         from teleclaude.adapters.store import AvailabilityStore
         from teleclaude.config.profiles import RuntimeConfig
         from teleclaude.runtime.api import Runtime
-        from teleclaude.runtime.core.sessions import SessionState
 
-        working = (SessionState.RUNNING, SessionState.STALLED, SessionState.NEEDS_ATTENTION)
         runtime = Runtime(RuntimeConfig(), SessionStore(), AvailabilityStore())
         for attempt in range(attempts):
-            runtime.record_turn_end(session_id)
-            session = runtime.store.get(session_id)
-            if session is None or session.state not in working:
+            if write(runtime, session_id):
                 return
             if attempt + 1 < attempts:
                 time.sleep(pause)
-        _warn(f"could not record the end of the turn: session {session_id} stayed {session.state.value}")
+        _warn(f"could not record {what}: session {session_id} kept changing")
     except Exception as error:  # never break the agent over bookkeeping
-        _warn(f"could not record the end of the turn: {error}")
+        _warn(f"could not record {what}: {error}")
 
 
 def _warn(message: str) -> None:

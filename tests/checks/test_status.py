@@ -100,7 +100,7 @@ def snapshot(root: Path, tools) -> tuple[dict[str, str], dict[str, str]]:
     files = {
         str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
         for path in sorted(root.rglob("*"))
-        if path.is_file()
+        if path.is_file() and "teleclaude-cache" not in path.parts  # the parse cache: derived, disposable
     }
     status = {
         str(where): tools.git(where, "status", "--porcelain", "--untracked-files=all").stdout

@@ -118,3 +118,29 @@ def test_invalid_utf8_in_a_reason_is_a_coded_error(subprocess_env, tmp_path):
         timeout=60,
     )
     assert (done.returncode, first_line(done.stdout.decode())) == (1, "ERROR: INVALID_ARGUMENT")
+
+
+@pytest.mark.parametrize("status", HOSTILE)
+def test_the_run_status_line_and_log_show_a_worker_status_escaped(status):
+    import io
+
+    from teleclaude.cli.run import Console
+    from teleclaude.runtime.orchestrator import Progress
+
+    session = Session(
+        "abcd1234",
+        "claude",
+        "next-build",
+        "x",
+        "/p",
+        None,
+        SessionState.RUNNING,
+        NOW,
+        NOW,
+        status_text=status,
+    )
+    err = io.StringIO()
+    console = Console(err)
+    console.status(Progress(1, session, 12.0))
+    assert _obeyed(err.getvalue().rstrip("\n")) == []
+    assert len(err.getvalue().splitlines()) == 1

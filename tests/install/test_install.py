@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 import os
 import shlex
+import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
+from teleclaude.cli import setup as cli_setup
 from teleclaude.setup import install
+from teleclaude.setup.manifest import Manifest
 
 NAMES = install.command_names()
 ALL = ("--claude", "--codex", "--gemini")
@@ -104,10 +110,10 @@ def test_the_installed_stop_hook_command_runs(home, run, agent, tmp_path):
 
 
 def test_without_a_stop_hook_command_the_hook_is_skipped_and_said(home, run, monkeypatch):
-    monkeypatch.setattr(install, "stop_hook_available", lambda: False)
+    monkeypatch.setattr(cli_setup, "stop_hook_available", lambda: False)
     code, out = run("install", "--claude")
     assert code == 0 and "skipped" in out
-    assert not (home / ".claude" / "settings.json").exists()
+    assert "hooks" not in load(home / ".claude" / "settings.json")
 
 
 # --- which agents ------------------------------------------------------------------------------------
@@ -149,7 +155,79 @@ def test_project_scope_writes_into_the_repository(home, repo, run):
     assert "codex: skipped" in out  # the skills are installed at user scope
     assert (repo / ".gemini" / "commands" / "next-work.toml").is_file()
     assert load(repo / ".gemini" / "settings.json")["mcpServers"]["teleclaude"]
-    assert sorted(p.name for p in home.iterdir()) == [".teleclaude"]  # only the record of what was done
+    # at home: the record of what was done, and claude's answers to its first-run dialogs (see below)
+    assert sorted(p.name for p in home.iterdir()) == [".claude", ".claude.json", ".teleclaude"]
+
+
+def test_project_scope_files_hold_no_path_of_this_machine(home, repo, run):
+    assert run("install", *ALL, "--scope", "project", "--cwd", str(repo))[0] == 0
+    written = [p for p in repo.rglob("*") if p.is_file() and ".git" not in p.relative_to(repo).parts]
+    assert written
+    for path in written:
+        text = path.read_text()
+        for machine_path in (str(home), str(repo), str(Path(sys.executable).parent), "/usr/", "/tmp/"):
+            assert machine_path not in text, f"{path} holds {machine_path}"
+    server = load(repo / ".mcp.json")["mcpServers"]["teleclaude"]
+    assert [server["command"], *server["args"]] == ["teleclaude", "mcp"]
+    hooks = load(repo / ".claude" / "settings.json")["hooks"]
+    commands = {event: hook_commands(hooks[event]) for event in ("Stop", "StopFailure", "PreToolUse")}
+    assert commands == {
+        "Stop": ["teleclaude hook stop --agent claude"],
+        "StopFailure": ["teleclaude hook stop-failure --agent claude"],
+        "PreToolUse": ["teleclaude hook tool-use --agent claude"],
+    }
+
+
+# --- claude's first-run dialogs, answered visibly and undone by --uninstall ---------------------------------
+
+
+def test_claude_install_answers_the_bypass_and_mcp_approval_dialogs(home, run):
+    code, out = run("install", "--claude")
+    assert code == 0
+    settings = load(home / ".claude" / "settings.json")
+    assert settings["skipDangerousModePermissionPrompt"] is True
+    assert settings["enabledMcpjsonServers"] == ["teleclaude"]
+    assert f"{home / '.claude' / 'settings.json'} skipDangerousModePermissionPrompt" in out
+    assert f"{home / '.claude' / 'settings.json'} enabledMcpjsonServers" in out
+    (failure,) = hook_commands(settings["hooks"]["StopFailure"])
+    assert shlex.split(failure) == [*install.launcher(), "hook", "stop-failure", "--agent", "claude"]
+    (tool_use,) = hook_commands(settings["hooks"]["PreToolUse"])
+    assert shlex.split(tool_use) == [*install.launcher(), "hook", "tool-use", "--agent", "claude"]
+
+
+def test_claude_keeps_a_users_own_choice_and_unrelated_settings(home, run):
+    (home / ".claude").mkdir()
+    own = {"skipDangerousModePermissionPrompt": False, "enabledMcpjsonServers": ["mine"], "model": "opus"}
+    (home / ".claude" / "settings.json").write_text(json.dumps(own, indent=2) + "\n")
+    code, out = run("install", "--claude")
+    settings = load(home / ".claude" / "settings.json")
+    assert settings["skipDangerousModePermissionPrompt"] is False and "kept" in out
+    assert settings["enabledMcpjsonServers"] == ["mine", "teleclaude"]
+    assert settings["model"] == "opus"
+    assert run("install", "--claude", "--uninstall")[0] == 0
+    assert load(home / ".claude" / "settings.json") == own
+
+
+def test_init_trusts_the_project_root_for_claude_and_uninstall_takes_it_back(home, repo, run):
+    state = {"projects": {str(repo): {"hasTrustDialogAccepted": False, "allowedTools": []}}, "theme": "x"}
+    (home / ".claude.json").write_text(json.dumps(state, indent=2) + "\n")  # claude's default entry
+    assert run("install", "--claude")[0] == 0
+    code, out = run("init", "--cwd", str(repo))
+    assert code == 0 and "hasTrustDialogAccepted" in out
+    assert load(home / ".claude.json")["projects"][str(repo)]["hasTrustDialogAccepted"] is True
+    assert run("init", "--cwd", str(repo))[0] == 0  # again: unchanged
+    assert run("install", "--claude", "--uninstall")[0] == 0
+    assert load(home / ".claude.json") == {"projects": {str(repo): {"allowedTools": []}}, "theme": "x"}
+
+
+def test_init_without_claude_trusts_nothing(home, repo, run, monkeypatch, tmp_path):
+    only_git = tmp_path / "bin"
+    only_git.mkdir()
+    (only_git / "git").symlink_to(shutil.which("git"))
+    monkeypatch.setenv("PATH", str(only_git))
+    code, out = run("init", "--cwd", str(repo))
+    assert code == 0 and "hasTrustDialogAccepted" not in out
+    assert not (home / ".claude.json").exists()
 
 
 def test_project_scope_outside_a_repository(home, run, tmp_path):
@@ -281,6 +359,61 @@ def test_uninstall_from_nothing_removes_every_file_and_folder_it_created(home, r
     run("install", *ALL)
     assert run("install", *ALL, "--uninstall")[0] == 0
     assert list(home.iterdir()) == []
+
+
+def old_manifest(home: Path) -> dict:
+    """A manifest as the first release wrote it (that format must keep working), with the files it names:
+    an older command file, an MCP entry, a stop hook list item, a TOML table, created files and folders."""
+    command = home / ".claude" / "commands" / f"{NAMES[0]}.md"
+    command.parent.mkdir(parents=True)
+    command.write_text("an older version of the command\n")
+    server = {"type": "stdio", "command": "/old/teleclaude", "args": ["mcp"]}
+    hook = {"hooks": [{"type": "command", "command": "/old/teleclaude hook stop --agent claude"}]}
+    (home / ".claude.json").write_text(json.dumps({"numStartups": 7, "mcpServers": {"teleclaude": server}}))
+    (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"Stop": [hook]}}))
+    table = '\n[mcp_servers.teleclaude]\ncommand = "/old/teleclaude"\nargs = ["mcp"]\n'
+    (home / ".codex").mkdir()
+    (home / ".codex" / "config.toml").write_text('model = "o3"\n' + table)
+    entries = {
+        str(home / ".claude.json"): [
+            {
+                "created": [["mcpServers"]],
+                "keys": ["mcpServers", "teleclaude"],
+                "list": False,
+                "value": server,
+            }
+        ],
+        str(home / ".claude" / "settings.json"): [
+            {
+                "created": [["hooks"], ["hooks", "Stop"]],
+                "keys": ["hooks", "Stop"],
+                "list": True,
+                "value": hook,
+            }
+        ],
+    }
+    return {
+        "created": [str(home / ".claude" / "settings.json"), str(home / ".claude"), str(command.parent)],
+        "entries": entries,
+        "files": {str(command): hashlib.sha256(command.read_bytes()).hexdigest()},
+        "toml": {str(home / ".codex" / "config.toml"): table},
+    }
+
+
+def test_a_manifest_of_the_first_release_reads_and_writes_back_unchanged(home):
+    data = old_manifest(home)
+    assert Manifest.from_dict(copy.deepcopy(data)).dump() == data
+
+
+def test_a_manifest_of_the_first_release_still_uninstalls(home, run):
+    manifest = home / install.MANIFEST
+    manifest.parent.mkdir()
+    manifest.write_text(json.dumps(old_manifest(home), indent=2))
+    code, out = run("install", "--claude", "--codex", "--uninstall")
+    assert code == 0 and "4 removed" in out, out
+    assert json.loads((home / ".claude.json").read_text()) == {"numStartups": 7}
+    assert (home / ".codex" / "config.toml").read_text() == 'model = "o3"\n'
+    assert sorted(p.name for p in home.iterdir()) == [".claude.json", ".codex"]
 
 
 def test_uninstall_keeps_what_the_user_added_since(home, run):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 from pathlib import Path
 
@@ -11,8 +10,6 @@ import pytest
 from teleclaude.planner.core.markdown import decode
 from teleclaude.planner.core.model import Marker
 from teleclaude.planner.core.roadmap import parse_roadmap
-
-HAS_GITHOOKS = importlib.util.find_spec("teleclaude.setup.githooks") is not None
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -66,24 +63,11 @@ def test_init_keeps_an_existing_roadmap(repo, run):
     assert (repo / "todos" / "roadmap.md").read_bytes() == b"- [ ] mine\r\n"
 
 
-@pytest.mark.skipif(not HAS_GITHOOKS, reason="the git hooks module is not in this tree")
 def test_init_installs_the_git_hooks(repo, run):
     assert run("init", "--cwd", str(repo))[0] == 0
     assert (repo / ".git" / "hooks" / "pre-commit").is_file()
 
 
-def test_init_without_the_hooks_module_says_so(repo, run, monkeypatch):
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *a: None if name == "teleclaude.setup.githooks" else real(name, *a),
-    )
-    code, out = run("init", "--cwd", str(repo))
-    assert code == 0 and "skipped   git hooks" in out
-
-
-@pytest.mark.skipif(not HAS_GITHOOKS, reason="the git hooks module is not in this tree")
 def test_what_init_and_new_write_passes_the_pre_commit_hook(repo, run):
     run("init", "--cwd", str(repo))
     run("new", "first", "The first item.", "--cwd", str(repo))
@@ -92,7 +76,6 @@ def test_what_init_and_new_write_passes_the_pre_commit_hook(repo, run):
     assert git(repo, "status", "--porcelain") == ""
 
 
-@pytest.mark.skipif(not HAS_GITHOOKS, reason="the git hooks module is not in this tree")
 def test_init_reports_a_hooks_failure(repo, run, monkeypatch):
     from teleclaude.setup import githooks
 

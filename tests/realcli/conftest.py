@@ -1,16 +1,18 @@
 """The real agent CLIs (pinned in versions.txt, installed by scripts/agent-clis) against the scripted server.
 
-Each test gets a private tmux server, a throwaway HOME prepared the way the CLI's first-run dialogs would
-ask (teleclaude.demo.agent_homes), `teleclaude install` run into that HOME, and a fresh ModelServer. The
+Each test gets a private tmux server, a throwaway HOME holding only the user's login
+(teleclaude.demo.agent_homes), `teleclaude install` + `init` run into it, and a fresh ModelServer. The
 tests skip, saying why, only when npm is not installed; a failed install is an error.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,7 @@ from teleclaude.demo.agent_homes import (
     claude_environment,
     codex_environment,
     gemini_environment,
-    prepare_claude_home,
+    prepare_claude_login,
     prepare_codex_home,
     prepare_gemini_home,
 )
@@ -28,6 +30,7 @@ from teleclaude.demo.model_server import ModelServer
 from teleclaude.demo.scenario import commit_all, make_repository
 from teleclaude.runtime.api import Runtime, open_runtime
 from teleclaude.setup.install import Scope, install
+from teleclaude.setup.scaffold import init
 
 REPO = Path(__file__).resolve().parents[2]
 VERSIONS = Path(__file__).with_name("versions.txt")
@@ -83,19 +86,53 @@ def project(tmp_path, tmux_socket) -> Path:
     return root
 
 
+def give_env(project: Path, agent: str, env: dict[str, str]) -> None:
+    """`[runtime.agents.AGENT] env` in the project's teleclaude.toml (committed): what its workers get."""
+    table = ", ".join(f"{key} = {json.dumps(value)}" for key, value in env.items())
+    with (project / "teleclaude.toml").open("a") as settings:
+        settings.write(f"[runtime.agents.{agent}]\nenv = {{{table}}}\n")
+    commit_all(project, f"Worker environment for {agent}")
+
+
 @pytest.fixture
-def claude(agent_clis, model_server, project, isolated_environment, monkeypatch) -> Path:
-    """A claude on PATH whose HOME is prepared and has teleclaude installed; its worker env points at the
-    scripted server. The tmux server is started by the test process after this, so it inherits the
-    environment (the runtime itself passes only PATH, HOME and its own variables to a worker)."""
-    home = isolated_environment
-    prepare_claude_home(home, [project], pinned()["claude"][1])
-    report = install(["claude"], Scope.USER)
-    assert not hasattr(report, "code"), report
-    for key, value in claude_environment(model_server.url).items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("PATH", f"{agent_clis['claude']}{os.pathsep}{os.environ['PATH']}")
+def claude_cli(agent_clis, model_server, project, isolated_environment, monkeypatch) -> Path:
+    """A claude on PATH (with this teleclaude beside it) in a fresh HOME holding only the user's login
+    (onboarding, API key approval). Its workers get the scripted server's address and key through
+    `[runtime.agents.claude] env` in the project's teleclaude.toml, not from the tmux server's environment
+    (which the test process, and so the tmux server it starts, does not have)."""
+    prepare_claude_login(isolated_environment, pinned()["claude"][1])
+    env = claude_environment(model_server.url)
+    for key in (*env, "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_MAX_RETRIES"):
+        monkeypatch.delenv(key, raising=False)
+    give_env(project, "claude", env | {"CLAUDE_CODE_MAX_RETRIES": "0"})
+    path = [str(agent_clis["claude"]), str(Path(sys.executable).parent), os.environ["PATH"]]
+    monkeypatch.setenv("PATH", os.pathsep.join(path))
     return agent_clis["claude"] / "claude"
+
+
+@pytest.fixture
+def set_up():
+    """`set_up(project, scope)`: `teleclaude install --claude [--scope project]` and `teleclaude init`, as a
+    user runs them; returns what they printed."""
+    return _set_up
+
+
+def _set_up(project: Path, scope: Scope) -> str:
+    report = install(["claude"], scope, cwd=project)
+    assert not hasattr(report, "code"), report
+    done = init(project)
+    assert not hasattr(done, "code"), done
+    return report.text() + "\n" + done.text()
+
+
+@pytest.fixture
+def claude(claude_cli, project) -> Path:
+    """claude with teleclaude installed at user scope and the project initialised: nothing else answers its
+    first-run dialogs."""
+    printed = _set_up(project, Scope.USER)
+    for answer in ("skipDangerousModePermissionPrompt", "enabledMcpjsonServers", "hasTrustDialogAccepted"):
+        assert answer in printed
+    return claude_cli
 
 
 @pytest.fixture

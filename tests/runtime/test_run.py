@@ -336,10 +336,11 @@ def test_the_demo_delivers_its_roadmap_and_leaves_no_tmux_server_behind(tmp_path
 
 
 def test_without_tmux_the_demo_says_to_install_it(monkeypatch, capsys):
+    from teleclaude.cli.run import Console
     from teleclaude.demo import scenario as demo
 
     monkeypatch.setattr(demo.shutil, "which", lambda name, *args, **kwargs: None)
-    assert demo.run() == 1
+    assert demo.run(Console()) == 1
     assert capsys.readouterr().out.splitlines()[0] == "ERROR: TMUX_FAILED"
 
 

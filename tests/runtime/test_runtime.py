@@ -204,6 +204,22 @@ def test_the_stop_hook_ends_a_turn_at_once(project, runtime, monkeypatch):
     assert [(e.kind, e.detail) for e in waited.events] == [(EventKind.TURN_ENDED, "stop hook")]
 
 
+def test_a_stop_failure_hook_report_limits_or_ends_the_session(project, runtime, monkeypatch):
+    monkeypatch.setenv("FAKE_AGENT", "hang")
+    limited = runtime.run_agent_command("local", "emit", "1", str(project), "claude", "med").session
+    message = "You've hit your session limit · resets Nov 25, 11:05pm (UTC)"
+    assert runtime.record_stop_failure(limited.id, "rate_limit", message)
+    assert runtime.store.get(limited.id).state is SessionState.RATE_LIMITED
+    until = AvailabilityStore().unavailable(datetime.now(UTC))["claude"].until
+    assert (until.month, until.day, until.hour, until.minute) == (11, 25, 23, 5)
+    assert runtime.record_stop_failure(limited.id, "rate_limit", message)  # told twice: nothing more to do
+    billed = runtime.run_agent_command("local", "emit", "1", str(project), "claude", "med").session
+    assert runtime.record_stop_failure(billed.id, "billing_error", "Credit balance too low")
+    assert runtime.store.get(billed.id).state is SessionState.ERRORED
+    waited = runtime.wait_for_sessions([limited.id, billed.id], timeout=1)
+    assert [e.kind for e in waited.events] == [EventKind.RATE_LIMITED, EventKind.ERRORED]
+
+
 def test_a_worker_whose_stop_hook_runs_ends_its_turn_through_the_hook(project, runtime, monkeypatch, watch):
     from dataclasses import replace
 

@@ -1,44 +1,207 @@
-"""The core stays pure: no I/O libraries imported by anything under teleclaude/core."""
+"""The dependency rules of docs/architecture.md, checked on the source with `ast`.
+
+- Pure modules (every `*/core/*.py`, `teleclaude/config/*.py`, `teleclaude/errors.py`) import only the
+  standard library, mistune and other pure modules.
+- Adapters (`teleclaude/adapters/*`) import only pure modules and other adapters of teleclaude.
+- The planner never imports the runtime, setup, the front ends or the demo.
+- No wing imports a front end (`teleclaude.cli`, `teleclaude.mcp`).
+- No `_private` name is imported from, or read on, another teleclaude module.
+- pyproject's `packages` list is exactly the package folders.
+
+Every import counts, also one inside a function or under `if TYPE_CHECKING:`. The last tests plant each kind
+of violation in a throwaway tree and check that it is reported, so a rule cannot pass by reading nothing.
+"""
 
 from __future__ import annotations
 
 import ast
+import sys
+import tomllib
 from pathlib import Path
 
-CORE = Path(__file__).resolve().parents[2] / "teleclaude" / "core"
-FORBIDDEN = {"git", "sqlite3", "sqlite_utils", "libtmux", "fastmcp", "mcp", "subprocess", "os", "socket"}
-ALLOWED_PACKAGES = {"teleclaude", "mistune", "__future__"}
+ROOT = Path(__file__).resolve().parents[2]
+STDLIB = set(sys.stdlib_module_names) | {"__future__"}
+PURE_THIRD_PARTY = {"mistune"}
+FRONT_ENDS = ("teleclaude.cli", "teleclaude.mcp", "teleclaude.__main__")
+NOT_FOR_THE_PLANNER = ("teleclaude.runtime", "teleclaude.setup", *FRONT_ENDS, "teleclaude.demo")
 
 
-def imported_modules(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-    return names
+def within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == package or module.startswith(package + ".") for package in packages)
 
 
-def test_core_imports_no_io_library():
-    offenders = {
-        f"{path.name}: {name}"
-        for path in CORE.glob("*.py")
-        for name in imported_modules(path)
-        if name.split(".")[0] in FORBIDDEN
+def is_pure(module: str) -> bool:
+    parts = module.split(".")
+    return (
+        "core" in parts[1:-1]
+        or parts[-1] == "core"
+        or within(module, ("teleclaude.config", "teleclaude.errors"))
+    )
+
+
+class Source:
+    """The teleclaude modules of one tree: name -> parsed file."""
+
+    def __init__(self, root: Path) -> None:
+        self.trees: dict[str, ast.Module] = {}
+        for path in sorted((root / "teleclaude").rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            self.trees[name] = ast.parse(path.read_text(), str(path))
+
+    def imports(self, module: str) -> list[tuple[int, str, list[str]]]:
+        """(line, imported module, names imported from it) for every import in `module`; `from package
+        import submodule` counts as an import of the submodule."""
+        found = []
+        for node in ast.walk(self.trees[module]):
+            if isinstance(node, ast.Import):
+                found += [(node.lineno, alias.name, []) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = self._absolute(module, node)
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}"
+                    found.append(
+                        (node.lineno, sub, []) if sub in self.trees else (node.lineno, base, [alias.name])
+                    )
+        return found
+
+    def _absolute(self, module: str, node: ast.ImportFrom) -> str:
+        if not node.level:
+            return node.module or ""
+        package = module.split(".")[: -node.level] if module in self.trees else []
+        return ".".join([*package, *([node.module] if node.module else [])])
+
+    def module_aliases(self, module: str) -> dict[str, str]:
+        """Names in `module` bound to a teleclaude module (`from teleclaude.adapters import git as gitx`)."""
+        aliases = {}
+        for node in ast.walk(self.trees[module]):
+            if isinstance(node, ast.Import):
+                aliases |= {alias.asname: alias.name for alias in node.names if alias.asname}
+            elif isinstance(node, ast.ImportFrom):
+                base = self._absolute(module, node)
+                for alias in node.names:
+                    if f"{base}.{alias.name}" in self.trees:
+                        aliases[alias.asname or alias.name] = f"{base}.{alias.name}"
+        return {name: target for name, target in aliases.items() if target.startswith("teleclaude")}
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def violations(root: Path) -> list[str]:
+    """Every broken rule in the tree at `root`, as `module:line: what`."""
+    source = Source(root)
+    found = []
+    for module in source.trees:
+        for line, imported, names in source.imports(module):
+            top = imported.split(".")[0]
+            ours = top == "teleclaude"
+            where = f"{module}:{line}: imports {imported}"
+            if is_pure(module) and not (is_pure(imported) if ours else top in STDLIB | PURE_THIRD_PARTY):
+                found.append(f"{where}, but a pure module imports only stdlib, mistune and pure modules")
+            adapters = ("teleclaude.adapters",)
+            if within(module, adapters) and ours and not (is_pure(imported) or within(imported, adapters)):
+                found.append(f"{where}, but an adapter imports only pure modules and adapters")
+            if within(module, ("teleclaude.planner",)) and within(imported, NOT_FOR_THE_PLANNER):
+                found.append(f"{where}, but the planner needs no runtime, setup, front end or demo")
+            if not within(module, FRONT_ENDS) and within(imported, FRONT_ENDS):
+                found.append(f"{where}, but only a front end imports a front end")
+            if ours and imported != module:
+                found += [f"{where}: private {name}" for name in names if is_private(name)]
+        aliases = source.module_aliases(module)
+        for node in ast.walk(source.trees[module]):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and is_private(node.attr):
+                target = aliases.get(node.value.id)
+                if target and target != module:
+                    found.append(f"{module}:{node.lineno}: reads private {target}.{node.attr}")
+    return found
+
+
+def package_folders(root: Path) -> set[str]:
+    return {
+        ".".join(init.parent.relative_to(root).parts) for init in (root / "teleclaude").rglob("__init__.py")
     }
-    assert offenders == set()
 
 
-def test_core_depends_only_on_stdlib_mistune_and_itself():
-    import sys
+# --- the rules, on this repository ------------------------------------------------------------------
 
-    stdlib = set(sys.stdlib_module_names)
-    third_party = {
-        name.split(".")[0]
-        for path in CORE.glob("*.py")
-        for name in imported_modules(path)
-        if name.split(".")[0] not in stdlib
+
+def test_the_source_keeps_the_dependency_rules():
+    assert violations(ROOT) == []
+
+
+def test_pyproject_lists_every_package_and_only_those():
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    shipped_folders = setuptools["package-dir"]  # commands/, templates/, hooks/ at the top of the repository
+    assert all((ROOT / folder).is_dir() for folder in shipped_folders.values())
+    assert set(setuptools["packages"]) == package_folders(ROOT) | set(shipped_folders)
+    assert len(setuptools["packages"]) == len(set(setuptools["packages"]))
+
+
+def test_the_rules_see_the_whole_tree():
+    source = Source(ROOT)
+    pure = [name for name in source.trees if is_pure(name)]
+    assert "teleclaude.planner.core.decide" in pure and "teleclaude.runtime.core.sessions" in pure
+    assert "teleclaude.config.parse" in pure and "teleclaude.errors" in pure
+    assert not is_pure("teleclaude.planner.api") and not is_pure("teleclaude.adapters.git")
+
+
+# --- the checker reports what it must (planted violations) ------------------------------------------
+
+
+def plant(tmp_path: Path, files: dict[str, str]) -> list[str]:
+    for name, text in {"__init__.py": "", **files}.items():
+        path = tmp_path / "teleclaude" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for folder in path.relative_to(tmp_path).parents:
+            if folder.parts:
+                (tmp_path / folder / "__init__.py").touch()
+        path.write_text(text)
+    return violations(tmp_path)
+
+
+def test_a_core_module_importing_an_adapter_is_reported(tmp_path):
+    found = plant(
+        tmp_path, {"planner/core/decide.py": "import teleclaude.adapters.git\n", "adapters/git.py": ""}
+    )
+    assert found == [
+        "teleclaude.planner.core.decide:1: imports teleclaude.adapters.git, "
+        "but a pure module imports only stdlib, mistune and pure modules"
+    ]
+
+
+def test_every_kind_of_violation_is_reported(tmp_path):
+    files = {
+        "planner/core/model.py": "def helper():\n    import sqlite_utils\n",  # inside a function: still seen
+        "config/parse.py": "from teleclaude.planner import api\n",
+        "errors.py": "from teleclaude.adapters import fs\n",
+        "adapters/fs.py": "from teleclaude.planner.api import run\nfrom teleclaude.errors import Error\n",
+        "planner/api.py": "from teleclaude.runtime import tmux\nfrom teleclaude.planner.core import plan\n",
+        "runtime/tmux.py": "from teleclaude.cli import base\n",
+        "cli/base.py": "from teleclaude.planner.core.render import _utc\n",
+        "planner/core/render.py": "def _utc(): pass\n",
+        "demo/scenario.py": "from teleclaude.planner import api as app\napp._memo\n",
     }
-    assert third_party <= ALLOWED_PACKAGES
+    found = "\n".join(plant(tmp_path, files))
+    assert "planner.core.model:2: imports sqlite_utils" in found
+    assert "config.parse:1: imports teleclaude.planner.api, but a pure module" in found
+    assert "errors:1: imports teleclaude.adapters.fs, but a pure module" in found
+    assert "adapters.fs:1: imports teleclaude.planner.api, but an adapter" in found
+    assert "adapters.fs:2" not in found
+    assert "planner.api:1: imports teleclaude.runtime.tmux, but the planner" in found
+    assert "planner.api:2" not in found
+    assert "runtime.tmux:1: imports teleclaude.cli.base, but only a front end" in found
+    assert "cli.base:1: imports teleclaude.planner.core.render: private _utc" in found
+    assert "demo.scenario:2: reads private teleclaude.planner.api._memo" in found
+    assert len(found.splitlines()) == 8
+
+
+def test_a_package_missing_from_pyproject_is_seen(tmp_path):
+    plant(tmp_path, {"newwing/__init__.py": "", "planner/core/__init__.py": ""})
+    assert package_folders(tmp_path) == {
+        "teleclaude",
+        "teleclaude.newwing",
+        "teleclaude.planner",
+        "teleclaude.planner.core",
+    }

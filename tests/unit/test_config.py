@@ -125,3 +125,42 @@ def test_an_unknown_agent_is_reported_in_the_file_of_its_row():
 
 def test_known_agents_stay_the_default():
     assert parse_config([(PROJECT, "max_review_rounds = 4")]).agents == KNOWN_AGENTS
+
+
+REMOTE = """[computers.box]
+host = "box.example.org"
+user = "dev"
+port = 2222
+identity_file = "~/.ssh/id_ed25519"
+project = "/home/dev/project"
+agents = { claude = "claude" }
+"""
+
+
+def test_a_remote_computer_is_read_into_the_runtime_settings():
+
+    box = parse_config([("teleclaude.toml", REMOTE)]).runtime.remotes["box"]
+    assert (box.host, box.user, box.port, box.project, dict(box.agents)) == (
+        "box.example.org",
+        "dev",
+        2222,
+        "/home/dev/project",
+        {"claude": "claude"},
+    )
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ('host = "box.example.org"', 'host = "-oProxyCommand=touch /tmp/x"'),
+        ('user = "dev"', 'user = "-F/etc/x"'),
+        ('project = "/home/dev/project"', 'project = "project"'),
+        ("port = 2222", "port = 0"),
+        ('agents = { claude = "claude" }', "agents = {}"),
+        ('host = "box.example.org"', 'host = "box"\nshell = "bash"'),
+    ],
+)
+def test_a_bad_remote_computer_is_an_invalid_config(change):
+
+    with pytest.raises(ConfigError):
+        parse_config([("teleclaude.toml", REMOTE.replace(*change))])

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from teleclaude.config.profiles import DEFAULT_PROFILES
-from teleclaude.runtime.core.dialogs import find_dialog, rejected_command
+from teleclaude.runtime.core.blockers import find_blocker, refused_command
 from teleclaude.runtime.core.limits import find_limit
 from teleclaude.runtime.core.sessions import prompt_visible
 
@@ -108,18 +108,21 @@ def test_gemini_prompt_matches_its_idle_screen_not_a_typed_line():
 
 
 def test_the_dialogs_are_recognised():
-    gemini, codex = DEFAULT_PROFILES["gemini"].dialogs, DEFAULT_PROFILES["codex"].dialogs
-    assert find_dialog(["│ Do you trust the files in this folder?  │"], gemini).name == "folder trust"
-    quota = find_dialog(["Usage limit reached for all Pro models.", "● 1. Keep trying", "  2. Stop"], gemini)
-    assert quota.limit
-    assert find_dialog(["  Trust this folder? Codex can read, edit …"], codex).name == "folder trust"
-    assert find_dialog(["  Hooks need review", "  1 hook is new or changed."], codex).name == "hooks review"
-    assert find_dialog(GEMINI_IDLE, gemini) is None
-    assert find_dialog(["› Ask Codex to do anything"], codex) is None
+    trust = find_blocker("gemini", ["│ Do you trust the files in this folder?  │"])
+    assert trust.name == "the folder trust dialog"
+    quota = ["Usage limit reached for all Pro models.", "● 1. Keep trying", "  2. Stop"]
+    assert find_blocker("gemini", quota).rate_limit
+    trust = find_blocker("codex", ["  Trust this folder? Codex can read, edit …"])
+    assert trust.name == "the folder trust dialog"
+    hooks = find_blocker("codex", ["  Hooks need review", "  1 hook is new or changed."])
+    assert hooks.name == "the hooks review dialog"
+    assert find_blocker("gemini", GEMINI_IDLE) is None
+    assert find_blocker("codex", ["› Ask Codex to do anything"]) is None
 
 
-def test_a_refused_command_is_found_with_the_clis_words():
+def test_a_refused_command_is_found_with_the_clis_words_and_is_no_dialog():
     said = "• Unrecognized command '/prompts:next-build'. Type \"/\" for a list of supported commands."
-    refusal = rejected_command(["› /prompts:next-build x", said], DEFAULT_PROFILES["codex"].rejected)
+    refusal = refused_command("codex", ["› /prompts:next-build x", said])
     assert refusal is not None and refusal.startswith("Unrecognized command '/prompts:next-build'")
-    assert rejected_command(["› $next-build x", "• Done."], DEFAULT_PROFILES["codex"].rejected) is None
+    assert refused_command("codex", ["› $next-build x", "• Done."]) is None
+    assert find_blocker("codex", ["› /prompts:next-build x", said]) is None

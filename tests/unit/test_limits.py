@@ -61,6 +61,74 @@ def test_limit_messages_and_reset_times(agent, text, until, reason):
     assert hit.reason == reason
 
 
+# Claude Code 2.1's screens (tests/realcli/NOTES.md): NOW is 2026-11-22 12:00 UTC
+CLAUDE_SCREENS = [
+    (
+        "● API Error: Request rejected (429) · This request would exceed the rate limit for your org",
+        NOW + timedelta(hours=1),
+        "rate_limited",
+    ),
+    ("● API Error: Request rejected (429) · Rate limited. Please try again later.", None, "rate_limited"),
+    ("● API Error: 529 Overloaded. This is a server-side issue, usually temporary", None, "overloaded"),
+    ("● API Error: 503 Service Unavailable. This is a server-side issue, …", None, "server_error"),
+    (
+        "  ⎿  You've hit your session limit · resets 4:05am (UTC)",
+        datetime(2026, 11, 23, 4, 5),
+        "quota_exhausted",
+    ),
+    (
+        "  ⎿  You’ve hit your session limit · resets 3:48pm (UTC)",
+        NOW.replace(hour=15, minute=48),
+        "quota_exhausted",
+    ),
+    (
+        "  ⎿  You've hit your weekly limit · resets Nov 25, 11:05pm (UTC)",
+        datetime(2026, 11, 25, 23, 5),
+        "quota_exhausted",
+    ),
+    (
+        "  ⎿  You’ve hit your Opus limit · resets Nov 25, 9:22pm (UTC)",
+        datetime(2026, 11, 25, 21, 22),
+        "quota_exhausted",
+    ),
+    (
+        "  ⎿  You've hit your Sonnet limit · resets Jan 2, 9:23am (UTC)",
+        datetime(2027, 1, 2, 9, 23),
+        "quota_exhausted",
+    ),
+    (
+        "  ⎿  You've hit your usage limit · resets in 2h 14m",
+        NOW + timedelta(hours=2, minutes=14),
+        "quota_exhausted",
+    ),
+    ("  ⎿  You've hit your fast limit · resets in 45m", NOW + timedelta(minutes=45), "quota_exhausted"),
+    ("You've hit your monthly spend limit.", None, "quota_exhausted"),
+    ("You're out of usage credits", None, "quota_exhausted"),
+    ("Server is temporarily limiting requests (not your usage limit)", None, "rate_limited"),
+]
+
+
+@pytest.mark.parametrize(("text", "until", "reason"), CLAUDE_SCREENS)
+def test_claude_code_limit_screens_and_their_reset_times(text, until, reason):
+    hit = find_limit("claude", ["● Working on it", text, "❯ "], NOW, UTC)
+    assert hit is not None
+    assert hit.until == (until.replace(tzinfo=UTC) if until else NOW + timedelta(hours=1))
+    assert hit.reason == reason
+
+
+def test_the_retry_countdown_is_not_a_limit():
+    rows = ["✻ API error · Retrying in 26s · attempt 7/10", "  ⎿  Tip: Use /btw to ask a quick side question"]
+    assert find_limit("claude", rows, NOW, UTC) is None
+
+
+def test_a_dated_reset_in_another_zone_and_one_just_past():
+    assert reset_time("resets Nov 25, 9am (Europe/Amsterdam)", NOW, UTC) == datetime(
+        2026, 11, 25, 8, 0, tzinfo=UTC
+    )
+    assert reset_time("resets Nov 22, 11am (UTC)", NOW, UTC) == NOW.replace(hour=11)  # not next year's
+    assert reset_time("resets Feb 30, 1am (UTC)", NOW, UTC) is None
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -102,3 +170,35 @@ def test_runtime_settings_parse_and_bad_ones_name_the_key():
             parse_config([("t.toml", bad)])
         assert raised.value.key == key
     assert parse_config([]).runtime is None
+
+
+def test_an_agents_env_table_is_read_merged_and_checked():
+    config = parse_config(
+        [
+            ("user.toml", '[runtime.agents.claude]\nenv = {ANTHROPIC_API_KEY = "k", IS_SANDBOX = "0"}\n'),
+            ("project.toml", '[runtime.agents.claude.env]\nIS_SANDBOX = "1"\n'),
+        ]
+    )
+    assert config.runtime.profiles["claude"].env == {"ANTHROPIC_API_KEY": "k", "IS_SANDBOX": "1"}
+    assert config.runtime.profiles["codex"].env == {}
+    for bad, key in (
+        ("[runtime.agents.claude]\nenv = 1\n", "runtime.agents.claude.env"),
+        ("[runtime.agents.claude.env]\nIS_SANDBOX = 1\n", "runtime.agents.claude.env.IS_SANDBOX"),
+        ('[runtime.agents.claude.env]\n"A B" = "1"\n', "runtime.agents.claude.env.A B"),
+        ('[runtime.agents.claude.env]\nTELECLAUDE_DB = "x"\n', "runtime.agents.claude.env.TELECLAUDE_DB"),
+    ):
+        with pytest.raises(ConfigError) as raised:
+            parse_config([("t.toml", bad)])
+        assert raised.value.key == key
+
+
+def test_a_stop_failure_hook_report_is_a_limit_with_the_reset_it_names():
+    from teleclaude.runtime.core.limits import failure_limit
+
+    hit = failure_limit("rate_limit", "You've hit your session limit · resets 3:48pm (UTC)", NOW, UTC)
+    assert (hit.until, hit.reason) == (NOW.replace(hour=15, minute=48), "quota_exhausted")
+    hit = failure_limit("rate_limit", "API Error: Request rejected (429) · Rate limited.", NOW, UTC)
+    assert (hit.until, hit.reason) == (NOW + timedelta(hours=1), "rate_limited")
+    assert failure_limit("server_error", "", NOW, UTC).reason == "server_error"
+    assert failure_limit("server_error", "API Error: 529 Overloaded.", NOW, UTC).reason == "overloaded"
+    assert failure_limit("billing_error", "Credit balance too low", NOW, UTC) is None

@@ -295,3 +295,30 @@ def test_an_exit_records_its_status_and_an_error_its_text():
     assert (exited.exit_code, exited.last_error) == (3, "")
     lost, _ = transition(a_session(S.RUNNING), C.ERRORED, LATER, "gone", error="its pane is gone")
     assert lost.last_error == "its pane is gone"
+
+
+# Claude Code 2.1 keeps its input line while it works; its footer tells busy from idle (realcli/NOTES.md)
+CLAUDE_IDLE = [
+    " ▐▛███▜▌   Claude Code v2.1.197",
+    "─" * 40,
+    "❯ ",
+    "─" * 40,
+    "  ⏵⏵ bypass permissions on (shift+tab to cycle) · ← for agents",
+]
+CLAUDE_BUSY = [
+    "✻ Cogitating… (3s)",
+    "─" * 40,
+    "❯ ",
+    "─" * 40,
+    "  ⏵⏵ bypass permissions on (shift+tab to cycle) · esc to interrupt · ← for agents",
+]
+
+
+def test_claudes_busy_footer_keeps_a_screen_with_its_prompt_from_counting_as_idle():
+    from teleclaude.config.profiles import DEFAULT_PROFILES
+    from teleclaude.runtime.core.sessions import waiting_for_input
+
+    claude = DEFAULT_PROFILES["claude"]
+    assert waiting_for_input(CLAUDE_IDLE, claude.prompt, claude.busy)
+    assert not waiting_for_input(CLAUDE_BUSY, claude.prompt, claude.busy)
+    assert waiting_for_input(CLAUDE_BUSY, claude.prompt)  # what the prompt alone would have said

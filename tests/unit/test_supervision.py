@@ -228,3 +228,19 @@ def test_a_cycle_expires_after_its_own_limits():
     assert not cycle_expired(session, at(limit - 1), CONFIG)
     assert cycle_expired(session, at(limit), CONFIG)
     assert not cycle_expired(worker(), at(limit), CONFIG)
+
+
+def test_a_retry_countdown_is_shown_as_waiting_on_the_api():
+    from teleclaude.config.profiles import DEFAULT_PROFILES
+    from teleclaude.runtime.core.sessions import Activity
+    from teleclaude.runtime.core.supervision import activity_of
+
+    now = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+    session = Session("s", "claude", "next-build", "x", "/p", None, SessionState.RUNNING, now, now)
+    screen = [
+        "✻ API error · Retrying in 26s · attempt 7/10",
+        "  ⎿  Tip: Use /btw to ask a quick side question",
+    ]
+    retry = DEFAULT_PROFILES["claude"].retry
+    assert activity_of(session, screen, now, 5.0, retry) is Activity.WAITING_API
+    assert activity_of(session, ["● Bash(ls)"], now, 5.0, retry) is Activity.TOOL

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from teleclaude.planner.core.timeparse import InvalidTime, format_utc, parse_until
+from teleclaude.planner.core.timeparse import InvalidTime, format_duration, format_utc, parse_until
 
 NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
 AMSTERDAM = ZoneInfo("Europe/Amsterdam")  # UTC+1 in November, UTC+2 in July
@@ -114,3 +114,21 @@ def test_every_whole_second_duration_round_trips(delta):
     seconds = int(delta.total_seconds())
     text = f"{seconds // 3600}h{seconds % 3600 // 60}m{seconds % 60}s"
     assert parse_until(text, NOW, AMSTERDAM) == NOW + timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "smallest", "text"),
+    [
+        (None, "s", "0s"),
+        (-5, "s", "0s"),
+        (45, "s", "45s"),
+        (187, "s", "3m07s"),
+        (3900, "s", "1h05m"),
+        (2 * 86400 + 3 * 3600 + 5, "s", "2d03h"),
+        (45, "m", "0m"),
+        (187, "m", "3m"),
+        (5400, "m", "1h30m"),
+    ],
+)
+def test_one_duration_formatter_for_every_output(seconds, smallest, text):
+    assert format_duration(seconds, smallest) == text

@@ -111,7 +111,9 @@ def _work_on(facts: Facts, slug: str) -> Decision:
     if facts.worktree_changes(slug):
         return _done(slug, _dispatch(facts, Step.COMMIT, slug, subfolder, WORK_AGAIN))
     # 7. Build tasks left.
-    if not facts.plan(slug).built:
+    plan = facts.plan(slug)
+    assert plan is not None  # step 3 returned without a plan
+    if not plan.built:
         return _done(slug, _dispatch(facts, Step.BUILD, slug, subfolder, WORK_AGAIN))
     # 8. Not reviewed yet.
     review = facts.review(slug)

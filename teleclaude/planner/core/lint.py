@@ -15,7 +15,13 @@ from enum import Enum
 
 from teleclaude.planner.core.decide import open_dependencies
 from teleclaude.planner.core.layout import BUGS, DONE, PLAN, REVIEW, ROADMAP, archive_parts
-from teleclaude.planner.core.markdown import conflict_lines, hidden_task_lines, located_blocks, near_items
+from teleclaude.planner.core.markdown import (
+    Block,
+    conflict_lines,
+    hidden_task_lines,
+    located_blocks,
+    near_items,
+)
 from teleclaude.planner.core.model import Marker, Roadmap, RoadmapItem, TaskItem
 from teleclaude.planner.core.plan import GROUP_HEADING, parse_plan, tasks_by_group
 from teleclaude.planner.core.review import parse_review, verdict_items
@@ -272,8 +278,9 @@ def lint_plan(path: str, text: str) -> list[Finding]:
     return sorted(findings, key=lambda f: f.line)
 
 
-def _group_headings(path: str, blocks) -> list[Finding]:
-    findings, numbers = [], {}
+def _group_headings(path: str, blocks: Iterable[Block]) -> list[Finding]:
+    findings: list[Finding] = []
+    numbers: dict[int, int] = {}
     for heading in (b for b in blocks if not isinstance(b, TaskItem)):
         line = getattr(heading, "line", 0)
         match = GROUP_HEADING.match(heading.text)
@@ -313,7 +320,8 @@ def lint_bugs(text: str) -> list[Finding]:
 
 
 def lint_done(names: Iterable[str]) -> list[Finding]:
-    findings, numbers = [], {}
+    findings: list[Finding] = []
+    numbers: dict[int, str] = {}
     for name in sorted(n for n in names if not n.startswith(".")):
         parts = archive_parts(name)
         problem = slug_problem(parts[1]) if parts else None

@@ -4,17 +4,24 @@ mistune decides what is a list item (so items in code blocks, block quotes and H
 keeps no source positions and does not know the `[>]` marker. Before parsing, every line that starts like a
 task item gets an invisible line tag right after its marker; the tag survives into the item's text, which
 tells us which source line each real item came from. Tags inside code or HTML are simply never seen.
+
+Large files are parsed in chunks that end where a top-level item starts (`chunk_summaries`): each chunk is
+parsed on its own, so only a changed chunk is parsed again, and a chunk's result is reused by the hash of
+its text. A chunk counts only when mistune itself agrees that the line after it opens a top-level item;
+otherwise it grows into the next one. Before any text reaches mistune, `check_limits` refuses what would
+cost it quadratic time or memory (docs/design.md §1 "Limits").
 """
 
 from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
-import mistune
-
+from teleclaude.errors import ErrorCode, Failure
 from teleclaude.planner.core.model import Heading, TaskItem
 
 # A line that could open a task item: bullet or ordered marker, then `[ ]`, `[x]`, `[X]` or `[>]`.
@@ -22,7 +29,46 @@ TASK_LINE = re.compile(r"^([ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\[[ xX>]\])", re.MUL
 _TAG_OPEN, _TAG_CLOSE = "\ue000", "\ue001"
 _TAGGED_TEXT = re.compile(r"\[([ xX>])\]" + _TAG_OPEN + r"(\d+)" + _TAG_CLOSE + r"(.*)", re.DOTALL)
 
-_parse = mistune.create_markdown(renderer=None)
+
+Token = dict[str, Any]  # mistune's token: {"type": ..., "children": [...], "attrs": {...}, "raw": ...}
+
+
+@lru_cache(maxsize=1)
+def _markdown() -> Any:
+    import mistune  # ~15 ms: a call whose chunks are all cached never pays for it
+
+    return mistune.create_markdown(renderer=None)
+
+
+def _parse(text: str) -> list[Token]:
+    check_limits(text)
+    tokens: list[Token] = _markdown()(text)  # without a renderer mistune returns its tokens
+    return tokens
+
+
+# Limits (docs/design.md §1): past them a file is refused rather than parsed for minutes in gigabytes.
+MAX_INDENT = 200  # columns of leading spaces, tabs (4 columns) and `>` on one line: ~100 nested levels
+MAX_CHUNK_CHARS = 2_000_000  # characters without a line where a top-level item could start
+_DEEP_LINE = re.compile(rf"^[ \t>]{{{MAX_INDENT // 4 + 1},}}", re.MULTILINE)
+
+
+class TooComplex(Failure):
+    """A markdown file past the documented parse limits."""
+
+    code = ErrorCode.FILE_ERROR
+    next_step = "Flatten the nesting or split the file (see docs/design.md, Limits), then call again."
+
+
+def check_limits(text: str) -> None:
+    for match in _DEEP_LINE.finditer(text):
+        width = sum(4 if char == "\t" else 1 for char in match[0])
+        if width > MAX_INDENT:
+            line = _line_of(text, match.start())
+            raise TooComplex(
+                f"line {line} is nested {width} columns deep; at most {MAX_INDENT} columns "
+                "of indentation and `>` are read"
+            )
+
 
 Block = Heading | TaskItem
 
@@ -75,6 +121,8 @@ def decoded(data: bytes) -> tuple[bytes, str, str]:
 
 def conflict_lines(text: str) -> tuple[int, ...]:
     """Lines holding a git conflict marker (`<<<<<<<`, `|||||||`, `>>>>>>>`): the file is mid-merge."""
+    if "<<<<<<<" not in text and "|||||||" not in text and ">>>>>>>" not in text:
+        return ()  # the usual case, without scanning every line start of a large file
     return tuple(_line_of(text, match.start()) for match in _CONFLICT_MARKER.finditer(text))
 
 
@@ -133,7 +181,7 @@ def _tag_line_ends(text: str, pattern: re.Pattern[str]) -> str:
     return "".join(pieces)
 
 
-def _collect_text_tags(tokens: list[dict], lines: list[int]) -> None:
+def _collect_text_tags(tokens: list[Token], lines: list[int]) -> None:
     for token in tokens:
         kind = token["type"]
         if kind in ("paragraph", "block_text"):
@@ -166,7 +214,7 @@ def _tag_task_lines(text: str) -> str:
     return "".join(pieces)
 
 
-def _walk(tokens: list[dict], found: list[Block], depth: int) -> None:
+def _walk(tokens: list[Token], found: list[Block], depth: int) -> None:
     for token in tokens:
         kind = token["type"]
         if kind == "heading":
@@ -176,7 +224,7 @@ def _walk(tokens: list[dict], found: list[Block], depth: int) -> None:
                 _list_item(item, found, depth)
 
 
-def _list_item(item: dict, found: list[Block], depth: int) -> None:
+def _list_item(item: Token, found: list[Block], depth: int) -> None:
     children = item.get("children", [])
     if children and children[0]["type"] in ("block_text", "paragraph"):
         match = _TAGGED_TEXT.match(plain_text(children[0]["children"]))
@@ -189,14 +237,14 @@ def _list_item(item: dict, found: list[Block], depth: int) -> None:
                 _list_item(nested, found, depth + 1)
 
 
-def _heading(token: dict) -> Heading:
+def _heading(token: Token) -> Heading:
     text = plain_text(token["children"])
     level, clean = token["attrs"]["level"], _untagged(text).strip()
     tag = _TAG.search(text)  # only `located_blocks` tags heading lines
     return SourceHeading(level, clean, int(tag[1])) if tag else Heading(level, clean)
 
 
-def plain_text(tokens: list[dict]) -> str:
+def plain_text(tokens: list[Token]) -> str:
     """Inline tokens as the reader sees them: emphasis and code marks dropped, soft breaks as newlines."""
     parts = []
     for token in tokens:
@@ -214,3 +262,93 @@ def _untagged(text: str) -> str:
     if _TAG_OPEN not in text:
         return text
     return re.sub(_TAG_OPEN + r"\d+" + _TAG_CLOSE, "", text)
+
+
+# --- chunks ------------------------------------------------------------------------------------------
+
+# A task item at column 0: where a chunk may end. Group 1 (the text after the marker) picks which ones do,
+# so that boundaries depend on the text around them, not on their position, and survive edits elsewhere.
+_TOP_ITEM = re.compile(r"^(?:[-*+]|\d{1,9}[.)])[ \t]+\[[ xX>]\]([^\n]*)", re.MULTILINE)
+CHUNK_SPREAD = 32  # about one column-0 item in 32 ends a chunk
+CHUNK_FORMAT = "1"  # part of every chunk key: bump it when a summary's shape or meaning changes
+
+Summary = Any  # what a parser keeps of a chunk's blocks: JSON-able (lists, strings, numbers, None)
+
+
+def chunk_summaries(
+    text: str,
+    kind: str,
+    summarize: Callable[[tuple[Block, ...]], Summary],
+    known: Mapping[str, Summary],
+) -> tuple[list[tuple[int, Summary]], dict[str, Summary]]:
+    """(first line, summary) of every chunk of `text` in order, and every {key: summary} this consulted.
+
+    `summarize` turns a chunk's blocks (lines counted from the chunk's first line) into a JSON-able value.
+    A summary is taken from `known` when the key (the hash of `kind`, the chunk and the line after it) is
+    there, else computed; the second value holds every key used, so a caller can keep exactly those.
+    """
+    import zlib
+
+    starts = [0]
+    for match in _TOP_ITEM.finditer(text):
+        position = match.start()
+        if position and zlib.crc32(match[1].encode("utf-8", "surrogatepass")) % CHUNK_SPREAD == 0:
+            starts.append(position)
+    starts.append(len(text))
+    out: list[tuple[int, Summary]] = []
+    used: dict[str, Summary] = {}
+    index, line = 0, 1
+    while index < len(starts) - 1:
+        span = 1
+        while True:
+            end = starts[min(index + span, len(starts) - 1)]
+            body, after = text[starts[index] : end], _first_line(text, end)
+            key = _chunk_key(kind, body, after)
+            summary = known[key] if key in known else _summarize_chunk(body, after, line, summarize)
+            used[key] = summary
+            if summary is not None or index + span >= len(starts) - 1:
+                break
+            span *= 2  # mistune read the line after it as something else: grow (doubling keeps it linear)
+        out.append((line, summary))
+        line += body.count("\n")
+        index += span
+    return out, used
+
+
+def _first_line(text: str, position: int) -> str:
+    end = text.find("\n", position)
+    return text[position : len(text) if end == -1 else end]
+
+
+def _chunk_key(kind: str, body: str, after: str) -> str:
+    data = f"{CHUNK_FORMAT}\0{kind}\0{body}\0{after}".encode("utf-8", "surrogatepass")
+    digest: str = _blake2b()(data, digest_size=16).hexdigest()
+    return digest
+
+
+@lru_cache(maxsize=1)
+def _blake2b() -> Any:
+    try:
+        from _blake2 import blake2b  # hashlib's own, without loading OpenSSL first (~3 ms)
+    except ImportError:  # pragma: no cover - an interpreter without the module
+        from hashlib import blake2b
+    return blake2b
+
+
+def _summarize_chunk(
+    body: str, after: str, line: int, summarize: Callable[[tuple[Block, ...]], Summary]
+) -> Summary:
+    """The summary of `body` parsed on its own, or None unless `after` then opens a top-level item."""
+    if len(body) > MAX_CHUNK_CHARS:
+        raise TooComplex(
+            f"the {len(body):,} characters from line {line} on hold no top-level item where parsing could "
+            f"pause; at most {MAX_CHUNK_CHARS:,} are parsed at once"
+        )
+    if not after:
+        return summarize(blocks(body))
+    lines = body.count("\n")
+    found = blocks(body + after)
+    last = found[-1] if found else None
+    if not (isinstance(last, TaskItem) and last.line == lines + 1 and last.depth == 0):
+        return None
+    return summarize(found[:-1])

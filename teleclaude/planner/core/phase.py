@@ -24,8 +24,8 @@ from teleclaude.planner.core.model import (
     Step,
     WorktreeState,
 )
-from teleclaude.planner.core.render import _duration, _utc
 from teleclaude.planner.core.terminal import printable
+from teleclaude.planner.core.timeparse import format_duration, format_utc
 
 
 class Stage(Enum):
@@ -122,6 +122,7 @@ def _phase_of_step(facts: Facts, slug: str, step: Step) -> Phase:
     stage = _BY_STEP.get(step, Stage.STUCK)
     if stage is Stage.BUILDING:
         plan = facts.plan(slug)
+        assert plan is not None  # decide_work builds only a prepared item, and a prepared item has a plan
         return Phase(stage, f"{plan.build_tasks - plan.open_build_tasks}/{plan.build_tasks}")
     if stage is Stage.FIXING:
         return Phase(stage, f"round {facts.review_rounds(slug) + 1}")
@@ -133,7 +134,7 @@ def worktree_label(facts: Facts, slug: str) -> str:
     if state is WorktreeState.ABSENT:
         return ""
     if state in (WorktreeState.BROKEN, WorktreeState.UNFINISHED):
-        return state.value
+        return str(state.value)  # mypy forgets the value's type of an enum narrowed to some members
     changes = len(facts.worktree_changes(slug))
     return f"{changes} changed" if changes else "clean"
 
@@ -183,13 +184,13 @@ def _agent_lines(report: AgentReport) -> list[str]:
             lines.append(f"{printable(agent):<8} available")
         else:
             why = f", {printable(u.reason)}" if u.reason else ""
-            left = _duration(u.until - report.now)
-            lines.append(f"{printable(agent):<8} unavailable, {left} left (until {_utc(u.until)}{why})")
+            left = format_duration((u.until - report.now).total_seconds(), "m")
+            lines.append(f"{printable(agent):<8} unavailable, {left} left (until {format_utc(u.until)}{why})")
     return lines
 
 
-def board_dict(data: Board) -> dict:
-    agents = []
+def board_dict(data: Board) -> dict[str, object]:
+    agents: list[dict[str, object]] = []
     if data.agents is not None:
         out = {u.agent: u for u in data.agents.unavailable}
         for agent in data.agents.agents:
@@ -198,7 +199,7 @@ def board_dict(data: Board) -> dict:
                 {
                     "agent": agent,
                     "available": u is None,
-                    "until": _utc(u.until) if u else None,
+                    "until": format_utc(u.until) if u else None,
                     "minutes_left": max(0, int((u.until - data.agents.now).total_seconds() // 60))
                     if u
                     else None,

@@ -3,45 +3,87 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
+from typing import Any
 
-from teleclaude.planner.core.markdown import blocks
+from teleclaude.planner.core.markdown import Block, Summary, chunk_summaries
 from teleclaude.planner.core.model import Heading, PlanStatus, TaskItem
 
 GROUP_HEADING = re.compile(r"group\s+(\d+)\b", re.IGNORECASE)
 BUILD_GROUPS = range(1, 5)
 
 
+_recent: dict[str, Summary] = {}  # the chunks of the last plan parsed in this process
+
+
 @lru_cache(maxsize=16)
 def parse_plan(text: str) -> PlanStatus:
+    global _recent
+    plan, _recent = parse_plan_chunks(text, _recent)
+    return plan
+
+
+def parse_plan_chunks(text: str, known: Mapping[str, Summary]) -> tuple[PlanStatus, dict[str, Summary]]:
     """Checkboxes under a `Group N` heading belong to group N until a heading of the same or a higher level.
 
     Groups 1-4 hold build tasks; later groups are post-build checklists. Without any Group heading every
-    checkbox is a build task.
+    checkbox is a build task. Chunk summaries in `known` are reused (see `markdown.chunk_summaries`); the
+    second value holds the ones used. A `known` of the wrong shape is ignored, never trusted.
     """
-    grouped = list(tasks_by_group(blocks(text)))
+    try:
+        return _plan_from(text, known)
+    except (TypeError, ValueError, KeyError, IndexError):
+        if not known:
+            raise
+        return _plan_from(text, {})
+
+
+def _plan_from(text: str, known: Mapping[str, Summary]) -> tuple[PlanStatus, dict[str, Summary]]:
+    chunks, used = chunk_summaries(text, "plan", _summarize, known)
+    entries = (entry for _, summary in chunks for entry in summary)
+    grouped = [(group, bool(checked)) for group, checked in _scoped(entries)]
     has_groups = any(group is not None for group, _ in grouped)
-    if has_groups:
-        build = [task for group, task in grouped if group in BUILD_GROUPS]
-    else:
-        build = [task for _, task in grouped]
-    open_tasks = sum(1 for task in build if not task.checked)
-    return PlanStatus(len(build), open_tasks, has_groups)
+    build = [checked for group, checked in grouped if group in BUILD_GROUPS or not has_groups]
+    return PlanStatus(len(build), build.count(False), has_groups), used
 
 
-def tasks_by_group(items):
+def _summarize(blocks: tuple[Block, ...]) -> Summary:
+    """A chunk as a list: [level, group number or None] for a heading, 1 or 0 for a checked or open task."""
+    return [int(task.checked) if isinstance(task, TaskItem) else task for task in _entries(blocks)]
+
+
+Entry = list[Any] | TaskItem | int  # a heading as [level, group or None], a task, or a cached task's 1/0
+
+
+def _entries(blocks: Iterable[Block]) -> Iterator[Entry]:
+    for block in blocks:
+        if isinstance(block, Heading):
+            match = GROUP_HEADING.match(block.text)
+            yield [block.level, int(match[1]) if match else None]
+        elif isinstance(block, TaskItem):
+            yield block
+
+
+def tasks_by_group(items: Iterable[Block]) -> Iterator[tuple[int | None, TaskItem]]:
     """(group number or None, task) for every task item; a group is set by its heading's scope.
 
     None means no group: before the first Group heading, after a group's scope ended, or in a plan without
     Group headings at all.
     """
-    group, group_level, seen_group = None, 0, False
-    for block in items:
-        if isinstance(block, Heading):
-            match = GROUP_HEADING.match(block.text)
-            if match:
-                group, group_level, seen_group = int(match[1]), block.level, True
-            elif block.level <= group_level:
+    return _scoped(_entries(items))
+
+
+def _scoped(entries: Iterable[Entry]) -> Iterator[tuple[int | None, Any]]:
+    """(group or None, task) for the tasks among `entries`, headings being [level, group number or None]."""
+    group: int | None = None
+    group_level, seen_group = 0, False
+    for entry in entries:
+        if isinstance(entry, list):
+            level, number = entry
+            if number is not None:
+                group, group_level, seen_group = int(number), level, True
+            elif level <= group_level:
                 group, group_level = None, 0
-        elif isinstance(block, TaskItem):
-            yield (group if seen_group else None), block
+        else:
+            yield (group if seen_group else None), entry

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, timedelta
+from datetime import datetime
 
 from teleclaude.errors import Error
 from teleclaude.planner.core.model import (
@@ -16,6 +16,7 @@ from teleclaude.planner.core.model import (
     Unavailability,
 )
 from teleclaude.planner.core.terminal import printable
+from teleclaude.planner.core.timeparse import format_duration, format_utc
 
 
 def to_text(action: Action | AgentMarked | AgentReport) -> str:
@@ -23,12 +24,14 @@ def to_text(action: Action | AgentMarked | AgentReport) -> str:
     match action:
         case AgentMarked(agent=agent, until=None):
             return f"OK: {printable(agent)} is available."
-        case AgentMarked(agent=agent, until=until, reason=reason, now=now) if now and until <= now:
-            passed = f"{_utc(until)} has already passed ({printable(reason)})"
+        case AgentMarked(agent=agent, until=datetime() as until, reason=reason, now=datetime() as now) if (
+            until <= now
+        ):
+            passed = f"{format_utc(until)} has already passed ({printable(reason)})"
             return f"OK: {printable(agent)} is available: {passed}."
-        case AgentMarked(agent=agent, until=until, reason=reason):
+        case AgentMarked(agent=agent, until=datetime() as until, reason=reason):
             return (
-                f"OK: {printable(agent)} is unavailable until {_utc(until)} ({printable(reason)}).\n"
+                f"OK: {printable(agent)} is unavailable until {format_utc(until)} ({printable(reason)}).\n"
                 "teleclaude__next_work() and teleclaude__next_prepare() now fall back to the next agent."
             )
         case AgentReport():
@@ -130,10 +133,6 @@ def _run_yourself(action: RunYourself) -> str:
     )
 
 
-def _utc(moment) -> str:
-    return f"{moment.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
-
-
 def _agent_table(report: AgentReport) -> str:
     by_agent = {u.agent: u for u in report.unavailable}
     lines = [f"{'AGENT':<10} {'STATUS':<12} {'UNTIL':<21} {'LEFT':>6}  REASON"]
@@ -142,26 +141,17 @@ def _agent_table(report: AgentReport) -> str:
         if u is None:
             lines.append(f"{printable(agent):<10} {'available':<12}")
             continue
-        left = _duration(u.until - report.now)
-        row = (
-            f"{printable(agent):<10} {'unavailable':<12} {_utc(u.until):<21} {left:>6}  {printable(u.reason)}"
+        left = format_duration((u.until - report.now).total_seconds(), "m")
+        until = format_utc(u.until)
+        lines.append(
+            f"{printable(agent):<10} {'unavailable':<12} {until:<21} {left:>6}  {printable(u.reason)}"
         )
-        lines.append(row)
     return "\n".join(line.rstrip() for line in lines)
-
-
-def _duration(left: timedelta) -> str:
-    minutes = max(0, int(left.total_seconds() // 60))
-    if minutes < 120:
-        return f"{minutes}m"
-    if minutes < 48 * 60:
-        return f"{minutes // 60}h{minutes % 60:02d}m"
-    return f"{minutes // (24 * 60)}d"
 
 
 def _who(unavailable: tuple[Unavailability, ...]) -> str:
     if not unavailable:
         return "no agent is configured for it"
     return ", ".join(
-        f"{u.agent} until {_utc(u.until)}" + (f" ({u.reason})" if u.reason else "") for u in unavailable
+        f"{u.agent} until {format_utc(u.until)}" + (f" ({u.reason})" if u.reason else "") for u in unavailable
     )

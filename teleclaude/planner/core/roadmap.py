@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
+from typing import Any
 
-from teleclaude.planner.core.markdown import TASK_LINE, decoded, task_items
+from teleclaude.planner.core.markdown import TASK_LINE, Block, Summary, chunk_summaries, decoded
 from teleclaude.planner.core.model import Marker, Problem, Roadmap, RoadmapItem, TaskItem
 
 SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
@@ -33,19 +35,58 @@ def blocking_problems(roadmap: Roadmap) -> tuple[Problem, ...]:
     return tuple(p for p in roadmap.problems if p.code.startswith("INVALID"))
 
 
+_recent: dict[str, Summary] = {}  # the chunks of the last roadmap parsed in this process
+
+
 @lru_cache(maxsize=16)
 def parse_roadmap(text: str) -> Roadmap:
+    global _recent
+    roadmap, _recent = parse_roadmap_chunks(text, _recent)
+    return roadmap
+
+
+def parse_roadmap_chunks(text: str, known: Mapping[str, Summary]) -> tuple[Roadmap, dict[str, Summary]]:
+    """The roadmap, reusing the chunk summaries in `known` (see `markdown.chunk_summaries`), and the
+    summaries it used. A `known` that does not have the expected shape is ignored, never trusted."""
+    try:
+        return _roadmap_from(text, known)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError):
+        if not known:
+            raise
+        return _roadmap_from(text, {})
+
+
+_MARKERS = {char: Marker.from_char(char) for char in " xX>"}
+
+
+def _roadmap_from(text: str, known: Mapping[str, Summary]) -> tuple[Roadmap, dict[str, Summary]]:
+    chunks, used = chunk_summaries(text, "roadmap", _summarize, known)
     items: list[RoadmapItem] = []
     problems: list[Problem] = []
-    for task in task_items(text):
-        item = _item(task, problems)
-        if item is not None:
-            items.append(item)
-    return Roadmap(tuple(items), tuple(problems))
+    for first, (chunk_items, chunk_problems) in chunks:
+        offset = first - 1
+        for slug, mark, line, after, description in chunk_items:
+            items.append(RoadmapItem(slug, _MARKERS[mark], line + offset, tuple(after), description))
+        for line, code, message in chunk_problems:
+            problems.append(Problem(line + offset, code, message))
+    return Roadmap(tuple(items), tuple(problems)), used
+
+
+def _summarize(blocks: tuple[Block, ...]) -> Summary:
+    """[items as [slug, mark, line, after, description], problems as [line, code, message]] of a chunk."""
+    items: list[list[Any]] = []
+    problems: list[Problem] = []
+    for task in blocks:
+        if isinstance(task, TaskItem):
+            item = _item(task, problems)
+            if item is not None:
+                items.append([item.slug, task.mark, item.line, list(item.after), item.description])
+    return [items, [[p.line, p.code, p.message] for p in problems]]
 
 
 def _item(task: TaskItem, problems: list[Problem]) -> RoadmapItem | None:
     match = _ITEM_TEXT.match(task.text)
+    assert match is not None  # every part of the pattern may be empty: it matches any text
     slug, after_text, description = match["slug"], match["after"], match["description"]
     marker = Marker.from_char(task.mark)
     problem = slug_problem(slug)

@@ -56,6 +56,22 @@ def format_utc(dt: datetime) -> str:
     return dt.astimezone(UTC).replace(tzinfo=None, microsecond=0).isoformat() + "Z"
 
 
+_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+
+
+def format_duration(seconds: float | None, smallest: str = "s") -> str:
+    """`45s`, `3m07s`, `1h05m`, `2d03h`: the largest unit that is not zero, and the next one. `smallest="m"`
+    counts whole minutes (`0m`, `45m`, `1h05m`). Nothing or a negative time is zero."""
+    units = _UNITS[: [name for name, _ in _UNITS].index(smallest) + 1]
+    left, amounts = max(int(seconds or 0), 0), []
+    for name, size in units:
+        amount, left = divmod(left, size)
+        amounts.append((amount, name))
+    first = next((i for i, (amount, _) in enumerate(amounts) if amount), len(amounts) - 1)
+    (amount, name), *rest = amounts[first : first + 2]
+    return f"{amount}{name}" + "".join(f"{more:02d}{unit}" for more, unit in rest)
+
+
 def _parse_duration(text: str) -> timedelta | None:
     """The duration `text` spells, or None when it is not a duration at all."""
     match = _DURATION.fullmatch(text)

@@ -12,11 +12,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 
 DEFAULT_LIMIT_PATTERNS: dict[str, tuple[str, ...]] = {
-    "claude": (
+    "claude": (  # Claude Code 2.1's own wordings: tests/realcli/NOTES.md
         r"(?i)usage limit reached",
         r"(?i)\b\d+-hour limit reached",
-        r"(?i)you've hit your (usage )?limit",
-        r"(?i)API Error: (429|529)\b",
+        # session, weekly, Opus, Sonnet, usage, fast, monthly spend: "You've hit your weekly limit · resets …"
+        r"(?i)you[’']ve hit your ([\w-]+ ){0,2}limit\b",
+        r"(?i)you[’']re out of usage credits",
+        r"(?i)server is temporarily limiting requests",
+        r"(?i)API Error: Request rejected \(429\)",
+        r"(?i)API Error: (429|500|502|503|529)\b",
         r"\b(overloaded_error|rate_limit_error)\b",
     ),
     # Gemini CLI 0.61 (tests/realcli/NOTES.md): it retries 429 and 503 silently; what it prints is final
@@ -71,13 +75,35 @@ def find_limit(
     return None
 
 
+# Claude Code's StopFailure hook: the `error` kinds that mean "not now" rather than "not at all"
+LIMIT_FAILURES = {"rate_limit": "rate_limited", "overloaded": "overloaded", "server_error": "server_error"}
+
+
+def failure_limit(error: str, message: str, now: datetime, local: tzinfo) -> LimitHit | None:
+    """A StopFailure hook's `error` and `last_assistant_message` as a limit, with the reset the message
+    names (else now + 1 h); None for an error that is not a limit (billing, authentication, …)."""
+    if error not in LIMIT_FAILURES:
+        return None
+    line = next((row.strip() for row in message.splitlines() if row.strip()), "")
+    until = reset_time(message, now, local) or now + DEFAULT_PAUSE
+    return LimitHit(line or error, until.astimezone(UTC), _reason(message) if line else LIMIT_FAILURES[error])
+
+
 def _reason(row: str) -> str:
     lowered = row.lower()
     if "overload" in lowered or "529" in lowered or "high demand" in lowered or "status 503" in lowered:
         return "overloaded"
-    if any(word in lowered for word in ("quota", "resource_exhausted", "usage limit", "credit")):
+    if re.search(r"api error: 5\d\d\b", lowered):
+        return "server_error"
+    if "temporarily limiting" in lowered:  # "… (not your usage limit)"
+        return "rate_limited"
+    if any(word in lowered for word in _QUOTA_WORDS) or _HIT.search(row):
         return "quota_exhausted"
     return "rate_limited"
+
+
+_QUOTA_WORDS = ("quota", "resource_exhausted", "usage limit", "credit")
+_HIT = re.compile(r"(?i)you[’']ve hit your ")
 
 
 _EPOCH = re.compile(r"\|(\d{10})\b")
@@ -86,6 +112,14 @@ _IN = re.compile(
     r"((?:\d+\s*(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,and]*)+)"
 )
 _UNIT = re.compile(r"(?i)(\d+)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b")
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+# "resets Nov 25, 11:05pm (UTC)" (claude); "try again at Nov 26th, 2026 2:21 AM." (codex: local time)
+_DATE = re.compile(
+    r"(?i)(?:resets?|try again|available again)\s+(?:on\s+|at\s+)?("
+    + "|".join(_MONTHS)
+    + r")[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(?:(\d{4}),?\s+)?"
+    r"(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?(?:\s*\(([A-Za-z_]+/[A-Za-z_/]+|UTC)\))?"
+)
 _AT = re.compile(
     r"(?i)(?:resets?|try again|available again)\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?"
     r"(?:\s*\(([A-Za-z_]+/[A-Za-z_/]+|UTC)\))?"
@@ -93,13 +127,14 @@ _AT = re.compile(
 
 
 def reset_time(text: str, now: datetime, local: tzinfo) -> datetime | None:
-    """When a limit message says the agent is back: an epoch stamp, "in 2 hours 5 minutes", or "at 5pm"."""
+    """When a limit message says the agent is back: an epoch stamp, "in 2 hours 5 minutes", "at 5pm",
+    "4:05am (UTC)" or "Nov 25, 11:05pm (UTC)"."""
     if match := _EPOCH.search(text):
         return datetime.fromtimestamp(int(match[1]), UTC)
+    if match := _DATE.search(text):
+        return _next_date(match, now, local)
     if match := _IN.search(text):
         return now + sum((_duration(int(n), unit) for n, unit in _UNIT.findall(match[1])), timedelta())
-    if dated := _dated_reset(text, local):
-        return dated
     if match := _AT.search(text):
         return _next_clock_time(match, now, local)
     return None
@@ -117,20 +152,44 @@ def _duration(amount: int, unit: str) -> timedelta:
 
 
 def _next_clock_time(match: re.Match[str], now: datetime, local: tzinfo) -> datetime | None:
-    hour, minute = int(match[1]), int(match[2] or 0)
-    meridiem = (match[3] or "").lower().replace(".", "")
-    if meridiem and not 1 <= hour <= 12 or hour > 23 or minute > 59:
-        return None
-    if not meridiem and not match[2]:
+    if not match[3] and not match[2]:
         return None  # a bare number ("resets 3") is not a time
-    if meridiem:
-        hour = hour % 12 + (12 if meridiem == "pm" else 0)
+    hour, minute = _hour(int(match[1]), match[3]), int(match[2] or 0)
+    if hour is None or minute > 59:
+        return None
     zone = _zone(match[4]) or local
     here = now.astimezone(zone)
     candidate = here.replace(hour=hour, minute=minute, second=0, microsecond=0)
     if candidate <= here:
         candidate += timedelta(days=1)
     return candidate
+
+
+def _next_date(match: re.Match[str], now: datetime, local: tzinfo) -> datetime | None:
+    """ "Nov 25, 11:05pm (UTC)": that day and time, in the year it names, else in this year or (once it has
+    passed) the next."""
+    month, day = _MONTHS.index(match[1][:3].lower()) + 1, int(match[2])
+    hour = _hour(int(match[4]), match[6])
+    minute = int(match[5] or 0)
+    if hour is None or minute > 59:
+        return None
+    zone = _zone(match[7]) or local
+    here = now.astimezone(zone)
+    for year in (int(match[3]),) if match[3] else (here.year, here.year + 1):
+        try:
+            candidate = datetime(year, month, day, hour, minute, tzinfo=zone)
+        except ValueError:  # Feb 30, or Feb 29 outside a leap year
+            continue
+        if match[3] or candidate > here - timedelta(days=1):  # a reset just past is still this year's
+            return candidate
+    return None
+
+
+def _hour(hour: int, meridiem: str | None) -> int | None:
+    meridiem = (meridiem or "").lower().replace(".", "")
+    if meridiem:
+        return hour % 12 + (12 if meridiem == "pm" else 0) if 1 <= hour <= 12 else None
+    return hour if hour <= 23 else None
 
 
 def _zone(name: str | None) -> tzinfo | None:
@@ -143,29 +202,4 @@ def _zone(name: str | None) -> tzinfo | None:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        return None
-
-
-# codex: "try again at Nov 26th, 2026 2:21 AM." (the machine's local time; the year may be missing)
-_DATED = re.compile(
-    r"(?i)(?:try again|resets?|available again)\s+(?:at|on)\s+([A-Z][a-z]{2})[a-z]*\.?\s+(\d{1,2})"
-    r"(?:st|nd|rd|th)?,?\s+(?:(\d{4}),?\s+)?(?:at\s+)?(\d{1,2}):(\d{2})\s*([ap]\.?m\.?)?"
-)
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-
-
-def _dated_reset(text: str, local: tzinfo) -> datetime | None:
-    match = _DATED.search(text)
-    if match is None or match[1].lower() not in _MONTHS:
-        return None
-    hour, minute = int(match[4]), int(match[5])
-    meridiem = (match[6] or "").lower().replace(".", "")
-    if meridiem:
-        if not 1 <= hour <= 12:
-            return None
-        hour = hour % 12 + (12 if meridiem == "pm" else 0)
-    year = int(match[3]) if match[3] else datetime.now(local).year
-    try:
-        return datetime(year, _MONTHS.index(match[1].lower()) + 1, int(match[2]), hour, minute, tzinfo=local)
-    except ValueError:
         return None

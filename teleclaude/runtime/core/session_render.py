@@ -7,6 +7,7 @@ the second line of each carries `key="value"` fields an orchestrator can read wi
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -23,9 +24,10 @@ from teleclaude.runtime.core.sessions import (
 )
 
 Answer = Started | Output | Waited | Ended | Reported | list[Session]
+Tools = Mapping[str, Sequence[str]]  # session id -> its latest tool uses, a line each (Runtime.recent_tools)
 
 
-def session_text(answer: Answer) -> str:
+def session_text(answer: Answer, tools: Tools | None = None) -> str:
     if isinstance(answer, Started):
         return _started(answer.session)
     if isinstance(answer, Reported):
@@ -48,10 +50,10 @@ def session_text(answer: Answer) -> str:
         return f"OK: session {answer.session.id} ended ({answer.session.state.value}).\n" + _fields(
             _summary(answer.session)
         )
-    return _listing(answer)
+    return _listing(answer, tools or {})
 
 
-def session_dict(answer: Answer) -> Any:
+def session_dict(answer: Answer, tools: Tools | None = None) -> Any:
     if isinstance(answer, Started | Ended):
         return _session_dict(answer.session)
     if isinstance(answer, Reported):
@@ -64,7 +66,7 @@ def session_dict(answer: Answer) -> Any:
             "sessions": [_session_dict(s) for s in answer.sessions],
             "timed_out": answer.timed_out,
         }
-    return [_session_dict(s) for s in answer]
+    return [{**_session_dict(s), "recent_tools": list((tools or {}).get(s.id, ()))} for s in answer]
 
 
 def _started(session: Session) -> str:
@@ -113,8 +115,12 @@ def _waited(answer: Waited) -> str:
     return "\n".join(lines)
 
 
-def _listing(sessions: list[Session]) -> str:
-    return "\n".join([f"SESSIONS: {len(sessions)}", *(_fields(_summary(s)) for s in sessions)])
+def _listing(sessions: list[Session], tools: Tools) -> str:
+    lines = [f"SESSIONS: {len(sessions)}"]
+    for session in sessions:
+        lines.append(_fields(_summary(session)))
+        lines += [f"    {line}" for line in tools.get(session.id, ())]  # already escaped by tool_lines
+    return "\n".join(lines)
 
 
 def _summary(session: Session) -> dict[str, Any]:

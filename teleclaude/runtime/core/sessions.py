@@ -52,6 +52,7 @@ class Activity(Enum):
 
     WORKING = "working"
     TOOL = "tool"
+    WAITING_API = "waiting_api"  # the CLI counts down to retrying a failed API call
     QUIET = "quiet"
 
 
@@ -346,6 +347,7 @@ def read_since(
         return _read_alternate(view, cursor, capture, max_lines, max_bytes)
     history = view.history_size
     finished = history + view.cursor_y  # kept rows before the cursor's row, counted from the oldest kept
+    missed: int | None
     if cursor is None:  # the first read: the visible screen
         base, line, missed = 0, history, 0
     else:
@@ -433,10 +435,18 @@ class Reported:
 
 
 def prompt_visible(rows: list[str], prompt_pattern: str) -> bool:
-    """The agent's input prompt is on one of the last non-blank rows of the screen."""
+    """`prompt_pattern` (the input prompt, or any row) matches one of the last non-blank rows."""
     tail = [row for row in rows if row.strip()][-6:]
     pattern = re.compile(prompt_pattern)
     return any(pattern.search(row) for row in tail)
+
+
+def waiting_for_input(rows: list[str], prompt_pattern: str, busy_pattern: str = "") -> bool:
+    """The prompt is shown and nothing says the CLI is still working (claude keeps its input line while it
+    works; only its footer tells: `esc to interrupt`)."""
+    if busy_pattern and prompt_visible(rows, busy_pattern):
+        return False
+    return prompt_visible(rows, prompt_pattern)
 
 
 def observe_idle(

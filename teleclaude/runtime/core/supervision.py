@@ -19,6 +19,7 @@ from datetime import datetime
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Decision, Dispatch, RunYourself, Step
+from teleclaude.planner.core.timeparse import format_duration
 from teleclaude.runtime.core.sessions import Activity, Change, Event, Session, SessionState, transition
 
 MARK = "[teleclaude]"  # starts every line the supervisor types, so its echo never counts as progress
@@ -62,10 +63,16 @@ def resumed(
     return fresh, events
 
 
-def activity_of(session: Session, screen: list[str], now: datetime, idle_seconds: float) -> Activity:
+def activity_of(
+    session: Session, screen: list[str], now: datetime, idle_seconds: float, retry: str = ""
+) -> Activity:
+    """What the pane shows: a retry countdown (`retry`, the profile's pattern), a tool running, output, or
+    nothing new for `idle_seconds`."""
+    tail = [row for row in screen if row.strip()][-8:]
+    if retry and any(re.search(retry, row) for row in tail):
+        return Activity.WAITING_API
     if session.last_change_at and (now - session.last_change_at).total_seconds() >= idle_seconds:
         return Activity.QUIET
-    tail = [row for row in screen if row.strip()][-8:]
     return Activity.TOOL if any(_TOOL_ROW.search(row) for row in tail) else Activity.WORKING
 
 
@@ -102,7 +109,7 @@ def nudge(
         return None
     if session.nudges >= config.max_nudges:
         return NeedsAttention(
-            f"no progress for {duration(silent)} and {session.nudges} reminders went unanswered"
+            f"no progress for {format_duration(silent)} and {session.nudges} reminders went unanswered"
         )
     interrupt = silent >= config.hard_remind
     if not interrupt and not quiet:
@@ -128,7 +135,7 @@ def reminder_text(number: int, of: int, silent: float, interrupt: bool) -> str:
     look like the worker's output."""
     advice = "Background long commands, report" if interrupt else "Report"
     return (
-        f"{MARK} reminder {number}/{of}: no progress for {duration(silent)}. "
+        f"{MARK} reminder {number}/{of}: no progress for {format_duration(silent)}. "
         f"{advice} with teleclaude__report_status, then finish your step and commit."
     )
 
@@ -153,16 +160,20 @@ class Digest:
     nudges: int
     last_lines: tuple[str, ...]
     no_progress: bool  # nothing new for digest_period_quiet
+    tools: tuple[str, ...] = ()  # its latest tool uses, `Read: src/x.py (1m ago)` (core/tool_uses.py)
 
     def text(self) -> str:
         status = (
-            f'"{self.status}" ({duration(self.status_age)} ago)' if self.status_age is not None else "never"
+            f'"{self.status}" ({format_duration(self.status_age)} ago)'
+            if self.status_age is not None
+            else "never"
         )
         head = (
-            f"running {duration(self.running_for)}, state {self.state.value}, status {status}, "
+            f"running {format_duration(self.running_for)}, state {self.state.value}, status {status}, "
             f"{self.nudges} reminder(s) sent" + (", NO PROGRESS" if self.no_progress else "")
         )
-        return "\n".join([head, *(f"  | {line}" for line in self.last_lines)])
+        tools = ["  recent tools:", *(f"    {line}" for line in self.tools)] if self.tools else []
+        return "\n".join([head, *tools, *(f"  | {line}" for line in self.last_lines)])
 
 
 def digest_due(session: Session, now: datetime, config: RuntimeConfig) -> bool:
@@ -176,7 +187,12 @@ def digest_due(session: Session, now: datetime, config: RuntimeConfig) -> bool:
 
 
 def digest(
-    session: Session, now: datetime, screen: list[str], config: RuntimeConfig, lines: int = 5
+    session: Session,
+    now: datetime,
+    screen: list[str],
+    config: RuntimeConfig,
+    lines: int = 5,
+    tools: tuple[str, ...] = (),
 ) -> tuple[Session, Digest]:
     no_progress = _silent_for(session, now) >= config.digest_period_quiet
     report = Digest(
@@ -188,6 +204,7 @@ def digest(
         session.nudges,
         tuple(row.rstrip() for row in screen if row.strip())[-lines:],
         no_progress,
+        tools,
     )
     escalated = session.digest_escalated or no_progress  # one-way: a worker that went quiet stays watched
     return replace(session, last_digest_at=now, digest_escalated=escalated), report
@@ -220,7 +237,7 @@ def assess(
     asked = action.step if isinstance(action, Dispatch | RunYourself) else None
     if asked is Step.COMMIT and getattr(action, "slug", slug) == slug:
         return Directive(f"{MARK} Commit your changes: the files you changed are not committed yet.")
-    if asked is not step or getattr(action, "slug", slug) != slug:
+    if step is None or asked is not step or getattr(action, "slug", slug) != slug:
         summary = "another step" if asked is None else f"/{asked.command}"
         return Finished(f"/{command} {slug} is done by the files; the planner moves on to {summary}")
     return Directive(_unfinished(step, slug, open_tasks, commits_ahead))
@@ -248,12 +265,3 @@ def _unfinished(step: Step, slug: str, open_tasks: int, commits_ahead: int) -> s
 def step_of(command: str) -> Step | None:
     name = command.removeprefix("prompts:")
     return next((step for step in Step if step.command == name), None)
-
-
-def duration(seconds: float | None) -> str:
-    total = int(seconds or 0)
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"

@@ -1,0 +1,234 @@
+"""Large inputs and the run loop, each next to a floor measured in the same run.
+
+    PYTHONPATH=. python bench/bench_scale.py [--items 100000] [--tasks 200000] [--rounds 15]
+                                             [--run-seconds 10]
+
+    claim     `teleclaude next-work` (no slug) on a roadmap of `--items` items claiming the first open one;
+              the roadmap was claimed before and edited back by hand (one chunk changed), as in real use
+    plan      `teleclaude next-work SLUG` judging a plan of `--tasks` build tasks after one task was ticked
+    floor S   `python -c pass` + `git status` in the same small repository     aim: claim, plan <= 1 s
+    cold      the same claim with the parse cache deleted (info: the first call after a big import)
+    deep      a 3,000-deep nested roadmap, refused with FILE_ERROR (info; was 5 s and 800 MB)
+    run       `teleclaude run`'s own CPU (with its children) per second while a worker is busy, next to
+    floor T   the CPU of one `tmux list-panes` client (the least a loop that looks at tmux once pays)
+
+Medians of `--rounds` rounds, interleaved with their floors; never asserts; deletes its temp dir; exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+sys.path.insert(0, str(REPO_ROOT / "bench"))
+
+from bench_next_work import default_tmpdir, git, plan_text, slug_for  # noqa: E402
+
+
+def timed(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
+    """(wall ms, CPU ms of the child, its stdout's first line)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, check=False)
+    wall = (time.perf_counter() - start) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000
+    return wall, cpu, done.stdout.decode(errors="replace").split("\n", 1)[0]
+
+
+def big_roadmap(items: int) -> tuple[str, str]:
+    """`items` items in sections of 50; the first is open and prepared, the rest open or done."""
+    lines = ["# Roadmap", ""]
+    for i in range(items):
+        if i % 50 == 0:
+            lines += ["", f"## Area {i // 50 + 1}", ""]
+        mark = " " if i == 0 or i % 3 else "x"
+        lines.append(f"- [{mark}] {slug_for(i)} — Item {i} of the large roadmap, with `code` and *words*.")
+    return "\n".join(lines) + "\n", slug_for(0)
+
+
+def build(base: Path, items: int, tasks: int, env: dict[str, str]) -> tuple[Path, str]:
+    project = base / "project"
+    project.mkdir()
+    git(project, "init", "-q", "-b", "main")
+    git(project, "config", "user.name", "bench")
+    git(project, "config", "user.email", "bench@invalid")
+    roadmap, slug = big_roadmap(items)
+    (project / "todos" / slug).mkdir(parents=True)
+    (project / "todos" / "roadmap.md").write_text(roadmap)
+    (project / "todos" / slug / "requirements.md").write_text("# Requirements\n\n- It works.\n")
+    (project / "todos" / slug / "implementation-plan.md").write_text(plan_text(slug, tasks))
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "large roadmap and plan")
+    first = subprocess.run(
+        [sys.executable, "-m", "teleclaude", "next-work", "--cwd", str(project)],
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    print(f"setup: {first.stdout.decode().splitlines()[0] if first.stdout else first.stderr.decode()[-300:]}")
+    return project, slug
+
+
+def unclaim(project: Path, slug: str) -> None:
+    path = project / "todos" / "roadmap.md"
+    path.write_text(path.read_text().replace(f"- [>] {slug} ", f"- [ ] {slug} ", 1))
+
+
+def toggle_task(plan: Path, round_: int) -> None:
+    """Tick or untick one task near the middle: one chunk of the plan changes."""
+    text = plan.read_text()
+    middle = text.index("- [", len(text) // 2)
+    mark = text[middle + 3]
+    plan.write_text(text[: middle + 3] + (" " if mark == "x" else "x") + text[middle + 4 :])
+
+
+def run_cpu(base: Path, seconds: float, env: dict[str, str]) -> tuple[float, float, str] | None:
+    """(CPU ms per second of `teleclaude run` and its children, CPU ms of one tmux client, a note)."""
+    if not shutil.which("tmux"):
+        return None
+    from teleclaude.demo import stand_in
+    from teleclaude.demo.scenario import commit_all, make_repository
+
+    socket = f"tc-bench-{secrets.token_hex(4)}"
+    project = make_repository(base / "run-project")
+    (project / "teleclaude.toml").write_text(f'[runtime]\nsocket = "{socket}"\n')
+    commit_all(project, "runtime settings")
+    bin_dir = stand_in.install(base / "bin")
+    run_env = {**env, "PATH": f"{bin_dir}{os.pathsep}{env['PATH']}", "FAKE_AGENT": "hang"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "teleclaude", "run"],
+        cwd=project,
+        env=run_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    tmux = ["tmux", "-L", socket]
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # a worker pane running the busy stand-in
+            panes = subprocess.run([*tmux, "list-panes", "-a"], capture_output=True, check=False)
+            if panes.returncode == 0 and panes.stdout.strip():
+                break
+            time.sleep(0.2)
+        else:
+            return None
+        time.sleep(3)  # past the start-up: the worker has its command and is busy
+        before = _cpu_of(process.pid)
+        time.sleep(seconds)
+        used = (_cpu_of(process.pid) - before) / seconds
+        floor = statistics.median(timed([*tmux, "list-panes", "-a"], base, env)[1] for _ in range(15))
+        return used, floor, "1 busy worker"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        subprocess.run([*tmux, "kill-server"], capture_output=True, check=False)
+
+
+def _cpu_of(pid: int) -> float:
+    """CPU ms of `pid` and its reaped children, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
+    return ticks * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def row(name: str, value: float, floor: float, note: str = "") -> None:
+    print(f"{name:<52}{value:>8.0f}ms{value / floor:>8.1f}x  {note}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, default=100_000)
+    parser.add_argument("--tasks", type=int, default=200_000)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--run-seconds", type=float, default=10.0)
+    options = parser.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="teleclaude-scale-", dir=default_tmpdir()))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "TELECLAUDE_DEBUG")}
+    env.update(
+        TELECLAUDE_DB=str(base / "teleclaude.db"),
+        XDG_CONFIG_HOME=str(base / "config"),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+    )
+    os.environ.update({k: env[k] for k in ("TELECLAUDE_DB", "XDG_CONFIG_HOME")})
+    print(
+        f"teleclaude scale benchmark: {options.items:,} roadmap items, {options.tasks:,} plan tasks, "
+        f"{options.rounds} rounds; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
+    )
+    try:
+        project, slug = build(base, options.items, options.tasks, env)
+        tree, plan = (
+            project / "trees" / slug,
+            project / "trees" / slug / "todos" / slug / "implementation-plan.md",
+        )
+        claim = [sys.executable, "-m", "teleclaude", "next-work", "--cwd", str(project)]
+        judge = [sys.executable, "-m", "teleclaude", "next-work", slug, "--cwd", str(project)]
+        status = ["git", "status", "--porcelain=v2", "--branch", "-z"]
+        samples: dict[str, list[float]] = {}
+        answers: dict[str, str] = {}
+        for round_ in range(options.rounds):
+            unclaim(project, slug)
+            wall, cpu, answers["claim"] = timed(claim, project, env)
+            samples.setdefault("claim", []).append(wall)
+            toggle_task(plan, round_)
+            wall, cpu, answers["plan"] = timed(judge, project, env)
+            samples.setdefault("plan", []).append(wall)
+            samples.setdefault("pass", []).append(timed([sys.executable, "-c", "pass"], project, env)[0])
+            samples.setdefault("git", []).append(timed(status, tree, env)[0])
+        cold = []
+        for _ in range(3):
+            unclaim(project, slug)
+            shutil.rmtree(project / ".git" / "teleclaude-cache", ignore_errors=True)
+            cold.append(timed(claim, project, env)[0])
+        claimed = (project / "todos" / "roadmap.md").read_text().count(f"- [>] {slug} ")
+        deep = base / "deep"
+        deep.mkdir()
+        git(deep, "init", "-q")
+        (deep / "todos").mkdir()
+        (deep / "todos" / "roadmap.md").write_text("".join("  " * i + f"- [ ] d{i}\n" for i in range(3000)))
+        deep_wall, _, deep_answer = timed(claim[:-1] + [str(deep)], deep, env)
+        running = run_cpu(base, options.run_seconds, env)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+    med = {name: statistics.median(values) for name, values in samples.items()}
+    floor = med["pass"] + med["git"]
+    print(f"answers: claim {answers['claim']!r} (claimed: {claimed == 1}); plan {answers['plan']!r}")
+    print()
+    print(f"{'measurement':<52}{'median':>10}{'ratio':>9}  aim")
+    print("-" * 80)
+    print(f"{'S  python -c pass + git status (small repo)':<52}{floor:>8.0f}ms")
+    for key, name in (
+        ("claim", f"claim in a {options.items:,}-item roadmap"),
+        ("plan", f"judge a {options.tasks:,}-task plan"),
+    ):
+        verdict = "ok" if med[key] <= 1000 else "MISS"
+        print(f"{'   ' + name:<52}{med[key]:>8.0f}ms{med[key] / floor:>8.1f}x  <= 1 s  {verdict}")
+    row("   the same claim, parse cache deleted (info)", statistics.median(cold), floor)
+    row("   3,000-deep nested roadmap (info)", deep_wall, floor, deep_answer)
+    if running is None:
+        print("   teleclaude run: not measured (no tmux, or no worker started)")
+    else:
+        used, tmux_floor, note = running
+        print(f"{'T  one tmux list-panes client (CPU)':<52}{tmux_floor:>8.1f}ms")
+        row(f"   teleclaude run, own CPU per second ({note})", used, tmux_floor, "info")
+    print(f"\nload at the end {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

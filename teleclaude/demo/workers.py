@@ -1,0 +1,176 @@
+"""The demo's repository and its scripted workers: plain functions that edit files and commit the way a
+builder, reviewer, fixer, finalizer and commit-pending agent would. `teleclaude demo`, the stand-in agent CLI
+and the tests all drive these.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from teleclaude.adapters.git import run_git
+from teleclaude.planner.core.markdown import decode
+from teleclaude.planner.core.model import Dispatch, Marker, Step
+from teleclaude.planner.core.roadmap import parse_roadmap, rewrite_marker
+
+ROADMAP = """# Roadmap
+
+## Demo
+- [ ] greeting — A module that says hello.
+- [ ] farewell (after: greeting) — A module that says goodbye.
+- [ ] shouting — Upper-case variants of both.
+"""
+
+PLAN = """# Implementation plan: {slug}
+
+## Group 1: Code
+- [ ] Write src/{module}.py
+- [ ] Add a docstring
+
+## Group 2: Tests
+- [ ] Write tests/test_{module}.py
+
+## Group 5: After the build
+- [ ] Announce it
+"""
+
+REVIEW = """# Review findings: {slug}
+
+## Critical
+{critical}
+## Important
+
+## Suggestions
+
+## Verdict
+- [{approve}] APPROVE
+- [{request}] REQUEST CHANGES
+"""
+
+
+def git(cwd: Path, *args: str) -> str:
+    return run_git(list(args), cwd)
+
+
+def commit_all(cwd: Path, message: str) -> None:
+    git(cwd, "add", "-A")
+    git(cwd, "commit", "-q", "-m", message)
+
+
+def make_repository(root: Path) -> Path:
+    """A git repository with the demo roadmap and three prepared items, all committed."""
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.name", "teleclaude demo")
+    git(root, "config", "user.email", "demo@teleclaude.invalid")
+    (root / "todos").mkdir()
+    (root / "todos" / "roadmap.md").write_text(ROADMAP)
+    for item in parse_roadmap(ROADMAP).items:
+        folder = root / "todos" / item.slug
+        folder.mkdir()
+        (folder / "requirements.md").write_text(f"# Requirements: {item.slug}\n\n{item.description}\n")
+        plan = PLAN.format(slug=item.slug, module=item.slug.replace("-", "_"))
+        (folder / "implementation-plan.md").write_text(plan)
+    commit_all(root, "Add roadmap and prepared items")
+    return root
+
+
+# --- scripted workers -------------------------------------------------------------------------------
+
+
+class Workers:
+    """Stand-ins for the agents. `forget_commit` and `reject_first` make them misbehave once, on purpose."""
+
+    def __init__(self, project: Path, forget_commit: str | None = None, reject_first: str | None = None):
+        self.project = project
+        self.forget_commit = forget_commit
+        self.reject_first = reject_first
+        self.reviews: dict[str, int] = {}
+
+    def run(self, action: Dispatch) -> str:
+        return self.worker(action.step)(self.project / (action.subfolder or ""), action)
+
+    def worker(self, step: Step) -> Callable[[Path, Dispatch], str]:
+        """The stand-in for `step`: called with the folder it works in and the dispatch."""
+        return {
+            Step.BUILD: self.build,
+            Step.REVIEW: self.review,
+            Step.FIX: self.fix,
+            Step.FINALIZE: self.finalize,
+            Step.COMMIT: self.commit_pending,
+            Step.BUGS: self.bugs,
+        }[step]
+
+    def build(self, tree: Path, action: Dispatch) -> str:
+        slug, module = action.slug, action.slug.replace("-", "_")
+        (tree / "src").mkdir(exist_ok=True)
+        (tree / "tests").mkdir(exist_ok=True)
+        (tree / "src" / f"{module}.py").write_text(
+            f'"""{slug}."""\n\n\ndef {module}():\n    return "{slug}"\n'
+        )
+        (tree / "tests" / f"test_{module}.py").write_text(f"def test_{module}():\n    assert True\n")
+        tick_build_tasks(tree / "todos" / slug / "implementation-plan.md")
+        if self.forget_commit == slug:
+            self.forget_commit = None
+            return "builder: did every task in Groups 1-4 and ticked them, but forgot to commit"
+        commit_all(tree, f"Build {slug}")
+        return "builder: did every task in Groups 1-4, ticked them, committed"
+
+    def review(self, tree: Path, action: Dispatch) -> str:
+        slug = action.slug
+        self.reviews[slug] = self.reviews.get(slug, 0) + 1
+        rejects = self.reject_first == slug and self.reviews[slug] == 1
+        critical = "- The function has no test of its return value.\n" if rejects else ""
+        text = REVIEW.format(
+            slug=slug, critical=critical, approve=" " if rejects else "x", request="x" if rejects else " "
+        )
+        (tree / "todos" / slug / "review-findings.md").write_text(text)
+        commit_all(tree, f"Review {slug}")
+        return "reviewer: REQUEST CHANGES (one critical finding)" if rejects else "reviewer: APPROVE"
+
+    def fix(self, tree: Path, action: Dispatch) -> str:
+        slug, module = action.slug, action.slug.replace("-", "_")
+        test = tree / "tests" / f"test_{module}.py"
+        test.write_text(
+            f"from src.{module} import {module}\n\n\n"
+            f"def test_{module}():\n    assert {module}() == '{slug}'\n"
+        )
+        (tree / "todos" / slug / "review-findings.md").unlink()
+        commit_all(tree, f"Fix review findings for {slug}")
+        return "fixer: fixed the critical finding, deleted review-findings.md, committed"
+
+    def finalize(self, main: Path, action: Dispatch) -> str:
+        slug = action.slug
+        named = re.search(r"done/\d{3}-[a-z0-9-]+/", action.note or "")
+        assert named is not None  # the finalize dispatch names the archive folder
+        archive = named[0].rstrip("/")
+        git(main, "merge", "-q", "--no-ff", "-m", f"Merge {slug}", slug)
+        (main / "done").mkdir(exist_ok=True)
+        git(main, "mv", f"todos/{slug}", archive)
+        roadmap = main / "todos" / "roadmap.md"
+        data = roadmap.read_bytes()
+        item = parse_roadmap(decode(data)).find(slug)
+        assert item is not None  # the item being finalized is on the roadmap
+        roadmap.write_bytes(rewrite_marker(data, item.line, Marker.DONE))
+        commit_all(main, f"Finalize {slug}")
+        git(main, "worktree", "remove", f"trees/{slug}")
+        git(main, "branch", "-q", "-d", slug)
+        return f"finalizer: merged {slug}, archived to {archive}/, marked [x], removed the worktree"
+
+    def commit_pending(self, where: Path, action: Dispatch) -> str:
+        changed = git(where, "status", "--porcelain").splitlines()
+        commit_all(where, f"Commit pending work for {action.slug}")
+        return f"commit-pending: committed {len(changed)} changed path(s)"
+
+    def bugs(self, main: Path, action: Dispatch) -> str:
+        bugs = main / "todos" / "bugs.md"
+        bugs.write_text(bugs.read_text().replace("- [ ]", "- [x]"))
+        commit_all(main, "Fix open bugs")
+        return "bug fixer: fixed and ticked every open bug"
+
+
+def tick_build_tasks(plan: Path) -> None:
+    """Tick every task of Groups 1-4, as a builder does when it has done them."""
+    groups = re.compile(r"^(## Group [1-4].*?)(?=^## Group [5-9]|\Z)", re.M | re.S)
+    plan.write_text(groups.sub(lambda match: match[0].replace("- [ ]", "- [x]"), plan.read_text()))

@@ -1,0 +1,80 @@
+"""`teleclaude hook tool-use`: a worker's tool use recorded for its session; never a failure for the agent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from teleclaude.adapters.sessions_db import SessionStore
+
+# what Claude Code 2.1 sends to a PreToolUse hook (the fields teleclaude reads, plus some it ignores)
+READ = {
+    "session_id": "c1",
+    "transcript_path": "/t.jsonl",
+    "cwd": "/work/project",
+    "permission_mode": "bypassPermissions",
+    "hook_event_name": "PreToolUse",
+    "tool_name": "Read",
+    "tool_input": {"file_path": "/work/project/src/x.py"},
+    "tool_use_id": "toolu_1",
+}
+
+
+def hook(cli_env: dict[str, str], payload: str, session: str | None = "w1") -> subprocess.CompletedProcess:
+    env = dict(cli_env)
+    env.pop("TELECLAUDE_SESSION_ID", None)
+    if session is not None:
+        env["TELECLAUDE_SESSION_ID"] = session
+    argv = [sys.executable, "-m", "teleclaude", "hook", "tool-use", "--agent", "claude"]
+    return subprocess.run(argv, input=payload, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_a_tool_use_is_recorded_for_the_session_with_its_target(cli_env):
+    done = hook(cli_env, json.dumps(READ))
+    assert (done.returncode, done.stdout) == (0, "")
+    bash = {**READ, "tool_name": "Bash", "tool_input": {"command": "pytest -q\n  tests/x"}}
+    assert hook(cli_env, json.dumps(bash)).returncode == 0
+    uses = SessionStore(cli_env["TELECLAUDE_DB"]).recent_tool_uses(["w1"])["w1"]
+    assert [(u.tool, u.target) for u in uses] == [("Read", "src/x.py"), ("Bash", "pytest -q tests/x")]
+
+
+def test_only_the_latest_are_kept(cli_env):
+    store = SessionStore(cli_env["TELECLAUDE_DB"])
+    for number in range(25):
+        hook(cli_env, json.dumps({**READ, "tool_input": {"file_path": f"f{number}"}}))
+    assert [u.target for u in store.recent_tool_uses(["w1"], limit=100)["w1"]] == [
+        f"f{n}" for n in range(5, 25)
+    ]
+    assert [u.target for u in store.recent_tool_uses(["w1"])["w1"]] == [f"f{n}" for n in range(20, 25)]
+
+
+def test_outside_a_worker_nothing_is_recorded(cli_env):
+    done = hook(cli_env, json.dumps(READ), session=None)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert not Path(cli_env["TELECLAUDE_DB"]).exists()
+
+
+def test_bad_input_or_a_broken_database_never_fails_the_agent(cli_env, tmp_path):
+    for payload in ("", "not json", "[]", json.dumps({"tool_input": {}})):
+        done = hook(cli_env, payload)
+        assert (done.returncode, done.stdout) == (0, ""), payload
+        assert done.stderr.startswith("teleclaude hook tool-use: ")
+    folder = tmp_path / "db-is-a-folder"
+    folder.mkdir()
+    done = hook({**cli_env, "TELECLAUDE_DB": str(folder)}, json.dumps(READ))
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "teleclaude hook tool-use: " in done.stderr
+
+
+def test_the_stop_failure_hook_never_fails_the_agent(cli_env):
+    """`hook stop-failure` (the real handler; what it records is in tests/runtime and tests/realcli)."""
+    argv = [sys.executable, "-m", "teleclaude", "hook", "stop-failure", "--agent", "claude"]
+    env = {k: v for k, v in cli_env.items() if k != "TELECLAUDE_SESSION_ID"}
+    payload = json.dumps({"hook_event_name": "StopFailure", "error": "rate_limit"})
+    done = subprocess.run(argv, input=payload, env=env, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")  # outside a worker: nothing to record
+    done = subprocess.run(argv, input="not json", env=env, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr.startswith("teleclaude hook stop-failure: ")

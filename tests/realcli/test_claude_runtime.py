@@ -1,0 +1,203 @@
+"""The real Claude Code under teleclaude's runtime when things go wrong: dialogs, refusals, API errors and
+limits, and turn ends reported by its hooks."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from teleclaude.adapters.store import AvailabilityStore
+from teleclaude.demo.model_server import Fail, Text, shell
+from teleclaude.demo.scenario import commit_all
+from teleclaude.errors import Error, ErrorCode
+from teleclaude.planner import api as app
+from teleclaude.planner.core.render import to_text
+from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
+
+
+def with_env(runtime, agent: str, **changes: str | None) -> None:
+    """Change what the agent's workers get (None: leave the variable out), on top of teleclaude.toml's."""
+    env = runtime.config.profiles[agent].env
+    with_profile(runtime, agent, env={k: v for k, v in {**env, **changes}.items() if v is not None})
+
+
+def with_profile(runtime, agent: str, **changes: object) -> None:
+    config = runtime.context.config
+    profiles = {**config.profiles, agent: replace(config.profiles[agent], **changes)}
+    runtime.context.config = replace(config, profiles=profiles)
+
+
+def blocked(runtime, project) -> Error:
+    answer = runtime.run_agent_command("local", "next-build", "greeting", str(project), "claude", "med")
+    assert isinstance(answer, Error), answer
+    assert answer.code is ErrorCode.WORKER_BLOCKED, answer.message
+    (session,) = runtime.store.sessions()
+    assert session.state is SessionState.ERRORED
+    assert runtime.tmux.session_names() == set()  # nothing left behind
+    return answer
+
+
+def test_a_first_run_dialog_is_reported_as_worker_blocked_with_its_fix(
+    runtime, project, isolated_environment
+):
+    state_file = isolated_environment / ".claude.json"
+    state = json.loads(state_file.read_text())
+    state["projects"] = {}  # the workspace trust question was never answered
+    state_file.write_text(json.dumps(state))
+    runtime.context.config = replace(runtime.config, startup_timeout=300)  # only recognition ends it quickly
+    answer = blocked(runtime, project)
+    assert "hasTrustDialogAccepted" in answer.message  # the key that pre-answers it
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="claude refuses only root")
+def test_as_root_without_is_sandbox_claudes_refusal_and_the_fix_reach_the_user(runtime, project, monkeypatch):
+    monkeypatch.delenv("IS_SANDBOX", raising=False)  # not from the tmux server's environment either
+    with_env(runtime, "claude", IS_SANDBOX=None)
+    answer = blocked(runtime, project)
+    assert "--dangerously-skip-permissions cannot be used with root" in answer.message  # claude's own words
+    assert 'env = {IS_SANDBOX = "1"}' in answer.message
+
+
+# --- turn ends from the hooks -------------------------------------------------------------------------------
+
+
+def test_twenty_turns_end_by_the_stop_hook(runtime, project, model_server):
+    """The idle rule is set to 300 s (conftest.SETTINGS): each of these turn ends can only be the hook's."""
+    started = start(runtime, project)
+    details = [event.detail for event in turn_ended(runtime, started.session.id)]
+    for turn in range(2, 21):
+        sent = runtime.send_message(started.session.id, f"Turn {turn}: say done.")
+        assert not isinstance(sent, Error), sent
+        details += [event.detail for event in turn_ended(runtime, started.session.id)]
+    assert details == ["stop hook"] * 20
+    assert len(model_server.turns()) == 20
+
+
+# --- API errors and limits ----------------------------------------------------------------------------------
+
+OAUTH_TOKEN = (
+    "sk-ant-oat01-teleclaude-scripted-model-server"  # a subscriber's login: subscription limits show
+)
+
+
+@pytest.mark.parametrize(
+    ("failure", "subscriber", "signal"),
+    [
+        ("rate_limit", False, "hook"),
+        ("rate_limit", False, "screen"),
+        ("overloaded", False, "hook"),
+        ("session_limit", True, "hook"),
+        ("session_limit", True, "screen"),
+    ],
+)
+def test_a_limit_makes_claude_unavailable_until_its_reset_and_next_work_falls_back(
+    runtime, project, model_server, isolated_environment, failure, subscriber, signal
+):
+    """Either signal alone is enough: the StopFailure hook (no screen patterns), or the screen (no hook)."""
+    prefer_claude_for_builds(project)
+    assert called_agent(project) == "claude"
+    if subscriber:
+        with_env(runtime, "claude", ANTHROPIC_API_KEY=None, CLAUDE_CODE_OAUTH_TOKEN=OAUTH_TOKEN)
+    if signal == "hook":
+        with_profile(runtime, "claude", limit_patterns=())
+    else:
+        settings_file = isolated_environment / ".claude" / "settings.json"
+        settings = json.loads(settings_file.read_text())
+        del settings["hooks"]["StopFailure"]
+        settings_file.write_text(json.dumps(settings))
+    resets = int(time.time()) + 3 * 3600 + 30 * 60
+    model_server.add(Fail(failure, resets_in=resets - int(time.time())))
+    started = runtime.start(app.next_work(cwd=project))
+    assert isinstance(started, Started), started
+    events_until(runtime, started.session.id, EventKind.RATE_LIMITED)
+    assert runtime.store.get(started.session.id).state is SessionState.RATE_LIMITED
+    until = AvailabilityStore().unavailable(datetime.now(UTC))["claude"].until
+    if subscriber:  # "resets 3:48pm (UTC)": the printed reset, to the minute
+        assert abs(until - datetime.fromtimestamp(resets, UTC)) <= timedelta(minutes=1)
+    assert called_agent(project) == "codex"  # the next step goes to the next agent of the row
+    if subscriber:  # claude opens its /rate-limit-options dialog by itself: nothing may type into it
+        screen_shows(runtime, started.session, "Stop and wait for limit to reset")
+        typed = runtime.send_message(started.session.id, "continue")
+        assert isinstance(typed, Error) and typed.code is ErrorCode.WORKER_BLOCKED, typed
+
+
+def test_a_stop_hook_refusal_makes_the_worker_commit(runtime, project, model_server):
+    """The Stop hook refuses a stop with uncommitted work; the refusal is the model's next prompt."""
+    model_server.add(
+        shell("printf 'notes\\n' > todos/greeting/notes.md", "Write notes"),
+        Text("Notes written."),  # the turn would end here: the hook refuses (todos/greeting/ is dirty)
+        shell("git add todos && git commit -q -m 'Add greeting notes'", "Commit the notes"),
+        Text("Committed."),
+    )
+    started = start(runtime, project)
+    events = turn_ended(runtime, started.session.id)
+    assert [e.detail for e in events] == ["stop hook"]
+    assert "Add greeting notes" in git(project, "log", "--oneline", "-1")
+    assert git(project, "status", "--porcelain", "todos") == ""
+    refused = model_server.turns()[2]  # the request after "Notes written."
+    assert "todos/greeting/notes.md" in refused.text()  # the hook's refusal reached the model
+
+
+# --- helpers ------------------------------------------------------------------------------------------------
+
+
+def start(runtime, project) -> Started:
+    started = runtime.run_agent_command("local", "next-build", "greeting", str(project), "claude", "med")
+    assert isinstance(started, Started), started
+    return started
+
+
+def turn_ended(runtime, session_id: str) -> list:
+    return [
+        e for e in events_until(runtime, session_id, EventKind.TURN_ENDED) if e.kind is EventKind.TURN_ENDED
+    ]
+
+
+def prefer_claude_for_builds(project) -> None:
+    with (project / "teleclaude.toml").open("a") as settings:
+        settings.write('[matrix]\nbuild = ["claude:med", "codex:med"]\n')
+    commit_all(project, "Builds by claude, else codex")
+
+
+def called_agent(project) -> str:
+    """The agent field of next_work's TOOL_CALL."""
+    text = to_text(app.next_work(cwd=project))
+    assert text.startswith("TOOL_CALL:"), text
+    return re.search(r'agent="([^"]+)"', text)[1]
+
+
+def screen_shows(runtime, session, text: str, seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        view = runtime.tmux.views().get(session.pane_id)
+        if view and any(text in row for row in runtime.tmux.screen(session.pane_id, view)):
+            return
+        time.sleep(0.1)
+    pytest.fail(f"{text!r} never showed; the screen:\n{screen(runtime, session)}")
+
+
+def git(cwd, *args) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+
+
+def events_until(runtime, session_id: str, kind: EventKind, seconds: float = 60.0) -> list:
+    """Every event of the session up to the first of `kind` (waiting on the runtime, not sleeping)."""
+    seen = []
+    for _ in range(int(seconds // 10) or 1):
+        seen += runtime.wait_for_sessions([session_id], timeout=10).events
+        if any(event.kind is kind for event in seen):
+            return seen
+    session = runtime.store.get(session_id)
+    saw = [(e.kind.value, e.detail) for e in seen]
+    pytest.fail(f"no {kind.value} event; saw {saw}; the screen:\n{screen(runtime, session)}")
+
+
+def screen(runtime, session) -> str:
+    return "\n".join(runtime.tmux.screen(session.pane_id, runtime.tmux.views()[session.pane_id]))

@@ -1,0 +1,202 @@
+"""Workers on another computer, through a real `sshd` on 127.0.0.1 (Debian's openssh-server).
+
+The test starts its own sshd on a free port with a throwaway host key and user key, and a second "remote"
+folder holding a clone of the project, with the stand-in CLI on that side's PATH. sshd gives its sessions a
+tmux directory of their own (`SetEnv TMUX_TMPDIR=…`), so the remote tmux server is not this machine's.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+
+from teleclaude.adapters import ssh
+from teleclaude.config.profiles import Computer
+from teleclaude.demo import stand_in as fake_agent
+from teleclaude.demo.scenario import commit_all
+from teleclaude.errors import Error, ErrorCode
+from teleclaude.planner import api as app
+from teleclaude.planner.core.model import Dispatch, Step
+from teleclaude.runtime.api import open_runtime
+from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
+
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+NAME = "loopback-ssh"
+
+
+@dataclass(frozen=True)
+class Loopback:
+    port: int
+    user_key: Path
+    known_hosts: Path
+    tmux_dir: Path  # the "remote" tmux servers' folder
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _keygen(path: Path) -> None:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+
+
+@pytest.fixture
+def sshd(tmp_path) -> Loopback:
+    if not os.access(SSHD, os.X_OK) or not shutil.which("ssh"):
+        pytest.skip("sshd or ssh is not installed (.ci/run installs openssh-server and openssh-client)")
+    keys = tmp_path / "ssh"
+    keys.mkdir()
+    _keygen(keys / "host_key")
+    _keygen(keys / "user_key")
+    (keys / "authorized_keys").write_text((keys / "user_key.pub").read_text())
+    tmux_dir = tmp_path / "remote-tmux"
+    tmux_dir.mkdir()
+    port = _free_port()
+    (keys / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys / 'host_key'}\nPidFile {keys / 'sshd.pid'}\n"
+        f"AuthorizedKeysFile {keys / 'authorized_keys'}\nStrictModes no\nUsePAM no\n"
+        "PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+        f"PermitRootLogin prohibit-password\nSetEnv TMUX_TMPDIR={tmux_dir}\n"
+    )
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
+    server = subprocess.Popen(
+        [SSHD, "-D", "-e", "-f", str(keys / "sshd_config")], stderr=subprocess.PIPE, text=True
+    )
+    assert server.stderr is not None
+    for line in server.stderr:  # the event: sshd says it listens (or why it cannot)
+        if "Server listening on 127.0.0.1" in line:
+            break
+    else:
+        server.wait()
+        pytest.skip(f"sshd could not be started (exit status {server.returncode})")
+    drain = threading.Thread(target=server.stderr.read, daemon=True)  # sshd -e logs here: never let it block
+    drain.start()
+    host_key = (keys / "host_key.pub").read_text().split()
+    (keys / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_key[0]} {host_key[1]}\n")
+    loopback = Loopback(port, keys / "user_key", keys / "known_hosts", tmux_dir)
+    yield loopback
+    ssh.close(computer(loopback, "/unused", tmp_path))
+    for server_socket in tmux_dir.glob("tmux-*/*"):  # the remote tmux servers, with what they ran
+        subprocess.run(["tmux", "-S", str(server_socket), "kill-server"], capture_output=True, check=False)
+    server.send_signal(signal.SIGTERM)
+    server.wait()
+    drain.join(timeout=10)
+    server.stderr.close()
+
+
+def computer(loopback: Loopback, project: str, bin_dir: Path) -> Computer:
+    return Computer(
+        name=NAME,
+        host="127.0.0.1",
+        project=project,
+        agents={"claude": "claude", "gemini": "gemini", "codex": "codex"},
+        user=getpass.getuser(),
+        port=loopback.port,
+        identity_file=str(loopback.user_key),
+        path=f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
+        ssh_options=(f"UserKnownHostsFile={loopback.known_hosts}", "StrictHostKeyChecking=yes"),
+    )
+
+
+def test_arguments_reach_the_remote_tmux_exactly_as_given(sshd, tmp_path, tmux_socket):
+    remote = ssh.RemoteTmux(computer(sshd, "/unused", tmp_path), tmux_socket)
+    remote.cmd("new-session", "-d", "-s", "probe", "sh", "-c", "sleep 60")
+    for hostile in ("$(touch /tmp/pwned)", "a b;c 'd' \"e\" `f` \\g", "-t", "#{pane_id}##", "*", "~"):
+        remote.cmd("set-buffer", "-b", "probe", "--", hostile)
+        assert remote.cmd("show-buffer", "-b", "probe") == [hostile]
+    assert not Path("/tmp/pwned").exists()
+
+
+def toml(socket_name: str, loopback: Loopback, remote: Path, bin_dir: Path) -> str:
+    return f"""[runtime]
+socket = "{socket_name}"
+idle_threshold = 0.4
+poll_interval = 0.05
+startup_timeout = 15
+settle = 0.1
+
+[computers.{NAME}]
+host = "127.0.0.1"
+user = "{getpass.getuser()}"
+port = {loopback.port}
+identity_file = "{loopback.user_key}"
+project = "{remote}"
+path = "{bin_dir}:/usr/local/bin:/usr/bin:/bin"
+agents = {{ claude = "claude", gemini = "gemini", codex = "codex" }}
+ssh_options = ["UserKnownHostsFile={loopback.known_hosts}", "StrictHostKeyChecking=yes"]
+"""
+
+
+@pytest.fixture
+def remote_project(project, sshd, tmp_path, tmux_socket):
+    """The main checkout names the loopback computer; the remote folder holds a clone and the stand-ins."""
+    remote = tmp_path / "remote" / "project"
+    remote_bin = fake_agent.install(tmp_path / "remote" / "bin", python=sys.executable)
+    (project / "teleclaude.toml").write_text(toml(tmux_socket, sshd, remote, remote_bin))
+    commit_all(project, "A remote computer")
+    subprocess.run(["git", "clone", "-q", str(project), str(remote)], check=True)
+    for key, value in (("user.name", "remote worker"), ("user.email", "remote@teleclaude.invalid")):
+        subprocess.run(["git", "config", key, value], cwd=remote, check=True)
+    return remote
+
+
+def git(cwd, *args) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+
+
+def test_a_worker_on_another_computer_completes_a_step_through_sshd(
+    project, remote_project, watch, monkeypatch
+):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no stand-in on this machine: the worker runs over there
+    runtime = open_runtime(project)
+    action = app.next_work(cwd=project)
+    assert isinstance(action, Dispatch) and action.step is Step.BUILD, action
+    started = runtime.run_agent_command(
+        NAME,
+        action.command,
+        action.slug,
+        action.project,
+        action.agent,
+        action.thinking_mode,
+        action.subfolder,
+    )
+    assert isinstance(started, Started), started.message
+    session = started.session
+    assert (session.computer, session.pane_id.split(":")[0]) == (NAME, NAME)
+    watch(runtime, session.id).until(EventKind.TURN_ENDED)
+    assert runtime.store.get(session.id).state is SessionState.TURN_ENDED
+    remote_tree = remote_project / action.subfolder
+    assert "Build greeting" in git(remote_tree, "log", "--oneline", "-1")  # the work was done over there
+    tree = project / action.subfolder
+    assert "Build greeting" in git(tree, "log", "--oneline", "-1")  # and its commit arrived here
+    assert git(tree, "status", "--porcelain") == ""
+    assert app.next_work(cwd=project).step is Step.REVIEW  # the planner moves on from the main checkout
+    output = runtime.get_session_output(session.id)
+    assert not isinstance(output, Error) and any("next-build" in row for row in output.chunk.rows)
+    assert runtime.end_session(session.id).session.state.is_final
+    assert f"tc-{session.id}" not in runtime.tmux.on(NAME).session_names()  # ended over there too
+
+
+def test_an_unknown_computer_and_a_step_outside_an_item_worktree_are_refused(project, remote_project):
+    runtime = open_runtime(project)
+    answer = runtime.run_agent_command("elsewhere", "emit", "1", str(project), "claude", "med")
+    assert isinstance(answer, Error) and answer.code is ErrorCode.UNKNOWN_COMPUTER
+    answer = runtime.run_agent_command(NAME, "emit", "1", str(project), "claude", "med")
+    assert isinstance(answer, Error) and answer.code is ErrorCode.INVALID_SUBFOLDER
+    bare = replace(runtime.config.remotes[NAME], agents={"codex": "codex"})
+    runtime.context.config = replace(runtime.config, remotes={NAME: bare})
+    answer = runtime.run_agent_command(NAME, "emit", "1", str(project), "claude", "med", "trees/x")
+    assert isinstance(answer, Error)
