@@ -48,8 +48,11 @@ class Panes:
     def press_enter(self, session: Session, attempts: int = 3, typed: str = "") -> bool:
         """Enter, then up to 1 s for the screen to change: agent CLIs drop an Enter that comes too soon. With
         `typed`, the typed line must move or new rows appear (a footer that changes by itself, as gemini's git
-        branch appearing, is not a taken Enter)."""
+        branch appearing, is not a taken Enter), and is first awaited on the screen: its echo arriving after
+        the Enter was pressed is not the Enter taken either."""
         tmux = self.context.tmux
+        if typed:
+            self._until_shown(session, typed)
         for _ in range(attempts):
             view = tmux.views().get(session.pane_id)
             if view is None or view.dead:
@@ -63,6 +66,16 @@ class Panes:
                 if view is None or view.dead or _where(tmux.screen(session.pane_id, view), typed) != before:
                     return True
         return False
+
+    def _until_shown(self, session: Session, typed: str, seconds: float = 1.0) -> None:
+        """Up to `seconds` for `typed` to show in a row of the pane (a wrapped long line never does)."""
+        tmux = self.context.tmux
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            view = tmux.views().get(session.pane_id)
+            if view is None or view.dead or any(typed in row for row in tmux.screen(session.pane_id, view)):
+                return
+            time.sleep(0.02)
 
     def type_line(self, session: Session, text: str, interrupt: bool = False) -> None:
         """Type one line into the worker and press Enter (Escape first to interrupt it); never into a dialog,
