@@ -13,6 +13,7 @@ import copy
 import json
 import re
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -204,3 +205,12 @@ def _text(path: Path, data: bytes) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise BrokenConfig(path, f"is not UTF-8 text (byte {error.start})") from None
+
+
+def codex_trust(folders: Iterable[str]) -> list[str]:
+    """Codex asks "Trust this folder?" for every project it has no `[projects."PATH"] trust_level` for. A
+    `-c` override trusts the worker's own folders for that process only (a dotted key cannot hold a path
+    with dots, an inline table can); nothing is written to ~/.codex/config.toml."""
+    trusted = '{ trust_level = "trusted" }'
+    tables = ", ".join(f"{basic_string(folder)} = {trusted}" for folder in dict.fromkeys(folders))
+    return ["-c", f"projects = {{ {tables} }}"] if tables else []

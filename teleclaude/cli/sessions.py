@@ -21,7 +21,7 @@ def _add_sessions(parser: argparse.ArgumentParser) -> None:
 
     run = _verb(verbs, "run", help="start an agent CLI in tmux and type /COMMAND ARGS into it")
     run.add_argument("agent", metavar="AGENT", help="claude, gemini or codex")
-    run.add_argument("command", metavar="COMMAND", help="e.g. next-build (codex: prompts:next-build)")
+    run.add_argument("command", metavar="COMMAND", help="e.g. next-build")
     run.add_argument("args", metavar="ARGS", nargs="?", default="", help="the slug")
     run.add_argument("--thinking-mode", default="med", choices=("fast", "med", "slow"))
     run.add_argument("--subfolder", metavar="DIR", help="e.g. trees/my-slug (default: the project root)")

@@ -146,6 +146,7 @@ _RUNTIME_NUMBERS = (
     "height",
     "startup_timeout",
     "settle",
+    "prompt_stable",
     "idle_threshold",
     "poll_interval",
     "tmux_timeout",
@@ -166,6 +167,7 @@ _PROFILE_KEYS = (
     "retry",
     "limit_patterns",
     "command_prefix",
+    "command_sign",
     "env",
 )
 _MAY_BE_EMPTY = ("command_prefix", "busy", "retry")  # "": none

@@ -7,7 +7,7 @@ ask for permission in a detached tmux pane is a stalled worker. Override any of 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from teleclaude.runtime.core.limits import DEFAULT_LIMIT_PATTERNS
@@ -28,18 +28,21 @@ class AgentProfile:
     busy: str = ""
     # a regex for the CLI's countdown to retrying a failed API call: the worker waits on the API
     retry: str = ""
-    command_prefix: str = ""  # codex only finds custom prompts as /prompts:NAME
-    # variables given to each worker with `tmux new-session -e` (e.g. IS_SANDBOX=1 for claude as root); the
-    # rest of a worker's environment is the tmux server's
+    command_prefix: str = ""  # put before every command name (a user's own namespace); none by default
+    command_sign: str = "/"  # how the CLI invokes a role command: /next-build (claude, gemini), $next-build
+    # variables given to each worker with `tmux new-session -e` (e.g. IS_SANDBOX=1 for claude as root,
+    # GEMINI_CLI_TRUST_WORKSPACE=true); the rest of a worker's environment is the tmux server's
     env: Mapping[str, str] = field(default_factory=dict)
+    trusts_projects_by_config: bool = False  # codex: `-c projects={"ROOT"={trust_level="trusted"}}`
 
-    def argv(self, binary: str, thinking_mode: str) -> list[str]:
-        return [binary, *self.args, *self.modes.get(thinking_mode, ())]
+    def argv(self, binary: str, thinking_mode: str, trust: Sequence[str] = ()) -> list[str]:
+        """`trust`: the flags that trust the worker's folders (adapters/agent_config.py `codex_trust`)."""
+        return [binary, *self.args, *trust, *self.modes.get(thinking_mode, ())]
 
     def slash_command(self, command: str, args: str) -> str:
         if self.command_prefix and not command.startswith(self.command_prefix):
             command = self.command_prefix + command
-        return f"/{command} {args}".rstrip()
+        return f"{self.command_sign}{command} {args}".rstrip()
 
 
 DEFAULT_PROFILES: Mapping[str, AgentProfile] = {
@@ -56,18 +59,19 @@ DEFAULT_PROFILES: Mapping[str, AgentProfile] = {
         "gemini",
         ("gemini", "agy"),
         ("--yolo",),
-        {
-            "slow": ("--model", "gemini-2.5-pro"),
-            "med": ("--model", "gemini-2.5-pro"),
-            "fast": ("--model", "gemini-2.5-flash"),
-        },
-        prompt=r"^\s*[│|]?\s*[>❯]\s*(Type your message.*)?[│|]?\s*$",
+        # aliases the pinned CLI resolves itself; med keeps its own model router ("Auto") and fallback
+        {"slow": ("--model", "pro"), "med": (), "fast": ("--model", "flash")},
+        # ` *   Type your message or @path/to/file` between two rules (`!` in shell mode; `>` before 0.61)
+        prompt=r"^\s*[│|]?\s*[>❯*!]\s*(Type your message.*)?[│|]?\s*$",
         limit_patterns=DEFAULT_LIMIT_PATTERNS["gemini"],
+        env={"GEMINI_CLI_TRUST_WORKSPACE": "true"},  # trusts the worker's folder: no trust dialog
     ),
     "codex": AgentProfile(
         "codex",
         ("codex",),
-        ("--dangerously-bypass-approvals-and-sandbox",),
+        # --no-daemon: hooks run in this process, with its TELECLAUDE_SESSION_ID (a shared app-server daemon
+        # would run them with the environment of whichever codex started it)
+        ("--dangerously-bypass-approvals-and-sandbox", "--dangerously-bypass-hook-trust", "--no-daemon"),
         {
             "slow": ("-c", "model_reasoning_effort=high"),
             "med": ("-c", "model_reasoning_effort=medium"),
@@ -75,7 +79,8 @@ DEFAULT_PROFILES: Mapping[str, AgentProfile] = {
         },
         prompt=r"^\s*[│|]?\s*[›>]\s*(Ask Codex.*|Implement \{feature\}.*)?[│|]?\s*$",
         limit_patterns=DEFAULT_LIMIT_PATTERNS["codex"],
-        command_prefix="prompts:",
+        command_sign="$",  # codex 0.169 has no custom prompts; role commands are skills: `$next-build x`
+        trusts_projects_by_config=True,
     ),
 }
 
@@ -111,6 +116,7 @@ class RuntimeConfig:
     width: int = 200
     height: int = 50
     startup_timeout: float = 60.0  # for the CLI's prompt to appear
+    prompt_stable: float = 1.0  # the prompt must stay on an unchanged screen this long before typing
     settle: float = 0.3  # between pasting the command and pressing Enter
     idle_threshold: float = 5.0
     poll_interval: float = 0.5

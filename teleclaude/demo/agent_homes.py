@@ -58,3 +58,53 @@ def _load(path: Path) -> dict:
 def _save(path: Path, data: Mapping) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+# --- Gemini CLI 0.61.0 -------------------------------------------------------------------------------------
+# - "How would you like to authenticate for this project?": `security.auth.selectedType` in
+#   `~/.gemini/settings.json` (`gemini-api-key` with GEMINI_API_KEY in the environment);
+# - folder trust: the runtime starts gemini workers with GEMINI_CLI_TRUST_WORKSPACE=true (the profile's env).
+
+GEMINI_API_KEY = "teleclaude-scripted-gemini-key"  # dummy: the scripted server takes any
+
+
+def gemini_environment(server_url: str) -> dict[str, str]:
+    return {"GEMINI_API_KEY": GEMINI_API_KEY, "GOOGLE_GEMINI_BASE_URL": server_url}
+
+
+def prepare_gemini_home(home: Path) -> None:
+    settings_file = home / ".gemini" / "settings.json"
+    settings = _load(settings_file)
+    settings.setdefault("security", {}).setdefault("auth", {})["selectedType"] = "gemini-api-key"
+    settings.setdefault("privacy", {})["usageStatisticsEnabled"] = False
+    _save(settings_file, settings)
+
+
+# --- Codex CLI 0.169.0 -------------------------------------------------------------------------------------
+# - "Welcome to Codex … Sign in with ChatGPT": a model provider of its own with an API key in the environment;
+# - "Trust this folder?": the runtime passes `-c projects={…}` for the worker's folders (AgentProfile);
+# - "Hooks need review": the runtime passes --dangerously-bypass-hook-trust;
+# - "Approaching rate limits / Switch to …?": `[notice] hide_rate_limit_model_nudge = true`.
+
+CODEX_API_KEY = "sk-teleclaude-scripted-openai-key"
+
+
+def codex_environment() -> dict[str, str]:
+    return {"OPENAI_API_KEY": CODEX_API_KEY}
+
+
+def prepare_codex_home(home: Path, server_url: str) -> None:
+    """Written before `teleclaude install` adds its tables (top-level keys must precede every table)."""
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(
+        'model = "gpt-5.1-codex"\n'
+        'model_provider = "scripted"\n\n'
+        "[model_providers.scripted]\n"
+        'name = "scripted"\n'
+        f'base_url = "{server_url}/v1"\n'
+        'env_key = "OPENAI_API_KEY"\n'
+        'wire_api = "responses"\n\n'
+        "[notice]\n"
+        "hide_rate_limit_model_nudge = true\n\n" + (config.read_text() if config.is_file() else "")
+    )

@@ -120,6 +120,11 @@ class Recorded:
         """Every string in the request body, joined: for `"/next-build" in r.text()`-style assertions."""
         return "\n".join(_strings(self.body))
 
+    def tools(self) -> list[str]:
+        """The names of the tools the CLI offered the model in this request."""
+        dialect = next((d for d in _DIALECTS if d.name == self.provider), None)
+        return dialect.offered_tools(self.body if isinstance(self.body, dict) else {}) if dialect else []
+
     def last_user_text(self) -> str:
         """The text of the last user message (Anthropic and OpenAI shapes; Gemini's `contents`)."""
         body = self.body or {}
@@ -709,6 +714,10 @@ class Gemini(Dialect):
         stream = path.endswith(":streamGenerateContent")
         if self.offered_tools(body):
             return self.play(server, body, stream)
+        config = body.get("generationConfig") or {}
+        if config.get("responseMimeType") == "application/json":  # the CLI's model router and checkers
+            schema = config.get("responseJsonSchema") or config.get("responseSchema") or {}
+            return self.text_reply(json.dumps(_sample(schema)), stream, False)
         return self.text_reply("OK", stream, False)
 
     def offered_tools(self, body: dict) -> list[str]:
@@ -806,6 +815,22 @@ class Gemini(Dialect):
             headers,
             {"error": {"code": status, "message": message, "status": code, "details": details}},
         )
+
+
+def _sample(schema: dict) -> object:
+    """A value that fits a JSON schema (Gemini's upper-case types too): what a side request asked for."""
+    kind = str(schema.get("type", "object")).lower()
+    if "enum" in schema:
+        return schema["enum"][0]
+    if kind == "object":
+        return {key: _sample(value) for key, value in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        return []
+    if kind in ("integer", "number"):
+        return 50
+    if kind == "boolean":
+        return False
+    return "scripted"
 
 
 _DIALECTS = (Anthropic(), OpenAIResponses(), Gemini())

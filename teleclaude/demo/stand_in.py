@@ -74,7 +74,7 @@ def main(argv: list[str]) -> int:
         time.sleep(1.0)
     lines = read_lines()
     for line in lines:
-        match = re.fullmatch(r"/(?:prompts:)?([a-z0-9-]+)\s*(.*)", line.strip())
+        match = re.fullmatch(r"[/$](?:prompts:)?([a-z0-9-]+)\s*(.*)", line.strip())
         if not match:
             say(follow(line))
             if "report" in chosen:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from teleclaude.adapters.agent_config import codex_trust
 from teleclaude.adapters.ssh import RemoteError, qualify
 from teleclaude.adapters.tmux import TmuxError
 from teleclaude.config.matrix import THINKING_MODES
@@ -17,7 +18,7 @@ from teleclaude.config.profiles import AgentProfile, Computer
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core import layout
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
-from teleclaude.runtime.core.blockers import blocked_text, find_blocker, last_rows
+from teleclaude.runtime.core.blockers import blocked_text, find_blocker, last_rows, refused_command
 from teleclaude.runtime.core.sessions import (
     Change,
     Cursor,
@@ -85,10 +86,12 @@ class Launcher:
             folder = self._send(remote, session) if remote else str(workdir)
             if isinstance(folder, Error):
                 return folder
+            root = remote.project if remote else session.project
+            trust = codex_trust((root, folder)) if profile.trusts_projects_by_config else ()
             started = tmux.start(
                 f"tc-{session_id}",
                 folder,
-                profile.argv(binary, thinking_mode),
+                profile.argv(binary, thinking_mode, trust),
                 self._worker_env(session, profile, remote),
                 exit_channel(session.id),
                 config.history_limit,
@@ -125,7 +128,7 @@ class Launcher:
                 f"thinking_mode must be one of {', '.join(THINKING_MODES)}, not {thinking_mode!r}"
             )
         if not _COMMAND.fullmatch(command):
-            return bad_argument(f"{command!r} is not a command name such as next-build or prompts:next-build")
+            return bad_argument(f"{command!r} is not a command name such as next-build")
         if any(ord(char) < 32 for char in args) or len(args) > 500:
             return bad_argument("args must be one short line (the slug), without control characters")
         return None
@@ -167,7 +170,10 @@ class Launcher:
                 return self._fail(session, screen)
             tmux.send_text(session.pane_id, text)
             time.sleep(self.context.config.settle)
-            if not self.panes.press_enter(session):
+            if not self.panes.press_enter(session, typed=text):
+                refused = self._refused(session)
+                if refused is not None:
+                    return self._fail(session, refused)
                 return self._fail(
                     session, _delivery_failed(session, text, "the screen did not change after Enter")
                 )
@@ -187,10 +193,13 @@ class Launcher:
         return Started(self.context.store.save(running, expect=SessionState.PENDING) or running)
 
     def _wait_for_prompt(self, session: Session, profile: AgentProfile) -> list[str] | Error:
-        """The screen once the CLI shows its prompt; a dialog, a refusal or an early exit is reported at once
-        (with the CLI's own last output), never waited out."""
-        tmux, timeout = self.context.tmux, self.context.config.startup_timeout
-        deadline = time.monotonic() + timeout
+        """The screen once the CLI's prompt has stayed on an unchanged screen for `prompt_stable` seconds: a
+        CLI may paint its prompt and then replace it by a dialog (codex ~0.8 s, gemini ~0.25 s before "Trust
+        this folder?"), and whatever is typed into a dialog answers it. A dialog, a refusal or an early exit
+        is reported at once (with the CLI's own last output), never waited out, never typed into."""
+        config, tmux = self.context.config, self.context.tmux
+        deadline = time.monotonic() + config.startup_timeout
+        stable_since, last = None, None
         while True:
             view = tmux.views().get(session.pane_id)
             if view is None or view.dead:
@@ -201,11 +210,29 @@ class Launcher:
                 return Error(
                     ErrorCode.WORKER_BLOCKED, blocked_text(session.agent, blocker, session.workdir, screen)
                 )
-            if waiting_for_input(screen, profile.prompt, profile.busy):
+            if not waiting_for_input(screen, profile.prompt, profile.busy):
+                stable_since = None
+            elif screen != last or stable_since is None:
+                stable_since = time.monotonic()
+            elif time.monotonic() - stable_since >= config.prompt_stable:
                 return screen
+            last = screen
             if time.monotonic() > deadline:
-                return _delivery_failed(session, "", f"no prompt after {timeout:g}s", screen)
+                return _delivery_failed(session, "", f"no prompt after {config.startup_timeout:g}s", screen)
             time.sleep(0.05)
+
+    def _refused(self, session: Session) -> Error | None:
+        """The CLI answered the command with its "unknown command" (codex keeps the text in its input box)."""
+        view = self.context.tmux.views().get(session.pane_id)
+        screen = self.context.tmux.screen(session.pane_id, view) if view else []
+        refusal = refused_command(session.agent, screen)
+        if refusal is None:
+            return None
+        return Error(
+            ErrorCode.INVALID_ARGUMENT,
+            f"{session.agent} refused the command: {refusal}\nNothing reached the model. Install the role "
+            f"commands (teleclaude install --{session.agent}), or check [runtime.agents.{session.agent}].",
+        )
 
     def _exited(self, session: Session, view: PaneView | None) -> Error:
         """The CLI exited before its prompt: its last output (kept by remain-on-exit, history included)."""

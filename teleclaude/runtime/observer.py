@@ -17,7 +17,7 @@ from teleclaude.adapters.tmux import TmuxError
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core.tool_lines import tool_lines
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
-from teleclaude.runtime.core.blockers import blocked_text, find_blocker
+from teleclaude.runtime.core.blockers import blocked_text, find_blocker, refused_command
 from teleclaude.runtime.core.limits import DEFAULT_PAUSE, failure_limit, find_limit, reset_time
 from teleclaude.runtime.core.sessions import (
     Activity,
@@ -213,7 +213,7 @@ class Observer:
             return self._after_exit(scanned, view, expect=session.state)
         profile = context.config.profiles.get(session.agent)
         screen = context.tmux.screen(session.pane_id, view)
-        blocked = self._blocked(scanned, screen, now, expect=session.state)
+        blocked = self._blocked(scanned, [*rows, partial], screen, now, expect=session.state)
         if blocked is not None:
             return blocked
         prompt = waiting_for_input(screen, profile.prompt, profile.busy) if profile else False
@@ -250,28 +250,48 @@ class Observer:
         return detail
 
     def _blocked(
-        self, session: Session, screen: list[str], now: datetime, expect: SessionState
+        self, session: Session, rows: list[str], screen: list[str], now: datetime, expect: SessionState
     ) -> Session | None:
-        """A dialog opened in a working session: nobody types into it (reminders stop with the state)."""
+        """What keeps a working session from going on by itself (blockers.py), never typed into: a command
+        the CLI refused in its new output (`Unrecognized command '/x'`: nothing reached the model, the step
+        never ran) errs the session with the CLI's words; a dialog that opened needs attention, or, when it
+        is the CLI's rate-limit dialog, makes the agent unavailable (reminders stop with the state)."""
+        if session.state not in _BLOCKABLE:
+            return None
+        refusal = refused_command(session.agent, rows)
+        if refusal is not None:
+            why = f"{session.agent} refused the command: {refusal}"
+            log.info("session %s: %s", session.id, why)
+            return self.context.change(session, Change.ERRORED, why, expect=expect, error=why)
         blocker = find_blocker(session.agent, screen)
-        if blocker is None or session.state not in _BLOCKABLE:
+        if blocker is None:
             return None
         text = blocked_text(session.agent, blocker, session.workdir, screen)
         detail = f"WORKER_BLOCKED: {text.splitlines()[0]}"
         log.info("session %s: %s", session.id, detail)
-        if blocker.rate_limit:  # the limit's message, with its reset, is on the screen above the dialog
-            local = datetime.now().astimezone().tzinfo or UTC
-            until = reset_time(" ".join(screen), now, local) or now + DEFAULT_PAUSE
-            detail = f"rate_limited until {until.isoformat(timespec='seconds')}: {detail}"
-            limited, events = transition(session, Change.RATE_LIMITED, now, detail, error=text)
-            saved = self.context.store.save(limited, expect=expect, events=events)
-            if saved is None:  # the hook (or another observer) was first, and knew the reset: keep its time
-                return self.context.store.get(session.id) or session
-            self.context.availability.mark_unavailable(session.agent, until, "rate_limited")
-            return saved
+        if blocker.rate_limit:
+            return self._limited_by_dialog(session, screen, now, expect, detail, text)
         if session.state is SessionState.TURN_ENDED:
             return None  # nothing types into it until someone sends a line, which is refused
         return self.context.change(session, Change.NEEDS_ATTENTION, detail, expect=expect, error=text)
+
+    def _limited_by_dialog(
+        self, session: Session, screen: list[str], now: datetime, expect: SessionState, detail: str, text: str
+    ) -> Session:
+        """The limit's message, with its reset, is on the screen above the dialog (gemini prints no reset for
+        a daily quota: the default pause)."""
+        profile = self.context.config.profiles.get(session.agent)
+        local = datetime.now().astimezone().tzinfo or UTC
+        hit = find_limit(session.agent, screen, now, local, profile.limit_patterns if profile else None)
+        reason = hit.reason if hit else "rate_limited"
+        until = reset_time(" ".join(screen), now, local) or (hit.until if hit else now + DEFAULT_PAUSE)
+        detail = f"{reason} until {until.isoformat(timespec='seconds')}: {detail}"
+        limited, events = transition(session, Change.RATE_LIMITED, now, detail, error=text)
+        saved = self.context.store.save(limited, expect=expect, events=events)
+        if saved is None:  # the hook (or another observer) was first, and knew the reset: keep its time
+            return self.context.store.get(session.id) or session
+        self.context.availability.mark_unavailable(session.agent, until, reason)
+        return saved
 
     def _after_exit(self, session: Session, view: PaneView, expect: SessionState) -> Session:
         code = view.dead_status

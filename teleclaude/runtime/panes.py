@@ -45,22 +45,37 @@ class Panes:
         capture = partial(tmux.capture, session.pane_id)
         return read_since(view, cursor, capture, lines, size)  # a pane that never stops: take it as it is
 
-    def press_enter(self, session: Session, attempts: int = 3) -> bool:
-        """Enter, then up to 1 s for the screen to change: agent CLIs drop an Enter that comes too soon."""
+    def press_enter(self, session: Session, attempts: int = 3, typed: str = "") -> bool:
+        """Enter, then up to 1 s for the screen to change: agent CLIs drop an Enter that comes too soon. With
+        `typed`, the typed line must move or new rows appear (a footer that changes by itself, as gemini's git
+        branch appearing, is not a taken Enter), and is first awaited on the screen: its echo arriving after
+        the Enter was pressed is not the Enter taken either."""
         tmux = self.context.tmux
+        if typed:
+            self._until_shown(session, typed)
         for _ in range(attempts):
             view = tmux.views().get(session.pane_id)
             if view is None or view.dead:
                 return True  # nothing left to press Enter in; observing says what happened
-            before = tmux.screen(session.pane_id, view)
+            before = _where(tmux.screen(session.pane_id, view), typed)
             tmux.send_key(session.pane_id, "Enter")
             deadline = time.monotonic() + 1.0
             while time.monotonic() < deadline:
                 time.sleep(0.02)
                 view = tmux.views().get(session.pane_id)
-                if view is None or view.dead or tmux.screen(session.pane_id, view) != before:
+                if view is None or view.dead or _where(tmux.screen(session.pane_id, view), typed) != before:
                     return True
         return False
+
+    def _until_shown(self, session: Session, typed: str, seconds: float = 1.0) -> None:
+        """Up to `seconds` for `typed` to show in a row of the pane (a wrapped long line never does)."""
+        tmux = self.context.tmux
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            view = tmux.views().get(session.pane_id)
+            if view is None or view.dead or any(typed in row for row in tmux.screen(session.pane_id, view)):
+                return
+            time.sleep(0.02)
 
     def type_line(self, session: Session, text: str, interrupt: bool = False) -> None:
         """Type one line into the worker and press Enter (Escape first to interrupt it); never into a dialog,
@@ -84,3 +99,12 @@ class Panes:
             self.type_line(session, text, interrupt)
         except (TmuxError, WorkerBlocked) as error:
             log.warning("session %s: could not type into its pane: %s", session.id, error)
+
+
+def _where(screen: list[str], typed: str) -> object:
+    """The whole screen; or with `typed`, the rows showing it, where they are, and how many rows are not blank
+    (the CLI cleared or moved the typed line, or printed below it)."""
+    if not typed:
+        return screen
+    shown = tuple((i, row) for i, row in enumerate(screen) if typed in row)
+    return shown, sum(1 for row in screen if row.strip())

@@ -182,11 +182,11 @@ def _codex(scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Target
     folder = base / ".codex" if scope is Scope.PROJECT else codex_home(home)
     if scope is Scope.PROJECT:
         targets: list[Target] = [
-            Skip("codex", "custom prompts: Codex reads them only from ~/.codex/prompts (user scope)")
+            Skip("codex", "role commands: teleclaude installs Codex skills into ~/.codex/skills (user scope)")
         ]
     else:
         targets = [
-            CommandFile("codex", folder / "prompts" / f"{name}.md", text.encode())
+            CommandFile("codex", folder / "skills" / name / "SKILL.md", codex_skill(name, text).encode())
             for name, text in _markdown()
         ]
     targets.append(TomlTable("codex", folder / "config.toml", ("mcp_servers", SERVER), _server(scope)))
@@ -344,4 +344,20 @@ def gemini_toml(markdown: str) -> str:
         "# Installed by `teleclaude install`; `teleclaude install --uninstall` removes it.\n"
         f"description = {toml_string(meta.get('description', ''))}\n"
         f"prompt = {toml_multiline(prompt)}\n"
+    )
+
+
+def codex_skill(name: str, markdown: str) -> str:
+    """A Codex skill (`~/.codex/skills/NAME/SKILL.md`, invoked as `$NAME args`): Codex 0.169 has no custom
+    prompts any more and does not substitute `$ARGUMENTS` in a skill, so the skill says where they are."""
+    meta, body = split_front_matter(markdown)
+    description = meta.get("description", "") or f"teleclaude role command {name}"
+    return (
+        "---\n"
+        f"name: {name}\n"
+        f"description: {description}\n"
+        "---\n\n"
+        f"<!-- Installed by `teleclaude install`; `teleclaude install --uninstall` removes it. -->\n"
+        f"Arguments: this skill is invoked as `${name} ARGUMENTS`. Everywhere below, `$ARGUMENTS` stands for "
+        f"the text after `${name}` in the user's message (empty when there is none).\n\n" + body.lstrip("\n")
     )

@@ -61,10 +61,13 @@ def test_claude_gets_commands_mcp_server_and_stop_hook(home, run):
     assert shlex.split(command) == [*install.launcher(), "hook", "stop", "--agent", "claude"]
 
 
-def test_codex_gets_prompts_an_mcp_table_and_a_stop_hook(home, run):
+def test_codex_gets_skills_an_mcp_table_and_a_stop_hook(home, run):
     assert run("install", "--codex")[0] == 0
-    prompts = home / ".codex" / "prompts"
-    assert sorted(p.stem for p in prompts.iterdir()) == sorted(NAMES)
+    skills = home / ".codex" / "skills"
+    assert sorted(p.name for p in skills.iterdir()) == sorted(NAMES)
+    skill = (skills / "next-build" / "SKILL.md").read_text()
+    assert skill.startswith("---\nname: next-build\ndescription: ")
+    assert "`$ARGUMENTS` stands for the text after `$next-build`" in skill
     server = load(home / ".codex" / "config.toml")["mcp_servers"]["teleclaude"]
     assert_runs_teleclaude(registered(server["command"], server["args"]))
     (command,) = hook_commands(load(home / ".codex" / "hooks.json")["hooks"]["Stop"])
@@ -87,7 +90,7 @@ def test_gemini_gets_toml_commands_and_settings(home, run):
 def test_codex_home_is_respected(home, run, tmp_path, monkeypatch):
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
     assert run("install", "--codex")[0] == 0
-    assert (tmp_path / "codex-home" / "prompts" / "next-build.md").is_file()
+    assert (tmp_path / "codex-home" / "skills" / "next-build" / "SKILL.md").is_file()
     assert not (home / ".codex").exists()
 
 
@@ -126,7 +129,7 @@ def test_by_default_every_cli_on_path_or_with_a_config_folder(home, run, tmp_pat
     code, out = run("install")
     assert code == 0
     assert "for codex, gemini (user scope)" in first_line(out)
-    assert (home / ".gemini" / "commands").is_dir() and (home / ".codex" / "prompts").is_dir()
+    assert (home / ".gemini" / "commands").is_dir() and (home / ".codex" / "skills").is_dir()
     assert not (home / ".claude").exists()
 
 
@@ -148,8 +151,8 @@ def test_project_scope_writes_into_the_repository(home, repo, run):
     assert load(repo / ".claude" / "settings.json")["hooks"]["Stop"]
     assert load(repo / ".codex" / "config.toml")["mcp_servers"]["teleclaude"]
     assert load(repo / ".codex" / "hooks.json")["hooks"]["Stop"]
-    assert not (repo / ".codex" / "prompts").exists()
-    assert "codex: skipped" in out  # Codex has no project prompts
+    assert not (repo / ".codex" / "skills").exists()
+    assert "codex: skipped" in out  # the skills are installed at user scope
     assert (repo / ".gemini" / "commands" / "next-work.toml").is_file()
     assert load(repo / ".gemini" / "settings.json")["mcpServers"]["teleclaude"]
     # at home: the record of what was done, and claude's answers to its first-run dialogs (see below)

@@ -83,7 +83,7 @@ def test_second_call_is_stable(repo):
 def test_open_bug_comes_first(repo):
     write(repo, "todos/bugs.md", "# Bugs\n- [x] old\n- [ ] crash on start\n")
     action = work(repo)
-    assert (action.step, action.subfolder, action.command) == (Step.BUGS, None, "prompts:next-bugs")
+    assert (action.step, action.subfolder, action.command) == (Step.BUGS, None, "next-bugs")
     assert not tree(repo).exists()
 
 
@@ -275,7 +275,7 @@ def test_build_done_dispatches_review(repo):
     work(repo)
     tick_and_commit(repo)
     action = work(repo)
-    assert (action.step, action.agent, action.command) == (Step.REVIEW, "codex", "prompts:next-review")
+    assert (action.step, action.agent, action.command) == (Step.REVIEW, "codex", "next-review")
 
 
 def test_changes_requested_dispatch_fix_then_round_limit(repo):
@@ -350,10 +350,10 @@ def test_fallback_through_the_real_database(repo):
     assert work(repo).agent == "claude"
 
 
-def test_codex_gets_the_prompts_prefix(repo):
+def test_codex_gets_the_same_command_name(repo):
     write(repo, "teleclaude.toml", '[matrix]\nbuild = ["codex:slow"]\n')
     action = work(repo)
-    assert (action.agent, action.thinking_mode, action.command) == ("codex", "slow", "prompts:next-build")
+    assert (action.agent, action.thinking_mode, action.command) == ("codex", "slow", "next-build")
 
 
 def test_unknown_agent_and_bad_time(repo):

@@ -18,7 +18,14 @@ from pathlib import Path
 import pytest
 
 from teleclaude.adapters.tmux import Tmux
-from teleclaude.demo.agent_homes import claude_environment, prepare_claude_login
+from teleclaude.demo.agent_homes import (
+    claude_environment,
+    codex_environment,
+    gemini_environment,
+    prepare_claude_login,
+    prepare_codex_home,
+    prepare_gemini_home,
+)
 from teleclaude.demo.model_server import ModelServer
 from teleclaude.demo.scenario import commit_all, make_repository
 from teleclaude.runtime.api import Runtime, open_runtime
@@ -130,4 +137,38 @@ def claude(claude_cli, project) -> Path:
 
 @pytest.fixture
 def runtime(project, claude) -> Runtime:
+    return open_runtime(project)
+
+
+@pytest.fixture
+def gemini(agent_clis, model_server, project, isolated_environment, monkeypatch) -> Path:
+    """A gemini on PATH, its HOME prepared (auth chosen) and teleclaude installed, pointed at the server."""
+    prepare_gemini_home(isolated_environment)
+    report = install(["gemini"], Scope.USER)
+    assert not hasattr(report, "code"), report
+    for key, value in gemini_environment(model_server.url).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("PATH", f"{agent_clis['gemini']}{os.pathsep}{os.environ['PATH']}")
+    return agent_clis["gemini"] / "gemini"
+
+
+@pytest.fixture
+def gemini_runtime(project, gemini) -> Runtime:
+    return open_runtime(project)
+
+
+@pytest.fixture
+def codex(agent_clis, model_server, project, isolated_environment, monkeypatch) -> Path:
+    """A codex on PATH, its HOME given a provider for the server, teleclaude installed (skills, MCP, hook)."""
+    prepare_codex_home(isolated_environment, model_server.url)
+    report = install(["codex"], Scope.USER)
+    assert not hasattr(report, "code"), report
+    for key, value in codex_environment().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("PATH", f"{agent_clis['codex']}{os.pathsep}{os.environ['PATH']}")
+    return agent_clis["codex"] / "codex"
+
+
+@pytest.fixture
+def codex_runtime(project, codex) -> Runtime:
     return open_runtime(project)

@@ -57,10 +57,11 @@ def orchestrator_model(body: dict) -> Step:
 
 
 def next_work_turns(model_server) -> tuple:
-    """(the turn that called next_work, the turn that got its result) after one or more waits."""
+    """(the turn that called next_work, the turn that got its result) after the waits it needed (none when
+    the server connected before the first turn)."""
     answers = [turn.answer for turn in model_server.turns()]
     waits = next((i for i, answer in enumerate(answers) if answer != f"tool {WAIT}"), len(answers))
-    assert waits >= 1 and answers[waits:] == [f"tool {NEXT_WORK}", "text"], answers
+    assert answers[waits:] == [f"tool {NEXT_WORK}", "text"], answers
     return model_server.turns()[waits], model_server.turns()[waits + 1]
 
 
@@ -91,7 +92,9 @@ def test_claude_starts_unattended_and_its_command_reaches_the_model_expanded(run
     assert turn.headers["x-api-key"].startswith("sk-ant-")
     offered = [tool["name"] for tool in turn.body["tools"]]
     assert "Bash" in offered
-    assert "WaitForMcpServers" in offered  # MCP servers connect in the background; their tools come later
+    # MCP servers connect in the background: until then the model gets WaitForMcpServers, then their tools
+    # (the launcher's prompt_stable wait before typing often lets them connect before the first turn)
+    assert "WaitForMcpServers" in offered or any(name.startswith("mcp__teleclaude") for name in offered)
 
 
 def test_the_stop_hook_reports_the_turn_end(runtime, project, model_server):

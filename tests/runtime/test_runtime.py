@@ -112,9 +112,7 @@ def test_output_grows_and_three_reads_neither_repeat_nor_lose_a_row(project, run
     assert rows == [f"row {n}" for n in range(1, 151)]
 
 
-def test_codex_gets_its_prompts_prefix_and_the_alternate_screen_is_flagged(
-    project, runtime, monkeypatch, watch
-):
+def test_codex_gets_its_skill_sign_and_the_alternate_screen_is_flagged(project, runtime, monkeypatch, watch):
     monkeypatch.setenv("FAKE_AGENT_CODEX", "altscreen")
     started = runtime.run_agent_command("local", "emit", "2", str(project), "codex", "med")
     watch(runtime, started.session.id).until(EventKind.TURN_ENDED)

@@ -121,7 +121,7 @@ def test_open_bug_dispatches_next_bugs_in_main_checkout_before_roadmap_work():
         Step.BUGS,
         None,
         "codex",
-        "prompts:next-bugs",
+        "next-bugs",
     )
 
 
@@ -288,7 +288,7 @@ def test_open_build_tasks_dispatch_next_build():
 def test_built_without_review_dispatches_next_review_to_codex_with_prefix():
     result = action(work(Facts(plans={"feat": BUILT_PLAN})))
     assert (result.step, result.agent, result.thinking_mode) == (Step.REVIEW, "codex", "slow")
-    assert result.command == "prompts:next-review"
+    assert result.command == "next-review"
 
 
 def test_changes_requested_dispatch_fix():

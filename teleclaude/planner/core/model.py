@@ -190,8 +190,9 @@ class Dispatch:
 
     @property
     def command(self) -> str:
-        # Codex only finds custom prompts under the `prompts:` namespace.
-        return f"prompts:{self.step.command}" if self.agent == "codex" else self.step.command
+        # the same name for every CLI: how a CLI invokes it (`/next-build`, codex's `$next-build`) is the
+        # runtime's business (AgentProfile.command_sign)
+        return self.step.command
 
 
 @dataclass(frozen=True)

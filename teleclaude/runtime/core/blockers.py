@@ -1,8 +1,10 @@
 """Recognise what keeps an agent CLI from working on its own: a dialog waiting for an answer (workspace trust,
-the bypass-permissions warning, project MCP approval, a custom API key, the rate-limit options) or a refusal
-to start (claude as root). Each is reported at once with the fix, never answered by typing into it.
+the bypass-permissions warning, project MCP approval, a custom API key, hooks review, login, the rate-limit
+options), a refusal to start (claude as root), or a refusal of the command typed into it (codex's
+`Unrecognized command '/x'`: the step never ran). Each is reported at once with the fix, never answered by
+typing into it.
 
-Pure: the wordings are Claude Code 2.1's own (tests/realcli/NOTES.md), data keyed by agent.
+Pure: ONE table keyed by agent; the wordings are the pinned CLIs' own (tests/realcli/NOTES.md).
 """
 
 from __future__ import annotations
@@ -10,6 +12,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import Enum
+
+
+class Kind(Enum):
+    DIALOG = "dialog"  # open on a live screen, waiting for an answer
+    EXIT = "exit"  # a refusal printed as the CLI exits
+    COMMAND = "command"  # the CLI's answer to a typed command it refuses; nothing reached the model
 
 
 @dataclass(frozen=True)
@@ -18,7 +27,7 @@ class Blocker:
     pattern: str  # a regex matching one row of it
     fix: str  # the exact next step; {workdir} is the worker's folder
     rate_limit: bool = False  # the CLI's own rate-limit dialog: the agent is limited, not misconfigured
-    refusal: bool = False  # printed as the CLI exits, not a dialog on a live screen
+    kind: Kind = Kind.DIALOG
 
 
 CLAUDE_STATE = "~/.claude.json"
@@ -69,13 +78,72 @@ BLOCKERS: dict[str, tuple[Blocker, ...]] = {
             "claude refuses --dangerously-skip-permissions as root unless IS_SANDBOX=1. On a sandbox "
             '(container, VM) set it in teleclaude.toml: [runtime.agents.claude] env = {IS_SANDBOX = "1"}; '
             "else run teleclaude as an ordinary user.",
-            refusal=True,
+            kind=Kind.EXIT,
+        ),
+    ),
+    "gemini": (
+        Blocker(
+            "the folder trust dialog",
+            r"Do you trust the files in this folder\?|Do you trust this folder\?",
+            "teleclaude starts gemini workers with GEMINI_CLI_TRUST_WORKSPACE=true (the profile's env); if "
+            "it was overridden, trust the project root in ~/.gemini/trustedFolders.json.",
+        ),
+        Blocker(
+            "the authentication dialog",
+            r"How would you like to authenticate",
+            "Choose an auth method once by hand, or set security.auth.selectedType in "
+            "~/.gemini/settings.json.",
+        ),
+        Blocker(
+            "the usage limit dialog (Keep trying / Stop)",
+            r"Usage limit reached for|Keep trying\b.*\bStop\b|^\W*\d\. Keep trying",
+            "The quota is used up: wait for its reset, or use another agent.",
+            rate_limit=True,
+        ),
+        Blocker(
+            "its refusal of the command",
+            r"Unknown command: /\S+",
+            "Run `teleclaude install` so that the role commands exist for gemini.",
+            kind=Kind.COMMAND,
+        ),
+    ),
+    "codex": (
+        Blocker(
+            "the folder trust dialog",
+            r"Trust this folder\?|Do you trust the contents of this directory",
+            'Trust the project root in ~/.codex/config.toml: [projects."ROOT"] trust_level = "trusted" '
+            "(teleclaude trusts {workdir} with `-c projects=…` unless the profile was overridden).",
+        ),
+        Blocker(
+            "the hooks review dialog",
+            r"Hooks need review",
+            "Start codex with --dangerously-bypass-hook-trust (teleclaude's default), or trust the hooks "
+            "once by hand.",
+        ),
+        Blocker(
+            "the login screen",
+            r"Sign in with ChatGPT|Choose how you want to use Codex",
+            "Log in once by hand (codex login), or configure a model provider with an API key.",
+        ),
+        Blocker(
+            "the rate limit model switch dialog",
+            r"Approaching rate limits|Switch to .*\?$",
+            "Set [notice] hide_rate_limit_model_nudge = true in ~/.codex/config.toml.",
+            rate_limit=True,
+        ),
+        Blocker(
+            "its refusal of the command",
+            r"Unrecognized command '[^']*'",
+            'Codex 0.169 runs role commands as skills ($next-build); drop command_sign = "/" and '
+            "command_prefix from [runtime.agents.codex], and run `teleclaude install`.",
+            kind=Kind.COMMAND,
         ),
     ),
 }
 
 
-# every dialog of the CLI ends with this row; a worker's output that quotes a dialog does not
+# every dialog of the CLI ends with this row; a worker's output that quotes a dialog does not. Gemini's and
+# codex's dialogs share no footer (NOTES.md): for them a dialog's own row anywhere on the screen counts.
 DIALOG_FOOTERS: dict[str, str] = {"claude": r"Enter to confirm · Esc to (cancel|exit)"}
 
 
@@ -84,10 +152,20 @@ def find_blocker(agent: str, rows: Iterable[str], exited: bool = False) -> Block
     `exited`, the refusal it printed."""
     rows = [row for row in rows if row.strip()]
     footer = DIALOG_FOOTERS.get(agent)
-    dialog = footer is not None and any(re.search(footer, row) for row in rows[-3:])
+    dialog = footer is None or any(re.search(footer, row) for row in rows[-3:])
     for blocker in BLOCKERS.get(agent, ()):
-        if (exited if blocker.refusal else dialog) and any(re.search(blocker.pattern, row) for row in rows):
+        shown = {Kind.DIALOG: dialog, Kind.EXIT: exited, Kind.COMMAND: False}[blocker.kind]
+        if shown and any(re.search(blocker.pattern, row) for row in rows):
             return blocker
+    return None
+
+
+def refused_command(agent: str, rows: Iterable[str]) -> str | None:
+    """The CLI's own words when it refused the command typed into it (`Unrecognized command '/x'`)."""
+    patterns = [b.pattern for b in BLOCKERS.get(agent, ()) if b.kind is Kind.COMMAND]
+    for row in rows:
+        if any(re.search(pattern, row) for pattern in patterns):
+            return row.strip().lstrip("•✕■ ").strip()
     return None
 
 

@@ -23,6 +23,7 @@ DEFAULT_LIMIT_PATTERNS: dict[str, tuple[str, ...]] = {
         r"(?i)API Error: (429|500|502|503|529)\b",
         r"\b(overloaded_error|rate_limit_error)\b",
     ),
+    # Gemini CLI 0.61 (tests/realcli/NOTES.md): it retries 429 and 503 silently; what it prints is final
     "gemini": (
         r"\bRESOURCE_EXHAUSTED\b",
         r"(?i)\b(status|code|error)\W{0,3}429\b",
@@ -30,12 +31,20 @@ DEFAULT_LIMIT_PATTERNS: dict[str, tuple[str, ...]] = {
         r"(?i)model is overloaded",
         r"(?i)quota (exceeded|exhausted)",
         r"(?i)rate limit(ed)? exceeded",
+        r"(?i)usage limit reached for",  # the "Keep trying / Stop" dialog's title
+        r"(?i)exhausted your (daily )?quota",
+        r"(?i)experiencing high demand",
     ),
+    # Codex 0.169: `’` (U+2019) in its wordings; "Server is busy, reconnecting k/5" is a retry, not a limit:
+    # the limit is when it gives up ("Exceeded retry limit, last status: 429 …")
     "codex": (
-        r"(?i)you've hit your usage limit",
+        r"(?i)you['’]ve hit your usage limit",
+        r"(?i)you['’]re out of credits",
+        r"(?i)you['’]ve reached your workspace credit limit",
         r"(?i)usage limit (reached|exceeded)",
-        r"(?i)rate limit (reached|exceeded)",
-        r"(?i)\b429 Too Many Requests\b",
+        r"(?i)exceeded retry limit, last status: (429|5\d\d)",
+        r"(?i)we['’]re currently experiencing high demand",
+        r"(?i)unexpected status (429|503)\b",
         r"(?i)quota exceeded",
     ),
 }
@@ -82,7 +91,7 @@ def failure_limit(error: str, message: str, now: datetime, local: tzinfo) -> Lim
 
 def _reason(row: str) -> str:
     lowered = row.lower()
-    if "overload" in lowered or "529" in lowered:
+    if "overload" in lowered or "529" in lowered or "high demand" in lowered or "status 503" in lowered:
         return "overloaded"
     if re.search(r"api error: 5\d\d\b", lowered):
         return "server_error"
@@ -93,7 +102,7 @@ def _reason(row: str) -> str:
     return "rate_limited"
 
 
-_QUOTA_WORDS = ("quota", "resource_exhausted", "usage limit", "usage credits")
+_QUOTA_WORDS = ("quota", "resource_exhausted", "usage limit", "credit")
 _HIT = re.compile(r"(?i)you[’']ve hit your ")
 
 
@@ -104,11 +113,12 @@ _IN = re.compile(
 )
 _UNIT = re.compile(r"(?i)(\d+)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b")
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+# "resets Nov 25, 11:05pm (UTC)" (claude); "try again at Nov 26th, 2026 2:21 AM." (codex: local time)
 _DATE = re.compile(
-    r"(?i)(?:resets?|try again|available again)\s+(?:on\s+)?("
+    r"(?i)(?:resets?|try again|available again)\s+(?:on\s+|at\s+)?("
     + "|".join(_MONTHS)
-    + r")[a-z]*\.?\s+(\d{1,2}),?"
-    r"\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?(?:\s*\(([A-Za-z_]+/[A-Za-z_/]+|UTC)\))?"
+    + r")[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(?:(\d{4}),?\s+)?"
+    r"(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?(?:\s*\(([A-Za-z_]+/[A-Za-z_/]+|UTC)\))?"
 )
 _AT = re.compile(
     r"(?i)(?:resets?|try again|available again)\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?"
@@ -156,20 +166,21 @@ def _next_clock_time(match: re.Match[str], now: datetime, local: tzinfo) -> date
 
 
 def _next_date(match: re.Match[str], now: datetime, local: tzinfo) -> datetime | None:
-    """ "Nov 25, 11:05pm (UTC)": that day and time, in this year or (once it has passed) the next."""
+    """ "Nov 25, 11:05pm (UTC)": that day and time, in the year it names, else in this year or (once it has
+    passed) the next."""
     month, day = _MONTHS.index(match[1][:3].lower()) + 1, int(match[2])
-    hour = _hour(int(match[3]), match[5])
-    minute = int(match[4] or 0)
+    hour = _hour(int(match[4]), match[6])
+    minute = int(match[5] or 0)
     if hour is None or minute > 59:
         return None
-    zone = _zone(match[6]) or local
+    zone = _zone(match[7]) or local
     here = now.astimezone(zone)
-    for year in (here.year, here.year + 1):
+    for year in (int(match[3]),) if match[3] else (here.year, here.year + 1):
         try:
             candidate = datetime(year, month, day, hour, minute, tzinfo=zone)
         except ValueError:  # Feb 30, or Feb 29 outside a leap year
             continue
-        if candidate > here - timedelta(days=1):  # a reset just past is still this year's
+        if match[3] or candidate > here - timedelta(days=1):  # a reset just past is still this year's
             return candidate
     return None
 

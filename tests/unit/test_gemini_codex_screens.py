@@ -1,0 +1,128 @@
+"""Gemini CLI 0.61 and Codex CLI 0.169 as seen for real (tests/realcli/NOTES.md): their limit wordings and
+reset times, their prompts, dialogs and refusals."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from teleclaude.config.profiles import DEFAULT_PROFILES
+from teleclaude.runtime.core.blockers import find_blocker, refused_command
+from teleclaude.runtime.core.limits import find_limit
+from teleclaude.runtime.core.sessions import prompt_visible
+
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+HOUR = NOW + timedelta(hours=1)
+
+
+@pytest.mark.parametrize(
+    ("agent", "rows", "until", "reason"),
+    [
+        (
+            "codex",
+            [
+                "■ You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit",
+                "https://chatgpt.com/codex/settings/usage to purchase more credits or try again at Nov 26th,",
+                "2026 2:21 AM.",
+            ],
+            datetime(2026, 11, 26, 2, 21, tzinfo=UTC),
+            "quota_exhausted",
+        ),
+        (
+            "codex",
+            ["■ You've hit your usage limit. Try again at Nov 23rd 2:04 PM."],
+            datetime(NOW.year, 11, 23, 14, 4, tzinfo=UTC),
+            "quota_exhausted",
+        ),
+        ("codex", ["■ You’re out of credits. Add credits to continue."], HOUR, "quota_exhausted"),
+        ("codex", ["■ You’ve reached your workspace credit limit."], HOUR, "quota_exhausted"),
+        (
+            "codex",
+            ["■ exceeded retry limit, last status: 429 Too Many Requests, request id: req_1"],
+            HOUR,
+            "rate_limited",
+        ),
+        (
+            "codex",
+            ["■ We’re currently experiencing high demand, which may cause temporary errors."],
+            HOUR,
+            "overloaded",
+        ),
+        ("codex", ["■ unexpected status 503 Service Unavailable: overloaded"], HOUR, "overloaded"),
+        ("gemini", ["Usage limit reached for all Pro models."], HOUR, "quota_exhausted"),
+        (
+            "gemini",
+            ["✕ [API Error: You have exhausted your daily quota on this model.]"],
+            HOUR,
+            "quota_exhausted",
+        ),
+        (
+            "gemini",
+            ["We are experiencing high demand right now. Please try again later."],
+            HOUR,
+            "overloaded",
+        ),
+        (
+            "gemini",
+            ['✕ [API Error: {"error":{"code":429,"status":"RESOURCE_EXHAUSTED"}}]'],
+            HOUR,
+            "quota_exhausted",
+        ),
+    ],
+)
+def test_real_limit_wordings_and_their_resets(agent, rows, until, reason):
+    hit = find_limit(agent, ["some output", *rows, "› "], NOW, UTC)
+    assert hit is not None
+    assert (hit.until, hit.reason) == (until, reason)
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        "• Server is busy, reconnecting 1/5 (in 20s)…",  # codex is still retrying: not yet a limit
+        "⠦ Thinking... (esc to cancel, 8m 11s)",  # gemini's silent retries
+        "Fixed the 429 handling in client.py",
+    ],
+)
+def test_retries_and_ordinary_output_are_not_limits(row):
+    assert find_limit("codex", [row], NOW, UTC) is None
+    assert find_limit("gemini", [row], NOW, UTC) is None
+
+
+GEMINI_IDLE = [
+    "╰─────╯",
+    "─" * 60,
+    " YOLO Ctrl+Y                                          1 MCP server",
+    " *   Type your message or @path/to/file",
+    " workspace (/directory)             sandbox            /model",
+    " /tmp/project                       no sandbox          Auto",
+]
+
+
+def test_gemini_prompt_matches_its_idle_screen_not_a_typed_line():
+    prompt = DEFAULT_PROFILES["gemini"].prompt
+    assert prompt_visible(GEMINI_IDLE, prompt)
+    typed = [row.replace("*   Type your message or @path/to/file", "* /next-build x") for row in GEMINI_IDLE]
+    assert not prompt_visible(typed, prompt)
+
+
+def test_the_dialogs_are_recognised():
+    trust = find_blocker("gemini", ["│ Do you trust the files in this folder?  │"])
+    assert trust.name == "the folder trust dialog"
+    quota = ["Usage limit reached for all Pro models.", "● 1. Keep trying", "  2. Stop"]
+    assert find_blocker("gemini", quota).rate_limit
+    trust = find_blocker("codex", ["  Trust this folder? Codex can read, edit …"])
+    assert trust.name == "the folder trust dialog"
+    hooks = find_blocker("codex", ["  Hooks need review", "  1 hook is new or changed."])
+    assert hooks.name == "the hooks review dialog"
+    assert find_blocker("gemini", GEMINI_IDLE) is None
+    assert find_blocker("codex", ["› Ask Codex to do anything"]) is None
+
+
+def test_a_refused_command_is_found_with_the_clis_words_and_is_no_dialog():
+    said = "• Unrecognized command '/prompts:next-build'. Type \"/\" for a list of supported commands."
+    refusal = refused_command("codex", ["› /prompts:next-build x", said])
+    assert refusal is not None and refusal.startswith("Unrecognized command '/prompts:next-build'")
+    assert refused_command("codex", ["› $next-build x", "• Done."]) is None
+    assert find_blocker("codex", ["› /prompts:next-build x", said]) is None
