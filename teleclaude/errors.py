@@ -44,6 +44,8 @@ class ErrorCode(Enum):
     INVALID_CURSOR = "INVALID_CURSOR"
     TMUX_FAILED = "TMUX_FAILED"
     WORKER_FAILED = "WORKER_FAILED"  # teleclaude run: the same step failed twice in a row
+    ALREADY_RUNNING = "ALREADY_RUNNING"  # a live session of the project already holds this step
+    MERGE_QUEUED = "MERGE_QUEUED"  # another finalize of the project is merging: one at a time
     INTERNAL = "INTERNAL"
 
 

@@ -6,10 +6,13 @@ import re
 import secrets
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from teleclaude.adapters import fs
+from teleclaude.adapters import git as gitx
 from teleclaude.adapters.tmux import TmuxError
 from teleclaude.config.matrix import THINKING_MODES
 from teleclaude.config.profiles import AgentProfile
@@ -80,20 +83,24 @@ class Launcher:
             computer=computer,
             tmux_session=f"tc-{session_id}",
         )
-        try:
-            started = self.context.tmux.start(
-                session.tmux_session,
-                str(workdir),
-                profile.argv(binary, thinking_mode),
-                self._worker_env(session),
-                exit_channel(session.id),
-                config.history_limit,
-                (config.width, config.height),
-            )
-        except TmuxError as error:
-            return Error(ErrorCode.TMUX_FAILED, f"{error}\nIs tmux installed and working? Try: tmux -V")
-        session = replace(session, pane_id=started.pane_id, pane_pid=started.pane_pid)
-        self.context.store.add(session)
+        with step_lock(session.project):  # one live session per step, one finalize at a time
+            holder = step_holder(session, self.context.store.sessions())
+            if holder is not None:
+                return holder
+            try:
+                started = self.context.tmux.start(
+                    session.tmux_session,
+                    str(workdir),
+                    profile.argv(binary, thinking_mode),
+                    self._worker_env(session),
+                    exit_channel(session.id),
+                    config.history_limit,
+                    (config.width, config.height),
+                )
+            except TmuxError as error:
+                return Error(ErrorCode.TMUX_FAILED, f"{error}\nIs tmux installed and working? Try: tmux -V")
+            session = replace(session, pane_id=started.pane_id, pane_pid=started.pane_pid)
+            self.context.store.add(session)
         return self._deliver(session, profile)
 
     def _check_request(
@@ -209,6 +216,55 @@ class Launcher:
             return Ended(session)
         ended, _ = transition(session, Change.ENDED, self.context.clock())
         return Ended(self.context.store.save(ended) or ended)
+
+
+# --- one worker per step ------------------------------------------------------------------------------------
+
+FINALIZE = "next-finalize"
+
+
+def bare_command(command: str) -> str:
+    """next-build for both next-build and prompts:next-build (codex's name for the same step)."""
+    return command.removeprefix("prompts:")
+
+
+@contextmanager
+def step_lock(project: str) -> Iterator[None]:
+    """The planner's project lock (git common dir), so a check and the start it allows are one step; a
+    project outside git has no planner to race with."""
+    try:
+        repo = gitx.find_repo(project)
+    except (gitx.NotAGitRepo, OSError):
+        yield
+        return
+    with fs.project_lock(repo.common_dir):
+        yield
+
+
+def step_holder(session: Session, sessions: list[Session]) -> Error | None:
+    """Refuse a start when a live session of the project already holds the step (same command and slug),
+    or, for a finalize, when another finalize is merging (the merge queue: one at a time per project)."""
+    command = bare_command(session.command)
+    for other in sessions:
+        if other.state.is_final or other.project != session.project or other.id == session.id:
+            continue
+        if bare_command(other.command) == command and other.slug == session.slug:
+            return Error(
+                ErrorCode.ALREADY_RUNNING,
+                f"session {other.id} ({other.agent}, {other.state.value}) is already doing {command} "
+                f"{session.slug or '(no slug)'} in this project.\nWait for it (teleclaude__wait_for_sessions("
+                f'session_ids=["{other.id}"])) instead of starting a second worker for the same step.',
+                session.slug or None,
+            )
+        if command == FINALIZE and bare_command(other.command) == FINALIZE:
+            return Error(
+                ErrorCode.MERGE_QUEUED,
+                f"session {other.id} is finalizing {other.slug}: finalizes merge into the main checkout "
+                f"one at a time.\nWait for it to end, then call teleclaude__next_work({session.slug!r}) "
+                "again (the archive number may have moved on).",
+                session.slug or None,
+            )
+    return None
 
 
 def exit_channel(session_id: str) -> str:
