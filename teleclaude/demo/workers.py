@@ -121,7 +121,10 @@ class Workers:
         (tree / "tests" / f"test_{module}.py").write_text(f"def test_{module}():\n    assert True\n")
         tick_build_tasks(tree / "todos" / slug / "implementation-plan.md")
         if self.shared:
-            (tree / "NOTES.md").write_text(f"# Notes\n\n{slug} was built here.\n")
+            notes = tree / "NOTES.md"
+            notes.write_text(
+                (notes.read_text() if notes.exists() else "# Notes\n\n") + f"{slug} was built here.\n"
+            )
         if self.forget_commit == slug:
             self.forget_commit = None
             return "builder: did every task in Groups 1-4 and ticked them, but forgot to commit"
