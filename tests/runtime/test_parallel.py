@@ -1,4 +1,4 @@
-"""`teleclaude run --parallel N` and two orchestrators on one project: real tmux, the stand-in CLI, real git."""
+"""`teleclaude run --parallel N`, and two orchestrators on one project: real tmux, the stand-in CLI."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from teleclaude import mcp
 from teleclaude.adapters.sessions_db import SessionStore
-from teleclaude.demo.scenario import commit_all
+from teleclaude.demo.scenario import commit_all, git
 from teleclaude.demo.workers import PLAN
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Marker
@@ -59,9 +59,9 @@ def overlapping_twins(sessions: list[Session]) -> list[tuple[str, str]]:
     twins = []
     for one in sessions:
         for other in sessions:
-            if one.id < other.id and step(one) == step(other):
-                if one.created_at < other.updated_at and other.created_at < one.updated_at:
-                    twins.append(step(one))
+            same = one.id < other.id and step(one) == step(other)
+            if same and one.created_at < other.updated_at and other.created_at < one.updated_at:
+                twins.append(step(one))
     return twins
 
 
@@ -75,8 +75,6 @@ def assert_delivered(project: Path, slugs) -> None:
     assert sorted(re.sub(r"^\d{3}-", "", name) for name in names) == sorted(slugs)
     numbers = [name[:3] for name in names]
     assert len(set(numbers)) == len(numbers)  # no archive number twice
-    from teleclaude.demo.scenario import git
-
     assert git(project, "status", "--porcelain") == ""
     assert git(project, "worktree", "list", "--porcelain").count("worktree ") == 1
 
