@@ -17,6 +17,7 @@ from teleclaude.adapters.tmux import TmuxError
 from teleclaude.config.matrix import THINKING_MODES
 from teleclaude.config.profiles import AgentProfile
 from teleclaude.errors import Error, ErrorCode
+from teleclaude.planner.core.model import Step
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
 from teleclaude.runtime.core.sessions import (
     Change,
@@ -220,7 +221,8 @@ class Launcher:
 
 # --- one worker per step ------------------------------------------------------------------------------------
 
-FINALIZE = "next-finalize"
+STEPS = frozenset(step.command for step in Step)
+FINALIZE = Step.FINALIZE.command
 
 
 def bare_command(command: str) -> str:
@@ -242,9 +244,11 @@ def step_lock(project: str) -> Iterator[None]:
 
 
 def step_holder(session: Session, sessions: list[Session]) -> Error | None:
-    """Refuse a start when a live session of the project already holds the step (same command and slug),
+    """Refuse a start of a planner step while a live session of the project holds it (same command, slug),
     or, for a finalize, when another finalize is merging (the merge queue: one at a time per project)."""
     command = bare_command(session.command)
+    if command not in STEPS:  # not a step of the planner (a user's own command): no step to hold
+        return None
     for other in sessions:
         if other.state.is_final or other.project != session.project or other.id == session.id:
             continue
