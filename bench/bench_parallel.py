@@ -17,6 +17,7 @@ import argparse
 import os
 import secrets
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -63,7 +64,12 @@ def timed_run(project: Path, env: dict[str, str], *args: str) -> tuple[float, in
         capture_output=True,
         text=True,
     )
-    return time.monotonic() - started, done.returncode
+    seconds = time.monotonic() - started
+    if done.returncode != 0:  # the report's first line says why
+        lines = done.stdout.splitlines()
+        first = next((line for line in lines if line[:1].isupper() and ":" in line), lines[-1:] or [""])
+        print(f"run {' '.join(args) or '(serial)'} exited {done.returncode}: {first}", file=sys.stderr)
+    return seconds, done.returncode
 
 
 def main() -> int:
@@ -90,12 +96,13 @@ def main() -> int:
     failures: list[str] = []
     saved = dict(os.environ)
     os.environ.update(env)  # make_repository's git calls use the bench identity
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # `timeout` still cleans up (finally)
     try:
         for round_ in range(options.rounds):
             order = ["serial", "--parallel 2"] if round_ % 2 == 0 else ["--parallel 2", "serial"]
             for name in order:
                 folder = base / f"r{round_}-{name.strip('-').replace(' ', '')}"
-                project = build(folder, socket, options.idle)
+                project = build(folder / "project", socket, options.idle)  # the database stays outside
                 run_env = {**env, "TELECLAUDE_DB": str(folder / "teleclaude.db")}
                 seconds, code = timed_run(project, run_env, *name.split()[:2] if name != "serial" else ())
                 times[name].append(seconds)

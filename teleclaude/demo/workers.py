@@ -161,9 +161,11 @@ class Workers:
         archive = named[0].rstrip("/")
         try:
             git(main, "merge", "-q", "--no-ff", "-m", f"Merge {slug}", slug)
-        except subprocess.CalledProcessError:
+        except subprocess.CalledProcessError as error:
+            if not (main / ".git" / "MERGE_HEAD").exists():
+                raise  # not a conflict: the merge did not start
             git(main, "merge", "--abort")
-            return f"BLOCKED: next-finalize {slug} - the merge conflicts; aborted it"
+            return f"BLOCKED: next-finalize {slug} - the merge conflicts ({error.returncode}); aborted it"
         (main / "done").mkdir(exist_ok=True)
         git(main, "mv", f"todos/{slug}", archive)
         roadmap = main / "todos" / "roadmap.md"
