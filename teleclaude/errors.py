@@ -45,6 +45,8 @@ class ErrorCode(Enum):
     TMUX_FAILED = "TMUX_FAILED"
     WORKER_BLOCKED = "WORKER_BLOCKED"  # a dialog or a refusal keeps the agent CLI from working on its own
     WORKER_FAILED = "WORKER_FAILED"  # teleclaude run: the same step failed twice in a row
+    ALREADY_RUNNING = "ALREADY_RUNNING"  # a live session of the project already holds this step
+    MERGE_QUEUED = "MERGE_QUEUED"  # another finalize of the project is merging: one at a time
     INTERNAL = "INTERNAL"
 
 

@@ -171,6 +171,20 @@ def review_rounds(repo: Repo, slug: str) -> int:
     return len(out.split())
 
 
+def merge_conflicts(repo: Repo, slug: str) -> tuple[str, ...]:
+    """The files that would conflict if branch `slug` were merged into what the main checkout has checked
+    out (`git merge-tree`: no worktree or index is touched); () when it merges cleanly."""
+    args = ["merge-tree", "--write-tree", "--name-only", "--no-messages", main_head_ref(repo), slug]
+    try:
+        run_git(args, repo.root)
+    except subprocess.CalledProcessError as error:
+        if error.returncode != 1:
+            raise
+        names = error.stdout.decode("utf-8", errors="surrogateescape").splitlines()[1:]
+        return tuple(name for name in names if name)
+    return ()
+
+
 def commits_ahead(repo: Repo, slug: str) -> int:
     """Commits on the branch of trees/{slug} that main does not have."""
     out = run_git(["rev-list", "--count", "HEAD", "--not", main_head_ref(repo)], repo.tree(slug))

@@ -33,6 +33,13 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"stop before starting worker session N+1 (default {DEFAULT_MAX_STEPS})",
     )
+    parser.add_argument(
+        "--parallel",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="keep up to N roadmap items in flight at once, each in its own trees/SLUG (default 1)",
+    )
     add_cwd(parser)
 
 
@@ -51,6 +58,7 @@ def _run_run(args: argparse.Namespace) -> int:
             open_runtime(project),
             console.show,
             console.status,
+            parallel=args.parallel,
         )
     except KeyboardInterrupt:  # before the loop started: nothing was dispatched
         console.clear()

@@ -15,8 +15,10 @@ a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a comm
     report     after the step, report it with `teleclaude sessions report` and wait_cmd `true`
 
 Per item: `FAKE_AGENT_FORGET=slug,...` makes the builder of those slugs leave its work uncommitted (while
-the branch has no build commit), and `FAKE_AGENT_REJECT=slug,...` makes the first review of those slugs
-request changes (while the branch has no review commit). Both decide from git, so they hold across runs.
+the branch has no build commit), `FAKE_AGENT_REJECT=slug,...` makes the first review of those slugs
+request changes (while the branch has no review commit), and `FAKE_AGENT_SHARED=slug,...` makes the builders
+of those slugs also write NOTES.md, so the second of them to be finalized conflicts with main. Both decide
+from git, so they hold across runs.
 
 A line that is not a command is an instruction: one that says to commit makes it commit, one that says to
 tick makes it tick its build tasks and commit; anything else (a reminder) gets a status line back.
@@ -136,7 +138,10 @@ def do_step(command: str, slug: str) -> str:
     )
     forget = slug in listed("FAKE_AGENT_FORGET") and not committed(here, f"Build {slug}")
     reject = slug in listed("FAKE_AGENT_REJECT") and not committed(here, f"Review {slug}")
-    workers = Workers(here, forget_commit=slug if forget else None, reject_first=slug if reject else None)
+    shared = slug in listed("FAKE_AGENT_SHARED")
+    workers = Workers(
+        here, forget_commit=slug if forget else None, reject_first=slug if reject else None, shared=shared
+    )
     action = Dispatch(step, slug, str(here), "fake", "med", None, note)
     try:
         return workers.worker(step)(here, action)

@@ -6,6 +6,7 @@ and the tests all drive these.
 from __future__ import annotations
 
 import re
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -82,10 +83,17 @@ def make_repository(root: Path) -> Path:
 class Workers:
     """Stand-ins for the agents. `forget_commit` and `reject_first` make them misbehave once, on purpose."""
 
-    def __init__(self, project: Path, forget_commit: str | None = None, reject_first: str | None = None):
+    def __init__(
+        self,
+        project: Path,
+        forget_commit: str | None = None,
+        reject_first: str | None = None,
+        shared: bool = False,
+    ):
         self.project = project
         self.forget_commit = forget_commit
         self.reject_first = reject_first
+        self.shared = shared  # the builder also writes NOTES.md, which every shared item writes: a conflict
         self.reviews: dict[str, int] = {}
 
     def run(self, action: Dispatch) -> str:
@@ -98,6 +106,7 @@ class Workers:
             Step.REVIEW: self.review,
             Step.FIX: self.fix,
             Step.FINALIZE: self.finalize,
+            Step.FIX_MERGE: self.fix_merge,
             Step.COMMIT: self.commit_pending,
             Step.BUGS: self.bugs,
         }[step]
@@ -111,6 +120,11 @@ class Workers:
         )
         (tree / "tests" / f"test_{module}.py").write_text(f"def test_{module}():\n    assert True\n")
         tick_build_tasks(tree / "todos" / slug / "implementation-plan.md")
+        if self.shared:
+            notes = tree / "NOTES.md"
+            notes.write_text(
+                (notes.read_text() if notes.exists() else "# Notes\n\n") + f"{slug} was built here.\n"
+            )
         if self.forget_commit == slug:
             self.forget_commit = None
             return "builder: did every task in Groups 1-4 and ticked them, but forgot to commit"
@@ -145,7 +159,13 @@ class Workers:
         named = re.search(r"done/\d{3}-[a-z0-9-]+/", action.note or "")
         assert named is not None  # the finalize dispatch names the archive folder
         archive = named[0].rstrip("/")
-        git(main, "merge", "-q", "--no-ff", "-m", f"Merge {slug}", slug)
+        try:
+            git(main, "merge", "-q", "--no-ff", "-m", f"Merge {slug}", slug)
+        except subprocess.CalledProcessError as error:
+            if not (main / ".git" / "MERGE_HEAD").exists():
+                raise  # not a conflict: the merge did not start
+            git(main, "merge", "--abort")
+            return f"BLOCKED: next-finalize {slug} - the merge conflicts ({error.returncode}); aborted it"
         (main / "done").mkdir(exist_ok=True)
         git(main, "mv", f"todos/{slug}", archive)
         roadmap = main / "todos" / "roadmap.md"
@@ -158,6 +178,22 @@ class Workers:
         git(main, "branch", "-q", "-d", slug)
         return f"finalizer: merged {slug}, archived to {archive}/, marked [x], removed the worktree"
 
+    def fix_merge(self, tree: Path, action: Dispatch) -> str:
+        """Merge main into the branch and keep both sides of every conflicted file."""
+        try:
+            git(tree, "merge", "-q", "-m", f"Merge main into {action.slug}", "main")
+            return "merge fixer: main merged in without conflicts"
+        except subprocess.CalledProcessError:
+            pass
+        conflicted = git(tree, "diff", "--name-only", "--diff-filter=U").split()
+        for name in conflicted:
+            path = tree / name
+            kept = [line for line in path.read_text().splitlines(keepends=True) if not _MARKER.match(line)]
+            path.write_text("".join(kept))
+        git(tree, "add", "-A")
+        git(tree, "commit", "-q", "--no-edit")
+        return f"merge fixer: merged main, kept both sides of {len(conflicted)} conflicted file(s)"
+
     def commit_pending(self, where: Path, action: Dispatch) -> str:
         changed = git(where, "status", "--porcelain").splitlines()
         commit_all(where, f"Commit pending work for {action.slug}")
@@ -168,6 +204,9 @@ class Workers:
         bugs.write_text(bugs.read_text().replace("- [ ]", "- [x]"))
         commit_all(main, "Fix open bugs")
         return "bug fixer: fixed and ticked every open bug"
+
+
+_MARKER = re.compile(r"^(<<<<<<<|=======|>>>>>>>)( |$)")
 
 
 def tick_build_tasks(plan: Path) -> None:

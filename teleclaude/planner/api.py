@@ -22,6 +22,7 @@ from teleclaude.errors import Error, ErrorCode, Failure, guard
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.bugs import open_bugs
 from teleclaude.planner.core.decide import decide_prepare, decide_work
+from teleclaude.planner.core.decide import ready_items as decide_ready
 from teleclaude.planner.core.markdown import TooComplex, conflict_lines, decode
 from teleclaude.planner.core.model import (
     Action,
@@ -100,6 +101,14 @@ def _last_error(action: Action, root: Path) -> str | None:
     command, agent, error = last
     failure = f"The last worker for {action.slug} (/{command}, {agent}) failed: "
     return failure + (error.strip().splitlines() or [""])[0][:300]
+
+
+@guard
+def ready_items(cwd: str | os.PathLike | None = None) -> tuple[str, ...]:
+    """The slugs `next_work(slug)` may be asked about side by side now ("" = the bug list, `next_work()`);
+    see `decide.ready_items`. Read-only: the claims happen when `next_work` is asked."""
+    repo = gitx.find_repo(cwd or os.getcwd())
+    return decide_ready(RepoFacts(repo, load_config(repo.root)))
 
 
 @guard
@@ -331,6 +340,10 @@ class RepoFacts:
     @_memo
     def review_rounds(self, slug: str) -> int:
         return gitx.review_rounds(self.repo, slug)
+
+    @_memo
+    def merge_conflicts(self, slug: str) -> tuple[str, ...]:
+        return gitx.merge_conflicts(self.repo, slug)
 
     @_memo
     def unavailable(self) -> Mapping[str, Unavailability]:

@@ -6,10 +6,13 @@ import re
 import secrets
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from teleclaude.adapters import fs
+from teleclaude.adapters import git as gitx
 from teleclaude.adapters.agent_config import codex_trust
 from teleclaude.adapters.ssh import RemoteError, qualify
 from teleclaude.adapters.tmux import TmuxError
@@ -17,6 +20,7 @@ from teleclaude.config.matrix import THINKING_MODES
 from teleclaude.config.profiles import AgentProfile, Computer
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core import layout
+from teleclaude.planner.core.model import Step
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
 from teleclaude.runtime.core.blockers import blocked_text, find_blocker, last_rows, refused_command
 from teleclaude.runtime.core.sessions import (
@@ -82,28 +86,34 @@ class Launcher:
             computer=computer,
             tmux_session=qualify(tmux, f"tc-{session_id}"),
         )
-        try:
-            folder = self._send(remote, session) if remote else str(workdir)
-            if isinstance(folder, Error):
-                return folder
-            root = remote.project if remote else session.project
-            trust = codex_trust((root, folder)) if profile.trusts_projects_by_config else ()
-            started = tmux.start(
-                f"tc-{session_id}",
-                folder,
-                profile.argv(binary, thinking_mode, trust),
-                self._worker_env(session, profile, remote),
-                exit_channel(session.id),
-                config.history_limit,
-                (config.width, config.height),
-            )
-        except RemoteError as error:
-            return Error(ErrorCode.TMUX_FAILED, f"{error}\nCheck that `ssh {remote and remote.host}` works.")
-        except TmuxError as error:
-            return Error(ErrorCode.TMUX_FAILED, f"{error}\nIs tmux installed and working? Try: tmux -V")
-        started = replace(started, pane_id=qualify(tmux, started.pane_id))
-        session = replace(session, pane_id=started.pane_id, pane_pid=started.pane_pid)
-        self.context.store.add(session)
+        with step_lock(session.project):  # one live session per step, one finalize at a time
+            holder = step_holder(session, self.context.store.sessions())
+            if holder is not None:
+                return holder
+            try:
+                folder = self._send(remote, session) if remote else str(workdir)
+                if isinstance(folder, Error):
+                    return folder
+                root = remote.project if remote else session.project
+                trust = codex_trust((root, folder)) if profile.trusts_projects_by_config else ()
+                started = tmux.start(
+                    f"tc-{session_id}",
+                    folder,
+                    profile.argv(binary, thinking_mode, trust),
+                    self._worker_env(session, profile, remote),
+                    exit_channel(session.id),
+                    config.history_limit,
+                    (config.width, config.height),
+                )
+            except RemoteError as error:
+                return Error(
+                    ErrorCode.TMUX_FAILED, f"{error}\nCheck that `ssh {remote and remote.host}` works."
+                )
+            except TmuxError as error:
+                return Error(ErrorCode.TMUX_FAILED, f"{error}\nIs tmux installed and working? Try: tmux -V")
+            started = replace(started, pane_id=qualify(tmux, started.pane_id))
+            session = replace(session, pane_id=started.pane_id, pane_pid=started.pane_pid)
+            self.context.store.add(session)
         return self._deliver(session, profile)
 
     def _check_request(
@@ -290,6 +300,58 @@ class Launcher:
             return Ended(session)
         ended, _ = transition(session, Change.ENDED, self.context.clock())
         return Ended(self.context.store.save(ended) or ended)
+
+
+# --- one worker per step ------------------------------------------------------------------------------------
+
+STEPS = frozenset(step.command for step in Step)
+FINALIZE = Step.FINALIZE.command
+
+
+def bare_command(command: str) -> str:
+    """next-build for both next-build and prompts:next-build (codex's name for the same step)."""
+    return command.removeprefix("prompts:")
+
+
+@contextmanager
+def step_lock(project: str) -> Iterator[None]:
+    """The planner's project lock (git common dir), so a check and the start it allows are one step; a
+    project outside git has no planner to race with."""
+    try:
+        repo = gitx.find_repo(project)
+    except (gitx.NotAGitRepo, OSError):
+        yield
+        return
+    with fs.project_lock(repo.common_dir):
+        yield
+
+
+def step_holder(session: Session, sessions: list[Session]) -> Error | None:
+    """Refuse a start of a planner step while a live session of the project holds it (same command, slug),
+    or, for a finalize, when another finalize is merging (the merge queue: one at a time per project)."""
+    command = bare_command(session.command)
+    if command not in STEPS:  # not a step of the planner (a user's own command): no step to hold
+        return None
+    for other in sessions:
+        if other.state.is_final or other.project != session.project or other.id == session.id:
+            continue
+        if bare_command(other.command) == command and other.slug == session.slug:
+            return Error(
+                ErrorCode.ALREADY_RUNNING,
+                f"session {other.id} ({other.agent}, {other.state.value}) is already doing {command} "
+                f"{session.slug or '(no slug)'} in this project.\nWait for it (teleclaude__wait_for_sessions("
+                f'session_ids=["{other.id}"])) instead of starting a second worker for the same step.',
+                session.slug or None,
+            )
+        if command == FINALIZE and bare_command(other.command) == FINALIZE:
+            return Error(
+                ErrorCode.MERGE_QUEUED,
+                f"session {other.id} is finalizing {other.slug}: finalizes merge into the main checkout "
+                f"one at a time.\nWait for it to end, then call teleclaude__next_work({session.slug!r}) "
+                "again (the archive number may have moved on).",
+                session.slug or None,
+            )
+    return None
 
 
 def exit_channel(session_id: str) -> str:

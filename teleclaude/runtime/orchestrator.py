@@ -10,6 +10,7 @@ again neither loses a worker nor starts a second one for the same step.
 from __future__ import annotations
 
 import shlex
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -122,6 +123,8 @@ class Progress:
     step: int
     session: Session
     elapsed: float  # seconds since the session was started
+    others: tuple[Session, ...] = ()  # the other workers in flight (--parallel)
+    digest: str = ""  # the first line of the last digest the runtime sent about a worker
 
     def line(self) -> str:
         return f"{self.key()} · {format_duration(self.elapsed)}"
@@ -134,6 +137,10 @@ class Progress:
             text += f" · {s.nudges} nudge{'s' if s.nudges > 1 else ''}"
         if s.status_text:
             text += f" · {s.status_text.splitlines()[0][:60]}"
+        if self.others:
+            text += " | also " + ", ".join(f"{o.command} {o.slug} ({o.state.value})" for o in self.others)
+        if self.digest:
+            text += f" | digest: {self.digest[:80]}"
         return text
 
 
@@ -150,17 +157,20 @@ def run(
     status: Callable[[Progress], None],
     tick: float = TICK,
     verbose: bool = False,
+    parallel: int = 1,
 ) -> RunReport:
     """Drive `slug` (or the whole roadmap) until COMPLETE, SELF, ERROR, a stuck worker or `max_steps`.
 
     `show` gets the log lines (each answer, start and event), `status` the live state of the worker being
     waited for, every `tick` seconds; `verbose` also shows the planner's full answers. Ctrl-C returns an
-    INTERRUPTED report and leaves every worker running.
+    INTERRUPTED report and leaves every worker running. `parallel` > 1 (without a slug) keeps up to that
+    many roadmap items in flight at once (`_Lanes`).
     """
     root = _checkout_root(Path(project))
-    settings = RunSettings(root, slug, prepare, max_steps, tick, verbose)
+    settings = RunSettings(root, slug, prepare, max_steps, tick, verbose, parallel)
     state = RunState(archived_before=tuple(_archives(root)))
-    loop = _Loop(settings, state, runtime, show, status)
+    kind = _Lanes if parallel > 1 and slug is None else _Loop
+    loop = kind(settings, state, runtime, show, status)
     try:
         stop = loop.go()
     except KeyboardInterrupt:
@@ -178,6 +188,7 @@ class RunSettings:
     max_steps: int
     tick: float
     verbose: bool
+    parallel: int = 1
 
 
 @dataclass(frozen=True)
@@ -189,6 +200,7 @@ class Stop:
 
 
 StepKey = tuple[str, str]  # (bare command, slug): one step of the roadmap, whichever agent does it
+QUEUED = Stop(Outcome.SELF, "the merge queue is busy")  # a sentinel of `_start`: wait, then ask again
 
 
 @dataclass
@@ -229,6 +241,7 @@ class RunState:
     session: Session | None = None  # the last worker session
     history: list[Handled] = field(default_factory=list)
     retries: Retries = field(default_factory=Retries)
+    digest: str = ""  # the first line of the last digest heard
 
 
 @dataclass
@@ -303,28 +316,56 @@ class _Loop:
     # --- workers -----------------------------------------------------------------------------------------
 
     def _dispatch(self, action: Dispatch, args: str | None = None) -> Stop | None:
+        begun = self._start(action, self.state.retries, args)
+        if isinstance(begun, Session):
+            return self._watch([begun], adopted=begun.id != getattr(self.state.session, "id", None))
+        if begun is QUEUED:
+            time.sleep(self.settings.tick)
+            return None
+        return begun
+
+    def _start(self, action: Dispatch, retries: Retries, args: str | None = None) -> Session | Stop | None:
+        """Start the worker of `action`: its session (or the live one already doing that step), QUEUED when
+        another finalize is merging, None to ask again, or a `Stop`."""
         state, step = self.state, (_bare(action.command), action.slug)
-        twins = _live(self.runtime, self.settings.root, lambda s: (_bare(s.command), s.slug) == step)
-        if twins:  # started by an earlier run, or by someone else: one worker per step
-            self.show(f"    {twins[0].id} is already doing {action.command} {action.slug}: waiting for it")
-            return self._watch(twins[:1], adopted=True)
-        if state.retries.repeating(step):
+        twin = self._twin(step)
+        if twin:  # started by an earlier run, or by someone else: one worker per step
+            self.show(f"    {twin.id} is already doing {action.command} {action.slug}: waiting for it")
+            return twin
+        if retries.repeating(step):
             return Stop(Outcome.NEEDS_ATTENTION, repeated_text(action))
         if state.steps >= self.settings.max_steps:
             return Stop(
                 Outcome.MAX_STEPS, f"--max-steps {self.settings.max_steps} reached before {describe(action)}"
             )
-        state.steps += 1
         started = guarded(self.runtime.start, action, args)
         if isinstance(started, Error):
-            if started.code is not ErrorCode.TMUX_FAILED or state.retries.start_failed(step):
-                return Stop(Outcome.ERROR, to_text(started))
-            self.show(f"    could not start it, trying again: {started.message.splitlines()[0]}")
-            return None
+            return self._refused(started, step, retries)
         assert isinstance(started, Started)
+        state.steps += 1
         state.session = started.session
         self.show(f"    {where(started.session, self.runtime.config.socket)}")
-        return self._watch([started.session])
+        return started.session
+
+    def _refused(self, error: Error, step: StepKey, retries: Retries) -> Session | Stop | None:
+        """The runtime refused a start: another run got there first (wait for its worker), the merge queue is
+        busy (wait for it), or tmux failed (once: try again)."""
+        match error.code:
+            case ErrorCode.ALREADY_RUNNING:
+                twin = self._twin(step)
+                self.show(f"    {error.message.splitlines()[0]}: waiting for it")
+                return twin  # None when it ended meanwhile: ask again
+            case ErrorCode.MERGE_QUEUED:
+                self.show(f"    {error.message.splitlines()[0]}")
+                return QUEUED
+            case ErrorCode.TMUX_FAILED if not retries.start_failed(step):
+                self.show(f"    could not start it, trying again: {error.message.splitlines()[0]}")
+                return None
+        return Stop(Outcome.ERROR, to_text(error))
+
+    def _twin(self, step: StepKey) -> Session | None:
+        twins = _live(self.runtime, self.settings.root, lambda s: (_bare(s.command), s.slug) == step)
+        return twins[0] if twins else None
 
     def _watch(self, sessions: list[Session], adopted: bool = False) -> Stop | None:
         """Wait on the sessions, reacting to their events, until each is through (or the run stops)."""
@@ -346,7 +387,9 @@ class _Loop:
                 if event.session_id in watching:
                     heard.add(event.session_id)
                     self._heard(event, current.get(event.session_id, watching[event.session_id]))
-                    through = self._resolve(event.kind, current, event.session_id, event.detail, adopted)
+                    through = self._resolve(
+                        event.kind, current, event.session_id, event.detail, adopted, self.state.retries
+                    )
                     if isinstance(through, Stop):
                         return through
                     if through:
@@ -362,19 +405,28 @@ class _Loop:
                     self.show(f"    {session.id}: {detail}; ending it")
                 if kind is None:
                     continue
-                through = self._resolve(kind, current, session_id, detail, adopted)
+                through = self._resolve(kind, current, session_id, detail, adopted, self.state.retries)
                 if isinstance(through, Stop):
                     return through
                 if through:
                     watching.pop(session_id)
             if watching:
-                first = next(iter(watching.values()))
-                elapsed = (self.runtime.clock() - first.created_at).total_seconds()
-                self.status(Progress(max(self.state.steps, 1), first, elapsed))
+                self._status(list(watching.values()))
         return None
 
+    def _status(self, sessions: list[Session]) -> None:
+        first, others = sessions[0], tuple(sessions[1:])
+        elapsed = (self.runtime.clock() - first.created_at).total_seconds()
+        self.status(Progress(max(self.state.steps, 1), first, elapsed, others, self.state.digest))
+
     def _resolve(
-        self, kind: EventKind, current: dict[str, Session], session_id: str, detail: str, adopted: bool
+        self,
+        kind: EventKind,
+        current: dict[str, Session],
+        session_id: str,
+        detail: str,
+        adopted: bool,
+        retries: Retries,
     ) -> Stop | bool:
         """React to one event: True when the session is through, a `Stop` when the run cannot go on."""
         session = current.get(session_id) or self.runtime.store.get(session_id)
@@ -392,12 +444,14 @@ class _Loop:
         ended_session = ended.session if isinstance(ended, Ended) else session
         state.history.append(Handled(ended_session, kind, detail, adopted))
         step = (_bare(session.command), session.slug)
-        if state.retries.through(step, kind, failed=reaction is Reaction.FAILED):
+        if retries.through(step, kind, failed=reaction is Reaction.FAILED):
             return Stop(Outcome.ERROR, failed_twice_text(session, kind, detail))
         return True
 
     def _heard(self, event: Event, session: Session) -> None:
         detail = f": {event.detail}" if event.detail else ""
+        if event.kind is EventKind.DIGEST:  # the runtime's periodic report: on the status line until the next
+            self.state.digest = f"{session.command} {session.slug}: {event.detail.splitlines()[0]}"
         self.show(f"    {session.id} {event.kind.value}{detail}".splitlines()[0][:200])
 
     def _has_roadmap(self) -> bool:
@@ -409,6 +463,158 @@ class _Loop:
             return False
         limit = timedelta(seconds=self.runtime.config.startup_timeout * 2)
         return self.runtime.clock() - session.created_at > limit
+
+
+# --- several items at once (--parallel N) -----------------------------------------------------------------
+
+
+@dataclass
+class Lane:
+    """One roadmap item in flight ("" = the bug list) and its worker, if one is running."""
+
+    slug: str
+    session: Session | None = None
+    adopted: bool = False
+    queued: bool = False  # its finalize waits for the merge queue
+    retries: Retries = field(default_factory=Retries)
+
+
+@dataclass
+class _Lanes(_Loop):
+    """Up to `parallel` items at once, each asked about with `next_work(slug)` in its own worktree.
+
+    Which items may go is the planner's `ready_items` (the bug list first, `[>]` items, then pending items
+    whose dependencies are delivered); which are in flight is derived from the live sessions, so a restarted
+    run, or a second run beside this one, adopts the workers it finds instead of starting them again.
+    """
+
+    lanes: dict[str, Lane] = field(default_factory=dict)
+
+    def go(self) -> Stop:
+        for session in _live(self.runtime, self.settings.root, lambda s: True):
+            lane = self.lanes.setdefault(session.slug, Lane(session.slug))
+            if lane.session is None:
+                self.show(f"adopting {session.id} ({session.command} {session.slug}, {session.state.value})")
+                lane.session, lane.adopted = session, True
+        while True:
+            stop = self._fill() or self._advance_all()
+            if stop:
+                return stop
+            if not self.lanes:  # nothing in flight and nothing ready: the planner says why
+                stop = self._next(self._ask())
+                if stop:
+                    return stop
+                continue
+            stop = self._wait()
+            if stop:
+                return stop
+
+    def _fill(self) -> Stop | None:
+        if len(self.lanes) >= self.settings.parallel:
+            return None
+        ready = app.ready_items(cwd=self.settings.root)
+        if isinstance(ready, Error):
+            return Stop(Outcome.ERROR, to_text(ready))
+        for slug in ready:
+            if len(self.lanes) >= self.settings.parallel:
+                break
+            if slug not in self.lanes:
+                self.lanes[slug] = Lane(slug)
+        return None
+
+    def _advance_all(self) -> Stop | None:
+        """Ask `next_work` for every lane without a worker, and start what it says."""
+        for lane in list(self.lanes.values()):
+            if lane.session is None:
+                stop = self._advance(lane)
+                if stop:
+                    return stop
+        return None
+
+    def _advance(self, lane: Lane) -> Stop | None:
+        action = app.next_work(lane.slug or None, cwd=self.settings.root)
+        if lane.slug == "" and not (isinstance(action, Dispatch) and action.slug == ""):
+            del self.lanes[lane.slug]  # the bug list is done; the item answered is another lane's
+            return None
+        if not lane.queued:
+            self.state.action = action
+            self._answer(action)
+        match action:
+            case Dispatch():
+                begun = self._start(action, lane.retries)
+            case Complete():
+                del self.lanes[lane.slug]
+                return None
+            case Error(code=ErrorCode.NOT_PREPARED) if self.settings.prepare:
+                begun = self._start_architect(lane)
+            case RunYourself():
+                return Stop(Outcome.SELF, to_text(action))
+            case _:
+                return Stop(Outcome.ERROR, to_text(action))
+        lane.queued = begun is QUEUED
+        if isinstance(begun, Session):
+            lane.session, lane.adopted = begun, begun is not self.state.session
+            return None
+        return None if begun is None or begun is QUEUED else begun
+
+    def _start_architect(self, lane: Lane) -> Session | Stop | None:
+        action = app.next_prepare(lane.slug, cwd=self.settings.root)
+        self._answer(action)
+        match action:
+            case Dispatch():
+                return self._start(action, lane.retries, args=f"{lane.slug} {UNATTENDED}")
+            case RunYourself():
+                return Stop(Outcome.SELF, to_text(action))
+            case _:
+                return Stop(Outcome.ERROR, to_text(action))
+
+    def _wait(self) -> Stop | None:
+        """One wait on every worker in flight; a lane whose worker is through asks again next round."""
+        busy = {lane.session.id: lane for lane in self.lanes.values() if lane.session is not None}
+        if not busy:  # every lane waits for the merge queue
+            time.sleep(self.settings.tick)
+            return None
+        waited = guarded(self.runtime.wait_for_sessions, list(busy), self.settings.tick)
+        if isinstance(waited, Error):
+            self.show(f"    waiting failed, looking again: {waited.message.splitlines()[0]}")
+            return None
+        assert isinstance(waited, Waited)
+        current = {s.id: s for s in waited.sessions}
+        heard: set[str] = set()
+        for event in waited.events:
+            lane = busy.get(event.session_id)
+            if lane is None or lane.session is None:
+                continue
+            heard.add(event.session_id)
+            self._heard(event, current.get(event.session_id, lane.session))
+            stop = self._settle(lane, event.kind, current, event.detail)
+            if stop:
+                return stop
+        for session_id, lane in busy.items():
+            if session_id in heard or lane.session is None:
+                continue
+            session = current.get(session_id, lane.session)
+            lane.session = session
+            kind, detail = implied_event(session), session.last_error
+            if kind is None and self._stuck_pending(session):
+                kind, detail = EventKind.EXITED, "it never got its command (its starter was stopped)"
+            if kind is not None:
+                stop = self._settle(lane, kind, current, detail)
+                if stop:
+                    return stop
+        running = [lane.session for lane in self.lanes.values() if lane.session is not None]
+        if running:
+            self._status(running)
+        return None
+
+    def _settle(self, lane: Lane, kind: EventKind, current: dict[str, Session], detail: str) -> Stop | None:
+        assert lane.session is not None
+        through = self._resolve(kind, current, lane.session.id, detail, lane.adopted, lane.retries)
+        if isinstance(through, Stop):
+            return through
+        if through:
+            lane.session, lane.adopted = None, False
+        return None
 
 
 # --- the report --------------------------------------------------------------------------------------------
@@ -461,6 +667,7 @@ def advice(outcome: Outcome, settings: RunSettings) -> str:
 def resume_command(settings: RunSettings) -> str:
     words = ["teleclaude", "run", *([settings.slug] if settings.slug else [])]
     words += ["--prepare"] if settings.prepare else []
+    words += ["--parallel", str(settings.parallel)] if settings.parallel > 1 else []
     return f"cd {shlex.quote(str(settings.root))} && {shlex.join(words)}"
 
 

@@ -56,6 +56,7 @@ class Facts:
     project: str = "/srv/project"
     now: datetime = NOW
     highest_archive: int = 4
+    conflicts: tuple[str, ...] = ()
 
     def roadmap(self):
         return None if self.roadmap_text is None else parse_roadmap(self.roadmap_text)
@@ -96,6 +97,9 @@ class Facts:
 
     def unavailable(self):
         return self.down
+
+    def merge_conflicts(self, slug):
+        return self.conflicts
 
 
 def work(facts: Facts, slug: str | None = None):

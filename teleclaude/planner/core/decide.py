@@ -63,6 +63,7 @@ class Facts(Protocol):
     def main_status(self, slug: str) -> MainStatus: ...
     def worktree_changes(self, slug: str) -> tuple[str, ...]: ...
     def review_rounds(self, slug: str) -> int: ...  # deletions of review-findings.md on the branch
+    def merge_conflicts(self, slug: str) -> tuple[str, ...]: ...  # files main and the branch both changed
     def unavailable(self) -> Mapping[str, Unavailability]: ...
 
 
@@ -125,7 +126,15 @@ def _work_on(facts: Facts, slug: str) -> Decision:
         if rounds >= facts.config.max_review_rounds:
             return _done(slug, _round_limit(slug, rounds))
         return _done(slug, _dispatch(facts, Step.FIX, slug, subfolder, WORK_AGAIN))
-    # 10. Approved: merge and archive from the main checkout.
+    # 10. Approved, but main moved on and conflicts with the branch: merge main in, in the worktree.
+    conflicts = facts.merge_conflicts(slug)
+    if conflicts:
+        note = (
+            f"Branch {slug} conflicts with the main checkout's branch in {', '.join(conflicts[:5])}: merge "
+            f"it into {slug} here, resolve, commit; the finalize follows."
+        )
+        return _done(slug, _dispatch(facts, Step.FIX_MERGE, slug, subfolder, WORK_AGAIN, note))
+    # 11. Approved and merges cleanly: merge and archive from the main checkout.
     archive = facts.next_archive(slug)
     note = f"Archive todos/{slug} to {archive} when merging branch {slug} into the main checkout."
     return _done(slug, _dispatch(facts, Step.FINALIZE, slug, None, WORK_AGAIN, note))
@@ -180,6 +189,22 @@ def _choose_work_item(facts: Facts) -> str | Decision:
     if blocked:
         return _done(None, _deps_unsatisfied(blocked))
     return _done(None, _nothing_open())
+
+
+def ready_items(facts: Facts) -> tuple[str, ...]:
+    """What a parallel run may work on now, in order: the bug list ("") while bugs are open, the items in
+    flight (`[>]`), then the pending items whose dependencies are delivered. A missing or malformed roadmap
+    offers the bug list only: `decide_work` without a slug says what is wrong with it."""
+    bugs = ("",) if facts.open_bugs() else ()
+    roadmap = facts.roadmap()
+    if roadmap is None or blocking_problems(roadmap):
+        return bugs
+    open_items = roadmap.open_items()
+    active = [i.slug for i in open_items if i.marker is Marker.ACTIVE]
+    ready = [
+        i.slug for i in open_items if i.marker is not Marker.ACTIVE and not _unsatisfied(facts, roadmap, i)
+    ]
+    return (*bugs, *active, *ready)
 
 
 def _choose_prepare_item(facts: Facts) -> str | Decision:

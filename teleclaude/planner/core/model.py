@@ -145,6 +145,7 @@ class Step(Enum):
     REVIEW = ("next-review", "review")
     FIX = ("next-fix-review", "fix")
     FINALIZE = ("next-finalize", "finalize")
+    FIX_MERGE = ("next-fix-merge", "fix")  # main moved on and conflicts with the branch: merge it in the tree
     COMMIT = ("commit-pending", "commit")
 
     @property

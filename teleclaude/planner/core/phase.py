@@ -50,6 +50,7 @@ _BY_STEP = {
     Step.REVIEW: Stage.REVIEWING,
     Step.FIX: Stage.FIXING,
     Step.FINALIZE: Stage.FINALIZING,
+    Step.FIX_MERGE: Stage.FIXING,
     Step.REQUIREMENTS: Stage.NEEDS_REQUIREMENTS,
     Step.PLAN: Stage.NEEDS_PLAN,
 }

@@ -256,6 +256,8 @@ def _unfinished(step: Step, slug: str, open_tasks: int, commits_ahead: int) -> s
         "verdict and commit it.",
         Step.FIX: f"The fixes are not finished: address the findings in todos/{slug}/review-findings.md, "
         "then follow next-fix-review to the end and commit.",
+        Step.FIX_MERGE: f"The merge is not finished: merge main into {slug} in trees/{slug}, resolve every "
+        "conflict keeping both sides' intent, and commit the merge.",
         Step.FINALIZE: f"The finalize is not finished: merge {slug} into main, archive it and mark it [x] "
         "in todos/roadmap.md, then commit.",
     }

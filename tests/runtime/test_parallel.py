@@ -1,0 +1,204 @@
+"""`teleclaude run --parallel N`, and two orchestrators on one project: real tmux, the stand-in CLI."""
+
+from __future__ import annotations
+
+import collections
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from teleclaude import mcp
+from teleclaude.adapters.sessions_db import SessionStore
+from teleclaude.demo.scenario import commit_all, git
+from teleclaude.demo.workers import PLAN
+from teleclaude.planner import api as app
+from teleclaude.planner.core.model import Dispatch, Marker
+from teleclaude.planner.core.roadmap import parse_roadmap
+from teleclaude.runtime import orchestrator
+from teleclaude.runtime.api import open_runtime
+from teleclaude.runtime.core.sessions import Session
+from teleclaude.runtime.orchestrator import Outcome
+
+FOUR = ("greeting", "farewell", "shouting", "whisper")  # farewell waits for greeting
+
+
+def add_item(project: Path, slug: str, after: str = "") -> None:
+    roadmap = project / "todos" / "roadmap.md"
+    deps = f" (after: {after})" if after else ""
+    roadmap.write_text(roadmap.read_text() + f"- [ ] {slug}{deps} — {slug} variants.\n")
+    folder = project / "todos" / slug
+    folder.mkdir()
+    (folder / "requirements.md").write_text(f"# Requirements: {slug}\n\nDeliver {slug}.\n")
+    (folder / "implementation-plan.md").write_text(PLAN.format(slug=slug, module=slug))
+    commit_all(project, f"Add {slug}")
+
+
+def run(project: Path, parallel: int, progress: list | None = None):
+    lines: list[str] = []
+    report = orchestrator.run(
+        project,
+        None,
+        False,
+        60,
+        open_runtime(project),
+        lines.append,
+        (progress.append if progress is not None else lambda p: None),
+        parallel=parallel,
+    )
+    return report, lines
+
+
+def step(session: Session) -> tuple[str, str]:
+    return session.command.removeprefix("prompts:"), session.slug
+
+
+def overlapping_twins(sessions: list[Session]) -> list[tuple[str, str]]:
+    """Steps that had two sessions alive at once (a final session's last update is when it ended)."""
+    twins = []
+    for one in sessions:
+        for other in sessions:
+            same = one.id < other.id and step(one) == step(other)
+            if same and one.created_at < other.updated_at and other.created_at < one.updated_at:
+                twins.append(step(one))
+    return twins
+
+
+def markers(project: Path) -> dict[str, Marker]:
+    return {i.slug: i.marker for i in parse_roadmap((project / "todos/roadmap.md").read_text()).items}
+
+
+def assert_delivered(project: Path, slugs) -> None:
+    assert {slug: markers(project)[slug] for slug in slugs} == dict.fromkeys(slugs, Marker.DONE)
+    names = sorted(p.name for p in (project / "done").iterdir())
+    assert sorted(re.sub(r"^\d{3}-", "", name) for name in names) == sorted(slugs)
+    numbers = [name[:3] for name in names]
+    assert len(set(numbers)) == len(numbers)  # no archive number twice
+    assert git(project, "status", "--porcelain") == ""
+    assert git(project, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_parallel_two_delivers_four_items_with_a_dependency_and_a_conflicting_finalize(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    add_item(project, "whisper")
+    # the first two items in flight both write NOTES.md: the second of them to be finalized conflicts
+    monkeypatch.setenv("FAKE_AGENT_SHARED", "greeting,shouting")
+    report, lines = run(project, parallel=2)
+    assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
+    assert_delivered(project, FOUR)
+    notes = (project / "NOTES.md").read_text()
+    assert "greeting was built" in notes and "shouting was built" in notes and "<<<<" not in notes
+
+    sessions = SessionStore().sessions()
+    assert overlapping_twins(sessions) == []
+    assert [s.slug for s in sessions if step(s)[0] == "next-fix-merge"] in (["greeting"], ["shouting"])
+    finalizes = sorted((s for s in sessions if step(s)[0] == "next-finalize"), key=lambda s: s.created_at)
+    for before, after in zip(finalizes, finalizes[1:], strict=False):
+        assert before.updated_at <= after.created_at  # the merge queue: one finalize at a time
+    greeting_done = max(s.updated_at for s in sessions if step(s) == ("next-finalize", "greeting"))
+    assert min(s.created_at for s in sessions if s.slug == "farewell") >= greeting_done
+    builds = sorted((s for s in sessions if step(s)[0] == "next-build"), key=lambda s: s.created_at)
+    assert builds[1].created_at < builds[0].updated_at  # two items really were in flight at once
+
+
+def test_two_parallel_runs_started_together_dispatch_no_step_twice(project, fake_agents, tmux_socket):
+    both = [cli(project, "--parallel", "2") for _ in range(2)]
+    results = [process.communicate(timeout=300) for process in both]
+    for process, (out, err) in zip(both, results, strict=True):
+        assert process.returncode == 0, out + err
+        assert "Traceback" not in err
+    sessions = SessionStore().sessions()
+    assert overlapping_twins(sessions) == []
+    counts = collections.Counter(step(s) for s in sessions)
+    assert [pair for pair, n in counts.items() if n > 1] == []
+    assert len(sessions) == 9  # build, review, finalize for each of the three
+    assert_delivered(project, ("greeting", "farewell", "shouting"))
+
+
+def test_two_serial_runs_started_together_dispatch_no_step_twice(project, fake_agents, tmux_socket):
+    both = [cli(project) for _ in range(2)]
+    results = [process.communicate(timeout=300) for process in both]
+    for process, (out, err) in zip(both, results, strict=True):
+        assert process.returncode == 0, out + err
+    sessions = SessionStore().sessions()
+    assert overlapping_twins(sessions) == []
+    assert len(sessions) == 9
+    assert_delivered(project, ("greeting", "farewell", "shouting"))
+
+
+def test_a_second_start_of_a_live_step_is_refused_for_runs_and_the_mcp_tool_alike(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    monkeypatch.setenv("FAKE_AGENT", "hang")
+    monkeypatch.chdir(project)  # an MCP client starts the server in the project
+    monkeypatch.setattr(mcp, "_RUNTIME", None)
+    build = app.next_work("greeting", cwd=project)
+    assert isinstance(build, Dispatch)
+    runtime = open_runtime(project)
+    first = runtime.start(build)
+    second = runtime.start(build)
+    assert second.code.value == "ALREADY_RUNNING" and first.session.id in second.message
+    answer = mcp._session_answer(
+        "run_agent_command",
+        "local",
+        build.command,
+        build.slug,
+        build.project,
+        build.agent,
+        "med",
+        build.subfolder,
+    )
+    assert answer.splitlines()[0] == "ERROR: ALREADY_RUNNING"
+    other = app.next_work("shouting", cwd=project)
+    assert isinstance(other, Dispatch) and runtime.start(other).session.slug == "shouting"  # another step
+
+
+def test_finalizes_are_queued_one_at_a_time(project, fake_agents, tmux_socket, monkeypatch):
+    monkeypatch.setenv("FAKE_AGENT", "hang")
+    runtime = open_runtime(project)
+    finalize = Dispatch(*_finalize_of(project, "greeting"))
+    assert runtime.start(finalize).session.command == "next-finalize"
+    queued = runtime.start(Dispatch(*_finalize_of(project, "shouting")))
+    assert queued.code.value == "MERGE_QUEUED"
+
+
+def _finalize_of(project: Path, slug: str):
+    from teleclaude.planner.core.model import Step
+
+    return (
+        Step.FINALIZE,
+        slug,
+        str(project),
+        "claude",
+        "med",
+        None,
+        f"Archive todos/{slug} to done/001-{slug}/",
+    )
+
+
+def test_digests_reach_the_log_and_the_status_line_of_a_run(project, fake_agents, tmux_socket, monkeypatch):
+    settings = project / "teleclaude.toml"
+    settings.write_text(settings.read_text() + "digest_period = 0.3\nsoft_remind = 1.5\n")
+    commit_all(project, "Digest quickly")
+    monkeypatch.setenv("FAKE_AGENT_GEMINI", "stall")  # thinks until the reminder wakes it
+    progress: list[orchestrator.Progress] = []
+    lines: list[str] = []
+    report = orchestrator.run(
+        project, "shouting", False, 20, open_runtime(project), lines.append, progress.append
+    )
+    assert report.outcome is Outcome.COMPLETE, report.text
+    assert any(re.match(r"\s+\w+ digest: running", line) for line in lines), lines
+    assert any("digest: next-build shouting: running" in p.line() for p in progress)
+
+
+def cli(project: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "teleclaude", "run", *args],
+        cwd=project,
+        env=dict(os.environ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
