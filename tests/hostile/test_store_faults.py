@@ -109,7 +109,7 @@ def test_a_full_disk_is_store_unavailable(db, repo):
 
 @pytest.fixture
 def locked_db(db, monkeypatch):
-    monkeypatch.setattr(store, "BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setattr(store.SqliteStore, "busy_timeout_ms", 200)
     monkeypatch.setattr(store, "READ_TIMEOUT_MS", 200)
     store.AvailabilityStore().mark_available("claude")  # the file exists, in WAL mode
     holder = subprocess.Popen(
