@@ -64,7 +64,9 @@ DEFAULT_PROFILES: Mapping[str, AgentProfile] = {
         # ` *   Type your message or @path/to/file` between two rules (`!` in shell mode; `>` before 0.61)
         prompt=r"^\s*[│|]?\s*[>❯*!]\s*(Type your message.*)?[│|]?\s*$",
         limit_patterns=DEFAULT_LIMIT_PATTERNS["gemini"],
-        env={"GEMINI_CLI_TRUST_WORKSPACE": "true"},  # trusts the worker's folder: no trust dialog
+        # GEMINI_CLI_TRUST_WORKSPACE trusts the worker's folder (no trust dialog); with CI=true in its
+        # environment (a CI job running `teleclaude run`) gemini 0.61 skips its interactive UI and exits 42
+        env={"GEMINI_CLI_TRUST_WORKSPACE": "true", "CI": "false"},
     ),
     "codex": AgentProfile(
         "codex",

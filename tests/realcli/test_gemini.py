@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from teleclaude.demo.model_server import Fail, Text
-from teleclaude.errors import Error, ErrorCode
+from teleclaude.errors import Error
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
@@ -17,11 +17,6 @@ from .test_claude import events_until, screen
 
 def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med"):
     started = runtime.run_agent_command("local", command, args, str(project), "gemini", mode)
-    if isinstance(started, Error) and started.code is ErrorCode.WORKER_BLOCKED:
-        # Seen once in a CI run on a loaded machine: gemini 0.61 exited before its prompt, and started
-        # fine right after. Its own words are printed so the next occurrence can be explained.
-        print(f"gemini's first start failed; starting it once more:\n{started.message}")
-        started = runtime.run_agent_command("local", command, args, str(project), "gemini", mode)
     if isinstance(started, Error):
         pytest.fail(started.message)  # the CLI's own last output, whole
     assert isinstance(started, Started), started
