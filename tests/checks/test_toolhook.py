@@ -13,11 +13,11 @@ from teleclaude.adapters.sessions_db import SessionStore
 READ = {
     "session_id": "c1",
     "transcript_path": "/t.jsonl",
-    "cwd": "/work/project",
+    "cwd": "/home/dev/project",
     "permission_mode": "bypassPermissions",
     "hook_event_name": "PreToolUse",
     "tool_name": "Read",
-    "tool_input": {"file_path": "/work/project/src/x.py"},
+    "tool_input": {"file_path": "/home/dev/project/src/x.py"},
     "tool_use_id": "toolu_1",
 }
 

@@ -4,6 +4,7 @@ a coded error."""
 
 from __future__ import annotations
 
+import io
 import re
 import subprocess
 import sys
@@ -11,10 +12,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from teleclaude.cli.run import Console
 from teleclaude.planner.core.model import AgentReport, Unavailability
 from teleclaude.planner.core.render import to_text
 from teleclaude.runtime.core.session_render import session_text
 from teleclaude.runtime.core.sessions import Session, SessionState
+from teleclaude.runtime.orchestrator import Progress
 
 from .conftest import first_line
 
@@ -54,18 +57,7 @@ def test_the_agent_table_shows_a_hostile_reason_escaped_on_one_row(reason):
 
 @pytest.mark.parametrize("status", HOSTILE)
 def test_a_session_summary_shows_a_worker_status_escaped(status):
-    session = Session(
-        "abcd1234",
-        "claude",
-        "next-build",
-        "x",
-        "/p",
-        None,
-        SessionState.RUNNING,
-        NOW,
-        NOW,
-        status_text=status,
-    )
+    session = _worker(status)
     text = session_text([session])
     assert _obeyed(text) == []
     assert len(text.splitlines()) == 2
@@ -121,13 +113,18 @@ def test_invalid_utf8_in_a_reason_is_a_coded_error(subprocess_env, tmp_path):
 
 
 @pytest.mark.parametrize("status", HOSTILE)
-def test_the_run_status_line_and_log_show_a_worker_status_escaped(status):
-    import io
+def test_the_run_status_line_and_log_show_a_worker_status_escaped(status, capsys):
+    err = io.StringIO()
+    console = Console(err)
+    console.status(Progress(1, _worker(status), 12.0))
+    assert _obeyed(err.getvalue().rstrip("\n")) == []
+    assert len(err.getvalue().splitlines()) == 1
+    console.show(f"    abcd1234 turn_ended: {status}")
+    assert _obeyed(capsys.readouterr().out.rstrip("\n")) == []  # its line breaks are run's own: kept
 
-    from teleclaude.cli.run import Console
-    from teleclaude.runtime.orchestrator import Progress
 
-    session = Session(
+def _worker(status: str) -> Session:
+    return Session(
         "abcd1234",
         "claude",
         "next-build",
@@ -139,8 +136,3 @@ def test_the_run_status_line_and_log_show_a_worker_status_escaped(status):
         NOW,
         status_text=status,
     )
-    err = io.StringIO()
-    console = Console(err)
-    console.status(Progress(1, session, 12.0))
-    assert _obeyed(err.getvalue().rstrip("\n")) == []
-    assert len(err.getvalue().splitlines()) == 1
