@@ -6,13 +6,14 @@ from datetime import timedelta
 
 import pytest
 
-from teleclaude.demo.model_server import Fail, Text
+from teleclaude.demo.model_server import Fail, Text, shell
 from teleclaude.errors import Error
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 
 from .test_claude import events_until, screen
+from .test_claude_runtime import git
 
 
 def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med"):
@@ -59,3 +60,41 @@ def test_a_gemini_limit_makes_it_unavailable_and_the_next_step_falls_back(
     assert "Keep trying" in screen(gemini_runtime, started.session)  # the dialog was not answered
     fallback = next_work(cwd=project)
     assert isinstance(fallback, Dispatch) and fallback.agent == "claude", fallback
+
+
+# --- turn ends from the AfterAgent hook ---------------------------------------------------------------------
+
+
+def test_twenty_gemini_turns_end_by_the_after_agent_hook(gemini_runtime, project, model_server):
+    """The idle rule is set to 300 s (conftest.SETTINGS): each of these turn ends can only be the hook's."""
+    started = start(gemini_runtime, project)
+    details = [event.detail for event in turn_ended(gemini_runtime, started.session.id)]
+    for turn in range(2, 21):
+        sent = gemini_runtime.send_message(started.session.id, f"Turn {turn}: say done.")
+        assert not isinstance(sent, Error), sent
+        details += [event.detail for event in turn_ended(gemini_runtime, started.session.id)]
+    assert details == ["stop hook"] * 20
+    assert len(model_server.turns()) == 20
+
+
+def test_an_after_agent_refusal_makes_the_gemini_worker_commit(gemini_runtime, project, model_server):
+    """The AfterAgent hook denies the stop with uncommitted work; gemini goes on with the reason as prompt."""
+    model_server.add(
+        shell("printf 'notes\\n' > todos/greeting/notes.md", "Write notes"),
+        Text("Notes written."),  # the turn would end here: the hook denies it (todos/greeting/ is dirty)
+        shell("git add todos && git commit -q -m 'Add greeting notes'", "Commit the notes"),
+        Text("Committed."),
+    )
+    started = start(gemini_runtime, project)
+    events = turn_ended(gemini_runtime, started.session.id)
+    assert [e.detail for e in events] == ["stop hook"]
+    assert "Add greeting notes" in git(project, "log", "--oneline", "-1")
+    assert git(project, "status", "--porcelain", "todos") == ""
+    refused = model_server.turns()[2]  # the request after "Notes written."
+    assert "todos/greeting/notes.md" in refused.text()  # the hook's reason reached the model
+
+
+def turn_ended(runtime, session_id: str) -> list:
+    return [
+        e for e in events_until(runtime, session_id, EventKind.TURN_ENDED) if e.kind is EventKind.TURN_ENDED
+    ]
