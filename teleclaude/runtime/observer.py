@@ -17,6 +17,7 @@ from teleclaude.adapters.tmux import TmuxError
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core.tool_lines import tool_lines
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
+from teleclaude.runtime.core.apiwait import api_wait_limit
 from teleclaude.runtime.core.blockers import blocked_text, find_blocker, refused_command
 from teleclaude.runtime.core.limits import DEFAULT_PAUSE, failure_limit, find_limit, reset_time
 from teleclaude.runtime.core.sessions import (
@@ -216,6 +217,9 @@ class Observer:
         blocked = self._blocked(scanned, [*rows, partial], screen, now, expect=session.state)
         if blocked is not None:
             return blocked
+        waited = self._api_wait_in(scanned, screen, now)
+        if waited is not None:
+            return context.change(scanned, Change.RATE_LIMITED, waited, expect=session.state, error=waited)
         prompt = waiting_for_input(screen, profile.prompt, profile.busy) if profile else False
         watched, ended = observe_idle(scanned, screen, prompt, now, context.config.idle_threshold)
         retry = profile.retry if profile else ""
@@ -242,6 +246,21 @@ class Observer:
         profile = self.context.config.profiles.get(session.agent)
         local = datetime.now().astimezone().tzinfo or UTC
         hit = find_limit(session.agent, rows, now, local, profile.limit_patterns if profile else None)
+        if hit is None:
+            return None
+        self.context.availability.mark_unavailable(session.agent, hit.until, hit.reason)
+        detail = f"{hit.reason} until {hit.until.isoformat(timespec='seconds')}: {hit.line}"
+        log.info("session %s: %s", session.id, detail)
+        return detail
+
+    def _api_wait_in(self, session: Session, screen: list[str], now: datetime) -> str | None:
+        """Waiting on the API with no output for `api_wait_limit` (core/apiwait.py: gemini's silent
+        retries): mark the agent unavailable, and say so."""
+        profile = self.context.config.profiles.get(session.agent)
+        if profile is None:
+            return None
+        limit = self.context.config.api_wait_limit
+        hit = api_wait_limit(session, screen, now, limit, profile.api_wait, profile.tool_running)
         if hit is None:
             return None
         self.context.availability.mark_unavailable(session.agent, hit.until, hit.reason)

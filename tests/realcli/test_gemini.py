@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -60,6 +61,31 @@ def test_a_gemini_limit_makes_it_unavailable_and_the_next_step_falls_back(
     assert "Keep trying" in screen(gemini_runtime, started.session)  # the dialog was not answered
     fallback = next_work(cwd=project)
     assert isinstance(fallback, Dispatch) and fallback.agent == "claude", fallback
+
+
+@pytest.mark.parametrize("failure", ["rate_limit", "overloaded"], ids=["429-per-minute", "503-overloaded"])
+def test_gemini_retrying_silently_past_api_wait_limit_is_rate_limited_and_the_next_step_falls_back(
+    gemini_runtime, project, model_server, failure
+):
+    """gemini 0.61 retries these for minutes showing only its spinner: the api_wait_limit rule sees it."""
+    gemini_runtime.context.config = replace(gemini_runtime.config, api_wait_limit=6)
+    model_server.add(Fail(failure, repeat=1000, retry_after=2))
+    started = start(gemini_runtime, project)
+    events = events_until(gemini_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=40)
+    assert events[-1].detail.startswith("rate_limited until"), events[-1].detail
+    assert gemini_runtime.store.get(started.session.id).state is SessionState.RATE_LIMITED
+    assert model_server.turns()[-1].answer.startswith(f"fail {failure}")  # still retrying, silently
+    assert "gemini" in gemini_runtime.context.availability.unavailable(gemini_runtime.clock())
+    fallback = next_work(cwd=project)
+    assert isinstance(fallback, Dispatch) and fallback.agent == "claude", fallback
+
+
+def test_a_long_shell_command_under_gemini_is_not_an_api_wait(gemini_runtime, project, model_server):
+    gemini_runtime.context.config = replace(gemini_runtime.config, api_wait_limit=6)
+    model_server.add(shell("sleep 15", "Wait for the build"), Text("DONE: next-build greeting"))
+    started = start(gemini_runtime, project)
+    events = events_until(gemini_runtime, started.session.id, EventKind.TURN_ENDED)
+    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
 
 
 # --- turn ends from the AfterAgent hook ---------------------------------------------------------------------
