@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from teleclaude.demo.model_server import Fail, Text, shell
+from teleclaude.demo.model_server import Fail, Step, Text, _strings, mcp, shell
 from teleclaude.errors import Error
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch
@@ -86,6 +86,59 @@ def test_a_long_shell_command_under_gemini_is_not_an_api_wait(gemini_runtime, pr
     started = start(gemini_runtime, project)
     events = events_until(gemini_runtime, started.session.id, EventKind.TURN_ENDED)
     assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
+
+
+# --- gemini as the orchestrator -----------------------------------------------------------------------------
+
+NEXT_WORK = "mcp_teleclaude_teleclaude__next_work"  # gemini 0.61's name for teleclaude's next_work
+
+
+def function_responses(body: dict) -> list[dict]:
+    """The functionResponse parts gemini sent back to the model (a Gemini API request's `contents`)."""
+    return [
+        part["functionResponse"]
+        for content in body.get("contents") or ()
+        for part in content.get("parts") or ()
+        if "functionResponse" in part
+    ]
+
+
+def orchestrator_model(body: dict) -> Step:
+    """Calls next_work once (by the name gemini offers it under), then says DONE. gemini connects its MCP
+    servers in the background, after its prompt shows: until the tool is offered, the model waits a second
+    with the shell (at most 20 times), as a real one would."""
+    responses = [response.get("name") for response in function_responses(body)]
+    if NEXT_WORK in responses:
+        return Text("DONE")
+    offered = [
+        d.get("name") for tool in body.get("tools") or () for d in tool.get("functionDeclarations") or ()
+    ]
+    if NEXT_WORK in offered:
+        return mcp("teleclaude", "teleclaude__next_work")
+    if responses.count("run_shell_command") < 20:
+        return shell("sleep 1", "Wait for the MCP servers")
+    return Text("DONE: the MCP server never connected")
+
+
+def test_a_gemini_orchestrator_runs_next_work_over_mcp_and_gets_a_tool_call(
+    gemini_runtime, project, model_server
+):
+    model_server.then = orchestrator_model
+    started = start(gemini_runtime, project, "next-work", "")
+    events = events_until(gemini_runtime, started.session.id, EventKind.TURN_ENDED)
+    assert (EventKind.TURN_ENDED, "stop hook") in [(e.kind, e.detail) for e in events]
+    answers = [turn.answer for turn in model_server.turns()]
+    waits = answers.count("tool run_shell_command")
+    assert answers == ["tool run_shell_command"] * waits + [f"tool {NEXT_WORK}", "text"], answers
+    called, answered = model_server.turns()[waits : waits + 2]
+    assert NEXT_WORK in called.tools()
+    assert called.answer == f"tool {NEXT_WORK}"
+    (response,) = [r for r in function_responses(answered.body) if r.get("name") == NEXT_WORK]
+    result = "\n".join(_strings(response.get("response")))
+    # gemini wraps an MCP tool's text for the model: `<untrusted_context>\nTOOL_CALL:\n…</untrusted_context>`
+    assert result.removeprefix("<untrusted_context>").lstrip().startswith("TOOL_CALL:"), result
+    assert 'command="next-build"' in result and 'args="greeting"' in result, result
+    assert 'agent="gemini"' in result, result
 
 
 # --- turn ends from the AfterAgent hook ---------------------------------------------------------------------
