@@ -88,6 +88,22 @@ def test_a_long_shell_command_under_gemini_is_not_an_api_wait(gemini_runtime, pr
     assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
 
 
+@pytest.mark.parametrize(
+    ("mode", "model"),
+    [
+        ("slow", "gemini-3.1-pro-preview"),  # --model pro
+        ("med", "gemini-3.8-flash"),  # no flag: Auto, its router (answered by the scripted server) picks
+        ("fast", "gemini-3.8-flash"),  # --model flash
+    ],
+)
+def test_each_thinking_mode_reaches_the_model_it_names(gemini_runtime, project, model_server, mode, model):
+    """The profile's modes are aliases 0.61 resolves itself (VALID_GEMINI_MODELS: tests/realcli/NOTES.md)."""
+    model_server.add(Text("DONE: next-build greeting - nothing to build"))
+    start(gemini_runtime, project, mode=mode)
+    turn = model_server.wait_for(lambda r: r.turn, timeout=30)
+    assert turn.path.split("/models/", 1)[1].split(":", 1)[0] == model, turn.path
+
+
 # --- gemini as the orchestrator -----------------------------------------------------------------------------
 
 NEXT_WORK = "mcp_teleclaude_teleclaude__next_work"  # gemini 0.61's name for teleclaude's next_work
