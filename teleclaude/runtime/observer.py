@@ -18,7 +18,12 @@ from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core.tool_lines import tool_lines
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
 from teleclaude.runtime.core.apiwait import api_wait_limit
-from teleclaude.runtime.core.blockers import blocked_text, find_blocker, refused_command
+from teleclaude.runtime.core.blockers import (
+    blocked_text,
+    find_blocker,
+    refused_command,
+    unexpanded_command,
+)
 from teleclaude.runtime.core.limits import DEFAULT_PAUSE, failure_limit, find_limit, reset_time
 from teleclaude.runtime.core.sessions import (
     Activity,
@@ -109,12 +114,24 @@ class Observer:
         fresh = {s.id: self._observe_safely(s, views.get(s.pane_id)) for s in live}
         return [fresh.get(s.id, s) for s in sessions]
 
-    def record_turn_end(self, session_id: str, source: str = "stop hook") -> bool:
+    def record_turn_end(self, session_id: str, source: str = "stop hook", prompt: str = "") -> bool:
         """An agent's Stop hook said its turn is over (called from `teleclaude hook stop`). True once the
-        stored row shows it (or there is nothing to record); False when another writer saved first."""
+        stored row shows it (or there is nothing to record); False when another writer saved first.
+
+        `prompt` (gemini's AfterAgent hook): what the model was sent. When it is the session's command line
+        as typed, the CLI did not know the command: the session errs, the step never ran."""
         session = self.context.store.get(session_id)
         if session is None or session.state not in WORKING:
             return True
+        profile = self.context.config.profiles.get(session.agent)
+        typed = profile.slash_command(session.command, session.args) if profile else ""
+        if prompt and unexpanded_command(prompt, typed):
+            why = (
+                f"{session.agent} does not know the command: it sent `{typed}` to the model as a plain "
+                f"prompt. Run `teleclaude install --{session.agent}` so that the role commands exist."
+            )
+            saved = self.context.change(session, Change.ERRORED, why, expect=session.state, error=why)
+            return saved.state not in WORKING
         working = progressed(session, self.context.clock())
         saved = self.context.change(working, Change.TURN_ENDED, source, expect=session.state)
         return saved.state not in WORKING

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
 from datetime import timedelta
 
@@ -106,17 +105,14 @@ def test_each_thinking_mode_reaches_the_model_it_names(gemini_runtime, project, 
     assert turn.path.split("/models/", 1)[1].split(":", 1)[0] == model, turn.path
 
 
-def test_an_unknown_command_while_gemini_loads_its_mcp_servers_errs_the_session(
+def test_an_unknown_command_that_gemini_sends_to_the_model_errs_the_session(
     gemini_runtime, project, model_server, isolated_environment
 ):
-    """While an MCP server is still connecting gemini 0.61 refuses an unknown `/command` (`✕ Unknown
-    command: /x …`): an error of the session, never a turn end. (Once they are connected, it sends the text
-    to the model as a plain prompt: tests/realcli/NOTES.md.) A server that never answers keeps it loading."""
+    """With its MCP servers connected (here: none), gemini 0.61 sends an unknown `/command` to the model as a
+    plain prompt and shows nothing of it; the AfterAgent hook's `prompt` is that line as typed."""
     settings_file = isolated_environment / ".gemini" / "settings.json"
     settings = json.loads(settings_file.read_text())
-    # reads its stdin to the end and never answers: it ends with gemini (its pipe closes)
-    never_ready = {"command": sys.executable, "args": ["-c", "import sys; sys.stdin.read()"]}
-    settings["mcpServers"]["never-ready"] = never_ready
+    del settings["mcpServers"]
     settings_file.write_text(json.dumps(settings))
     started = gemini_runtime.run_agent_command(
         "local", "no-such-command", "greeting", str(project), "gemini", "med"
@@ -124,9 +120,8 @@ def test_an_unknown_command_while_gemini_loads_its_mcp_servers_errs_the_session(
     assert isinstance(started, Started), started
     events = events_until(gemini_runtime, started.session.id, EventKind.ERRORED, seconds=30)
     assert EventKind.TURN_ENDED not in [e.kind for e in events]
-    assert "Unknown command: /no-such-command" in events[-1].detail, events[-1].detail
-    assert gemini_runtime.store.get(started.session.id).state is SessionState.ERRORED
-    assert model_server.turns() == []  # nothing reached the model
+    assert "/no-such-command greeting" in events[-1].detail, events[-1].detail
+    assert model_server.turns()[0].last_user_text().endswith("/no-such-command greeting")
 
 
 # --- gemini as the orchestrator -----------------------------------------------------------------------------

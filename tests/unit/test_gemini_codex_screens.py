@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from teleclaude.config.profiles import DEFAULT_PROFILES
-from teleclaude.runtime.core.blockers import find_blocker, refused_command
+from teleclaude.runtime.core.blockers import find_blocker, refused_command, unexpanded_command
 from teleclaude.runtime.core.limits import find_limit
 from teleclaude.runtime.core.sessions import prompt_visible
 
@@ -126,3 +126,14 @@ def test_a_refused_command_is_found_with_the_clis_words_and_is_no_dialog():
     assert refusal is not None and refusal.startswith("Unrecognized command '/prompts:next-build'")
     assert refused_command("codex", ["› $next-build x", "• Done."]) is None
     assert find_blocker("codex", ["› /prompts:next-build x", said]) is None
+
+
+def test_a_command_line_the_model_got_as_typed_was_not_expanded():
+    """gemini 0.61's AfterAgent `prompt` after an unknown /command: the session context, then the line."""
+    typed = DEFAULT_PROFILES["gemini"].slash_command("no-such-command", "greeting")
+    assert unexpanded_command("<session_context>…</session_context>\n/no-such-command greeting\n", typed)
+    expanded = "<session_context>…</session_context>\nYou are the **builder** for the work item `greeting`."
+    assert not unexpanded_command(
+        expanded, DEFAULT_PROFILES["gemini"].slash_command("next-build", "greeting")
+    )
+    assert not unexpanded_command("Turn 2: say done.", typed)

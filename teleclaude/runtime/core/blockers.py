@@ -169,6 +169,13 @@ def refused_command(agent: str, rows: Iterable[str]) -> str | None:
     return None
 
 
+def unexpanded_command(prompt: str, typed: str) -> bool:
+    """The prompt the CLI sent its model ends with the command line exactly as it was typed: the CLI did
+    not know the command (gemini 0.61 sends an unknown `/x args` to the model as a plain prompt once its MCP
+    servers are connected), so the role command never ran."""
+    return bool(typed.strip()) and prompt.rstrip().endswith(typed.strip())
+
+
 def blocked_text(agent: str, blocker: Blocker, workdir: str, rows: Iterable[str]) -> str:
     """The message under `ERROR: WORKER_BLOCKED`: what stops the worker, the fix, and the screen."""
     shown = "\n".join(row.rstrip() for row in last_rows(rows))
