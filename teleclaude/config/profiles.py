@@ -72,9 +72,10 @@ DEFAULT_PROFILES: Mapping[str, AgentProfile] = {
         # environment (a CI job running `teleclaude run`) gemini 0.61 skips its interactive UI and exits 42
         env={"GEMINI_CLI_TRUST_WORKSPACE": "true", "CI": "false"},
         # it retries 429 and 503 silently for minutes under ` ⠦ Thinking... (esc to cancel, 8m 11s)`; a
-        # running shell command shows the same row under its box `│ ⊶  Shell sleep 12`
+        # running shell command shows the same row under its box `│ ⊶  Shell sleep 12` (⊶ and ⊷ alternate),
+        # a running hook as ` ⠦ Executing Hook: teleclaude-stop (esc to cancel, 12s)`
         api_wait=r"\(esc to cancel, (\d+[hms] ?)+\)",
-        tool_running=r"^\s*│\s*⊶",
+        tool_running=r"^\s*│\s*[⊶⊷]|\bExecuting Hook:",
     ),
     "codex": AgentProfile(
         "codex",

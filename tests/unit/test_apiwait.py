@@ -17,7 +17,13 @@ GEMINI = DEFAULT_PROFILES["gemini"]
 LIMIT = RuntimeConfig().api_wait_limit
 INPUT = ["─" * 40, " YOLO Ctrl+Y", " *   Type your message or @path/to/file", " workspace (/directory)"]
 RETRYING = [" > /next-build greeting", " ⠦ Thinking... (esc to cancel, 8m 11s)", *INPUT]
-SHELL = [" > /next-build greeting", "╭────", "│ ⊶  Shell sleep 600", "╰────", RETRYING[1], *INPUT]
+SHELL = [" > /next-build greeting", "╭────", "│ ⊷  Shell sleep 600", "╰────", RETRYING[1], *INPUT]
+HOOK = [
+    " > /next-build greeting",
+    "✦ done",
+    " ⠦ Executing Hook: teleclaude-stop (esc to cancel, 12s)",
+    *INPUT,
+]
 
 
 def gemini(**changes) -> Session:
@@ -55,11 +61,20 @@ def test_the_spinner_alone_for_the_limit_is_a_rate_limit_for_the_default_pause()
         (gemini(), RETRYING, LIMIT - 1),  # not yet
         (gemini(last_progress_at=T0 + timedelta(seconds=60)), RETRYING, LIMIT),  # output since
         (gemini(), SHELL, LIMIT * 10),  # a long shell command, not the API
+        (gemini(), HOOK, LIMIT * 10),  # a slow hook
         (gemini(), INPUT, LIMIT * 10),  # idle at its prompt
         (gemini(state=SessionState.TURN_ENDED), RETRYING, LIMIT * 10),
         (gemini(agent="claude"), RETRYING, LIMIT * 10),  # claude's profile: its retries show (`retry`)
     ],
-    ids=["before-the-limit", "output-since", "shell-running", "idle", "turn-ended", "no-pattern"],
+    ids=[
+        "before-the-limit",
+        "output-since",
+        "shell-running",
+        "hook-running",
+        "idle",
+        "turn-ended",
+        "no-pattern",
+    ],
 )
 def test_no_limit(session, screen, seconds):
     profile = DEFAULT_PROFILES[session.agent]
