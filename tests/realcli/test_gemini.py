@@ -8,14 +8,14 @@ from datetime import timedelta
 
 import pytest
 
-from teleclaude.demo.model_server import Fail, Step, Text, _strings, mcp, shell
-from teleclaude.errors import Error
+from teleclaude.demo.model_server import Fail, Step, Text, Tool, _strings, mcp, shell
+from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 
 from .test_claude import events_until, screen
-from .test_claude_runtime import git
+from .test_claude_runtime import git, screen_shows
 
 
 def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med"):
@@ -122,6 +122,18 @@ def test_an_unknown_command_that_gemini_sends_to_the_model_errs_the_session(
     assert EventKind.TURN_ENDED not in [e.kind for e in events]
     assert "/no-such-command greeting" in events[-1].detail, events[-1].detail
     assert model_server.turns()[0].last_user_text().endswith("/no-such-command greeting")
+
+
+def test_geminis_loop_detection_dialog_is_never_typed_into(gemini_runtime, project, model_server):
+    """gemini stops a model that repeats the same call and asks, in a dialog, whether to keep loop detection
+    on; its AfterAgent hook ends the turn. A message for the worker is refused rather than typed into it."""
+    model_server.then = lambda body: Tool("no_such_tool", {"again": True})  # the same call, again and again
+    started = start(gemini_runtime, project)
+    turn_ended(gemini_runtime, started.session.id)
+    screen_shows(gemini_runtime, started.session, "Keep loop detection enabled")
+    typed = gemini_runtime.send_message(started.session.id, "continue")
+    assert isinstance(typed, Error) and typed.code is ErrorCode.WORKER_BLOCKED, typed
+    assert "the loop detection dialog" in typed.message.splitlines()[0], typed.message
 
 
 # --- gemini as the orchestrator -----------------------------------------------------------------------------

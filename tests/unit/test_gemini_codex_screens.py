@@ -137,3 +137,14 @@ def test_a_command_line_the_model_got_as_typed_was_not_expanded():
         expanded, DEFAULT_PROFILES["gemini"].slash_command("next-build", "greeting")
     )
     assert not unexpanded_command("Turn 2: say done.", typed)
+
+
+def test_geminis_loop_detection_dialog_is_a_blocker():
+    rows = [
+        " │ ?  A potential loop was detected",
+        " │ ● 1. Keep loop detection enabled (esc)",
+        " │   2. Disable loop detection for this session",
+    ]
+    found = find_blocker("gemini", rows)
+    assert found is not None and found.name == "the loop detection dialog" and not found.rate_limit
+    assert find_blocker("gemini", ["✦ I kept loop detection enabled."]) is None

@@ -101,6 +101,13 @@ BLOCKERS: dict[str, tuple[Blocker, ...]] = {
             rate_limit=True,
         ),
         Blocker(
+            "the loop detection dialog",
+            r"^\W*\d\. (Keep loop detection enabled|Disable loop detection for this session)",
+            "The model repeated the same calls: look at the worker (`teleclaude sessions output`) and end "
+            "it, or set model.disableLoopDetection = true in ~/.gemini/settings.json to let such a worker "
+            "go on.",
+        ),
+        Blocker(
             "its refusal of the command",
             r"Unknown command: /\S+",
             "Run `teleclaude install` so that the role commands exist for gemini.",
