@@ -75,6 +75,8 @@ DEFAULT_PROFILES: Mapping[str, AgentProfile] = {
         # running shell command shows the same row under its box `│ ⊶  Shell sleep 12` (⊶ and ⊷ alternate),
         # a running hook as ` ⠦ Executing Hook: teleclaude-stop (esc to cancel, 12s)`
         api_wait=r"\(esc to cancel, (\d+[hms] ?)+\)",
+        # with `ui.errorVerbosity = "full"` its spinner says so while it retries (from the 0.61 bundle)
+        retry=r"\bTrying to reach .+ \(Attempt \d+/\d+\)",
         tool_running=r"^\s*│\s*[⊶⊷]|\bExecuting Hook:",
     ),
     "codex": AgentProfile(

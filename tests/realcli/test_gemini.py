@@ -81,6 +81,28 @@ def test_gemini_retrying_silently_past_api_wait_limit_is_rate_limited_and_the_ne
     assert isinstance(fallback, Dispatch) and fallback.agent == "claude", fallback
 
 
+@pytest.mark.parametrize("failure", ["rate_limit", "overloaded"], ids=["429-per-minute", "503-overloaded"])
+def test_with_full_error_verbosity_gemini_gives_up_in_a_dialog_that_is_a_limit(
+    gemini_runtime, project, model_server, isolated_environment, failure
+):
+    """`ui.errorVerbosity = "full"` (a user's setting) makes gemini give up after `general.maxAttempts`: its
+    "We are currently experiencing high demand … 1. Keep trying 2. Stop" dialog, never answered."""
+    settings_file = isolated_environment / ".gemini" / "settings.json"
+    settings = json.loads(settings_file.read_text())
+    settings["ui"] = {"errorVerbosity": "full"}
+    settings["general"] = {"maxAttempts": 2}
+    settings_file.write_text(json.dumps(settings))
+    model_server.add(Fail(failure, repeat=1000, retry_after=1))
+    started = start(gemini_runtime, project)
+    events = events_until(gemini_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=40)
+    assert events[-1].detail.startswith("overloaded until"), events[-1].detail  # "high demand"
+    assert "experiencing high demand" in events[-1].detail, events[-1].detail
+    shown = screen(gemini_runtime, started.session)
+    assert "We are currently experiencing high demand." in shown and "Keep trying" in shown
+    fallback = next_work(cwd=project)
+    assert isinstance(fallback, Dispatch) and fallback.agent == "claude", fallback
+
+
 def test_a_long_shell_command_under_gemini_is_not_an_api_wait(gemini_runtime, project, model_server):
     gemini_runtime.context.config = replace(gemini_runtime.config, api_wait_limit=6)
     model_server.add(shell("sleep 15", "Wait for the build"), Text("DONE: next-build greeting"))
