@@ -77,7 +77,8 @@ def parse_event(raw: str, agent: str | None = None) -> StopEvent:
         Path(cwd),
         data.get("stop_hook_active") is True,
         session if isinstance(session, str) else "",
-        prompt if isinstance(prompt, str) else "",
+        # gemini's only: codex sends `$skill args` as typed even when it expands the skill
+        prompt if agent == "gemini" and isinstance(prompt, str) else "",
     )
 
 
