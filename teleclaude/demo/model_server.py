@@ -554,6 +554,10 @@ class OpenAIResponses(Dialect):
         for tool in body.get("tools") or ():
             if isinstance(tool, dict):
                 names.append(tool.get("name") or tool.get("function", {}).get("name") or tool.get("type", ""))
+                # codex 0.169 offers each MCP server's tools in a namespace (`mcp__teleclaude`): listed as
+                # NAMESPACE.TOOL, and called with the namespace in its own field (tool_reply)
+                if tool.get("type") == "namespace":
+                    names += [f"{tool['name']}.{t['name']}" for t in tool.get("tools") or () if "name" in t]
         return names
 
     def _events(self, item: dict, deltas: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
@@ -626,13 +630,16 @@ class OpenAIResponses(Dialect):
             and isinstance(arguments["command"], str)
         ):
             arguments = arguments | {"command": ["bash", "-lc", arguments["command"]]}
+        if name == "exec_command" and isinstance(arguments.get("command"), str):  # codex 0.169's shell tool
+            arguments = {"cmd": arguments["command"]}
         arguments = {k: v for k, v in arguments.items() if k != "description"}
         text = json.dumps(arguments)
         item = {
             "type": "function_call",
             "id": item_id,
             "call_id": _id("call_"),
-            "name": name,
+            "name": name.rpartition(".")[2],
+            **({"namespace": name.rpartition(".")[0]} if "." in name else {}),
             "arguments": text,
             "status": "completed",
         }

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import shutil
+import threading
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
-from teleclaude.demo.model_server import Fail, Text
+from teleclaude.demo.model_server import Fail, Step, Text, mcp, shell
 from teleclaude.demo.scenario import commit_all
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
+from teleclaude.setup.install import Scope, install
 
 from .test_claude import events_until, screen
+from .test_claude_runtime import git, screen_shows, with_profile
 
 
 def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med"):
@@ -104,3 +109,145 @@ def test_a_codex_limit_makes_it_unavailable_until_the_reset_and_the_next_step_fa
         )
     fallback = next_work(cwd=project)
     assert isinstance(fallback, Dispatch) and fallback.agent == "gemini", fallback
+
+
+def test_a_transient_429_codex_retries_is_not_a_limit(codex_runtime, project, model_server):
+    """While codex retries it shows `└ Exceeded retry limit, last status: 429 …` under `Server is busy,
+    reconnecting 1/5`: not yet a limit. It got through: the turn ends, and codex stays available."""
+    model_server.add(Fail("rate_limit", repeat=2, retry_after=1), Text("DONE: next-build greeting"))
+    started = start(codex_runtime, project)
+    events = events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
+    assert [e.kind for e in events] == [EventKind.TURN_ENDED]
+    assert "codex" not in codex_runtime.context.availability.unavailable(codex_runtime.clock())
+    assert [r.answer for r in model_server.turns()][-1] == "text"
+
+
+FEW_RETRIES = (
+    "-c",
+    "model_providers.scripted.request_max_retries=0",
+    "-c",
+    "model_providers.scripted.stream_max_retries=1",
+)
+
+
+@pytest.mark.parametrize(
+    ("failure", "reason"),
+    [
+        (Fail("server_error", repeat=50, retry_after=1), "overloaded"),
+        (Fail("unavailable", repeat=50, retry_after=1), "overloaded"),
+    ],
+    ids=["500-given-up", "503-given-up"],
+)
+def test_a_5xx_codex_gives_up_on_makes_it_unavailable(codex_runtime, project, model_server, failure, reason):
+    profile = codex_runtime.config.profiles["codex"]
+    with_profile(codex_runtime, "codex", args=(*profile.args, *FEW_RETRIES))
+    build_row_first(project, "codex", "gemini")
+    model_server.add(failure)
+    started = start(codex_runtime, project)
+    events = events_until(codex_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=60)
+    assert events[-1].detail.startswith(reason), events[-1].detail
+    assert ": ■ " in events[-1].detail  # the error codex gave up with, not one it was retrying
+    fallback = next_work(cwd=project)
+    assert isinstance(fallback, Dispatch) and fallback.agent == "gemini", fallback
+
+
+# --- turn ends, refusals, the busy screen -----------------------------------------------------------------
+
+
+def test_twenty_turns_end_by_codexs_stop_hook(codex_runtime, project, model_server):
+    """The idle rule is set to 300 s (conftest.SETTINGS): each of these turn ends can only be the hook's."""
+    started = start(codex_runtime, project)
+    details = [e.detail for e in turn_ended(codex_runtime, started.session.id)]
+    for turn in range(2, 21):
+        sent = codex_runtime.send_message(started.session.id, f"Turn {turn}: say done.")
+        assert not isinstance(sent, Error), sent
+        details += [e.detail for e in turn_ended(codex_runtime, started.session.id)]
+    assert details == ["stop hook"] * 20
+    assert len(model_server.turns()) == 20
+
+
+def test_codexs_stop_hook_refusal_makes_the_worker_commit(codex_runtime, project, model_server):
+    """Codex's Stop hook takes `{"decision": "block", "reason": …}`: the reason is the model's next prompt."""
+    model_server.add(
+        shell("printf 'notes\\n' > todos/greeting/notes.md", "Write notes"),
+        Text("Notes written."),  # the turn would end here: the hook refuses (todos/greeting/ is dirty)
+        shell("git add todos && git commit -q -m 'Add greeting notes'", "Commit the notes"),
+        Text("Committed."),
+    )
+    started = start(codex_runtime, project)
+    events = turn_ended(codex_runtime, started.session.id)
+    assert [e.detail for e in events] == ["stop hook"]
+    assert "Add greeting notes" in git(project, "log", "--oneline", "-1")
+    assert git(project, "status", "--porcelain", "todos") == ""
+    refused = model_server.turns()[2]  # the request after "Notes written."
+    assert "todos/greeting/notes.md" in refused.text()  # the hook's refusal reached the model
+
+
+def test_a_busy_codex_is_not_idle_though_its_prompt_line_shows(codex_runtime, project, model_server):
+    """`› Ask Codex to do anything` stays on screen while codex works (`• Working (3s • esc to interrupt)`):
+    with the idle rule at 0.1 s, a held model turn must still not end by it."""
+    codex_runtime.context.config = replace(codex_runtime.config, idle_threshold=0.1, poll_interval=0.05)
+    hold = threading.Event()
+    model_server.add(Text("DONE: next-build greeting", hold=hold))
+    started = start(codex_runtime, project)
+    model_server.wait_for(lambda r: r.turn)
+    screen_shows(codex_runtime, started.session, "esc to interrupt")
+    held = []
+    for _ in range(4):  # 4 s of a busy screen whose prompt line shows
+        held += codex_runtime.wait_for_sessions([started.session.id], timeout=1).events
+    hold.set()
+    assert not held, [(e.kind.value, e.detail) for e in held]
+    assert [e.kind for e in events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)] == [
+        EventKind.TURN_ENDED
+    ]
+
+
+# --- codex as the orchestrator ----------------------------------------------------------------------------
+
+NEXT_WORK = "mcp__teleclaude.teleclaude__next_work"  # codex offers an MCP server's tools in a namespace
+
+
+def orchestrator_model(body: dict) -> Step:
+    """A model that calls next_work once (codex starts its MCP servers before its first turn), then stops."""
+    called = [item.get("name") for item in body.get("input", []) if item.get("type") == "function_call"]
+    if "teleclaude__next_work" in called:
+        return Text("DONE")
+    return mcp("teleclaude", "teleclaude__next_work")
+
+
+def test_a_codex_orchestrator_runs_next_work_over_mcp_and_gets_a_tool_call(
+    codex_runtime, project, model_server
+):
+    model_server.then = orchestrator_model
+    started = start(
+        codex_runtime, project, "next-work", ""
+    )  # `$next-work ` : the space closes the skill list
+    events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
+    called, answered = model_server.turns()[:2]
+    assert NEXT_WORK in called.tools()
+    assert called.answer == f"tool {NEXT_WORK}"
+    (output,) = [item for item in answered.body["input"] if item.get("type") == "function_call_output"]
+    parts = output["output"]  # a string, or codex's [{"type": "input_text", "text": …}, …]
+    result = parts if isinstance(parts, str) else "\n".join(part.get("text", "") for part in parts)
+    assert "TOOL_CALL:" in result, result
+    assert 'command="next-build"' in result and 'args="greeting"' in result, result
+
+
+def test_project_scope_skills_are_read_by_codex(codex_runtime, project, model_server, isolated_environment):
+    """`teleclaude install --codex --scope project` puts the skills in the repository's .codex/skills."""
+    shutil.rmtree(isolated_environment / ".codex" / "skills" / "next-build")
+    report = install(["codex"], Scope.PROJECT, cwd=project)
+    assert not hasattr(report, "code"), report
+    assert (project / ".codex" / "skills" / "next-build" / "SKILL.md").is_file()
+    commit_all(project, "teleclaude for codex, project scope")
+    model_server.add(Text("DONE: next-build greeting"))
+    start(codex_runtime, project)
+    sent = model_server.wait_for(lambda r: r.turn, timeout=30).text()
+    assert "You are the **builder** for the work item `$ARGUMENTS`" in sent
+    assert str(project / ".codex" / "skills" / "next-build" / "SKILL.md") in sent
+
+
+def turn_ended(runtime, session_id: str) -> list:
+    return [
+        e for e in events_until(runtime, session_id, EventKind.TURN_ENDED) if e.kind is EventKind.TURN_ENDED
+    ]
