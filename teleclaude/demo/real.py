@@ -16,6 +16,7 @@ unavailable, and the planner gives the finalize to the real claude, the next age
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -25,6 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from teleclaude.config.matrix import DEFAULT_MATRIX
 from teleclaude.demo.agent_homes import prepare_home
 from teleclaude.demo.model_server import (
     Fail,
@@ -68,10 +70,11 @@ class RealDemo:
         """The demo's teleclaude.toml: only its real CLIs; the agent first on every step the item goes
         through, the fallback second; the idle rule kept out of the way (turn ends come from the CLIs'
         hooks)."""
-        lines = [f"agents = {list(self.agents)!r}".replace("'", '"')]
+        lines = [f"agents = {json.dumps(list(self.agents))}"]
         if self.fallback:
             lines += ["", "[matrix]"]
-            for task, mode in (("build", "med"), ("review", "slow"), ("finalize", "med")):
+            for task in ("build", "review", "finalize"):
+                mode = DEFAULT_MATRIX[task][0].thinking_mode  # the row's own thinking mode
                 lines.append(f'{task} = ["{self.agent}:{mode}", "{self.fallback}:{mode}"]')
         lines += [
             "",
@@ -148,7 +151,7 @@ def run(console: Console, agent: str = "claude", keep: bool = False, verbose: bo
         with (
             throwaway("teleclaude-demo-real-", keep) as (base, socket),
             ModelServer(then=ScriptedWorkers(demo)) as server,
-            environment(_variables(base, found, server.url)),
+            environment(_prepare(base, found, server.url)),
         ):
             project = _project(base, socket, demo)
             for name, path in found.items():
@@ -170,9 +173,10 @@ def run(console: Console, agent: str = "claude", keep: bool = False, verbose: bo
         return 130
 
 
-def _variables(base: Path, clis: dict[str, Path], server_url: str) -> dict[str, str | None]:
-    """The demo's own HOME, database and PATH, and what each CLI needs to use the scripted server; the
-    variables that would point a CLI at the user's own configuration are removed."""
+def _prepare(base: Path, clis: dict[str, Path], server_url: str) -> dict[str, str | None]:
+    """The demo's own HOME, with each CLI's login pre-answered there (`agent_homes.prepare_home`); returns
+    the variables to run with: that HOME, the demo's database and PATH, what each CLI needs to use the
+    scripted server, and none of the variables that would point a CLI at the user's own configuration."""
     home = base / "home"
     home.mkdir()
     folders = dict.fromkeys(str(path.parent) for path in clis.values())
