@@ -13,7 +13,8 @@ alone. Steps: `Text` (reply and end the turn), `Tool` (call a tool: the shell, o
 among the tools the CLI offered), `Fail` (answer with the provider's real error status, headers and body:
 429, the subscription limits, 529/503, quota), each optionally held until the test releases a
 `threading.Event` (a "slow" model without sleeping). When the script runs out, every turn is answered "Done.",
-or by `then(request body)` (a model that decides from what it was sent, e.g. `teleclaude demo --real`).
+or by `then(request body)` (a model that decides from what it was sent, e.g. `teleclaude demo --real`;
+`provider_of`, `tool_result_sent` and `body_text` read a body of any of the three providers).
 
 Every request is recorded (`requests`, `turns()`), and `wait_for` blocks until one matches, so a test waits
 on what the CLI sent instead of sleeping.
