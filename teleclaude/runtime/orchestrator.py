@@ -39,6 +39,7 @@ class Outcome(Enum):
     ERROR = "ERROR"  # the planner or the runtime said ERROR: a human decides
     NEEDS_ATTENTION = "NEEDS_ATTENTION"  # a worker is stuck: it is left running for a human to look at
     MAX_STEPS = "MAX_STEPS"
+    PARKED = "PARKED"  # --parallel: items that could not go on were parked, and nothing else can proceed
     INTERRUPTED = "INTERRUPTED"  # Ctrl-C: the workers keep running; `teleclaude run` again resumes
 
     @property
@@ -125,6 +126,7 @@ class Progress:
     elapsed: float  # seconds since the session was started
     others: tuple[Session, ...] = ()  # the other workers in flight (--parallel)
     digest: str = ""  # the first line of the last digest the runtime sent about a worker
+    parked: tuple[str, ...] = ()  # --parallel: the items parked, each `SLUG (its first report line)`
 
     def line(self) -> str:
         return f"{self.key()} · {format_duration(self.elapsed)}"
@@ -141,6 +143,8 @@ class Progress:
             text += " | also " + ", ".join(f"{o.command} {o.slug} ({o.state.value})" for o in self.others)
         if self.digest:
             text += f" | digest: {self.digest[:80]}"
+        if self.parked:
+            text += " | parked: " + ", ".join(item[:60] for item in self.parked)
         return text
 
 
@@ -242,6 +246,7 @@ class RunState:
     history: list[Handled] = field(default_factory=list)
     retries: Retries = field(default_factory=Retries)
     digest: str = ""  # the first line of the last digest heard
+    parked: dict[str, Stop] = field(default_factory=dict)  # --parallel: item -> why it cannot go on
 
 
 @dataclass
@@ -417,7 +422,8 @@ class _Loop:
     def _status(self, sessions: list[Session]) -> None:
         first, others = sessions[0], tuple(sessions[1:])
         elapsed = (self.runtime.clock() - first.created_at).total_seconds()
-        self.status(Progress(max(self.state.steps, 1), first, elapsed, others, self.state.digest))
+        parked = tuple(f"{_item(slug)} ({headline(stop)})" for slug, stop in self.state.parked.items())
+        self.status(Progress(max(self.state.steps, 1), first, elapsed, others, self.state.digest, parked))
 
     def _resolve(
         self,
@@ -500,8 +506,15 @@ class _Lanes(_Loop):
             stop = self._fill() or self._advance_all()
             if stop:
                 return stop
-            if not self.lanes:  # nothing in flight and nothing ready: the planner says why
-                stop = self._next(self._ask())
+            if not self.lanes:
+                stop = self._fill()
+                if stop:
+                    return stop
+                if self.lanes:
+                    continue
+                if self.state.parked:  # nothing can go on without the parked items
+                    return parked_stop(self.state.parked)
+                stop = self._next(self._ask())  # nothing in flight and nothing ready: the planner says why
                 if stop:
                     return stop
                 continue
@@ -518,8 +531,20 @@ class _Lanes(_Loop):
         for slug in ready:
             if len(self.lanes) >= self.settings.parallel:
                 break
-            if slug not in self.lanes:
+            if slug not in self.lanes and slug not in self.state.parked:
                 self.lanes[slug] = Lane(slug)
+        return None
+
+    def _park(self, lane: Lane, stop: Stop) -> Stop | None:
+        """One item cannot go on: park it (its worker, if any, is left as it is) and let the other lanes
+        carry on. A stop that is the whole run's (--max-steps, Ctrl-C) still ends the run."""
+        if stop.outcome in (Outcome.MAX_STEPS, Outcome.INTERRUPTED):
+            return stop
+        self.lanes.pop(lane.slug, None)
+        self.state.parked[lane.slug] = stop
+        self.show(f"    parked {_item(lane.slug)}: {headline(stop)}")
+        for line in stop.what.splitlines()[1:]:
+            self.show(f"      {line}")
         return None
 
     def _advance_all(self) -> Stop | None:
@@ -548,14 +573,16 @@ class _Lanes(_Loop):
             case Error(code=ErrorCode.NOT_PREPARED) if self.settings.prepare:
                 begun = self._start_architect(lane)
             case RunYourself():
-                return Stop(Outcome.SELF, to_text(action))
+                begun = Stop(Outcome.SELF, to_text(action))
             case _:
-                return Stop(Outcome.ERROR, to_text(action))
+                begun = Stop(Outcome.ERROR, to_text(action))
         lane.queued = begun is QUEUED
         if isinstance(begun, Session):
             lane.session, lane.adopted = begun, begun is not self.state.session
             return None
-        return None if begun is None or begun is QUEUED else begun
+        if isinstance(begun, Stop) and begun is not QUEUED:
+            return self._park(lane, begun)
+        return None
 
     def _start_architect(self, lane: Lane) -> Session | Stop | None:
         action = app.next_prepare(lane.slug, cwd=self.settings.root)
@@ -611,7 +638,7 @@ class _Lanes(_Loop):
         assert lane.session is not None
         through = self._resolve(kind, current, lane.session.id, detail, lane.adopted, lane.retries)
         if isinstance(through, Stop):
-            return through
+            return self._park(lane, through)
         if through:
             lane.session, lane.adopted = None, False
         return None
@@ -647,6 +674,26 @@ def report(stop: Stop, settings: RunSettings, state: RunState, runtime: Runtime)
     )
 
 
+def headline(stop: Stop) -> str:
+    """The first line a report of `stop` would have."""
+    first = stop.what.splitlines()[0] if stop.what else ""
+    return first if first.startswith(("SELF:", "ERROR:")) else f"{stop.outcome.value}: {first}"
+
+
+def parked_stop(parked: dict[str, Stop]) -> Stop:
+    """The end of a parallel run whose other items are through: each parked item, its error and next step."""
+    count = f"{len(parked)} item{'s' if len(parked) != 1 else ''}"
+    lines = [f"{count} could not go on: " + ", ".join(_item(slug) for slug in parked)]
+    for slug, stop in parked.items():
+        lines.append(f"- {_item(slug)}: {headline(stop)}")
+        lines += [f"    {line}" for line in stop.what.splitlines()[1:]]
+    return Stop(Outcome.PARKED, "\n".join(lines))
+
+
+def _item(slug: str) -> str:
+    return slug or "the bug list"
+
+
 def advice(outcome: Outcome, settings: RunSettings) -> str:
     again = resume_command(settings)
     match outcome:
@@ -660,6 +707,8 @@ def advice(outcome: Outcome, settings: RunSettings) -> str:
             return f"do what the error says, then: {again}"
         case Outcome.NEEDS_ATTENTION:
             return f"look at the worker, then end it or send it a message, then: {again}"
+        case Outcome.PARKED:
+            return f"do what each parked item's lines say, then: {again}"
         case _:
             return f"resume with: {again}"
 
