@@ -15,7 +15,7 @@ from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.agent_config import codex_trust
 from teleclaude.adapters.ssh import RemoteError, qualify
-from teleclaude.adapters.tmux import TmuxError
+from teleclaude.adapters.tmux import TURN_END_TO_PANE, TmuxError
 from teleclaude.config.matrix import THINKING_MODES
 from teleclaude.config.profiles import AgentProfile, Computer
 from teleclaude.errors import Error, ErrorCode
@@ -154,7 +154,9 @@ class Launcher:
         env = {name: self.context.env[name] for name in names if self.context.env.get(name)}
         env.update(profile.env)
         env["TELECLAUDE_SESSION_ID"] = session.id
-        if not remote:
+        if remote:  # its stop hook cannot reach this database: it marks its pane for the observer instead
+            env[TURN_END_TO_PANE] = "1"
+        else:
             env["TELECLAUDE_DB"] = str(self.context.store.path)
         return env
 

@@ -200,3 +200,28 @@ def test_an_unknown_computer_and_a_step_outside_an_item_worktree_are_refused(pro
     runtime.context.config = replace(runtime.config, remotes={NAME: bare})
     answer = runtime.run_agent_command(NAME, "emit", "1", str(project), "claude", "med", "trees/x")
     assert isinstance(answer, Error)
+
+
+def test_the_remote_stop_hook_ends_the_turn_through_the_pane_not_the_idle_rule(
+    project, remote_project, watch, monkeypatch
+):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    settings = project / "teleclaude.toml"
+    text = settings.read_text().replace("idle_threshold = 0.4", "idle_threshold = 600")  # never idle here
+    # the stand-in runs `teleclaude hook stop` over there after its step, as Claude Code runs its Stop hook
+    settings.write_text(text + '\n[runtime.agents.gemini]\nenv = { FAKE_AGENT = "work,hook" }\n')
+    commit_all(project, "Workers with a stop hook, and no idle rule")
+    runtime = open_runtime(project)
+    action = app.next_work(cwd=project)
+    assert isinstance(action, Dispatch) and action.agent == "gemini", action
+    started = runtime.run_agent_command(
+        NAME, action.command, action.slug, action.project, action.agent, "med", action.subfolder
+    )
+    assert isinstance(started, Started), started.message
+    session = started.session
+    watch(runtime, session.id).until(EventKind.TURN_ENDED, seconds=60)  # the idle rule would take 600 s
+    assert runtime.store.get(session.id).state is SessionState.TURN_ENDED
+    assert "Build greeting" in git(project / action.subfolder, "log", "--oneline", "-1")  # brought back
+    assert runtime.tmux.views()[session.pane_id].turn_end == ""  # the hook's mark was taken away
+    assert app.next_work(cwd=project).step is Step.REVIEW
+    assert runtime.end_session(session.id).session.state.is_final
