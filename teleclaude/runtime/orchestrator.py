@@ -26,6 +26,7 @@ from teleclaude.planner.core.render import to_text
 from teleclaude.planner.core.timeparse import format_duration
 from teleclaude.runtime.api import Runtime, guarded
 from teleclaude.runtime.core.sessions import Ended, Event, EventKind, Session, SessionState, Started, Waited
+from teleclaude.runtime.remote import item_slug
 
 UNATTENDED = "(unattended: nobody will answer questions; decide yourself and write the file)"
 REPEAT_LIMIT = 3  # the same step ending its turn this many times in a row without the files moving on
@@ -134,7 +135,8 @@ class Progress:
     def key(self) -> str:
         """The line without the clock: a plain log prints it again only when this changes."""
         s = self.session
-        text = f"[{self.step}] {s.command} {s.slug} · {s.agent} · {s.state.value}".replace("  ", " ")
+        agent = s.agent if s.computer == "local" else f"{s.agent}@{s.computer}"
+        text = f"[{self.step}] {s.command} {s.slug} · {agent} · {s.state.value}".replace("  ", " ")
         if s.nudges:
             text += f" · {s.nudges} nudge{'s' if s.nudges > 1 else ''}"
         if s.status_text:
@@ -173,7 +175,8 @@ def run(
     root = _checkout_root(Path(project))
     settings = RunSettings(root, slug, prepare, max_steps, tick, verbose, parallel)
     state = RunState(archived_before=tuple(_archives(root)))
-    kind = _Lanes if parallel > 1 and slug is None else _Loop
+    remote_lanes = any(computer.lanes for computer in runtime.config.remotes.values())
+    kind = _Lanes if (parallel > 1 or remote_lanes) and slug is None else _Loop
     loop = kind(settings, state, runtime, show, status)
     try:
         stop = loop.go()
@@ -329,7 +332,9 @@ class _Loop:
             return None
         return begun
 
-    def _start(self, action: Dispatch, retries: Retries, args: str | None = None) -> Session | Stop | None:
+    def _start(
+        self, action: Dispatch, retries: Retries, args: str | None = None, computer: str = "local"
+    ) -> Session | Stop | None:
         """Start the worker of `action`: its session (or the live one already doing that step), QUEUED when
         another finalize is merging, None to ask again, or a `Stop`."""
         state, step = self.state, (_bare(action.command), action.slug)
@@ -343,7 +348,7 @@ class _Loop:
             return Stop(
                 Outcome.MAX_STEPS, f"--max-steps {self.settings.max_steps} reached before {describe(action)}"
             )
-        started = guarded(self.runtime.start, action, args)
+        started = guarded(self.runtime.start, action, args, computer)
         if isinstance(started, Error):
             return self._refused(started, step, retries)
         assert isinstance(started, Started)
@@ -483,6 +488,7 @@ class Lane:
     adopted: bool = False
     queued: bool = False  # its finalize waits for the merge queue
     retries: Retries = field(default_factory=Retries)
+    computer: str = "local"  # where its worktree steps run: this machine or a [computers.NAME] with lanes
 
 
 @dataclass
@@ -491,7 +497,9 @@ class _Lanes(_Loop):
 
     Which items may go is the planner's `ready_items` (the bug list first, `[>]` items, then pending items
     whose dependencies are delivered); which are in flight is derived from the live sessions, so a restarted
-    run, or a second run beside this one, adopts the workers it finds instead of starting them again.
+    run, or a second run beside this one, adopts the workers it finds instead of starting them again. A new
+    lane goes to a `[computers.NAME]` with a free lane (`lanes`, in the order of teleclaude.toml), else to
+    this machine; its steps in `trees/{slug}` run there, the main checkout's steps (finalize) here.
     """
 
     lanes: dict[str, Lane] = field(default_factory=dict)
@@ -499,6 +507,8 @@ class _Lanes(_Loop):
     def go(self) -> Stop:
         for session in _live(self.runtime, self.settings.root, lambda s: True):
             lane = self.lanes.setdefault(session.slug, Lane(session.slug))
+            if session.computer in self.runtime.config.remotes:
+                lane.computer = session.computer
             if lane.session is None:
                 self.show(f"adopting {session.id} ({session.command} {session.slug}, {session.state.value})")
                 lane.session, lane.adopted = session, True
@@ -532,8 +542,22 @@ class _Lanes(_Loop):
             if len(self.lanes) >= self.settings.parallel:
                 break
             if slug not in self.lanes and slug not in self.state.parked:
-                self.lanes[slug] = Lane(slug)
+                self.lanes[slug] = Lane(slug, computer=self._free_computer())
         return None
+
+    def _free_computer(self) -> str:
+        """The first other computer with a lane to spare, else this machine."""
+        for name, computer in self.runtime.config.remotes.items():
+            if sum(lane.computer == name for lane in self.lanes.values()) < computer.lanes:
+                return name
+        return "local"
+
+    def _computer_for(self, lane: Lane, action: Dispatch) -> str:
+        """The lane's computer for a step in the item's worktree by an agent installed there; else here."""
+        remote = self.runtime.config.remotes.get(lane.computer)
+        if remote is None or item_slug(action.subfolder) != action.slug or action.agent not in remote.agents:
+            return "local"
+        return lane.computer
 
     def _park(self, lane: Lane, stop: Stop) -> Stop | None:
         """One item cannot go on: park it (its worker, if any, is left as it is) and let the other lanes
@@ -566,7 +590,7 @@ class _Lanes(_Loop):
             self._answer(action)
         match action:
             case Dispatch():
-                begun = self._start(action, lane.retries)
+                begun = self._start(action, lane.retries, computer=self._computer_for(lane, action))
             case Complete():
                 del self.lanes[lane.slug]
                 return None
@@ -750,10 +774,12 @@ def attention_text(session: Session, detail: str, root: Path, socket: str) -> st
 
 
 def where(session: Session, socket: str) -> str:
+    local = session.computer == "local"
+    tmux_session = session.tmux_session.rpartition(":")[2]  # a remote one's carries `NAME:` in front
     return (
         f"{session.id}: {session.command} {session.slug} ({session.agent}, {session.state.value}) in "
-        f"{session.subfolder or 'the main checkout'}; watch: "
-        f"tmux -L {socket} attach -t {session.tmux_session}"
+        f"{session.subfolder or 'the main checkout'}{'' if local else ' on ' + session.computer}; watch: "
+        f"{'' if local else 'there, '}tmux -L {socket} attach -t {tmux_session}"
     ).replace("  ", " ")
 
 
