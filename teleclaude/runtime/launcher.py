@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import shutil
+import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -152,6 +154,8 @@ class Launcher:
         """
         names = () if remote else ("PATH", "HOME")
         env = {name: self.context.env[name] for name in names if self.context.env.get(name)}
+        if not remote and "PATH" in env:
+            env["PATH"] = _with_teleclaude(env["PATH"])
         env.update(profile.env)
         env["TELECLAUDE_SESSION_ID"] = session.id
         if remote:  # its stop hook cannot reach this database: it marks its pane for the observer instead
@@ -383,6 +387,15 @@ def _workdir(project: str, subfolder: str | None) -> Path | Error:
             f"{target} does not exist.\nCall teleclaude__next_work() again: it creates the worktree first.",
         )
     return target
+
+
+def _with_teleclaude(path: str) -> str:
+    """PATH with this teleclaude's folder at its end when `teleclaude` is not on it: role commands run it by
+    name (the finalizer's `teleclaude finalize`), also when the runtime was started from a venv's bin."""
+    folder = Path(sys.executable).parent
+    if shutil.which("teleclaude", path=path) or not os.access(folder / "teleclaude", os.X_OK):
+        return path
+    return f"{path}{os.pathsep}{folder}" if path else str(folder)
 
 
 def _find_binary(profile: AgentProfile, env: Mapping[str, str]) -> str | None:
