@@ -542,7 +542,8 @@ class _Lanes(_Loop):
             if len(self.lanes) >= self.settings.parallel:
                 break
             if slug not in self.lanes and slug not in self.state.parked:
-                self.lanes[slug] = Lane(slug, computer=self._free_computer())
+                # the bug list is worked in the main checkout: never on another computer
+                self.lanes[slug] = Lane(slug, computer=self._free_computer() if slug else "local")
         return None
 
     def _free_computer(self) -> str:
