@@ -16,6 +16,13 @@ NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 HOUR = NOW + timedelta(hours=1)
 
 
+def test_a_limit_in_a_dialog_is_reported_without_the_dialogs_borders():
+    row = "│ Usage limit reached for gemini-3.8-flash." + " " * 60 + "│"
+    hit = find_limit("gemini", ["╭" + "─" * 70 + "╮", row, "│ ● 1. Keep trying" + " " * 50 + "│"], NOW, UTC)
+    assert hit is not None and hit.reason == "quota_exhausted"
+    assert hit.line == row[1:-1].strip()
+
+
 @pytest.mark.parametrize(
     ("agent", "rows", "until", "reason"),
     [

@@ -71,7 +71,8 @@ def find_limit(
         if any(p.search(row) for p in compiled):
             context = " ".join(rows[index : index + 3])  # the reset time is often on the next line
             until = reset_time(context, now, local) or now + DEFAULT_PAUSE
-            return LimitHit(row.strip(), until.astimezone(UTC), _reason(row))
+            # a dialog's row keeps its borders on screen: `│ Usage limit reached for MODEL.   │`
+            return LimitHit(row.strip().strip("│┃|").strip(), until.astimezone(UTC), _reason(row))
     return None
 
 
