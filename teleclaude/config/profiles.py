@@ -111,6 +111,7 @@ class Computer:
     identity_file: str | None = None
     path: str | None = None  # PATH for the workers there; else the login's default
     ssh_options: tuple[str, ...] = ()  # extra `-o KEY=VALUE` options, e.g. UserKnownHostsFile=...
+    lanes: int = 0  # how many items of `teleclaude run` may have their worktree steps done there at once
 
 
 @dataclass(frozen=True)

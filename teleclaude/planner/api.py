@@ -203,6 +203,11 @@ def _set_marker(repo: gitx.Repo, slug: str, marker: Marker) -> None:
     fs.rewrite(fs.inside(repo.root, repo.root / layout.ROADMAP), change)
 
 
+def mark_done(repo: gitx.Repo, slug: str) -> None:
+    """The finalize's edit: the item's marker becomes `[x]` (the caller holds the project lock)."""
+    _set_marker(repo, slug, Marker.DONE)
+
+
 def _parse_roadmap(repo: gitx.Repo, text: str) -> Roadmap:
     return _parsed(repo, "roadmap", layout.ROADMAP, text, parse_roadmap_chunks)
 

@@ -114,9 +114,12 @@ class Observer:
         session = self.context.store.get(session_id)
         if session is None or session.state not in WORKING:
             return True
+        return self._turn_ended(session, source, session.state).state not in WORKING
+
+    def _turn_ended(self, session: Session, source: str, expect: SessionState) -> Session:
+        """A stop hook said the turn is over: a stalled or neglected worker runs again, then ends its turn."""
         working = progressed(session, self.context.clock())
-        saved = self.context.change(working, Change.TURN_ENDED, source, expect=session.state)
-        return saved.state not in WORKING
+        return self.context.change(working, Change.TURN_ENDED, source, expect=expect)
 
     def record_stop_failure(self, session_id: str, error: str, message: str) -> bool:
         """An agent's StopFailure hook said an API error ended its turn (`teleclaude hook stop-failure`):
@@ -211,6 +214,10 @@ class Observer:
             return context.change(scanned, Change.RATE_LIMITED, limited, expect=session.state, error=limited)
         if view.dead:
             return self._after_exit(scanned, view, expect=session.state)
+        if view.turn_end:  # the stop hook of a worker on another computer marked its pane
+            context.tmux.clear_turn_end(session.pane_id)
+            if scanned.state in WORKING:
+                return self._turn_ended(scanned, "stop hook", session.state)
         profile = context.config.profiles.get(session.agent)
         screen = context.tmux.screen(session.pane_id, view)
         blocked = self._blocked(scanned, [*rows, partial], screen, now, expect=session.state)

@@ -229,6 +229,7 @@ class PaneView:
     alternate: bool
     dead: bool
     dead_status: int | None = None
+    turn_end: str = ""  # the stop hook's mark on the pane (a worker on another computer), until cleared
 
 
 class InvalidCursor(ValueError):
