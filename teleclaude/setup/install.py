@@ -189,6 +189,10 @@ def _codex(scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Target
     if with_hook:
         stop = {"hooks": [_hook("codex", scope)]}
         targets.append(JsonEntry("codex", folder / "hooks.json", ("hooks", "Stop"), stop, in_list=True))
+        # where codex records the API error that ends a turn (no hook runs for such a turn)
+        prompt = {"hooks": [_hook("codex", scope, "prompt")]}
+        entry = JsonEntry("codex", folder / "hooks.json", ("hooks", "UserPromptSubmit"), prompt, in_list=True)
+        targets.append(entry)
     return targets
 
 

@@ -70,8 +70,11 @@ def test_codex_gets_skills_an_mcp_table_and_a_stop_hook(home, run):
     assert "`$ARGUMENTS` stands for the text after `$next-build`" in skill
     server = load(home / ".codex" / "config.toml")["mcp_servers"]["teleclaude"]
     assert_runs_teleclaude(registered(server["command"], server["args"]))
-    (command,) = hook_commands(load(home / ".codex" / "hooks.json")["hooks"]["Stop"])
+    hooks = load(home / ".codex" / "hooks.json")["hooks"]
+    (command,) = hook_commands(hooks["Stop"])
     assert command.endswith("hook stop --agent codex")
+    (command,) = hook_commands(hooks["UserPromptSubmit"])  # where codex records a turn's API error
+    assert command.endswith("hook prompt --agent codex")
 
 
 def test_gemini_gets_toml_commands_and_settings(home, run):

@@ -151,6 +151,31 @@ def test_a_5xx_codex_gives_up_on_makes_it_unavailable(codex_runtime, project, mo
     assert isinstance(fallback, Dispatch) and fallback.agent == "gemini", fallback
 
 
+@pytest.mark.parametrize(
+    ("failure", "reason"),
+    [
+        (Fail("session_limit", resets_in=3 * 3600), "quota_exhausted"),  # "usage_limit_exceeded"
+        (Fail("rate_limit", repeat=50, retry_after=1), "rate_limited"),  # {"response_too_many_…": {…: 429}}
+        (Fail("unavailable", repeat=50, retry_after=1), "overloaded"),  # "server_overloaded"
+    ],
+    ids=["usage-limit", "429-given-up", "503-given-up"],
+)
+def test_codexs_typed_error_alone_makes_it_unavailable(codex_runtime, project, model_server, failure, reason):
+    """No screen pattern: the `codex_error_info` codex writes to its rollout file (found through the
+    UserPromptSubmit hook `teleclaude install` adds) is the signal."""
+    profile = codex_runtime.config.profiles["codex"]
+    with_profile(codex_runtime, "codex", limit_patterns=(), args=(*profile.args, *FEW_RETRIES))
+    model_server.add(failure)
+    started = start(codex_runtime, project)
+    events = events_until(codex_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=60)
+    assert events[-1].detail.startswith(reason), events[-1].detail
+    assert "codex_error_info" in events[-1].detail
+    until = codex_runtime.context.availability.unavailable(codex_runtime.clock())["codex"].until
+    if reason == "quota_exhausted":  # the reset its message names ("try again at 5:29 PM.")
+        expected = started.session.created_at + timedelta(seconds=failure.resets_in)
+        assert abs(until - expected) < timedelta(minutes=2)
+
+
 # --- turn ends, refusals, the busy screen -----------------------------------------------------------------
 
 

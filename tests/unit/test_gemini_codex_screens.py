@@ -3,6 +3,7 @@ reset times, their prompts, dialogs and refusals."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -10,7 +11,8 @@ import pytest
 
 from teleclaude.config.profiles import DEFAULT_PROFILES
 from teleclaude.runtime.core.blockers import find_blocker, refused_command
-from teleclaude.runtime.core.limits import find_limit
+from teleclaude.runtime.core.limits import codex_failure, find_limit
+from teleclaude.runtime.core.rollout import last_turn_error
 from teleclaude.runtime.core.sessions import prompt_visible, waiting_for_input
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -185,3 +187,38 @@ def test_a_codex_skill_without_arguments_ends_in_a_space_that_closes_its_skill_l
     assert codex.slash_command("next-work", "") == "$next-work "  # Enter would pick from the list instead
     assert codex.slash_command("next-build", "x") == "$next-build x"
     assert DEFAULT_PROFILES["claude"].slash_command("next-work", "") == "/next-work"
+
+
+def rollout(*payloads: dict) -> list[str]:
+    return [json.dumps({"timestamp": "…", "type": "event_msg", "payload": p}) for p in payloads]
+
+
+STARTED = {"type": "task_started", "turn_id": "t1"}
+
+
+@pytest.mark.parametrize(
+    ("info", "kind"),
+    [
+        ("usage_limit_exceeded", "rate_limit"),
+        ({"response_too_many_failed_attempts": {"http_status_code": 429}}, "rate_limit"),
+        ({"response_too_many_failed_attempts": {"http_status_code": 500}}, "server_error"),
+        ("server_overloaded", "overloaded"),
+        ("internal_server_error", "server_error"),
+        ("unauthorized", "authentication_failed"),
+        ("context_window_exceeded", "context_window_exceeded"),  # not a limit: the turn ended
+    ],
+)
+def test_codexs_typed_error_from_its_rollout_file(info, kind):
+    error = {"message": "■ words", "codex_error_info": info}
+    lines = rollout(STARTED, {"type": "task_complete", "completed_at": 1795451360, "error": error})
+    found = last_turn_error(["{cut line", *lines])
+    assert found is not None and found.info == info and found.message == "■ words"
+    assert found.completed_at == datetime.fromtimestamp(1795451360, UTC)
+    assert codex_failure(found.info) == kind
+
+
+def test_a_completed_or_newer_turn_in_the_rollout_file_is_no_error():
+    failed = {"type": "task_complete", "completed_at": 1, "error": {"message": "x", "codex_error_info": "y"}}
+    assert last_turn_error(rollout(STARTED, {"type": "task_complete", "completed_at": 1})) is None
+    assert last_turn_error(rollout(STARTED, failed, STARTED, {"type": "token_count"})) is None
+    assert last_turn_error([]) is None
