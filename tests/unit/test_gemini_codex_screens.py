@@ -221,4 +221,5 @@ def test_a_completed_or_newer_turn_in_the_rollout_file_is_no_error():
     failed = {"type": "task_complete", "completed_at": 1, "error": {"message": "x", "codex_error_info": "y"}}
     assert last_turn_error(rollout(STARTED, {"type": "task_complete", "completed_at": 1})) is None
     assert last_turn_error(rollout(STARTED, failed, STARTED, {"type": "token_count"})) is None
+    assert last_turn_error(rollout(STARTED, failed, {"type": "turn_aborted"})) is None
     assert last_turn_error([]) is None

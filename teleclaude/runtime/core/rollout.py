@@ -28,7 +28,7 @@ def last_turn_error(lines: list[str]) -> TurnError | None:
             continue  # a line cut by the tail, or one being written
         payload = event.get("payload") if isinstance(event, dict) else None
         kind = payload.get("type") if isinstance(payload, dict) else None
-        if kind == "task_started":
+        if kind in ("task_started", "turn_aborted"):  # a newer turn, or one interrupted (Escape)
             return None
         if kind != "task_complete" or not isinstance(payload, dict):
             continue
