@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 from dataclasses import replace
@@ -138,7 +139,14 @@ FEW_RETRIES = (
     ],
     ids=["500-given-up", "503-given-up"],
 )
-def test_a_5xx_codex_gives_up_on_makes_it_unavailable(codex_runtime, project, model_server, failure, reason):
+def test_a_5xx_codex_gives_up_on_makes_it_unavailable(
+    codex_runtime, project, model_server, isolated_environment, failure, reason
+):
+    """From the screen alone (no UserPromptSubmit hook, so no typed error): the `■` row codex gave up with."""
+    hooks_file = isolated_environment / ".codex" / "hooks.json"
+    hooks = json.loads(hooks_file.read_text())
+    del hooks["hooks"]["UserPromptSubmit"]
+    hooks_file.write_text(json.dumps(hooks))
     profile = codex_runtime.config.profiles["codex"]
     with_profile(codex_runtime, "codex", args=(*profile.args, *FEW_RETRIES))
     build_row_first(project, "codex", "gemini")
