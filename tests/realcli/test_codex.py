@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
+import os
+import sys
 import threading
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -266,18 +268,26 @@ def test_a_codex_orchestrator_runs_next_work_over_mcp_and_gets_a_tool_call(
     assert 'command="next-build"' in result and 'args="greeting"' in result, result
 
 
-def test_project_scope_skills_are_read_by_codex(codex_runtime, project, model_server, isolated_environment):
-    """`teleclaude install --codex --scope project` puts the skills in the repository's .codex/skills."""
-    shutil.rmtree(isolated_environment / ".codex" / "skills" / "next-build")
+def test_project_scope_alone_gives_codex_its_skills_mcp_server_and_hooks(
+    codex_runtime, project, model_server, monkeypatch
+):
+    """`teleclaude install --codex --scope project` (the user-scope install undone): codex reads the skills
+    from the repository's .codex/skills, the MCP server from .codex/config.toml and the hooks from
+    .codex/hooks.json (a trusted project), which run `teleclaude` by name."""
+    undone = install(["codex"], Scope.USER, uninstall=True)
+    assert not hasattr(undone, "code"), undone
     report = install(["codex"], Scope.PROJECT, cwd=project)
     assert not hasattr(report, "code"), report
-    assert (project / ".codex" / "skills" / "next-build" / "SKILL.md").is_file()
     commit_all(project, "teleclaude for codex, project scope")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     model_server.add(Text("DONE: next-build greeting"))
-    start(codex_runtime, project)
-    sent = model_server.wait_for(lambda r: r.turn, timeout=30).text()
-    assert "You are the **builder** for the work item `$ARGUMENTS`" in sent
-    assert str(project / ".codex" / "skills" / "next-build" / "SKILL.md") in sent
+    started = start(codex_runtime, project)
+    events = events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
+    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
+    turn = model_server.turns()[0]
+    assert "You are the **builder** for the work item `$ARGUMENTS`" in turn.text()
+    assert str(project / ".codex" / "skills" / "next-build" / "SKILL.md") in turn.text()
+    assert "mcp__teleclaude.teleclaude__next_work" in turn.tools()
 
 
 def turn_ended(runtime, session_id: str) -> list:
