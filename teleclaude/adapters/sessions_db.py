@@ -67,6 +67,7 @@ _SESSION_COLUMNS = {
     "digest_escalated": int,
     "activity": str,
     "cycle_started_at": str,
+    "transcript": str,
     "version": int,
 }
 # SessionState.ERRORED and NEEDS_ATTENTION, spelled out so the planner's read imports no session model.

@@ -583,6 +583,10 @@ class OpenAIResponses(Dialect):
         for tool in body.get("tools") or ():
             if isinstance(tool, dict):
                 names.append(tool.get("name") or tool.get("function", {}).get("name") or tool.get("type", ""))
+                # codex 0.169 offers each MCP server's tools in a namespace (`mcp__teleclaude`): listed as
+                # NAMESPACE.TOOL, and called with the namespace in its own field (tool_reply)
+                if tool.get("type") == "namespace":
+                    names += [f"{tool['name']}.{t['name']}" for t in tool.get("tools") or () if "name" in t]
         return names
 
     def tool_result_sent(self, body: dict) -> bool:
@@ -671,7 +675,8 @@ class OpenAIResponses(Dialect):
             "type": "function_call",
             "id": item_id,
             "call_id": _id("call_"),
-            "name": name,
+            "name": name.rpartition(".")[2],
+            **({"namespace": name.rpartition(".")[0]} if "." in name else {}),
             "arguments": text,
             "status": "completed",
         }

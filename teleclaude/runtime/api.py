@@ -124,6 +124,9 @@ class Runtime:
     def record_stop_failure(self, session_id: str, error: str, message: str) -> bool:
         return self.observer.record_stop_failure(session_id, error, message)
 
+    def record_transcript(self, session_id: str, path: str) -> bool:
+        return self.observer.record_transcript(session_id, path)
+
     # --- acting --------------------------------------------------------------------------------------------
 
     def send_message(self, session_id: str, text: str, interrupt: bool = False) -> Output | Error:

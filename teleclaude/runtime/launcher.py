@@ -186,7 +186,7 @@ class Launcher:
                 return self._fail(session, screen)
             tmux.send_text(session.pane_id, text)
             time.sleep(self.context.config.settle)
-            if not self.panes.press_enter(session, typed=text):
+            if not self.panes.press_enter(session, typed=text.strip()):
                 refused = self._refused(session)
                 if refused is not None:
                     return self._fail(session, refused)

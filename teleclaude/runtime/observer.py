@@ -11,14 +11,17 @@ import time
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 from subprocess import Popen
 
+from teleclaude.adapters.fs import read_tail
 from teleclaude.adapters.tmux import TmuxError
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core.tool_lines import tool_lines
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
 from teleclaude.runtime.core.blockers import blocked_text, find_blocker, refused_command
-from teleclaude.runtime.core.limits import DEFAULT_PAUSE, failure_limit, find_limit, reset_time
+from teleclaude.runtime.core.limits import DEFAULT_PAUSE, codex_failure, failure_limit, find_limit, reset_time
+from teleclaude.runtime.core.rollout import last_turn_error
 from teleclaude.runtime.core.sessions import (
     Activity,
     Change,
@@ -55,6 +58,7 @@ log = logging.getLogger("teleclaude.runtime")
 MAX_WAIT = 60.0
 WORKING = (SessionState.RUNNING, SessionState.STALLED, SessionState.NEEDS_ATTENTION)
 _SCAN_LINES = 2000
+ROLLOUT_TAIL = 64 * 1024  # bytes of codex's rollout file read for its last turn's end
 FATAL_FAILURES = ("billing_error", "authentication_failed")  # no retry helps: a person must act
 _BLOCKABLE = (SessionState.RUNNING, SessionState.STALLED, SessionState.TURN_ENDED)
 
@@ -121,7 +125,31 @@ class Observer:
         working = progressed(session, self.context.clock())
         return self.context.change(working, Change.TURN_ENDED, source, expect=expect)
 
-    def record_stop_failure(self, session_id: str, error: str, message: str) -> bool:
+    def record_transcript(self, session_id: str, path: str) -> bool:
+        """Codex's UserPromptSubmit hook named the session's rollout file (`teleclaude hook prompt`). True
+        once the stored row shows it (or nothing is to record); False when another writer saved first."""
+        session = self.context.store.get(session_id)
+        if session is None or session.transcript == path:
+            return True
+        return self.context.store.save(replace(session, transcript=path), expect=session.state) is not None
+
+    def _turn_error(self, session: Session) -> Session | None:
+        """The API error that ended codex's turn, typed, from its rollout file (no hook runs for such a turn):
+        recorded as a StopFailure hook's would be (a limit makes the agent unavailable until its reset)."""
+        local = session.computer in self.context.config.computers
+        if not (session.transcript and local and session.state in WORKING and session.delivered_at):
+            return None
+        error = last_turn_error(read_tail(Path(session.transcript), ROLLOUT_TAIL))
+        if error is None or error.completed_at < session.delivered_at.replace(microsecond=0):
+            return None  # the turn goes on, completed, or is one from before the last message
+        kind = codex_failure(error.info)
+        log.info("session %s: its rollout file ends the turn with %s: %s", session.id, kind, error.message)
+        self.record_stop_failure(session.id, kind, error.message, "codex_error_info")
+        return self.context.store.get(session.id) or session
+
+    def record_stop_failure(
+        self, session_id: str, error: str, message: str, signal: str = "StopFailure hook"
+    ) -> bool:
         """An agent's StopFailure hook said an API error ended its turn (`teleclaude hook stop-failure`):
         a limit makes the session rate-limited and the agent unavailable until the reset the message names;
         billing or authentication errors end it as errored; any other error ends the turn. True once the
@@ -131,7 +159,7 @@ class Observer:
         if session is None:
             return True
         now, expect = context.clock(), session.state
-        source = f"StopFailure hook: {error}" + (f": {message.strip()[:300]}" if message.strip() else "")
+        source = f"{signal}: {error}" + (f": {message.strip()[:300]}" if message.strip() else "")
         hit = failure_limit(error, message, now, datetime.now().astimezone().tzinfo or UTC)
         if hit is not None:  # the hook's reset is the CLI's own: it wins over a guess from the screen
             context.availability.mark_unavailable(session.agent, hit.until, hit.reason)
@@ -206,6 +234,9 @@ class Observer:
             return context.change(session, Change.ERRORED, why, error=why)
         if session.state is SessionState.PENDING:
             return session  # still being delivered
+        failed = self._turn_error(session)  # codex's typed error, before the words on its screen
+        if failed is not None:
+            return failed
         scanned, rows, partial = self._scan(session, view)
         if is_progress(rows):
             scanned = progressed(scanned, now)
