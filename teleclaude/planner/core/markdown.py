@@ -270,7 +270,7 @@ def _untagged(text: str) -> str:
 # so that boundaries depend on the text around them, not on their position, and survive edits elsewhere.
 _TOP_ITEM = re.compile(r"^(?:[-*+]|\d{1,9}[.)])[ \t]+\[[ xX>]\]([^\n]*)", re.MULTILINE)
 CHUNK_SPREAD = 32  # about one column-0 item in 32 ends a chunk
-CHUNK_FORMAT = "1"  # part of every chunk key: bump it when a summary's shape or meaning changes
+CHUNK_FORMAT = "2"  # part of every chunk key: bump it when a summary's shape or meaning changes
 
 Summary = Any  # what a parser keeps of a chunk's blocks: JSON-able (lists, strings, numbers, None)
 
@@ -285,8 +285,13 @@ def chunk_summaries(
 
     `summarize` turns a chunk's blocks (lines counted from the chunk's first line) into a JSON-able value.
     A summary is taken from `known` when the key (the hash of `kind`, the chunk and the line after it) is
-    there, else computed; the second value holds every key used, so a caller can keep exactly those.
+    there, else computed; the second value holds every key used, so a caller can keep exactly those. One
+    more key, the hash of the whole text, lists the file's chunks: a file met again unchanged is not cut up.
     """
+    whole = _chunk_key(f"{kind}/whole", text, "")  # a file parsed before as it is: its chunks are listed
+    listed = _listed(known.get(whole), known)
+    if listed is not None:
+        return [(line, known[key]) for line, key in listed], dict(known)  # `known` is that parse's keys
     import zlib
 
     starts = [0]
@@ -297,6 +302,7 @@ def chunk_summaries(
     starts.append(len(text))
     out: list[tuple[int, Summary]] = []
     used: dict[str, Summary] = {}
+    listing: list[list[Any]] = []
     index, line = 0, 1
     while index < len(starts) - 1:
         span = 1
@@ -310,9 +316,25 @@ def chunk_summaries(
                 break
             span *= 2  # mistune read the line after it as something else: grow (doubling keeps it linear)
         out.append((line, summary))
+        listing.append([line, key])
         line += body.count("\n")
         index += span
+    used[whole] = listing
     return out, used
+
+
+def _listed(listing: Summary, known: Mapping[str, Summary]) -> list[tuple[int, str]] | None:
+    """The [first line, chunk key] pairs of a whole file's entry, or None unless every chunk is known."""
+    if not isinstance(listing, list):
+        return None
+    pairs = []
+    for pair in listing:
+        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], int)):
+            return None
+        if not (isinstance(pair[1], str) and pair[1] in known):
+            return None
+        pairs.append((pair[0], pair[1]))
+    return pairs
 
 
 def _first_line(text: str, position: int) -> str:

@@ -63,25 +63,41 @@ def _roadmap_from(text: str, known: Mapping[str, Summary]) -> tuple[Roadmap, dic
     chunks, used = chunk_summaries(text, "roadmap", _summarize, known)
     items: list[RoadmapItem] = []
     problems: list[Problem] = []
-    for first, (chunk_items, chunk_problems) in chunks:
+    for first, (slugs, marks, lines, afters, descriptions, chunk_problems) in chunks:
         offset = first - 1
-        for slug, mark, line, after, description in chunk_items:
-            items.append(RoadmapItem(slug, _MARKERS[mark], line + offset, tuple(after), description))
+        if not len(slugs) == len(marks) == len(lines) == len(afters) == len(descriptions):
+            raise ValueError("a chunk summary of the wrong shape")
+        markers = map(_MARKERS.__getitem__, marks)
+        items.extend(
+            map(
+                RoadmapItem,
+                slugs,
+                markers,
+                [line + offset for line in lines],
+                map(tuple, afters),
+                descriptions,
+            )
+        )
         for line, code, message in chunk_problems:
             problems.append(Problem(line + offset, code, message))
     return Roadmap(tuple(items), tuple(problems)), used
 
 
 def _summarize(blocks: tuple[Block, ...]) -> Summary:
-    """[items as [slug, mark, line, after, description], problems as [line, code, message]] of a chunk."""
-    items: list[list[Any]] = []
+    """A chunk's items as columns (slugs, their marks as one string, lines, dependencies, descriptions: quick
+    to load and to turn into items), then its problems as [line, code, message]."""
+    columns: list[Any] = [[], "", [], [], []]
     problems: list[Problem] = []
     for task in blocks:
         if isinstance(task, TaskItem):
             item = _item(task, problems)
             if item is not None:
-                items.append([item.slug, task.mark, item.line, list(item.after), item.description])
-    return [items, [[p.line, p.code, p.message] for p in problems]]
+                columns[0].append(item.slug)
+                columns[1] += task.mark
+                columns[2].append(item.line)
+                columns[3].append(list(item.after))
+                columns[4].append(item.description)
+    return [*columns, [[p.line, p.code, p.message] for p in problems]]
 
 
 def _item(task: TaskItem, problems: list[Problem]) -> RoadmapItem | None:
