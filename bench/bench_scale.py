@@ -81,9 +81,15 @@ def build(base: Path, items: int, tasks: int, env: dict[str, str]) -> tuple[Path
     return project, slug
 
 
-def unclaim(project: Path, slug: str) -> None:
+def unclaim(project: Path, slug: str, round_: int = 0) -> None:
+    """Put the item back to `[ ]` and edit one description near the middle (a different text each round),
+    as a user's edit would: the roadmap is never the one the last call parsed."""
     path = project / "todos" / "roadmap.md"
-    path.write_text(path.read_text().replace(f"- [>] {slug} ", f"- [ ] {slug} ", 1))
+    text = path.read_text().replace(f"- [>] {slug} ", f"- [ ] {slug} ", 1)
+    middle = text.index("\n- [", len(text) // 2) + 1
+    end = text.index("\n", middle)
+    line = text[middle:end].split(" (edited", 1)[0]
+    path.write_text(f"{text[:middle]}{line} (edited {round_}){text[end:]}")
 
 
 def toggle_task(plan: Path, round_: int) -> None:
@@ -181,7 +187,7 @@ def main() -> int:
         samples: dict[str, list[float]] = {}
         answers: dict[str, str] = {}
         for round_ in range(options.rounds):
-            unclaim(project, slug)
+            unclaim(project, slug, round_)
             wall, cpu, answers["claim"] = timed(claim, project, env)
             samples.setdefault("claim", []).append(wall)
             toggle_task(plan, round_)
@@ -190,8 +196,8 @@ def main() -> int:
             samples.setdefault("pass", []).append(timed([sys.executable, "-c", "pass"], project, env)[0])
             samples.setdefault("git", []).append(timed(status, tree, env)[0])
         cold = []
-        for _ in range(3):
-            unclaim(project, slug)
+        for cold_round in range(3):
+            unclaim(project, slug, options.rounds + cold_round)
             shutil.rmtree(project / ".git" / "teleclaude-cache", ignore_errors=True)
             cold.append(timed(claim, project, env)[0])
         claimed = (project / "todos" / "roadmap.md").read_text().count(f"- [>] {slug} ")
