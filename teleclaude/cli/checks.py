@@ -11,6 +11,7 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import sys
 
 from teleclaude.cli.base import Command, add_cwd, print_value, write
@@ -184,8 +185,6 @@ def _run_status(args: argparse.Namespace) -> int:
     cwd = args.cwd or os.getcwd()
     tty = sys.stdout.isatty()
     color = tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
-    import shutil  # not at the top: shutil loads bz2 and lzma, and the planner commands never need it
-
     width = shutil.get_terminal_size((80, 24)).columns if tty else 80
 
     def frame() -> tuple[str, int]:

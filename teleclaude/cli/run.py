@@ -7,6 +7,7 @@ The runtime and the demo are imported inside the commands: `--help` and the hook
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
@@ -114,8 +115,6 @@ class Console:
 
     def status(self, progress) -> None:
         if self.live:
-            import shutil  # not at the top: the planner commands never need it
-
             width = shutil.get_terminal_size().columns
             self.err.write("\r\x1b[K" + printable(progress.line())[: max(width - 1, 20)])
             self.err.flush()
