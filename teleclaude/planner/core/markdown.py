@@ -272,7 +272,7 @@ def _untagged(text: str) -> str:
 # it is parsed), so the pattern is a bytes one.
 _TOP_ITEM = re.compile(rb"^(?:[-*+]|\d{1,9}[.)])[ \t]+\[[ xX>]\]([^\n]*)", re.MULTILINE)
 CHUNK_SPREAD = 32  # about one column-0 item in 32 ends a chunk (a power of two: `crc & (SPREAD - 1)`)
-CHUNK_FORMAT = "2"  # part of every chunk key: bump it when a summary's shape or meaning changes
+CHUNK_FORMAT = "3"  # part of every chunk key: bump it when a summary's shape or meaning changes
 
 Summary = Any  # what a parser keeps of a chunk's blocks: JSON-able (lists, strings, numbers, None)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
 
 from teleclaude.planner.core.markdown import TASK_LINE, Block, Summary, chunk_summaries, decoded
 from teleclaude.planner.core.model import Marker, Problem, Roadmap, RoadmapItem, TaskItem
@@ -65,39 +64,60 @@ def _roadmap_from(text: str, known: Mapping[str, Summary]) -> tuple[Roadmap, dic
     problems: list[Problem] = []
     for first, (slugs, marks, lines, afters, descriptions, chunk_problems) in chunks:
         offset = first - 1
-        if not len(slugs) == len(marks) == len(lines) == len(afters) == len(descriptions):
-            raise ValueError("a chunk summary of the wrong shape")
-        markers = map(_MARKERS.__getitem__, marks)
-        items.extend(
-            map(
-                RoadmapItem,
-                slugs,
-                markers,
-                [line + offset for line in lines],
-                map(tuple, afters),
-                descriptions,
+        if marks:
+            slug_list, after_list, description_list = (
+                slugs.split("\n"),
+                afters.split("\n"),
+                descriptions.split("\n"),
             )
-        )
+            if not len(marks) == len(slug_list) == len(lines) == len(after_list) == len(description_list):
+                raise ValueError("a chunk summary of the wrong shape")
+            items.extend(
+                map(
+                    RoadmapItem,
+                    slug_list,
+                    map(_MARKERS.__getitem__, marks),
+                    [line + offset for line in lines],
+                    [tuple(after.split(",")) if after else () for after in after_list],
+                    description_list,
+                )
+            )
+        elif slugs or lines or afters or descriptions:
+            raise ValueError("a chunk summary of the wrong shape")
         for line, code, message in chunk_problems:
             problems.append(Problem(line + offset, code, message))
     return Roadmap(tuple(items), tuple(problems)), used
 
 
 def _summarize(blocks: tuple[Block, ...]) -> Summary:
-    """A chunk's items as columns (slugs, their marks as one string, lines, dependencies, descriptions: quick
-    to load and to turn into items), then its problems as [line, code, message]."""
-    columns: list[Any] = [[], "", [], [], []]
+    """A chunk's items as columns, quick to load and to turn into items: their slugs joined by newlines,
+    their marks as one string, their lines, their dependencies (each item's joined by commas, the items' by
+    newlines) and their descriptions joined by newlines (none of these holds a newline or a slug a comma);
+    then its problems as [line, code, message]."""
+    slugs: list[str] = []
+    marks: list[str] = []
+    lines: list[int] = []
+    afters: list[str] = []
+    descriptions: list[str] = []
     problems: list[Problem] = []
     for task in blocks:
         if isinstance(task, TaskItem):
             item = _item(task, problems)
             if item is not None:
-                columns[0].append(item.slug)
-                columns[1] += task.mark
-                columns[2].append(item.line)
-                columns[3].append(list(item.after))
-                columns[4].append(item.description)
-    return [*columns, [[p.line, p.code, p.message] for p in problems]]
+                slugs.append(item.slug)
+                marks.append(task.mark)
+                lines.append(item.line)
+                afters.append(",".join(item.after))
+                descriptions.append(item.description)
+    joined = ["\n".join(column) for column in (slugs, afters, descriptions)]
+    return [
+        joined[0],
+        "".join(marks),
+        lines,
+        joined[1],
+        joined[2],
+        [[p.line, p.code, p.message] for p in problems],
+    ]
 
 
 def _item(task: TaskItem, problems: list[Problem]) -> RoadmapItem | None:
