@@ -94,28 +94,20 @@ def _summarize(blocks: tuple[Block, ...]) -> Summary:
     their marks as one string, their lines, their dependencies (each item's joined by commas, the items' by
     newlines) and their descriptions joined by newlines (none of these holds a newline or a slug a comma);
     then its problems as [line, code, message]."""
-    slugs: list[str] = []
-    marks: list[str] = []
-    lines: list[int] = []
-    afters: list[str] = []
-    descriptions: list[str] = []
+    rows: list[tuple[str, str, int, str, str]] = []
     problems: list[Problem] = []
     for task in blocks:
         if isinstance(task, TaskItem):
             item = _item(task, problems)
             if item is not None:
-                slugs.append(item.slug)
-                marks.append(task.mark)
-                lines.append(item.line)
-                afters.append(",".join(item.after))
-                descriptions.append(item.description)
-    joined = ["\n".join(column) for column in (slugs, afters, descriptions)]
+                rows.append((item.slug, task.mark, item.line, ",".join(item.after), item.description))
+    slugs, marks, lines, afters, descriptions = zip(*rows, strict=True) if rows else ((),) * 5
     return [
-        joined[0],
+        "\n".join(slugs),
         "".join(marks),
-        lines,
-        joined[1],
-        joined[2],
+        list(lines),
+        "\n".join(afters),
+        "\n".join(descriptions),
         [[p.line, p.code, p.message] for p in problems],
     ]
 
