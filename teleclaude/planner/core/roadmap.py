@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import lru_cache
+from typing import AnyStr
 
 from teleclaude.planner.core.markdown import TASK_LINE, Block, Summary, chunk_summaries, decoded
 from teleclaude.planner.core.model import Marker, Problem, Roadmap, RoadmapItem, TaskItem
@@ -157,7 +158,27 @@ def rewrite_marker(data: bytes, line: int, new: Marker) -> bytes:
     the result keeps the file's own encoding and byte order mark.
     """
     bom, codec, text = decoded(data)
-    ends = _LINE_END.finditer(text)
+    if not bom and codec == "utf-8":  # the usual file: line ends are the same bytes, so work on the bytes
+        start, end_ = _line_span(data, _LINE_END_BYTES, line)
+        match = TASK_LINE.match(data[start:end_].decode("utf-8"))
+        if not match:
+            raise MarkerRewriteError(f"line {line} is not a task item")
+        position = start + len(match[0][:-2].encode("utf-8"))  # the byte between the brackets
+        return data[:position] + new.value.encode("ascii") + data[position + 1 :]
+    start, end = _line_span(text, _LINE_END, line)
+    match = TASK_LINE.match(text[start:end])
+    if not match:
+        raise MarkerRewriteError(f"line {line} is not a task item")
+    position = start + match.end() - 2  # the character between the brackets
+    return bom + (text[:position] + new.value + text[position + 1 :]).encode(codec)
+
+
+_LINE_END_BYTES = re.compile(rb"\r\n|\r|\n")
+
+
+def _line_span(text: AnyStr, line_end: re.Pattern[AnyStr], line: int) -> tuple[int, int]:
+    """Where 1-based `line` starts and ends (before its line end) in `text`."""
+    ends = line_end.finditer(text)
     start = 0
     for _ in range(line - 1):
         end = next(ends, None)
@@ -165,8 +186,4 @@ def rewrite_marker(data: bytes, line: int, new: Marker) -> bytes:
             raise MarkerRewriteError(f"the file has no line {line}")
         start = end.end()
     end = next(ends, None)
-    match = TASK_LINE.match(text[start : end.start() if end else len(text)])
-    if not match:
-        raise MarkerRewriteError(f"line {line} is not a task item")
-    position = start + match.end() - 2  # the character between the brackets
-    return bom + (text[:position] + new.value + text[position + 1 :]).encode(codec)
+    return start, end.start() if end else len(text)
