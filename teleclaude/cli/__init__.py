@@ -198,8 +198,9 @@ COMMANDS = (
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The parser; given `argv`, only the command it names gets its arguments (argparse builds a help
-    formatter for every argument it adds: a CLI call pays for its own command's, not all forty)."""
+    """The parser; given `argv` that names a command, only that command gets a subparser (argparse builds
+    a help formatter and looks up translations for every parser and argument: a CLI call pays for its own
+    command's, not all fourteen). Without one, every command is there, for the help and the error."""
     parser = argparse.ArgumentParser(
         prog="teleclaude",
         description="A file-derived planner that tells teams of AI coding agents exactly one next step.",
@@ -209,9 +210,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     names = {command.name for command in COMMANDS}
     chosen = next((arg for arg in argv if not arg.startswith("-")), None) if argv is not None else None
     for command in COMMANDS:
+        if chosen in names and chosen != command.name:
+            continue
         sub = commands.add_parser(command.name, help=command.help, description=command.help)
-        if chosen not in names or chosen == command.name:
-            command.add_arguments(sub)
+        command.add_arguments(sub)
         sub.set_defaults(handler=command.run)
     return parser
 

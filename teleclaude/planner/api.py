@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
-from functools import wraps
+from functools import lru_cache, wraps
 from pathlib import Path
 
 from teleclaude.adapters import fs, parse_cache
@@ -220,6 +220,7 @@ def _parsed(repo: gitx.Repo, name: str, where: str, text: str, parse):
         raise TooComplex(f"{where}: {error}") from None
 
 
+@lru_cache(maxsize=1)  # the claim reads the roadmap again before rewriting it: the same bytes, decoded once
 def roadmap_text(data: bytes) -> str:
     """The roadmap's text; refused when a merge left conflict markers in it or when it is not text."""
     text = decode(data)

@@ -71,6 +71,11 @@ class Observer:
         # second: starting a client per session per wait was most of its own CPU); ended at exit.
         self._waiters: dict[str, Popen[bytes]] = {}
         atexit.register(self._stop_waiters)
+        # The sessions the last wait looked at, and when. A run loop returns from a wait every second to
+        # redraw its status line and waits again at once: that wait starts from the stored rows of the look
+        # just taken rather than looking again (a look is ~5 tmux clients per session), and looks next
+        # after one poll interval, or at once when a watched pane exits.
+        self._looked: tuple[frozenset[str], float] = (frozenset(), float("-inf"))
 
     # --- looking -------------------------------------------------------------------------------------------
 
@@ -185,12 +190,21 @@ class Observer:
         store, tmux = self.context.store, self.context.tmux
         timeout = max(0.0, min(float(timeout), MAX_WAIT))
         ids = list(session_ids) if session_ids else [s.id for s in store.sessions() if not s.state.is_final]
-        unknown = [i for i in ids if store.get(i) is None]
+        sessions = store.sessions(ids)  # one read of the rows, which also tells the unknown ids
+        found = {s.id for s in sessions}
+        unknown = [i for i in ids if i not in found]
         if unknown:
             return unknown_session(", ".join(unknown))
         deadline = time.monotonic() + timeout
+        looked_ids, looked_at = self._looked
+        poll = self.context.config.poll_interval
+        # Only a wait that sleeps before its deadline skips its first look: a short one always looks.
+        just_looked = timeout >= poll and set(ids) <= looked_ids and time.monotonic() - looked_at < poll
         while True:
-            sessions = self.refresh(store.sessions(ids))
+            if not just_looked:
+                sessions = self.refresh(sessions)
+                self._looked = (frozenset(ids), time.monotonic())
+            just_looked = False
             events = store.undelivered(ids)
             if events:
                 store.mark_delivered(events)
@@ -200,7 +214,8 @@ class Observer:
                 return Waited((), tuple(sessions), bool(ids) and not over)
             self._stop_waiters([s.id for s in sessions if s.state.is_final])
             waiters = [self._waiter(s.id, tmux) for s in sessions if not s.state.is_final]
-            _sleep_until_signal(waiters, min(self.context.config.poll_interval, deadline - time.monotonic()))
+            _sleep_until_signal(waiters, min(poll, deadline - time.monotonic()))
+            sessions = store.sessions(ids)
 
     def _waiter(self, session_id: str, tmux) -> Popen[bytes]:
         """The session's wait-for client, started again once the last one saw its signal."""
