@@ -396,7 +396,7 @@ def report(samples: Samples, parse_items: int) -> None:
         if floor:
             r = med[key] / med[floor]
             ratio, ratio_min = f"{r:.2f}x", f"{low[key] / low[floor]:.2f}x"
-            verdict = "" if target is None else "ok" if r <= target else "MISS"
+            verdict = "info" if target is None else "OK" if r <= target else "MISS"
         print(
             f"{name:<44}{med[key]:>10.1f}{low[key]:>9.1f}{ratio:>8}{ratio_min:>8}  {target_text:<16}{verdict}"
         )

@@ -1,25 +1,30 @@
-"""Large inputs and the run loop, each next to a floor measured in the same run.
+"""Large inputs and the run loop, each next to a floor measured in the same run, with its aim and a verdict.
 
     PYTHONPATH=. python bench/bench_scale.py [--items 100000] [--tasks 200000] [--rounds 15]
                                              [--run-seconds 10]
 
+    floor S   `python -c pass` + `git status` in the same small repository
     claim     `teleclaude next-work` (no slug) on a roadmap of `--items` items claiming the first open one;
-              the roadmap was claimed before and edited back by hand (one chunk changed), as in real use
+              the roadmap was claimed before and edited back by hand, one line changed besides the marker,
+              as in real use                                                           aim: <= 1 s
     plan      `teleclaude next-work SLUG` judging a plan of `--tasks` build tasks after one task was ticked
-    floor S   `python -c pass` + `git status` in the same small repository     aim: claim, plan <= 1 s
-    cold      the same claim with the parse cache deleted (info: the first call after a big import)
-    deep      a 3,000-deep nested roadmap, refused with FILE_ERROR (info; was 5 s and 800 MB)
-    run       `teleclaude run`'s own CPU (with its children) per second while a worker is busy, next to
+                                                                                       aim: <= 1 s
+    floor M   mistune's own parse of the roadmap and the plan (3 runs)
+    cold      the same claim with the parse cache deleted: both files parsed from scratch   aim: <= 1.3 x M
+    limits    a 3,000-deep nested roadmap, 2,500,000 characters without an item, an 18 MB roadmap: each
+              refused with FILE_ERROR (docs/design.md, Limits)             aim: FILE_ERROR within 1 s
     floor T   the CPU of one `tmux list-panes` client (the least a loop that looks at tmux once pays)
+    run       `teleclaude run`'s own CPU (with its children) per second while a worker is busy
+                                                                                       aim: <= 50 ms/s
 
-Medians of `--rounds` rounds, interleaved with their floors; never asserts; deletes its temp dir; exits 0.
+Medians of `--rounds` rounds, interleaved with their floors; peak memory (max RSS) of each process; never
+asserts; deletes its temp dir; exits 0.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
 import secrets
 import shutil
 import statistics
@@ -36,15 +41,18 @@ sys.path.insert(0, str(REPO_ROOT / "bench"))
 from bench_next_work import default_tmpdir, git, plan_text, slug_for  # noqa: E402
 
 
-def timed(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
-    """(wall ms, CPU ms of the child, its stdout's first line)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+def timed(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str, float]:
+    """(wall ms, CPU ms of the child, its stdout's first line, its peak memory in MB)."""
     start = time.perf_counter()
-    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, check=False)
+    process = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert process.stdout is not None
+    out = process.stdout.read()
+    process.stdout.close()
+    _, _, usage = os.wait4(process.pid, 0)  # this child's own rusage (CPU and peak RSS), not all children's
+    process.returncode = 0  # reaped above
     wall = (time.perf_counter() - start) * 1000
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000
-    return wall, cpu, done.stdout.decode(errors="replace").split("\n", 1)[0]
+    cpu = (usage.ru_utime + usage.ru_stime) * 1000
+    return wall, cpu, out.decode(errors="replace").split("\n", 1)[0], usage.ru_maxrss / 1024
 
 
 def big_roadmap(items: int) -> tuple[str, str]:
@@ -81,9 +89,15 @@ def build(base: Path, items: int, tasks: int, env: dict[str, str]) -> tuple[Path
     return project, slug
 
 
-def unclaim(project: Path, slug: str) -> None:
+def unclaim(project: Path, slug: str, round_: int = 0) -> None:
+    """Put the item back to `[ ]` and edit one description near the middle (a different text each round),
+    as a user's edit would: the roadmap is never the one the last call parsed."""
     path = project / "todos" / "roadmap.md"
-    path.write_text(path.read_text().replace(f"- [>] {slug} ", f"- [ ] {slug} ", 1))
+    text = path.read_text().replace(f"- [>] {slug} ", f"- [ ] {slug} ", 1)
+    middle = text.index("\n- [", len(text) // 2) + 1
+    end = text.index("\n", middle)
+    line = text[middle:end].split(" (edited", 1)[0]
+    path.write_text(f"{text[:middle]}{line} (edited {round_}){text[end:]}")
 
 
 def toggle_task(plan: Path, round_: int) -> None:
@@ -146,8 +160,12 @@ def _cpu_of(pid: int) -> float:
     return ticks * 1000 / os.sysconf("SC_CLK_TCK")
 
 
-def row(name: str, value: float, floor: float, note: str = "") -> None:
-    print(f"{name:<52}{value:>8.0f}ms{value / floor:>8.1f}x  {note}")
+MISTUNE_BOTH = """
+import sys, mistune
+parse = mistune.create_markdown(renderer=None)
+for path in sys.argv[1:]:
+    parse(open(path, encoding="utf-8").read())
+"""
 
 
 def main() -> int:
@@ -169,6 +187,15 @@ def main() -> int:
         f"teleclaude scale benchmark: {options.items:,} roadmap items, {options.tasks:,} plan tasks, "
         f"{options.rounds} rounds; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
     )
+    samples: dict[str, list[float]] = {}
+    memory: dict[str, float] = {}
+    answers: dict[str, str] = {}
+
+    def sample(key: str, args: list[str], cwd: Path) -> None:
+        wall, _, answers[key], peak = timed(args, cwd, env)
+        samples.setdefault(key, []).append(wall)
+        memory[key] = max(memory.get(key, 0.0), peak)
+
     try:
         project, slug = build(base, options.items, options.tasks, env)
         tree, plan = (
@@ -178,29 +205,36 @@ def main() -> int:
         claim = [sys.executable, "-m", "teleclaude", "next-work", "--cwd", str(project)]
         judge = [sys.executable, "-m", "teleclaude", "next-work", slug, "--cwd", str(project)]
         status = ["git", "status", "--porcelain=v2", "--branch", "-z"]
-        samples: dict[str, list[float]] = {}
-        answers: dict[str, str] = {}
         for round_ in range(options.rounds):
-            unclaim(project, slug)
-            wall, cpu, answers["claim"] = timed(claim, project, env)
-            samples.setdefault("claim", []).append(wall)
+            unclaim(project, slug, round_)
+            sample("claim", claim, project)
             toggle_task(plan, round_)
-            wall, cpu, answers["plan"] = timed(judge, project, env)
-            samples.setdefault("plan", []).append(wall)
-            samples.setdefault("pass", []).append(timed([sys.executable, "-c", "pass"], project, env)[0])
-            samples.setdefault("git", []).append(timed(status, tree, env)[0])
-        cold = []
-        for _ in range(3):
-            unclaim(project, slug)
+            sample("plan", judge, project)
+            sample("pass", [sys.executable, "-c", "pass"], project)
+            sample("git", status, tree)
+        for cold_round in range(3):  # the whole parse cache deleted: both files parsed from scratch
+            unclaim(project, slug, options.rounds + cold_round)
             shutil.rmtree(project / ".git" / "teleclaude-cache", ignore_errors=True)
-            cold.append(timed(claim, project, env)[0])
+            sample("cold", claim, project)
+            sample(
+                "mistune",
+                [sys.executable, "-c", MISTUNE_BOTH, str(project / "todos" / "roadmap.md"), str(plan)],
+                project,
+            )
         claimed = (project / "todos" / "roadmap.md").read_text().count(f"- [>] {slug} ")
-        deep = base / "deep"
-        deep.mkdir()
-        git(deep, "init", "-q")
-        (deep / "todos").mkdir()
-        (deep / "todos" / "roadmap.md").write_text("".join("  " * i + f"- [ ] d{i}\n" for i in range(3000)))
-        deep_wall, _, deep_answer = timed(claim[:-1] + [str(deep)], deep, env)
+        refused = {}
+        for name, roadmap in (
+            ("deep", "".join("  " * i + f"- [ ] d{i}\n" for i in range(3000))),  # 3,000 levels of nesting
+            ("wide", "x" * 2_500_000 + "\n- [ ] after-a-long-paragraph\n"),  # past MAX_CHUNK_CHARS at once
+            ("huge", ("- [ ] an-item — " + "y" * 100 + "\n") * 160_000),  # 18 MB: past the 16 MB file cap
+        ):
+            folder = base / name
+            (folder / "todos").mkdir(parents=True)
+            git(folder, "init", "-q")
+            (folder / "todos" / "roadmap.md").write_text(roadmap)
+            sample(name, [*claim[:-1], str(folder)], folder)
+            refused[name] = answers[name].startswith("ERROR: FILE_ERROR")
+            shutil.rmtree(folder, ignore_errors=True)
         running = run_cpu(base, options.run_seconds, env)
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -209,23 +243,62 @@ def main() -> int:
     floor = med["pass"] + med["git"]
     print(f"answers: claim {answers['claim']!r} (claimed: {claimed == 1}); plan {answers['plan']!r}")
     print()
-    print(f"{'measurement':<52}{'median':>10}{'ratio':>9}  aim")
-    print("-" * 80)
-    print(f"{'S  python -c pass + git status (small repo)':<52}{floor:>8.0f}ms")
+    print(f"{'measurement':<46}{'median':>10}{'ratio':>10}  {'peak MB':>8}  {'aim':<22}verdict")
+    print("-" * 104)
+
+    def line(
+        name: str, value: str, ratio: str = "", peak: str = "", aim: str = "", verdict: str = ""
+    ) -> None:
+        print(f"{name:<46}{value:>10}{ratio:>10}  {peak:>8}  {aim:<22}{verdict}")
+
+    line("S  python -c pass + git status (small repo)", f"{floor:.0f} ms", aim="floor S")
     for key, name in (
         ("claim", f"claim in a {options.items:,}-item roadmap"),
         ("plan", f"judge a {options.tasks:,}-task plan"),
     ):
-        verdict = "ok" if med[key] <= 1000 else "MISS"
-        print(f"{'   ' + name:<52}{med[key]:>8.0f}ms{med[key] / floor:>8.1f}x  <= 1 s  {verdict}")
-    row("   the same claim, parse cache deleted (info)", statistics.median(cold), floor)
-    row("   3,000-deep nested roadmap (info)", deep_wall, floor, deep_answer)
+        verdict = "OK" if med[key] <= 1000 else "MISS"
+        ratio = f"{med[key] / floor:.1f}x S"
+        line(f"   {name}", f"{med[key]:.0f} ms", ratio, f"{memory[key]:.0f}", "<= 1 s", verdict)
+    line(
+        "M  mistune alone on both files (3 runs)",
+        f"{med['mistune']:.0f} ms",
+        peak=f"{memory['mistune']:.0f}",
+        aim="floor M",
+    )
+    cold_ratio = med["cold"] / med["mistune"]
+    line(
+        "   the claim, parse cache deleted (3 runs)",
+        f"{med['cold']:.0f} ms",
+        f"{cold_ratio:.2f}x M",
+        f"{memory['cold']:.0f}",
+        "<= 1.3 x M",
+        "OK" if cold_ratio <= 1.3 else "MISS",
+    )
+    for key, name in (
+        ("deep", "3,000-deep nested roadmap"),
+        ("wide", "2,500,000 characters without an item"),
+        ("huge", "18 MB roadmap"),
+    ):
+        line(
+            f"   {name}",
+            f"{med[key]:.0f} ms",
+            f"{med[key] / floor:.1f}x S",
+            f"{memory[key]:.0f}",
+            "FILE_ERROR, <= 1 s",
+            "OK" if refused[key] and med[key] <= 1000 else f"MISS: {answers[key][:40]!r}",
+        )
     if running is None:
-        print("   teleclaude run: not measured (no tmux, or no worker started)")
+        line("   teleclaude run: not measured (no tmux, or no worker started)", "", verdict="MISS")
     else:
         used, tmux_floor, note = running
-        print(f"{'T  one tmux list-panes client (CPU)':<52}{tmux_floor:>8.1f}ms")
-        row(f"   teleclaude run, own CPU per second ({note})", used, tmux_floor, "info")
+        line("T  one tmux list-panes client (CPU)", f"{tmux_floor:.1f} ms", aim="floor T")
+        line(
+            f"   teleclaude run, own CPU/s ({note})",
+            f"{used:.0f} ms",
+            f"{used / tmux_floor:.1f}x T",
+            aim="<= 50 ms (5 % of 1 CPU)",
+            verdict="OK" if used <= 50 else "MISS",
+        )
     print(f"\nload at the end {os.getloadavg()[0]:.1f}")
     return 0
 

@@ -47,6 +47,8 @@ class ErrorCode(Enum):
     WORKER_FAILED = "WORKER_FAILED"  # teleclaude run: the same step failed twice in a row
     ALREADY_RUNNING = "ALREADY_RUNNING"  # a live session of the project already holds this step
     MERGE_QUEUED = "MERGE_QUEUED"  # another finalize of the project is merging: one at a time
+    MERGE_CONFLICT = "MERGE_CONFLICT"  # teleclaude finalize: the merge conflicts (aborted; next-fix-merge)
+    FINALIZE_REFUSED = "FINALIZE_REFUSED"  # teleclaude finalize: not its next step, or a dirty main
     INTERNAL = "INTERNAL"
 
 

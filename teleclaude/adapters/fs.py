@@ -59,6 +59,17 @@ def read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes | None:
         return _read_all(handle, path, limit)
 
 
+def read_tail(path: Path, size: int = 256 * 1024) -> list[str]:
+    """The last `size` bytes of a regular file as lines (the first may be cut); [] when it cannot be read."""
+    try:
+        with _open_regular(path, limit=1 << 62) as handle:
+            end = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, end - size))
+            return handle.read(size).decode("utf-8", "replace").splitlines()
+    except (OSError, FileError):
+        return []
+
+
 def inside(root: Path, path: Path) -> Path:
     """`path` with its links resolved, refused unless it stays inside `root` (links within it are fine)."""
     resolved = path.resolve()

@@ -14,14 +14,15 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from teleclaude.adapters.store import SqliteStore, ensure_table
-from teleclaude.planner.core.tool_lines import SHOWN, ToolUse
-from teleclaude.runtime.core.sessions import Activity, Event, EventKind, Session, SessionState
-from teleclaude.runtime.core.tool_uses import KEPT
 
 if TYPE_CHECKING:
     import sqlite_utils
 
+    from teleclaude.planner.core.tool_lines import ToolUse
     from teleclaude.runtime.core.sessions import Event, Session, SessionState
+
+# The session model and the tool-use record are imported by the methods that build them: the planner reads
+# `latest_failure` on every dispatch, and defining their ~12 dataclasses would cost it ~12 ms.
 
 SESSIONS = "sessions"
 EVENTS = "session_events"
@@ -67,6 +68,7 @@ _SESSION_COLUMNS = {
     "digest_escalated": int,
     "activity": str,
     "cycle_started_at": str,
+    "transcript": str,
     "version": int,
 }
 # SessionState.ERRORED and NEEDS_ATTENTION, spelled out so the planner's read imports no session model.
@@ -177,6 +179,8 @@ class SessionStore(SqliteStore):
     def add_tool_use(self, use: ToolUse) -> None:
         """Record `use`, keeping the session's latest KEPT. Run by a hook before every tool call, so the
         common case (the tables exist) is plain sqlite3, without importing sqlite-utils."""
+        from teleclaude.runtime.core.tool_uses import KEPT
+
         row = (use.session_id, _stamp(use.at), use.tool, use.target)
         insert = f"INSERT INTO {TOOL_USES} (session_id, at, tool, target) VALUES (?, ?, ?, ?)"
         prune = (
@@ -202,8 +206,14 @@ class SessionStore(SqliteStore):
         if not (self.path.exists() and self._survive(plain)):
             self._write(change)
 
-    def recent_tool_uses(self, ids: Iterable[str], limit: int = SHOWN) -> dict[str, tuple[ToolUse, ...]]:
-        """session id -> its latest `limit` tool uses, oldest first (sessions without any are left out)."""
+    def recent_tool_uses(
+        self, ids: Iterable[str], limit: int | None = None
+    ) -> dict[str, tuple[ToolUse, ...]]:
+        """session id -> its latest `limit` (default `tool_lines.SHOWN`) tool uses, oldest first (sessions
+        without any are left out)."""
+        from teleclaude.planner.core.tool_lines import SHOWN, ToolUse
+
+        limit = SHOWN if limit is None else limit
         found: dict[str, tuple[ToolUse, ...]] = {}
         for session_id in dict.fromkeys(ids):
             query = f"SELECT * FROM {TOOL_USES} WHERE session_id = ? ORDER BY id DESC LIMIT ?"
@@ -248,7 +258,7 @@ def _row(session: Session) -> dict[str, Any]:
 
 def _session(row: sqlite3.Row) -> Session:
     """A row as a Session; columns a file from an older teleclaude lacks take the field's default."""
-    from teleclaude.runtime.core.sessions import Session, SessionState
+    from teleclaude.runtime.core.sessions import Activity, Session, SessionState
 
     names = {f.name for f in fields(Session)}
     values = {key: row[key] for key in row.keys() if key in names and row[key] is not None}  # noqa: SIM118 (sqlite3.Row has keys() only)
@@ -275,6 +285,8 @@ def _event_row(event: Event) -> dict[str, Any]:
 
 
 def _event(row: sqlite3.Row) -> Event:
+    from teleclaude.runtime.core.sessions import Event, EventKind
+
     return Event(
         row["session_id"],
         EventKind(row["kind"]),

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from teleclaude.adapters import fs
 from teleclaude.config.matrix import Config
-from teleclaude.config.parse import ConfigError, parse_config
 
 FILE_NAME = "teleclaude.toml"
 
@@ -38,7 +37,12 @@ def config_sources(
 
 
 def load_config(project_root: str | Path | None, env: Mapping[str, str] | None = None) -> Config:
-    return parse_config(config_sources(project_root, env))
+    sources = config_sources(project_root, env)
+    if not sources:
+        return Config()  # without importing the parser and the runtime's profiles (~5 ms a planner call)
+    from teleclaude.config.parse import parse_config
+
+    return parse_config(sources)
 
 
 def _read(path: Path) -> str | None:
@@ -46,9 +50,11 @@ def _read(path: Path) -> str | None:
     try:
         data = fs.read_bytes(path)
         return None if data is None else data.decode("utf-8")
-    except OSError as error:
-        raise ConfigError(str(path), None, f"cannot be read ({error.strerror or error})") from None
-    except UnicodeDecodeError as error:
-        raise ConfigError(
-            str(path), None, f"is not UTF-8 text ({error.reason} at byte {error.start})"
-        ) from None
+    except (OSError, UnicodeDecodeError) as error:
+        from teleclaude.config.parse import ConfigError  # the parser is imported only when a file is there
+
+        if isinstance(error, UnicodeDecodeError):
+            problem = f"is not UTF-8 text ({error.reason} at byte {error.start})"
+        else:
+            problem = f"cannot be read ({error.strerror or error})"
+        raise ConfigError(str(path), None, problem) from None

@@ -158,6 +158,10 @@ class Fleet(Tmux):
         tmux, bare = self._route(pane_id)
         (super().send_key if tmux is self else tmux.send_key)(bare, key)
 
+    def clear_turn_end(self, pane_id: str) -> None:
+        tmux, bare = self._route(pane_id)
+        (super().clear_turn_end if tmux is self else tmux.clear_turn_end)(bare)
+
     def kill_session(self, name: str) -> None:
         tmux, bare = self._route(name)
         (super().kill_session if tmux is self else tmux.kill_session)(bare)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import os
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -36,8 +37,14 @@ _VIEW_FORMAT = "\t".join(
         "alternate_on",
         "pane_dead",
         "@teleclaude_exit",
+        "@teleclaude_turn_end",
     )
 )
+# A worker on another computer cannot reach this machine's database, so its stop hook marks its own pane
+# instead (`mark_own_pane`, when the launcher gave it this variable), and the observer reads the mark with
+# the pane's other facts, over the ssh connection it already uses, then clears it.
+TURN_END_OPTION = "@teleclaude_turn_end"
+TURN_END_TO_PANE = "TELECLAUDE_TURN_END_TO_PANE"
 # Enters the folder, runs the agent, records its exit status on the pane (tmux 3.3 leaves
 # #{pane_dead_status} empty), then signals the session's wait-for channel. Inputs arrive as positional
 # parameters, never as code; the folder reaches `cd` untouched, so tmux never expands a `#` in it.
@@ -177,6 +184,10 @@ class Tmux:
     def send_key(self, pane_id: str, key: str) -> None:
         self.cmd("send-keys", "-t", pane_id, key)
 
+    def clear_turn_end(self, pane_id: str) -> None:
+        """Take away the stop hook's mark on the pane (`mark_own_pane`): it has been recorded."""
+        self.cmd("set-option", "-p", "-u", "-t", pane_id, TURN_END_OPTION)
+
     def wait_for(self, channel: str) -> subprocess.Popen[bytes]:
         """A `tmux wait-for CHANNEL` client that ends when the channel is signalled; poll() it, kill() it."""
         binary = shutil.which("tmux") or "tmux"
@@ -188,8 +199,24 @@ class Tmux:
         )
 
 
+def mark_own_pane(value: str) -> bool:
+    """From inside a pane (a worker's stop hook): put the turn-end mark on that pane, in the tmux server it
+    runs in ($TMUX, $TMUX_PANE). False when not in a pane or tmux refused."""
+    pane = os.environ.get("TMUX_PANE", "")
+    if not pane or not os.environ.get("TMUX"):
+        return False
+    done = subprocess.run(
+        [shutil.which("tmux") or "tmux", "set-option", "-p", "-t", pane, TURN_END_OPTION, value],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=10,
+        check=False,
+    )
+    return done.returncode == 0
+
+
 def _view(row: str) -> PaneView:
-    pane_id, pid, history, limit, cursor_y, height, alternate, dead, status = row.split("\t")
+    pane_id, pid, history, limit, cursor_y, height, alternate, dead, status, turn_end = row.split("\t")
     return PaneView(
         pane_id,
         int(pid or 0),
@@ -200,6 +227,7 @@ def _view(row: str) -> PaneView:
         alternate == "1",
         dead == "1",
         int(status) if status else None,
+        turn_end,
     )
 
 

@@ -24,7 +24,8 @@ from teleclaude.cli import checks as cli_checks
 from teleclaude.cli import run as cli_run
 from teleclaude.cli import sessions as cli_sessions
 from teleclaude.cli import setup as cli_setup
-from teleclaude.cli.base import Command, add_cwd, print_action, print_value
+from teleclaude.cli.base import Command, add_cwd, print_action, print_value, write
+from teleclaude.errors import Error
 
 log = logging.getLogger("teleclaude")
 
@@ -157,11 +158,32 @@ def _explain_http(args: argparse.Namespace, access) -> None:
     sys.stderr.flush()
 
 
+def _add_finalize(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("slug", metavar="SLUG", help="the approved item to merge and archive")
+    add_cwd(parser)
+
+
+def _run_finalize(args: argparse.Namespace) -> int:
+    from teleclaude.planner.finalize import finalize
+
+    done = finalize(args.slug, cwd=args.cwd)
+    if isinstance(done, Error):
+        return print_value(done)
+    write(done.text())
+    return 0
+
+
 PLANNER_COMMANDS: tuple[Command, ...] = (
     Command(
         "next-prepare", "what the next preparation step is (requirements, plan)", _add_next, _run_next_prepare
     ),
     Command("next-work", "what the next build/review/finalize step is", _add_next, _run_next_work),
+    Command(
+        "finalize",
+        "merge an approved item into the main checkout and archive it, one finalize at a time",
+        _add_finalize,
+        _run_finalize,
+    ),
     Command("agents", "show agent availability, or mark an agent (un)available", _add_agents, _run_agents),
     Command("mcp", "serve the teleclaude__* tools over MCP (stdio, or --http)", _add_mcp, _run_mcp),
 )
@@ -176,8 +198,9 @@ COMMANDS = (
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The parser; given `argv`, only the command it names gets its arguments (argparse builds a help
-    formatter for every argument it adds: a CLI call pays for its own command's, not all forty)."""
+    """The parser; given `argv` that names a command, only that command gets a subparser (argparse builds
+    a help formatter and looks up translations for every parser and argument: a CLI call pays for its own
+    command's, not all fourteen). Without one, every command is there, for the help and the error."""
     parser = argparse.ArgumentParser(
         prog="teleclaude",
         description="A file-derived planner that tells teams of AI coding agents exactly one next step.",
@@ -187,9 +210,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     names = {command.name for command in COMMANDS}
     chosen = next((arg for arg in argv if not arg.startswith("-")), None) if argv is not None else None
     for command in COMMANDS:
+        if chosen in names and chosen != command.name:
+            continue
         sub = commands.add_parser(command.name, help=command.help, description=command.help)
-        if chosen not in names or chosen == command.name:
-            command.add_arguments(sub)
+        command.add_arguments(sub)
         sub.set_defaults(handler=command.run)
     return parser
 

@@ -92,7 +92,7 @@ def _run_hooks(args: argparse.Namespace) -> int:
 
 def _add_hook(parser: argparse.ArgumentParser) -> None:
     events = parser.add_subparsers(
-        dest="event", metavar="{stop,stop-failure,tool-use,post-commit}", required=True
+        dest="event", metavar="{stop,stop-failure,tool-use,prompt,post-commit}", required=True
     )
     stop = events.add_parser(
         "stop",
@@ -118,6 +118,14 @@ def _add_hook(parser: argparse.ArgumentParser) -> None:
     )
     tool_use.add_argument("--agent", choices=("claude", "gemini", "codex"), help="the CLI")
     tool_use.set_defaults(handler=_run_hook_tool_use)
+    prompt = events.add_parser(
+        "prompt",
+        help="Codex's UserPromptSubmit hook: keep the session's rollout file, where codex records API errors",
+        description="Read the UserPromptSubmit hook JSON on stdin and keep its transcript_path on the "
+        "worker's session (TELECLAUDE_SESSION_ID); prints nothing.",
+    )
+    prompt.add_argument("--agent", choices=("codex",), default="codex", help="the CLI (default: codex)")
+    prompt.set_defaults(handler=_run_hook_prompt)
     post = events.add_parser(
         "post-commit", help="git post-commit: print the planner's next step (changes nothing)"
     )
@@ -133,6 +141,12 @@ def _run_hook_stop(args: argparse.Namespace) -> int:
     from teleclaude.setup import stophook
 
     return stophook.main(args.agent)
+
+
+def _run_hook_prompt(args: argparse.Namespace) -> int:
+    from teleclaude.setup import prompthook
+
+    return prompthook.main(args.agent)
 
 
 def _run_hook_stop_failure(args: argparse.Namespace) -> int:

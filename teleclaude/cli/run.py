@@ -74,8 +74,9 @@ def _add_demo(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--real",
         metavar="AGENT",
-        choices=("claude",),
-        help="one item through the real CLI (claude) on a scripted model server, instead of the stand-ins",
+        choices=("claude", "gemini", "codex"),
+        help="one item through real CLIs on a scripted model server, instead of the stand-ins "
+        "(gemini, codex: with a rate limit that moves a step to claude)",
     )
 
 

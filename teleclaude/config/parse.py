@@ -281,7 +281,17 @@ def _check_regex(path: str, key: str, pattern: str) -> None:
 
 # --- [computers.NAME] --------------------------------------------------------------------------------------
 
-_COMPUTER_KEYS = ("host", "user", "port", "identity_file", "project", "agents", "path", "ssh_options")
+_COMPUTER_KEYS = (
+    "host",
+    "user",
+    "port",
+    "identity_file",
+    "project",
+    "agents",
+    "path",
+    "ssh_options",
+    "lanes",
+)
 # what reaches ssh's command line must not look like an option (`-oProxyCommand=...`) or hold a space
 _SSH_WORD = re.compile(r"[A-Za-z0-9_.@%+\[\]:][A-Za-z0-9_.@%+\[\]:-]*")
 
@@ -309,6 +319,9 @@ def _computer(path: str, name: str, table: Any) -> Computer:
     port = table.get("port")
     if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
         raise ConfigError(path, f"{where}.port", f"must be a TCP port number, not {port!r}")
+    lanes = table.get("lanes", 0)
+    if isinstance(lanes, bool) or not isinstance(lanes, int) or lanes < 0:
+        raise ConfigError(path, f"{where}.lanes", f"must be a whole number of at least 0, not {lanes!r}")
     project = _string(path, f"{where}.project", table["project"])
     if not project.startswith("/"):
         raise ConfigError(path, f"{where}.project", "must be an absolute path on that computer")
@@ -336,6 +349,7 @@ def _computer(path: str, name: str, table: Any) -> Computer:
         else None,
         path=_string(path, f"{where}.path", table["path"]) if "path" in table else None,
         ssh_options=options,
+        lanes=lanes,
     )
 
 

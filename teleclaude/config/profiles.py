@@ -46,7 +46,10 @@ class AgentProfile:
     def slash_command(self, command: str, args: str) -> str:
         if self.command_prefix and not command.startswith(self.command_prefix):
             command = self.command_prefix + command
-        return f"{self.command_sign}{command} {args}".rstrip()
+        text = f"{self.command_sign}{command} {args}".rstrip()
+        # codex opens a skill list under `$next-work` while it is typed, and Enter then picks from the list
+        # instead of sending (nothing reaches the model); a space after the name closes the list
+        return f"{text} " if self.command_sign == "$" and not args.strip() else text
 
 
 DEFAULT_PROFILES: Mapping[str, AgentProfile] = {
@@ -92,6 +95,10 @@ DEFAULT_PROFILES: Mapping[str, AgentProfile] = {
         },
         prompt=r"^\s*[│|]?\s*[›>]\s*(Ask Codex.*|Implement \{feature\}.*)?[│|]?\s*$",
         limit_patterns=DEFAULT_LIMIT_PATTERNS["codex"],
+        # its input line `› Ask Codex to do anything` stays while it works; the row above it tells:
+        # `• Working (3s • esc to interrupt)`, `• Server is busy, reconnecting 2/5 (4s • esc to interrupt)`
+        busy=r"\besc to interrupt\b",
+        retry=r"\b(Server is busy, reconnecting|Reconnecting\.\.\.) \d+/\d+",
         command_sign="$",  # codex 0.169 has no custom prompts; role commands are skills: `$next-build x`
         trusts_projects_by_config=True,
     ),
@@ -115,6 +122,7 @@ class Computer:
     identity_file: str | None = None
     path: str | None = None  # PATH for the workers there; else the login's default
     ssh_options: tuple[str, ...] = ()  # extra `-o KEY=VALUE` options, e.g. UserKnownHostsFile=...
+    lanes: int = 0  # how many items of `teleclaude run` may have their worktree steps done there at once
 
 
 @dataclass(frozen=True)

@@ -108,3 +108,19 @@ def prepare_codex_home(home: Path, server_url: str) -> None:
         "[notice]\n"
         "hide_rate_limit_model_nudge = true\n\n" + (config.read_text() if config.is_file() else "")
     )
+
+
+def prepare_home(agent: str, home: Path, server_url: str) -> dict[str, str]:
+    """Pre-answer in `home` what the user's own first start of `agent` settles, pointed at the scripted
+    server; returns what the agent's workers need in their environment (before `teleclaude install`, which
+    adds its own entries to the same files)."""
+    if agent == "claude":
+        prepare_claude_login(home)
+        return claude_environment(server_url)
+    if agent == "gemini":
+        prepare_gemini_home(home)
+        return gemini_environment(server_url)
+    if agent == "codex":
+        prepare_codex_home(home, server_url)
+        return codex_environment()
+    raise ValueError(f"no home for {agent!r}: one of claude, gemini, codex")

@@ -13,7 +13,8 @@ alone. Steps: `Text` (reply and end the turn), `Tool` (call a tool: the shell, o
 among the tools the CLI offered), `Fail` (answer with the provider's real error status, headers and body:
 429, the subscription limits, 529/503, quota), each optionally held until the test releases a
 `threading.Event` (a "slow" model without sleeping). When the script runs out, every turn is answered "Done.",
-or by `then(request body)` (a model that decides from what it was sent, e.g. `teleclaude demo --real`).
+or by `then(request body)` (a model that decides from what it was sent, e.g. `teleclaude demo --real`;
+`provider_of`, `tool_result_sent` and `body_text` read a body of any of the three providers).
 
 Every request is recorded (`requests`, `turns()`), and `wait_for` blocks until one matches, so a test waits
 on what the CLI sent instead of sleeping.
@@ -118,7 +119,7 @@ class Recorded:
 
     def text(self) -> str:
         """Every string in the request body, joined: for `"/next-build" in r.text()`-style assertions."""
-        return "\n".join(_strings(self.body))
+        return body_text(self.body)
 
     def tools(self) -> list[str]:
         """The names of the tools the CLI offered the model in this request."""
@@ -133,6 +134,24 @@ class Recorded:
             if isinstance(message, dict) and message.get("role") == "user":
                 return "\n".join(_strings(message.get("content") or message.get("parts")))
         return ""
+
+
+def body_text(body: object) -> str:
+    """Every string in a request body, joined (what a `then` model searches for the command it was given)."""
+    return "\n".join(_strings(body))
+
+
+def provider_of(body: dict) -> str:
+    """Which provider's request a turn's body is (a `then` model may serve several CLIs at once)."""
+    if "contents" in body:
+        return "gemini"
+    return "openai" if "input" in body else "anthropic"
+
+
+def tool_result_sent(body: dict) -> bool:
+    """Whether the request carries back the result of the tool call the model made last (it was carried out,
+    and the turn goes on), rather than a new message from the user."""
+    return next(d for d in _DIALECTS if d.name == provider_of(body)).tool_result_sent(body)
 
 
 def _strings(value: object) -> Iterator[str]:
@@ -359,6 +378,9 @@ class Dialect:
     def offered_tools(self, body: dict) -> list[str]:
         raise NotImplementedError
 
+    def tool_result_sent(self, body: dict) -> bool:
+        raise NotImplementedError
+
     def text_reply(
         self, text: str, stream: bool, turn: bool, hold: threading.Event | None = None, delay: float = 0.0
     ) -> Reply:
@@ -403,6 +425,13 @@ class Anthropic(Dialect):
 
     def offered_tools(self, body: dict) -> list[str]:
         return [t.get("name", "") for t in body.get("tools") or () if isinstance(t, dict)]
+
+    def tool_result_sent(self, body: dict) -> bool:
+        messages = body.get("messages") or [{}]
+        content = messages[-1].get("content") if isinstance(messages[-1], dict) else None
+        return isinstance(content, list) and any(
+            isinstance(block, dict) and block.get("type") == "tool_result" for block in content
+        )
 
     def _message(self, model: str) -> dict:
         return {
@@ -554,7 +583,19 @@ class OpenAIResponses(Dialect):
         for tool in body.get("tools") or ():
             if isinstance(tool, dict):
                 names.append(tool.get("name") or tool.get("function", {}).get("name") or tool.get("type", ""))
+                # codex 0.169 offers each MCP server's tools in a namespace (`mcp__teleclaude`): listed as
+                # NAMESPACE.TOOL, and called with the namespace in its own field (tool_reply)
+                if tool.get("type") == "namespace":
+                    names += [f"{tool['name']}.{t['name']}" for t in tool.get("tools") or () if "name" in t]
         return names
+
+    def tool_result_sent(self, body: dict) -> bool:
+        for item in reversed(body.get("input") or ()):  # `function_call_output` after the `function_call`
+            if isinstance(item, dict) and str(item.get("type", "")).endswith("_call_output"):
+                return True
+            if isinstance(item, dict) and item.get("role") == "user":
+                return False
+        return False
 
     def _events(self, item: dict, deltas: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
         response = {"id": _id("resp_"), "object": "response", "status": "in_progress", "output": []}
@@ -626,13 +667,16 @@ class OpenAIResponses(Dialect):
             and isinstance(arguments["command"], str)
         ):
             arguments = arguments | {"command": ["bash", "-lc", arguments["command"]]}
+        if name == "exec_command" and "command" in arguments:  # codex 0.169: `{"cmd": "…"}` (a PTY)
+            arguments = {"cmd": arguments["command"]} | {k: v for k, v in arguments.items() if k != "command"}
         arguments = {k: v for k, v in arguments.items() if k != "description"}
         text = json.dumps(arguments)
         item = {
             "type": "function_call",
             "id": item_id,
             "call_id": _id("call_"),
-            "name": name,
+            "name": name.rpartition(".")[2],
+            **({"namespace": name.rpartition(".")[0]} if "." in name else {}),
             "arguments": text,
             "status": "completed",
         }
@@ -726,6 +770,15 @@ class Gemini(Dialect):
             for declaration in (tool or {}).get("functionDeclarations") or ():
                 names.append(declaration.get("name", ""))
         return names
+
+    def tool_result_sent(self, body: dict) -> bool:
+        for content in reversed(body.get("contents") or ()):  # a user content of `functionResponse` parts
+            parts = [p for p in (content or {}).get("parts") or () if isinstance(p, dict)]
+            if any("functionResponse" in part for part in parts):
+                return True
+            if (content or {}).get("role") == "user":
+                return False
+        return False
 
     def _reply(
         self,

@@ -1,25 +1,44 @@
-"""`teleclaude demo --real claude`: one roadmap item driven to `done/` by real Claude Code workers.
+"""`teleclaude demo --real AGENT`: one roadmap item driven to `done/` by real agent CLI workers.
 
-Everything is real except the model: the pinned CLI (`scripts/agent-clis`, else `claude` on PATH) in a
-throwaway HOME holding only a login (onboarding done, the dummy API key approved), `teleclaude install` and
-`teleclaude init` answering its first-run dialogs, the runtime in a private tmux server, the hooks, the
-planner. The model is the scripted server (`teleclaude.demo.model_server`) on 127.0.0.1: in each worker
-turn it has claude run, through claude's own Bash tool, `python -m teleclaude.demo.stand_in --step` (the
+Everything is real except the model: the pinned CLIs (`scripts/agent-clis`, else on PATH) in a throwaway HOME
+holding only a login (`agent_homes.prepare_home`), `teleclaude install` and `teleclaude init` answering their
+first-run dialogs, the runtime in a private tmux server, the hooks, the planner. The model is the scripted
+server (`teleclaude.demo.model_server`) on 127.0.0.1, which speaks the Anthropic, OpenAI Responses and Gemini
+APIs at once: in each worker turn it has the CLI run, through the CLI's own shell tool (claude's `Bash`,
+gemini's `run_shell_command`, codex's `exec_command`), `python -m teleclaude.demo.stand_in --step` (the
 step's file edits and commits, the same the stand-in demo does), then answer `DONE:`.
+
+`--real claude` has claude do every step. `--real gemini` and `--real codex` have that CLI build and review,
+and then its provider runs out on the finalize (gemini: the daily quota, 429 RESOURCE_EXHAUSTED; codex: the
+usage limit, 429 `usage_limit_reached`): the runtime reads the limit off the CLI's screen, marks the agent
+unavailable, and the planner gives the finalize to the real claude, the next agent in the demo's matrix.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
 import sys
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from teleclaude.demo.agent_homes import claude_environment, prepare_claude_login
-from teleclaude.demo.model_server import ModelServer, Step, Text, shell
-from teleclaude.demo.scenario import Console, environment, throwaway
+from teleclaude.config.matrix import DEFAULT_MATRIX
+from teleclaude.demo.agent_homes import prepare_home
+from teleclaude.demo.model_server import (
+    Fail,
+    ModelServer,
+    Step,
+    Text,
+    body_text,
+    provider_of,
+    shell,
+    tool_result_sent,
+)
+from teleclaude.demo.scenario import Console, environment, print_sessions, throwaway
 from teleclaude.demo.workers import commit_all, git, make_repository
 from teleclaude.errors import Error
 from teleclaude.planner.core.render import to_text
@@ -29,69 +48,121 @@ from teleclaude.setup.install import Scope, install
 from teleclaude.setup.scaffold import init
 
 SLUG = "greeting"
-AGENTS = ("claude",)
 MAX_STEPS = 12
-# `agents`: only the real CLI; the idle rule is kept out of the way: a turn ends by claude's Stop hook
-SETTINGS = """agents = ["claude"]
+PROVIDERS = {"claude": "anthropic", "gemini": "gemini", "codex": "openai"}  # model_server.provider_of names
+LIMITED_ROLE = "You are the **finalizer**"  # commands/next-finalize.md: the step the limit hits
 
-[runtime]
-socket = "{socket}"
-idle_threshold = 300
-poll_interval = 0.2
-startup_timeout = 40
-settle = 0.3
-"""
+
+@dataclass(frozen=True)
+class RealDemo:
+    """Which real CLIs a demo runs, and how the first one's provider runs out."""
+
+    agent: str
+    fallback: str | None = None  # the CLI that takes the step the limit moved
+    limit: Fail | None = None  # the provider's answer to every turn from the finalize on
+    limit_name: str = ""
+
+    @property
+    def agents(self) -> tuple[str, ...]:
+        return (self.agent, self.fallback) if self.fallback else (self.agent,)
+
+    def settings(self, socket: str) -> str:
+        """The demo's teleclaude.toml: only its real CLIs; the agent first on every step the item goes
+        through, the fallback second; the idle rule kept out of the way (turn ends come from the CLIs'
+        hooks)."""
+        lines = [f"agents = {json.dumps(list(self.agents))}"]
+        if self.fallback:
+            lines += ["", "[matrix]"]
+            for task in ("build", "review", "finalize"):
+                mode = DEFAULT_MATRIX[task][0].thinking_mode  # the row's own thinking mode
+                lines.append(f'{task} = ["{self.agent}:{mode}", "{self.fallback}:{mode}"]')
+        lines += [
+            "",
+            "[runtime]",
+            f'socket = "{socket}"',
+            "idle_threshold = 300",
+            "poll_interval = 0.2",
+            "startup_timeout = 40",
+            "settle = 0.3",
+        ]
+        return "\n".join(lines) + "\n"
+
+
+DEMOS = {
+    "claude": RealDemo("claude"),
+    "gemini": RealDemo("gemini", "claude", Fail("quota"), "its daily quota (429 RESOURCE_EXHAUSTED)"),
+    "codex": RealDemo(
+        "codex", "claude", Fail("session_limit", resets_in=5 * 3600), "its usage limit (usage_limit_reached)"
+    ),
+}
 CACHE = Path(__file__).resolve().parents[2] / ".cache" / "agent-clis"  # scripts/agent-clis, in a checkout
 
 
-def find_claude() -> Path | None:
-    """The pinned CLI from scripts/agent-clis (newest), else `claude` on PATH."""
-    pinned = sorted(CACHE.glob("claude-*/bin/claude"))
+def find_cli(name: str) -> Path | None:
+    """The pinned CLI from scripts/agent-clis (newest), else `name` on PATH."""
+    pinned = sorted(CACHE.glob(f"{name}-*/bin/{name}"))
     if pinned:
         return pinned[-1]
-    found = shutil.which("claude")
+    found = shutil.which(name)
     return Path(found) if found else None
 
 
-def worker_turn(body: dict) -> Step:
-    """The scripted model: do the session's step through the shell tool, then say it is done."""
-    messages = body.get("messages") or []
-    last = messages[-1].get("content") if messages and isinstance(messages[-1], dict) else None
-    if isinstance(last, list) and any(
-        isinstance(block, dict) and block.get("type") == "tool_result" for block in last
-    ):
-        return Text("DONE: the step is done and committed")
-    command = shlex.join([sys.executable, "-m", "teleclaude.demo.stand_in", "--step"])
-    return shell(command, "Do this session's step and commit")
+class ScriptedWorkers:
+    """The scripted model behind every CLI of the demo: do the session's step through the shell tool, then
+    say it is done. Once the limited agent's request carries the limited role, its provider answers every
+    later turn with the limit (a daily quota stays spent)."""
+
+    def __init__(self, demo: RealDemo) -> None:
+        self.limited = PROVIDERS[demo.agent] if demo.limit else ""
+        self.limit = demo.limit
+        self.spent = threading.Event()
+
+    def __call__(self, body: dict) -> Step:
+        limit = self.limit if provider_of(body) == self.limited else None
+        first_of_finalize = LIMITED_ROLE in body_text(body) and not tool_result_sent(body)
+        if limit and (self.spent.is_set() or first_of_finalize):
+            self.spent.set()
+            return limit
+        if tool_result_sent(body):
+            return Text("DONE: the step is done and committed")
+        command = shlex.join([sys.executable, "-m", "teleclaude.demo.stand_in", "--step"])
+        return shell(command, "Do this session's step and commit")
 
 
 def run(console: Console, agent: str = "claude", keep: bool = False, verbose: bool = False) -> int:
-    if agent not in AGENTS:
-        print(
-            f"ERROR: INVALID_ARGUMENT\n--real {agent}: only claude is verified for real runs so far "
-            "(codex and gemini: issue 16)."
-        )
+    demo = DEMOS.get(agent)
+    if demo is None:
+        print(f"ERROR: INVALID_ARGUMENT\n--real {agent}: choose one of {', '.join(DEMOS)}.")
         return 1
     if shutil.which("tmux") is None:
         print("ERROR: TMUX_FAILED\ntmux is not installed, and the demo runs its workers in tmux.")
         return 1
-    claude = find_claude()
-    if claude is None:
+    clis = {name: find_cli(name) for name in demo.agents}
+    missing = [name for name, path in clis.items() if path is None]
+    if missing:
         print(
-            "ERROR: AGENT_NOT_INSTALLED\nNo claude found: run scripts/agent-clis in a teleclaude checkout "
-            "(the pinned CLI), or put claude on PATH."
+            f"ERROR: AGENT_NOT_INSTALLED\nNo {' or '.join(missing)} found: run scripts/agent-clis in a "
+            "teleclaude checkout (the pinned CLIs), or put them on PATH."
         )
         return 1
+    found = {name: path for name, path in clis.items() if path is not None}
     started = time.monotonic()
     try:
         with (
             throwaway("teleclaude-demo-real-", keep) as (base, socket),
-            ModelServer(then=worker_turn) as server,
-            environment(_variables(base, claude, server.url)),
+            ModelServer(then=ScriptedWorkers(demo)) as server,
+            environment(_prepare(base, found, server.url)),
         ):
-            project = _project(base, socket)
-            print(f"teleclaude demo --real claude ({claude}) in {project}")
-            print(f"scripted model server {server.url}; watch a worker: tmux -L {socket} attach -t tc-ID\n")
+            project = _project(base, socket, demo)
+            for name, path in found.items():
+                print(f"teleclaude demo --real {agent}: {name} is {path}")
+            print(f"in {project}; scripted model server {server.url}")
+            if demo.limit:
+                print(
+                    f"on purpose: {agent} runs out of {demo.limit_name} on the finalize; "
+                    f"the matrix falls back to {demo.fallback}"
+                )
+            print(f"watch a worker: tmux -L {socket} attach -t tc-ID\n")
             report = _orchestrate(project, console, verbose)
             return _summary(project, report, time.monotonic() - started)
     except SetupFailed as error:
@@ -102,27 +173,35 @@ def run(console: Console, agent: str = "claude", keep: bool = False, verbose: bo
         return 130
 
 
-def _variables(base: Path, claude: Path, server_url: str) -> dict[str, str | None]:
+def _prepare(base: Path, clis: dict[str, Path], server_url: str) -> dict[str, str | None]:
+    """The demo's own HOME, with each CLI's login pre-answered there (`agent_homes.prepare_home`); returns
+    the variables to run with: that HOME, the demo's database and PATH, what each CLI needs to use the
+    scripted server, and none of the variables that would point a CLI at the user's own configuration."""
     home = base / "home"
     home.mkdir()
-    path = [str(claude.parent), str(Path(sys.executable).parent), os.environ.get("PATH", "")]
-    return {
+    folders = dict.fromkeys(str(path.parent) for path in clis.values())
+    path = [*folders, str(Path(sys.executable).parent), os.environ.get("PATH", "")]
+    variables: dict[str, str | None] = {
         "HOME": str(home),
         "XDG_CONFIG_HOME": str(home / ".config"),
         "TELECLAUDE_DB": str(base / "teleclaude.db"),
         "PATH": os.pathsep.join(path),
         "TELECLAUDE_SESSION_ID": None,
-        **claude_environment(server_url),
+        "CLAUDE_CONFIG_DIR": None,
+        "CODEX_HOME": None,
+        "GEMINI_CLI_HOME": None,
     }
+    for name in clis:
+        variables |= prepare_home(name, home, server_url)
+    return variables
 
 
-def _project(base: Path, socket: str) -> Path:
-    """The demo repository, with claude set up the way a user does it; prints what install and init did."""
-    prepare_claude_login(Path(os.environ["HOME"]))
+def _project(base: Path, socket: str, demo: RealDemo) -> Path:
+    """The demo repository, with the CLIs set up the way a user does it; prints what install and init did."""
     project = make_repository(base / "project")
-    (project / "teleclaude.toml").write_text(SETTINGS.format(socket=socket))
-    commit_all(project, "Runtime settings for the real demo: claude only, turn ends from its hook")
-    for done in (install(["claude"], Scope.USER), init(project)):
+    (project / "teleclaude.toml").write_text(demo.settings(socket))
+    commit_all(project, f"Runtime settings for the real demo: {', '.join(demo.agents)}, turn ends from hooks")
+    for done in (install(list(demo.agents), Scope.USER), init(project)):
         if isinstance(done, Error):
             raise SetupFailed(to_text(done))
         print(done.text())
@@ -146,6 +225,7 @@ def _summary(project: Path, report, seconds: float) -> int:
     done = sorted(p.name for p in (project / "done").iterdir()) if (project / "done").is_dir() else []
     print(f"\ndone/: {', '.join(done) or 'nothing'}")
     print(git(project, "log", "--oneline", "--first-parent", "-n", "8").rstrip())
+    print_sessions(report.history)
     delivered = any(name.endswith(f"-{SLUG}") for name in done)
     print(f"\nDemo finished in {seconds:.0f}s: {SLUG} {'delivered' if delivered else 'NOT delivered'}.")
     return 0 if delivered else 1

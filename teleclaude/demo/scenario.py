@@ -202,15 +202,7 @@ def _summary_of_run(project: Path, report, seconds: float) -> int:
     print(f"done/: {', '.join(done) or 'nothing'}")
     print("\ngit log --oneline --first-parent (main):")
     print(git(project, "log", "--oneline", "--first-parent", "-n", "12").rstrip())
-    print(f"\nworker sessions ({len(report.history)}):")
-    for number, handled in enumerate(report.history, 1):
-        session = handled.session
-        ended = handled.kind.value if handled.kind else "ended"
-        print(f"  {number:2d}. {session.agent:<6} {session.command} {session.slug}: {ended}")
-    agents = collections.Counter(handled.session.agent for handled in report.history)
-    print("per agent: " + ", ".join(f"{agent} {count}" for agent, count in sorted(agents.items())))
-    for line in _what_went_wrong(report.history):
-        print(line)
+    print_sessions(report.history)
     items = parse_roadmap(roadmap).items
     finished = len(done) == len(items) and all(item.marker is Marker.DONE for item in items)
     if report.outcome is Outcome.INTERRUPTED:
@@ -219,6 +211,19 @@ def _summary_of_run(project: Path, report, seconds: float) -> int:
     verdict = "every item delivered" if finished else f"stopped early ({report.outcome.value})"
     print(f"\nDemo finished in {seconds:.0f}s: {verdict}.")
     return 0 if finished else 1
+
+
+def print_sessions(history) -> None:
+    """Every worker session of the run, how it ended, and the story of what went wrong on the way."""
+    print(f"\nworker sessions ({len(history)}):")
+    for number, handled in enumerate(history, 1):
+        session = handled.session
+        ended = handled.kind.value if handled.kind else "ended"
+        print(f"  {number:2d}. {session.agent:<6} {session.command} {session.slug}: {ended}")
+    agents = collections.Counter(handled.session.agent for handled in history)
+    print("per agent: " + ", ".join(f"{agent} {count}" for agent, count in sorted(agents.items())))
+    for line in _what_went_wrong(history):
+        print(line)
 
 
 def _what_went_wrong(history) -> list[str]:

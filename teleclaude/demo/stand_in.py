@@ -18,7 +18,8 @@ Per item: `FAKE_AGENT_FORGET=slug,...` makes the builder of those slugs leave it
 the branch has no build commit), `FAKE_AGENT_REJECT=slug,...` makes the first review of those slugs
 request changes (while the branch has no review commit), and `FAKE_AGENT_SHARED=slug,...` makes the builders
 of those slugs also write NOTES.md, so the second of them to be finalized conflicts with main. Both decide
-from git, so they hold across runs.
+from git, so they hold across runs. `FAKE_AGENT_CRASH=slug,...` makes every worker of those slugs crash
+(as `crash` does), so one item of a parallel run fails while the others go on.
 
 A line that is not a command is an instruction: one that says to commit makes it commit, one that says to
 tick makes it tick its build tasks and commit; anything else (a reminder) gets a status line back.
@@ -109,7 +110,7 @@ def respond(agent: str, chosen: set[str], command: str, args: str, lines) -> int
     if "stall" in chosen:
         say("thinking...")
         say(f"(woken by: {_read_line(sys.stdin.fileno())})")  # no prompt: it is busy, not waiting
-    if "crash" in chosen:
+    if "crash" in chosen or (args.split() or [""])[0] in listed("FAKE_AGENT_CRASH"):
         say("fatal: the fake agent crashed")
         return 3
     if "limit" in chosen:

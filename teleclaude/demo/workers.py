@@ -11,9 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from teleclaude.adapters.git import run_git
-from teleclaude.planner.core.markdown import decode
-from teleclaude.planner.core.model import Dispatch, Marker, Step
-from teleclaude.planner.core.roadmap import parse_roadmap, rewrite_marker
+from teleclaude.errors import Error
+from teleclaude.planner.core.model import Dispatch, Step
+from teleclaude.planner.core.roadmap import parse_roadmap
+from teleclaude.planner.finalize import finalize
 
 ROADMAP = """# Roadmap
 
@@ -155,28 +156,13 @@ class Workers:
         return "fixer: fixed the critical finding, deleted review-findings.md, committed"
 
     def finalize(self, main: Path, action: Dispatch) -> str:
+        """What the finalizer's command file says: `teleclaude finalize SLUG` (merge, archive, mark, clean up,
+        under the project lock)."""
         slug = action.slug
-        named = re.search(r"done/\d{3}-[a-z0-9-]+/", action.note or "")
-        assert named is not None  # the finalize dispatch names the archive folder
-        archive = named[0].rstrip("/")
-        try:
-            git(main, "merge", "-q", "--no-ff", "-m", f"Merge {slug}", slug)
-        except subprocess.CalledProcessError as error:
-            if not (main / ".git" / "MERGE_HEAD").exists():
-                raise  # not a conflict: the merge did not start
-            git(main, "merge", "--abort")
-            return f"BLOCKED: next-finalize {slug} - the merge conflicts ({error.returncode}); aborted it"
-        (main / "done").mkdir(exist_ok=True)
-        git(main, "mv", f"todos/{slug}", archive)
-        roadmap = main / "todos" / "roadmap.md"
-        data = roadmap.read_bytes()
-        item = parse_roadmap(decode(data)).find(slug)
-        assert item is not None  # the item being finalized is on the roadmap
-        roadmap.write_bytes(rewrite_marker(data, item.line, Marker.DONE))
-        commit_all(main, f"Finalize {slug}")
-        git(main, "worktree", "remove", f"trees/{slug}")
-        git(main, "branch", "-q", "-d", slug)
-        return f"finalizer: merged {slug}, archived to {archive}/, marked [x], removed the worktree"
+        done = finalize(slug, cwd=main)
+        if isinstance(done, Error):
+            return f"BLOCKED: next-finalize {slug} - {done.code.value}: {done.message.splitlines()[0]}"
+        return f"finalizer: merged {slug}, archived to {done.archive}, marked [x], removed the worktree"
 
     def fix_merge(self, tree: Path, action: Dispatch) -> str:
         """Merge main into the branch and keep both sides of every conflicted file."""

@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
-from functools import wraps
+from functools import lru_cache, wraps
 from pathlib import Path
 
 from teleclaude.adapters import fs, parse_cache
@@ -203,6 +203,11 @@ def _set_marker(repo: gitx.Repo, slug: str, marker: Marker) -> None:
     fs.rewrite(fs.inside(repo.root, repo.root / layout.ROADMAP), change)
 
 
+def mark_done(repo: gitx.Repo, slug: str) -> None:
+    """The finalize's edit: the item's marker becomes `[x]` (the caller holds the project lock)."""
+    _set_marker(repo, slug, Marker.DONE)
+
+
 def _parse_roadmap(repo: gitx.Repo, text: str) -> Roadmap:
     return _parsed(repo, "roadmap", layout.ROADMAP, text, parse_roadmap_chunks)
 
@@ -215,6 +220,7 @@ def _parsed(repo: gitx.Repo, name: str, where: str, text: str, parse):
         raise TooComplex(f"{where}: {error}") from None
 
 
+@lru_cache(maxsize=1)  # the claim reads the roadmap again before rewriting it: the same bytes, decoded once
 def roadmap_text(data: bytes) -> str:
     """The roadmap's text; refused when a merge left conflict markers in it or when it is not text."""
     text = decode(data)

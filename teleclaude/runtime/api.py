@@ -70,10 +70,10 @@ class Runtime:
 
     # --- starting ------------------------------------------------------------------------------------------
 
-    def start(self, dispatch: Dispatch, args: str | None = None) -> Started | Error:
+    def start(self, dispatch: Dispatch, args: str | None = None, computer: str = "local") -> Started | Error:
         """Start the worker a `Dispatch` of the planner names (`args`: instead of the bare slug)."""
         return self.run_agent_command(
-            "local",
+            computer,
             dispatch.command,
             args or dispatch.slug,
             dispatch.project,
@@ -123,6 +123,9 @@ class Runtime:
 
     def record_stop_failure(self, session_id: str, error: str, message: str) -> bool:
         return self.observer.record_stop_failure(session_id, error, message)
+
+    def record_transcript(self, session_id: str, path: str) -> bool:
+        return self.observer.record_transcript(session_id, path)
 
     # --- acting --------------------------------------------------------------------------------------------
 

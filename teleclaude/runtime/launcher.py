@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import shutil
+import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -15,7 +17,7 @@ from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.agent_config import codex_trust
 from teleclaude.adapters.ssh import RemoteError, qualify
-from teleclaude.adapters.tmux import TmuxError
+from teleclaude.adapters.tmux import TURN_END_TO_PANE, TmuxError
 from teleclaude.config.matrix import THINKING_MODES
 from teleclaude.config.profiles import AgentProfile, Computer
 from teleclaude.errors import Error, ErrorCode
@@ -152,9 +154,13 @@ class Launcher:
         """
         names = () if remote else ("PATH", "HOME")
         env = {name: self.context.env[name] for name in names if self.context.env.get(name)}
+        if not remote and "PATH" in env:
+            env["PATH"] = _with_teleclaude(env["PATH"])
         env.update(profile.env)
         env["TELECLAUDE_SESSION_ID"] = session.id
-        if not remote:
+        if remote:  # its stop hook cannot reach this database: it marks its pane for the observer instead
+            env[TURN_END_TO_PANE] = "1"
+        else:
             env["TELECLAUDE_DB"] = str(self.context.store.path)
         return env
 
@@ -180,7 +186,7 @@ class Launcher:
                 return self._fail(session, screen)
             tmux.send_text(session.pane_id, text)
             time.sleep(self.context.config.settle)
-            if not self.panes.press_enter(session, typed=text):
+            if not self.panes.press_enter(session, typed=text.strip()):
                 refused = self._refused(session)
                 if refused is not None:
                     return self._fail(session, refused)
@@ -381,6 +387,15 @@ def _workdir(project: str, subfolder: str | None) -> Path | Error:
             f"{target} does not exist.\nCall teleclaude__next_work() again: it creates the worktree first.",
         )
     return target
+
+
+def _with_teleclaude(path: str) -> str:
+    """PATH with this teleclaude's folder at its end when `teleclaude` is not on it: role commands run it by
+    name (the finalizer's `teleclaude finalize`), also when the runtime was started from a venv's bin."""
+    folder = Path(sys.executable).parent
+    if shutil.which("teleclaude", path=path) or not os.access(folder / "teleclaude", os.X_OK):
+        return path
+    return f"{path}{os.pathsep}{folder}" if path else str(folder)
 
 
 def _find_binary(profile: AgentProfile, env: Mapping[str, str]) -> str | None:

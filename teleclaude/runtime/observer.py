@@ -11,8 +11,10 @@ import time
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 from subprocess import Popen
 
+from teleclaude.adapters.fs import read_tail
 from teleclaude.adapters.tmux import TmuxError
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core.tool_lines import tool_lines
@@ -24,7 +26,8 @@ from teleclaude.runtime.core.blockers import (
     refused_command,
     unexpanded_command,
 )
-from teleclaude.runtime.core.limits import DEFAULT_PAUSE, failure_limit, find_limit, reset_time
+from teleclaude.runtime.core.limits import DEFAULT_PAUSE, codex_failure, failure_limit, find_limit, reset_time
+from teleclaude.runtime.core.rollout import last_turn_error
 from teleclaude.runtime.core.sessions import (
     Activity,
     Change,
@@ -61,6 +64,7 @@ log = logging.getLogger("teleclaude.runtime")
 MAX_WAIT = 60.0
 WORKING = (SessionState.RUNNING, SessionState.STALLED, SessionState.NEEDS_ATTENTION)
 _SCAN_LINES = 2000
+ROLLOUT_TAIL = 64 * 1024  # bytes of codex's rollout file read for its last turn's end
 FATAL_FAILURES = ("billing_error", "authentication_failed")  # no retry helps: a person must act
 _BLOCKABLE = (SessionState.RUNNING, SessionState.STALLED, SessionState.TURN_ENDED)
 
@@ -73,6 +77,11 @@ class Observer:
         # second: starting a client per session per wait was most of its own CPU); ended at exit.
         self._waiters: dict[str, Popen[bytes]] = {}
         atexit.register(self._stop_waiters)
+        # The sessions the last wait looked at, and when. A run loop returns from a wait every second to
+        # redraw its status line and waits again at once: that wait starts from the stored rows of the look
+        # just taken rather than looking again (a look is ~5 tmux clients per session), and looks next
+        # after one poll interval, or at once when a watched pane exits.
+        self._looked: tuple[frozenset[str], float] = (frozenset(), float("-inf"))
 
     # --- looking -------------------------------------------------------------------------------------------
 
@@ -132,11 +141,38 @@ class Observer:
             )
             saved = self.context.change(session, Change.ERRORED, why, expect=session.state, error=why)
             return saved.state not in WORKING
-        working = progressed(session, self.context.clock())
-        saved = self.context.change(working, Change.TURN_ENDED, source, expect=session.state)
-        return saved.state not in WORKING
+        return self._turn_ended(session, source, session.state).state not in WORKING
 
-    def record_stop_failure(self, session_id: str, error: str, message: str) -> bool:
+    def _turn_ended(self, session: Session, source: str, expect: SessionState) -> Session:
+        """A stop hook said the turn is over: a stalled or neglected worker runs again, then ends its turn."""
+        working = progressed(session, self.context.clock())
+        return self.context.change(working, Change.TURN_ENDED, source, expect=expect)
+
+    def record_transcript(self, session_id: str, path: str) -> bool:
+        """Codex's UserPromptSubmit hook named the session's rollout file (`teleclaude hook prompt`). True
+        once the stored row shows it (or nothing is to record); False when another writer saved first."""
+        session = self.context.store.get(session_id)
+        if session is None or session.transcript == path:
+            return True
+        return self.context.store.save(replace(session, transcript=path), expect=session.state) is not None
+
+    def _turn_error(self, session: Session) -> Session | None:
+        """The API error that ended codex's turn, typed, from its rollout file (no hook runs for such a turn):
+        recorded as a StopFailure hook's would be (a limit makes the agent unavailable until its reset)."""
+        local = session.computer in self.context.config.computers
+        if not (session.transcript and local and session.state in WORKING and session.delivered_at):
+            return None
+        error = last_turn_error(read_tail(Path(session.transcript), ROLLOUT_TAIL))
+        if error is None or error.completed_at < session.delivered_at.replace(microsecond=0):
+            return None  # the turn goes on, completed, or is one from before the last message
+        kind = codex_failure(error.info)
+        log.info("session %s: its rollout file ends the turn with %s: %s", session.id, kind, error.message)
+        self.record_stop_failure(session.id, kind, error.message, "codex_error_info")
+        return self.context.store.get(session.id) or session
+
+    def record_stop_failure(
+        self, session_id: str, error: str, message: str, signal: str = "StopFailure hook"
+    ) -> bool:
         """An agent's StopFailure hook said an API error ended its turn (`teleclaude hook stop-failure`):
         a limit makes the session rate-limited and the agent unavailable until the reset the message names;
         billing or authentication errors end it as errored; any other error ends the turn. True once the
@@ -146,7 +182,7 @@ class Observer:
         if session is None:
             return True
         now, expect = context.clock(), session.state
-        source = f"StopFailure hook: {error}" + (f": {message.strip()[:300]}" if message.strip() else "")
+        source = f"{signal}: {error}" + (f": {message.strip()[:300]}" if message.strip() else "")
         hit = failure_limit(error, message, now, datetime.now().astimezone().tzinfo or UTC)
         if hit is not None:  # the hook's reset is the CLI's own: it wins over a guess from the screen
             context.availability.mark_unavailable(session.agent, hit.until, hit.reason)
@@ -172,12 +208,21 @@ class Observer:
         store, tmux = self.context.store, self.context.tmux
         timeout = max(0.0, min(float(timeout), MAX_WAIT))
         ids = list(session_ids) if session_ids else [s.id for s in store.sessions() if not s.state.is_final]
-        unknown = [i for i in ids if store.get(i) is None]
+        sessions = store.sessions(ids)  # one read of the rows, which also tells the unknown ids
+        found = {s.id for s in sessions}
+        unknown = [i for i in ids if i not in found]
         if unknown:
             return unknown_session(", ".join(unknown))
         deadline = time.monotonic() + timeout
+        looked_ids, looked_at = self._looked
+        poll = self.context.config.poll_interval
+        # Only a wait that sleeps before its deadline skips its first look: a short one always looks.
+        just_looked = timeout >= poll and set(ids) <= looked_ids and time.monotonic() - looked_at < poll
         while True:
-            sessions = self.refresh(store.sessions(ids))
+            if not just_looked:
+                sessions = self.refresh(sessions)
+                self._looked = (frozenset(ids), time.monotonic())
+            just_looked = False
             events = store.undelivered(ids)
             if events:
                 store.mark_delivered(events)
@@ -187,7 +232,8 @@ class Observer:
                 return Waited((), tuple(sessions), bool(ids) and not over)
             self._stop_waiters([s.id for s in sessions if s.state.is_final])
             waiters = [self._waiter(s.id, tmux) for s in sessions if not s.state.is_final]
-            _sleep_until_signal(waiters, min(self.context.config.poll_interval, deadline - time.monotonic()))
+            _sleep_until_signal(waiters, min(poll, deadline - time.monotonic()))
+            sessions = store.sessions(ids)
 
     def _waiter(self, session_id: str, tmux) -> Popen[bytes]:
         """The session's wait-for client, started again once the last one saw its signal."""
@@ -221,6 +267,9 @@ class Observer:
             return context.change(session, Change.ERRORED, why, error=why)
         if session.state is SessionState.PENDING:
             return session  # still being delivered
+        failed = self._turn_error(session)  # codex's typed error, before the words on its screen
+        if failed is not None:
+            return failed
         scanned, rows, partial = self._scan(session, view)
         if is_progress(rows):
             scanned = progressed(scanned, now)
@@ -229,6 +278,10 @@ class Observer:
             return context.change(scanned, Change.RATE_LIMITED, limited, expect=session.state, error=limited)
         if view.dead:
             return self._after_exit(scanned, view, expect=session.state)
+        if view.turn_end:  # the stop hook of a worker on another computer marked its pane
+            context.tmux.clear_turn_end(session.pane_id)
+            if scanned.state in WORKING:
+                return self._turn_ended(scanned, "stop hook", session.state)
         profile = context.config.profiles.get(session.agent)
         screen = context.tmux.screen(session.pane_id, view)
         blocked = self._blocked(scanned, [*rows, partial], screen, now, expect=session.state)

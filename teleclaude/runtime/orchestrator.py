@@ -26,6 +26,7 @@ from teleclaude.planner.core.render import to_text
 from teleclaude.planner.core.timeparse import format_duration
 from teleclaude.runtime.api import Runtime, guarded
 from teleclaude.runtime.core.sessions import Ended, Event, EventKind, Session, SessionState, Started, Waited
+from teleclaude.runtime.remote import item_slug
 
 UNATTENDED = "(unattended: nobody will answer questions; decide yourself and write the file)"
 REPEAT_LIMIT = 3  # the same step ending its turn this many times in a row without the files moving on
@@ -39,6 +40,7 @@ class Outcome(Enum):
     ERROR = "ERROR"  # the planner or the runtime said ERROR: a human decides
     NEEDS_ATTENTION = "NEEDS_ATTENTION"  # a worker is stuck: it is left running for a human to look at
     MAX_STEPS = "MAX_STEPS"
+    PARKED = "PARKED"  # --parallel: items that could not go on were parked, and nothing else can proceed
     INTERRUPTED = "INTERRUPTED"  # Ctrl-C: the workers keep running; `teleclaude run` again resumes
 
     @property
@@ -125,6 +127,7 @@ class Progress:
     elapsed: float  # seconds since the session was started
     others: tuple[Session, ...] = ()  # the other workers in flight (--parallel)
     digest: str = ""  # the first line of the last digest the runtime sent about a worker
+    parked: tuple[str, ...] = ()  # --parallel: the items parked, each `SLUG (its first report line)`
 
     def line(self) -> str:
         return f"{self.key()} · {format_duration(self.elapsed)}"
@@ -132,7 +135,8 @@ class Progress:
     def key(self) -> str:
         """The line without the clock: a plain log prints it again only when this changes."""
         s = self.session
-        text = f"[{self.step}] {s.command} {s.slug} · {s.agent} · {s.state.value}".replace("  ", " ")
+        agent = s.agent if s.computer == "local" else f"{s.agent}@{s.computer}"
+        text = f"[{self.step}] {s.command} {s.slug} · {agent} · {s.state.value}".replace("  ", " ")
         if s.nudges:
             text += f" · {s.nudges} nudge{'s' if s.nudges > 1 else ''}"
         if s.status_text:
@@ -141,6 +145,8 @@ class Progress:
             text += " | also " + ", ".join(f"{o.command} {o.slug} ({o.state.value})" for o in self.others)
         if self.digest:
             text += f" | digest: {self.digest[:80]}"
+        if self.parked:
+            text += " | parked: " + ", ".join(item[:60] for item in self.parked)
         return text
 
 
@@ -169,7 +175,8 @@ def run(
     root = _checkout_root(Path(project))
     settings = RunSettings(root, slug, prepare, max_steps, tick, verbose, parallel)
     state = RunState(archived_before=tuple(_archives(root)))
-    kind = _Lanes if parallel > 1 and slug is None else _Loop
+    remote_lanes = any(computer.lanes for computer in runtime.config.remotes.values())
+    kind = _Lanes if (parallel > 1 or remote_lanes) and slug is None else _Loop
     loop = kind(settings, state, runtime, show, status)
     try:
         stop = loop.go()
@@ -242,6 +249,7 @@ class RunState:
     history: list[Handled] = field(default_factory=list)
     retries: Retries = field(default_factory=Retries)
     digest: str = ""  # the first line of the last digest heard
+    parked: dict[str, Stop] = field(default_factory=dict)  # --parallel: item -> why it cannot go on
 
 
 @dataclass
@@ -324,7 +332,9 @@ class _Loop:
             return None
         return begun
 
-    def _start(self, action: Dispatch, retries: Retries, args: str | None = None) -> Session | Stop | None:
+    def _start(
+        self, action: Dispatch, retries: Retries, args: str | None = None, computer: str = "local"
+    ) -> Session | Stop | None:
         """Start the worker of `action`: its session (or the live one already doing that step), QUEUED when
         another finalize is merging, None to ask again, or a `Stop`."""
         state, step = self.state, (_bare(action.command), action.slug)
@@ -338,7 +348,7 @@ class _Loop:
             return Stop(
                 Outcome.MAX_STEPS, f"--max-steps {self.settings.max_steps} reached before {describe(action)}"
             )
-        started = guarded(self.runtime.start, action, args)
+        started = guarded(self.runtime.start, action, args, computer)
         if isinstance(started, Error):
             return self._refused(started, step, retries)
         assert isinstance(started, Started)
@@ -417,7 +427,8 @@ class _Loop:
     def _status(self, sessions: list[Session]) -> None:
         first, others = sessions[0], tuple(sessions[1:])
         elapsed = (self.runtime.clock() - first.created_at).total_seconds()
-        self.status(Progress(max(self.state.steps, 1), first, elapsed, others, self.state.digest))
+        parked = tuple(f"{_item(slug)} ({headline(stop)})" for slug, stop in self.state.parked.items())
+        self.status(Progress(max(self.state.steps, 1), first, elapsed, others, self.state.digest, parked))
 
     def _resolve(
         self,
@@ -477,6 +488,7 @@ class Lane:
     adopted: bool = False
     queued: bool = False  # its finalize waits for the merge queue
     retries: Retries = field(default_factory=Retries)
+    computer: str = "local"  # where its worktree steps run: this machine or a [computers.NAME] with lanes
 
 
 @dataclass
@@ -485,7 +497,9 @@ class _Lanes(_Loop):
 
     Which items may go is the planner's `ready_items` (the bug list first, `[>]` items, then pending items
     whose dependencies are delivered); which are in flight is derived from the live sessions, so a restarted
-    run, or a second run beside this one, adopts the workers it finds instead of starting them again.
+    run, or a second run beside this one, adopts the workers it finds instead of starting them again. A new
+    lane goes to a `[computers.NAME]` with a free lane (`lanes`, in the order of teleclaude.toml), else to
+    this machine; its steps in `trees/{slug}` run there, the main checkout's steps (finalize) here.
     """
 
     lanes: dict[str, Lane] = field(default_factory=dict)
@@ -493,6 +507,8 @@ class _Lanes(_Loop):
     def go(self) -> Stop:
         for session in _live(self.runtime, self.settings.root, lambda s: True):
             lane = self.lanes.setdefault(session.slug, Lane(session.slug))
+            if session.computer in self.runtime.config.remotes:
+                lane.computer = session.computer
             if lane.session is None:
                 self.show(f"adopting {session.id} ({session.command} {session.slug}, {session.state.value})")
                 lane.session, lane.adopted = session, True
@@ -500,8 +516,15 @@ class _Lanes(_Loop):
             stop = self._fill() or self._advance_all()
             if stop:
                 return stop
-            if not self.lanes:  # nothing in flight and nothing ready: the planner says why
-                stop = self._next(self._ask())
+            if not self.lanes:
+                stop = self._fill()
+                if stop:
+                    return stop
+                if self.lanes:
+                    continue
+                if self.state.parked:  # nothing can go on without the parked items
+                    return parked_stop(self.state.parked)
+                stop = self._next(self._ask())  # nothing in flight and nothing ready: the planner says why
                 if stop:
                     return stop
                 continue
@@ -518,8 +541,35 @@ class _Lanes(_Loop):
         for slug in ready:
             if len(self.lanes) >= self.settings.parallel:
                 break
-            if slug not in self.lanes:
-                self.lanes[slug] = Lane(slug)
+            if slug not in self.lanes and slug not in self.state.parked:
+                # the bug list is worked in the main checkout: never on another computer
+                self.lanes[slug] = Lane(slug, computer=self._free_computer() if slug else "local")
+        return None
+
+    def _free_computer(self) -> str:
+        """The first other computer with a lane to spare, else this machine."""
+        for name, computer in self.runtime.config.remotes.items():
+            if sum(lane.computer == name for lane in self.lanes.values()) < computer.lanes:
+                return name
+        return "local"
+
+    def _computer_for(self, lane: Lane, action: Dispatch) -> str:
+        """The lane's computer for a step in the item's worktree by an agent installed there; else here."""
+        remote = self.runtime.config.remotes.get(lane.computer)
+        if remote is None or item_slug(action.subfolder) != action.slug or action.agent not in remote.agents:
+            return "local"
+        return lane.computer
+
+    def _park(self, lane: Lane, stop: Stop) -> Stop | None:
+        """One item cannot go on: park it (its worker, if any, is left as it is) and let the other lanes
+        carry on. A stop that is the whole run's (--max-steps, Ctrl-C) still ends the run."""
+        if stop.outcome in (Outcome.MAX_STEPS, Outcome.INTERRUPTED):
+            return stop
+        self.lanes.pop(lane.slug, None)
+        self.state.parked[lane.slug] = stop
+        self.show(f"    parked {_item(lane.slug)}: {headline(stop)}")
+        for line in stop.what.splitlines()[1:]:
+            self.show(f"      {line}")
         return None
 
     def _advance_all(self) -> Stop | None:
@@ -541,21 +591,23 @@ class _Lanes(_Loop):
             self._answer(action)
         match action:
             case Dispatch():
-                begun = self._start(action, lane.retries)
+                begun = self._start(action, lane.retries, computer=self._computer_for(lane, action))
             case Complete():
                 del self.lanes[lane.slug]
                 return None
             case Error(code=ErrorCode.NOT_PREPARED) if self.settings.prepare:
                 begun = self._start_architect(lane)
             case RunYourself():
-                return Stop(Outcome.SELF, to_text(action))
+                begun = Stop(Outcome.SELF, to_text(action))
             case _:
-                return Stop(Outcome.ERROR, to_text(action))
+                begun = Stop(Outcome.ERROR, to_text(action))
         lane.queued = begun is QUEUED
         if isinstance(begun, Session):
             lane.session, lane.adopted = begun, begun is not self.state.session
             return None
-        return None if begun is None or begun is QUEUED else begun
+        if isinstance(begun, Stop) and begun is not QUEUED:
+            return self._park(lane, begun)
+        return None
 
     def _start_architect(self, lane: Lane) -> Session | Stop | None:
         action = app.next_prepare(lane.slug, cwd=self.settings.root)
@@ -611,7 +663,7 @@ class _Lanes(_Loop):
         assert lane.session is not None
         through = self._resolve(kind, current, lane.session.id, detail, lane.adopted, lane.retries)
         if isinstance(through, Stop):
-            return through
+            return self._park(lane, through)
         if through:
             lane.session, lane.adopted = None, False
         return None
@@ -647,6 +699,26 @@ def report(stop: Stop, settings: RunSettings, state: RunState, runtime: Runtime)
     )
 
 
+def headline(stop: Stop) -> str:
+    """The first line a report of `stop` would have."""
+    first = stop.what.splitlines()[0] if stop.what else ""
+    return first if first.startswith(("SELF:", "ERROR:")) else f"{stop.outcome.value}: {first}"
+
+
+def parked_stop(parked: dict[str, Stop]) -> Stop:
+    """The end of a parallel run whose other items are through: each parked item, its error and next step."""
+    count = f"{len(parked)} item{'s' if len(parked) != 1 else ''}"
+    lines = [f"{count} could not go on: " + ", ".join(_item(slug) for slug in parked)]
+    for slug, stop in parked.items():
+        lines.append(f"- {_item(slug)}: {headline(stop)}")
+        lines += [f"    {line}" for line in stop.what.splitlines()[1:]]
+    return Stop(Outcome.PARKED, "\n".join(lines))
+
+
+def _item(slug: str) -> str:
+    return slug or "the bug list"
+
+
 def advice(outcome: Outcome, settings: RunSettings) -> str:
     again = resume_command(settings)
     match outcome:
@@ -660,6 +732,8 @@ def advice(outcome: Outcome, settings: RunSettings) -> str:
             return f"do what the error says, then: {again}"
         case Outcome.NEEDS_ATTENTION:
             return f"look at the worker, then end it or send it a message, then: {again}"
+        case Outcome.PARKED:
+            return f"do what each parked item's lines say, then: {again}"
         case _:
             return f"resume with: {again}"
 
@@ -701,10 +775,12 @@ def attention_text(session: Session, detail: str, root: Path, socket: str) -> st
 
 
 def where(session: Session, socket: str) -> str:
+    local = session.computer == "local"
+    tmux_session = session.tmux_session.rpartition(":")[2]  # a remote one's carries `NAME:` in front
     return (
         f"{session.id}: {session.command} {session.slug} ({session.agent}, {session.state.value}) in "
-        f"{session.subfolder or 'the main checkout'}; watch: "
-        f"tmux -L {socket} attach -t {session.tmux_session}"
+        f"{session.subfolder or 'the main checkout'}{'' if local else ' on ' + session.computer}; watch: "
+        f"{'' if local else 'there, '}tmux -L {socket} attach -t {tmux_session}"
     ).replace("  ", " ")
 
 

@@ -179,20 +179,20 @@ def _claude(scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Targe
 
 
 def _codex(scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Target]:
+    # codex 0.169 lists a project's .codex/skills (and .agents/skills) beside ~/.codex/skills (NOTES.md)
     folder = base / ".codex" if scope is Scope.PROJECT else codex_home(home)
-    if scope is Scope.PROJECT:
-        targets: list[Target] = [
-            Skip("codex", "role commands: teleclaude installs Codex skills into ~/.codex/skills (user scope)")
-        ]
-    else:
-        targets = [
-            CommandFile("codex", folder / "skills" / name / "SKILL.md", codex_skill(name, text).encode())
-            for name, text in _markdown()
-        ]
+    targets: list[Target] = [
+        CommandFile("codex", folder / "skills" / name / "SKILL.md", codex_skill(name, text).encode())
+        for name, text in _markdown()
+    ]
     targets.append(TomlTable("codex", folder / "config.toml", ("mcp_servers", SERVER), _server(scope)))
     if with_hook:
         stop = {"hooks": [_hook("codex", scope)]}
         targets.append(JsonEntry("codex", folder / "hooks.json", ("hooks", "Stop"), stop, in_list=True))
+        # where codex records the API error that ends a turn (no hook runs for such a turn)
+        prompt = {"hooks": [_hook("codex", scope, "prompt")]}
+        entry = JsonEntry("codex", folder / "hooks.json", ("hooks", "UserPromptSubmit"), prompt, in_list=True)
+        targets.append(entry)
     return targets
 
 
@@ -348,8 +348,9 @@ def gemini_toml(markdown: str) -> str:
 
 
 def codex_skill(name: str, markdown: str) -> str:
-    """A Codex skill (`~/.codex/skills/NAME/SKILL.md`, invoked as `$NAME args`): Codex 0.169 has no custom
-    prompts any more and does not substitute `$ARGUMENTS` in a skill, so the skill says where they are."""
+    """A Codex skill (`~/.codex/skills/NAME/SKILL.md`, or the project's `.codex/skills/`), invoked as
+    `$NAME args`: Codex 0.169 has no custom prompts any more and does not substitute `$ARGUMENTS` in a skill,
+    so the skill says where they are."""
     meta, body = split_front_matter(markdown)
     description = meta.get("description", "") or f"teleclaude role command {name}"
     return (

@@ -150,7 +150,16 @@ def main(agent: str | None = None, stdin: TextIO | None = None, stdout: TextIO |
 
 def _record_turn_end(prompt: str = "") -> None:
     """A worker started by the runtime ended its turn: tell the runtime now, not after its idle wait (with
-    the prompt, for gemini: an unknown /command reaches the model as it was typed)."""
+    the prompt, for gemini: an unknown /command reaches the model as it was typed). A worker on another
+    computer (the launcher set TURN_END_TO_PANE) marks its tmux pane instead, which the runtime reads over
+    ssh with the pane's output (adapters/tmux.py)."""
+    # TURN_END_TO_PANE of adapters/tmux.py, spelled out: every other stop stays off that module
+    if os.environ.get("TELECLAUDE_TURN_END_TO_PANE") and os.environ.get("TELECLAUDE_SESSION_ID"):
+        from teleclaude.adapters.tmux import mark_own_pane
+
+        if not mark_own_pane(str(time.time_ns())):
+            _warn("could not mark the end of the turn on the tmux pane")
+        return
     record(
         lambda runtime, session_id: runtime.record_turn_end(session_id, prompt=prompt), "the end of the turn"
     )

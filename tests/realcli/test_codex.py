@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+import threading
+from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
-from teleclaude.demo.model_server import Fail, Text
+from teleclaude.demo.model_server import Fail, Step, Text, mcp, shell
 from teleclaude.demo.scenario import commit_all
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
+from teleclaude.setup.install import Scope, install
 
 from .test_claude import events_until, screen
+from .test_claude_runtime import git, screen_shows, with_profile
 
 
 def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med"):
@@ -104,3 +112,185 @@ def test_a_codex_limit_makes_it_unavailable_until_the_reset_and_the_next_step_fa
         )
     fallback = next_work(cwd=project)
     assert isinstance(fallback, Dispatch) and fallback.agent == "gemini", fallback
+
+
+def test_a_transient_429_codex_retries_is_not_a_limit(codex_runtime, project, model_server):
+    """While codex retries it shows `└ Exceeded retry limit, last status: 429 …` under `Server is busy,
+    reconnecting 1/5`: not yet a limit. It got through: the turn ends, and codex stays available."""
+    model_server.add(Fail("rate_limit", repeat=2, retry_after=1), Text("DONE: next-build greeting"))
+    started = start(codex_runtime, project)
+    events = events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
+    assert [e.kind for e in events] == [EventKind.TURN_ENDED]
+    assert "codex" not in codex_runtime.context.availability.unavailable(codex_runtime.clock())
+    assert [r.answer for r in model_server.turns()][-1] == "text"
+
+
+FEW_RETRIES = (
+    "-c",
+    "model_providers.scripted.request_max_retries=0",
+    "-c",
+    "model_providers.scripted.stream_max_retries=1",
+)
+
+
+@pytest.mark.parametrize(
+    ("failure", "reason"),
+    [
+        (Fail("server_error", repeat=50, retry_after=1), "overloaded"),
+        (Fail("unavailable", repeat=50, retry_after=1), "overloaded"),
+    ],
+    ids=["500-given-up", "503-given-up"],
+)
+def test_a_5xx_codex_gives_up_on_makes_it_unavailable(
+    codex_runtime, project, model_server, isolated_environment, failure, reason
+):
+    """From the screen alone (no UserPromptSubmit hook, so no typed error): the `■` row codex gave up with."""
+    hooks_file = isolated_environment / ".codex" / "hooks.json"
+    hooks = json.loads(hooks_file.read_text())
+    del hooks["hooks"]["UserPromptSubmit"]
+    hooks_file.write_text(json.dumps(hooks))
+    profile = codex_runtime.config.profiles["codex"]
+    with_profile(codex_runtime, "codex", args=(*profile.args, *FEW_RETRIES))
+    build_row_first(project, "codex", "gemini")
+    model_server.add(failure)
+    started = start(codex_runtime, project)
+    events = events_until(codex_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=60)
+    assert events[-1].detail.startswith(reason), events[-1].detail
+    assert ": ■ " in events[-1].detail  # the error codex gave up with, not one it was retrying
+    fallback = next_work(cwd=project)
+    assert isinstance(fallback, Dispatch) and fallback.agent == "gemini", fallback
+
+
+@pytest.mark.parametrize(
+    ("failure", "reason"),
+    [
+        (Fail("session_limit", resets_in=3 * 3600), "quota_exhausted"),  # "usage_limit_exceeded"
+        (Fail("rate_limit", repeat=50, retry_after=1), "rate_limited"),  # {"response_too_many_…": {…: 429}}
+        (Fail("unavailable", repeat=50, retry_after=1), "overloaded"),  # "server_overloaded"
+    ],
+    ids=["usage-limit", "429-given-up", "503-given-up"],
+)
+def test_codexs_typed_error_alone_makes_it_unavailable(codex_runtime, project, model_server, failure, reason):
+    """No screen pattern: the `codex_error_info` codex writes to its rollout file (found through the
+    UserPromptSubmit hook `teleclaude install` adds) is the signal."""
+    profile = codex_runtime.config.profiles["codex"]
+    with_profile(codex_runtime, "codex", limit_patterns=(), args=(*profile.args, *FEW_RETRIES))
+    model_server.add(failure)
+    started = start(codex_runtime, project)
+    events = events_until(codex_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=60)
+    assert events[-1].detail.startswith(reason), events[-1].detail
+    assert "codex_error_info" in events[-1].detail
+    until = codex_runtime.context.availability.unavailable(codex_runtime.clock())["codex"].until
+    if reason == "quota_exhausted":  # the reset its message names ("try again at 5:29 PM.")
+        expected = started.session.created_at + timedelta(seconds=failure.resets_in)
+        assert abs(until - expected) < timedelta(minutes=2)
+
+
+# --- turn ends, refusals, the busy screen -----------------------------------------------------------------
+
+
+def test_twenty_turns_end_by_codexs_stop_hook(codex_runtime, project, model_server):
+    """The idle rule is set to 300 s (conftest.SETTINGS): each of these turn ends can only be the hook's."""
+    started = start(codex_runtime, project)
+    details = [e.detail for e in turn_ended(codex_runtime, started.session.id)]
+    for turn in range(2, 21):
+        sent = codex_runtime.send_message(started.session.id, f"Turn {turn}: say done.")
+        assert not isinstance(sent, Error), sent
+        details += [e.detail for e in turn_ended(codex_runtime, started.session.id)]
+    assert details == ["stop hook"] * 20
+    assert len(model_server.turns()) == 20
+
+
+def test_codexs_stop_hook_refusal_makes_the_worker_commit(codex_runtime, project, model_server):
+    """Codex's Stop hook takes `{"decision": "block", "reason": …}`: the reason is the model's next prompt."""
+    model_server.add(
+        shell("printf 'notes\\n' > todos/greeting/notes.md", "Write notes"),
+        Text("Notes written."),  # the turn would end here: the hook refuses (todos/greeting/ is dirty)
+        shell("git add todos && git commit -q -m 'Add greeting notes'", "Commit the notes"),
+        Text("Committed."),
+    )
+    started = start(codex_runtime, project)
+    events = turn_ended(codex_runtime, started.session.id)
+    assert [e.detail for e in events] == ["stop hook"]
+    assert "Add greeting notes" in git(project, "log", "--oneline", "-1")
+    assert git(project, "status", "--porcelain", "todos") == ""
+    refused = model_server.turns()[2]  # the request after "Notes written."
+    assert "todos/greeting/notes.md" in refused.text()  # the hook's refusal reached the model
+
+
+def test_a_busy_codex_is_not_idle_though_its_prompt_line_shows(codex_runtime, project, model_server):
+    """`› Ask Codex to do anything` stays on screen while codex works (`• Working (3s • esc to interrupt)`):
+    with the idle rule at 0.1 s, a held model turn must still not end by it."""
+    codex_runtime.context.config = replace(codex_runtime.config, idle_threshold=0.1, poll_interval=0.05)
+    hold = threading.Event()
+    model_server.add(Text("DONE: next-build greeting", hold=hold))
+    started = start(codex_runtime, project)
+    model_server.wait_for(lambda r: r.turn)
+    screen_shows(codex_runtime, started.session, "esc to interrupt")
+    held = []
+    for _ in range(4):  # 4 s of a busy screen whose prompt line shows
+        held += codex_runtime.wait_for_sessions([started.session.id], timeout=1).events
+    hold.set()
+    assert not held, [(e.kind.value, e.detail) for e in held]
+    assert [e.kind for e in events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)] == [
+        EventKind.TURN_ENDED
+    ]
+
+
+# --- codex as the orchestrator ----------------------------------------------------------------------------
+
+NEXT_WORK = "mcp__teleclaude.teleclaude__next_work"  # codex offers an MCP server's tools in a namespace
+
+
+def orchestrator_model(body: dict) -> Step:
+    """A model that calls next_work once (codex starts its MCP servers before its first turn), then stops."""
+    called = [item.get("name") for item in body.get("input", []) if item.get("type") == "function_call"]
+    if "teleclaude__next_work" in called:
+        return Text("DONE")
+    return mcp("teleclaude", "teleclaude__next_work")
+
+
+def test_a_codex_orchestrator_runs_next_work_over_mcp_and_gets_a_tool_call(
+    codex_runtime, project, model_server
+):
+    model_server.then = orchestrator_model
+    started = start(
+        codex_runtime, project, "next-work", ""
+    )  # `$next-work ` : the space closes the skill list
+    events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
+    called, answered = model_server.turns()[:2]
+    assert NEXT_WORK in called.tools()
+    assert called.answer == f"tool {NEXT_WORK}"
+    (output,) = [item for item in answered.body["input"] if item.get("type") == "function_call_output"]
+    parts = output["output"]  # a string, or codex's [{"type": "input_text", "text": …}, …]
+    result = parts if isinstance(parts, str) else "\n".join(part.get("text", "") for part in parts)
+    assert "TOOL_CALL:" in result, result
+    assert 'command="next-build"' in result and 'args="greeting"' in result, result
+
+
+def test_project_scope_alone_gives_codex_its_skills_mcp_server_and_hooks(
+    codex_runtime, project, model_server, monkeypatch
+):
+    """`teleclaude install --codex --scope project` (the user-scope install undone): codex reads the skills
+    from the repository's .codex/skills, the MCP server from .codex/config.toml and the hooks from
+    .codex/hooks.json (a trusted project), which run `teleclaude` by name."""
+    undone = install(["codex"], Scope.USER, uninstall=True)
+    assert not hasattr(undone, "code"), undone
+    report = install(["codex"], Scope.PROJECT, cwd=project)
+    assert not hasattr(report, "code"), report
+    commit_all(project, "teleclaude for codex, project scope")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    model_server.add(Text("DONE: next-build greeting"))
+    started = start(codex_runtime, project)
+    events = events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
+    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
+    turn = model_server.turns()[0]
+    assert "You are the **builder** for the work item `$ARGUMENTS`" in turn.text()
+    assert str(project / ".codex" / "skills" / "next-build" / "SKILL.md") in turn.text()
+    assert "mcp__teleclaude.teleclaude__next_work" in turn.tools()
+
+
+def turn_ended(runtime, session_id: str) -> list:
+    return [
+        e for e in events_until(runtime, session_id, EventKind.TURN_ENDED) if e.kind is EventKind.TURN_ENDED
+    ]

@@ -1,22 +1,60 @@
-"""`teleclaude demo --real claude`: one roadmap item through real claude workers on the scripted server."""
+"""`teleclaude demo --real AGENT`: one roadmap item through real CLI workers on the scripted server."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
+import pytest
 
-def test_the_real_demo_delivers_one_item_with_claude(agent_clis, isolated_environment):
+
+def demo(agent: str) -> subprocess.CompletedProcess:
     env = {key: value for key, value in os.environ.items() if not key.startswith("TELECLAUDE_SESSION")}
-    done = subprocess.run(
-        [sys.executable, "-m", "teleclaude", "demo", "--real", "claude"],
+    return subprocess.run(
+        [sys.executable, "-m", "teleclaude", "demo", "--real", agent, "--verbose"],
         env=env,
         capture_output=True,
         text=True,
         timeout=240,
     )
+
+
+def tool_calls(printed: str) -> list[tuple[str, str]]:
+    """(command, agent) of every TOOL_CALL the planner answered, in order."""
+    calls = []
+    for block in printed.split("TOOL_CALL:")[1:]:
+        fields = dict(re.findall(r'^\s*(\w+)="([^"]*)",?$', block.split(")", 1)[0], re.MULTILINE))
+        calls.append((fields["command"], fields["agent"]))
+    return calls
+
+
+def test_the_real_demo_delivers_one_item_with_claude(agent_clis, isolated_environment):
+    done = demo("claude")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "\nCOMPLETE: greeting" in done.stdout, done.stdout
     assert "turn_ended: stop hook" in done.stdout  # every turn end came from claude's own hook
+    assert {agent for _, agent in tool_calls(done.stdout)} == {"claude"}
+    assert not list(isolated_environment.iterdir())  # the demo kept to its own HOME and database
+
+
+@pytest.mark.parametrize("agent", ["gemini", "codex"])
+def test_the_real_demo_moves_a_rate_limited_step_to_claude(agent_clis, isolated_environment, agent):
+    """The agent builds and reviews with its own shell tool; its provider runs out on the finalize (gemini:
+    the daily-quota dialog, codex: the usage limit), the runtime reads the limit off its screen, and the
+    planner gives the finalize to the real claude, which delivers the item."""
+    done = demo(agent)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "\nCOMPLETE: greeting" in done.stdout, done.stdout
+    assert tool_calls(done.stdout) == [
+        ("next-build", agent),
+        ("next-review", agent),
+        ("next-finalize", agent),
+        ("next-finalize", "claude"),  # after the limit: the next agent of the demo's matrix
+    ], done.stdout
+    limited = [line for line in done.stdout.splitlines() if " rate_limited: " in line]
+    assert len(limited) == 1 and "rate_limited: quota_exhausted" in limited[0], done.stdout
+    ended = re.findall(r" turn_ended: (.*)", done.stdout)
+    assert ended == ["stop hook"] * 3, done.stdout  # gemini's AfterAgent / codex's Stop hook, then claude's
     assert not list(isolated_environment.iterdir())  # the demo kept to its own HOME and database

@@ -9,7 +9,16 @@ import urllib.request
 
 import pytest
 
-from teleclaude.demo.model_server import Fail, ModelServer, Text, Tool, mcp, shell
+from teleclaude.demo.model_server import (
+    Fail,
+    ModelServer,
+    Text,
+    Tool,
+    mcp,
+    provider_of,
+    shell,
+    tool_result_sent,
+)
 
 TOOLS = {
     "anthropic": {"tools": [{"name": "Bash"}, {"name": "mcp__teleclaude__teleclaude__next_work"}]},
@@ -73,6 +82,50 @@ def test_each_provider_answers_a_turn_and_a_shell_call(provider):
         assert status == 200 and events
         _, _, events = post(server, PATHS[provider], {"stream": True, **TOOLS[provider]})
         assert server.turns()[-1].answer in ("tool Bash", "tool shell", "tool run_shell_command")
+
+
+def test_codex_exec_command_gets_the_command_as_cmd():
+    with ModelServer([shell("git status")]) as server:
+        body = {"stream": True, "tools": [{"type": "function", "name": "exec_command"}]}
+        _, _, events = post(server, PATHS["openai"], body)
+        call = events[-1]["response"]["output"][0]
+        assert (call["name"], json.loads(call["arguments"])) == ("exec_command", {"cmd": "git status"})
+
+
+# what a `then` model reads of a turn: whose request it is, and whether its last tool call was carried out
+ASKED = {
+    "anthropic": (
+        {"messages": [{"role": "user", "content": "/next-build x"}]},
+        {"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}]},
+    ),
+    "openai": (
+        {"input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "$x"}]}]},
+        {
+            "input": [
+                {"type": "message", "role": "user", "content": []},
+                {"type": "function_call", "name": "exec_command", "call_id": "c", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c", "output": "ok"},
+            ]
+        },
+    ),
+    "gemini": (
+        {"contents": [{"role": "user", "parts": [{"text": "/next-build x"}]}]},
+        {
+            "contents": [
+                {"role": "user", "parts": [{"text": "/next-build x"}]},
+                {"role": "model", "parts": [{"functionCall": {"name": "run_shell_command", "args": {}}}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "run_shell_command"}}]},
+            ]
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "gemini"])
+def test_a_turn_says_whose_it_is_and_whether_it_carries_a_tool_result(provider):
+    asked, answered = ASKED[provider]
+    assert provider_of(asked) == provider_of(answered) == provider
+    assert not tool_result_sent(asked) and tool_result_sent(answered)
 
 
 @pytest.mark.parametrize(

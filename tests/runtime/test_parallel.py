@@ -202,3 +202,25 @@ def cli(project: Path, *args: str) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def test_an_item_that_fails_is_parked_and_the_other_lanes_deliver_theirs(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    monkeypatch.setenv("FAKE_AGENT_CRASH", "shouting")  # every worker of shouting crashes
+    progress: list[orchestrator.Progress] = []
+    report, lines = run(project, parallel=2, progress=progress)
+    assert report.outcome is Outcome.PARKED and report.exit_code == 1, report.text
+    # the other lanes carried on: greeting, and farewell (after greeting) once it was delivered
+    assert markers(project) == {"greeting": Marker.DONE, "farewell": Marker.DONE, "shouting": Marker.ACTIVE}
+    assert sorted(re.sub(r"^\d{3}-", "", p.name) for p in (project / "done").iterdir()) == [
+        "farewell",
+        "greeting",
+    ]
+    first, *rest = report.text.splitlines()
+    assert first.startswith("PARKED:") and "shouting" in first
+    assert any("shouting" in line and "ERROR: WORKER_FAILED" in line for line in rest)  # its error
+    assert any(line.strip().startswith("parked shouting: ERROR: WORKER_FAILED") for line in lines)
+    assert any(p.parked and p.parked[0].startswith("shouting (ERROR: WORKER_FAILED") for p in progress)
+    sessions = SessionStore().sessions()
+    assert [s.state.value for s in sessions if s.slug == "shouting"] == ["errored", "errored"]

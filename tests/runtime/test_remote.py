@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
 import shutil
 import signal
 import socket
@@ -21,14 +22,17 @@ from pathlib import Path
 import pytest
 
 from teleclaude.adapters import ssh
+from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.config.profiles import Computer
 from teleclaude.demo import stand_in as fake_agent
 from teleclaude.demo.scenario import commit_all
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
+from teleclaude.runtime import orchestrator
 from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
+from teleclaude.runtime.orchestrator import Outcome
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 NAME = "loopback-ssh"
@@ -200,3 +204,56 @@ def test_an_unknown_computer_and_a_step_outside_an_item_worktree_are_refused(pro
     runtime.context.config = replace(runtime.config, remotes={NAME: bare})
     answer = runtime.run_agent_command(NAME, "emit", "1", str(project), "claude", "med", "trees/x")
     assert isinstance(answer, Error)
+
+
+def test_the_remote_stop_hook_ends_the_turn_through_the_pane_not_the_idle_rule(
+    project, remote_project, watch, monkeypatch
+):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    settings = project / "teleclaude.toml"
+    text = settings.read_text().replace("idle_threshold = 0.4", "idle_threshold = 600")  # never idle here
+    # the stand-in runs `teleclaude hook stop` over there after its step, as Claude Code runs its Stop hook
+    settings.write_text(text + '\n[runtime.agents.gemini]\nenv = { FAKE_AGENT = "work,hook" }\n')
+    commit_all(project, "Workers with a stop hook, and no idle rule")
+    runtime = open_runtime(project)
+    action = app.next_work(cwd=project)
+    assert isinstance(action, Dispatch) and action.agent == "gemini", action
+    started = runtime.run_agent_command(
+        NAME, action.command, action.slug, action.project, action.agent, "med", action.subfolder
+    )
+    assert isinstance(started, Started), started.message
+    session = started.session
+    watch(runtime, session.id).until(EventKind.TURN_ENDED, seconds=60)  # the idle rule would take 600 s
+    assert runtime.store.get(session.id).state is SessionState.TURN_ENDED
+    assert "Build greeting" in git(project / action.subfolder, "log", "--oneline", "-1")  # brought back
+    assert runtime.tmux.views()[session.pane_id].turn_end == ""  # the hook's mark was taken away
+    assert app.next_work(cwd=project).step is Step.REVIEW
+    assert runtime.end_session(session.id).session.state.is_final
+
+
+def test_a_parallel_run_puts_a_lane_on_the_ssh_computer_and_delivers_its_item(
+    project, remote_project, fake_agents
+):
+    settings = project / "teleclaude.toml"
+    settings.write_text(
+        settings.read_text().replace("[computers.loopback-ssh]", f"[computers.{NAME}]\nlanes = 1")
+    )
+    commit_all(project, "One lane of the run on the ssh computer")
+    lines: list[str] = []
+    report = orchestrator.run(
+        project, None, False, 60, open_runtime(project), lines.append, lambda p: None, parallel=2
+    )
+    assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
+    assert sorted(re.sub(r"^\d{3}-", "", p.name) for p in (project / "done").iterdir()) == [
+        "farewell",
+        "greeting",
+        "shouting",
+    ]
+    sessions = SessionStore().sessions()
+    remote_steps = {(s.command, s.slug) for s in sessions if s.computer == NAME}
+    assert ("next-build", "greeting") in remote_steps  # the first item's lane went to the ssh computer
+    assert all(s.command != "next-finalize" for s in sessions if s.computer == NAME)  # merged here
+    local_builds = [s.slug for s in sessions if s.computer == "local" and s.command == "next-build"]
+    assert local_builds  # the other lane worked on this machine meanwhile
+    authors = git(project, "log", "--format=%an", "main").splitlines()
+    assert "remote worker" in authors  # commits made over there reached main through the item branch

@@ -220,6 +220,38 @@ def test_a_stop_failure_hook_report_limits_or_ends_the_session(project, runtime,
     assert [e.kind for e in waited.events] == [EventKind.RATE_LIMITED, EventKind.ERRORED]
 
 
+def test_codexs_rollout_file_with_a_typed_error_limits_the_session(project, runtime, monkeypatch, tmp_path):
+    """Codex records the API error that ended a turn in its rollout file (its UserPromptSubmit hook names the
+    file); the runtime reads it as a StopFailure: a usage limit until the reset its words name."""
+    import json
+    from dataclasses import replace
+
+    monkeypatch.setenv("FAKE_AGENT", "hang")
+    runtime.context.config = replace(runtime.config, idle_threshold=3600)  # the turn goes on until told
+    session = runtime.run_agent_command("local", "emit", "1", str(project), "codex", "med").session
+    rollout = tmp_path / "rollout-2026-11-23T16-00-00-thread.jsonl"
+    words = "You’ve hit your usage limit. Upgrade to Pro (…) or try again at Nov 25th, 2026 11:05 PM."
+    lines = [
+        {"type": "event_msg", "payload": {"type": "task_started", "turn_id": "t1"}},
+        {
+            "type": "event_msg",
+            "payload": {
+                "type": "task_complete",
+                "completed_at": int(datetime.now(UTC).timestamp()) + 1,
+                "error": {"message": words, "codex_error_info": "usage_limit_exceeded"},
+            },
+        },
+    ]
+    rollout.write_text(json.dumps(lines[0]) + "\n")
+    assert runtime.record_transcript(session.id, str(rollout))
+    assert runtime.wait_for_sessions([session.id], timeout=1).events == ()  # the turn goes on
+    rollout.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    waited = runtime.wait_for_sessions([session.id], timeout=5)
+    assert [e.kind for e in waited.events] == [EventKind.RATE_LIMITED]
+    assert waited.events[0].detail.startswith("quota_exhausted until ")
+    assert "codex_error_info: rate_limit" in waited.events[0].detail
+
+
 def test_a_worker_whose_stop_hook_runs_ends_its_turn_through_the_hook(project, runtime, monkeypatch, watch):
     from dataclasses import replace
 

@@ -92,6 +92,25 @@ def test_unchanged_chunks_are_reused_and_a_changed_one_is_parsed_again(every_ite
 _blocks = markdown.blocks
 
 
+def test_a_file_met_again_unchanged_is_read_from_its_listing_alone(every_item_a_boundary, monkeypatch):
+    text = "".join(f"- [ ] item-{i} — text\n" for i in range(20))
+    first, used = parse_roadmap_chunks(text, {})
+    monkeypatch.setattr(markdown, "_summarize_chunk", lambda *args: pytest.fail("a chunk was parsed again"))
+    again, kept = parse_roadmap_chunks(text, used)
+    assert again == first and kept == used  # nothing to write back either
+
+
+def test_a_listing_that_names_a_chunk_not_kept_is_ignored(every_item_a_boundary):
+    text = "".join(f"- [ ] item-{i} — text\n" for i in range(20))
+    first, used = parse_roadmap_chunks(text, {})
+    listing = next(
+        value for value in used.values() if value and isinstance(value[0], list) and len(value) == 20
+    )
+    gone = dict(used)
+    del gone[listing[5][1]]  # one chunk's entry lost: the listing cannot be used, the chunks still can
+    assert parse_roadmap_chunks(text, gone)[0] == first
+
+
 def test_a_cache_of_the_wrong_shape_is_ignored():
     text = "- [ ] alpha — one\n- [x] beta — two\n"
     _, used = parse_roadmap_chunks(text, {})

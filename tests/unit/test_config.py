@@ -147,6 +147,9 @@ def test_a_remote_computer_is_read_into_the_runtime_settings():
         "/home/dev/project",
         {"claude": "claude"},
     )
+    assert box.lanes == 0  # `teleclaude run` puts no item there unless told
+    lanes = parse_config([("teleclaude.toml", REMOTE + "lanes = 2\n")]).runtime.remotes["box"].lanes
+    assert lanes == 2
 
 
 @pytest.mark.parametrize(
@@ -158,6 +161,8 @@ def test_a_remote_computer_is_read_into_the_runtime_settings():
         ("port = 2222", "port = 0"),
         ('agents = { claude = "claude" }', "agents = {}"),
         ('host = "box.example.org"', 'host = "box"\nshell = "bash"'),
+        ("port = 2222", "port = 2222\nlanes = -1"),
+        ("port = 2222", 'port = 2222\nlanes = "2"'),
     ],
 )
 def test_a_bad_remote_computer_is_an_invalid_config(change):

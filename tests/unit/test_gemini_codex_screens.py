@@ -3,17 +3,27 @@ reset times, their prompts, dialogs and refusals."""
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from teleclaude.config.profiles import DEFAULT_PROFILES
 from teleclaude.runtime.core.blockers import find_blocker, refused_command, unexpanded_command
-from teleclaude.runtime.core.limits import find_limit
-from teleclaude.runtime.core.sessions import prompt_visible
+from teleclaude.runtime.core.limits import codex_failure, find_limit
+from teleclaude.runtime.core.rollout import last_turn_error
+from teleclaude.runtime.core.sessions import prompt_visible, waiting_for_input
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 HOUR = NOW + timedelta(hours=1)
+
+
+def test_a_limit_in_a_dialog_is_reported_without_the_dialogs_borders():
+    row = "│ Usage limit reached for gemini-3.8-flash." + " " * 60 + "│"
+    hit = find_limit("gemini", ["╭" + "─" * 70 + "╮", row, "│ ● 1. Keep trying" + " " * 50 + "│"], NOW, UTC)
+    assert hit is not None and hit.reason == "quota_exhausted"
+    assert hit.line == row[1:-1].strip()
 
 
 @pytest.mark.parametrize(
@@ -90,6 +100,50 @@ def test_retries_and_ordinary_output_are_not_limits(row):
     assert find_limit("gemini", [row], NOW, UTC) is None
 
 
+# what codex 0.169 shows while it retries (the last error under its spinner), and when it gives up
+CODEX_RETRYING = [
+    (
+        "• Server is busy, reconnecting 2/5 (4s • esc to interrupt)",
+        "  └ Exceeded retry limit, last status: 429 Too Many Requests, request id: req_1",
+    ),
+    (
+        "◦ Reconnecting... 1/5 (4s • esc to interrupt)",
+        "  └ We’re currently experiencing high demand, which may cause temporary errors.",
+    ),
+    (
+        "◦ Reconnecting... 1/5 (16s • esc to interrupt)",
+        "  └ Selected model is at capacity. Please try a different model.",
+    ),
+]
+
+
+@pytest.mark.parametrize("rows", CODEX_RETRYING)
+def test_what_codex_shows_while_it_retries_is_busy_waiting_on_the_api_not_a_limit(rows):
+    profile = DEFAULT_PROFILES["codex"]
+    screen = ["› $next-build x", *rows, "› Ask Codex to do anything", "  gpt-5.1-codex medium · /p"]
+    assert find_limit("codex", screen, NOW, UTC) is None
+    assert not waiting_for_input(screen, profile.prompt, profile.busy)  # its prompt line stays meanwhile
+    assert re.search(profile.retry, rows[0])
+
+
+@pytest.mark.parametrize(
+    ("row", "reason"),
+    [
+        ("■ exceeded retry limit, last status: 500 Internal Server Error, request id: req_1", "server_error"),
+        ("■ Selected model is at capacity. Please try a different model.", "overloaded"),
+    ],
+)
+def test_the_error_codex_gives_up_with_is_a_limit(row, reason):
+    hit = find_limit("codex", ["› $next-build x", row, "› Ask Codex to do anything"], NOW, UTC)
+    assert hit is not None and hit.reason == reason
+
+
+def test_the_idle_codex_screen_waits_for_input():
+    profile = DEFAULT_PROFILES["codex"]
+    idle = ["• Done.", "  Worked for 1s • 16:25", "› Ask Codex to do anything", "  gpt-5.1-codex medium · /p"]
+    assert waiting_for_input(idle, profile.prompt, profile.busy)
+
+
 GEMINI_IDLE = [
     "╰─────╯",
     "─" * 60,
@@ -148,3 +202,46 @@ def test_geminis_loop_detection_dialog_is_a_blocker():
     found = find_blocker("gemini", rows)
     assert found is not None and found.name == "the loop detection dialog" and not found.rate_limit
     assert find_blocker("gemini", ["✦ I kept loop detection enabled."]) is None
+
+
+def test_a_codex_skill_without_arguments_ends_in_a_space_that_closes_its_skill_list():
+    codex = DEFAULT_PROFILES["codex"]
+    assert codex.slash_command("next-work", "") == "$next-work "  # Enter would pick from the list instead
+    assert codex.slash_command("next-build", "x") == "$next-build x"
+    assert DEFAULT_PROFILES["claude"].slash_command("next-work", "") == "/next-work"
+
+
+def rollout(*payloads: dict) -> list[str]:
+    return [json.dumps({"timestamp": "…", "type": "event_msg", "payload": p}) for p in payloads]
+
+
+STARTED = {"type": "task_started", "turn_id": "t1"}
+
+
+@pytest.mark.parametrize(
+    ("info", "kind"),
+    [
+        ("usage_limit_exceeded", "rate_limit"),
+        ({"response_too_many_failed_attempts": {"http_status_code": 429}}, "rate_limit"),
+        ({"response_too_many_failed_attempts": {"http_status_code": 500}}, "server_error"),
+        ("server_overloaded", "overloaded"),
+        ("internal_server_error", "server_error"),
+        ("unauthorized", "authentication_failed"),
+        ("context_window_exceeded", "context_window_exceeded"),  # not a limit: the turn ended
+    ],
+)
+def test_codexs_typed_error_from_its_rollout_file(info, kind):
+    error = {"message": "■ words", "codex_error_info": info}
+    lines = rollout(STARTED, {"type": "task_complete", "completed_at": 1795451360, "error": error})
+    found = last_turn_error(["{cut line", *lines])
+    assert found is not None and found.info == info and found.message == "■ words"
+    assert found.completed_at == datetime.fromtimestamp(1795451360, UTC)
+    assert codex_failure(found.info) == kind
+
+
+def test_a_completed_or_newer_turn_in_the_rollout_file_is_no_error():
+    failed = {"type": "task_complete", "completed_at": 1, "error": {"message": "x", "codex_error_info": "y"}}
+    assert last_turn_error(rollout(STARTED, {"type": "task_complete", "completed_at": 1})) is None
+    assert last_turn_error(rollout(STARTED, failed, STARTED, {"type": "token_count"})) is None
+    assert last_turn_error(rollout(STARTED, failed, {"type": "turn_aborted"})) is None
+    assert last_turn_error([]) is None

@@ -268,9 +268,11 @@ def _untagged(text: str) -> str:
 
 # A task item at column 0: where a chunk may end. Group 1 (the text after the marker) picks which ones do,
 # so that boundaries depend on the text around them, not on their position, and survive edits elsewhere.
-_TOP_ITEM = re.compile(r"^(?:[-*+]|\d{1,9}[.)])[ \t]+\[[ xX>]\]([^\n]*)", re.MULTILINE)
-CHUNK_SPREAD = 32  # about one column-0 item in 32 ends a chunk
-CHUNK_FORMAT = "1"  # part of every chunk key: bump it when a summary's shape or meaning changes
+# Chunks are cut and hashed in the UTF-8 bytes of the text (encoded once; no copy of a chunk is made unless
+# it is parsed), so the pattern is a bytes one.
+_TOP_ITEM = re.compile(rb"^(?:[-*+]|\d{1,9}[.)])[ \t]+\[[ xX>]\]([^\n]*)", re.MULTILINE)
+CHUNK_SPREAD = 32  # about one column-0 item in 32 ends a chunk (a power of two: `crc & (SPREAD - 1)`)
+CHUNK_FORMAT = "3"  # part of every chunk key: bump it when a summary's shape or meaning changes
 
 Summary = Any  # what a parser keeps of a chunk's blocks: JSON-able (lists, strings, numbers, None)
 
@@ -285,45 +287,75 @@ def chunk_summaries(
 
     `summarize` turns a chunk's blocks (lines counted from the chunk's first line) into a JSON-able value.
     A summary is taken from `known` when the key (the hash of `kind`, the chunk and the line after it) is
-    there, else computed; the second value holds every key used, so a caller can keep exactly those.
+    there, else computed; the second value holds every key used, so a caller can keep exactly those. One
+    more key, the hash of the whole text, lists the file's chunks: a file met again unchanged is not cut up.
     """
-    import zlib
+    data = text.encode("utf-8", "surrogatepass")
+    view = memoryview(data)
+    whole = _chunk_key(f"{kind}/whole", view, b"")  # a file parsed before as it is: its chunks are listed
+    listed = _listed(known.get(whole), known)
+    if listed is not None:
+        return [(line, known[key]) for line, key in listed], dict(known)  # `known` is that parse's keys
+    from zlib import crc32
 
+    spread = CHUNK_SPREAD - 1
     starts = [0]
-    for match in _TOP_ITEM.finditer(text):
-        position = match.start()
-        if position and zlib.crc32(match[1].encode("utf-8", "surrogatepass")) % CHUNK_SPREAD == 0:
-            starts.append(position)
-    starts.append(len(text))
+    starts += [m.start() for m in _TOP_ITEM.finditer(data, 1) if not crc32(m[1]) & spread]
+    starts.append(len(data))
     out: list[tuple[int, Summary]] = []
     used: dict[str, Summary] = {}
+    listing: list[list[Any]] = []
     index, line = 0, 1
     while index < len(starts) - 1:
         span = 1
         while True:
-            end = starts[min(index + span, len(starts) - 1)]
-            body, after = text[starts[index] : end], _first_line(text, end)
-            key = _chunk_key(kind, body, after)
-            summary = known[key] if key in known else _summarize_chunk(body, after, line, summarize)
+            first, end = starts[index], starts[min(index + span, len(starts) - 1)]
+            after = _first_line(data, end)
+            key = _chunk_key(kind, view[first:end], after)
+            if key in known:
+                summary = known[key]
+            else:
+                body = data[first:end].decode("utf-8", "surrogatepass")
+                summary = _summarize_chunk(body, after.decode("utf-8", "surrogatepass"), line, summarize)
             used[key] = summary
             if summary is not None or index + span >= len(starts) - 1:
                 break
             span *= 2  # mistune read the line after it as something else: grow (doubling keeps it linear)
         out.append((line, summary))
-        line += body.count("\n")
+        listing.append([line, key])
+        line += data.count(b"\n", first, end)
         index += span
+    used[whole] = listing
     return out, used
 
 
-def _first_line(text: str, position: int) -> str:
-    end = text.find("\n", position)
-    return text[position : len(text) if end == -1 else end]
+def _listed(listing: Summary, known: Mapping[str, Summary]) -> list[tuple[int, str]] | None:
+    """The [first line, chunk key] pairs of a whole file's entry, or None unless every chunk is known."""
+    if not isinstance(listing, list):
+        return None
+    pairs = []
+    for pair in listing:
+        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], int)):
+            return None
+        if not (isinstance(pair[1], str) and pair[1] in known):
+            return None
+        pairs.append((pair[0], pair[1]))
+    return pairs
 
 
-def _chunk_key(kind: str, body: str, after: str) -> str:
-    data = f"{CHUNK_FORMAT}\0{kind}\0{body}\0{after}".encode("utf-8", "surrogatepass")
-    digest: str = _blake2b()(data, digest_size=16).hexdigest()
-    return digest
+def _first_line(data: bytes, position: int) -> bytes:
+    end = data.find(b"\n", position)
+    return data[position : len(data) if end == -1 else end]
+
+
+def _chunk_key(kind: str, body: memoryview, after: bytes) -> str:
+    """The hash of `CHUNK_FORMAT`, `kind`, the chunk's bytes and the line after it, NUL-separated."""
+    digest = _blake2b()(f"{CHUNK_FORMAT}\0{kind}\0".encode(), digest_size=16)
+    digest.update(body)
+    digest.update(b"\0")
+    digest.update(after)
+    key: str = digest.hexdigest()
+    return key
 
 
 @lru_cache(maxsize=1)

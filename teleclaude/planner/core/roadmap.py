@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import AnyStr
 
 from teleclaude.planner.core.markdown import TASK_LINE, Block, Summary, chunk_summaries, decoded
 from teleclaude.planner.core.model import Marker, Problem, Roadmap, RoadmapItem, TaskItem
@@ -63,25 +63,54 @@ def _roadmap_from(text: str, known: Mapping[str, Summary]) -> tuple[Roadmap, dic
     chunks, used = chunk_summaries(text, "roadmap", _summarize, known)
     items: list[RoadmapItem] = []
     problems: list[Problem] = []
-    for first, (chunk_items, chunk_problems) in chunks:
+    for first, (slugs, marks, lines, afters, descriptions, chunk_problems) in chunks:
         offset = first - 1
-        for slug, mark, line, after, description in chunk_items:
-            items.append(RoadmapItem(slug, _MARKERS[mark], line + offset, tuple(after), description))
+        if marks:
+            slug_list, after_list, description_list = (
+                slugs.split("\n"),
+                afters.split("\n"),
+                descriptions.split("\n"),
+            )
+            if not len(marks) == len(slug_list) == len(lines) == len(after_list) == len(description_list):
+                raise ValueError("a chunk summary of the wrong shape")
+            items.extend(
+                map(
+                    RoadmapItem,
+                    slug_list,
+                    map(_MARKERS.__getitem__, marks),
+                    [line + offset for line in lines],
+                    [tuple(after.split(",")) if after else () for after in after_list],
+                    description_list,
+                )
+            )
+        elif slugs or lines or afters or descriptions:
+            raise ValueError("a chunk summary of the wrong shape")
         for line, code, message in chunk_problems:
             problems.append(Problem(line + offset, code, message))
     return Roadmap(tuple(items), tuple(problems)), used
 
 
 def _summarize(blocks: tuple[Block, ...]) -> Summary:
-    """[items as [slug, mark, line, after, description], problems as [line, code, message]] of a chunk."""
-    items: list[list[Any]] = []
+    """A chunk's items as columns, quick to load and to turn into items: their slugs joined by newlines,
+    their marks as one string, their lines, their dependencies (each item's joined by commas, the items' by
+    newlines) and their descriptions joined by newlines (none of these holds a newline or a slug a comma);
+    then its problems as [line, code, message]."""
+    rows: list[tuple[str, str, int, str, str]] = []
     problems: list[Problem] = []
     for task in blocks:
         if isinstance(task, TaskItem):
             item = _item(task, problems)
             if item is not None:
-                items.append([item.slug, task.mark, item.line, list(item.after), item.description])
-    return [items, [[p.line, p.code, p.message] for p in problems]]
+                rows.append((item.slug, task.mark, item.line, ",".join(item.after), item.description))
+    slugs, marks, lines, afters, descriptions = zip(*rows, strict=True) if rows else ((),) * 5
+    return [
+        "\n".join(slugs),
+        "".join(marks),
+        list(lines),
+        "\n".join(afters),
+        "\n".join(descriptions),
+        [[p.line, p.code, p.message] for p in problems],
+    ]
 
 
 def _item(task: TaskItem, problems: list[Problem]) -> RoadmapItem | None:
@@ -129,7 +158,27 @@ def rewrite_marker(data: bytes, line: int, new: Marker) -> bytes:
     the result keeps the file's own encoding and byte order mark.
     """
     bom, codec, text = decoded(data)
-    ends = _LINE_END.finditer(text)
+    if not bom and codec == "utf-8":  # the usual file: line ends are the same bytes, so work on the bytes
+        start, end_ = _line_span(data, _LINE_END_BYTES, line)
+        match = TASK_LINE.match(data[start:end_].decode("utf-8"))
+        if not match:
+            raise MarkerRewriteError(f"line {line} is not a task item")
+        position = start + len(match[0][:-2].encode("utf-8"))  # the byte between the brackets
+        return data[:position] + new.value.encode("ascii") + data[position + 1 :]
+    start, end = _line_span(text, _LINE_END, line)
+    match = TASK_LINE.match(text[start:end])
+    if not match:
+        raise MarkerRewriteError(f"line {line} is not a task item")
+    position = start + match.end() - 2  # the character between the brackets
+    return bom + (text[:position] + new.value + text[position + 1 :]).encode(codec)
+
+
+_LINE_END_BYTES = re.compile(rb"\r\n|\r|\n")
+
+
+def _line_span(text: AnyStr, line_end: re.Pattern[AnyStr], line: int) -> tuple[int, int]:
+    """Where 1-based `line` starts and ends (before its line end) in `text`."""
+    ends = line_end.finditer(text)
     start = 0
     for _ in range(line - 1):
         end = next(ends, None)
@@ -137,8 +186,4 @@ def rewrite_marker(data: bytes, line: int, new: Marker) -> bytes:
             raise MarkerRewriteError(f"the file has no line {line}")
         start = end.end()
     end = next(ends, None)
-    match = TASK_LINE.match(text[start : end.start() if end else len(text)])
-    if not match:
-        raise MarkerRewriteError(f"line {line} is not a task item")
-    position = start + match.end() - 2  # the character between the brackets
-    return bom + (text[:position] + new.value + text[position + 1 :]).encode(codec)
+    return start, end.start() if end else len(text)

@@ -35,16 +35,19 @@ DEFAULT_LIMIT_PATTERNS: dict[str, tuple[str, ...]] = {
         r"(?i)exhausted your (daily )?quota",
         r"(?i)experiencing high demand",
     ),
-    # Codex 0.169: `’` (U+2019) in its wordings; "Server is busy, reconnecting k/5" is a retry, not a limit:
-    # the limit is when it gives up ("Exceeded retry limit, last status: 429 …")
+    # Codex 0.169: `’` (U+2019) in its wordings. While it retries it shows the last error under its spinner
+    # (`• Server is busy, reconnecting 2/5 …` / `  └ Exceeded retry limit, last status: 429 …`, or
+    # `Reconnecting... 1/5` / `└ We’re currently experiencing high demand, …`): not a limit yet. It has given
+    # up when the error ends the turn, in a `■ ` row: only those rows count for 429 and 5xx
     "codex": (
         r"(?i)you['’]ve hit your usage limit",
         r"(?i)you['’]re out of credits",
         r"(?i)you['’]ve reached your workspace credit limit",
         r"(?i)usage limit (reached|exceeded)",
-        r"(?i)exceeded retry limit, last status: (429|5\d\d)",
-        r"(?i)we['’]re currently experiencing high demand",
-        r"(?i)unexpected status (429|503)\b",
+        r"(?i)^\s*■\s*exceeded retry limit, last status: (429|5\d\d)",
+        r"(?i)^\s*■\s*we['’]re currently experiencing high demand",
+        r"(?i)^\s*■\s*unexpected status (429|5\d\d)\b",
+        r"(?i)^\s*■\s*selected model is at capacity",
         r"(?i)quota exceeded",
     ),
 }
@@ -71,7 +74,8 @@ def find_limit(
         if any(p.search(row) for p in compiled):
             context = " ".join(rows[index : index + 3])  # the reset time is often on the next line
             until = reset_time(context, now, local) or now + DEFAULT_PAUSE
-            return LimitHit(row.strip(), until.astimezone(UTC), _reason(row))
+            # a dialog's row keeps its borders on screen: `│ Usage limit reached for MODEL.   │`
+            return LimitHit(row.strip().strip("│┃|").strip(), until.astimezone(UTC), _reason(row))
     return None
 
 
@@ -89,11 +93,32 @@ def failure_limit(error: str, message: str, now: datetime, local: tzinfo) -> Lim
     return LimitHit(line or error, until.astimezone(UTC), _reason(message) if line else LIMIT_FAILURES[error])
 
 
+def codex_failure(info: object) -> str:
+    """Codex's typed error (`codex_error_info` of the turn's `task_complete` in its rollout file) as the kind
+    `failure_limit` knows: `usage_limit_exceeded` and a given-up 429 are `rate_limit`, `server_overloaded`
+    `overloaded`, 5xx `server_error`; any other error is itself (not a limit: the turn ended)."""
+    if isinstance(info, dict) and len(info) == 1:  # {"response_too_many_failed_attempts": {…}}
+        ((name, details),) = info.items()
+        status = details.get("http_status_code") if isinstance(details, dict) else None
+        if status == 429:
+            return "rate_limit"
+        if isinstance(status, int) and status >= 500:
+            return "overloaded" if status == 503 else "server_error"
+        return str(name)
+    kinds = {
+        "usage_limit_exceeded": "rate_limit",
+        "server_overloaded": "overloaded",
+        "internal_server_error": "server_error",
+        "unauthorized": "authentication_failed",
+    }
+    return kinds.get(str(info), str(info))
+
+
 def _reason(row: str) -> str:
     lowered = row.lower()
-    if "overload" in lowered or "529" in lowered or "high demand" in lowered or "status 503" in lowered:
+    if any(word in lowered for word in _OVERLOAD_WORDS) or re.search(r"\b529\b|status:? 503\b", lowered):
         return "overloaded"
-    if re.search(r"api error: 5\d\d\b", lowered):
+    if re.search(r"(api error|status):? 5\d\d\b", lowered):
         return "server_error"
     if "temporarily limiting" in lowered:  # "… (not your usage limit)"
         return "rate_limited"
@@ -102,6 +127,7 @@ def _reason(row: str) -> str:
     return "rate_limited"
 
 
+_OVERLOAD_WORDS = ("overload", "high demand", "at capacity")
 _QUOTA_WORDS = ("quota", "resource_exhausted", "usage limit", "credit")
 _HIT = re.compile(r"(?i)you[’']ve hit your ")
 

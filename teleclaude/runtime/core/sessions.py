@@ -88,6 +88,9 @@ class Session:
     digest_escalated: bool = False  # digests every digest_period_quiet from now on (one-way)
     activity: Activity = Activity.WORKING
     cycle_started_at: datetime | None = None  # a post-report cycle is under way (report_status + wait_cmd)
+    # codex: its session's rollout file (its UserPromptSubmit hook's `transcript_path`), where an API error
+    # that ended a turn is recorded typed (`codex_error_info`); no hook runs for such a turn
+    transcript: str = ""
     version: int = 0  # counts the saves: a save made from an older read is refused
 
     @property
@@ -229,6 +232,7 @@ class PaneView:
     alternate: bool
     dead: bool
     dead_status: int | None = None
+    turn_end: str = ""  # the stop hook's mark on the pane (a worker on another computer), until cleared
 
 
 class InvalidCursor(ValueError):

@@ -1,0 +1,113 @@
+"""The methods `dataclasses` writes for teleclaude's classes, compiled once rather than in every process.
+
+For every dataclass, `dataclasses` writes `__init__`, `__repr__`, `__eq__`, `__hash__` (and for a frozen one
+`__setattr__` and `__delattr__`) as source text and compiles it with `exec`: about 0.3 ms a class, and a
+planner call defines about thirty. `install()` (run by `teleclaude/__init__.py`) gives the `dataclasses`
+module an `exec` that, for a class of a `teleclaude` module, looks the text up in a table of code compiled
+before. The table is kept beside the package's bytecode, as a `.pyc` is: `__pycache__/dataclass-methods.
+<python tag>.marshal`. It is written only where bytecode may be written, replaced atomically, read only when
+it starts with this Python's bytecode magic number, and safe to delete. The text itself is the key, so the
+code run is exactly what `exec(text)` would compile; a class that changed simply compiles again.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import marshal
+import os
+import sys
+from types import CodeType
+from typing import Any
+
+PREFIX = "teleclaude"  # only the classes of these modules: other packages' dataclasses are left alone
+MAX_ENTRIES = 2_000  # past this, a table grown by old versions of the classes starts afresh
+
+_compiled: dict[str, CodeType] = {}
+_added = False
+
+
+def install() -> None:
+    """Route `dataclasses`' `exec` through the table (once per process; a no-op where it cannot be)."""
+    import dataclasses
+
+    if vars(dataclasses).get("exec") is _exec:
+        return
+    if "exec" in vars(dataclasses):  # someone else's: leave it
+        return
+    _compiled.update(_load(_path()))
+    dataclasses.exec = _exec  # type: ignore[attr-defined]
+    import atexit
+
+    atexit.register(save)
+
+
+def _exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
+    if isinstance(source, str) and isinstance(globals, dict) and _ours(globals.get("__name__")):
+        code = _compiled.get(source)
+        if code is None:
+            global _added
+            # As `exec(source)` in `dataclasses` compiles it: no `__future__` flags of this module.
+            code = _compiled[source] = compile(source, "<string>", "exec", dont_inherit=True)
+            _added = True
+        source = code
+    builtins.exec(source, globals, locals)
+
+
+def _ours(module: object) -> bool:
+    return isinstance(module, str) and (module == PREFIX or module.startswith(PREFIX + "."))
+
+
+def save() -> None:
+    """Write the table when this process compiled something new (run at exit)."""
+    global _added
+    path = _path()
+    if not _added or path is None or sys.dont_write_bytecode:
+        return
+    _added = False
+    table = dict(list(_compiled.items())[-MAX_ENTRIES:])
+    temp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(temp, "wb") as handle:
+            handle.write(_magic() + marshal.dumps(table))
+        os.replace(temp, path)
+    except OSError:  # a read-only install: compile every time, as without the table
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+
+
+def _load(path: str | None) -> dict[str, CodeType]:
+    if path is None:
+        return {}
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return {}
+    magic = _magic()
+    if not data.startswith(magic):
+        return {}
+    try:
+        table = marshal.loads(data[len(magic) :])
+    except (EOFError, ValueError, TypeError):
+        return {}
+    if not isinstance(table, dict):
+        return {}
+    return {k: v for k, v in table.items() if isinstance(k, str) and isinstance(v, CodeType)}
+
+
+def _path() -> str | None:
+    from importlib.util import cache_from_source
+
+    try:
+        pyc = cache_from_source(os.path.join(os.path.dirname(__file__), "dataclass-methods.py"))
+    except NotImplementedError:  # an interpreter without a bytecode cache tag
+        return None
+    return pyc.removesuffix(".pyc") + ".marshal"
+
+
+def _magic() -> bytes:
+    from importlib.util import MAGIC_NUMBER
+
+    return MAGIC_NUMBER

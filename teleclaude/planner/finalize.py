@@ -1,0 +1,114 @@
+"""`teleclaude finalize SLUG`: the finalizer's merge, under the project lock.
+
+Whoever finalizes (a worker the runtime started, an orchestrator agent doing `/next-finalize` itself, a
+person), the merge into the main checkout, the archive folder `done/NNN-{slug}/`, the roadmap's `[x]` and
+their commit happen here, in one step under the same lock next_work and the runtime's starts take. So two
+finalizes never merge at once, and the archive number is read after the previous finalize committed: it
+never collides. Before merging, the planner is asked (under that lock) whether finalize is the item's next
+step, so an unapproved branch, or one that no longer merges cleanly (next-fix-merge), is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+
+from teleclaude.adapters import fs
+from teleclaude.adapters import git as gitx
+from teleclaude.adapters.settings import load_config
+from teleclaude.errors import Error, ErrorCode, guard
+from teleclaude.planner import api as app
+from teleclaude.planner.core import layout
+from teleclaude.planner.core.decide import decide_work
+from teleclaude.planner.core.model import Complete, Dispatch, RunYourself, Step
+from teleclaude.planner.core.render import to_text
+
+
+@dataclass(frozen=True)
+class Finalized:
+    slug: str
+    archive: str  # "done/NNN-slug/"
+    merged: bool  # False: it was archived already, nothing was done
+
+    def text(self) -> str:
+        if not self.merged:
+            return f"FINALIZED:\n{self.slug} was delivered to {self.archive} already; nothing to do."
+        return (
+            f"FINALIZED:\n{self.slug} merged into the main checkout, archived to {self.archive}, marked [x], "
+            f"its worktree and branch removed.\nCall teleclaude__next_work() for what comes next."
+        )
+
+
+@guard
+def finalize(slug: str, cwd: str | os.PathLike | None = None) -> Finalized | Error:
+    repo = gitx.find_repo(cwd or os.getcwd())
+    config = load_config(repo.root)
+    with fs.project_lock(repo.common_dir):
+        facts = app.RepoFacts(repo, config)
+        decision = decide_work(facts, slug)
+        match decision.action:
+            case Complete(archive=archive):
+                return Finalized(slug, archive, merged=False)
+            case Dispatch(step=Step.FINALIZE) | RunYourself(step=Step.FINALIZE) if not decision.effects:
+                pass
+            case Error() as error:
+                return error
+            case None:
+                return _refused(slug, f"not ready to finalize: call teleclaude__next_work({slug!r}).")
+            case other:
+                step = to_text(other).splitlines()
+                return _refused(slug, "its next step is not a finalize:\n" + "\n".join(step[:12]))
+        dirty = [path for path in gitx.status(repo.root).changes if path != layout.ROADMAP]
+        if dirty:
+            listed = ", ".join(dirty[:10])
+            return _refused(
+                slug,
+                f"the main checkout has uncommitted changes ({listed}); they are someone else's work.\n"
+                "Have them committed (or moved away) by whoever made them, then finalize again.",
+            )
+        return _merge(repo, slug, facts.next_archive(slug))
+
+
+def _merge(repo: gitx.Repo, slug: str, archive: str) -> Finalized | Error:
+    root = repo.root
+    try:
+        gitx.run_git(["merge", "-q", "--no-ff", "-m", f"Merge {slug}", slug], root)
+    except subprocess.CalledProcessError as error:
+        if not (repo.common_dir / "MERGE_HEAD").exists():  # the main checkout's git dir is the common one
+            return _refused(slug, f"git merge {slug} failed: {_why(error)}")
+        conflicted = gitx.run_git(["diff", "--name-only", "--diff-filter=U"], root).split()
+        gitx.run_git(["merge", "--abort"], root)
+        return Error(
+            ErrorCode.MERGE_CONFLICT,
+            f"merging {slug} conflicts in {', '.join(conflicted) or 'some files'}; the merge was aborted "
+            f"and the main checkout is as it was.\nCall teleclaude__next_work({slug!r}): it sends a merge "
+            f"fixer (next-fix-merge) to resolve it in {layout.worktree(slug)}, then the finalize follows.",
+            slug,
+        )
+    folder = archive.rstrip("/")
+    (root / layout.DONE).mkdir(exist_ok=True)
+    gitx.run_git(["mv", "--", layout.item_folder(slug), folder], root)
+    app.mark_done(repo, slug)
+    gitx.run_git(["add", "--", folder, layout.ROADMAP], root)
+    gitx.run_git(["commit", "-q", "-m", f"Finalize {slug}"], root)
+    try:
+        gitx.run_git(["worktree", "remove", layout.worktree(slug)], root)
+        gitx.run_git(["branch", "-q", "-d", slug], root)
+    except subprocess.CalledProcessError as error:
+        return _refused(
+            slug,
+            f"{slug} is merged and archived to {archive}, but its worktree or branch could not be removed: "
+            f"{_why(error)}\nLook at {layout.worktree(slug)}; remove it with git worktree remove once "
+            "nothing in it is needed.",
+        )
+    return Finalized(slug, archive, merged=True)
+
+
+def _refused(slug: str, why: str) -> Error:
+    return Error(ErrorCode.FINALIZE_REFUSED, why, slug)
+
+
+def _why(error: subprocess.CalledProcessError) -> str:
+    said = " ".join((error.stderr or b"").decode(errors="replace").split())
+    return said or f"exit status {error.returncode}"

@@ -1,0 +1,32 @@
+"""`teleclaude hook prompt`: Codex's `UserPromptSubmit` hook; tells the runtime where codex records the turn.
+
+Codex 0.169 runs it for each message it is given, before the model is asked, with JSON on stdin:
+`{"session_id", "turn_id", "cwd", "hook_event_name": "UserPromptSubmit", "transcript_path", "prompt", …}`.
+`transcript_path` is the session's rollout file, where codex records, typed, an API error that ends the turn
+(no hook runs for such a turn: runtime/core/rollout.py). For a worker of the runtime (TELECLAUDE_SESSION_ID
+set) the path is kept on its session. The hook prints nothing (the prompt goes ahead) and always exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TextIO
+
+from teleclaude.setup.stophook import record
+
+
+def transcript_path(raw: str) -> str:
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return ""
+    path = data.get("transcript_path") if isinstance(data, dict) else None
+    return path if isinstance(path, str) else ""
+
+
+def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
+    path = transcript_path((stdin or sys.stdin).read())
+    if path:
+        record(lambda runtime, session_id: runtime.record_transcript(session_id, path), "the rollout file")
+    return 0

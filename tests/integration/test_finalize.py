@@ -1,0 +1,89 @@
+"""`teleclaude finalize SLUG`: every finalize merges under the project lock, however it was started."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from teleclaude.adapters import fs
+from teleclaude.adapters import git as gitx
+from teleclaude.cli import main as cli_main
+from teleclaude.demo.workers import Workers, git, make_repository
+from teleclaude.errors import Error, ErrorCode
+from teleclaude.planner import api as app
+from teleclaude.planner.core.model import Complete, Dispatch, Step
+from teleclaude.planner.finalize import Finalized, finalize
+
+
+def approve(project: Path, slug: str) -> None:
+    """Build and review `slug` with the scripted workers until its next step is the finalize."""
+    workers = Workers(project)
+    while True:
+        action = app.next_work(slug, cwd=project)
+        assert isinstance(action, Dispatch), action
+        if action.step is Step.FINALIZE:
+            return
+        workers.run(action)
+
+
+def cli(project: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "teleclaude", *args],
+        cwd=project,
+        env=dict(os.environ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_two_finalizes_started_together_merge_one_after_the_other_with_their_own_numbers(tmp_path):
+    project = make_repository(tmp_path / "project")
+    approve(project, "greeting")
+    approve(project, "shouting")
+    repo = gitx.find_repo(project)
+    with fs.project_lock(repo.common_dir):  # both wait on the lock, then race for it
+        both = [cli(project, "finalize", slug) for slug in ("greeting", "shouting")]
+        time.sleep(0.5)  # not a timing assertion: gives both processes the chance to reach the lock
+    results = [process.communicate(timeout=60) for process in both]
+    for process, (out, err) in zip(both, results, strict=True):
+        assert process.returncode == 0, out + err
+        assert out.startswith("FINALIZED:")
+    names = sorted(path.name for path in (project / "done").iterdir())
+    assert sorted(name[4:] for name in names) == ["greeting", "shouting"]
+    assert sorted(name[:3] for name in names) == ["001", "002"]  # no archive number twice
+    subjects = git(project, "log", "--first-parent", "--format=%s", "main").splitlines()[:4]
+    # each merge is followed by its own finalize commit: the two never interleave
+    assert subjects[0].startswith("Finalize ") and subjects[1] == "Merge " + subjects[0].split()[1]
+    assert subjects[2].startswith("Finalize ") and subjects[3] == "Merge " + subjects[2].split()[1]
+    assert git(project, "status", "--porcelain") == ""
+    assert git(project, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert isinstance(app.next_work("greeting", cwd=project), Complete)
+
+
+def test_a_finalize_of_an_item_that_is_not_approved_is_refused_and_changes_nothing(tmp_path, capsys):
+    project = make_repository(tmp_path / "project")
+    build = app.next_work("greeting", cwd=project)
+    assert isinstance(build, Dispatch) and build.step is Step.BUILD
+    head = git(project, "rev-parse", "HEAD")
+    refused = finalize("greeting", cwd=project)
+    assert isinstance(refused, Error) and refused.code is ErrorCode.FINALIZE_REFUSED
+    assert git(project, "rev-parse", "HEAD") == head and not (project / "done").exists()
+    assert cli_main(["finalize", "greeting", "--cwd", str(project)]) == 1
+    assert capsys.readouterr().out.splitlines()[0] == "ERROR: FINALIZE_REFUSED"
+
+
+def test_a_dirty_main_checkout_is_refused_and_a_second_finalize_does_nothing(tmp_path):
+    project = make_repository(tmp_path / "project")
+    approve(project, "greeting")
+    (project / "scratch.txt").write_text("someone else's work\n")
+    refused = finalize("greeting", cwd=project)
+    assert isinstance(refused, Error) and refused.code is ErrorCode.FINALIZE_REFUSED
+    (project / "scratch.txt").unlink()
+    done = finalize("greeting", cwd=project)
+    assert isinstance(done, Finalized) and done.merged and done.archive == "done/001-greeting/"
+    again = finalize("greeting", cwd=project)
+    assert isinstance(again, Finalized) and not again.merged and again.archive == "done/001-greeting/"
