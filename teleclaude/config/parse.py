@@ -157,6 +157,7 @@ _RUNTIME_NUMBERS = (
     "digest_period_quiet",
     "spin_max",
     "wait_timeout",
+    "api_wait_limit",
 )
 _PROFILE_KEYS = (
     "binary",
@@ -165,12 +166,14 @@ _PROFILE_KEYS = (
     "prompt",
     "busy",
     "retry",
+    "api_wait",
+    "tool_running",
     "limit_patterns",
     "command_prefix",
     "command_sign",
     "env",
 )
-_MAY_BE_EMPTY = ("command_prefix", "busy", "retry")  # "": none
+_MAY_BE_EMPTY = ("command_prefix", "busy", "retry", "api_wait", "tool_running")  # "": none
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -238,7 +241,8 @@ def _profile(path: str, where: str, table: dict[str, Any], profile: AgentProfile
             changes["env"] = {**profile.env, **_env(path, f"{where}.env", item)}
         else:
             changes[key] = _string(path, f"{where}.{key}", item, allow_empty=key in _MAY_BE_EMPTY)
-    patterns = [(key, changes[key]) for key in ("prompt", "busy", "retry") if changes.get(key)]
+    regexes = ("prompt", "busy", "retry", "api_wait", "tool_running")
+    patterns = [(key, changes[key]) for key in regexes if changes.get(key)]
     patterns += [("limit_patterns", pattern) for pattern in changes.get("limit_patterns", ())]
     for key, pattern in patterns:
         _check_regex(path, f"{where}.{key}", pattern)

@@ -28,6 +28,10 @@ class AgentProfile:
     busy: str = ""
     # a regex for the CLI's countdown to retrying a failed API call: the worker waits on the API
     retry: str = ""
+    # a regex for the row the CLI shows while it waits on its model's API (and also while a tool runs: then
+    # `tool_running` matches too); shown with no output for `api_wait_limit`, the agent is limited
+    api_wait: str = ""
+    tool_running: str = ""
     command_prefix: str = ""  # put before every command name (a user's own namespace); none by default
     command_sign: str = "/"  # how the CLI invokes a role command: /next-build (claude, gemini), $next-build
     # variables given to each worker with `tmux new-session -e` (e.g. IS_SANDBOX=1 for claude as root,
@@ -70,6 +74,13 @@ DEFAULT_PROFILES: Mapping[str, AgentProfile] = {
         # GEMINI_CLI_TRUST_WORKSPACE trusts the worker's folder (no trust dialog); with CI=true in its
         # environment (a CI job running `teleclaude run`) gemini 0.61 skips its interactive UI and exits 42
         env={"GEMINI_CLI_TRUST_WORKSPACE": "true", "CI": "false"},
+        # it retries 429 and 503 silently for minutes under ` ⠦ Thinking... (esc to cancel, 8m 11s)`; a
+        # running shell command shows the same row under its box `│ ⊶  Shell sleep 12` (⊶ and ⊷ alternate),
+        # a running hook as ` ⠦ Executing Hook: teleclaude-stop (esc to cancel, 12s)`
+        api_wait=r"\(esc to cancel, (\d+[hms] ?)+\)",
+        # with `ui.errorVerbosity = "full"` its spinner says so while it retries (from the 0.61 bundle)
+        retry=r"\bTrying to reach .+ \(Attempt \d+/\d+\)",
+        tool_running=r"^\s*│\s*[⊶⊷]|\bExecuting Hook:",
     ),
     "codex": AgentProfile(
         "codex",
@@ -139,3 +150,5 @@ class RuntimeConfig:
     digest_period_quiet: float = 300.0  # once a worker showed no progress between two digests
     spin_max: float = 45.0  # post-report cycle: the longest wait for the pane to be quiet
     wait_timeout: float = 600.0  # post-report cycle: the longest a wait_cmd may run
+    # no output while the CLI shows it waits on its API (the profile's `api_wait`) this long: rate_limited
+    api_wait_limit: float = 300.0

@@ -118,8 +118,8 @@ class Runtime:
     ) -> Waited | Error:
         return self.observer.wait(session_ids, timeout)
 
-    def record_turn_end(self, session_id: str, source: str = "stop hook") -> bool:
-        return self.observer.record_turn_end(session_id, source)
+    def record_turn_end(self, session_id: str, source: str = "stop hook", prompt: str = "") -> bool:
+        return self.observer.record_turn_end(session_id, source, prompt)
 
     def record_stop_failure(self, session_id: str, error: str, message: str) -> bool:
         return self.observer.record_stop_failure(session_id, error, message)

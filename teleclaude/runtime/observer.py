@@ -19,7 +19,13 @@ from teleclaude.adapters.tmux import TmuxError
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core.tool_lines import tool_lines
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
-from teleclaude.runtime.core.blockers import blocked_text, find_blocker, refused_command
+from teleclaude.runtime.core.apiwait import api_wait_limit
+from teleclaude.runtime.core.blockers import (
+    blocked_text,
+    find_blocker,
+    refused_command,
+    unexpanded_command,
+)
 from teleclaude.runtime.core.limits import DEFAULT_PAUSE, codex_failure, failure_limit, find_limit, reset_time
 from teleclaude.runtime.core.rollout import last_turn_error
 from teleclaude.runtime.core.sessions import (
@@ -117,12 +123,24 @@ class Observer:
         fresh = {s.id: self._observe_safely(s, views.get(s.pane_id)) for s in live}
         return [fresh.get(s.id, s) for s in sessions]
 
-    def record_turn_end(self, session_id: str, source: str = "stop hook") -> bool:
+    def record_turn_end(self, session_id: str, source: str = "stop hook", prompt: str = "") -> bool:
         """An agent's Stop hook said its turn is over (called from `teleclaude hook stop`). True once the
-        stored row shows it (or there is nothing to record); False when another writer saved first."""
+        stored row shows it (or there is nothing to record); False when another writer saved first.
+
+        `prompt` (gemini's AfterAgent hook): what the model was sent. When it is the session's command line
+        as typed, the CLI did not know the command: the session errs, the step never ran."""
         session = self.context.store.get(session_id)
         if session is None or session.state not in WORKING:
             return True
+        profile = self.context.config.profiles.get(session.agent)
+        typed = profile.slash_command(session.command, session.args) if profile else ""
+        if prompt and unexpanded_command(prompt, typed):
+            why = (
+                f"{session.agent} does not know the command: it sent `{typed}` to the model as a plain "
+                f"prompt. Run `teleclaude install --{session.agent}` so that the role commands exist."
+            )
+            saved = self.context.change(session, Change.ERRORED, why, expect=session.state, error=why)
+            return saved.state not in WORKING
         return self._turn_ended(session, source, session.state).state not in WORKING
 
     def _turn_ended(self, session: Session, source: str, expect: SessionState) -> Session:
@@ -269,6 +287,9 @@ class Observer:
         blocked = self._blocked(scanned, [*rows, partial], screen, now, expect=session.state)
         if blocked is not None:
             return blocked
+        waited = self._api_wait_in(scanned, screen, now)
+        if waited is not None:
+            return context.change(scanned, Change.RATE_LIMITED, waited, expect=session.state, error=waited)
         prompt = waiting_for_input(screen, profile.prompt, profile.busy) if profile else False
         watched, ended = observe_idle(scanned, screen, prompt, now, context.config.idle_threshold)
         retry = profile.retry if profile else ""
@@ -295,6 +316,21 @@ class Observer:
         profile = self.context.config.profiles.get(session.agent)
         local = datetime.now().astimezone().tzinfo or UTC
         hit = find_limit(session.agent, rows, now, local, profile.limit_patterns if profile else None)
+        if hit is None:
+            return None
+        self.context.availability.mark_unavailable(session.agent, hit.until, hit.reason)
+        detail = f"{hit.reason} until {hit.until.isoformat(timespec='seconds')}: {hit.line}"
+        log.info("session %s: %s", session.id, detail)
+        return detail
+
+    def _api_wait_in(self, session: Session, screen: list[str], now: datetime) -> str | None:
+        """Waiting on the API with no output for `api_wait_limit` (core/apiwait.py: gemini's silent
+        retries): mark the agent unavailable, and say so."""
+        profile = self.context.config.profiles.get(session.agent)
+        if profile is None:
+            return None
+        limit = self.context.config.api_wait_limit
+        hit = api_wait_limit(session, screen, now, limit, profile.api_wait, profile.tool_running)
         if hit is None:
             return None
         self.context.availability.mark_unavailable(session.agent, hit.until, hit.reason)

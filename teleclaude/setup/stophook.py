@@ -42,6 +42,7 @@ class StopEvent:
     cwd: Path
     active: bool  # stop_hook_active: this turn already continues because a stop hook refused a stop
     session_id: str = ""
+    prompt: str = ""  # gemini's AfterAgent: what the model was sent (an unknown /command goes as it is)
 
 
 @dataclass(frozen=True)
@@ -70,9 +71,14 @@ def parse_event(raw: str, agent: str | None = None) -> StopEvent:
     if agent is None:
         event = data.get("hook_event_name")
         agent = "gemini" if event == "AfterAgent" else "codex" if "turn_id" in data else "claude"
-    session = data.get("session_id")
+    session, prompt = data.get("session_id"), data.get("prompt")
     return StopEvent(
-        agent, Path(cwd), data.get("stop_hook_active") is True, session if isinstance(session, str) else ""
+        agent,
+        Path(cwd),
+        data.get("stop_hook_active") is True,
+        session if isinstance(session, str) else "",
+        # gemini's only: codex sends `$skill args` as typed even when it expands the skill
+        prompt if agent == "gemini" and isinstance(prompt, str) else "",
     )
 
 
@@ -135,17 +141,18 @@ def main(agent: str | None = None, stdin: TextIO | None = None, stdout: TextIO |
         _warn(f"{type(error).__name__}: {error}")
         return 0
     if not decision.block:
-        _record_turn_end()
+        _record_turn_end(event.prompt)
         return 0
     stdout.write(render(decision, event.agent) + "\n")
     stdout.flush()
     return 0
 
 
-def _record_turn_end() -> None:
-    """A worker started by the runtime ended its turn: tell the runtime now, not after its idle wait. A
-    worker on another computer (the launcher set TURN_END_TO_PANE) marks its tmux pane instead, which the
-    runtime reads over ssh with the pane's output (adapters/tmux.py)."""
+def _record_turn_end(prompt: str = "") -> None:
+    """A worker started by the runtime ended its turn: tell the runtime now, not after its idle wait (with
+    the prompt, for gemini: an unknown /command reaches the model as it was typed). A worker on another
+    computer (the launcher set TURN_END_TO_PANE) marks its tmux pane instead, which the runtime reads over
+    ssh with the pane's output (adapters/tmux.py)."""
     # TURN_END_TO_PANE of adapters/tmux.py, spelled out: every other stop stays off that module
     if os.environ.get("TELECLAUDE_TURN_END_TO_PANE") and os.environ.get("TELECLAUDE_SESSION_ID"):
         from teleclaude.adapters.tmux import mark_own_pane
@@ -153,7 +160,9 @@ def _record_turn_end() -> None:
         if not mark_own_pane(str(time.time_ns())):
             _warn("could not mark the end of the turn on the tmux pane")
         return
-    record(lambda runtime, session_id: runtime.record_turn_end(session_id), "the end of the turn")
+    record(
+        lambda runtime, session_id: runtime.record_turn_end(session_id, prompt=prompt), "the end of the turn"
+    )
 
 
 def record(write: Callable[[Runtime, str], bool], what: str, attempts: int = 50, pause: float = 0.05) -> None:

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from teleclaude.setup.stophook import parse_event
+
 # What each CLI sends (the fields teleclaude reads, plus a few it must ignore) and how it refuses a stop.
 CONTRACTS = {
     "claude": (
@@ -142,3 +144,10 @@ def test_the_decision_function_is_separate_from_printing(repo, add_tree, tools):
     assert decision.block
     assert stophook.render(decision, "gemini").startswith('{"decision": "deny"')
     assert stophook.render(stophook.LET_THROUGH, "claude") == ""
+
+
+def test_only_geminis_prompt_is_kept_for_the_unknown_command_check():
+    gemini = '{"hook_event_name": "AfterAgent", "cwd": "/p", "prompt": "/x greeting"}'
+    assert parse_event(gemini).prompt == "/x greeting"
+    codex = '{"hook_event_name": "Stop", "cwd": "/p", "turn_id": "t", "prompt": "$next-build greeting"}'
+    assert parse_event(codex).prompt == ""

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
-from teleclaude.demo.model_server import Fail, Text
-from teleclaude.errors import Error
+from teleclaude.demo.model_server import Fail, Step, Text, Tool, _strings, mcp, shell
+from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 
 from .test_claude import events_until, screen
+from .test_claude_runtime import git, screen_shows
 
 
 def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med"):
@@ -59,3 +62,188 @@ def test_a_gemini_limit_makes_it_unavailable_and_the_next_step_falls_back(
     assert "Keep trying" in screen(gemini_runtime, started.session)  # the dialog was not answered
     fallback = next_work(cwd=project)
     assert isinstance(fallback, Dispatch) and fallback.agent == "claude", fallback
+
+
+@pytest.mark.parametrize("failure", ["rate_limit", "overloaded"], ids=["429-per-minute", "503-overloaded"])
+def test_gemini_retrying_silently_past_api_wait_limit_is_rate_limited_and_the_next_step_falls_back(
+    gemini_runtime, project, model_server, failure
+):
+    """gemini 0.61 retries these for minutes showing only its spinner: the api_wait_limit rule sees it."""
+    gemini_runtime.context.config = replace(gemini_runtime.config, api_wait_limit=6)
+    model_server.add(Fail(failure, repeat=1000, retry_after=2))
+    started = start(gemini_runtime, project)
+    events = events_until(gemini_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=40)
+    assert events[-1].detail.startswith("rate_limited until"), events[-1].detail
+    assert gemini_runtime.store.get(started.session.id).state is SessionState.RATE_LIMITED
+    assert model_server.turns()[-1].answer.startswith(f"fail {failure}")  # still retrying, silently
+    assert "gemini" in gemini_runtime.context.availability.unavailable(gemini_runtime.clock())
+    fallback = next_work(cwd=project)
+    assert isinstance(fallback, Dispatch) and fallback.agent == "claude", fallback
+
+
+@pytest.mark.parametrize("failure", ["rate_limit", "overloaded"], ids=["429-per-minute", "503-overloaded"])
+def test_with_full_error_verbosity_gemini_gives_up_in_a_dialog_that_is_a_limit(
+    gemini_runtime, project, model_server, isolated_environment, failure
+):
+    """`ui.errorVerbosity = "full"` (a user's setting) makes gemini give up after `general.maxAttempts`: its
+    "We are currently experiencing high demand … 1. Keep trying 2. Stop" dialog, never answered."""
+    settings_file = isolated_environment / ".gemini" / "settings.json"
+    settings = json.loads(settings_file.read_text())
+    settings["ui"] = {"errorVerbosity": "full"}
+    settings["general"] = {"maxAttempts": 2}
+    settings_file.write_text(json.dumps(settings))
+    model_server.add(Fail(failure, repeat=1000, retry_after=1))
+    started = start(gemini_runtime, project)
+    events = events_until(gemini_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=40)
+    assert events[-1].detail.startswith("overloaded until"), events[-1].detail  # "high demand"
+    assert "experiencing high demand" in events[-1].detail, events[-1].detail
+    shown = screen(gemini_runtime, started.session)
+    assert "We are currently experiencing high demand." in shown and "Keep trying" in shown
+    fallback = next_work(cwd=project)
+    assert isinstance(fallback, Dispatch) and fallback.agent == "claude", fallback
+
+
+def test_a_long_shell_command_under_gemini_is_not_an_api_wait(gemini_runtime, project, model_server):
+    gemini_runtime.context.config = replace(gemini_runtime.config, api_wait_limit=6)
+    model_server.add(shell("sleep 15", "Wait for the build"), Text("DONE: next-build greeting"))
+    started = start(gemini_runtime, project)
+    events = events_until(gemini_runtime, started.session.id, EventKind.TURN_ENDED)
+    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
+
+
+@pytest.mark.parametrize(
+    ("mode", "model"),
+    [
+        ("slow", "gemini-3.1-pro-preview"),  # --model pro
+        ("med", "gemini-3.8-flash"),  # no flag: Auto, its router (answered by the scripted server) picks
+        ("fast", "gemini-3.8-flash"),  # --model flash
+    ],
+)
+def test_each_thinking_mode_reaches_the_model_it_names(gemini_runtime, project, model_server, mode, model):
+    """The profile's modes are aliases 0.61 resolves itself (VALID_GEMINI_MODELS: tests/realcli/NOTES.md)."""
+    model_server.add(Text("DONE: next-build greeting - nothing to build"))
+    start(gemini_runtime, project, mode=mode)
+    turn = model_server.wait_for(lambda r: r.turn, timeout=30)
+    assert turn.path.split("/models/", 1)[1].split(":", 1)[0] == model, turn.path
+
+
+def test_an_unknown_command_that_gemini_sends_to_the_model_errs_the_session(
+    gemini_runtime, project, model_server, isolated_environment
+):
+    """With its MCP servers connected (here: none), gemini 0.61 sends an unknown `/command` to the model as a
+    plain prompt and shows nothing of it; the AfterAgent hook's `prompt` is that line as typed."""
+    settings_file = isolated_environment / ".gemini" / "settings.json"
+    settings = json.loads(settings_file.read_text())
+    del settings["mcpServers"]
+    settings_file.write_text(json.dumps(settings))
+    started = gemini_runtime.run_agent_command(
+        "local", "no-such-command", "greeting", str(project), "gemini", "med"
+    )
+    assert isinstance(started, Started), started
+    events = events_until(gemini_runtime, started.session.id, EventKind.ERRORED, seconds=30)
+    assert EventKind.TURN_ENDED not in [e.kind for e in events]
+    assert "/no-such-command greeting" in events[-1].detail, events[-1].detail
+    assert model_server.turns()[0].last_user_text().endswith("/no-such-command greeting")
+
+
+def test_geminis_loop_detection_dialog_is_never_typed_into(gemini_runtime, project, model_server):
+    """gemini stops a model that repeats the same call and asks, in a dialog, whether to keep loop detection
+    on; its AfterAgent hook ends the turn. A message for the worker is refused rather than typed into it."""
+    model_server.then = lambda body: Tool("no_such_tool", {"again": True})  # the same call, again and again
+    started = start(gemini_runtime, project)
+    turn_ended(gemini_runtime, started.session.id)
+    screen_shows(gemini_runtime, started.session, "Keep loop detection enabled")
+    typed = gemini_runtime.send_message(started.session.id, "continue")
+    assert isinstance(typed, Error) and typed.code is ErrorCode.WORKER_BLOCKED, typed
+    assert "the loop detection dialog" in typed.message.splitlines()[0], typed.message
+
+
+# --- gemini as the orchestrator -----------------------------------------------------------------------------
+
+NEXT_WORK = "mcp_teleclaude_teleclaude__next_work"  # gemini 0.61's name for teleclaude's next_work
+
+
+def function_responses(body: dict) -> list[dict]:
+    """The functionResponse parts gemini sent back to the model (a Gemini API request's `contents`)."""
+    return [
+        part["functionResponse"]
+        for content in body.get("contents") or ()
+        for part in content.get("parts") or ()
+        if "functionResponse" in part
+    ]
+
+
+def orchestrator_model(body: dict) -> Step:
+    """Calls next_work once (by the name gemini offers it under), then says DONE. gemini connects its MCP
+    servers in the background, after its prompt shows: until the tool is offered, the model waits a second
+    with the shell (at most 20 times), as a real one would."""
+    responses = [response.get("name") for response in function_responses(body)]
+    if NEXT_WORK in responses:
+        return Text("DONE")
+    offered = [
+        d.get("name") for tool in body.get("tools") or () for d in tool.get("functionDeclarations") or ()
+    ]
+    if NEXT_WORK in offered:
+        return mcp("teleclaude", "teleclaude__next_work")
+    if responses.count("run_shell_command") < 20:
+        return shell("sleep 1", "Wait for the MCP servers")
+    return Text("DONE: the MCP server never connected")
+
+
+def test_a_gemini_orchestrator_runs_next_work_over_mcp_and_gets_a_tool_call(
+    gemini_runtime, project, model_server
+):
+    model_server.then = orchestrator_model
+    started = start(gemini_runtime, project, "next-work", "")
+    events = events_until(gemini_runtime, started.session.id, EventKind.TURN_ENDED)
+    assert (EventKind.TURN_ENDED, "stop hook") in [(e.kind, e.detail) for e in events]
+    answers = [turn.answer for turn in model_server.turns()]
+    waits = answers.count("tool run_shell_command")
+    assert answers == ["tool run_shell_command"] * waits + [f"tool {NEXT_WORK}", "text"], answers
+    called, answered = model_server.turns()[waits : waits + 2]
+    assert NEXT_WORK in called.tools()
+    assert called.answer == f"tool {NEXT_WORK}"
+    (response,) = [r for r in function_responses(answered.body) if r.get("name") == NEXT_WORK]
+    result = "\n".join(_strings(response.get("response")))
+    # gemini wraps an MCP tool's text for the model: `<untrusted_context>\nTOOL_CALL:\n…</untrusted_context>`
+    assert result.removeprefix("<untrusted_context>").lstrip().startswith("TOOL_CALL:"), result
+    assert 'command="next-build"' in result and 'args="greeting"' in result, result
+    assert 'agent="gemini"' in result, result
+
+
+# --- turn ends from the AfterAgent hook ---------------------------------------------------------------------
+
+
+def test_twenty_gemini_turns_end_by_the_after_agent_hook(gemini_runtime, project, model_server):
+    """The idle rule is set to 300 s (conftest.SETTINGS): each of these turn ends can only be the hook's."""
+    started = start(gemini_runtime, project)
+    details = [event.detail for event in turn_ended(gemini_runtime, started.session.id)]
+    for turn in range(2, 21):
+        sent = gemini_runtime.send_message(started.session.id, f"Turn {turn}: say done.")
+        assert not isinstance(sent, Error), sent
+        details += [event.detail for event in turn_ended(gemini_runtime, started.session.id)]
+    assert details == ["stop hook"] * 20
+    assert len(model_server.turns()) == 20
+
+
+def test_an_after_agent_refusal_makes_the_gemini_worker_commit(gemini_runtime, project, model_server):
+    """The AfterAgent hook denies the stop with uncommitted work; gemini goes on with the reason as prompt."""
+    model_server.add(
+        shell("printf 'notes\\n' > todos/greeting/notes.md", "Write notes"),
+        Text("Notes written."),  # the turn would end here: the hook denies it (todos/greeting/ is dirty)
+        shell("git add todos && git commit -q -m 'Add greeting notes'", "Commit the notes"),
+        Text("Committed."),
+    )
+    started = start(gemini_runtime, project)
+    events = turn_ended(gemini_runtime, started.session.id)
+    assert [e.detail for e in events] == ["stop hook"]
+    assert "Add greeting notes" in git(project, "log", "--oneline", "-1")
+    assert git(project, "status", "--porcelain", "todos") == ""
+    refused = model_server.turns()[2]  # the request after "Notes written."
+    assert "todos/greeting/notes.md" in refused.text()  # the hook's reason reached the model
+
+
+def turn_ended(runtime, session_id: str) -> list:
+    return [
+        e for e in events_until(runtime, session_id, EventKind.TURN_ENDED) if e.kind is EventKind.TURN_ENDED
+    ]

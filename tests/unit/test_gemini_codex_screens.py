@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from teleclaude.config.profiles import DEFAULT_PROFILES
-from teleclaude.runtime.core.blockers import find_blocker, refused_command
+from teleclaude.runtime.core.blockers import find_blocker, refused_command, unexpanded_command
 from teleclaude.runtime.core.limits import codex_failure, find_limit
 from teleclaude.runtime.core.rollout import last_turn_error
 from teleclaude.runtime.core.sessions import prompt_visible, waiting_for_input
@@ -180,6 +180,28 @@ def test_a_refused_command_is_found_with_the_clis_words_and_is_no_dialog():
     assert refusal is not None and refusal.startswith("Unrecognized command '/prompts:next-build'")
     assert refused_command("codex", ["› $next-build x", "• Done."]) is None
     assert find_blocker("codex", ["› /prompts:next-build x", said]) is None
+
+
+def test_a_command_line_the_model_got_as_typed_was_not_expanded():
+    """gemini 0.61's AfterAgent `prompt` after an unknown /command: the session context, then the line."""
+    typed = DEFAULT_PROFILES["gemini"].slash_command("no-such-command", "greeting")
+    assert unexpanded_command("<session_context>…</session_context>\n/no-such-command greeting\n", typed)
+    expanded = "<session_context>…</session_context>\nYou are the **builder** for the work item `greeting`."
+    assert not unexpanded_command(
+        expanded, DEFAULT_PROFILES["gemini"].slash_command("next-build", "greeting")
+    )
+    assert not unexpanded_command("Turn 2: say done.", typed)
+
+
+def test_geminis_loop_detection_dialog_is_a_blocker():
+    rows = [
+        " │ ?  A potential loop was detected",
+        " │ ● 1. Keep loop detection enabled (esc)",
+        " │   2. Disable loop detection for this session",
+    ]
+    found = find_blocker("gemini", rows)
+    assert found is not None and found.name == "the loop detection dialog" and not found.rate_limit
+    assert find_blocker("gemini", ["✦ I kept loop detection enabled."]) is None
 
 
 def test_a_codex_skill_without_arguments_ends_in_a_space_that_closes_its_skill_list():

@@ -101,6 +101,13 @@ BLOCKERS: dict[str, tuple[Blocker, ...]] = {
             rate_limit=True,
         ),
         Blocker(
+            "the loop detection dialog",
+            r"^\W*\d\. (Keep loop detection enabled|Disable loop detection for this session)",
+            "The model repeated the same calls: look at the worker (`teleclaude sessions output`) and end "
+            "it, or set model.disableLoopDetection = true in ~/.gemini/settings.json to let such a worker "
+            "go on.",
+        ),
+        Blocker(
             "its refusal of the command",
             r"Unknown command: /\S+",
             "Run `teleclaude install` so that the role commands exist for gemini.",
@@ -167,6 +174,13 @@ def refused_command(agent: str, rows: Iterable[str]) -> str | None:
         if any(re.search(pattern, row) for pattern in patterns):
             return row.strip().lstrip("•✕■ ").strip()
     return None
+
+
+def unexpanded_command(prompt: str, typed: str) -> bool:
+    """The prompt the CLI sent its model ends with the command line exactly as it was typed: the CLI did
+    not know the command (gemini 0.61 sends an unknown `/x args` to the model as a plain prompt once its MCP
+    servers are connected), so the role command never ran."""
+    return bool(typed.strip()) and prompt.rstrip().endswith(typed.strip())
 
 
 def blocked_text(agent: str, blocker: Blocker, workdir: str, rows: Iterable[str]) -> str:

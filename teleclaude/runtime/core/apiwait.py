@@ -1,0 +1,44 @@
+"""A worker waiting on the model's API for longer than `api_wait_limit` with no output: a limit the screen
+does not name.
+
+Gemini CLI 0.61 retries a per-minute 429 (`RESOURCE_EXHAUSTED`) and a 503 ("The model is overloaded") by
+itself for many minutes, and its fallback handler starts the attempts again (so `general.maxAttempts` does
+not make it give up); all that shows is its spinner row, `⠦ Thinking... (esc to cancel, 8m 11s)`. None of its
+hooks carries the error (BeforeModel fires before each attempt without it, AfterModel only for answers,
+Notification only for tool permissions). So: the profile's `api_wait` row on screen, no tool running (the
+same row shows while a shell command runs, under the tool's `tool_running` box), and no new output since the
+last progress for `api_wait_limit` seconds means the agent is limited: `rate_limited`, for the default pause.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from teleclaude.planner.core.timeparse import format_duration
+from teleclaude.runtime.core.limits import DEFAULT_PAUSE, LimitHit
+from teleclaude.runtime.core.sessions import Session, SessionState
+from teleclaude.runtime.core.supervision import silent_since
+
+_WATCHED = (SessionState.RUNNING, SessionState.STALLED)
+_TAIL = 12  # the rows above the input line where a CLI paints its spinner and running tools
+
+
+def api_wait_limit(
+    session: Session, screen: list[str], now: datetime, limit: float, api_wait: str, tool_running: str = ""
+) -> LimitHit | None:
+    """The limit, when the pane has shown the CLI waiting on its API (and no tool) with no output for
+    `limit` seconds; None otherwise, and always for a profile without an `api_wait` pattern."""
+    since = silent_since(session)
+    if not api_wait or session.state not in _WATCHED or since is None:
+        return None
+    silent = (now - since).total_seconds()
+    if silent < limit:
+        return None
+    tail = [row for row in screen if row.strip()][-_TAIL:]
+    if not any(re.search(api_wait, row) for row in tail):
+        return None
+    if tool_running and any(re.search(tool_running, row) for row in tail):
+        return None
+    line = f"no output for {format_duration(silent)} while {session.agent} waited on its API"
+    return LimitHit(line, now + DEFAULT_PAUSE, "rate_limited")

@@ -1,0 +1,82 @@
+"""The api_wait_limit rule: gemini's silent retries (only its spinner row shows) become a limit."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from teleclaude.config.profiles import DEFAULT_PROFILES, RuntimeConfig
+from teleclaude.runtime.core.apiwait import api_wait_limit
+from teleclaude.runtime.core.limits import DEFAULT_PAUSE
+from teleclaude.runtime.core.sessions import Session, SessionState
+
+T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+GEMINI = DEFAULT_PROFILES["gemini"]
+LIMIT = RuntimeConfig().api_wait_limit
+INPUT = ["─" * 40, " YOLO Ctrl+Y", " *   Type your message or @path/to/file", " workspace (/directory)"]
+RETRYING = [" > /next-build greeting", " ⠦ Thinking... (esc to cancel, 8m 11s)", *INPUT]
+SHELL = [" > /next-build greeting", "╭────", "│ ⊷  Shell sleep 600", "╰────", RETRYING[1], *INPUT]
+HOOK = [
+    " > /next-build greeting",
+    "✦ done",
+    " ⠦ Executing Hook: teleclaude-stop (esc to cancel, 12s)",
+    *INPUT,
+]
+
+
+def gemini(**changes) -> Session:
+    session = Session(
+        id="abcd1234",
+        agent="gemini",
+        command="next-build",
+        args="greeting",
+        project="/p",
+        subfolder=None,
+        state=SessionState.RUNNING,
+        created_at=T0,
+        updated_at=T0,
+        delivered_at=T0,
+        last_progress_at=T0,
+    )
+    return replace(session, **changes)
+
+
+def hit(session: Session, screen: list[str], seconds: float):
+    return api_wait_limit(
+        session, screen, T0 + timedelta(seconds=seconds), LIMIT, GEMINI.api_wait, GEMINI.tool_running
+    )
+
+
+def test_the_spinner_alone_for_the_limit_is_a_rate_limit_for_the_default_pause():
+    found = hit(gemini(), RETRYING, LIMIT)
+    assert found is not None and found.reason == "rate_limited"
+    assert found.until == T0 + timedelta(seconds=LIMIT) + DEFAULT_PAUSE
+
+
+@pytest.mark.parametrize(
+    ("session", "screen", "seconds"),
+    [
+        (gemini(), RETRYING, LIMIT - 1),  # not yet
+        (gemini(last_progress_at=T0 + timedelta(seconds=60)), RETRYING, LIMIT),  # output since
+        (gemini(), SHELL, LIMIT * 10),  # a long shell command, not the API
+        (gemini(), HOOK, LIMIT * 10),  # a slow hook
+        (gemini(), INPUT, LIMIT * 10),  # idle at its prompt
+        (gemini(state=SessionState.TURN_ENDED), RETRYING, LIMIT * 10),
+        (gemini(agent="claude"), RETRYING, LIMIT * 10),  # claude's profile: its retries show (`retry`)
+    ],
+    ids=[
+        "before-the-limit",
+        "output-since",
+        "shell-running",
+        "hook-running",
+        "idle",
+        "turn-ended",
+        "no-pattern",
+    ],
+)
+def test_no_limit(session, screen, seconds):
+    profile = DEFAULT_PROFILES[session.agent]
+    now = T0 + timedelta(seconds=seconds)
+    assert api_wait_limit(session, screen, now, LIMIT, profile.api_wait, profile.tool_running) is None
