@@ -30,7 +30,7 @@ from teleclaude.demo.scenario import commit_all
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
-from teleclaude.runtime import orchestrator
+from teleclaude.runtime import orchestrator, remote
 from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 from teleclaude.runtime.orchestrator import Outcome
@@ -262,6 +262,13 @@ def test_a_parallel_run_puts_a_lane_on_the_ssh_computer_and_delivers_its_item(
     assert local_builds  # the other lane worked on this machine meanwhile
     authors = git(project, "log", "--format=%an", "main").splitlines()
     assert "remote worker" in authors  # commits made over there reached main through the item branch
+    # delivered: no worktree, branch or staging ref of the items over there, no tracking ref here
+    assert not (remote_project / "trees" / "greeting").exists()
+    assert git(remote_project, "worktree", "list", "--porcelain").count("worktree ") == 1
+    refs = git(remote_project, "for-each-ref", "--format=%(refname)", "refs/heads/", "refs/teleclaude/")
+    assert refs == "refs/heads/main\n"
+    assert git(project, "for-each-ref", "--format=%(refname)", "refs/teleclaude/") == ""
+    assert any("removed trees/greeting and its branch on loopback-ssh" in line for line in lines)
 
 
 def test_a_limit_the_remote_stop_failure_hook_reports_reaches_this_machine(
@@ -291,3 +298,19 @@ def test_a_limit_the_remote_stop_failure_hook_reports_reaches_this_machine(
     assert runtime.tmux.views()[session.pane_id].stop_failure == ""  # the mark was taken away
     assert not sshd.db.exists()  # nothing was written into the database over there
     assert runtime.end_session(session.id).session.state.is_final
+
+
+def test_a_remote_branch_with_work_that_never_came_back_is_not_cleaned_up(project, remote_project, sshd):
+    box = open_runtime(project).config.remotes[NAME]
+    git(remote_project, "worktree", "add", "-q", "-b", "greeting", "trees/greeting")
+    (remote_project / "trees" / "greeting" / "only-there.txt").write_text("not brought back\n")
+    git(remote_project / "trees" / "greeting", "add", "-A")
+    git(remote_project / "trees" / "greeting", "commit", "-q", "-m", "Work only over there")
+    with pytest.raises(remote.TravelError, match="not on main here"):
+        remote.clean_up(box, project, "greeting", timeout=30)
+    assert (remote_project / "trees" / "greeting" / "only-there.txt").is_file()
+    assert git(remote_project, "branch", "--list", "greeting").strip()
+    git(remote_project / "trees" / "greeting", "reset", "-q", "--hard", "main")  # nothing of its own now
+    remote.clean_up(box, project, "greeting", timeout=30)
+    assert not (remote_project / "trees" / "greeting").exists()
+    assert git(remote_project, "branch", "--list", "greeting") == ""
