@@ -158,9 +158,9 @@ class Fleet(Tmux):
         tmux, bare = self._route(pane_id)
         (super().send_key if tmux is self else tmux.send_key)(bare, key)
 
-    def clear_turn_end(self, pane_id: str) -> None:
+    def clear_mark(self, pane_id: str, option: str) -> None:
         tmux, bare = self._route(pane_id)
-        (super().clear_turn_end if tmux is self else tmux.clear_turn_end)(bare)
+        (super().clear_mark if tmux is self else tmux.clear_mark)(bare, option)
 
     def kill_session(self, name: str) -> None:
         tmux, bare = self._route(name)

@@ -38,12 +38,15 @@ _VIEW_FORMAT = "\t".join(
         "pane_dead",
         "@teleclaude_exit",
         "@teleclaude_turn_end",
+        "@teleclaude_stop_failure",
     )
 )
 # A worker on another computer cannot reach this machine's database, so its stop hook marks its own pane
 # instead (`mark_own_pane`, when the launcher gave it this variable), and the observer reads the mark with
-# the pane's other facts, over the ssh connection it already uses, then clears it.
+# the pane's other facts, over the ssh connection it already uses, then clears it. Its StopFailure hook
+# (an API error ended the turn) does the same with the failure, as JSON in printable ASCII.
 TURN_END_OPTION = "@teleclaude_turn_end"
+STOP_FAILURE_OPTION = "@teleclaude_stop_failure"
 TURN_END_TO_PANE = "TELECLAUDE_TURN_END_TO_PANE"
 # Enters the folder, runs the agent, records its exit status on the pane (tmux 3.3 leaves
 # #{pane_dead_status} empty), then signals the session's wait-for channel. Inputs arrive as positional
@@ -184,9 +187,9 @@ class Tmux:
     def send_key(self, pane_id: str, key: str) -> None:
         self.cmd("send-keys", "-t", pane_id, key)
 
-    def clear_turn_end(self, pane_id: str) -> None:
-        """Take away the stop hook's mark on the pane (`mark_own_pane`): it has been recorded."""
-        self.cmd("set-option", "-p", "-u", "-t", pane_id, TURN_END_OPTION)
+    def clear_mark(self, pane_id: str, option: str) -> None:
+        """Take away a hook's mark on the pane (`mark_own_pane`): it has been recorded."""
+        self.cmd("set-option", "-p", "-u", "-t", pane_id, option)
 
     def wait_for(self, channel: str) -> subprocess.Popen[bytes]:
         """A `tmux wait-for CHANNEL` client that ends when the channel is signalled; poll() it, kill() it."""
@@ -199,14 +202,14 @@ class Tmux:
         )
 
 
-def mark_own_pane(value: str) -> bool:
-    """From inside a pane (a worker's stop hook): put the turn-end mark on that pane, in the tmux server it
-    runs in ($TMUX, $TMUX_PANE). False when not in a pane or tmux refused."""
+def mark_own_pane(value: str, option: str = TURN_END_OPTION) -> bool:
+    """From inside a pane (a worker's hook): put a mark (the turn end, a stop failure) on that pane, in the
+    tmux server it runs in ($TMUX, $TMUX_PANE). False when not in a pane or tmux refused."""
     pane = os.environ.get("TMUX_PANE", "")
     if not pane or not os.environ.get("TMUX"):
         return False
     done = subprocess.run(
-        [shutil.which("tmux") or "tmux", "set-option", "-p", "-t", pane, TURN_END_OPTION, value],
+        [shutil.which("tmux") or "tmux", "set-option", "-p", "-t", pane, option, value],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         timeout=10,
@@ -216,7 +219,9 @@ def mark_own_pane(value: str) -> bool:
 
 
 def _view(row: str) -> PaneView:
-    pane_id, pid, history, limit, cursor_y, height, alternate, dead, status, turn_end = row.split("\t")
+    pane_id, pid, history, limit, cursor_y, height, alternate, dead, status, turn_end, failure = row.split(
+        "\t"
+    )
     return PaneView(
         pane_id,
         int(pid or 0),
@@ -228,6 +233,7 @@ def _view(row: str) -> PaneView:
         dead == "1",
         int(status) if status else None,
         turn_end,
+        failure,
     )
 
 

@@ -10,6 +10,8 @@ a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a comm
     crash      print an error and exit with status 3
     altscreen  switch to the alternate screen, draw on it, and go back to the prompt there
     hook       after the step, run `teleclaude hook stop` the way Claude Code runs its Stop hook
+    failure    do no step: the API refused (a session limit), so run `teleclaude hook stop-failure` the
+               way Claude Code runs its StopFailure hook; the screen only says the turn failed
     slowstart  wait 1 s before showing the first prompt
     stall      say it is thinking and wait for a line of input (a reminder), then do the step
     report     after the step, report it with `teleclaude sessions report` and wait_cmd `true`
@@ -48,6 +50,8 @@ LIMIT_MESSAGES = {
     "gemini": "[API Error: got status: 429 Too Many Requests. RESOURCE_EXHAUSTED: Quota exceeded]",
     "codex": "You've hit your usage limit. Try again in 2 hours 5 minutes.",
 }
+# what Claude Code's StopFailure hook gets for a subscription limit (tests/realcli/NOTES.md)
+FAILURE_MESSAGE = "You've hit your session limit · resets 3:48pm (UTC)"
 SWALLOW_WINDOW = 0.05
 PROMPT = "> "
 
@@ -115,6 +119,17 @@ def respond(agent: str, chosen: set[str], command: str, args: str, lines) -> int
         return 3
     if "limit" in chosen:
         say(LIMIT_MESSAGES.get(agent, LIMIT_MESSAGES["claude"]))
+        return None
+    if "failure" in chosen:
+        say("the turn failed (see the StopFailure hook)")
+        run_hook(
+            "stop-failure",
+            {
+                "hook_event_name": "StopFailure",
+                "error": "rate_limit",
+                "last_assistant_message": FAILURE_MESSAGE,
+            },
+        )
         return None
     done = do_step(command, args.split()[0] if args.split() else "")
     say(done)
@@ -225,14 +240,14 @@ def next_archive(main: Path, slug: str) -> str:
 
 
 def run_stop_hook() -> None:
-    payload = {
-        "hook_event_name": "Stop",
-        "cwd": str(Path.cwd()),
-        "stop_hook_active": False,
-        "session_id": "fake",
-    }
+    run_hook("stop", {"hook_event_name": "Stop", "stop_hook_active": False})
+
+
+def run_hook(name: str, payload: dict[str, object]) -> None:
+    """`teleclaude hook NAME` with the hook's JSON on stdin, as Claude Code runs it."""
+    payload = {**payload, "cwd": str(Path.cwd()), "session_id": "fake"}
     subprocess.run(
-        [sys.executable, "-m", "teleclaude", "hook", "stop"],
+        [sys.executable, "-m", "teleclaude", "hook", name],
         input=json.dumps(payload),
         text=True,
         capture_output=True,

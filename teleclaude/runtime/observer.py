@@ -15,7 +15,7 @@ from pathlib import Path
 from subprocess import Popen
 
 from teleclaude.adapters.fs import read_tail
-from teleclaude.adapters.tmux import TmuxError
+from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION, TmuxError
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core.tool_lines import tool_lines
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
@@ -26,7 +26,14 @@ from teleclaude.runtime.core.blockers import (
     refused_command,
     unexpanded_command,
 )
-from teleclaude.runtime.core.limits import DEFAULT_PAUSE, codex_failure, failure_limit, find_limit, reset_time
+from teleclaude.runtime.core.limits import (
+    DEFAULT_PAUSE,
+    codex_failure,
+    failure_limit,
+    find_limit,
+    parse_failure,
+    reset_time,
+)
 from teleclaude.runtime.core.rollout import last_turn_error
 from teleclaude.runtime.core.sessions import (
     Activity,
@@ -170,6 +177,18 @@ class Observer:
         self.record_stop_failure(session.id, kind, error.message, "codex_error_info")
         return self.context.store.get(session.id) or session
 
+    def _marked_failure(self, session: Session, view: PaneView) -> Session | None:
+        """The StopFailure hook of a worker on another computer marked its pane with the failure (it cannot
+        reach this database): recorded as a local StopFailure hook's is, then the mark is taken away."""
+        failure = parse_failure(view.stop_failure) if view.stop_failure else None
+        if view.stop_failure:
+            self.context.tmux.clear_mark(session.pane_id, STOP_FAILURE_OPTION)
+        if failure is None:
+            return None
+        log.info("session %s: its pane is marked with %s: %s", session.id, failure.error, failure.message)
+        self.record_stop_failure(session.id, failure.error, failure.message)
+        return self.context.store.get(session.id) or session
+
     def record_stop_failure(
         self, session_id: str, error: str, message: str, signal: str = "StopFailure hook"
     ) -> bool:
@@ -267,8 +286,8 @@ class Observer:
             return context.change(session, Change.ERRORED, why, error=why)
         if session.state is SessionState.PENDING:
             return session  # still being delivered
-        failed = self._turn_error(session)  # codex's typed error, before the words on its screen
-        if failed is not None:
+        failed = self._turn_error(session) or self._marked_failure(session, view)
+        if failed is not None:  # typed errors come before the words on the screen
             return failed
         scanned, rows, partial = self._scan(session, view)
         if is_progress(rows):
@@ -279,7 +298,7 @@ class Observer:
         if view.dead:
             return self._after_exit(scanned, view, expect=session.state)
         if view.turn_end:  # the stop hook of a worker on another computer marked its pane
-            context.tmux.clear_turn_end(session.pane_id)
+            context.tmux.clear_mark(session.pane_id, TURN_END_OPTION)
             if scanned.state in WORKING:
                 return self._turn_ended(scanned, "stop hook", session.state)
         profile = context.config.profiles.get(session.agent)

@@ -5,6 +5,8 @@ commits are on the item branch here. Out: `git push` to a staging ref of the rem
 checked out there cannot be pushed to), then the remote worktree `trees/{slug}` is created from it or fast-
 forwarded to it. Back: `git fetch` of the remote branch into `refs/teleclaude/remotes/NAME/{slug}`, then the
 local worktree fast-forwards to it. Both ends only fast-forward: diverged work is an error, never a merge.
+Once the item is delivered here, `clean_up` removes its worktree and branch over there, as the finalize did
+here, but only when the branch there holds nothing that main here lacks.
 """
 
 from __future__ import annotations
@@ -23,12 +25,25 @@ from teleclaude.runtime.core.sessions import Session
 log = logging.getLogger("teleclaude.runtime")
 
 _SLUG = re.compile(r"[a-z0-9][a-z0-9._-]*")
+_COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # what `git rev-parse --verify` prints
 # runs on the remote computer: $1 the clone, $2 the slug (checked against _SLUG), $3 the staging ref
 _CHECK_OUT = (
     'set -e; cd -- "$1"; tree="trees/$2"; '
     'if [ -e "$tree/.git" ]; then git -C "$tree" merge -q --ff-only "$3"; '
     'else git worktree add -q -B "$2" "$tree" "$3"; fi; '
     'grep -qx "/trees/" .git/info/exclude 2>/dev/null || echo "/trees/" >> .git/info/exclude'
+)
+
+
+# runs on the remote computer: $1 the clone, $2 the slug (checked against _SLUG), $3 its branch's tip as
+# checked here (delivered; empty when it has no branch): a branch that moved since is left as it is
+_CLEAN_UP = (
+    'set -e; cd -- "$1"; tree="trees/$2"; '
+    'if [ -n "$3" ] && [ "$(git rev-parse -q --verify "refs/heads/$2")" != "$3" ]; then '
+    'echo "its branch $2 moved: left as it is" >&2; exit 3; fi; '
+    'if [ -e "$tree/.git" ]; then git worktree remove --force "$tree"; fi; git worktree prune; '
+    'if [ -n "$3" ]; then git update-ref -d "refs/heads/$2" "$3"; fi; '
+    'git update-ref -d "refs/teleclaude/incoming/$2"'
 )
 
 
@@ -62,6 +77,46 @@ def bring_back(computer: Computer, session: Session) -> None:
     tracking = f"refs/teleclaude/remotes/{computer.name}/{slug}"
     _git(computer, project, "fetch", "-q", "--force", ssh.git_url(computer), f"refs/heads/{slug}:{tracking}")
     gitx.run_git(["merge", "-q", "--ff-only", tracking], project / layout.TREES / slug)
+
+
+def clean_up(computer: Computer, project: Path, slug: str, timeout: float) -> None:
+    """The item is delivered here (merged into main, archived): remove its worktree `trees/{slug}`, its
+    branch and staging ref from the remote clone, and its tracking ref here. A branch there with commits
+    main here lacks (never brought back) stays, with its worktree: TravelError says so."""
+    if not _SLUG.fullmatch(slug):
+        return
+    branch = ["git", "-C", computer.project, "rev-parse", "-q", "--verify", f"refs/heads/{slug}^{{commit}}"]
+    tip = ssh.run(computer, branch, timeout, check=False).stdout.strip()
+    if tip and not (_COMMIT.fullmatch(tip) and _delivered(project, tip)):
+        raise TravelError(
+            f"{computer.name}: its branch {slug} has commits that are not on main here: left as it is"
+        )
+    ssh.run(computer, ["sh", "-c", _CLEAN_UP, "teleclaude-clean-up", computer.project, slug, tip], timeout)
+    tracking = f"refs/teleclaude/remotes/{computer.name}/{slug}"
+    gitx.run_git(["update-ref", "-d", tracking], project)
+
+
+def _delivered(project: Path, commit: str) -> bool:
+    """`commit` is in the main checkout's history (a commit unknown here is not)."""
+    try:
+        gitx.run_git(["merge-base", "--is-ancestor", commit, "HEAD"], project)
+    except subprocess.CalledProcessError:
+        return False
+    return True
+
+
+def clean_up_logged(computers: dict[str, Computer], project: Path, slug: str, timeout: float) -> list[str]:
+    """`clean_up` on each of `computers`; one line each on what became of it (a failure is also logged)."""
+    said = []
+    for computer in computers.values():
+        try:
+            clean_up(computer, project, slug, timeout)
+        except (ssh.RemoteError, subprocess.CalledProcessError) as error:
+            log.warning("item %s: could not clean up its worktree on %s: %s", slug, computer.name, error)
+            said.append(f"could not remove {layout.worktree(slug)} on {computer.name}: {error}")
+        else:
+            said.append(f"removed {layout.worktree(slug)} and its branch on {computer.name}")
+    return said
 
 
 def _git(computer: Computer, cwd: Path, *args: str) -> None:

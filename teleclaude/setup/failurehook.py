@@ -9,45 +9,41 @@ with the reset time of a subscription limit (`You've hit your session limit · r
 For a worker of the runtime (TELECLAUDE_SESSION_ID set): a limit makes the session `rate_limited` and the
 agent unavailable until that reset (else an hour), so the planner's next step goes to another agent;
 billing and authentication errors end the session as `errored` with the reason; other errors end the turn.
-The record is retried until it sticks. The hook prints nothing and always exits 0: it never breaks an agent.
+The record is retried until it sticks. A worker on another computer (the launcher set
+TELECLAUDE_TURN_END_TO_PANE) marks its tmux pane with the failure instead (`@teleclaude_stop_failure`): the
+observer reads it with the pane's other facts over ssh and records it as above, on this machine. The hook
+prints nothing and always exits 0: it never breaks an agent.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import sys
-from dataclasses import dataclass
 from typing import TextIO
 
+from teleclaude.runtime.core.limits import parse_failure
 from teleclaude.setup.stophook import record
-
-
-@dataclass(frozen=True)
-class StopFailure:
-    error: str  # rate_limit, server_error, overloaded, billing_error, authentication_failed, …
-    message: str  # last_assistant_message: the error as the screen shows it
-
-
-def parse_failure(raw: str) -> StopFailure | None:
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(data, dict) or not isinstance(data.get("error"), str):
-        return None
-    message = data.get("last_assistant_message")
-    return StopFailure(data["error"].strip() or "unknown", message if isinstance(message, str) else "")
 
 
 def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
     failure = parse_failure((stdin or sys.stdin).read())
     if failure is None:
-        sys.stderr.write(
-            "teleclaude hook stop-failure: ignoring the hook input: no `error` in a JSON object\n"
-        )
+        _warn("ignoring the hook input: no `error` in a JSON object")
+        return 0
+    # TURN_END_TO_PANE of adapters/tmux.py: a worker on another computer cannot reach this machine's
+    # database, so it marks its pane, which the observer reads over ssh and records as below
+    if os.environ.get("TELECLAUDE_TURN_END_TO_PANE") and os.environ.get("TELECLAUDE_SESSION_ID"):
+        from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, mark_own_pane
+
+        if not mark_own_pane(failure.encode(), STOP_FAILURE_OPTION):
+            _warn(f"could not mark the {failure.error} that ended the turn on the tmux pane")
         return 0
     record(
         lambda runtime, session_id: runtime.record_stop_failure(session_id, failure.error, failure.message),
         f"the {failure.error} that ended the turn",
     )
     return 0
+
+
+def _warn(message: str) -> None:
+    sys.stderr.write(f"teleclaude hook stop-failure: {message}\n")

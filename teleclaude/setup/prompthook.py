@@ -4,12 +4,15 @@ Codex 0.169 runs it for each message it is given, before the model is asked, wit
 `{"session_id", "turn_id", "cwd", "hook_event_name": "UserPromptSubmit", "transcript_path", "prompt", …}`.
 `transcript_path` is the session's rollout file, where codex records, typed, an API error that ends the turn
 (no hook runs for such a turn: runtime/core/rollout.py). For a worker of the runtime (TELECLAUDE_SESSION_ID
-set) the path is kept on its session. The hook prints nothing (the prompt goes ahead) and always exits 0.
+set) the path is kept on its session. A worker on another computer (TELECLAUDE_TURN_END_TO_PANE set) keeps
+nothing: its rollout file is over there, out of the observer's reach, and this machine's database is too;
+its limits are read from its screen. The hook prints nothing (the prompt goes ahead) and always exits 0.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import TextIO
 
@@ -27,6 +30,8 @@ def transcript_path(raw: str) -> str:
 
 def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
     path = transcript_path((stdin or sys.stdin).read())
+    if os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # TURN_END_TO_PANE of adapters/tmux.py: remote
+        return 0
     if path:
         record(lambda runtime, session_id: runtime.record_transcript(session_id, path), "the rollout file")
     return 0

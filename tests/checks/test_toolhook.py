@@ -78,3 +78,31 @@ def test_the_stop_failure_hook_never_fails_the_agent(cli_env):
     done = subprocess.run(argv, input="not json", env=env, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (0, "")
     assert done.stderr.startswith("teleclaude hook stop-failure: ")
+
+
+def test_the_hooks_of_a_worker_on_another_computer_leave_that_computers_database_alone(cli_env, tmp_path):
+    """Over there (the launcher set TELECLAUDE_TURN_END_TO_PANE) the runtime's database is out of reach:
+    its StopFailure hook marks the pane instead (tests/runtime/test_remote.py), its prompt hook keeps none."""
+    db = tmp_path / "over-there.db"
+    env = {
+        **cli_env,
+        "TELECLAUDE_SESSION_ID": "w1",
+        "TELECLAUDE_TURN_END_TO_PANE": "1",
+        "TELECLAUDE_DB": str(db),
+    }
+    env.pop("TMUX", None)
+    env.pop("TMUX_PANE", None)
+    rollout = {
+        "hook_event_name": "UserPromptSubmit",
+        "transcript_path": "/r.jsonl",
+        "prompt": "$next-build x",
+    }
+    failure = {"hook_event_name": "StopFailure", "error": "rate_limit", "last_assistant_message": "limit"}
+    for name, payload in (("prompt", rollout), ("stop-failure", failure)):
+        argv = [sys.executable, "-m", "teleclaude", "hook", name]
+        done = subprocess.run(
+            argv, input=json.dumps(payload), env=env, capture_output=True, text=True, timeout=60
+        )
+        assert (done.returncode, done.stdout) == (0, ""), done.stderr
+    assert done.stderr.startswith("teleclaude hook stop-failure: ")  # not in a tmux pane: it says so
+    assert not db.exists()

@@ -15,7 +15,7 @@ from teleclaude.demo.workers import Workers, git, make_repository
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Complete, Dispatch, Step
-from teleclaude.planner.finalize import Finalized, finalize
+from teleclaude.planner.finalize import Finalized, _merge, finalize
 
 
 def approve(project: Path, slug: str) -> None:
@@ -87,3 +87,27 @@ def test_a_dirty_main_checkout_is_refused_and_a_second_finalize_does_nothing(tmp
     assert isinstance(done, Finalized) and done.merged and done.archive == "done/001-greeting/"
     again = finalize("greeting", cwd=project)
     assert isinstance(again, Finalized) and not again.merged and again.archive == "done/001-greeting/"
+
+
+def test_a_merge_that_conflicts_is_aborted_and_sends_the_merge_fixer(tmp_path, capsys):
+    """main can move between the planner's pre-merge check and the merge (another finalize, a person): the
+    merge itself then meets the conflict. It is aborted, main is left as it was, the fixer is sent."""
+    project = make_repository(tmp_path / "project")
+    approve(project, "greeting")
+    (project / "src").mkdir(exist_ok=True)
+    (project / "src" / "greeting.py").write_text('"""greeting, written on main meanwhile."""\n')
+    git(project, "add", "--", "src/greeting.py")
+    git(project, "commit", "-q", "-m", "main moves on")
+    head, status = git(project, "rev-parse", "HEAD"), git(project, "status", "--porcelain")
+    repo = gitx.find_repo(project)
+    conflict = _merge(repo, "greeting", "done/001-greeting/")  # the merge step itself, past the check
+    assert isinstance(conflict, Error) and conflict.code is ErrorCode.MERGE_CONFLICT
+    assert git(project, "rev-parse", "HEAD") == head  # main is as it was
+    assert not (repo.common_dir / "MERGE_HEAD").exists()
+    assert git(project, "status", "--porcelain") == status  # the roadmap's [>] marks, as next_work left them
+    assert "<<<<<<<" not in (project / "src" / "greeting.py").read_text()
+    assert not (project / "done").exists()
+    fixer = app.next_work("greeting", cwd=project)
+    assert isinstance(fixer, Dispatch) and fixer.command == "next-fix-merge", fixer
+    assert cli_main(["finalize", "greeting", "--cwd", str(project)]) == 1  # the check refuses it too
+    assert capsys.readouterr().out.splitlines()[0] == "ERROR: FINALIZE_REFUSED"

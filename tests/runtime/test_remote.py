@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ from teleclaude.demo.scenario import commit_all
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
-from teleclaude.runtime import orchestrator
+from teleclaude.runtime import orchestrator, remote
 from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 from teleclaude.runtime.orchestrator import Outcome
@@ -44,6 +45,7 @@ class Loopback:
     user_key: Path
     known_hosts: Path
     tmux_dir: Path  # the "remote" tmux servers' folder
+    db: Path  # the "remote" teleclaude database: nothing of this machine's sessions may land there
 
 
 def _free_port() -> int:
@@ -72,7 +74,8 @@ def sshd(tmp_path) -> Loopback:
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys / 'host_key'}\nPidFile {keys / 'sshd.pid'}\n"
         f"AuthorizedKeysFile {keys / 'authorized_keys'}\nStrictModes no\nUsePAM no\n"
         "PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-        f"PermitRootLogin prohibit-password\nSetEnv TMUX_TMPDIR={tmux_dir}\n"
+        f"PermitRootLogin prohibit-password\n"
+        f"SetEnv TMUX_TMPDIR={tmux_dir} TELECLAUDE_DB={tmp_path / 'remote-teleclaude.db'}\n"
     )
     if os.geteuid() == 0:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
@@ -90,7 +93,9 @@ def sshd(tmp_path) -> Loopback:
     drain.start()
     host_key = (keys / "host_key.pub").read_text().split()
     (keys / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_key[0]} {host_key[1]}\n")
-    loopback = Loopback(port, keys / "user_key", keys / "known_hosts", tmux_dir)
+    loopback = Loopback(
+        port, keys / "user_key", keys / "known_hosts", tmux_dir, tmp_path / "remote-teleclaude.db"
+    )
     yield loopback
     ssh.close(computer(loopback, "/unused", tmp_path))
     for server_socket in tmux_dir.glob("tmux-*/*"):  # the remote tmux servers, with what they ran
@@ -257,3 +262,55 @@ def test_a_parallel_run_puts_a_lane_on_the_ssh_computer_and_delivers_its_item(
     assert local_builds  # the other lane worked on this machine meanwhile
     authors = git(project, "log", "--format=%an", "main").splitlines()
     assert "remote worker" in authors  # commits made over there reached main through the item branch
+    # delivered: no worktree, branch or staging ref of the items over there, no tracking ref here
+    assert not (remote_project / "trees" / "greeting").exists()
+    assert git(remote_project, "worktree", "list", "--porcelain").count("worktree ") == 1
+    refs = git(remote_project, "for-each-ref", "--format=%(refname)", "refs/heads/", "refs/teleclaude/")
+    assert refs == "refs/heads/main\n"
+    assert git(project, "for-each-ref", "--format=%(refname)", "refs/teleclaude/") == ""
+    assert any("removed trees/greeting and its branch on loopback-ssh" in line for line in lines)
+
+
+def test_a_limit_the_remote_stop_failure_hook_reports_reaches_this_machine(
+    project, remote_project, sshd, watch, monkeypatch
+):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    settings = project / "teleclaude.toml"
+    text = settings.read_text().replace("idle_threshold = 0.4", "idle_threshold = 600")  # never idle here
+    # the stand-in runs `teleclaude hook stop-failure` over there, as Claude Code runs its StopFailure hook
+    settings.write_text(text + '\n[runtime.agents.claude]\nenv = { FAKE_AGENT = "failure" }\n')
+    commit_all(project, "Claude over there meets a session limit")
+    runtime = open_runtime(project)
+    action = app.next_work(cwd=project)
+    assert isinstance(action, Dispatch) and action.step is Step.BUILD, action
+    started = runtime.run_agent_command(
+        NAME, action.command, action.slug, action.project, "claude", "med", action.subfolder
+    )
+    assert isinstance(started, Started), started.message
+    session = started.session
+    watch(runtime, session.id).until(EventKind.RATE_LIMITED, seconds=60)
+    limited = runtime.store.get(session.id)
+    assert limited.state is SessionState.RATE_LIMITED
+    assert "StopFailure hook: rate_limit" in limited.last_error
+    unavailable = runtime.context.availability.unavailable(datetime.now(UTC))
+    assert "claude" in unavailable  # on this machine: the planner gives the next step to another agent
+    assert unavailable["claude"].until.astimezone(UTC).strftime("%H:%M") == "15:48"  # the hook's own reset
+    assert runtime.tmux.views()[session.pane_id].stop_failure == ""  # the mark was taken away
+    assert not sshd.db.exists()  # nothing was written into the database over there
+    assert runtime.end_session(session.id).session.state.is_final
+
+
+def test_a_remote_branch_with_work_that_never_came_back_is_not_cleaned_up(project, remote_project, sshd):
+    box = open_runtime(project).config.remotes[NAME]
+    git(remote_project, "worktree", "add", "-q", "-b", "greeting", "trees/greeting")
+    (remote_project / "trees" / "greeting" / "only-there.txt").write_text("not brought back\n")
+    git(remote_project / "trees" / "greeting", "add", "-A")
+    git(remote_project / "trees" / "greeting", "commit", "-q", "-m", "Work only over there")
+    with pytest.raises(remote.TravelError, match="not on main here"):
+        remote.clean_up(box, project, "greeting", timeout=30)
+    assert (remote_project / "trees" / "greeting" / "only-there.txt").is_file()
+    assert git(remote_project, "branch", "--list", "greeting").strip()
+    git(remote_project / "trees" / "greeting", "reset", "-q", "--hard", "main")  # nothing of its own now
+    remote.clean_up(box, project, "greeting", timeout=30)
+    assert not (remote_project / "trees" / "greeting").exists()
+    assert git(remote_project, "branch", "--list", "greeting") == ""

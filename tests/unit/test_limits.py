@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from teleclaude.config.parse import ConfigError, parse_config
-from teleclaude.runtime.core.limits import find_limit, reset_time
+from teleclaude.runtime.core.limits import StopFailure, find_limit, parse_failure, reset_time
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
@@ -202,3 +202,15 @@ def test_a_stop_failure_hook_report_is_a_limit_with_the_reset_it_names():
     assert failure_limit("server_error", "", NOW, UTC).reason == "server_error"
     assert failure_limit("server_error", "API Error: 529 Overloaded.", NOW, UTC).reason == "overloaded"
     assert failure_limit("billing_error", "Credit balance too low", NOW, UTC) is None
+
+
+def test_a_stop_failure_travels_on_one_list_panes_row_and_reads_back_the_same():
+    """A remote worker's StopFailure hook marks its pane with the failure; `list-panes` hands the mark back
+    as one field of a tab-separated row, so it must hold no tab, newline or other control character."""
+    failure = StopFailure(
+        "rate_limit", "You’ve hit your session limit · resets 3:48pm (UTC)\n\tdetails #{pane_id}"
+    )
+    mark = failure.encode()
+    assert mark.isascii() and mark.isprintable()
+    assert parse_failure(mark) == failure
+    assert parse_failure("not json") is None and parse_failure('{"message": "no error"}') is None

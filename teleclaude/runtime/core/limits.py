@@ -6,6 +6,7 @@ specific (an error's own wording, not just "rate limit") because workers also pr
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -81,6 +82,32 @@ def find_limit(
 
 # Claude Code's StopFailure hook: the `error` kinds that mean "not now" rather than "not at all"
 LIMIT_FAILURES = {"rate_limit": "rate_limited", "overloaded": "overloaded", "server_error": "server_error"}
+
+
+@dataclass(frozen=True)
+class StopFailure:
+    error: str  # rate_limit, server_error, overloaded, billing_error, authentication_failed, …
+    message: str  # last_assistant_message: the error as the screen shows it
+
+    def encode(self) -> str:
+        """As the hook's own JSON, in printable ASCII: the pane mark of a worker on another computer, which
+        `list-panes` hands back on one tab-separated row (`parse_failure` reads it again)."""
+        return json.dumps({"error": self.error, "last_assistant_message": self.message[:MARK_CHARS]})
+
+
+MARK_CHARS = 2000  # enough for the error's first lines and its reset time
+
+
+def parse_failure(raw: str) -> StopFailure | None:
+    """The StopFailure hook's JSON on stdin (or a pane's mark); None without an `error`."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("error"), str):
+        return None
+    message = data.get("last_assistant_message")
+    return StopFailure(data["error"].strip() or "unknown", message if isinstance(message, str) else "")
 
 
 def failure_limit(error: str, message: str, now: datetime, local: tzinfo) -> LimitHit | None:

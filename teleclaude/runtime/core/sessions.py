@@ -233,6 +233,7 @@ class PaneView:
     dead: bool
     dead_status: int | None = None
     turn_end: str = ""  # the stop hook's mark on the pane (a worker on another computer), until cleared
+    stop_failure: str = ""  # its StopFailure hook's mark: the failure as JSON (core/limits.py), until cleared
 
 
 class InvalidCursor(ValueError):
