@@ -43,14 +43,18 @@ def install() -> None:
 
 
 def _exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
-    if isinstance(source, str) and isinstance(globals, dict) and _ours(globals.get("__name__")):
-        code = _compiled.get(source)
-        if code is None:
-            global _added
-            # As `exec(source)` in `dataclasses` compiles it: no `__future__` flags of this module.
-            code = _compiled[source] = compile(source, "<string>", "exec", dont_inherit=True)
-            _added = True
-        source = code
+    if isinstance(source, str):
+        # As `exec(source)` in `dataclasses` compiles it: without this module's `__future__` flags, which a
+        # plain `exec` here would pass on (every other package's dataclasses would get string annotations).
+        if isinstance(globals, dict) and _ours(globals.get("__name__")):
+            code = _compiled.get(source)
+            if code is None:
+                global _added
+                code = _compiled[source] = compile(source, "<string>", "exec", dont_inherit=True)
+                _added = True
+            source = code
+        else:
+            source = compile(source, "<string>", "exec", dont_inherit=True)
     builtins.exec(source, globals, locals)
 
 

@@ -208,13 +208,16 @@ def mark_own_pane(value: str, option: str = TURN_END_OPTION) -> bool:
     pane = os.environ.get("TMUX_PANE", "")
     if not pane or not os.environ.get("TMUX"):
         return False
-    done = subprocess.run(
-        [shutil.which("tmux") or "tmux", "set-option", "-p", "-t", pane, option, value],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=10,
-        check=False,
-    )
+    try:
+        done = subprocess.run(
+            [shutil.which("tmux") or "tmux", "set-option", "-p", "-t", pane, option, value],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):  # no tmux on the hook's PATH, or it hung
+        return False
     return done.returncode == 0
 
 

@@ -184,6 +184,7 @@ class Launcher:
             screen = self._wait_for_prompt(session, profile)
             if isinstance(screen, Error):
                 return self._fail(session, screen)
+            sent_at = self.context.clock()  # before typing: a turn that fails at once is still this one
             tmux.send_text(session.pane_id, text)
             time.sleep(self.context.config.settle)
             if not self.panes.press_enter(session, typed=text.strip()):
@@ -200,10 +201,10 @@ class Launcher:
         running, _ = transition(session, Change.DELIVERED, now)
         running = replace(
             running,
-            delivered_at=now,
+            delivered_at=sent_at,
             scan_cursor=Cursor.start(view).encode(),
             screen_hash="",  # so the first look after delivery counts as a change
-            last_change_at=now,
+            last_change_at=sent_at,
             last_progress_at=now,
         )
         return Started(self.context.store.save(running, expect=SessionState.PENDING) or running)

@@ -28,6 +28,7 @@ from teleclaude.runtime.core.blockers import (
 )
 from teleclaude.runtime.core.limits import (
     DEFAULT_PAUSE,
+    LimitHit,
     codex_failure,
     failure_limit,
     find_limit,
@@ -180,14 +181,16 @@ class Observer:
     def _marked_failure(self, session: Session, view: PaneView) -> Session | None:
         """The StopFailure hook of a worker on another computer marked its pane with the failure (it cannot
         reach this database): recorded as a local StopFailure hook's is, then the mark is taken away."""
-        failure = parse_failure(view.stop_failure) if view.stop_failure else None
-        if view.stop_failure:
+        if not view.stop_failure:
+            return None
+        failure = parse_failure(view.stop_failure)
+        if failure is None:  # not a mark teleclaude's hook writes: nothing to record
             self.context.tmux.clear_mark(session.pane_id, STOP_FAILURE_OPTION)
-        if failure is None:
             return None
         log.info("session %s: its pane is marked with %s: %s", session.id, failure.error, failure.message)
-        self.record_stop_failure(session.id, failure.error, failure.message)
-        return self.context.store.get(session.id) or session
+        if self.record_stop_failure(session.id, failure.error, failure.message):
+            self.context.tmux.clear_mark(session.pane_id, STOP_FAILURE_OPTION)
+        return self.context.store.get(session.id) or session  # not recorded: the mark stays for the next look
 
     def record_stop_failure(
         self, session_id: str, error: str, message: str, signal: str = "StopFailure hook"
@@ -298,9 +301,12 @@ class Observer:
         if view.dead:
             return self._after_exit(scanned, view, expect=session.state)
         if view.turn_end:  # the stop hook of a worker on another computer marked its pane
-            context.tmux.clear_mark(session.pane_id, TURN_END_OPTION)
-            if scanned.state in WORKING:
-                return self._turn_ended(scanned, "stop hook", session.state)
+            working = scanned.state in WORKING
+            hooked = self._turn_ended(scanned, "stop hook", session.state) if working else None
+            if hooked is None or hooked.state not in WORKING:  # recorded: the mark has done its work
+                context.tmux.clear_mark(session.pane_id, TURN_END_OPTION)
+            if hooked is not None:
+                return hooked  # still working: another writer saved first, the mark stays for the next look
         profile = context.config.profiles.get(session.agent)
         screen = context.tmux.screen(session.pane_id, view)
         blocked = self._blocked(scanned, [*rows, partial], screen, now, expect=session.state)
@@ -335,12 +341,7 @@ class Observer:
         profile = self.context.config.profiles.get(session.agent)
         local = datetime.now().astimezone().tzinfo or UTC
         hit = find_limit(session.agent, rows, now, local, profile.limit_patterns if profile else None)
-        if hit is None:
-            return None
-        self.context.availability.mark_unavailable(session.agent, hit.until, hit.reason)
-        detail = f"{hit.reason} until {hit.until.isoformat(timespec='seconds')}: {hit.line}"
-        log.info("session %s: %s", session.id, detail)
-        return detail
+        return None if hit is None else self._unavailable(session, hit)
 
     def _api_wait_in(self, session: Session, screen: list[str], now: datetime) -> str | None:
         """Waiting on the API with no output for `api_wait_limit` (core/apiwait.py: gemini's silent
@@ -350,8 +351,10 @@ class Observer:
             return None
         limit = self.context.config.api_wait_limit
         hit = api_wait_limit(session, screen, now, limit, profile.api_wait, profile.tool_running)
-        if hit is None:
-            return None
+        return None if hit is None else self._unavailable(session, hit)
+
+    def _unavailable(self, session: Session, hit: LimitHit) -> str:
+        """Mark the session's agent unavailable until the limit's reset; the detail of its event."""
         self.context.availability.mark_unavailable(session.agent, hit.until, hit.reason)
         detail = f"{hit.reason} until {hit.until.isoformat(timespec='seconds')}: {hit.line}"
         log.info("session %s: %s", session.id, detail)

@@ -29,8 +29,11 @@ def transcript_path(raw: str) -> str:
 
 
 def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
-    path = transcript_path((stdin or sys.stdin).read())
     if os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # TURN_END_TO_PANE of adapters/tmux.py: remote
+        return 0
+    try:
+        path = transcript_path((stdin or sys.stdin).read())
+    except (OSError, ValueError):  # unreadable or not UTF-8: nothing to keep, and the prompt goes ahead
         return 0
     if path:
         record(lambda runtime, session_id: runtime.record_transcript(session_id, path), "the rollout file")

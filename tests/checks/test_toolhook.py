@@ -106,3 +106,31 @@ def test_the_hooks_of_a_worker_on_another_computer_leave_that_computers_database
         assert (done.returncode, done.stdout) == (0, ""), done.stderr
     assert done.stderr.startswith("teleclaude hook stop-failure: ")  # not in a tmux pane: it says so
     assert not db.exists()
+
+
+def test_the_prompt_hook_never_fails_the_agent_on_input_it_cannot_read(cli_env):
+    """codex's `UserPromptSubmit`: bytes that are not UTF-8, or no JSON, and the prompt still goes ahead."""
+    argv = [sys.executable, "-m", "teleclaude", "hook", "prompt", "--agent", "codex"]
+    env = {**cli_env, "TELECLAUDE_SESSION_ID": "w1"}
+    for payload in (b"\xff\xfe{not utf-8", b"not json", b""):
+        done = subprocess.run(argv, input=payload, env=env, capture_output=True, timeout=60)
+        assert (done.returncode, done.stdout, b"Traceback" in done.stderr) == (0, b"", False)
+
+
+def test_a_hook_on_another_computer_without_tmux_on_its_path_says_so_and_exits_0(cli_env, tmp_path):
+    """The remote stop hook marks its pane with tmux; a PATH without tmux is no traceback."""
+    env = {
+        **cli_env,
+        "TELECLAUDE_SESSION_ID": "w1",
+        "TELECLAUDE_TURN_END_TO_PANE": "1",
+        "TELECLAUDE_DB": str(tmp_path / "over-there.db"),
+        "TMUX": "/nowhere/tmux-0/default,1,0",
+        "TMUX_PANE": "%1",
+        "PATH": str(tmp_path),
+    }
+    argv = [sys.executable, "-m", "teleclaude", "hook", "stop", "--agent", "claude"]
+    payload = json.dumps({"hook_event_name": "Stop", "session_id": "s1", "transcript_path": "/t.jsonl"})
+    done = subprocess.run(
+        argv, input=payload, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr

@@ -191,6 +191,8 @@ def test_a_command_line_the_model_got_as_typed_was_not_expanded():
         expanded, DEFAULT_PROFILES["gemini"].slash_command("next-build", "greeting")
     )
     assert not unexpanded_command("Turn 2: say done.", typed)
+    # a command without {{args}}: gemini appends the typed line to the command's own text
+    assert not unexpanded_command("Check the build.\n\n/no-such-command greeting", typed)
 
 
 def test_geminis_loop_detection_dialog_is_a_blocker():

@@ -51,3 +51,17 @@ def test_a_damaged_table_is_ignored_and_replaced(tmp_path: Path) -> None:
 def test_nothing_is_written_where_bytecode_is_not(tmp_path: Path) -> None:
     assert probe(tmp_path, write_bytecode=False) == EXPECTED
     assert tables(tmp_path) == []
+
+
+def test_other_packages_dataclasses_keep_their_real_annotations(tmp_path: Path) -> None:
+    """teleclaude routes `dataclasses`' exec; a dataclass of someone else's keeps its typed `__init__`."""
+    code = (
+        "import teleclaude, dataclasses, typing\n"
+        "@dataclasses.dataclass\nclass Point:\n x: int\n"
+        "print(typing.get_type_hints(Point.__init__))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONPYCACHEPREFIX=str(tmp_path), PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "{'x': <class 'int'>, 'return': <class 'NoneType'>}"

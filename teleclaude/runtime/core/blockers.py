@@ -176,11 +176,16 @@ def refused_command(agent: str, rows: Iterable[str]) -> str | None:
     return None
 
 
+SESSION_CONTEXT = re.compile(r"\A\s*<session_context>.*?</session_context>", re.DOTALL)
+
+
 def unexpanded_command(prompt: str, typed: str) -> bool:
-    """The prompt the CLI sent its model ends with the command line exactly as it was typed: the CLI did
-    not know the command (gemini 0.61 sends an unknown `/x args` to the model as a plain prompt once its MCP
-    servers are connected), so the role command never ran."""
-    return bool(typed.strip()) and prompt.rstrip().endswith(typed.strip())
+    """The prompt the CLI sent its model is the command line exactly as it was typed, with nothing but
+    gemini's session context before it: the CLI did not know the command (gemini 0.61 sends an unknown
+    `/x args` to the model as a plain prompt once its MCP servers are connected), so the role command never
+    ran. A known command without `{{args}}` also ends with the typed line (gemini appends it to the
+    command's text), so text before the line means the command was expanded."""
+    return bool(typed.strip()) and SESSION_CONTEXT.sub("", prompt).strip() == typed.strip()
 
 
 def blocked_text(agent: str, blocker: Blocker, workdir: str, rows: Iterable[str]) -> str:
