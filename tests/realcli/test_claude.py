@@ -7,31 +7,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from teleclaude.demo.model_server import Step, Text, Tool, edit_and_commit, mcp, shell
 from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 from teleclaude.setup.install import Scope
+
+from .watching import events_until, screen
 
 
 def start(runtime, project, command: str = "next-build", args: str = "greeting") -> Started:
     started = runtime.run_agent_command("local", command, args, str(project), "claude", "med")
     assert isinstance(started, Started), started
     return started
-
-
-def events_until(runtime, session_id: str, kind: EventKind, seconds: float = 60.0) -> list:
-    """Every event of the session up to the first of `kind` (waiting on the runtime, not sleeping)."""
-    seen = []
-    for _ in range(int(seconds // 10) or 1):
-        waited = runtime.wait_for_sessions([session_id], timeout=10)
-        seen += waited.events
-        if any(event.kind is kind for event in seen):
-            return seen
-    session = runtime.store.get(session_id)
-    saw = [(e.kind.value, e.detail) for e in seen]
-    pytest.fail(f"no {kind.value} event; saw {saw}; the screen:\n{screen(runtime, session)}")
 
 
 NEXT_WORK = "mcp__teleclaude__teleclaude__next_work"
@@ -76,10 +63,6 @@ def tool_result(turn) -> str:
     ]
     content = blocks[-1]["content"]
     return content if isinstance(content, str) else "".join(part.get("text", "") for part in content)
-
-
-def screen(runtime, session) -> str:
-    return "\n".join(runtime.tmux.screen(session.pane_id, runtime.tmux.views()[session.pane_id]))
 
 
 def test_claude_starts_unattended_and_its_command_reaches_the_model_expanded(runtime, project, model_server):

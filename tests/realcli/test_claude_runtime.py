@@ -21,6 +21,8 @@ from teleclaude.planner import api as app
 from teleclaude.planner.core.render import to_text
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 
+from .watching import events_until, screen_shows
+
 
 def with_env(runtime, agent: str, **changes: str | None) -> None:
     """Change what the agent's workers get (None: leave the variable out), on top of teleclaude.toml's."""
@@ -173,31 +175,5 @@ def called_agent(project) -> str:
     return re.search(r'agent="([^"]+)"', text)[1]
 
 
-def screen_shows(runtime, session, text: str, seconds: float = 20.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        view = runtime.tmux.views().get(session.pane_id)
-        if view and any(text in row for row in runtime.tmux.screen(session.pane_id, view)):
-            return
-        time.sleep(0.1)
-    pytest.fail(f"{text!r} never showed; the screen:\n{screen(runtime, session)}")
-
-
 def git(cwd, *args) -> str:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
-
-
-def events_until(runtime, session_id: str, kind: EventKind, seconds: float = 60.0) -> list:
-    """Every event of the session up to the first of `kind` (waiting on the runtime, not sleeping)."""
-    seen = []
-    for _ in range(int(seconds // 10) or 1):
-        seen += runtime.wait_for_sessions([session_id], timeout=10).events
-        if any(event.kind is kind for event in seen):
-            return seen
-    session = runtime.store.get(session_id)
-    saw = [(e.kind.value, e.detail) for e in seen]
-    pytest.fail(f"no {kind.value} event; saw {saw}; the screen:\n{screen(runtime, session)}")
-
-
-def screen(runtime, session) -> str:
-    return "\n".join(runtime.tmux.screen(session.pane_id, runtime.tmux.views()[session.pane_id]))

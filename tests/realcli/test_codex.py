@@ -21,8 +21,8 @@ from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 from teleclaude.setup.install import Scope, install
 
-from .test_claude import events_until, screen
-from .test_claude_runtime import git, screen_shows, with_profile
+from .test_claude_runtime import git, with_profile
+from .watching import events_until, screen, screen_shows, turn_ended
 
 
 def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med"):
@@ -288,9 +288,3 @@ def test_project_scope_alone_gives_codex_its_skills_mcp_server_and_hooks(
     assert "You are the **builder** for the work item `$ARGUMENTS`" in turn.text()
     assert str(project / ".codex" / "skills" / "next-build" / "SKILL.md") in turn.text()
     assert "mcp__teleclaude.teleclaude__next_work" in turn.tools()
-
-
-def turn_ended(runtime, session_id: str) -> list:
-    return [
-        e for e in events_until(runtime, session_id, EventKind.TURN_ENDED) if e.kind is EventKind.TURN_ENDED
-    ]

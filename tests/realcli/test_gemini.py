@@ -8,14 +8,14 @@ from datetime import timedelta
 
 import pytest
 
-from teleclaude.demo.model_server import Fail, Step, Text, Tool, _strings, mcp, shell
+from teleclaude.demo.model_server import Fail, Step, Text, Tool, body_text, mcp, shell
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 
-from .test_claude import events_until, screen
-from .test_claude_runtime import git, screen_shows
+from .test_claude_runtime import git
+from .watching import events_until, screen, screen_shows, turn_ended
 
 
 def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med"):
@@ -155,7 +155,7 @@ def test_geminis_loop_detection_dialog_is_never_typed_into(gemini_runtime, proje
     screen_shows(gemini_runtime, started.session, "Keep loop detection enabled")
     typed = gemini_runtime.send_message(started.session.id, "continue")
     assert isinstance(typed, Error) and typed.code is ErrorCode.WORKER_BLOCKED, typed
-    assert "the loop detection dialog" in typed.message.splitlines()[0], typed.message
+    assert "Keep loop detection enabled" in typed.message, typed.message  # the dialog, on its screen
 
 
 # --- gemini as the orchestrator -----------------------------------------------------------------------------
@@ -204,7 +204,7 @@ def test_a_gemini_orchestrator_runs_next_work_over_mcp_and_gets_a_tool_call(
     assert NEXT_WORK in called.tools()
     assert called.answer == f"tool {NEXT_WORK}"
     (response,) = [r for r in function_responses(answered.body) if r.get("name") == NEXT_WORK]
-    result = "\n".join(_strings(response.get("response")))
+    result = body_text(response.get("response"))
     # gemini wraps an MCP tool's text for the model: `<untrusted_context>\nTOOL_CALL:\n…</untrusted_context>`
     assert result.removeprefix("<untrusted_context>").lstrip().startswith("TOOL_CALL:"), result
     assert 'command="next-build"' in result and 'args="greeting"' in result, result
@@ -241,9 +241,3 @@ def test_an_after_agent_refusal_makes_the_gemini_worker_commit(gemini_runtime, p
     assert git(project, "status", "--porcelain", "todos") == ""
     refused = model_server.turns()[2]  # the request after "Notes written."
     assert "todos/greeting/notes.md" in refused.text()  # the hook's reason reached the model
-
-
-def turn_ended(runtime, session_id: str) -> list:
-    return [
-        e for e in events_until(runtime, session_id, EventKind.TURN_ENDED) if e.kind is EventKind.TURN_ENDED
-    ]
