@@ -122,7 +122,8 @@ def _commit_and_clean(repo: gitx.Repo, slug: str, archive: str) -> Finalized | E
         app.mark_done(repo, slug)
         item = layout.item_folder(slug)  # named only while it exists: else `git add` refuses the pathspec
         left = (root / item).exists() or gitx.run_git(["ls-files", "--", item], root).strip()
-        gitx.run_git(["add", "-A", "--", folder, layout.ROADMAP, *([item] if left else [])], root)
+        gitx.run_git(["add", "-A", "--", folder, *([item] if left else [])], root)
+        _stage_done(repo, slug)
         gitx.run_git(["commit", "-q", "-m", f"Finalize {slug}"], root)
     except (OSError, subprocess.CalledProcessError) as error:
         return _refused(
@@ -151,6 +152,20 @@ def _clean(repo: gitx.Repo, slug: str, archive: str) -> Finalized | Error:
             f"nothing in it is needed, or run `teleclaude finalize {slug}` again.",
         )
     return Finalized(slug, archive, merged=True)
+
+
+def _stage_done(repo: gitx.Repo, slug: str) -> None:
+    """Stage the roadmap as it is staged (normally: as committed) with only this item's `[x]` added.
+
+    The working file keeps every byte it has: next_work's `[>]` markers and a user's unsaved-to-git edits
+    stay uncommitted instead of riding along in the `Finalize` commit."""
+    entry = gitx.staged(repo.root, layout.ROADMAP)
+    if entry is None:
+        return  # no roadmap in the index: the [x] stays in the working file only
+    mode, data = entry
+    done = app.marked_done(repo, data, slug)
+    if done is not None:
+        gitx.stage(repo.root, layout.ROADMAP, mode, done)
 
 
 def _branch(repo: gitx.Repo, slug: str) -> str:

@@ -154,3 +154,25 @@ def test_a_finalize_commit_refused_by_a_hook_says_so_and_the_next_finalize_compl
     assert git(project, "branch", "--list", "greeting").strip() == ""
     again = finalize("greeting", cwd=project)
     assert isinstance(again, Finalized) and not again.merged
+
+
+def test_the_finalize_commit_takes_only_the_items_x_from_the_roadmap_and_leaves_a_users_edit_uncommitted(
+    tmp_path,
+):
+    project = make_repository(tmp_path / "project")
+    approve(project, "greeting")
+    approve(project, "shouting")  # its [>] is next_work's uncommitted marker
+    roadmap = project / "todos" / "roadmap.md"
+    edited = roadmap.read_text() + "- [ ] polish — someone is still writing this line\n"
+    roadmap.write_text(edited)  # a user's edit, not committed
+    done = finalize("greeting", cwd=project)
+    assert isinstance(done, Finalized) and done.merged, done
+    changed = [
+        line
+        for line in git(project, "diff", "HEAD^", "HEAD", "--", "todos/roadmap.md").splitlines()
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    assert len(changed) == 2 and "greeting" in changed[0] and "[x] greeting" in changed[1], changed
+    assert "polish" not in git(project, "show", "HEAD:todos/roadmap.md")
+    assert roadmap.read_text() == edited.replace("[>] greeting", "[x] greeting")  # every byte of it kept
+    assert git(project, "status", "--porcelain").split() == ["M", "todos/roadmap.md"]
