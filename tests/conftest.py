@@ -1,6 +1,13 @@
-"""Every test runs against a private HOME, availability database and git identity."""
+"""Every test runs against a private HOME, availability database and git identity; `teleclaude_cli` starts
+the CLI as a child process and kills what is left of it afterwards."""
 
 from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -20,3 +27,28 @@ def isolated_environment(tmp_path_factory, monkeypatch):
         monkeypatch.setenv(f"GIT_{role}_EMAIL", "tests@teleclaude.invalid")
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     return home
+
+
+@pytest.fixture
+def teleclaude_cli():
+    """Start `python -m teleclaude ARGS...` in a project; any still running when the test ends is killed."""
+    started: list[subprocess.Popen] = []
+
+    def start(project: Path, *args: str) -> subprocess.Popen:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "teleclaude", *args],
+            cwd=project,
+            env=dict(os.environ),  # the test's own HOME, TELECLAUDE_DB and PATH (fake agents first)
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # its own process group: whatever it started is killed with it
+        )
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()  # reaps it and closes its pipes

@@ -86,11 +86,30 @@ def _common_dir(git_dir: Path) -> Path:
 
 
 def run_git(args: list[str], cwd: Path) -> str:
+    return run_git_bytes(args, cwd).decode("utf-8", errors="surrogateescape")
+
+
+def run_git_bytes(args: list[str], cwd: Path, given: bytes | None = None) -> bytes:
+    """git's output as bytes; `given` is its standard input."""
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
-    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, check=False)
+    done = subprocess.run(["git", *args], cwd=cwd, env=env, input=given, capture_output=True, check=False)
     if done.returncode != 0:
         raise subprocess.CalledProcessError(done.returncode, ["git", *args], done.stdout, done.stderr)
-    return done.stdout.decode("utf-8", errors="surrogateescape")
+    return done.stdout
+
+
+def staged(root: Path, path: str) -> tuple[str, bytes] | None:
+    """The index's entry for `path` (its mode and bytes), or None when the index has none for it."""
+    entry = run_git(["ls-files", "-s", "--", path], root).split()
+    if len(entry) != 4:  # "MODE BLOB STAGE PATH"; several entries while a merge conflicts there
+        return None
+    return entry[0], run_git_bytes(["cat-file", "blob", entry[1]], root)
+
+
+def stage(root: Path, path: str, mode: str, data: bytes) -> None:
+    """Put `data` in the index as `path`, the working file left as it is (`data` is stored as given)."""
+    blob = run_git_bytes(["hash-object", "-w", "--no-filters", "--stdin"], root, data).decode().strip()
+    run_git(["update-index", "--cacheinfo", f"{mode},{blob},{path}"], root)
 
 
 def status(cwd: Path, pathspec: str | None = None) -> MainStatus:

@@ -152,3 +152,7 @@ class RuntimeConfig:
     wait_timeout: float = 600.0  # post-report cycle: the longest a wait_cmd may run
     # no output while the CLI shows it waits on its API (the profile's `api_wait`) this long: rate_limited
     api_wait_limit: float = 300.0
+
+    def elsewhere(self, computer: str) -> bool:
+        """Whether a session's `computer` is another machine; the names in `computers` mean this one."""
+        return computer not in self.computers

@@ -193,14 +193,21 @@ def _apply(repo: gitx.Repo, effects: tuple[Effect, ...]) -> Error | None:
 
 def _set_marker(repo: gitx.Repo, slug: str, marker: Marker) -> None:
     """Rewrite one character of the roadmap; an edit saved meanwhile is re-read, never overwritten."""
+    roadmap = fs.inside(repo.root, repo.root / layout.ROADMAP)
+    fs.rewrite(roadmap, lambda data: _marked(repo, data, slug, marker))
 
-    def change(data: bytes) -> bytes | None:
-        item = _parse_roadmap(repo, roadmap_text(data)).find(slug)
-        if item is None or item.marker is marker:
-            return None
-        return rewrite_marker(data, item.line, marker)
 
-    fs.rewrite(fs.inside(repo.root, repo.root / layout.ROADMAP), change)
+def _marked(repo: gitx.Repo, data: bytes, slug: str, marker: Marker) -> bytes | None:
+    """`data`, a roadmap's bytes, with the marker of `slug` set; None: no such item, or no change."""
+    item = _parse_roadmap(repo, roadmap_text(data)).find(slug)
+    if item is None or item.marker is marker:
+        return None
+    return rewrite_marker(data, item.line, marker)
+
+
+def marked_done(repo: gitx.Repo, data: bytes, slug: str) -> bytes | None:
+    """`data` (a version of the roadmap, e.g. the staged one) with `slug` marked `[x]`, as in `mark_done`."""
+    return _marked(repo, data, slug, Marker.DONE)
 
 
 def mark_done(repo: gitx.Repo, slug: str) -> None:

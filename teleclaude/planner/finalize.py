@@ -21,7 +21,7 @@ from teleclaude.errors import Error, ErrorCode, guard
 from teleclaude.planner import api as app
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.decide import decide_work
-from teleclaude.planner.core.model import Complete, Dispatch, RunYourself, Step
+from teleclaude.planner.core.model import Complete, Dispatch, RunYourself, Step, WorktreeState
 from teleclaude.planner.core.render import to_text
 
 
@@ -49,7 +49,7 @@ def finalize(slug: str, cwd: str | os.PathLike | None = None) -> Finalized | Err
         decision = decide_work(facts, slug)
         match decision.action:
             case Complete(archive=archive):
-                return Finalized(slug, archive, merged=False)
+                return _finish(repo, slug, archive)
             case Dispatch(step=Step.FINALIZE) | RunYourself(step=Step.FINALIZE) if not decision.effects:
                 pass
             case Error() as error:
@@ -61,12 +61,7 @@ def finalize(slug: str, cwd: str | os.PathLike | None = None) -> Finalized | Err
                 return _refused(slug, "its next step is not a finalize:\n" + "\n".join(step[:12]))
         dirty = [path for path in gitx.status(repo.root).changes if path != layout.ROADMAP]
         if dirty:
-            listed = ", ".join(dirty[:10])
-            return _refused(
-                slug,
-                f"the main checkout has uncommitted changes ({listed}); they are someone else's work.\n"
-                "Have them committed (or moved away) by whoever made them, then finalize again.",
-            )
+            return _dirty(slug, dirty)
         return _merge(repo, slug, facts.next_archive(slug))
 
 
@@ -86,29 +81,134 @@ def _merge(repo: gitx.Repo, slug: str, archive: str) -> Finalized | Error:
             f"fixer (next-fix-merge) to resolve it in {layout.worktree(slug)}, then the finalize follows.",
             slug,
         )
-    folder = archive.rstrip("/")
-    (root / layout.DONE).mkdir(exist_ok=True)
-    gitx.run_git(["mv", "--", layout.item_folder(slug), folder], root)
-    app.mark_done(repo, slug)
-    gitx.run_git(["add", "--", folder, layout.ROADMAP], root)
-    gitx.run_git(["commit", "-q", "-m", f"Finalize {slug}"], root)
     try:
-        gitx.run_git(["worktree", "remove", layout.worktree(slug)], root)
-        gitx.run_git(["branch", "-q", "-d", slug], root)
+        (root / layout.DONE).mkdir(exist_ok=True)
+        gitx.run_git(["mv", "--", layout.item_folder(slug), archive.rstrip("/")], root)
+    except (OSError, subprocess.CalledProcessError) as error:
+        return _refused(
+            slug,
+            f"{slug} is merged into the main checkout (its merge commit is HEAD), but moving "
+            f"{layout.item_folder(slug)} to {archive} failed: {_why(error)}\nFix that, then run "
+            f"`teleclaude finalize {slug}` again: it archives, commits and removes the worktree and branch.",
+        )
+    return _commit_and_clean(repo, slug, archive)
+
+
+def _finish(repo: gitx.Repo, slug: str, archive: str) -> Finalized | Error:
+    """A delivered item: what an interrupted finalize left undone is done now, else nothing.
+
+    A finalize whose own commit was refused (a pre-commit hook) leaves the merge commit, the archive and the
+    roadmap's `[x]` uncommitted; the planner then already sees the item as done. Those changes are committed
+    (nothing else: other uncommitted changes are refused as before), then the worktree and branch go.
+    """
+    root = repo.root
+    ours = (archive.rstrip("/"), layout.item_folder(slug), layout.ROADMAP)
+    changes = gitx.status(root).changes
+    pending = [path for path in changes if path != layout.ROADMAP and _under(path, ours)]
+    if pending:
+        dirty = [path for path in changes if not _under(path, ours)]
+        if dirty:
+            return _dirty(slug, dirty)
+        return _commit_and_clean(repo, slug, archive)
+    if not _merged_branch_left(repo, slug):
+        return Finalized(slug, archive, merged=False)
+    return _clean(repo, slug, archive)
+
+
+def _commit_and_clean(repo: gitx.Repo, slug: str, archive: str) -> Finalized | Error:
+    root = repo.root
+    folder = archive.rstrip("/")
+    try:
+        app.mark_done(repo, slug)
+        item = layout.item_folder(slug)  # named only while it exists: else `git add` refuses the pathspec
+        left = (root / item).exists() or gitx.run_git(["ls-files", "--", item], root).strip()
+        gitx.run_git(["add", "-A", "--", folder, *([item] if left else [])], root)
+        _stage_done(repo, slug)
+        gitx.run_git(["commit", "-q", "-m", f"Finalize {slug}"], root)
+    except (OSError, subprocess.CalledProcessError) as error:
+        return _refused(
+            slug,
+            f"{slug} is merged into the main checkout, but its archive commit failed: {_why(error)}\n"
+            f"The main checkout now has the merge commit as HEAD, and the move of {layout.item_folder(slug)} "
+            f"to {archive} and the roadmap's [x] uncommitted (staged). Fix what git said (a pre-commit "
+            f"hook?), then run `teleclaude finalize {slug}` again: it commits them and removes the worktree "
+            "and branch. Do not reset the main checkout.",
+        )
+    return _clean(repo, slug, archive)
+
+
+def _clean(repo: gitx.Repo, slug: str, archive: str) -> Finalized | Error:
+    root = repo.root
+    try:
+        if gitx.worktree_state(repo, slug).state is WorktreeState.PRESENT:
+            gitx.run_git(["worktree", "remove", layout.worktree(slug)], root)
+        if _branch(repo, slug):
+            gitx.run_git(["branch", "-q", "-d", slug], root)
     except subprocess.CalledProcessError as error:
         return _refused(
             slug,
             f"{slug} is merged and archived to {archive}, but its worktree or branch could not be removed: "
             f"{_why(error)}\nLook at {layout.worktree(slug)}; remove it with git worktree remove once "
-            "nothing in it is needed.",
+            f"nothing in it is needed, or run `teleclaude finalize {slug}` again.",
         )
     return Finalized(slug, archive, merged=True)
+
+
+def _stage_done(repo: gitx.Repo, slug: str) -> None:
+    """Stage the roadmap as it is staged (normally: as committed) with only this item's `[x]` added.
+
+    The working file keeps every byte it has: next_work's `[>]` markers and a user's unsaved-to-git edits
+    stay uncommitted instead of riding along in the `Finalize` commit."""
+    entry = gitx.staged(repo.root, layout.ROADMAP)
+    if entry is None:
+        return  # no roadmap in the index: the [x] stays in the working file only
+    mode, data = entry
+    done = app.marked_done(repo, data, slug)
+    if done is not None:
+        gitx.stage(repo.root, layout.ROADMAP, mode, done)
+
+
+def _branch(repo: gitx.Repo, slug: str) -> str:
+    """The branch's commit, or "" when there is no such branch."""
+    try:
+        verify = ["rev-parse", "-q", "--verify", f"refs/heads/{slug}^{{commit}}"]
+        return gitx.run_git(verify, repo.root).strip()
+    except subprocess.CalledProcessError:
+        return ""
+
+
+def _merged_branch_left(repo: gitx.Repo, slug: str) -> bool:
+    """Whether the item's worktree or branch is still there although its branch is in the main checkout's
+    HEAD: what a finalize stopped before its clean-up leaves. An unmerged branch is left alone."""
+    commit = _branch(repo, slug)
+    if not commit:
+        return gitx.worktree_state(repo, slug).state is WorktreeState.PRESENT
+    try:
+        gitx.run_git(["merge-base", "--is-ancestor", commit, "HEAD"], repo.root)
+    except subprocess.CalledProcessError:
+        return False
+    return True
+
+
+def _under(path: str, folders: tuple[str, ...]) -> bool:
+    return any(path == folder or path.startswith(folder.rstrip("/") + "/") for folder in folders)
+
+
+def _dirty(slug: str, dirty: list[str]) -> Error:
+    return _refused(
+        slug,
+        f"the main checkout has uncommitted changes ({', '.join(dirty[:10])}); they are someone else's "
+        "work.\n"
+        "Have them committed (or moved away) by whoever made them, then finalize again.",
+    )
 
 
 def _refused(slug: str, why: str) -> Error:
     return Error(ErrorCode.FINALIZE_REFUSED, why, slug)
 
 
-def _why(error: subprocess.CalledProcessError) -> str:
+def _why(error: OSError | subprocess.CalledProcessError) -> str:
+    if isinstance(error, OSError):
+        return str(error)
     said = " ".join((error.stderr or b"").decode(errors="replace").split())
     return said or f"exit status {error.returncode}"

@@ -167,7 +167,7 @@ class Observer:
     def _turn_error(self, session: Session) -> Session | None:
         """The API error that ended codex's turn, typed, from its rollout file (no hook runs for such a turn):
         recorded as a StopFailure hook's would be (a limit makes the agent unavailable until its reset)."""
-        local = session.computer in self.context.config.computers
+        local = not self.context.config.elsewhere(session.computer)
         if not (session.transcript and local and session.state in WORKING and session.delivered_at):
             return None
         error = last_turn_error(read_tail(Path(session.transcript), ROLLOUT_TAIL))

@@ -17,6 +17,7 @@ from datetime import timedelta
 from enum import Enum
 from pathlib import Path
 
+from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.checks import describe
@@ -128,6 +129,7 @@ class Progress:
     others: tuple[Session, ...] = ()  # the other workers in flight (--parallel)
     digest: str = ""  # the first line of the last digest the runtime sent about a worker
     parked: tuple[str, ...] = ()  # --parallel: the items parked, each `SLUG (its first report line)`
+    computers: tuple[str, ...] = ("local",)  # the names meaning this machine ([runtime] computers)
 
     def line(self) -> str:
         return f"{self.key()} · {format_duration(self.elapsed)}"
@@ -135,7 +137,7 @@ class Progress:
     def key(self) -> str:
         """The line without the clock: a plain log prints it again only when this changes."""
         s = self.session
-        agent = s.agent if s.computer == "local" else f"{s.agent}@{s.computer}"
+        agent = s.agent if s.computer in self.computers else f"{s.agent}@{s.computer}"
         text = f"[{self.step}] {s.command} {s.slug} · {agent} · {s.state.value}".replace("  ", " ")
         if s.nudges:
             text += f" · {s.nudges} nudge{'s' if s.nudges > 1 else ''}"
@@ -354,7 +356,7 @@ class _Loop:
         assert isinstance(started, Started)
         state.steps += 1
         state.session = started.session
-        self.show(f"    {where(started.session, self.runtime.config.socket)}")
+        self.show(f"    {where(started.session, self.runtime.config)}")
         return started.session
 
     def _refused(self, error: Error, step: StepKey, retries: Retries) -> Session | Stop | None:
@@ -428,7 +430,10 @@ class _Loop:
         first, others = sessions[0], tuple(sessions[1:])
         elapsed = (self.runtime.clock() - first.created_at).total_seconds()
         parked = tuple(f"{_item(slug)} ({headline(stop)})" for slug, stop in self.state.parked.items())
-        self.status(Progress(max(self.state.steps, 1), first, elapsed, others, self.state.digest, parked))
+        computers = self.runtime.config.computers
+        self.status(
+            Progress(max(self.state.steps, 1), first, elapsed, others, self.state.digest, parked, computers)
+        )
 
     def _resolve(
         self,
@@ -701,7 +706,7 @@ def report(stop: Stop, settings: RunSettings, state: RunState, runtime: Runtime)
         f"steps: {state.steps} session{'s' if state.steps != 1 else ''} started",
         f"delivered: {', '.join(delivered) or 'nothing in this run'}",
         f"running: {len(running) or 'none'}",
-        *(f"  {where(s, runtime.config.socket)}" for s in running),
+        *(f"  {where(s, runtime.config)}" for s in running),
         f"next: {advice(stop.outcome, settings)}",
     ]
     return RunReport(
@@ -790,8 +795,8 @@ def attention_text(session: Session, detail: str, root: Path, socket: str) -> st
     )
 
 
-def where(session: Session, socket: str) -> str:
-    local = session.computer == "local"
+def where(session: Session, config: RuntimeConfig) -> str:
+    local, socket = not config.elsewhere(session.computer), config.socket
     tmux_session = session.tmux_session.rpartition(":")[2]  # a remote one's carries `NAME:` in front
     return (
         f"{session.id}: {session.command} {session.slug} ({session.agent}, {session.state.value}) in "

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
@@ -29,25 +29,35 @@ def approve(project: Path, slug: str) -> None:
         workers.run(action)
 
 
-def cli(project: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "teleclaude", *args],
-        cwd=project,
-        env=dict(os.environ),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def holding_the_lock(process: subprocess.Popen, lock: Path) -> bool:
+    """Whether `process` has the project lock file open: while the test holds the lock, it waits on it."""
+    assert process.poll() is None, process.communicate()
+    fds = Path(f"/proc/{process.pid}/fd")
+    try:
+        return any(fd.resolve() == lock for fd in fds.iterdir())
+    except OSError:  # an fd closed between listing and reading it
+        return False
 
 
-def test_two_finalizes_started_together_merge_one_after_the_other_with_their_own_numbers(tmp_path):
+def wait_until(check, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail("timed out waiting")
+        time.sleep(0.02)
+
+
+def test_two_finalizes_started_together_merge_one_after_the_other_with_their_own_numbers(
+    tmp_path, teleclaude_cli
+):
     project = make_repository(tmp_path / "project")
     approve(project, "greeting")
     approve(project, "shouting")
     repo = gitx.find_repo(project)
+    lock = (repo.common_dir / fs.LOCK_NAME).resolve()
     with fs.project_lock(repo.common_dir):  # both wait on the lock, then race for it
-        both = [cli(project, "finalize", slug) for slug in ("greeting", "shouting")]
-        time.sleep(0.5)  # not a timing assertion: gives both processes the chance to reach the lock
+        both = [teleclaude_cli(project, "finalize", slug) for slug in ("greeting", "shouting")]
+        wait_until(lambda: all(holding_the_lock(process, lock) for process in both))
     results = [process.communicate(timeout=60) for process in both]
     for process, (out, err) in zip(both, results, strict=True):
         assert process.returncode == 0, out + err
@@ -111,3 +121,58 @@ def test_a_merge_that_conflicts_is_aborted_and_sends_the_merge_fixer(tmp_path, c
     assert isinstance(fixer, Dispatch) and fixer.command == "next-fix-merge", fixer
     assert cli_main(["finalize", "greeting", "--cwd", str(project)]) == 1  # the check refuses it too
     assert capsys.readouterr().out.splitlines()[0] == "ERROR: FINALIZE_REFUSED"
+
+
+def test_a_finalize_commit_refused_by_a_hook_says_so_and_the_next_finalize_completes_it(tmp_path, capsys):
+    """The merge is committed, then a pre-commit hook refuses `Finalize greeting`: the error names the state
+    main is in and the next step; once the hook is fixed, finalizing again commits the archive and the [x]
+    and removes the worktree and branch (no reset, no second merge)."""
+    project = make_repository(tmp_path / "project")
+    approve(project, "greeting")
+    hook = project / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\necho 'lint: greeting.py is not formatted' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    assert cli_main(["finalize", "greeting", "--cwd", str(project)]) == 1
+    said = capsys.readouterr().out
+    assert said.splitlines()[0] == "ERROR: FINALIZE_REFUSED"
+    assert "lint: greeting.py is not formatted" in said  # what the hook said
+    assert git(project, "log", "-1", "--format=%s").strip() == "Merge greeting"
+    assert (project / "done" / "001-greeting").is_dir()  # staged, not committed
+    assert git(project, "ls-tree", "-r", "--name-only", "HEAD", "--", "done").strip() == ""
+    hook.unlink()  # the hook's complaint is dealt with
+    done = finalize("greeting", cwd=project)
+    assert isinstance(done, Finalized) and done.merged and done.archive == "done/001-greeting/", done
+    subjects = git(project, "log", "--first-parent", "--format=%s", "main").splitlines()
+    assert subjects[:2] == ["Finalize greeting", "Merge greeting"]
+    assert subjects.count("Finalize greeting") == 1 and subjects.count("Merge greeting") == 1
+    assert git(project, "ls-tree", "-r", "--name-only", "HEAD", "--", "done/001-greeting").strip() != ""
+    assert git(project, "ls-tree", "-r", "--name-only", "HEAD", "--", "todos/greeting").strip() == ""
+    assert "[x] greeting" in git(project, "show", "HEAD:todos/roadmap.md")
+    assert git(project, "status", "--porcelain") == ""
+    assert git(project, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert git(project, "branch", "--list", "greeting").strip() == ""
+    again = finalize("greeting", cwd=project)
+    assert isinstance(again, Finalized) and not again.merged
+
+
+def test_the_finalize_commit_takes_only_the_items_x_from_the_roadmap_and_leaves_a_users_edit_uncommitted(
+    tmp_path,
+):
+    project = make_repository(tmp_path / "project")
+    approve(project, "greeting")
+    approve(project, "shouting")  # its [>] is next_work's uncommitted marker
+    roadmap = project / "todos" / "roadmap.md"
+    edited = roadmap.read_text() + "- [ ] polish — someone is still writing this line\n"
+    roadmap.write_text(edited)  # a user's edit, not committed
+    done = finalize("greeting", cwd=project)
+    assert isinstance(done, Finalized) and done.merged, done
+    changed = [
+        line
+        for line in git(project, "diff", "HEAD^", "HEAD", "--", "todos/roadmap.md").splitlines()
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    assert len(changed) == 2 and "greeting" in changed[0] and "[x] greeting" in changed[1], changed
+    assert "polish" not in git(project, "show", "HEAD:todos/roadmap.md")
+    assert roadmap.read_text() == edited.replace("[>] greeting", "[x] greeting")  # every byte of it kept
+    assert git(project, "status", "--porcelain").split() == ["M", "todos/roadmap.md"]

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import collections
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 from teleclaude import mcp
@@ -103,8 +100,10 @@ def test_parallel_two_delivers_four_items_with_a_dependency_and_a_conflicting_fi
     assert builds[1].created_at < builds[0].updated_at  # two items really were in flight at once
 
 
-def test_two_parallel_runs_started_together_dispatch_no_step_twice(project, fake_agents, tmux_socket):
-    both = [cli(project, "--parallel", "2") for _ in range(2)]
+def test_two_parallel_runs_started_together_dispatch_no_step_twice(
+    project, fake_agents, tmux_socket, teleclaude_cli
+):
+    both = [teleclaude_cli(project, "run", "--parallel", "2") for _ in range(2)]
     results = [process.communicate(timeout=300) for process in both]
     for process, (out, err) in zip(both, results, strict=True):
         assert process.returncode == 0, out + err
@@ -117,8 +116,10 @@ def test_two_parallel_runs_started_together_dispatch_no_step_twice(project, fake
     assert_delivered(project, ("greeting", "farewell", "shouting"))
 
 
-def test_two_serial_runs_started_together_dispatch_no_step_twice(project, fake_agents, tmux_socket):
-    both = [cli(project) for _ in range(2)]
+def test_two_serial_runs_started_together_dispatch_no_step_twice(
+    project, fake_agents, tmux_socket, teleclaude_cli
+):
+    both = [teleclaude_cli(project, "run") for _ in range(2)]
     results = [process.communicate(timeout=300) for process in both]
     for process, (out, err) in zip(both, results, strict=True):
         assert process.returncode == 0, out + err
@@ -191,17 +192,6 @@ def test_digests_reach_the_log_and_the_status_line_of_a_run(project, fake_agents
     assert report.outcome is Outcome.COMPLETE, report.text
     assert any(re.match(r"\s+\w+ digest: running", line) for line in lines), lines
     assert any("digest: next-build shouting: running" in p.line() for p in progress)
-
-
-def cli(project: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "teleclaude", "run", *args],
-        cwd=project,
-        env=dict(os.environ),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def test_an_item_that_fails_is_parked_and_the_other_lanes_deliver_theirs(
