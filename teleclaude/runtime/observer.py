@@ -88,7 +88,8 @@ class Observer:
         # The sessions the last wait looked at, and when. A run loop returns from a wait every second to
         # redraw its status line and waits again at once: that wait starts from the stored rows of the look
         # just taken rather than looking again (a look is ~5 tmux clients per session), and looks next
-        # after one poll interval, or at once when a watched pane exits.
+        # after its first sleep of a full poll interval (so up to about two intervals after the look it
+        # skipped), or at once when a watched pane exits.
         self._looked: tuple[frozenset[str], float] = (frozenset(), float("-inf"))
 
     # --- looking -------------------------------------------------------------------------------------------

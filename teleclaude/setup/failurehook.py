@@ -41,6 +41,7 @@ def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
     record(
         lambda runtime, session_id: runtime.record_stop_failure(session_id, failure.error, failure.message),
         f"the {failure.error} that ended the turn",
+        hook="stop-failure",
     )
     return 0
 

@@ -36,5 +36,9 @@ def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
     except (OSError, ValueError):  # unreadable or not UTF-8: nothing to keep, and the prompt goes ahead
         return 0
     if path:
-        record(lambda runtime, session_id: runtime.record_transcript(session_id, path), "the rollout file")
+        record(
+            lambda runtime, session_id: runtime.record_transcript(session_id, path),
+            "the rollout file",
+            hook="prompt",
+        )
     return 0

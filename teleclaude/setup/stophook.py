@@ -165,11 +165,18 @@ def _record_turn_end(prompt: str = "") -> None:
     )
 
 
-def record(write: Callable[[Runtime, str], bool], what: str, attempts: int = 50, pause: float = 0.05) -> None:
+def record(
+    write: Callable[[Runtime, str], bool],
+    what: str,
+    attempts: int = 50,
+    pause: float = 0.05,
+    hook: str = "stop",
+) -> None:
     """Record a hook's news on the session of this worker (TELECLAUDE_SESSION_ID), if it is one.
 
     The record is a compare-and-set on the session's row, which an observer saving at the same moment wins;
     so `write` is tried again (up to `attempts` times, `pause` seconds apart) until it says the row shows it.
+    A failure is a warning on stderr, as from `teleclaude hook {hook}`.
     """
     session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
     if not session_id:
@@ -186,10 +193,10 @@ def record(write: Callable[[Runtime, str], bool], what: str, attempts: int = 50,
                 return
             if attempt + 1 < attempts:
                 time.sleep(pause)
-        _warn(f"could not record {what}: session {session_id} kept changing")
+        _warn(f"could not record {what}: session {session_id} kept changing", hook)
     except Exception as error:  # never break the agent over bookkeeping
-        _warn(f"could not record {what}: {error}")
+        _warn(f"could not record {what}: {error}", hook)
 
 
-def _warn(message: str) -> None:
-    sys.stderr.write(f"teleclaude hook stop: {message}\n")
+def _warn(message: str, hook: str = "stop") -> None:
+    sys.stderr.write(f"teleclaude hook {hook}: {message}\n")

@@ -117,6 +117,24 @@ def test_the_prompt_hook_never_fails_the_agent_on_input_it_cannot_read(cli_env):
         assert (done.returncode, done.stdout, b"Traceback" in done.stderr) == (0, b"", False)
 
 
+def test_a_hook_that_cannot_record_names_itself_in_its_warning(cli_env, tmp_path):
+    """The prompt and stop-failure hooks record with the stop hook's code; each warning names its own hook."""
+    folder = tmp_path / "db"
+    folder.mkdir()  # a database that cannot be opened
+    env = {**cli_env, "TELECLAUDE_SESSION_ID": "w1", "TELECLAUDE_DB": str(folder)}
+    payloads = {
+        "prompt": {"hook_event_name": "UserPromptSubmit", "transcript_path": "/r.jsonl", "prompt": "x"},
+        "stop-failure": {"hook_event_name": "StopFailure", "error": "rate_limit"},
+    }
+    for name, payload in payloads.items():
+        argv = [sys.executable, "-m", "teleclaude", "hook", name]
+        done = subprocess.run(
+            argv, input=json.dumps(payload), env=env, capture_output=True, text=True, timeout=60
+        )
+        assert (done.returncode, done.stdout) == (0, "")
+        assert done.stderr.startswith(f"teleclaude hook {name}: "), done.stderr
+
+
 def test_a_hook_on_another_computer_without_tmux_on_its_path_says_so_and_exits_0(cli_env, tmp_path):
     """The remote stop hook marks its pane with tmux; a PATH without tmux is no traceback."""
     env = {

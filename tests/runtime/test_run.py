@@ -38,17 +38,6 @@ def run(project: Path, slug: str | None = None, prepare: bool = False, max_steps
     return report, lines
 
 
-def cli(project: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "teleclaude", "run", *args],
-        cwd=project,
-        env=dict(os.environ),  # the fake agents first on PATH, the test's own TELECLAUDE_DB
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def finish(process: subprocess.Popen, seconds: float = 180) -> tuple[int, str, str]:
     out, err = process.communicate(timeout=seconds)
     return process.returncode, out, err
@@ -241,8 +230,8 @@ def test_no_agent_for_a_step_stops_the_run_with_self(project, fake_agents, tmux_
 # --- the command line: errors, Ctrl-C, a killed supervisor ------------------------------------------------
 
 
-def test_an_error_of_the_planner_stops_the_run_with_exit_1(project, fake_agents, tmux_socket):
-    code, out, err = finish(cli(project, "no-such-slug"))
+def test_an_error_of_the_planner_stops_the_run_with_exit_1(project, fake_agents, tmux_socket, teleclaude_cli):
+    code, out, err = finish(teleclaude_cli(project, "run", "no-such-slug"))
     assert code == 1, out + err
     assert report_line(out) == "ERROR: NOT_PREPARED"
     assert "Traceback" not in err
@@ -255,28 +244,26 @@ def test_a_missing_roadmap_is_an_error_not_a_finished_run(project, fake_agents, 
     assert report.outcome is Outcome.ERROR and report.text.startswith("ERROR: NO_WORK")
 
 
-def test_bad_usage_exits_2(project):
-    code, out, err = finish(cli(project, "--max-steps", "0"))
+def test_bad_usage_exits_2(project, teleclaude_cli):
+    code, out, err = finish(teleclaude_cli(project, "run", "--max-steps", "0"))
     assert code == 2 and "usage:" in err
 
 
 def test_a_run_killed_mid_run_and_started_again_finishes_without_dispatching_anything_twice(
-    project, fake_agents, tmux_socket
+    project, fake_agents, tmux_socket, teleclaude_cli
 ):
     settings = project / "teleclaude.toml"  # turns end after 1.5 s of quiet: time enough to kill the run
     fast = settings.read_text()
     settings.write_text(fast.replace("idle_threshold = 0.4", "idle_threshold = 1.5"))
     commit_all(project, "Slower turn ends")
-    first = cli(project)
+    first = teleclaude_cli(project, "run")
     adopted = wait_until(running_session)
     first.kill()  # SIGKILL: no chance to clean up
-    first.wait(timeout=10)
-    first.stdout.close()
-    first.stderr.close()
+    first.wait(timeout=10)  # the fixture closes its pipes
     settings.write_text(fast)  # the second run may end turns as quickly as the other tests
     commit_all(project, "Quick turn ends again")
 
-    code, out, err = finish(cli(project))
+    code, out, err = finish(teleclaude_cli(project, "run"))
     assert code == 0, out + err
     assert report_line(out).startswith("COMPLETE:")
     assert adopted.id in out  # taken over, not started again
@@ -290,10 +277,10 @@ def test_a_run_killed_mid_run_and_started_again_finishes_without_dispatching_any
 
 
 def test_ctrl_c_leaves_the_worker_running_says_how_to_resume_and_a_second_run_adopts_it(
-    project, fake_agents, tmux_socket, monkeypatch
+    project, fake_agents, tmux_socket, monkeypatch, teleclaude_cli
 ):
     monkeypatch.setenv("FAKE_AGENT_GEMINI", "hang")  # the first build never ends by itself
-    first = cli(project, "greeting")
+    first = teleclaude_cli(project, "run", "greeting")
     hanging = wait_until(running_session)
     first.send_signal(signal.SIGINT)
     code, out, err = finish(first, 30)
@@ -307,7 +294,7 @@ def test_ctrl_c_leaves_the_worker_running_says_how_to_resume_and_a_second_run_ad
     # the worker's Stop hook says its turn ended; gemini is out of quota, so the next build goes to claude
     app.mark_agent_unavailable("gemini", "1h", "rate_limited", cwd=project)
     open_runtime(project).record_turn_end(hanging.id)
-    code, out, err = finish(cli(project, "greeting"))
+    code, out, err = finish(teleclaude_cli(project, "run", "greeting"))
     assert code == 0, out + err
     assert report_line(out).startswith("COMPLETE:")
     assert hanging.id in out

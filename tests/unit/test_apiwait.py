@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pytest
 
@@ -11,6 +11,8 @@ from teleclaude.config.profiles import DEFAULT_PROFILES, RuntimeConfig
 from teleclaude.runtime.core.apiwait import api_wait_limit
 from teleclaude.runtime.core.limits import DEFAULT_PAUSE
 from teleclaude.runtime.core.sessions import Session, SessionState
+
+from .factories import running_session
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 GEMINI = DEFAULT_PROFILES["gemini"]
@@ -26,21 +28,7 @@ HOOK = [
 ]
 
 
-def gemini(**changes) -> Session:
-    session = Session(
-        id="abcd1234",
-        agent="gemini",
-        command="next-build",
-        args="greeting",
-        project="/p",
-        subfolder=None,
-        state=SessionState.RUNNING,
-        created_at=T0,
-        updated_at=T0,
-        delivered_at=T0,
-        last_progress_at=T0,
-    )
-    return replace(session, **changes)
+gemini = partial(running_session, T0, agent="gemini", last_progress_at=T0)
 
 
 def hit(session: Session, screen: list[str], seconds: float):

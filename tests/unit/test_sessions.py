@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pytest
 
@@ -22,6 +23,8 @@ from teleclaude.runtime.core.sessions import (
     read_since,
     transition,
 )
+
+from .factories import running_session
 
 
 @dataclass
@@ -170,21 +173,7 @@ def test_the_cursor_row_is_partial_and_sent_until_finished():
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
 
-def running(**changes) -> Session:
-    values = dict(
-        id="s1",
-        agent="claude",
-        command="next-build",
-        args="x",
-        project="/p",
-        subfolder=None,
-        state=SessionState.RUNNING,
-        created_at=T0,
-        updated_at=T0,
-        delivered_at=T0,
-        last_change_at=T0,
-    )
-    return Session(**(values | changes))
+running = partial(running_session, T0, id="s1", args="x", last_change_at=T0)
 
 
 def test_turn_ends_after_quiet_time_with_the_prompt_seen_twice():

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -29,6 +29,8 @@ from teleclaude.runtime.core.supervision import (
     reminder_text,
 )
 
+from .factories import running_session
+
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 CONFIG = RuntimeConfig()
 
@@ -37,21 +39,7 @@ def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
 
-def worker(**changes) -> Session:
-    session = Session(
-        id="abcd1234",
-        agent="claude",
-        command="next-build",
-        args="greeting",
-        project="/p",
-        subfolder="trees/greeting",
-        state=SessionState.RUNNING,
-        created_at=T0,
-        updated_at=T0,
-        delivered_at=T0,
-        last_progress_at=T0,
-    )
-    return replace(session, **changes)
+worker = partial(running_session, T0, subfolder="trees/greeting", last_progress_at=T0)
 
 
 def run_silently(session: Session, until: float, quiet: bool = True, step: float = 1.0):
