@@ -182,12 +182,9 @@ def record(
     if not session_id:
         return
     try:  # imported only for a worker's session: every other stop stays off sqlite and the runtime
-        from teleclaude.adapters.sessions_db import SessionStore
-        from teleclaude.adapters.store import AvailabilityStore
-        from teleclaude.config.profiles import RuntimeConfig
-        from teleclaude.runtime.api import Runtime
+        from teleclaude.runtime.api import open_runtime
 
-        runtime = Runtime(RuntimeConfig(), SessionStore(), AvailabilityStore())
+        runtime = open_runtime(os.getcwd())  # the project's own profiles: its command prefix and sign
         for attempt in range(attempts):
             if write(runtime, session_id):
                 return

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from teleclaude.adapters.sessions_db import SessionStore
+from teleclaude.runtime.core.sessions import Session, SessionState
 
 # what Claude Code 2.1 sends to a PreToolUse hook (the fields teleclaude reads, plus some it ignores)
 READ = {
@@ -152,3 +154,30 @@ def test_a_hook_on_another_computer_without_tmux_on_its_path_says_so_and_exits_0
         argv, input=payload, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+
+def test_the_stop_hook_reads_the_projects_own_command_sign(cli_env, repo):
+    """A project whose gemini commands are typed `!name args`: the AfterAgent prompt that is just that line
+    means gemini did not know the command, so the session errs rather than ending a turn."""
+    (repo / "teleclaude.toml").write_text('[runtime.agents.gemini]\ncommand_sign = "!"\n')
+    now = datetime.now(UTC)
+    store = SessionStore(cli_env["TELECLAUDE_DB"])
+    session = Session(
+        id="w9",
+        agent="gemini",
+        command="next-build",
+        args="feat",
+        project=str(repo),
+        subfolder=None,
+        state=SessionState.RUNNING,
+        created_at=now,
+        updated_at=now,
+        delivered_at=now,
+    )
+    store.add(session)
+    env = {**cli_env, "TELECLAUDE_SESSION_ID": "w9"}
+    argv = [sys.executable, "-m", "teleclaude", "hook", "stop", "--agent", "gemini"]
+    payload = json.dumps({"hook_event_name": "AfterAgent", "cwd": str(repo), "prompt": "!next-build feat"})
+    done = subprocess.run(argv, input=payload, env=env, cwd=repo, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert store.get("w9").state is SessionState.ERRORED, done.stderr
