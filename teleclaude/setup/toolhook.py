@@ -3,8 +3,10 @@
 Claude Code runs it before every tool call (`PreToolUse`) with JSON on stdin:
 `{"session_id", "cwd", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": …}}`.
 Only a worker started by teleclaude's runtime has `TELECLAUDE_SESSION_ID`; anywhere else the hook returns at
-once. It prints nothing (an empty answer lets the call through), waits at most a second for the database,
-and exits 0 on any failure: it never blocks or breaks the agent.
+once, as it does for a worker on another computer (TELECLAUDE_TURN_END_TO_PANE set): the runtime's database
+is on this machine, out of its reach, and one over there would only collect rows of no session. It prints
+nothing (an empty answer lets the call through), waits at most a second for the database, and exits 0 on any
+failure: it never blocks or breaks the agent.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ BUSY_TIMEOUT_MS = 1000
 
 def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
     session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
-    if not session_id:
+    if not session_id or os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # TURN_END_TO_PANE: remote
         return 0
     try:
         record(session_id, (stdin or sys.stdin).read())

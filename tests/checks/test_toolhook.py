@@ -84,7 +84,8 @@ def test_the_stop_failure_hook_never_fails_the_agent(cli_env):
 
 def test_the_hooks_of_a_worker_on_another_computer_leave_that_computers_database_alone(cli_env, tmp_path):
     """Over there (the launcher set TELECLAUDE_TURN_END_TO_PANE) the runtime's database is out of reach:
-    its StopFailure hook marks the pane instead (tests/runtime/test_remote.py), its prompt hook keeps none."""
+    its StopFailure hook marks the pane instead (tests/runtime/test_remote.py), its prompt and tool-use hooks
+    keep nothing."""
     db = tmp_path / "over-there.db"
     env = {
         **cli_env,
@@ -100,7 +101,8 @@ def test_the_hooks_of_a_worker_on_another_computer_leave_that_computers_database
         "prompt": "$next-build x",
     }
     failure = {"hook_event_name": "StopFailure", "error": "rate_limit", "last_assistant_message": "limit"}
-    for name, payload in (("prompt", rollout), ("stop-failure", failure)):
+    tool = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "git status"}}
+    for name, payload in (("prompt", rollout), ("tool-use", tool), ("stop-failure", failure)):
         argv = [sys.executable, "-m", "teleclaude", "hook", name]
         done = subprocess.run(
             argv, input=json.dumps(payload), env=env, capture_output=True, text=True, timeout=60

@@ -3,6 +3,7 @@
 The test starts its own sshd on a free port with a throwaway host key and user key, and a second "remote"
 folder holding a clone of the project, with the stand-in CLI on that side's PATH. sshd gives its sessions a
 tmux directory of their own (`SetEnv TMUX_TMPDIR=…`), so the remote tmux server is not this machine's.
+They get a HOME of their own too (`SetEnv HOME=…`): the login is this machine's user, whose HOME stays as is.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class Loopback:
     known_hosts: Path
     tmux_dir: Path  # the "remote" tmux servers' folder
     db: Path  # the "remote" teleclaude database: nothing of this machine's sessions may land there
+    home: Path  # the "remote" HOME (the login is this machine's user's: its own HOME is not touched)
 
 
 def _free_port() -> int:
@@ -69,13 +71,15 @@ def sshd(tmp_path) -> Loopback:
     (keys / "authorized_keys").write_text((keys / "user_key.pub").read_text())
     tmux_dir = tmp_path / "remote-tmux"
     tmux_dir.mkdir()
+    home = tmp_path / "remote-home"
+    home.mkdir()
     port = _free_port()
     (keys / "sshd_config").write_text(
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys / 'host_key'}\nPidFile {keys / 'sshd.pid'}\n"
         f"AuthorizedKeysFile {keys / 'authorized_keys'}\nStrictModes no\nUsePAM no\n"
         "PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
         f"PermitRootLogin prohibit-password\n"
-        f"SetEnv TMUX_TMPDIR={tmux_dir} TELECLAUDE_DB={tmp_path / 'remote-teleclaude.db'}\n"
+        f"SetEnv TMUX_TMPDIR={tmux_dir} TELECLAUDE_DB={tmp_path / 'remote-teleclaude.db'} HOME={home}\n"
     )
     if os.geteuid() == 0:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
@@ -94,7 +98,7 @@ def sshd(tmp_path) -> Loopback:
     host_key = (keys / "host_key.pub").read_text().split()
     (keys / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_key[0]} {host_key[1]}\n")
     loopback = Loopback(
-        port, keys / "user_key", keys / "known_hosts", tmux_dir, tmp_path / "remote-teleclaude.db"
+        port, keys / "user_key", keys / "known_hosts", tmux_dir, tmp_path / "remote-teleclaude.db", home
     )
     yield loopback
     ssh.close(computer(loopback, "/unused", tmp_path))
@@ -121,6 +125,9 @@ def computer(loopback: Loopback, project: str, bin_dir: Path) -> Computer:
 
 
 def test_arguments_reach_the_remote_tmux_exactly_as_given(sshd, tmp_path, tmux_socket):
+    assert ssh.run(
+        computer(sshd, "/unused", tmp_path), ["sh", "-c", 'echo "$HOME"'], 30
+    ).stdout.strip() == str(sshd.home)  # the remote side's own HOME
     remote = ssh.RemoteTmux(computer(sshd, "/unused", tmp_path), tmux_socket)
     remote.cmd("new-session", "-d", "-s", "probe", "sh", "-c", "sleep 60")
     for hostile in ("$(touch /tmp/pwned)", "a b;c 'd' \"e\" `f` \\g", "-t", "#{pane_id}##", "*", "~"):
@@ -129,7 +136,7 @@ def test_arguments_reach_the_remote_tmux_exactly_as_given(sshd, tmp_path, tmux_s
     assert not Path("/tmp/pwned").exists()
 
 
-def toml(socket_name: str, loopback: Loopback, remote: Path, bin_dir: Path) -> str:
+def toml(socket_name: str, loopback: Loopback, remote: Path, bin_dir: Path | str) -> str:
     return f"""[runtime]
 socket = "{socket_name}"
 idle_threshold = 0.4
