@@ -1,4 +1,4 @@
-"""The real Claude Code as a worker on another computer: the loopback sshd of tests/runtime/test_remote.py,
+"""The real Claude Code as a worker on another computer: the loopback sshd of tests/loopback_sshd.py,
 whose sessions get a HOME of their own, set up there as a user would (claude's login, `teleclaude install`,
 `teleclaude init` in the clone). The worker's environment comes from `[runtime.agents.claude] env` here."""
 
@@ -19,8 +19,8 @@ from teleclaude.runtime.core.sessions import SessionState, Started
 from teleclaude.setup.install import Scope, install
 from teleclaude.setup.scaffold import init
 
-from ..runtime.test_remote import NAME, toml
-from ..runtime.test_remote import sshd as sshd  # noqa: F401 (the fixture)
+from ..loopback_sshd import NAME, toml
+from ..loopback_sshd import sshd as sshd  # noqa: F401 (the fixture)
 from .conftest import give_env, pinned
 from .watching import turn_ended
 

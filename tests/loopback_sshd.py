@@ -1,0 +1,131 @@
+"""A real `sshd` on 127.0.0.1 for the tests of workers on another computer (Debian's openssh-server).
+
+`sshd` starts one on a free port with a throwaway host key and user key. It gives its sessions a tmux
+directory of their own (`SetEnv TMUX_TMPDIR=…`), so the remote tmux server is not this machine's, and a HOME
+of their own (`SetEnv HOME=…`): the login is this machine's user, whose HOME stays as is. Test modules
+import the fixture from here (`from ..loopback_sshd import sshd`), never from each other.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from teleclaude.adapters import ssh
+from teleclaude.config.profiles import Computer
+
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+NAME = "loopback-ssh"
+
+
+@dataclass(frozen=True)
+class Loopback:
+    port: int
+    user_key: Path
+    known_hosts: Path
+    tmux_dir: Path  # the "remote" tmux servers' folder
+    db: Path  # the "remote" teleclaude database: nothing of this machine's sessions may land there
+    home: Path  # the "remote" HOME (the login is this machine's user's: its own HOME is not touched)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _keygen(path: Path) -> None:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+
+
+@pytest.fixture
+def sshd(tmp_path) -> Loopback:
+    if not os.access(SSHD, os.X_OK) or not shutil.which("ssh"):
+        pytest.skip("sshd or ssh is not installed (.ci/run installs openssh-server and openssh-client)")
+    keys = tmp_path / "ssh"
+    keys.mkdir()
+    _keygen(keys / "host_key")
+    _keygen(keys / "user_key")
+    (keys / "authorized_keys").write_text((keys / "user_key.pub").read_text())
+    tmux_dir = tmp_path / "remote-tmux"
+    tmux_dir.mkdir()
+    home = tmp_path / "remote-home"
+    home.mkdir()
+    port = _free_port()
+    (keys / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys / 'host_key'}\nPidFile {keys / 'sshd.pid'}\n"
+        f"AuthorizedKeysFile {keys / 'authorized_keys'}\nStrictModes no\nUsePAM no\n"
+        "PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+        f"PermitRootLogin prohibit-password\n"
+        f"SetEnv TMUX_TMPDIR={tmux_dir} TELECLAUDE_DB={tmp_path / 'remote-teleclaude.db'} HOME={home}\n"
+    )
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
+    server = subprocess.Popen(
+        [SSHD, "-D", "-e", "-f", str(keys / "sshd_config")], stderr=subprocess.PIPE, text=True
+    )
+    assert server.stderr is not None
+    for line in server.stderr:  # the event: sshd says it listens (or why it cannot)
+        if "Server listening on 127.0.0.1" in line:
+            break
+    else:
+        server.wait()
+        pytest.skip(f"sshd could not be started (exit status {server.returncode})")
+    drain = threading.Thread(target=server.stderr.read, daemon=True)  # sshd -e logs here: never let it block
+    drain.start()
+    host_key = (keys / "host_key.pub").read_text().split()
+    (keys / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_key[0]} {host_key[1]}\n")
+    loopback = Loopback(
+        port, keys / "user_key", keys / "known_hosts", tmux_dir, tmp_path / "remote-teleclaude.db", home
+    )
+    yield loopback
+    ssh.close(computer(loopback, "/unused", tmp_path))
+    for server_socket in tmux_dir.glob("tmux-*/*"):  # the remote tmux servers, with what they ran
+        subprocess.run(["tmux", "-S", str(server_socket), "kill-server"], capture_output=True, check=False)
+    server.send_signal(signal.SIGTERM)
+    server.wait()
+    drain.join(timeout=10)
+    server.stderr.close()
+
+
+def computer(loopback: Loopback, project: str, bin_dir: Path) -> Computer:
+    return Computer(
+        name=NAME,
+        host="127.0.0.1",
+        project=project,
+        agents={"claude": "claude", "gemini": "gemini", "codex": "codex"},
+        user=getpass.getuser(),
+        port=loopback.port,
+        identity_file=str(loopback.user_key),
+        path=f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
+        ssh_options=(f"UserKnownHostsFile={loopback.known_hosts}", "StrictHostKeyChecking=yes"),
+    )
+
+
+def toml(socket_name: str, loopback: Loopback, remote: Path, bin_dir: Path | str) -> str:
+    return f"""[runtime]
+socket = "{socket_name}"
+idle_threshold = 0.4
+poll_interval = 0.05
+startup_timeout = 15
+settle = 0.1
+
+[computers.{NAME}]
+host = "127.0.0.1"
+user = "{getpass.getuser()}"
+port = {loopback.port}
+identity_file = "{loopback.user_key}"
+project = "{remote}"
+path = "{bin_dir}:/usr/local/bin:/usr/bin:/bin"
+agents = {{ claude = "claude", gemini = "gemini", codex = "codex" }}
+ssh_options = ["UserKnownHostsFile={loopback.known_hosts}", "StrictHostKeyChecking=yes"]
+"""
