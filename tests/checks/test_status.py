@@ -18,6 +18,8 @@ from teleclaude.planner import api as app
 from teleclaude.planner import checks
 from teleclaude.planner.core.phase import render_board
 
+from ..sqlite_lock import exclusive_lock
+
 ROADMAP = """# Roadmap
 
 ## Work
@@ -315,18 +317,9 @@ def test_a_broken_or_locked_sessions_database_leaves_the_board_without_tools(
     add_worker(board_repo, "building", "w-building", [("Read", "src/x.py")])
     assert checks.status_board(board_repo).rows[6].tools  # `building`: shown while the file is fine
 
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, os.environ["TELECLAUDE_DB"]],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with exclusive_lock(os.environ["TELECLAUDE_DB"]):
         monkeypatch.setattr(store, "READ_TIMEOUT_MS", 50)
         locked = checks.status_board(board_repo)
-    finally:
-        holder.communicate("")
     assert [r.item.slug for r in locked.rows] == list(EXPECTED)
     assert not any(r.tools for r in locked.rows)
 
@@ -336,14 +329,3 @@ def test_a_broken_or_locked_sessions_database_leaves_the_board_without_tools(
     broken = checks.status_board(board_repo)
     assert [r.item.slug for r in broken.rows] == list(EXPECTED)
     assert not any(r.tools for r in broken.rows)
-
-
-HOLD_LOCK = """
-import sqlite3, sys
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("PRAGMA locking_mode = EXCLUSIVE")
-conn.execute("BEGIN EXCLUSIVE")
-conn.execute("CREATE TABLE IF NOT EXISTS other (x)")
-print("locked", flush=True)
-sys.stdin.read()
-"""

@@ -10,7 +10,6 @@ import resource
 import sqlite3
 import subprocess
 import sys
-import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,17 +21,7 @@ from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import AgentMarked, AgentReport, Dispatch
 
-HOLD_LOCK = textwrap.dedent(
-    """
-    import sqlite3, sys, time
-    conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-    conn.execute("PRAGMA locking_mode = EXCLUSIVE")
-    conn.execute("BEGIN EXCLUSIVE")
-    conn.execute("CREATE TABLE IF NOT EXISTS other (x)")
-    print("locked", flush=True)
-    sys.stdin.read()
-    """
-)
+from ..sqlite_lock import exclusive_lock
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -112,12 +101,8 @@ def locked_db(db, monkeypatch):
     monkeypatch.setattr(store.SqliteStore, "busy_timeout_ms", 200)
     monkeypatch.setattr(store, "READ_TIMEOUT_MS", 200)
     store.AvailabilityStore().mark_available("claude")  # the file exists, in WAL mode
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    assert holder.stdout.readline().strip() == "locked"
-    yield db
-    holder.communicate("", timeout=30)
+    with exclusive_lock(db):
+        yield db
 
 
 def test_a_database_locked_by_another_process_is_store_locked(locked_db, repo):

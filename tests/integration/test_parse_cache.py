@@ -15,17 +15,13 @@ from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.runtime.core.sessions import SessionState
 
-from .test_next_work import commit, prepare, tree, write
+from .test_next_work import commit, tree, write
+from .test_next_work import repo as repo  # noqa: F401 (the fixture)
 
 
-@pytest.fixture
-def repo(git_repo) -> Path:
-    root = Path(git_repo.workspace)
-    write(root, "todos/roadmap.md", "# Roadmap\n- [ ] feat — the feature\n- [ ] other — later\n")
-    prepare(root, "feat")
-    commit(root, "roadmap")
-    parse_cache._last.clear()  # as in a fresh process
-    return root
+@pytest.fixture(autouse=True)
+def fresh_process() -> None:
+    parse_cache._last.clear()  # the in-memory cache, as in a fresh process
 
 
 def cache_files(root: Path) -> dict[str, dict]:

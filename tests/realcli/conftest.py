@@ -18,14 +18,7 @@ from pathlib import Path
 import pytest
 
 from teleclaude.adapters.tmux import Tmux
-from teleclaude.demo.agent_homes import (
-    claude_environment,
-    codex_environment,
-    gemini_environment,
-    prepare_claude_login,
-    prepare_codex_home,
-    prepare_gemini_home,
-)
+from teleclaude.demo.agent_homes import claude_environment, prepare_claude_login, prepare_home
 from teleclaude.demo.model_server import ModelServer
 from teleclaude.demo.scenario import commit_all, make_repository
 from teleclaude.runtime.api import Runtime, open_runtime
@@ -140,16 +133,22 @@ def runtime(project, claude) -> Runtime:
     return open_runtime(project)
 
 
+def _installed(agent: str, agent_clis, url: str, home: Path, monkeypatch) -> Path:
+    """`agent` on PATH, its HOME prepared for the scripted server (agent_homes.prepare_home) and teleclaude
+    installed at user scope; the environment its workers need set in this process."""
+    env = prepare_home(agent, home, url)
+    report = install([agent], Scope.USER)
+    assert not hasattr(report, "code"), report
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("PATH", f"{agent_clis[agent]}{os.pathsep}{os.environ['PATH']}")
+    return agent_clis[agent] / agent
+
+
 @pytest.fixture
 def gemini(agent_clis, model_server, project, isolated_environment, monkeypatch) -> Path:
     """A gemini on PATH, its HOME prepared (auth chosen) and teleclaude installed, pointed at the server."""
-    prepare_gemini_home(isolated_environment)
-    report = install(["gemini"], Scope.USER)
-    assert not hasattr(report, "code"), report
-    for key, value in gemini_environment(model_server.url).items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("PATH", f"{agent_clis['gemini']}{os.pathsep}{os.environ['PATH']}")
-    return agent_clis["gemini"] / "gemini"
+    return _installed("gemini", agent_clis, model_server.url, isolated_environment, monkeypatch)
 
 
 @pytest.fixture
@@ -160,13 +159,7 @@ def gemini_runtime(project, gemini) -> Runtime:
 @pytest.fixture
 def codex(agent_clis, model_server, project, isolated_environment, monkeypatch) -> Path:
     """A codex on PATH, its HOME given a provider for the server, teleclaude installed (skills, MCP, hook)."""
-    prepare_codex_home(isolated_environment, model_server.url)
-    report = install(["codex"], Scope.USER)
-    assert not hasattr(report, "code"), report
-    for key, value in codex_environment().items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("PATH", f"{agent_clis['codex']}{os.pathsep}{os.environ['PATH']}")
-    return agent_clis["codex"] / "codex"
+    return _installed("codex", agent_clis, model_server.url, isolated_environment, monkeypatch)
 
 
 @pytest.fixture
