@@ -103,15 +103,20 @@ def test_an_unknown_computer_and_a_step_outside_an_item_worktree_are_refused(pro
     assert isinstance(answer, Error)
 
 
+def hooks_only(project: Path, agent: str, stand_in_mode: str) -> None:
+    """No idle rule (a turn end must come from a hook), and `agent`'s stand-in in `stand_in_mode`."""
+    settings = project / "teleclaude.toml"
+    text = settings.read_text().replace("idle_threshold = 0.4", "idle_threshold = 600")
+    settings.write_text(text + f'\n[runtime.agents.{agent}]\nenv = {{ FAKE_AGENT = "{stand_in_mode}" }}\n')
+    commit_all(project, f"{agent}: {stand_in_mode} over there, and no idle rule")
+
+
 def test_the_remote_stop_hook_ends_the_turn_through_the_pane_not_the_idle_rule(
     project, remote_project, watch, monkeypatch
 ):
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    settings = project / "teleclaude.toml"
-    text = settings.read_text().replace("idle_threshold = 0.4", "idle_threshold = 600")  # never idle here
     # the stand-in runs `teleclaude hook stop` over there after its step, as Claude Code runs its Stop hook
-    settings.write_text(text + '\n[runtime.agents.gemini]\nenv = { FAKE_AGENT = "work,hook" }\n')
-    commit_all(project, "Workers with a stop hook, and no idle rule")
+    hooks_only(project, "gemini", "work,hook")
     runtime = open_runtime(project)
     action = app.next_work(cwd=project)
     assert isinstance(action, Dispatch) and action.agent == "gemini", action
@@ -167,11 +172,8 @@ def test_a_limit_the_remote_stop_failure_hook_reports_reaches_this_machine(
     project, remote_project, sshd, watch, monkeypatch
 ):
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    settings = project / "teleclaude.toml"
-    text = settings.read_text().replace("idle_threshold = 0.4", "idle_threshold = 600")  # never idle here
     # the stand-in runs `teleclaude hook stop-failure` over there, as Claude Code runs its StopFailure hook
-    settings.write_text(text + '\n[runtime.agents.claude]\nenv = { FAKE_AGENT = "failure" }\n')
-    commit_all(project, "Claude over there meets a session limit")
+    hooks_only(project, "claude", "failure")
     runtime = open_runtime(project)
     action = app.next_work(cwd=project)
     assert isinstance(action, Dispatch) and action.step is Step.BUILD, action
