@@ -98,6 +98,23 @@ def run_git_bytes(args: list[str], cwd: Path, given: bytes | None = None) -> byt
     return done.stdout
 
 
+def branch_commit(root: Path, branch: str) -> str:
+    """The commit `refs/heads/{branch}` points at, or "" when there is no such branch."""
+    try:
+        return run_git(["rev-parse", "-q", "--verify", f"refs/heads/{branch}^{{commit}}"], root).strip()
+    except subprocess.CalledProcessError:
+        return ""
+
+
+def in_history(root: Path, commit: str) -> bool:
+    """`commit` is in HEAD's history (a commit unknown here is not)."""
+    try:
+        run_git(["merge-base", "--is-ancestor", commit, "HEAD"], root)
+    except subprocess.CalledProcessError:
+        return False
+    return True
+
+
 def staged(root: Path, path: str) -> tuple[str, bytes] | None:
     """The index's entry for `path` (its mode and bytes), or None when the index has none for it."""
     entry = run_git(["ls-files", "-s", "--", path], root).split()

@@ -28,7 +28,7 @@ def cached_parse(
     common_dir: Path, name: str, text: str, parse: Callable[[str, dict[str, Any]], tuple[T, dict[str, Any]]]
 ) -> T:
     """`parse(text, known)` with `known` read from, and the entries it used written back to, the cache."""
-    path = common_dir / FOLDER / f"{re.sub(r'[^a-z0-9-]', '_', name)}.json"
+    path = _path(common_dir, name)
     last = _last.get(path)
     if last is not None and last[0] == text:
         return last[1]
@@ -39,6 +39,17 @@ def cached_parse(
             save(path, used)
     _last[path] = (text, value)
     return value
+
+
+def forget(common_dir: Path, name: str) -> None:
+    """Remove the cache file `name` (e.g. a delivered item's plan): nothing will parse that file again."""
+    path = _path(common_dir, name)
+    _last.pop(path, None)
+    path.unlink(missing_ok=True)
+
+
+def _path(common_dir: Path, name: str) -> Path:
+    return common_dir / FOLDER / f"{re.sub(r'[^a-z0-9-]', '_', name)}.json"
 
 
 @contextlib.contextmanager

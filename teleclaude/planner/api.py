@@ -219,6 +219,15 @@ def _parse_roadmap(repo: gitx.Repo, text: str) -> Roadmap:
     return _parsed(repo, "roadmap", layout.ROADMAP, text, parse_roadmap_chunks)
 
 
+def _plan_cache(slug: str) -> str:
+    return f"plan-{slug}"
+
+
+def forget_plan(repo: gitx.Repo, slug: str) -> None:
+    """A delivered item's plan is parsed no more: its parse-cache file goes (one per item, else for ever)."""
+    parse_cache.forget(repo.common_dir, _plan_cache(slug))
+
+
 def _parsed(repo: gitx.Repo, name: str, where: str, text: str, parse):
     """`parse` through the parse cache in the git common dir; a file past the parse limits names itself."""
     try:
@@ -335,7 +344,7 @@ class RepoFacts:
         if not text or not text.strip():
             return None
         where = layout.item_file(slug, layout.PLAN)
-        return _parsed(self.repo, f"plan-{slug}", where, text, parse_plan_chunks)
+        return _parsed(self.repo, _plan_cache(slug), where, text, parse_plan_chunks)
 
     @_memo
     def review(self, slug: str) -> Review | None:

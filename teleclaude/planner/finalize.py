@@ -142,7 +142,7 @@ def _clean(repo: gitx.Repo, slug: str, archive: str) -> Finalized | Error:
     try:
         if gitx.worktree_state(repo, slug).state is WorktreeState.PRESENT:
             gitx.run_git(["worktree", "remove", layout.worktree(slug)], root)
-        if _branch(repo, slug):
+        if gitx.branch_commit(repo.root, slug):
             gitx.run_git(["branch", "-q", "-d", slug], root)
     except subprocess.CalledProcessError as error:
         return _refused(
@@ -151,6 +151,7 @@ def _clean(repo: gitx.Repo, slug: str, archive: str) -> Finalized | Error:
             f"{_why(error)}\nLook at {layout.worktree(slug)}; remove it with git worktree remove once "
             f"nothing in it is needed, or run `teleclaude finalize {slug}` again.",
         )
+    app.forget_plan(repo, slug)
     return Finalized(slug, archive, merged=True)
 
 
@@ -168,26 +169,13 @@ def _stage_done(repo: gitx.Repo, slug: str) -> None:
         gitx.stage(repo.root, layout.ROADMAP, mode, done)
 
 
-def _branch(repo: gitx.Repo, slug: str) -> str:
-    """The branch's commit, or "" when there is no such branch."""
-    try:
-        verify = ["rev-parse", "-q", "--verify", f"refs/heads/{slug}^{{commit}}"]
-        return gitx.run_git(verify, repo.root).strip()
-    except subprocess.CalledProcessError:
-        return ""
-
-
 def _merged_branch_left(repo: gitx.Repo, slug: str) -> bool:
     """Whether the item's worktree or branch is still there although its branch is in the main checkout's
     HEAD: what a finalize stopped before its clean-up leaves. An unmerged branch is left alone."""
-    commit = _branch(repo, slug)
+    commit = gitx.branch_commit(repo.root, slug)
     if not commit:
         return gitx.worktree_state(repo, slug).state is WorktreeState.PRESENT
-    try:
-        gitx.run_git(["merge-base", "--is-ancestor", commit, "HEAD"], repo.root)
-    except subprocess.CalledProcessError:
-        return False
-    return True
+    return gitx.in_history(repo.root, commit)
 
 
 def _under(path: str, folders: tuple[str, ...]) -> bool:

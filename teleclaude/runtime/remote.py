@@ -87,22 +87,13 @@ def clean_up(computer: Computer, project: Path, slug: str, timeout: float) -> No
         return
     branch = ["git", "-C", computer.project, "rev-parse", "-q", "--verify", f"refs/heads/{slug}^{{commit}}"]
     tip = ssh.run(computer, branch, timeout, check=False).stdout.strip()
-    if tip and not (_COMMIT.fullmatch(tip) and _delivered(project, tip)):
+    if tip and not (_COMMIT.fullmatch(tip) and gitx.in_history(project, tip)):
         raise TravelError(
             f"{computer.name}: its branch {slug} has commits that are not on main here: left as it is"
         )
     ssh.run(computer, ["sh", "-c", _CLEAN_UP, "teleclaude-clean-up", computer.project, slug, tip], timeout)
     tracking = f"refs/teleclaude/remotes/{computer.name}/{slug}"
     gitx.run_git(["update-ref", "-d", tracking], project)
-
-
-def _delivered(project: Path, commit: str) -> bool:
-    """`commit` is in the main checkout's history (a commit unknown here is not)."""
-    try:
-        gitx.run_git(["merge-base", "--is-ancestor", commit, "HEAD"], project)
-    except subprocess.CalledProcessError:
-        return False
-    return True
 
 
 def clean_up_logged(computers: dict[str, Computer], project: Path, slug: str, timeout: float) -> list[str]:

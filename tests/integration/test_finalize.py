@@ -176,3 +176,14 @@ def test_the_finalize_commit_takes_only_the_items_x_from_the_roadmap_and_leaves_
     assert "polish" not in git(project, "show", "HEAD:todos/roadmap.md")
     assert roadmap.read_text() == edited.replace("[>] greeting", "[x] greeting")  # every byte of it kept
     assert git(project, "status", "--porcelain").split() == ["M", "todos/roadmap.md"]
+
+
+def test_a_delivered_items_plan_leaves_the_parse_cache(tmp_path):
+    project = make_repository(tmp_path / "project")
+    approve(project, "greeting")
+    cache = Path(gitx.find_repo(project).common_dir) / "teleclaude-cache"
+    assert (cache / "plan-greeting.json").exists()  # next_work parsed its plan on the way
+    done = finalize("greeting", cwd=project)
+    assert isinstance(done, Finalized) and done.merged, done
+    assert not (cache / "plan-greeting.json").exists()
+    assert (cache / "roadmap.json").exists()
