@@ -385,11 +385,11 @@ class _Loop:
         failures = 0
         while watching:
             waited = guarded(self.runtime.wait_for_sessions, list(watching), self.settings.tick)
-            if isinstance(waited, Error):  # a pane that vanished while tmux was asked about it: look again
+            if isinstance(waited, Error):
                 failures += 1
-                if failures >= WAIT_ATTEMPTS or waited.code is ErrorCode.UNKNOWN_SESSION:
-                    return Stop(Outcome.ERROR, to_text(waited))
-                self.show(f"    waiting failed, looking again: {waited.message.splitlines()[0]}")
+                stop = self._wait_failed(waited, failures)
+                if stop:
+                    return stop
                 continue
             assert isinstance(waited, Waited)
             failures = 0
@@ -424,6 +424,14 @@ class _Loop:
                     watching.pop(session_id)
             if watching:
                 self._status(list(watching.values()))
+        return None
+
+    def _wait_failed(self, waited: Error, failures: int) -> Stop | None:
+        """A wait that failed `failures` times in a row: look again (a pane that vanished while tmux was asked
+        about it), unless it keeps failing or a session is unknown."""
+        if failures >= WAIT_ATTEMPTS or waited.code is ErrorCode.UNKNOWN_SESSION:
+            return Stop(Outcome.ERROR, to_text(waited))
+        self.show(f"    waiting failed, looking again: {waited.message.splitlines()[0]}")
         return None
 
     def _status(self, sessions: list[Session]) -> None:
@@ -508,6 +516,7 @@ class _Lanes(_Loop):
     """
 
     lanes: dict[str, Lane] = field(default_factory=dict)
+    failed_waits: int = 0  # in a row
 
     def go(self) -> Stop:
         for session in _live(self.runtime, self.settings.root, lambda s: True):
@@ -649,8 +658,9 @@ class _Lanes(_Loop):
             return None
         waited = guarded(self.runtime.wait_for_sessions, list(busy), self.settings.tick)
         if isinstance(waited, Error):
-            self.show(f"    waiting failed, looking again: {waited.message.splitlines()[0]}")
-            return None
+            self.failed_waits += 1
+            return self._wait_failed(waited, self.failed_waits)
+        self.failed_waits = 0
         assert isinstance(waited, Waited)
         current = {s.id: s for s in waited.sessions}
         heard: set[str] = set()

@@ -214,3 +214,23 @@ def test_an_item_that_fails_is_parked_and_the_other_lanes_deliver_theirs(
     assert any(p.parked and p.parked[0].startswith("shouting (ERROR: WORKER_FAILED") for p in progress)
     sessions = SessionStore().sessions()
     assert [s.state.value for s in sessions if s.slug == "shouting"] == ["errored", "errored"]
+
+
+def test_a_parallel_run_whose_waits_keep_failing_stops_with_the_error(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    """As the serial run does: a few failed waits in a row (tmux or the database gone) end the run."""
+    runtime = open_runtime(project)
+    calls = []
+
+    def failing_wait(session_ids, timeout=30.0):
+        calls.append(session_ids)
+        if len(calls) > 20:  # the run never gives up: stop the test instead of hanging
+            raise KeyboardInterrupt
+        raise OSError("the sessions database is gone")
+
+    monkeypatch.setattr(runtime, "wait_for_sessions", failing_wait)
+    lines: list[str] = []
+    report = orchestrator.run(project, None, False, 60, runtime, lines.append, lambda p: None, parallel=2)
+    assert report.outcome is Outcome.ERROR, report.text + "\n" + "\n".join(lines)
+    assert len(calls) == orchestrator.WAIT_ATTEMPTS
