@@ -231,11 +231,11 @@ def _what_went_wrong(history) -> list[str]:
     sessions = [handled.session for handled in history]
 
     def later(index: int, step: str, slug: str):
-        return next((s for s in sessions[index + 1 :] if (_step(s), s.slug) == (step, slug)), None)
+        return next((s for s in sessions[index + 1 :] if (s.command, s.slug) == (step, slug)), None)
 
     lines = []
     for index, handled in enumerate(history):
-        session, step = handled.session, _step(handled.session)
+        session, step = handled.session, handled.session.command
         if handled.kind is EventKind.RATE_LIMITED:
             after = later(index, step, session.slug)
             lines.append(
@@ -254,10 +254,6 @@ def _what_went_wrong(history) -> list[str]:
                 f"{session.agent} committed them"
             )
     return lines
-
-
-def _step(session) -> str:
-    return session.command.removeprefix("prompts:")
 
 
 def remove_tmux_server(socket: str) -> None:

@@ -176,7 +176,7 @@ def do_session_step() -> int:
         say("not in a worker session started by teleclaude ($TELECLAUDE_SESSION_ID)")
         return 1
     slug = session.args.split()[0] if session.args.split() else ""
-    say(do_step(session.command.removeprefix("prompts:"), slug))
+    say(do_step(session.command, slug))
     return 0
 
 

@@ -36,7 +36,7 @@ from teleclaude.runtime.core.sessions import (
     transition,
     waiting_for_input,
 )
-from teleclaude.runtime.core.supervision import resumed
+from teleclaude.runtime.core.supervision import bare_command, resumed, step_of
 from teleclaude.runtime.panes import Panes, WorkerBlocked
 from teleclaude.runtime.remote import item_slug, send
 
@@ -311,14 +311,6 @@ class Launcher:
 
 # --- one worker per step ------------------------------------------------------------------------------------
 
-STEPS = frozenset(step.command for step in Step)
-FINALIZE = Step.FINALIZE.command
-
-
-def bare_command(command: str) -> str:
-    """next-build for both next-build and prompts:next-build (codex's name for the same step)."""
-    return command.removeprefix("prompts:")
-
 
 @contextmanager
 def step_lock(project: str) -> Iterator[None]:
@@ -336,9 +328,10 @@ def step_lock(project: str) -> Iterator[None]:
 def step_holder(session: Session, sessions: list[Session]) -> Error | None:
     """Refuse a start of a planner step while a live session of the project holds it (same command, slug),
     or, for a finalize, when another finalize is merging (the merge queue: one at a time per project)."""
-    command = bare_command(session.command)
-    if command not in STEPS:  # not a step of the planner (a user's own command): no step to hold
+    step = step_of(session.command)
+    if step is None:  # not a step of the planner (a user's own command): no step to hold
         return None
+    command = step.command
     for other in sessions:
         if other.state.is_final or other.project != session.project or other.id == session.id:
             continue
@@ -350,7 +343,7 @@ def step_holder(session: Session, sessions: list[Session]) -> Error | None:
                 f'session_ids=["{other.id}"])) instead of starting a second worker for the same step.',
                 session.slug or None,
             )
-        if command == FINALIZE and bare_command(other.command) == FINALIZE:
+        if step is Step.FINALIZE and step_of(other.command) is Step.FINALIZE:
             return Error(
                 ErrorCode.MERGE_QUEUED,
                 f"session {other.id} is finalizing {other.slug}: finalizes merge into the main checkout "

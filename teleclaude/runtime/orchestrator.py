@@ -27,6 +27,7 @@ from teleclaude.planner.core.render import to_text
 from teleclaude.planner.core.timeparse import format_duration
 from teleclaude.runtime.api import Runtime, guarded
 from teleclaude.runtime.core.sessions import Ended, Event, EventKind, Session, SessionState, Started, Waited
+from teleclaude.runtime.core.supervision import bare_command
 from teleclaude.runtime.remote import clean_up_logged, item_slug
 
 UNATTENDED = "(unattended: nobody will answer questions; decide yourself and write the file)"
@@ -339,7 +340,7 @@ class _Loop:
     ) -> Session | Stop | None:
         """Start the worker of `action`: its session (or the live one already doing that step), QUEUED when
         another finalize is merging, None to ask again, or a `Stop`."""
-        state, step = self.state, (_bare(action.command), action.slug)
+        state, step = self.state, (bare_command(action.command), action.slug)
         twin = self._twin(step)
         if twin:  # started by an earlier run, or by someone else: one worker per step
             self.show(f"    {twin.id} is already doing {action.command} {action.slug}: waiting for it")
@@ -376,7 +377,7 @@ class _Loop:
         return Stop(Outcome.ERROR, to_text(error))
 
     def _twin(self, step: StepKey) -> Session | None:
-        twins = _live(self.runtime, self.settings.root, lambda s: (_bare(s.command), s.slug) == step)
+        twins = _live(self.runtime, self.settings.root, lambda s: (bare_command(s.command), s.slug) == step)
         return twins[0] if twins else None
 
     def _watch(self, sessions: list[Session], adopted: bool = False) -> Stop | None:
@@ -467,7 +468,7 @@ class _Loop:
         ended = guarded(self.runtime.end_session, session.id)
         ended_session = ended.session if isinstance(ended, Ended) else session
         state.history.append(Handled(ended_session, kind, detail, adopted))
-        step = (_bare(session.command), session.slug)
+        step = (bare_command(session.command), session.slug)
         if retries.through(step, kind, failed=reaction is Reaction.FAILED):
             return Stop(Outcome.ERROR, failed_twice_text(session, kind, detail))
         return True
@@ -816,11 +817,6 @@ def where(session: Session, config: RuntimeConfig) -> str:
 
 
 # --- helpers -----------------------------------------------------------------------------------------------
-
-
-def _bare(command: str) -> str:
-    """next-build for both next-build and prompts:next-build (codex's name for the same step)."""
-    return command.removeprefix("prompts:")
 
 
 def _checkout_root(project: Path) -> Path:

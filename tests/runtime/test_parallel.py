@@ -48,7 +48,7 @@ def run(project: Path, parallel: int, progress: list | None = None):
 
 
 def step(session: Session) -> tuple[str, str]:
-    return session.command.removeprefix("prompts:"), session.slug
+    return session.command, session.slug
 
 
 def overlapping_twins(sessions: list[Session]) -> list[tuple[str, str]]:

@@ -113,7 +113,7 @@ def test_the_roadmap_is_driven_to_done_through_a_rejection_a_forgotten_commit_an
         ("claude", "farewell"),
         ("claude", "shouting"),
     ]
-    steps = [(command.removeprefix("prompts:"), slug) for _, command, slug, _ in done]
+    steps = [(command, slug) for _, command, slug, _ in done]
     assert steps.count(("next-review", "greeting")) == 2 and ("next-fix-review", "greeting") in steps
     assert ("commit-pending", "farewell") in steps
     assert report.steps == len(report.history) == len(SessionStore().sessions())

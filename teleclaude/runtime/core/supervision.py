@@ -266,6 +266,11 @@ def _unfinished(step: Step, slug: str, open_tasks: int, commits_ahead: int) -> s
     )
 
 
+def bare_command(command: str) -> str:
+    """next-build for both next-build and prompts:next-build (codex's old name, in sessions stored before)."""
+    return command.removeprefix("prompts:")
+
+
 def step_of(command: str) -> Step | None:
-    name = command.removeprefix("prompts:")
+    name = bare_command(command)
     return next((step for step in Step if step.command == name), None)
