@@ -20,13 +20,13 @@ from teleclaude.adapters import git as gitx
 from teleclaude.adapters import ssh
 from teleclaude.config.profiles import Computer
 from teleclaude.planner.core import layout
+from teleclaude.planner.core.roadmap import SLUG
 from teleclaude.runtime.core.sessions import Session
 
 log = logging.getLogger("teleclaude.runtime")
 
-_SLUG = re.compile(r"[a-z0-9][a-z0-9._-]*")
 _COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # what `git rev-parse --verify` prints
-# runs on the remote computer: $1 the clone, $2 the slug (checked against _SLUG), $3 the staging ref
+# runs on the remote computer: $1 the clone, $2 the slug (checked against SLUG), $3 the staging ref
 _CHECK_OUT = (
     'set -e; cd -- "$1"; tree="trees/$2"; '
     'if [ -e "$tree/.git" ]; then git -C "$tree" merge -q --ff-only "$3"; '
@@ -35,7 +35,7 @@ _CHECK_OUT = (
 )
 
 
-# runs on the remote computer: $1 the clone, $2 the slug (checked against _SLUG), $3 its branch's tip as
+# runs on the remote computer: $1 the clone, $2 the slug (checked against SLUG), $3 its branch's tip as
 # checked here (delivered; empty when it has no branch): a branch that moved since is left as it is
 _CLEAN_UP = (
     'set -e; cd -- "$1"; tree="trees/$2"; '
@@ -54,7 +54,7 @@ class TravelError(ssh.RemoteError):
 def item_slug(subfolder: str | None) -> str | None:
     """The slug of an item worktree `trees/{slug}`; None for any other folder."""
     parts = Path(subfolder).parts if subfolder else ()
-    if len(parts) == 2 and parts[0] == layout.TREES and _SLUG.fullmatch(parts[1]):
+    if len(parts) == 2 and parts[0] == layout.TREES and SLUG.fullmatch(parts[1]):
         return parts[1]
     return None
 
@@ -83,7 +83,7 @@ def clean_up(computer: Computer, project: Path, slug: str, timeout: float) -> No
     """The item is delivered here (merged into main, archived): remove its worktree `trees/{slug}`, its
     branch and staging ref from the remote clone, and its tracking ref here. A branch there with commits
     main here lacks (never brought back) stays, with its worktree: TravelError says so."""
-    if not _SLUG.fullmatch(slug):
+    if not SLUG.fullmatch(slug):
         return
     branch = ["git", "-C", computer.project, "rev-parse", "-q", "--verify", f"refs/heads/{slug}^{{commit}}"]
     tip = ssh.run(computer, branch, timeout, check=False).stdout.strip()

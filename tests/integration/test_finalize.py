@@ -95,8 +95,10 @@ def test_a_dirty_main_checkout_is_refused_and_a_second_finalize_does_nothing(tmp
     (project / "scratch.txt").unlink()
     done = finalize("greeting", cwd=project)
     assert isinstance(done, Finalized) and done.merged and done.archive == "done/001-greeting/"
+    head = git(project, "rev-parse", "HEAD")
     again = finalize("greeting", cwd=project)
     assert isinstance(again, Finalized) and not again.merged and again.archive == "done/001-greeting/"
+    assert (git(project, "rev-parse", "HEAD"), git(project, "status", "--porcelain")) == (head, "")
 
 
 def test_a_merge_that_conflicts_is_aborted_and_sends_the_merge_fixer(tmp_path, capsys):
@@ -152,8 +154,10 @@ def test_a_finalize_commit_refused_by_a_hook_says_so_and_the_next_finalize_compl
     assert git(project, "status", "--porcelain") == ""
     assert git(project, "worktree", "list", "--porcelain").count("worktree ") == 1
     assert git(project, "branch", "--list", "greeting").strip() == ""
+    head = git(project, "rev-parse", "HEAD")
     again = finalize("greeting", cwd=project)
     assert isinstance(again, Finalized) and not again.merged
+    assert (git(project, "rev-parse", "HEAD"), git(project, "status", "--porcelain")) == (head, "")
 
 
 def test_the_finalize_commit_takes_only_the_items_x_from_the_roadmap_and_leaves_a_users_edit_uncommitted(

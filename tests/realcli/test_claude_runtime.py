@@ -21,7 +21,7 @@ from teleclaude.planner import api as app
 from teleclaude.planner.core.render import to_text
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 
-from .watching import events_until, screen_shows
+from .watching import events_until, screen_shows, turn_ended
 
 
 def with_env(runtime, agent: str, **changes: str | None) -> None:
@@ -154,12 +154,6 @@ def start(runtime, project) -> Started:
     started = runtime.run_agent_command("local", "next-build", "greeting", str(project), "claude", "med")
     assert isinstance(started, Started), started
     return started
-
-
-def turn_ended(runtime, session_id: str) -> list:
-    return [
-        e for e in events_until(runtime, session_id, EventKind.TURN_ENDED) if e.kind is EventKind.TURN_ENDED
-    ]
 
 
 def prefer_claude_for_builds(project) -> None:

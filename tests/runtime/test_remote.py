@@ -91,7 +91,9 @@ def test_a_worker_on_another_computer_completes_a_step_through_sshd(
     assert f"tc-{session.id}" not in runtime.tmux.on(NAME).session_names()  # ended over there too
 
 
-def test_an_unknown_computer_and_a_step_outside_an_item_worktree_are_refused(project, remote_project):
+def test_an_unknown_computer_a_step_outside_an_item_worktree_and_an_agent_not_there_are_refused(
+    project, remote_project
+):
     runtime = open_runtime(project)
     answer = runtime.run_agent_command("elsewhere", "emit", "1", str(project), "claude", "med")
     assert isinstance(answer, Error) and answer.code is ErrorCode.UNKNOWN_COMPUTER
@@ -99,14 +101,16 @@ def test_an_unknown_computer_and_a_step_outside_an_item_worktree_are_refused(pro
     assert isinstance(answer, Error) and answer.code is ErrorCode.INVALID_SUBFOLDER
     bare = replace(runtime.config.remotes[NAME], agents={"codex": "codex"})
     runtime.context.config = replace(runtime.config, remotes={NAME: bare})
+    (project / "trees" / "x").mkdir(parents=True)  # a worktree folder, so the agent is what is refused
     answer = runtime.run_agent_command(NAME, "emit", "1", str(project), "claude", "med", "trees/x")
-    assert isinstance(answer, Error)
+    assert isinstance(answer, Error) and answer.code is ErrorCode.AGENT_NOT_INSTALLED, answer
 
 
 def hooks_only(project: Path, agent: str, stand_in_mode: str) -> None:
     """No idle rule (a turn end must come from a hook), and `agent`'s stand-in in `stand_in_mode`."""
     settings = project / "teleclaude.toml"
     text = settings.read_text().replace("idle_threshold = 0.4", "idle_threshold = 600")
+    assert "idle_threshold = 600" in text  # else the idle rule, not a hook, would end the turns
     settings.write_text(text + f'\n[runtime.agents.{agent}]\nenv = {{ FAKE_AGENT = "{stand_in_mode}" }}\n')
     commit_all(project, f"{agent}: {stand_in_mode} over there, and no idle rule")
 
@@ -125,7 +129,8 @@ def test_the_remote_stop_hook_ends_the_turn_through_the_pane_not_the_idle_rule(
     )
     assert isinstance(started, Started), started.message
     session = started.session
-    watch(runtime, session.id).until(EventKind.TURN_ENDED, seconds=60)  # the idle rule would take 600 s
+    events = watch(runtime, session.id).until(EventKind.TURN_ENDED, seconds=60)  # idle would take 600 s
+    assert [e.detail for e in events if e.kind is EventKind.TURN_ENDED] == ["stop hook"]
     assert runtime.store.get(session.id).state is SessionState.TURN_ENDED
     assert "Build greeting" in git(project / action.subfolder, "log", "--oneline", "-1")  # brought back
     assert runtime.tmux.views()[session.pane_id].turn_end == ""  # the hook's mark was taken away
