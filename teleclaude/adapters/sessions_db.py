@@ -73,6 +73,7 @@ _SESSION_COLUMNS = {
 }
 # SessionState.ERRORED and NEEDS_ATTENTION, spelled out so the planner's read imports no session model.
 FAILED_STATES = ("errored", "needs_attention")
+FINAL_STATES = ("done", "errored", "cancelled")  # SessionState.is_final, spelled out for the same reason
 _EVENT_COLUMNS = {"id": int, "session_id": str, "kind": str, "at": str, "detail": str, "delivered": int}
 _TOOL_USE_COLUMNS = {"id": int, "session_id": str, "at": str, "tool": str, "target": str}
 
@@ -104,6 +105,13 @@ class SessionStore(SqliteStore):
                 f"SELECT * FROM {SESSIONS} WHERE id IN ({marks}) ORDER BY created_at, id", wanted
             )
         return [_session(row) for row in rows]
+
+    def live_computers(self) -> set[str]:
+        """The computers that sessions not yet final run on (read as one plain column)."""
+        marks = ",".join("?" * len(FINAL_STATES))
+        query = f"SELECT DISTINCT computer FROM {SESSIONS} WHERE state NOT IN ({marks})"
+        rows = self._select(query, FINAL_STATES)
+        return {row["computer"] for row in rows}
 
     def latest(self, project: str, slug: str) -> Session | None:
         """The newest session of `project` whose args start with `slug`."""
@@ -214,18 +222,26 @@ class SessionStore(SqliteStore):
         from teleclaude.planner.core.tool_lines import SHOWN, ToolUse
 
         limit = SHOWN if limit is None else limit
-        found: dict[str, tuple[ToolUse, ...]] = {}
-        for session_id in dict.fromkeys(ids):
-            query = f"SELECT * FROM {TOOL_USES} WHERE session_id = ? ORDER BY id DESC LIMIT ?"
-            rows = self._select(query, (session_id, limit))
-            if rows:
-                found[session_id] = tuple(
-                    ToolUse(
-                        row["session_id"], row["tool"], row["target"] or "", datetime.fromisoformat(row["at"])
-                    )
-                    for row in reversed(rows)
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        marks = ",".join("?" * len(wanted))
+        query = f"SELECT * FROM {TOOL_USES} WHERE session_id IN ({marks}) ORDER BY session_id, id DESC"
+        newest: dict[str, list[sqlite3.Row]] = {}
+        for row in self._select(query, wanted):  # at most KEPT rows a session are kept
+            rows = newest.setdefault(row["session_id"], [])
+            if len(rows) < limit:
+                rows.append(row)
+        return {
+            session_id: tuple(
+                ToolUse(
+                    row["session_id"], row["tool"], row["target"] or "", datetime.fromisoformat(row["at"])
                 )
-        return found
+                for row in reversed(newest[session_id])
+            )
+            for session_id in wanted
+            if session_id in newest
+        }
 
     # --- reading -------------------------------------------------------------------------------------------
 

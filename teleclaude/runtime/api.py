@@ -101,9 +101,7 @@ class Runtime:
 
     def recent_tools(self, sessions: Iterable[Session]) -> dict[str, tuple[str, ...]]:
         """session id -> its latest tool uses, `Read: src/x.py (1m ago)` (sessions without any left out)."""
-        now = self.clock()
-        found = {s.id: self.observer.recent_tools(s.id, now) for s in sessions}
-        return {session_id: lines for session_id, lines in found.items() if lines}
+        return self.observer.recent_tools([s.id for s in sessions], self.clock())
 
     def get_session_output(
         self, session_id: str, cursor: str | None = None, max_lines: int = 200, max_bytes: int = 16_000
@@ -148,10 +146,7 @@ def _tmux(config: RuntimeConfig, store: SessionStore) -> Tmux:
     if not config.remotes:
         return Tmux(config.socket, config.tmux_timeout)
 
-    def in_use() -> set[str]:
-        return {session.computer for session in store.sessions() if not session.state.is_final}
-
-    return Fleet(config.socket, config.tmux_timeout, config.remotes, in_use)
+    return Fleet(config.socket, config.tmux_timeout, config.remotes, store.live_computers)
 
 
 def open_runtime(project: str | Path | None = None) -> Runtime:

@@ -414,10 +414,11 @@ class Observer:
         change = Change.EXITED_FAILED
         return self.context.change(session, change, detail, expect=expect, error=error, exit_code=code)
 
-    def recent_tools(self, session_id: str, now: datetime) -> tuple[str, ...]:
-        """The session's latest tool uses as its agent CLI's tool hook recorded them, one line each."""
-        uses = self.context.store.recent_tool_uses([session_id]).get(session_id, ())
-        return tuple(tool_lines(uses, now))
+    def recent_tools(self, session_ids: Iterable[str], now: datetime) -> dict[str, tuple[str, ...]]:
+        """session id -> its latest tool uses as its agent CLI's tool hook recorded them, one line each
+        (sessions without any left out)."""
+        uses = self.context.store.recent_tool_uses(session_ids)
+        return {session_id: tuple(tool_lines(found, now)) for session_id, found in uses.items()}
 
     def _supervise(self, before: Session, session: Session, screen: list[str], now: datetime) -> Session:
         """Reminders, needs-attention and digests, due by the stored timestamps (see core/supervision.py)."""
@@ -439,7 +440,9 @@ class Observer:
             session, sent = reminded(session, now, due)
             events += sent
         if digest_due(session, now, config):
-            session, report = digest(session, now, screen, config, tools=self.recent_tools(session.id, now))
+            session, report = digest(
+                session, now, screen, config, tools=self.recent_tools([session.id], now).get(session.id, ())
+            )
             events.append(Event(session.id, EventKind.DIGEST, now, report.text()))
         if session == before:
             return session

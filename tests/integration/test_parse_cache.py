@@ -9,11 +9,9 @@ from pathlib import Path
 import pytest
 
 from teleclaude.adapters import parse_cache
-from teleclaude.adapters.sessions_db import FAILED_STATES
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
-from teleclaude.runtime.core.sessions import SessionState
 
 from .test_next_work import commit, tree, write
 from .test_next_work import repo as repo  # noqa: F401 (the fixture)
@@ -94,7 +92,3 @@ def test_a_deeply_nested_plan_is_a_file_error(repo):
     commit(repo, "deep plan")
     answer = fresh_process_work(repo, "feat")
     assert isinstance(answer, Error) and answer.code is ErrorCode.FILE_ERROR
-
-
-def test_failed_states_name_the_session_states():
-    assert (SessionState.ERRORED.value, SessionState.NEEDS_ATTENTION.value) == FAILED_STATES

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from teleclaude.adapters.sessions_db import FAILED_STATES, FINAL_STATES
 from teleclaude.adapters.store import AgentRow, AvailabilityStore, default_db_path
 from teleclaude.planner.core.model import Unavailability
 
@@ -189,3 +190,28 @@ def test_six_processes_marking_at_once_all_land(db, tmp_path):
 def test_default_db_path():
     assert default_db_path({"TELECLAUDE_DB": "/data/t.db", "HOME": "/home/u"}) == Path("/data/t.db")
     assert default_db_path({"HOME": "/home/u"}) == Path("/home/u/.teleclaude/teleclaude.db")
+
+
+def test_the_session_states_the_store_spells_out_are_the_models():
+    """The sessions store names states as text, so the planner's read imports no session model."""
+    from teleclaude.runtime.core.sessions import SessionState
+
+    assert (SessionState.ERRORED.value, SessionState.NEEDS_ATTENTION.value) == FAILED_STATES
+    assert tuple(state.value for state in SessionState if state.is_final) == FINAL_STATES
+
+
+def test_the_latest_tool_uses_of_several_sessions_come_from_one_read(tmp_path):
+    from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.planner.core.tool_lines import ToolUse
+
+    store = SessionStore(tmp_path / "sessions.db")
+    start = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    for n in range(4):
+        for session_id in ("a", "b"):
+            at = start + timedelta(seconds=n)
+            store.add_tool_use(ToolUse(session_id, "Read", f"{session_id}{n}.py", at))
+    found = store.recent_tool_uses(["b", "a", "nobody", "a"], limit=2)
+    assert list(found) == ["b", "a"]  # in the order asked, sessions without any left out
+    assert [u.target for u in found["a"]] == ["a2.py", "a3.py"]  # the latest, oldest first
+    assert [u.target for u in found["b"]] == ["b2.py", "b3.py"]
+    assert store.recent_tool_uses([]) == {}
