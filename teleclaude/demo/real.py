@@ -38,12 +38,10 @@ from teleclaude.demo.model_server import (
     shell,
     tool_result_sent,
 )
-from teleclaude.demo.scenario import Console, environment, print_sessions, throwaway
+from teleclaude.demo.scenario import Console, environment, orchestrate, print_sessions, throwaway
 from teleclaude.demo.workers import commit_all, git, make_repository
 from teleclaude.errors import Error
 from teleclaude.planner.core.render import to_text
-from teleclaude.runtime import orchestrator
-from teleclaude.runtime.api import open_runtime
 from teleclaude.setup.install import Scope, install
 from teleclaude.setup.scaffold import init
 
@@ -163,7 +161,7 @@ def run(console: Console, agent: str = "claude", keep: bool = False, verbose: bo
                     f"the matrix falls back to {demo.fallback}"
                 )
             print(f"watch a worker: tmux -L {socket} attach -t tc-ID\n")
-            report = _orchestrate(project, console, verbose)
+            report = orchestrate(project, console, verbose, SLUG, MAX_STEPS)
             return _summary(project, report, time.monotonic() - started)
     except SetupFailed as error:
         print(error)
@@ -210,14 +208,6 @@ def _project(base: Path, socket: str, demo: RealDemo) -> Path:
 
 class SetupFailed(Exception):
     pass
-
-
-def _orchestrate(project: Path, console: Console, verbose: bool) -> orchestrator.RunReport:
-    report = orchestrator.run(
-        project, SLUG, False, MAX_STEPS, open_runtime(project), console.show, console.status, verbose=verbose
-    )
-    console.clear()
-    return report
 
 
 def _summary(project: Path, report, seconds: float) -> int:

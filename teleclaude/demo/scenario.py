@@ -120,7 +120,7 @@ def run(console: Console, keep: bool = False, verbose: bool = False) -> int:
             print(f"fake agent CLIs in {base / 'bin'}; watch a worker: tmux -L {socket} attach -t tc-ID")
             print("misbehaving on purpose: " + ", ".join(f"{k}={v}" for k, v in DEMO_AGENTS.items()) + "\n")
             print((project / "todos" / "roadmap.md").read_text())
-            report = _orchestrate(project, console, verbose)
+            report = orchestrate(project, console, verbose)
             return _summary_of_run(project, report, time.monotonic() - started)
     except KeyboardInterrupt:
         print("\nDemo interrupted.")
@@ -175,16 +175,12 @@ def _set_variables(values: dict[str, str | None]) -> None:
             os.environ[name] = value
 
 
-def _orchestrate(project: Path, console: Console, verbose: bool) -> orchestrator.RunReport:
+def orchestrate(
+    project: Path, console: Console, verbose: bool, slug: str | None = None, max_steps: int = DEMO_MAX_STEPS
+) -> orchestrator.RunReport:
+    """`teleclaude run` on the demo's project (one item with `slug`), shown on the console."""
     report = orchestrator.run(
-        project,
-        None,
-        False,
-        DEMO_MAX_STEPS,
-        open_runtime(project),
-        console.show,
-        console.status,
-        verbose=verbose,
+        project, slug, False, max_steps, open_runtime(project), console.show, console.status, verbose=verbose
     )
     console.clear()
     return report

@@ -13,8 +13,8 @@ from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
 
-from .test_next_work import commit, tree, write
-from .test_next_work import repo as repo  # noqa: F401 (the fixture)
+from .repos import commit, tree, write
+from .repos import repo as repo  # noqa: F401 (the fixture)
 
 
 @pytest.fixture(autouse=True)

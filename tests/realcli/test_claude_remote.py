@@ -12,6 +12,7 @@ from pathlib import Path
 from teleclaude.demo.agent_homes import claude_environment, prepare_claude_login
 from teleclaude.demo.model_server import Text, edit_and_commit
 from teleclaude.demo.scenario import commit_all
+from teleclaude.demo.workers import git
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.api import open_runtime
@@ -70,7 +71,3 @@ def test_a_real_claude_over_ssh_commits_and_its_stop_hook_ends_the_turn(
     assert runtime.tmux.views()[session.pane_id].turn_end == ""  # the hook's mark was taken away
     assert not sshd.db.exists()  # nothing recorded in a database over there
     assert runtime.end_session(session.id).session.state.is_final
-
-
-def git(cwd, *args) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout

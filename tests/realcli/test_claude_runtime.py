@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -16,24 +15,13 @@ import pytest
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.demo.model_server import Fail, Text, shell
 from teleclaude.demo.scenario import commit_all
+from teleclaude.demo.workers import git
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.render import to_text
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 
-from .watching import events_until, screen_shows, turn_ended
-
-
-def with_env(runtime, agent: str, **changes: str | None) -> None:
-    """Change what the agent's workers get (None: leave the variable out), on top of teleclaude.toml's."""
-    env = runtime.config.profiles[agent].env
-    with_profile(runtime, agent, env={k: v for k, v in {**env, **changes}.items() if v is not None})
-
-
-def with_profile(runtime, agent: str, **changes: object) -> None:
-    config = runtime.context.config
-    profiles = {**config.profiles, agent: replace(config.profiles[agent], **changes)}
-    runtime.context.config = replace(config, profiles=profiles)
+from .watching import events_until, screen_shows, turn_ended, with_env, with_profile
 
 
 def blocked(runtime, project) -> Error:
@@ -167,7 +155,3 @@ def called_agent(project) -> str:
     text = to_text(app.next_work(cwd=project))
     assert text.startswith("TOOL_CALL:"), text
     return re.search(r'agent="([^"]+)"', text)[1]
-
-
-def git(cwd, *args) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout

@@ -14,6 +14,7 @@ import pytest
 
 from teleclaude.demo.model_server import Fail, Step, Text, mcp, shell
 from teleclaude.demo.scenario import commit_all
+from teleclaude.demo.workers import git
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch
@@ -21,8 +22,7 @@ from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 from teleclaude.setup.install import Scope, install
 
-from .test_claude_runtime import git, with_profile
-from .watching import events_until, screen, screen_shows, turn_ended
+from .watching import events_until, screen, screen_shows, turn_ended, with_profile
 
 
 def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med"):

@@ -9,12 +9,12 @@ from datetime import timedelta
 import pytest
 
 from teleclaude.demo.model_server import Fail, Step, Text, Tool, body_text, mcp, shell
+from teleclaude.demo.workers import git
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 
-from .test_claude_runtime import git
 from .watching import events_until, screen, screen_shows, turn_ended
 
 

@@ -1,8 +1,10 @@
-"""Watching a real CLI's session: its screen, and its events as the runtime reports them (no sleeps)."""
+"""Watching a real CLI's session: its screen, and its events as the runtime reports them (no sleeps); and
+changing what the runtime gives the agent's next workers."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -39,3 +41,15 @@ def turn_ended(runtime, session_id: str) -> list:
     """The turn-end events of the session up to its first."""
     seen = events_until(runtime, session_id, EventKind.TURN_ENDED)
     return [event for event in seen if event.kind is EventKind.TURN_ENDED]
+
+
+def with_env(runtime, agent: str, **changes: str | None) -> None:
+    """Change what the agent's workers get (None: leave the variable out), on top of teleclaude.toml's."""
+    env = runtime.config.profiles[agent].env
+    with_profile(runtime, agent, env={k: v for k, v in {**env, **changes}.items() if v is not None})
+
+
+def with_profile(runtime, agent: str, **changes: object) -> None:
+    config = runtime.context.config
+    profiles = {**config.profiles, agent: replace(config.profiles[agent], **changes)}
+    runtime.context.config = replace(config, profiles=profiles)
