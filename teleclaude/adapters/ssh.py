@@ -28,8 +28,8 @@ from teleclaude.runtime.core.sessions import PaneView
 SEPARATOR = ":"  # tmux itself never puts a colon in a session name or pane id
 
 
-def ssh_options(computer: Computer) -> list[str]:
-    """The `ssh` command line up to (not including) the destination."""
+def ssh_options(computer: Computer, user: bool = True) -> list[str]:
+    """The `ssh` command line up to (not including) the destination; `user=False` leaves `-l USER` out."""
     control = Path(tempfile.gettempdir(), f"teleclaude-ssh-{os.getuid()}")
     control.mkdir(mode=0o700, exist_ok=True)
     argv = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=15"]
@@ -38,7 +38,7 @@ def ssh_options(computer: Computer) -> list[str]:
         argv += ["-o", option]
     if computer.identity_file:
         argv += ["-o", "IdentitiesOnly=yes", "-i", os.path.expanduser(computer.identity_file)]
-    if computer.user:
+    if computer.user and user:
         argv += ["-l", computer.user]
     return argv
 
@@ -80,9 +80,9 @@ def git_url(computer: Computer) -> str:
 
 
 def git_ssh_command(computer: Computer) -> str:
-    """`core.sshCommand` for git: a shell string, so quoted word by word (git adds `-p PORT` and the host)."""
-    options = [word for word in ssh_options(computer) if word not in ("-l", computer.user)]
-    return shlex.join(options)
+    """`core.sshCommand` for git: a shell string, so quoted word by word (git adds `-p PORT` and the host,
+    and the user from the URL)."""
+    return shlex.join(ssh_options(computer, user=False))
 
 
 class RemoteError(TmuxError):
