@@ -24,7 +24,13 @@ from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Step
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
-from teleclaude.runtime.core.blockers import blocked_text, find_blocker, last_rows, refused_command
+from teleclaude.runtime.core.blockers import (
+    blocked_text,
+    find_blocker,
+    last_rows,
+    refusal_text,
+    refused_command,
+)
 from teleclaude.runtime.core.sessions import (
     Change,
     Cursor,
@@ -245,11 +251,7 @@ class Launcher:
         refusal = refused_command(session.agent, screen)
         if refusal is None:
             return None
-        return Error(
-            ErrorCode.INVALID_ARGUMENT,
-            f"{session.agent} refused the command: {refusal}\nNothing reached the model. Install the role "
-            f"commands (teleclaude install --{session.agent}), or check [runtime.agents.{session.agent}].",
-        )
+        return Error(ErrorCode.INVALID_ARGUMENT, refusal_text(session.agent, refusal))
 
     def _exited(self, session: Session, view: PaneView | None) -> Error:
         """The CLI exited before its prompt: its last output (kept by remain-on-exit, history included)."""

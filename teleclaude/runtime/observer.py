@@ -23,6 +23,7 @@ from teleclaude.runtime.core.apiwait import api_wait_limit
 from teleclaude.runtime.core.blockers import (
     blocked_text,
     find_blocker,
+    refusal_text,
     refused_command,
     unexpanded_command,
 )
@@ -372,7 +373,7 @@ class Observer:
             return None
         refusal = refused_command(session.agent, rows)
         if refusal is not None:
-            why = f"{session.agent} refused the command: {refusal}"
+            why = refusal_text(session.agent, refusal)
             log.info("session %s: %s", session.id, why)
             return self.context.change(session, Change.ERRORED, why, expect=expect, error=why)
         blocker = find_blocker(session.agent, screen)

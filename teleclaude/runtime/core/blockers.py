@@ -179,6 +179,12 @@ def refused_command(agent: str, rows: Iterable[str]) -> str | None:
 SESSION_CONTEXT = re.compile(r"\A\s*<session_context>.*?</session_context>", re.DOTALL)
 
 
+def refusal_text(agent: str, words: str) -> str:
+    """A refused command explained: the CLI's words, that nothing reached the model, and the table's fix."""
+    fix = next((b.fix for b in BLOCKERS.get(agent, ()) if b.kind is Kind.COMMAND), "")
+    return f"{agent} refused the command: {words}\nNothing reached the model. {fix}".rstrip()
+
+
 def unexpanded_command(prompt: str, typed: str) -> bool:
     """The prompt the CLI sent its model is the command line exactly as it was typed, with nothing but
     gemini's session context before it: the CLI did not know the command (gemini 0.61 sends an unknown
