@@ -94,35 +94,51 @@ class Launcher:
             computer=computer,
             tmux_session=qualify(tmux, f"tc-{session_id}"),
         )
+        if remote and item_slug(subfolder) is None:
+            return _not_an_item_worktree(remote, subfolder)
         with step_lock(session.project):  # one live session per step, one finalize at a time
             holder = step_holder(session, self.context.store.sessions())
             if holder is not None:
                 return holder
-            try:
-                folder = self._send(remote, session) if remote else str(workdir)
-                if isinstance(folder, Error):
-                    return folder
-                root = remote.project if remote else session.project
-                trust = codex_trust((root, folder)) if profile.trusts_projects_by_config else ()
-                started = tmux.start(
-                    f"tc-{session_id}",
-                    folder,
-                    profile.argv(binary, thinking_mode, trust),
-                    self._worker_env(session, profile, remote),
-                    exit_channel(session.id),
-                    config.history_limit,
-                    (config.width, config.height),
-                )
-            except RemoteError as error:
-                return Error(
-                    ErrorCode.TMUX_FAILED, f"{error}\nCheck that `ssh {remote and remote.host}` works."
-                )
-            except TmuxError as error:
-                return Error(ErrorCode.TMUX_FAILED, f"{error}\nIs tmux installed and working? Try: tmux -V")
-            started = replace(started, pane_id=qualify(tmux, started.pane_id))
-            session = replace(session, pane_id=started.pane_id, pane_pid=started.pane_pid)
-            self.context.store.add(session)
-        return self._deliver(session, profile)
+            self.context.store.add(session)  # the PENDING row holds the step from here on
+        # Outside the lock: a push over ssh can take seconds, and every planner call waits on that lock.
+        opened = self._open(session, profile, binary, remote, workdir, thinking_mode)
+        if isinstance(opened, Error):
+            self.context.change(session, Change.ERRORED, opened.message, error=opened.message)
+            return opened
+        return self._deliver(opened, profile)
+
+    def _open(
+        self,
+        session: Session,
+        profile: AgentProfile,
+        binary: str,
+        remote: Computer | None,
+        workdir: Path,
+        thinking_mode: str,
+    ) -> Session | Error:
+        """The worker's tmux session, in its folder here or in the remote clone the item branch went to."""
+        config = self.context.config
+        tmux = self.context.tmux.on(session.computer)
+        try:
+            folder = self._send(remote, session) if remote else str(workdir)
+            root = remote.project if remote else session.project
+            trust = codex_trust((root, folder)) if profile.trusts_projects_by_config else ()
+            started = tmux.start(
+                f"tc-{session.id}",
+                folder,
+                profile.argv(binary, thinking_mode, trust),
+                self._worker_env(session, profile, remote),
+                exit_channel(session.id),
+                config.history_limit,
+                (config.width, config.height),
+            )
+        except RemoteError as error:
+            return Error(ErrorCode.TMUX_FAILED, f"{error}\nCheck that `ssh {remote and remote.host}` works.")
+        except TmuxError as error:
+            return Error(ErrorCode.TMUX_FAILED, f"{error}\nIs tmux installed and working? Try: tmux -V")
+        opened = replace(session, pane_id=qualify(tmux, started.pane_id), pane_pid=started.pane_pid)
+        return self.context.store.save(opened, expect=SessionState.PENDING) or opened
 
     def _check_request(
         self, computer: str, command: str, args: str, agent: str, thinking_mode: str
@@ -170,15 +186,10 @@ class Launcher:
             env["TELECLAUDE_DB"] = str(self.context.store.path)
         return env
 
-    def _send(self, remote: Computer, session: Session) -> str | Error:
+    def _send(self, remote: Computer, session: Session) -> str:
         """The item branch goes to the remote clone first: the worker there works in its trees/{slug}."""
         slug = item_slug(session.subfolder)
-        if slug is None:
-            return Error(
-                ErrorCode.INVALID_SUBFOLDER,
-                f"a worker on {remote.name} works in an item's worktree: subfolder must be trees/{{slug}}, "
-                f'not {session.subfolder!r}.\nRun steps on the main checkout with computer="local".',
-            )
+        assert slug is not None, "checked by start"
         send(remote, Path(session.project), slug, self.context.config.tmux_timeout * 6)
         return f"{remote.project}/{layout.TREES}/{slug}"
 
@@ -354,6 +365,14 @@ def step_holder(session: Session, sessions: list[Session]) -> Error | None:
                 session.slug or None,
             )
     return None
+
+
+def _not_an_item_worktree(remote: Computer, subfolder: str | None) -> Error:
+    return Error(
+        ErrorCode.INVALID_SUBFOLDER,
+        f"a worker on {remote.name} works in an item's worktree: subfolder must be trees/{{slug}}, "
+        f'not {subfolder!r}.\nRun steps on the main checkout with computer="local".',
+    )
 
 
 def exit_channel(session_id: str) -> str:

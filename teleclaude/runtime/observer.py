@@ -10,7 +10,7 @@ import select
 import time
 from collections.abc import Iterable
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from subprocess import Popen
 
@@ -283,9 +283,20 @@ class Observer:
             log.info("session %s: its pane changed while being read (%s)", session.id, error)
             return self.context.store.get(session.id) or session
 
+    def _still_starting(self, session: Session, now: datetime) -> Session:
+        """A worker whose launcher holds its step while its tmux session opens (a push over ssh first); one
+        that never opened (its launcher was killed) frees the step."""
+        config = self.context.config
+        if now - session.created_at < timedelta(seconds=config.tmux_timeout * 6 + config.startup_timeout):
+            return session
+        why = "its worker never started (the process starting it ended first)"
+        return self.context.change(session, Change.ERRORED, why, error=why)
+
     def _observe(self, session: Session, view: PaneView | None) -> Session:
         context = self.context
         now = context.clock()
+        if session.state is SessionState.PENDING and not session.pane_id:
+            return self._still_starting(session, now)
         if view is None or view.pane_pid != session.pane_pid:
             why = "its tmux pane is gone" if view is None else "its tmux pane was respawned"
             return context.change(session, Change.ERRORED, why, error=why)

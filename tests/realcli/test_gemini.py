@@ -95,8 +95,8 @@ def test_with_full_error_verbosity_gemini_gives_up_in_a_dialog_that_is_a_limit(
     model_server.add(Fail(failure, repeat=1000, retry_after=1))
     started = start(gemini_runtime, project)
     events = events_until(gemini_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=40)
-    assert events[-1].detail.startswith("overloaded until"), events[-1].detail  # "high demand"
-    assert "experiencing high demand" in events[-1].detail, events[-1].detail
+    # "high demand" is an overload, whether its row or the dialog under it was read first
+    assert events[-1].detail.startswith("overloaded until"), events[-1].detail
     shown = screen(gemini_runtime, started.session)
     assert "We are currently experiencing high demand." in shown and "Keep trying" in shown
     fallback = next_work(cwd=project)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -213,3 +215,34 @@ def test_a_remote_branch_with_work_that_never_came_back_is_not_cleaned_up(projec
     remote.clean_up(box, project, "greeting", timeout=30)
     assert not (remote_project / "trees" / "greeting").exists()
     assert git(remote_project, "branch", "--list", "greeting") == ""
+
+
+def test_a_slow_push_to_the_remote_clone_does_not_hold_the_planner_but_holds_its_step(
+    project, remote_project, monkeypatch
+):
+    """The project lock covers the check and the PENDING row only: the push over ssh runs after it."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    entered, release = remote_project.parent / "push-entered", remote_project.parent / "push-release"
+    hook = remote_project / ".git" / "hooks" / "pre-receive"
+    hook.write_text(
+        f'#!/bin/sh\ncat >/dev/null\ntouch "{entered}"\n'
+        f'for _ in $(seq 600); do [ -e "{release}" ] && exit 0; sleep 0.1; done\nexit 1\n'
+    )
+    hook.chmod(0o755)
+    runtime = open_runtime(project)
+    action = app.next_work(cwd=project)
+    assert isinstance(action, Dispatch) and action.step is Step.BUILD, action
+    request = (NAME, action.command, action.slug, action.project, action.agent, "med", action.subfolder)
+    with ThreadPoolExecutor(1) as pool:
+        starting = pool.submit(runtime.run_agent_command, *request)
+        while not entered.exists():
+            assert not starting.done(), starting.result()
+            time.sleep(0.05)
+        meanwhile = app.next_work(cwd=project)  # takes the project lock while the push waits
+        second = open_runtime(project).run_agent_command(*request)
+        release.touch()
+        started = starting.result()
+    assert isinstance(meanwhile, Dispatch), meanwhile
+    assert isinstance(second, Error) and second.code is ErrorCode.ALREADY_RUNNING, second
+    assert isinstance(started, Started), started.message
+    assert runtime.end_session(started.session.id).session.state.is_final

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -140,6 +141,23 @@ def test_after_a_restart_vanished_and_respawned_panes_are_errored(project, runti
     assert states[respawned.session.id] is SessionState.ERRORED
     assert states[kept.session.id] in (SessionState.RUNNING, SessionState.TURN_ENDED)
     assert "gone" in restarted.store.get(gone.session.id).last_error
+
+
+def test_a_step_whose_starter_died_before_its_tmux_session_opened_is_freed_in_time(project, runtime):
+    """The PENDING row written under the project lock holds the step while the worker opens; one left by a
+    killed starter holds it only until a start could have finished."""
+    action = dispatch(project)
+    started = start(runtime, action)
+    runtime.end_session(started.session.id)
+    orphan = replace(started.session, id="0rphan00", state=SessionState.PENDING, pane_id="", pane_pid=0)
+    runtime.store.add(orphan)
+    states = {s.id: s.state for s in runtime.list_sessions()}
+    assert states[orphan.id] is SessionState.PENDING  # its start may still be under way
+    second = runtime.start(action)
+    assert isinstance(second, Error) and second.code is ErrorCode.ALREADY_RUNNING, second
+    runtime.store.save(replace(orphan, created_at=orphan.created_at - timedelta(hours=1)))
+    assert {s.id: s.state for s in runtime.list_sessions()}[orphan.id] is SessionState.ERRORED
+    start(runtime, action)
 
 
 @pytest.mark.parametrize(
