@@ -657,6 +657,7 @@ class _Lanes(_Loop):
         if not busy:  # every lane waits for the merge queue
             time.sleep(self.settings.tick)
             return None
+        self._status([lane.session for lane in busy.values() if lane.session is not None])  # new starts too
         waited = guarded(self.runtime.wait_for_sessions, list(busy), self.settings.tick)
         if isinstance(waited, Error):
             self.failed_waits += 1
