@@ -181,7 +181,10 @@ def _run_finalize(args: argparse.Namespace) -> int:
         return 0
     for result in cleaned:
         if result.left:
-            _warn(f"{printable(result.text())}; remove them there once nothing in them is needed")
+            _warn(
+                f"{printable(result.text())}. Once that is dealt with there, `teleclaude finalize "
+                f"{args.slug}` again removes them"
+            )
         else:
             write(result.text())
     return 0

@@ -95,7 +95,7 @@ def clean_up(computer: Computer, project: Path, slug: str, timeout: float) -> No
     tip = ssh.run(computer, branch, timeout, check=False).stdout.strip()
     if tip and not (_COMMIT.fullmatch(tip) and gitx.in_history(project, tip)):
         raise TravelError(
-            f"{computer.name}: its branch {slug} has commits that are not on main here: left as it is"
+            f"{computer.name}: its branch {slug} has commits that are not on main here (never brought back)"
         )
     ssh.run(computer, ["sh", "-c", _CLEAN_UP, "teleclaude-clean-up", computer.project, slug, tip], timeout)
     tracking = f"refs/teleclaude/remotes/{computer.name}/{slug}"
@@ -112,10 +112,7 @@ class CleanedUp:
 
     def text(self) -> str:
         if self.left:
-            return (
-                f"{layout.worktree(self.slug)} and branch {self.slug} left in the clone on {self.computer}: "
-                f"{self.left}"
-            )
+            return f"left {layout.worktree(self.slug)} and branch {self.slug} on {self.computer}: {self.left}"
         return f"removed {layout.worktree(self.slug)} and its branch on {self.computer}"
 
 
@@ -138,17 +135,17 @@ def clean_up_delivered(slug: str, cwd: str | os.PathLike | None = None) -> list[
             clean_up(computer, root, slug, config.tmux_timeout * 6)
         except (ssh.RemoteError, subprocess.CalledProcessError) as error:
             log.info("item %s: could not clean up its worktree on %s: %s", slug, name, error)
-            said.append(CleanedUp(name, slug, left=_said(error)))
+            said.append(CleanedUp(name, slug, left=_said(name, error)))
         else:
             said.append(CleanedUp(name, slug))
     return said
 
 
-def _said(error: ssh.RemoteError | subprocess.CalledProcessError) -> str:
+def _said(computer: str, error: ssh.RemoteError | subprocess.CalledProcessError) -> str:
     if isinstance(error, subprocess.CalledProcessError):  # the tracking ref here
         why = " ".join((error.stderr or b"").decode(errors="replace").split())
         return f"git update-ref here failed: {why or f'exit status {error.returncode}'}"
-    return str(error)
+    return str(error).removeprefix(f"{computer}: ")  # ssh's errors name the computer: the line does already
 
 
 def _git(computer: Computer, cwd: Path, *args: str) -> None:

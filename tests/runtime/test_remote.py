@@ -315,6 +315,12 @@ def test_a_remote_branch_with_work_not_on_main_here_is_left_and_the_finalize_sti
     assert len(warning) == 1 and NAME in warning[0] and "greeting" in warning[0], err
     assert (tree / "only-there.txt").is_file()  # left as it is over there
     assert git(remote_project, "branch", "--list", "greeting").strip()
+    git(tree, "reset", "-q", "--hard", "main")  # dealt with over there: nothing of its own now
+    again = teleclaude_cli(project, "finalize", "greeting")  # the item is delivered: only the clean-up
+    out, err = again.communicate(timeout=120)
+    assert again.returncode == 0 and out.startswith("FINALIZED:") and err == "", out + err
+    assert not tree.exists()
+    assert git(remote_project, "branch", "--list", "greeting") == ""
 
 
 def test_the_remote_clean_up_runs_after_the_finalize_released_the_project_lock(
