@@ -92,7 +92,11 @@ def clean_up(computer: Computer, project: Path, slug: str, timeout: float) -> No
     if not SLUG.fullmatch(slug):
         return
     branch = ["git", "-C", computer.project, "rev-parse", "-q", "--verify", f"refs/heads/{slug}^{{commit}}"]
-    tip = ssh.run(computer, branch, timeout, check=False).stdout.strip()
+    found = ssh.run(computer, branch, timeout, check=False)
+    if found.returncode not in (0, 1):  # 1: no such branch; else ssh (255) or git failed: touch nothing
+        why = " ".join(found.stderr.split()) or f"exit status {found.returncode}"
+        raise TravelError(f"{computer.name}: could not read its branch {slug} there: {why}")
+    tip = found.stdout.strip()
     if tip and not (_COMMIT.fullmatch(tip) and gitx.in_history(project, tip)):
         raise TravelError(
             f"{computer.name}: its branch {slug} has commits that are not on main here (never brought back)"

@@ -5,6 +5,7 @@ holds a clone of the project, with the stand-in CLI on that side's PATH.
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -349,3 +350,25 @@ def test_the_remote_clean_up_runs_after_the_finalize_released_the_project_lock(
     assert finalizing.returncode == 0 and out.startswith("FINALIZED:"), out + err
     assert not isinstance(meanwhile, Error), meanwhile
     assert not (remote_project / "trees" / "greeting").exists()
+
+
+def test_a_computer_that_cannot_be_reached_leaves_its_clone_as_it_is_and_the_finalize_succeeds(
+    project, remote_project, sshd, watch, monkeypatch, teleclaude_cli
+):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    built_over_there(project, watch)
+    approved_here(project)
+    with socket.socket() as probe:  # a port nothing listens on: the computer is gone
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    settings = project / "teleclaude.toml"
+    settings.write_text(settings.read_text().replace(f"port = {sshd.port}\n", f"port = {closed}\n"))
+    assert f"port = {closed}\n" in settings.read_text()
+    commit_all(project, "The ssh computer moved away")
+    finalizing = teleclaude_cli(project, "finalize", "greeting")
+    out, err = finalizing.communicate(timeout=120)
+    assert finalizing.returncode == 0 and out.startswith("FINALIZED:"), out + err
+    assert (project / "done" / "001-greeting").is_dir()
+    warning = err.splitlines()
+    assert len(warning) == 1 and NAME in warning[0] and "greeting" in warning[0], err
+    assert (remote_project / "trees" / "greeting").is_dir()
