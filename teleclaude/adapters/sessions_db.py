@@ -113,6 +113,14 @@ class SessionStore(SqliteStore):
         rows = self._select(query, FINAL_STATES)
         return {row["computer"] for row in rows}
 
+    def computers_of(self, project: str, slug: str) -> set[str]:
+        """The computers sessions of `project` for `slug` ran on, whatever their state (one plain column)."""
+        rows = self._select(
+            f"SELECT DISTINCT computer FROM {SESSIONS} WHERE project = ? AND (args = ? OR args LIKE ?)",
+            (project, slug, f"{slug} %"),
+        )
+        return {row["computer"] for row in rows}
+
     def latest(self, project: str, slug: str) -> Session | None:
         """The newest session of `project` whose args start with `slug`."""
         found = self._select(
