@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import os
 import sys
+from functools import partial
 from pathlib import Path
+
+import pytest
 
 from teleclaude.demo.agent_homes import prepare_claude_login, prepare_home
 from teleclaude.demo.model_server import ModelServer, Text, edit_and_commit
@@ -27,6 +30,24 @@ from .watching import turn_ended
 
 # what each CLI's workers get besides its login's environment: no retries (a failure shows at once)
 EXTRA_ENV = {"claude": {"CLAUDE_CODE_MAX_RETRIES": "0"}}
+
+
+@pytest.fixture
+def remote_clone(
+    agent_clis, model_server, project, sshd, tmux_socket, tmp_path, isolated_environment, monkeypatch
+):
+    """`remote_clone(agent)`: `set_up_remote` for this test's project, sshd and model server."""
+    return partial(
+        set_up_remote,
+        agent_clis=agent_clis,
+        model_server=model_server,
+        project=project,
+        sshd=sshd,
+        tmux_socket=tmux_socket,
+        tmp_path=tmp_path,
+        here=isolated_environment,
+        monkeypatch=monkeypatch,
+    )
 
 
 def set_up_remote(

@@ -10,43 +10,24 @@ from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState
 
 from ..loopback_sshd import sshd as sshd  # noqa: F401 (the fixture)
-from .over_ssh import build_over_ssh, set_up_remote, start_build
+from .over_ssh import build_over_ssh, start_build
+from .over_ssh import remote_clone as remote_clone  # noqa: F401 (the fixture)
 from .watching import events_until
 
 
 def test_a_real_codex_over_ssh_commits_and_its_stop_hook_ends_the_turn(
-    agent_clis, model_server, project, sshd, tmp_path, tmux_socket, isolated_environment, monkeypatch
+    remote_clone, model_server, project, sshd
 ):
-    remote = set_up_remote(
-        "codex",
-        agent_clis,
-        model_server,
-        project,
-        sshd,
-        tmux_socket,
-        tmp_path,
-        isolated_environment,
-        monkeypatch,
-    )
+    remote = remote_clone("codex")
     build_over_ssh("codex", model_server, project, remote, sshd)
 
 
 def test_a_remote_codexs_usage_limit_reaches_this_machine_from_its_screen(
-    agent_clis, model_server, project, sshd, tmp_path, tmux_socket, isolated_environment, monkeypatch
+    remote_clone, model_server, project, sshd
 ):
     """Its rollout file is over there (the UserPromptSubmit hook keeps nothing for a remote worker): the `■`
     row codex ends the turn with, read over ssh, makes codex unavailable here until the reset it names."""
-    set_up_remote(
-        "codex",
-        agent_clis,
-        model_server,
-        project,
-        sshd,
-        tmux_socket,
-        tmp_path,
-        isolated_environment,
-        monkeypatch,
-    )
+    remote_clone("codex")
     model_server.add(Fail("session_limit", resets_in=3 * 3600))  # HTTP 429 usage_limit_reached
     runtime = open_runtime(project)
     _, started = start_build(runtime, project, "codex")
