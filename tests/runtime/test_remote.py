@@ -30,7 +30,7 @@ from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 from teleclaude.runtime.orchestrator import Outcome
 
-from ..loopback_sshd import NAME, computer, toml
+from ..loopback_sshd import NAME, clone, computer, toml
 from ..loopback_sshd import sshd as sshd  # noqa: F401 (the fixture)
 
 
@@ -53,9 +53,7 @@ def remote_project(project, sshd, tmp_path, tmux_socket):
     remote_bin = fake_agent.install(tmp_path / "remote" / "bin", python=sys.executable)
     (project / "teleclaude.toml").write_text(toml(tmux_socket, sshd, remote, remote_bin))
     commit_all(project, "A remote computer")
-    subprocess.run(["git", "clone", "-q", str(project), str(remote)], check=True)
-    for key, value in (("user.name", "remote worker"), ("user.email", "remote@teleclaude.invalid")):
-        subprocess.run(["git", "config", key, value], cwd=remote, check=True)
+    clone(project, remote)
     return remote
 
 

@@ -37,6 +37,7 @@ class Pane:
     partial: str = ""
     alternate: list[str] | None = None
     pid: int = 42
+    pane_id: str = "%1"
 
     def print(self, *rows: str) -> None:
         self.rows += rows
@@ -49,7 +50,7 @@ class Pane:
         history = max(0, self.kept - self.height)
         cursor_y = self.kept - history - 1
         alternate = self.alternate is not None
-        return PaneView("%1", self.pid, history, self.limit, cursor_y, self.height, alternate, False)
+        return PaneView(self.pane_id, self.pid, history, self.limit, cursor_y, self.height, alternate, False)
 
     def capture(self, start: int, end: int) -> list[str]:
         if self.alternate is not None:
@@ -148,6 +149,18 @@ def test_cursor_of_another_pane_or_a_respawned_pane_is_refused():
     with pytest.raises(InvalidCursor):
         Cursor.decode("not a cursor")
     assert Cursor.decode(cursor.encode()) == cursor
+
+
+def test_a_cursor_of_a_pane_on_another_computer_reads_back():
+    """Its pane id carries the computer's name (`box:%3`): a cursor that did not read back made the observer
+    skip every new row of a remote worker (its limits, refusals and progress went unseen)."""
+    pane = Pane()
+    pane.pane_id = "loopback-ssh:%3"
+    pane.print("a")
+    cursor = pane.read(None).cursor
+    assert Cursor.decode(cursor.encode()) == cursor
+    pane.print("b")
+    assert pane.read(Cursor.decode(cursor.encode())).rows == ("b",)
 
 
 def test_alternate_screen_is_sent_whole_when_it_changes():

@@ -244,6 +244,11 @@ class StaleView(RuntimeError):
     """The pane scrolled between its view and a capture: look again."""
 
 
+# the pane id (`%3`, or `box:%3` on another computer: adapters/ssh.py), the pane's pid, line, base, anchor
+# and screen; a computer's name is a lowercase word (config/parse.py)
+_CURSOR = re.compile(r"((?:[a-z0-9][a-z0-9_-]*:)?%\d+):(\d+):(\d+):(\d+):([0-9a-f]*):([0-9a-f]*)")
+
+
 @dataclass(frozen=True)
 class Cursor:
     """A reading position: `line` is the next absolute row to return; `base` the absolute oldest kept row."""
@@ -260,7 +265,7 @@ class Cursor:
 
     @classmethod
     def decode(cls, text: str) -> Cursor:
-        match = re.fullmatch(r"(%\d+):(\d+):(\d+):(\d+):([0-9a-f]*):([0-9a-f]*)", text.strip())
+        match = _CURSOR.fullmatch(text.strip())
         if not match:
             raise InvalidCursor(f"{text!r} is not a cursor returned by get_session_output")
         pane, pid, line, base, anchor, screen = match.groups()
