@@ -69,6 +69,7 @@ _SESSION_COLUMNS = {
     "activity": str,
     "cycle_started_at": str,
     "transcript": str,
+    "seen_rows": str,  # row hashes, space-separated
     "version": int,
 }
 # SessionState.ERRORED and NEEDS_ATTENTION, spelled out so the planner's read imports no session model.
@@ -275,6 +276,7 @@ def _row(session: Session) -> dict[str, Any]:
     row["state"] = session.state.value
     row["activity"] = session.activity.value
     row["digest_escalated"] = int(session.digest_escalated)
+    row["seen_rows"] = " ".join(session.seen_rows)
     for name in _TIMES:
         row[name] = _stamp(row[name])
     return row
@@ -295,6 +297,7 @@ def _session(row: sqlite3.Row) -> Session:
         values["digest_escalated"] = bool(values["digest_escalated"])
     if "activity" in values:
         values["activity"] = Activity(values["activity"])
+    values["seen_rows"] = tuple(values.get("seen_rows", "").split())
     return Session(**values)
 
 

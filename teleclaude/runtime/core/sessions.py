@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import Enum
@@ -91,6 +92,9 @@ class Session:
     # codex: its session's rollout file (its UserPromptSubmit hook's `transcript_path`), where an API error
     # that ended a turn is recorded typed (`codex_error_info`); no hook runs for such a turn
     transcript: str = ""
+    # the alternate screen's rows the runtime last read (`row_hash`; blank rows left out): that screen is read
+    # whole whenever it changes, and a row still shown is not new output (`unseen_rows`)
+    seen_rows: tuple[str, ...] = ()
     version: int = 0  # counts the saves: a save made from an older read is refused
 
     @property
@@ -298,6 +302,31 @@ def anchor_of(rows: list[str]) -> str:
 
 def screen_hash(rows: list[str]) -> str:
     return hashlib.blake2b("\n".join(rows).encode(), digest_size=8).hexdigest()
+
+
+def row_hash(row: str) -> str:
+    return hashlib.blake2b(row.encode(), digest_size=4).hexdigest()
+
+
+def unseen_rows(screen: Sequence[str], seen: Sequence[str]) -> tuple[list[str], tuple[str, ...]]:
+    """The rows of an alternate screen that were not on it when it was last read (`seen`: that screen's
+    `row_hash`es), and the hashes to keep for the next read. The alternate screen has no history and is read
+    whole when it changes: a row still shown, wherever it moved, is not new output (an old limit or refusal
+    must not count again), and a row shown more often than before is new once for each extra time."""
+    before = Counter(seen)
+    fresh: list[str] = []
+    for row in screen:
+        digest = row_hash(row)
+        if before[digest] > 0:
+            before[digest] -= 1
+        elif row.strip():
+            fresh.append(row)
+    return fresh, seen_of(screen)
+
+
+def seen_of(screen: Sequence[str]) -> tuple[str, ...]:
+    """What `unseen_rows` keeps of a screen read: its rows' hashes, blank rows left out."""
+    return tuple(row_hash(row) for row in screen if row.strip())
 
 
 def find_shift(kept: list[str], expected_end: int, anchor: str) -> int | None:
