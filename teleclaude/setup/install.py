@@ -178,9 +178,6 @@ def _claude(scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Targe
     return targets
 
 
-CODEX_MCP_STARTUP_TIMEOUT = 60  # seconds
-
-
 def _codex(scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Target]:
     # codex 0.169 lists a project's .codex/skills (and .agents/skills) beside ~/.codex/skills (NOTES.md)
     folder = base / ".codex" if scope is Scope.PROJECT else codex_home(home)
@@ -188,10 +185,7 @@ def _codex(scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Target
         CommandFile("codex", folder / "skills" / name / "SKILL.md", codex_skill(name, text).encode())
         for name, text in _markdown()
     ]
-    # codex gives an MCP server 10 s to start and then sends the turn without its tools: a loaded machine
-    # can take longer to start `teleclaude mcp` (python, fastmcp)
-    server = {**_server(scope), "startup_timeout_sec": CODEX_MCP_STARTUP_TIMEOUT}
-    targets.append(TomlTable("codex", folder / "config.toml", ("mcp_servers", SERVER), server))
+    targets.append(TomlTable("codex", folder / "config.toml", ("mcp_servers", SERVER), _server(scope)))
     if with_hook:
         stop = {"hooks": [_hook("codex", scope)]}
         targets.append(JsonEntry("codex", folder / "hooks.json", ("hooks", "Stop"), stop, in_list=True))

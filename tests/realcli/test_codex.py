@@ -242,12 +242,44 @@ def test_a_busy_codex_is_not_idle_though_its_prompt_line_shows(codex_runtime, pr
 NEXT_WORK = "mcp__teleclaude.teleclaude__next_work"  # codex offers an MCP server's tools in a namespace
 
 
+def offers_next_work(body: dict) -> bool:
+    """codex offers an MCP server's tools, in a namespace, from the first request after it connected."""
+    return any(
+        tool.get("type") == "namespace"
+        and tool.get("name") == "mcp__teleclaude"
+        and any(inner.get("name") == "teleclaude__next_work" for inner in tool.get("tools", []))
+        for tool in body.get("tools", [])
+    )
+
+
 def orchestrator_model(body: dict) -> Step:
-    """A model that calls next_work once (codex starts its MCP servers before its first turn), then stops."""
+    """A model that calls next_work once, then stops. codex does not wait for its MCP servers before the
+    first turn: until teleclaude's tools are offered, this model waits a second in the shell, then looks
+    again."""
     called = [item.get("name") for item in body.get("input", []) if item.get("type") == "function_call"]
     if "teleclaude__next_work" in called:
         return Text("DONE")
+    if not offers_next_work(body):
+        return shell("sleep 1", "Wait for the teleclaude MCP server")
     return mcp("teleclaude", "teleclaude__next_work")
+
+
+def next_work_result(model_server) -> str:
+    """What the orchestrator's next_work call answered (the request after the call carries it)."""
+    turns = model_server.turns()
+    (call,) = [i for i, turn in enumerate(turns) if turn.answer == f"tool {NEXT_WORK}"]
+    (output,) = [
+        item
+        for item in turns[call + 1].body["input"]
+        if item.get("type") == "function_call_output" and item.get("call_id") == last_call_id(turns[call + 1])
+    ]
+    parts = output["output"]  # a string, or codex's [{"type": "input_text", "text": …}, …]
+    return parts if isinstance(parts, str) else "\n".join(part.get("text", "") for part in parts)
+
+
+def last_call_id(turn) -> str:
+    calls = [item for item in turn.body["input"] if item.get("type") == "function_call"]
+    return calls[-1].get("call_id", "")
 
 
 def test_a_codex_orchestrator_runs_next_work_over_mcp_and_gets_a_tool_call(
@@ -258,12 +290,7 @@ def test_a_codex_orchestrator_runs_next_work_over_mcp_and_gets_a_tool_call(
         codex_runtime, project, "next-work", ""
     )  # `$next-work ` : the space closes the skill list
     events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
-    called, answered = model_server.turns()[:2]
-    assert NEXT_WORK in called.tools()
-    assert called.answer == f"tool {NEXT_WORK}"
-    (output,) = [item for item in answered.body["input"] if item.get("type") == "function_call_output"]
-    parts = output["output"]  # a string, or codex's [{"type": "input_text", "text": …}, …]
-    result = parts if isinstance(parts, str) else "\n".join(part.get("text", "") for part in parts)
+    result = next_work_result(model_server)
     assert "TOOL_CALL:" in result, result
     assert 'command="next-build"' in result and 'args="greeting"' in result, result
 
