@@ -32,8 +32,8 @@ def test_a_real_claude_over_ssh_commits_and_its_stop_hook_ends_the_turn(
     remote = tmp_path / "remote" / "project"
     path = os.pathsep.join([str(agent_clis["claude"]), str(Path(sys.executable).parent), "/usr/bin:/bin"])
     settings = toml(tmux_socket, sshd, remote, path).replace("idle_threshold = 0.4", "idle_threshold = 600")
-    settings = settings.replace("startup_timeout = 15", "startup_timeout = 40")  # no idle rule: hooks only
-    assert "idle_threshold = 600" in settings and "startup_timeout = 40" in settings
+    settings = settings.replace("startup_timeout = 15", "startup_timeout = 120")  # no idle rule: hooks only
+    assert "idle_threshold = 600" in settings and "startup_timeout = 120" in settings
     (project / "teleclaude.toml").write_text(settings)
     commit_all(project, "Claude works on the ssh computer")
     env = claude_environment(model_server.url) | {"CLAUDE_CODE_MAX_RETRIES": "0"}
