@@ -25,6 +25,8 @@ from teleclaude.runtime.api import Runtime, open_runtime
 from teleclaude.setup.install import Scope, install
 from teleclaude.setup.scaffold import init
 
+from ..tmux_reaper import reaper, stop
+
 REPO = Path(__file__).resolve().parents[2]
 VERSIONS = Path(__file__).with_name("versions.txt")
 
@@ -59,9 +61,13 @@ def agent_clis() -> dict[str, Path]:
 
 @pytest.fixture
 def tmux_socket() -> str:
+    """A private tmux server for one test, killed afterwards, or, if the run itself is killed first, by a
+    watcher once it has ended (tmux_reaper.py): no CLI is left running."""
     name = f"tc-real-{secrets.token_hex(4)}"
+    watcher = reaper(name)
     yield name
     Tmux(name).kill_server()
+    stop(watcher)
     socket_file = Path(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", name)
     socket_file.unlink(missing_ok=True)
 
