@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import replace
 from datetime import timedelta
 
@@ -106,11 +107,23 @@ def test_with_full_error_verbosity_gemini_gives_up_in_a_dialog_that_is_a_limit(
 
 
 def test_a_long_shell_command_under_gemini_is_not_an_api_wait(gemini_runtime, project, model_server):
+    """A command longer than api_wait_limit, then a model slow to answer (held 4 s, less than the limit),
+    watched all along as an orchestrator does: the wait on the API is counted from the command's end (its
+    box written out, or the last look that saw it running: NOTES.md), not from the output before it."""
     gemini_runtime.context.config = replace(gemini_runtime.config, api_wait_limit=6)
-    model_server.add(shell("sleep 15", "Wait for the build"), Text("DONE: next-build greeting"))
+    answer = threading.Event()
+    model_server.add(shell("sleep 10", "Wait for the build"), Text("DONE: next-build greeting", hold=answer))
     started = start(gemini_runtime, project)
-    events = events_until(gemini_runtime, started.session.id, EventKind.TURN_ENDED)
-    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
+    seen = []
+    while not any(r.turn and r.answer == "text" for r in model_server.requests):  # watched, as by `run`
+        waited = gemini_runtime.wait_for_sessions([started.session.id], timeout=0.5)
+        seen += waited.events
+        assert not waited.events and waited.timed_out, [(e.kind.value, e.detail) for e in seen]
+    for _ in range(4):  # the command ended, the answer is held: 10+ s without output
+        seen += gemini_runtime.wait_for_sessions([started.session.id], timeout=1).events
+    answer.set()
+    seen += events_until(gemini_runtime, started.session.id, EventKind.TURN_ENDED)
+    assert [(e.kind, e.detail) for e in seen] == [(EventKind.TURN_ENDED, "stop hook")]
 
 
 @pytest.mark.parametrize(

@@ -91,6 +91,9 @@ class Session:
     # codex: its session's rollout file (its UserPromptSubmit hook's `transcript_path`), where an API error
     # that ended a turn is recorded typed (`codex_error_info`); no hook runs for such a turn
     transcript: str = ""
+    # the last look that saw one of its tools running (the profile's `tool_running`): a wait on the API
+    # after a long tool is counted from there, not from the output before the tool (core/apiwait.py)
+    tool_seen_at: datetime | None = None
     version: int = 0  # counts the saves: a save made from an older read is refused
 
     @property
