@@ -243,7 +243,8 @@ NEXT_WORK = "mcp__teleclaude.teleclaude__next_work"  # codex offers an MCP serve
 
 
 def orchestrator_model(body: dict) -> Step:
-    """A model that calls next_work once (codex starts its MCP servers before its first turn), then stops."""
+    """A model that calls next_work once (codex starts its MCP servers before its first turn, waiting for
+    each up to the `startup_timeout_sec` that `teleclaude install` sets), then stops."""
     called = [item.get("name") for item in body.get("input", []) if item.get("type") == "function_call"]
     if "teleclaude__next_work" in called:
         return Text("DONE")
