@@ -11,12 +11,20 @@ this interpreter, and measures, interleaved round by round so every subject and 
     post      the post-commit hook after a commit in the main checkout touching todos/ (the planner's cost)
     commit    `git commit` outside todos/ with the hooks, and without them (core.hooksPath=/dev/null)
 
+and the agent hooks a worker's CLI runs, against their own floor, a bare start of this Python (`python -c
+pass`), for a worker session recorded in the database as the runtime would have it:
+
+    prompt    `teleclaude hook prompt --agent codex`: codex's UserPromptSubmit, once per turn (keeps the
+              rollout file's path on the session)
+    tool-use  `teleclaude hook tool-use`: the PreToolUse hook, once per tool call
+
 Prints the median, the minimum and the ratio to the floor; deletes the repository; never asserts; exits 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -51,10 +59,57 @@ def build(root: Path, files: int, env: dict[str, str]) -> None:
     githooks.install(root)
 
 
-def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
+def timed(command: list[str], cwd: Path, env: dict[str, str], stdin: str = "") -> float:
     start = time.perf_counter()
-    subprocess.run(command, cwd=cwd, env=env, check=False, capture_output=True)
+    subprocess.run(command, cwd=cwd, env=env, check=False, capture_output=True, input=stdin.encode())
     return (time.perf_counter() - start) * 1000
+
+
+def add_worker_session(root: Path) -> str:
+    """A running codex worker in the database (TELECLAUDE_DB), as the runtime records one it started."""
+    from datetime import UTC, datetime
+
+    from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.runtime.core.sessions import Session, SessionState
+
+    now = datetime.now(UTC)
+    session = Session(
+        id="bench001",
+        agent="codex",
+        command="next-build",
+        args="feat",
+        project=str(root),
+        subfolder=None,
+        state=SessionState.RUNNING,
+        created_at=now,
+        updated_at=now,
+        delivered_at=now,
+    )
+    SessionStore().add(session)
+    return session.id
+
+
+def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> dict[str, list[float]]:
+    teleclaude = str(Path(sys.executable).with_name("teleclaude"))
+    worker = {**env, "TELECLAUDE_SESSION_ID": add_worker_session(root)}
+    rollout = root / "rollout.jsonl"
+    results: dict[str, list[float]] = {}
+    for i in range(rounds):
+        prompt = json.dumps({"transcript_path": str(rollout), "prompt": f"$next-build feat {i}"})
+        tool = json.dumps({"tool_name": "Bash", "tool_input": {"command": f"ls {i}"}})
+        results.setdefault("python start", []).append(timed([sys.executable, "-c", "pass"], root, env))
+        results.setdefault("prompt", []).append(
+            timed([teleclaude, "hook", "prompt", "--agent", "codex"], root, worker, prompt)
+        )
+        results.setdefault("tool-use", []).append(timed([teleclaude, "hook", "tool-use"], root, worker, tool))
+    return results
+
+
+def report(results: dict[str, list[float]], floor_name: str) -> None:
+    floor = statistics.median(results[floor_name])
+    for name, values in results.items():
+        median = statistics.median(values)
+        print(f"  {name:<16} {median:8.1f}  (min {min(values):6.1f})  {median / floor:5.1f} x {floor_name}")
 
 
 def main() -> int:
@@ -109,15 +164,14 @@ def main() -> int:
             results.setdefault("commit (none)", []).append(
                 timed(["git", "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", f"b{i}"], root, env)
             )
-        floor = statistics.median(results["floor"])
         print(f"{options.rounds} rounds, {options.files} files; medians in ms, ratio to the floor")
-        for name, values in results.items():
-            median = statistics.median(values)
-            print(f"  {name:<16} {median:8.1f}  (min {min(values):6.1f})  {median / floor:5.1f} x floor")
+        report(results, "floor")
         extra = statistics.median(results["commit (hooks)"]) - statistics.median(results["commit (none)"])
         print(
             f"  hooks add {extra:.1f} ms to a commit outside todos/ (the post-commit hook stays silent there)"
         )
+        print("agent hooks of a worker session; medians in ms, ratio to a bare Python start")
+        report(agent_hooks(root, options.rounds, env), "python start")
     finally:
         shutil.rmtree(temp, ignore_errors=True)
     return 0

@@ -111,6 +111,13 @@ def computer(loopback: Loopback, project: str, bin_dir: Path) -> Computer:
     )
 
 
+def clone(project: Path, remote: Path) -> None:
+    """The project's clone on the "remote" side, whose commits are the remote worker's."""
+    subprocess.run(["git", "clone", "-q", str(project), str(remote)], check=True)
+    for key, value in (("user.name", "remote worker"), ("user.email", "remote@teleclaude.invalid")):
+        subprocess.run(["git", "config", key, value], cwd=remote, check=True)
+
+
 def toml(socket_name: str, loopback: Loopback, remote: Path, bin_dir: Path | str) -> str:
     return f"""[runtime]
 socket = "{socket_name}"

@@ -71,6 +71,7 @@ _SESSION_COLUMNS = {
     "cycle_started_at": str,
     "transcript": str,
     "tool_seen_at": str,
+    "seen_rows": str,  # row hashes, space-separated
     "version": int,
 }
 # SessionState.ERRORED and NEEDS_ATTENTION, spelled out so the planner's read imports no session model.
@@ -113,6 +114,14 @@ class SessionStore(SqliteStore):
         marks = ",".join("?" * len(FINAL_STATES))
         query = f"SELECT DISTINCT computer FROM {SESSIONS} WHERE state NOT IN ({marks})"
         rows = self._select(query, FINAL_STATES)
+        return {row["computer"] for row in rows}
+
+    def computers_of(self, project: str, slug: str) -> set[str]:
+        """The computers sessions of `project` for `slug` ran on, whatever their state (one plain column)."""
+        rows = self._select(
+            f"SELECT DISTINCT computer FROM {SESSIONS} WHERE project = ? AND (args = ? OR args LIKE ?)",
+            (project, slug, f"{slug} %"),
+        )
         return {row["computer"] for row in rows}
 
     def latest(self, project: str, slug: str) -> Session | None:
@@ -269,6 +278,7 @@ def _row(session: Session) -> dict[str, Any]:
     row["state"] = session.state.value
     row["activity"] = session.activity.value
     row["digest_escalated"] = int(session.digest_escalated)
+    row["seen_rows"] = " ".join(session.seen_rows)
     for name in _TIMES:
         row[name] = _stamp(row[name])
     return row
@@ -289,6 +299,7 @@ def _session(row: sqlite3.Row) -> Session:
         values["digest_escalated"] = bool(values["digest_escalated"])
     if "activity" in values:
         values["activity"] = Activity(values["activity"])
+    values["seen_rows"] = tuple(values.get("seen_rows", "").split())
     return Session(**values)
 
 

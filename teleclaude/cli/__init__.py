@@ -25,7 +25,7 @@ from teleclaude.cli import run as cli_run
 from teleclaude.cli import sessions as cli_sessions
 from teleclaude.cli import setup as cli_setup
 from teleclaude.cli.base import Command, add_cwd, print_action, print_value, write
-from teleclaude.errors import Error
+from teleclaude.errors import Error, guard
 
 log = logging.getLogger("teleclaude")
 
@@ -164,13 +164,35 @@ def _add_finalize(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_finalize(args: argparse.Namespace) -> int:
+    from teleclaude.planner.core.terminal import printable
     from teleclaude.planner.finalize import finalize
+    from teleclaude.runtime.remote import clean_up_delivered
 
     done = finalize(args.slug, cwd=args.cwd)
     if isinstance(done, Error):
         return print_value(done)
     write(done.text())
+    # the project lock is released: the other computers' clones are cleaned up over ssh, which may be slow.
+    # What is left there is said, and the finalize still succeeded: its merge is done.
+    cleaned = guard(clean_up_delivered)(args.slug, cwd=args.cwd)
+    if isinstance(cleaned, Error):
+        first = cleaned.message.splitlines()[0] if cleaned.message else cleaned.code.value
+        _warn(f"could not clean up {args.slug} on other computers: {printable(first)}")
+        return 0
+    for result in cleaned:
+        if result.left:
+            _warn(
+                f"{printable(result.text())}. Once that is dealt with there, `teleclaude finalize "
+                f"{args.slug}` again removes them"
+            )
+        else:
+            write(result.text())
     return 0
+
+
+def _warn(line: str) -> None:
+    sys.stderr.write(f"teleclaude: WARNING: {line}\n")
+    sys.stderr.flush()
 
 
 PLANNER_COMMANDS: tuple[Command, ...] = (

@@ -89,12 +89,16 @@ def shell(command: str, description: str = "") -> Tool:
 
 
 def edit_and_commit(path: str, content: str, message: str) -> Tool:
-    """A shell call that writes `content` to `path` and commits it: the work a builder does."""
+    """A shell call that writes `content` to `path` and commits it: the work a builder does. No command
+    substitution (`$(…)`, backticks): gemini 0.61's shell tool refuses any, even under --yolo."""
+    import posixpath
     import shlex
 
+    folder = posixpath.dirname(path)
     command = (
-        f"mkdir -p \"$(dirname {shlex.quote(path)})\" && printf '%s\\n' {shlex.quote(content)} > "
-        f"{shlex.quote(path)} && git add -A && git commit -q -m {shlex.quote(message)}"
+        (f"mkdir -p {shlex.quote(folder)} && " if folder else "")
+        + f"printf '%s\\n' {shlex.quote(content)} > {shlex.quote(path)} && git add -A && "
+        f"git commit -q -m {shlex.quote(message)}"
     )
     return shell(command, f"Write {path} and commit")
 

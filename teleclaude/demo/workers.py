@@ -11,10 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from teleclaude.adapters.git import run_git
-from teleclaude.errors import Error
+from teleclaude.errors import Error, guard
 from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.planner.core.roadmap import parse_roadmap
 from teleclaude.planner.finalize import finalize
+from teleclaude.runtime.remote import clean_up_delivered
 
 ROADMAP = """# Roadmap
 
@@ -157,12 +158,16 @@ class Workers:
 
     def finalize(self, main: Path, action: Dispatch) -> str:
         """What the finalizer's command file says: `teleclaude finalize SLUG` (merge, archive, mark, clean up,
-        under the project lock)."""
+        under the project lock; then, outside it, the item's worktrees on other computers)."""
         slug = action.slug
         done = finalize(slug, cwd=main)
         if isinstance(done, Error):
             return f"BLOCKED: next-finalize {slug} - {done.code.value}: {done.message.splitlines()[0]}"
-        return f"finalizer: merged {slug}, archived to {done.archive}, marked [x], removed the worktree"
+        elsewhere = guard(clean_up_delivered)(slug, cwd=main)
+        said = [] if isinstance(elsewhere, Error) else [result.text() for result in elsewhere]
+        return "; ".join(
+            [f"finalizer: merged {slug}, archived to {done.archive}, marked [x], removed the worktree", *said]
+        )
 
     def fix_merge(self, tree: Path, action: Dispatch) -> str:
         """Merge main into the branch and keep both sides of every conflicted file."""

@@ -39,6 +39,7 @@ from teleclaude.runtime.core.sessions import (
     Session,
     SessionState,
     Started,
+    seen_of,
     transition,
     waiting_for_input,
 )
@@ -299,6 +300,7 @@ class Launcher:
         if not text.strip() or "\n" in text.strip():
             return bad_argument("text must be one non-empty line")
         try:
+            seen = self._shown(session)
             self.panes.type_line(session, text.strip(), interrupt)
         except WorkerBlocked as error:
             return Error(error.code, str(error))
@@ -306,7 +308,16 @@ class Launcher:
             return Error(ErrorCode.TMUX_FAILED, str(error))
         # refused only if an observer saved meanwhile; the worker's new output tells the next look anyway
         typed, _ = resumed(session, self.context.clock())
+        typed = replace(typed, seen_rows=seen)
         return self.context.store.save(typed, expect=session.state) or typed
+
+    def _shown(self, session: Session) -> tuple[str, ...]:
+        """The alternate screen's rows before a message is typed, as read (`seen_of`): they are not the new
+        turn's output (an old limit row still shown must not limit it), seen by an observer or not."""
+        view = self.context.tmux.views().get(session.pane_id)
+        if view is None or not view.alternate:
+            return session.seen_rows
+        return seen_of(self.context.tmux.screen(session.pane_id, view))
 
     def end(self, session_id: str) -> Ended | Error:
         session = self.context.store.get(session_id)

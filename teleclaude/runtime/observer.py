@@ -51,6 +51,7 @@ from teleclaude.runtime.core.sessions import (
     Waited,
     observe_idle,
     transition,
+    unseen_rows,
     waiting_for_input,
 )
 from teleclaude.runtime.core.supervision import (
@@ -341,13 +342,19 @@ class Observer:
 
     def _scan(self, session: Session, view: PaneView) -> tuple[Session, list[str], str]:
         """Finished rows new to the runtime (its own reading position, apart from any orchestrator's), and the
-        unfinished row under the terminal cursor."""
+        unfinished row under the terminal cursor. Of an alternate screen, read whole when it changed, only the
+        rows that were not on it at the last read (an old limit row must not limit the next turn again)."""
         try:
             cursor = Cursor.decode(session.scan_cursor) if session.scan_cursor else Cursor.start(view)
             chunk = self.panes.read(session, view, cursor, _SCAN_LINES, 1 << 20)
         except InvalidCursor:
             return session, [], ""
-        return replace(session, scan_cursor=chunk.cursor.encode()), list(chunk.rows), chunk.partial
+        rows, seen = list(chunk.rows), session.seen_rows
+        if not chunk.alternate_screen:
+            seen = ()
+        elif rows:  # the screen changed
+            rows, seen = unseen_rows(rows, seen)
+        return replace(session, scan_cursor=chunk.cursor.encode(), seen_rows=seen), rows, chunk.partial
 
     def _limit_in(self, session: Session, rows: list[str], now: datetime) -> str | None:
         """A rate-limit message in new output: mark the agent unavailable, and say what it was."""

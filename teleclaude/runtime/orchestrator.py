@@ -28,7 +28,7 @@ from teleclaude.planner.core.timeparse import format_duration
 from teleclaude.runtime.api import Runtime, guarded
 from teleclaude.runtime.core.sessions import Ended, Event, EventKind, Session, SessionState, Started, Waited
 from teleclaude.runtime.core.supervision import bare_command
-from teleclaude.runtime.remote import clean_up_logged, item_slug
+from teleclaude.runtime.remote import item_slug
 
 UNATTENDED = "(unattended: nobody will answer questions; decide yourself and write the file)"
 REPEAT_LIMIT = 3  # the same step ending its turn this many times in a row without the files moving on
@@ -607,9 +607,8 @@ class _Lanes(_Loop):
         match action:
             case Dispatch():
                 begun = self._start(action, lane.retries, computer=self._computer_for(lane, action))
-            case Complete():
+            case Complete():  # its finalize cleaned up here and on the computers its workers ran on
                 del self.lanes[lane.slug]
-                self._clean_up_elsewhere(lane)
                 return None
             case Error(code=ErrorCode.NOT_PREPARED) if self.settings.prepare:
                 begun = self._start_architect(lane)
@@ -624,21 +623,6 @@ class _Lanes(_Loop):
         if isinstance(begun, Stop) and begun is not QUEUED:
             return self._park(lane, begun)
         return None
-
-    def _clean_up_elsewhere(self, lane: Lane) -> None:
-        """The item is delivered: its worktree and branch go from the computers its workers ran on (the
-        lane's, and any its sessions name, for a run that adopted the item), as the finalize did here."""
-        remotes, root = self.runtime.config.remotes, self.settings.root
-        used = {lane.computer} | {
-            s.computer
-            for s in self.runtime.store.sessions()
-            if s.slug == lane.slug and _same_path(s.project, root)
-        }
-        computers = {name: remotes[name] for name in sorted(used) if name in remotes}
-        if computers:
-            timeout = self.runtime.config.tmux_timeout * 6
-            for line in clean_up_logged(computers, root, lane.slug, timeout):
-                self.show(f"    {_item(lane.slug)}: {line}")
 
     def _start_architect(self, lane: Lane) -> Session | Stop | None:
         action = app.next_prepare(lane.slug, cwd=self.settings.root)
@@ -657,6 +641,7 @@ class _Lanes(_Loop):
         if not busy:  # every lane waits for the merge queue
             time.sleep(self.settings.tick)
             return None
+        self._status([lane.session for lane in busy.values() if lane.session is not None])  # new starts too
         waited = guarded(self.runtime.wait_for_sessions, list(busy), self.settings.tick)
         if isinstance(waited, Error):
             self.failed_waits += 1

@@ -6,18 +6,24 @@ checked out there cannot be pushed to), then the remote worktree `trees/{slug}` 
 forwarded to it. Back: `git fetch` of the remote branch into `refs/teleclaude/remotes/NAME/{slug}`, then the
 local worktree fast-forwards to it. Both ends only fast-forward: diverged work is an error, never a merge.
 Once the item is delivered here, `clean_up` removes its worktree and branch over there, as the finalize did
-here, but only when the branch there holds nothing that main here lacks.
+here, but only when the branch there holds nothing that main here lacks. `clean_up_delivered` does that for
+every computer a session of the item ran on; `teleclaude finalize SLUG` calls it after its merge, outside the
+project lock, so every delivery is cleaned up whoever orchestrated it (`teleclaude run`, an agent over MCP).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters import ssh
+from teleclaude.adapters.sessions_db import SessionStore
+from teleclaude.adapters.settings import load_config
 from teleclaude.config.profiles import Computer
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.roadmap import SLUG
@@ -86,28 +92,64 @@ def clean_up(computer: Computer, project: Path, slug: str, timeout: float) -> No
     if not SLUG.fullmatch(slug):
         return
     branch = ["git", "-C", computer.project, "rev-parse", "-q", "--verify", f"refs/heads/{slug}^{{commit}}"]
-    tip = ssh.run(computer, branch, timeout, check=False).stdout.strip()
+    found = ssh.run(computer, branch, timeout, check=False)
+    if found.returncode not in (0, 1):  # 1: no such branch; else ssh (255) or git failed: touch nothing
+        why = " ".join(found.stderr.split()) or f"exit status {found.returncode}"
+        raise TravelError(f"{computer.name}: could not read its branch {slug} there: {why}")
+    tip = found.stdout.strip()
     if tip and not (_COMMIT.fullmatch(tip) and gitx.in_history(project, tip)):
         raise TravelError(
-            f"{computer.name}: its branch {slug} has commits that are not on main here: left as it is"
+            f"{computer.name}: its branch {slug} has commits that are not on main here (never brought back)"
         )
     ssh.run(computer, ["sh", "-c", _CLEAN_UP, "teleclaude-clean-up", computer.project, slug, tip], timeout)
     tracking = f"refs/teleclaude/remotes/{computer.name}/{slug}"
     gitx.run_git(["update-ref", "-d", tracking], project)
 
 
-def clean_up_logged(computers: dict[str, Computer], project: Path, slug: str, timeout: float) -> list[str]:
-    """`clean_up` on each of `computers`; one line each on what became of it (a failure is also logged)."""
+@dataclass(frozen=True)
+class CleanedUp:
+    """What became of a delivered item's worktree and branch in one other computer's clone."""
+
+    computer: str
+    slug: str
+    left: str = ""  # why they were left there; empty when they were removed
+
+    def text(self) -> str:
+        if self.left:
+            return f"left {layout.worktree(self.slug)} and branch {self.slug} on {self.computer}: {self.left}"
+        return f"removed {layout.worktree(self.slug)} and its branch on {self.computer}"
+
+
+def clean_up_delivered(slug: str, cwd: str | os.PathLike | None = None) -> list[CleanedUp]:
+    """The item is delivered here (`teleclaude finalize SLUG` merged it): `clean_up` in the clone of each
+    configured computer a session of the item ran on (the session store knows), one after the other; what
+    one of them refuses or cannot be reached for is said, never raised. Call it outside the project lock:
+    ssh can be slow, and the planner waits on that lock."""
+    root = gitx.find_repo(cwd or os.getcwd()).root
+    config = load_config(root).runtime
+    if config is None or not config.remotes or not SLUG.fullmatch(slug):
+        return []  # no other computer: the session store is not even opened
+    ran_on = SessionStore().computers_of(str(Path(root).resolve()), slug)
     said = []
-    for computer in computers.values():
+    for name in sorted(ran_on):
+        computer = config.remotes.get(name)
+        if computer is None:
+            continue  # this machine, or a computer no longer configured
         try:
-            clean_up(computer, project, slug, timeout)
+            clean_up(computer, root, slug, config.tmux_timeout * 6)
         except (ssh.RemoteError, subprocess.CalledProcessError) as error:
-            log.warning("item %s: could not clean up its worktree on %s: %s", slug, computer.name, error)
-            said.append(f"could not remove {layout.worktree(slug)} on {computer.name}: {error}")
+            log.info("item %s: could not clean up its worktree on %s: %s", slug, name, error)
+            said.append(CleanedUp(name, slug, left=_said(name, error)))
         else:
-            said.append(f"removed {layout.worktree(slug)} and its branch on {computer.name}")
+            said.append(CleanedUp(name, slug))
     return said
+
+
+def _said(computer: str, error: ssh.RemoteError | subprocess.CalledProcessError) -> str:
+    if isinstance(error, subprocess.CalledProcessError):  # the tracking ref here
+        why = " ".join((error.stderr or b"").decode(errors="replace").split())
+        return f"git update-ref here failed: {why or f'exit status {error.returncode}'}"
+    return str(error).removeprefix(f"{computer}: ")  # ssh's errors name the computer: the line does already
 
 
 def _git(computer: Computer, cwd: Path, *args: str) -> None:

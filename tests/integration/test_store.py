@@ -215,3 +215,20 @@ def test_the_latest_tool_uses_of_several_sessions_come_from_one_read(tmp_path):
     assert [u.target for u in found["a"]] == ["a2.py", "a3.py"]  # the latest, oldest first
     assert [u.target for u in found["b"]] == ["b2.py", "b3.py"]
     assert store.recent_tool_uses([]) == {}
+
+
+def test_the_rows_a_session_has_seen_are_kept_and_read_back(tmp_path):
+    """The alternate screen's rows the observer read (`seen_rows`) survive a save, as a tuple again."""
+    from dataclasses import replace
+
+    from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.runtime.core.sessions import Session, SessionState, seen_of
+
+    store = SessionStore(tmp_path / "sessions.db")
+    at = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    session = Session("s1", "codex", "next-build", "greeting", "/p", None, SessionState.RUNNING, at, at)
+    store.add(session)
+    assert store.get("s1").seen_rows == ()
+    seen = seen_of(["› $next-build greeting", "■ You’ve hit your usage limit."])
+    saved = store.save(replace(session, seen_rows=seen), expect=session.state)
+    assert saved is not None and store.get("s1").seen_rows == seen

@@ -289,3 +289,49 @@ def test_project_scope_alone_gives_codex_its_skills_mcp_server_and_hooks(
     assert "You are the **builder** for the work item `$ARGUMENTS`" in turn.text()
     assert str(project / ".codex" / "skills" / "next-build" / "SKILL.md") in turn.text()
     assert "mcp__teleclaude.teleclaude__next_work" in turn.tools()
+
+
+# --- rows already seen on the alternate screen ------------------------------------------------------------
+
+
+def without_prompt_hook(isolated_environment) -> None:
+    """No UserPromptSubmit hook: no rollout file is known, so the screen alone tells a limit."""
+    hooks_file = isolated_environment / ".codex" / "hooks.json"
+    hooks = json.loads(hooks_file.read_text())
+    del hooks["hooks"]["UserPromptSubmit"]
+    hooks_file.write_text(json.dumps(hooks))
+
+
+@pytest.mark.parametrize("signal", ["screen-alone", "rollout-file"])
+def test_an_old_usage_limit_row_does_not_limit_the_next_turn_again(
+    codex_runtime, project, model_server, isolated_environment, signal
+):
+    """Codex draws on the alternate screen, which the observer reads whole whenever it changes. After a usage
+    limit its `■ You’ve hit your usage limit …` row stays on the screen: a message sent once codex is
+    available again makes a turn that succeeds (it must end, not be limited again), and later changes of the
+    screen (typing into its input box) do not bring the old row back either."""
+    if signal == "screen-alone":
+        without_prompt_hook(isolated_environment)
+    model_server.add(Fail("session_limit", resets_in=3 * 3600))
+    started = start(codex_runtime, project)
+    session_id = started.session.id
+    events = events_until(codex_runtime, session_id, EventKind.RATE_LIMITED, seconds=60)
+    assert events[-1].detail.startswith("quota_exhausted"), events[-1].detail
+    screen_shows(codex_runtime, started.session, "■ You’ve hit your usage limit")
+    codex_runtime.context.availability.mark_available("codex")  # as `teleclaude agents` does after the reset
+
+    model_server.add(Text("DONE: next-build greeting"))
+    sent = codex_runtime.send_message(session_id, "The limit has reset: go on.")
+    assert not isinstance(sent, Error), sent
+    events = events_until(codex_runtime, session_id, EventKind.TURN_ENDED, seconds=60)
+    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
+    assert "■ You’ve hit your usage limit" in screen(codex_runtime, started.session)  # still shown
+
+    codex_runtime.tmux.send_text(started.session.pane_id, "a line not sent")  # the screen changes
+    screen_shows(codex_runtime, started.session, "a line not sent")
+    later = []
+    for _ in range(3):
+        later += codex_runtime.wait_for_sessions([session_id], timeout=1).events
+    assert not later, [(e.kind.value, e.detail) for e in later]
+    assert codex_runtime.store.get(session_id).state is SessionState.TURN_ENDED
+    assert "codex" not in codex_runtime.context.availability.unavailable(codex_runtime.clock())

@@ -211,7 +211,8 @@ def test_an_item_that_fails_is_parked_and_the_other_lanes_deliver_theirs(
     assert first.startswith("PARKED:") and "shouting" in first
     assert any("shouting" in line and "ERROR: WORKER_FAILED" in line for line in rest)  # its error
     assert any(line.strip().startswith("parked shouting: ERROR: WORKER_FAILED") for line in lines)
-    assert any(p.parked and p.parked[0].startswith("shouting (ERROR: WORKER_FAILED") for p in progress)
+    shown = [p.parked for p in progress]  # the status line, refreshed before each wait
+    assert any(parked and parked[0].startswith("shouting (ERROR: WORKER_FAILED") for parked in shown), shown
     sessions = SessionStore().sessions()
     assert [s.state.value for s in sessions if s.slug == "shouting"] == ["errored", "errored"]
 

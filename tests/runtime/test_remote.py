@@ -5,6 +5,7 @@ holds a clone of the project, with the stand-in CLI on that side's PATH.
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -15,10 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from teleclaude.adapters import ssh
+from teleclaude.adapters import fs, ssh
+from teleclaude.adapters import git as gitx
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.demo import stand_in as fake_agent
 from teleclaude.demo.scenario import commit_all
+from teleclaude.demo.workers import Workers
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
@@ -27,7 +30,7 @@ from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 from teleclaude.runtime.orchestrator import Outcome
 
-from ..loopback_sshd import NAME, computer, toml
+from ..loopback_sshd import NAME, clone, computer, toml
 from ..loopback_sshd import sshd as sshd  # noqa: F401 (the fixture)
 
 
@@ -50,9 +53,7 @@ def remote_project(project, sshd, tmp_path, tmux_socket):
     remote_bin = fake_agent.install(tmp_path / "remote" / "bin", python=sys.executable)
     (project / "teleclaude.toml").write_text(toml(tmux_socket, sshd, remote, remote_bin))
     commit_all(project, "A remote computer")
-    subprocess.run(["git", "clone", "-q", str(project), str(remote)], check=True)
-    for key, value in (("user.name", "remote worker"), ("user.email", "remote@teleclaude.invalid")):
-        subprocess.run(["git", "config", key, value], cwd=remote, check=True)
+    clone(project, remote)
     return remote
 
 
@@ -172,7 +173,6 @@ def test_a_parallel_run_puts_a_lane_on_the_ssh_computer_and_delivers_its_item(
     refs = git(remote_project, "for-each-ref", "--format=%(refname)", "refs/heads/", "refs/teleclaude/")
     assert refs == "refs/heads/main\n"
     assert git(project, "for-each-ref", "--format=%(refname)", "refs/teleclaude/") == ""
-    assert any("removed trees/greeting and its branch on loopback-ssh" in line for line in lines)
 
 
 def test_a_limit_the_remote_stop_failure_hook_reports_reaches_this_machine(
@@ -246,3 +246,127 @@ def test_a_slow_push_to_the_remote_clone_does_not_hold_the_planner_but_holds_its
     assert isinstance(second, Error) and second.code is ErrorCode.ALREADY_RUNNING, second
     assert isinstance(started, Started), started.message
     assert runtime.end_session(started.session.id).session.state.is_final
+
+
+def built_over_there(project: Path, watch) -> None:
+    """greeting's build done by a worker on the ssh computer, as an orchestrator agent starts it over MCP
+    (`run_agent_command` with the computer's name); its turn brought back, its session ended."""
+    runtime = open_runtime(project)
+    action = app.next_work("greeting", cwd=project)
+    assert isinstance(action, Dispatch) and action.step is Step.BUILD, action
+    started = runtime.run_agent_command(
+        NAME, action.command, action.slug, action.project, action.agent, "med", action.subfolder
+    )
+    assert isinstance(started, Started), started.message
+    watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
+    assert runtime.end_session(started.session.id).session.state.is_final
+
+
+def approved_here(project: Path) -> None:
+    """greeting's remaining steps (the review) by the scripted workers here, until its next step is the
+    finalize."""
+    workers = Workers(project)
+    while True:
+        action = app.next_work("greeting", cwd=project)
+        assert isinstance(action, Dispatch), action
+        if action.step is Step.FINALIZE:
+            return
+        workers.run(action)
+
+
+def test_a_finalize_run_as_the_cli_removes_the_items_worktree_and_branch_from_the_remote_clone(
+    project, remote_project, watch, monkeypatch, teleclaude_cli
+):
+    """No `teleclaude run`: whoever orchestrates, the finalizer's `teleclaude finalize SLUG` cleans up."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    built_over_there(project, watch)
+    assert (remote_project / "trees" / "greeting").is_dir()
+    approved_here(project)
+    finalizing = teleclaude_cli(project, "finalize", "greeting")
+    out, err = finalizing.communicate(timeout=120)
+    assert finalizing.returncode == 0, out + err
+    assert out.startswith("FINALIZED:") and err == "", out + err
+    assert (project / "done" / "001-greeting").is_dir()
+    assert not (remote_project / "trees" / "greeting").exists()
+    assert git(remote_project, "worktree", "list", "--porcelain").count("worktree ") == 1
+    refs = git(remote_project, "for-each-ref", "--format=%(refname)", "refs/heads/", "refs/teleclaude/")
+    assert refs == "refs/heads/main\n"
+    assert git(project, "for-each-ref", "--format=%(refname)", "refs/teleclaude/") == ""
+
+
+def test_a_remote_branch_with_work_not_on_main_here_is_left_and_the_finalize_still_succeeds(
+    project, remote_project, watch, monkeypatch, teleclaude_cli
+):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    built_over_there(project, watch)
+    tree = remote_project / "trees" / "greeting"
+    (tree / "only-there.txt").write_text("never brought back\n")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-q", "-m", "Work only over there")
+    approved_here(project)
+    finalizing = teleclaude_cli(project, "finalize", "greeting")
+    out, err = finalizing.communicate(timeout=120)
+    assert finalizing.returncode == 0, out + err  # the merge here is done: the finalize succeeded
+    assert out.startswith("FINALIZED:")
+    assert (project / "done" / "001-greeting").is_dir()
+    assert git(project, "branch", "--list", "greeting") == ""
+    warning = err.splitlines()
+    assert len(warning) == 1 and NAME in warning[0] and "greeting" in warning[0], err
+    assert (tree / "only-there.txt").is_file()  # left as it is over there
+    assert git(remote_project, "branch", "--list", "greeting").strip()
+    git(tree, "reset", "-q", "--hard", "main")  # dealt with over there: nothing of its own now
+    again = teleclaude_cli(project, "finalize", "greeting")  # the item is delivered: only the clean-up
+    out, err = again.communicate(timeout=120)
+    assert again.returncode == 0 and out.startswith("FINALIZED:") and err == "", out + err
+    assert not tree.exists()
+    assert git(remote_project, "branch", "--list", "greeting") == ""
+
+
+def test_the_remote_clean_up_runs_after_the_finalize_released_the_project_lock(
+    project, remote_project, watch, monkeypatch, teleclaude_cli
+):
+    """The clean-up over ssh may be slow: the planner does not wait for it."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    built_over_there(project, watch)
+    approved_here(project)
+    entered, release = remote_project.parent / "clean-up-entered", remote_project.parent / "clean-up-release"
+    hook = remote_project / ".git" / "hooks" / "reference-transaction"  # runs as the branch there is deleted
+    hook.write_text(
+        f'#!/bin/sh\ncat >/dev/null\ntouch "{entered}"\n'
+        f'for _ in $(seq 600); do [ -e "{release}" ] && exit 0; sleep 0.1; done\nexit 1\n'
+    )
+    hook.chmod(0o755)
+    finalizing = teleclaude_cli(project, "finalize", "greeting")
+    while not entered.exists():
+        assert finalizing.poll() is None, finalizing.communicate()
+        time.sleep(0.05)
+    with fs.project_lock(gitx.find_repo(project).common_dir, timeout=30):  # LockTimeout if still held
+        pass
+    meanwhile = app.next_work(cwd=project)
+    release.touch()
+    out, err = finalizing.communicate(timeout=120)
+    assert finalizing.returncode == 0 and out.startswith("FINALIZED:"), out + err
+    assert not isinstance(meanwhile, Error), meanwhile
+    assert not (remote_project / "trees" / "greeting").exists()
+
+
+def test_a_computer_that_cannot_be_reached_leaves_its_clone_as_it_is_and_the_finalize_succeeds(
+    project, remote_project, sshd, watch, monkeypatch, teleclaude_cli
+):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    built_over_there(project, watch)
+    approved_here(project)
+    with socket.socket() as probe:  # a port nothing listens on: the computer is gone
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    settings = project / "teleclaude.toml"
+    settings.write_text(settings.read_text().replace(f"port = {sshd.port}\n", f"port = {closed}\n"))
+    assert f"port = {closed}\n" in settings.read_text()
+    commit_all(project, "The ssh computer moved away")
+    finalizing = teleclaude_cli(project, "finalize", "greeting")
+    out, err = finalizing.communicate(timeout=120)
+    assert finalizing.returncode == 0 and out.startswith("FINALIZED:"), out + err
+    assert (project / "done" / "001-greeting").is_dir()
+    warning = err.splitlines()
+    assert len(warning) == 1 and NAME in warning[0] and "greeting" in warning[0], err
+    assert (remote_project / "trees" / "greeting").is_dir()

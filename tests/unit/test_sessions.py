@@ -21,7 +21,9 @@ from teleclaude.runtime.core.sessions import (
     observe_idle,
     prompt_visible,
     read_since,
+    seen_of,
     transition,
+    unseen_rows,
 )
 
 from .factories import running_session
@@ -37,6 +39,7 @@ class Pane:
     partial: str = ""
     alternate: list[str] | None = None
     pid: int = 42
+    pane_id: str = "%1"
 
     def print(self, *rows: str) -> None:
         self.rows += rows
@@ -49,7 +52,7 @@ class Pane:
         history = max(0, self.kept - self.height)
         cursor_y = self.kept - history - 1
         alternate = self.alternate is not None
-        return PaneView("%1", self.pid, history, self.limit, cursor_y, self.height, alternate, False)
+        return PaneView(self.pane_id, self.pid, history, self.limit, cursor_y, self.height, alternate, False)
 
     def capture(self, start: int, end: int) -> list[str]:
         if self.alternate is not None:
@@ -150,6 +153,18 @@ def test_cursor_of_another_pane_or_a_respawned_pane_is_refused():
     assert Cursor.decode(cursor.encode()) == cursor
 
 
+def test_a_cursor_of_a_pane_on_another_computer_reads_back():
+    """Its pane id carries the computer's name (`box:%3`): a cursor that did not read back made the observer
+    skip every new row of a remote worker (its limits, refusals and progress went unseen)."""
+    pane = Pane()
+    pane.pane_id = "loopback-ssh:%3"
+    pane.print("a")
+    cursor = pane.read(None).cursor
+    assert Cursor.decode(cursor.encode()) == cursor
+    pane.print("b")
+    assert pane.read(Cursor.decode(cursor.encode())).rows == ("b",)
+
+
 def test_alternate_screen_is_sent_whole_when_it_changes():
     pane = Pane()
     pane.alternate = ["menu", "  item 1"]
@@ -158,6 +173,30 @@ def test_alternate_screen_is_sent_whole_when_it_changes():
     assert pane.read(first.cursor).rows == ()
     pane.alternate = ["menu", "> item 1"]
     assert pane.read(first.cursor).rows == ("menu", "> item 1")
+
+
+def test_rows_still_on_an_alternate_screen_are_not_new_again_wherever_they_moved():
+    """Codex's screen after a usage limit, then after the next message: the old `■` row moved up, and is
+    not new output; the rows the new turn drew are."""
+    limit = "■ You’ve hit your usage limit. … try again at 5:19 PM."
+    limited = ["› $next-build greeting", limit, "", "› Ask"]
+    fresh, seen = unseen_rows(limited, ())
+    assert fresh == [row for row in limited if row]
+    assert seen == seen_of(limited)
+    after = [limited[0], limited[1], "› go on", "• Done.", "", "› Ask"]
+    fresh, seen = unseen_rows(after, seen)
+    assert fresh == ["› go on", "• Done."]
+    assert unseen_rows(after[1:], seen)[0] == []  # scrolled up: nothing new
+
+
+def test_a_row_shown_more_often_than_before_is_new_once_for_each_extra_time():
+    row = "■ You’ve hit your usage limit. … try again at 5:19 PM."
+    fresh, seen = unseen_rows(["a", row], ())
+    assert unseen_rows(["a", row, "b", row], seen)[0] == ["b", row]  # the same limit again
+
+
+def test_blank_rows_are_never_new_nor_remembered():
+    assert unseen_rows(["", "  ", "x"], ()) == (["x"], seen_of(["x"]))
 
 
 def test_the_cursor_row_is_partial_and_sent_until_finished():

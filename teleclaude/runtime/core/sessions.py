@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import Enum
@@ -94,6 +95,9 @@ class Session:
     # the last look that saw one of its tools running (the profile's `tool_running`): a wait on the API
     # after a long tool is counted from there, not from the output before the tool (core/apiwait.py)
     tool_seen_at: datetime | None = None
+    # the alternate screen's rows the runtime last read (`row_hash`; blank rows left out): that screen is read
+    # whole whenever it changes, and a row still shown is not new output (`unseen_rows`)
+    seen_rows: tuple[str, ...] = ()
     version: int = 0  # counts the saves: a save made from an older read is refused
 
     @property
@@ -247,6 +251,11 @@ class StaleView(RuntimeError):
     """The pane scrolled between its view and a capture: look again."""
 
 
+# the pane id (`%3`, or `box:%3` on another computer: adapters/ssh.py), the pane's pid, line, base, anchor
+# and screen; a computer's name is a lowercase word (config/parse.py)
+_CURSOR = re.compile(r"((?:[a-z0-9][a-z0-9_-]*:)?%\d+):(\d+):(\d+):(\d+):([0-9a-f]*):([0-9a-f]*)")
+
+
 @dataclass(frozen=True)
 class Cursor:
     """A reading position: `line` is the next absolute row to return; `base` the absolute oldest kept row."""
@@ -263,7 +272,7 @@ class Cursor:
 
     @classmethod
     def decode(cls, text: str) -> Cursor:
-        match = re.fullmatch(r"(%\d+):(\d+):(\d+):(\d+):([0-9a-f]*):([0-9a-f]*)", text.strip())
+        match = _CURSOR.fullmatch(text.strip())
         if not match:
             raise InvalidCursor(f"{text!r} is not a cursor returned by get_session_output")
         pane, pid, line, base, anchor, screen = match.groups()
@@ -296,6 +305,31 @@ def anchor_of(rows: list[str]) -> str:
 
 def screen_hash(rows: list[str]) -> str:
     return hashlib.blake2b("\n".join(rows).encode(), digest_size=8).hexdigest()
+
+
+def row_hash(row: str) -> str:
+    return hashlib.blake2b(row.encode(), digest_size=4).hexdigest()
+
+
+def unseen_rows(screen: Sequence[str], seen: Sequence[str]) -> tuple[list[str], tuple[str, ...]]:
+    """The rows of an alternate screen that were not on it when it was last read (`seen`: that screen's
+    `row_hash`es), and the hashes to keep for the next read. The alternate screen has no history and is read
+    whole when it changes: a row still shown, wherever it moved, is not new output (an old limit or refusal
+    must not count again), and a row shown more often than before is new once for each extra time."""
+    before = Counter(seen)
+    fresh: list[str] = []
+    for row in screen:
+        digest = row_hash(row)
+        if before[digest] > 0:
+            before[digest] -= 1
+        elif row.strip():
+            fresh.append(row)
+    return fresh, seen_of(screen)
+
+
+def seen_of(screen: Sequence[str]) -> tuple[str, ...]:
+    """What `unseen_rows` keeps of a screen read: its rows' hashes, blank rows left out."""
+    return tuple(row_hash(row) for row in screen if row.strip())
 
 
 def find_shift(kept: list[str], expected_end: int, anchor: str) -> int | None:

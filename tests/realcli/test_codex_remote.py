@@ -1,0 +1,42 @@
+"""The real Codex CLI as a worker on another computer (the loopback sshd, set up by over_ssh.py): its Stop
+hook ends the turn through the pane's mark."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from teleclaude.demo.model_server import Fail
+from teleclaude.runtime.api import open_runtime
+from teleclaude.runtime.core.sessions import EventKind, SessionState
+
+from ..loopback_sshd import sshd as sshd  # noqa: F401 (the fixture)
+from .over_ssh import build_over_ssh, start_build
+from .over_ssh import remote_clone as remote_clone  # noqa: F401 (the fixture)
+from .watching import events_until
+
+
+def test_a_real_codex_over_ssh_commits_and_its_stop_hook_ends_the_turn(
+    remote_clone, model_server, project, sshd
+):
+    remote = remote_clone("codex")
+    build_over_ssh("codex", model_server, project, remote, sshd)
+
+
+def test_a_remote_codexs_usage_limit_reaches_this_machine_from_its_screen(
+    remote_clone, model_server, project, sshd
+):
+    """Its rollout file is over there (the UserPromptSubmit hook keeps nothing for a remote worker): the `■`
+    row codex ends the turn with, read over ssh, makes codex unavailable here until the reset it names."""
+    remote_clone("codex")
+    model_server.add(Fail("session_limit", resets_in=3 * 3600))  # HTTP 429 usage_limit_reached
+    runtime = open_runtime(project)
+    _, started = start_build(runtime, project, "codex")
+    events = events_until(runtime, started.session.id, EventKind.RATE_LIMITED, seconds=120)
+    assert events[-1].detail.startswith("quota_exhausted"), events[-1].detail
+    assert ": ■ " in events[-1].detail  # "■ You’ve hit your usage limit. … try again at 10:25 PM."
+    until = runtime.context.availability.unavailable(runtime.clock())["codex"].until
+    expected = started.session.created_at + timedelta(seconds=3 * 3600)
+    assert abs(until - expected) < timedelta(minutes=2)
+    assert runtime.store.get(started.session.id).state is SessionState.RATE_LIMITED
+    assert not sshd.db.exists()
+    assert runtime.end_session(started.session.id).session.state.is_final
