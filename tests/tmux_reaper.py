@@ -34,10 +34,15 @@ else:
         except ProcessLookupError:
             break
         time.sleep(0.5)
-servers = [["-L", socket]] if socket else []
-servers += [["-S", path] for path in glob.glob(os.path.join(tmux_dir, "tmux-*", "*"))] if tmux_dir else []
-for server in servers:
-    subprocess.run(["tmux", *server, "kill-server"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+folder = os.path.join(os.environ.get("TMUX_TMPDIR") or "/tmp", f"tmux-{os.getuid()}")
+paths = [os.path.join(folder, socket)] if socket else []
+paths += glob.glob(os.path.join(tmux_dir, "tmux-*", "*")) if tmux_dir else []
+for path in paths:
+    subprocess.run(["tmux", "-S", path, "kill-server"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        os.unlink(path)  # a killed server can leave its socket file behind
+    except OSError:
+        pass
 for pid in pids:
     try:
         os.kill(int(pid), signal.SIGTERM)

@@ -51,7 +51,9 @@ def alive(pid: int) -> bool:
 def test_a_run_killed_with_sigkill_leaves_no_tmux_server_or_pane_process(tmp_path, by):
     name = f"tc-test-{secrets.token_hex(4)}"
     folder = str(tmp_path / "tmux") if by == "socket folder" else ""
-    server = ["-S", str(Path(folder, "tmux-0", name))] if folder else ["-L", name]
+    default = Path(os.environ.get("TMUX_TMPDIR") or "/tmp", f"tmux-{os.getuid()}")
+    socket_file = Path(folder, "tmux-0", name) if folder else default / name
+    server = ["-S", str(socket_file)]
 
     def server_alive() -> bool:
         return subprocess.run(["tmux", *server, "list-sessions"], capture_output=True).returncode == 0
@@ -70,8 +72,10 @@ def test_a_run_killed_with_sigkill_leaves_no_tmux_server_or_pane_process(tmp_pat
         assert not server_alive(), "the tmux server outlived the run"
         assert not alive(pane), "the pane's process outlived the run"
         assert not alive(other), "the process to end with the run outlived it"
+        assert not socket_file.exists()
     finally:
         run.kill()
         run.wait()
         run.stdout.close()
         subprocess.run(["tmux", *server, "kill-server"], capture_output=True)
+        socket_file.unlink(missing_ok=True)
