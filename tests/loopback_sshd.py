@@ -23,6 +23,8 @@ import pytest
 from teleclaude.adapters import ssh
 from teleclaude.config.profiles import Computer
 
+from .tmux_reaper import reaper, stop
+
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 NAME = "loopback-ssh"
 
@@ -87,6 +89,7 @@ def sshd(tmp_path) -> Loopback:
     loopback = Loopback(
         port, keys / "user_key", keys / "known_hosts", tmux_dir, tmp_path / "remote-teleclaude.db", home
     )
+    watcher = reaper(tmux_dir=tmux_dir, pids=[server.pid])  # a killed run skips what follows the yield
     yield loopback
     ssh.close(computer(loopback, "/unused", tmp_path))
     for server_socket in tmux_dir.glob("tmux-*/*"):  # the remote tmux servers, with what they ran
@@ -95,6 +98,7 @@ def sshd(tmp_path) -> Loopback:
     server.wait()
     drain.join(timeout=10)
     server.stderr.close()
+    stop(watcher)
 
 
 def computer(loopback: Loopback, project: str, bin_dir: Path) -> Computer:

@@ -37,6 +37,7 @@ _TIMES = (
     "last_nudge_at",
     "last_digest_at",
     "cycle_started_at",
+    "tool_seen_at",
 )
 _SESSION_COLUMNS = {
     "id": str,
@@ -69,6 +70,7 @@ _SESSION_COLUMNS = {
     "activity": str,
     "cycle_started_at": str,
     "transcript": str,
+    "tool_seen_at": str,
     "seen_rows": str,  # row hashes, space-separated
     "version": int,
 }

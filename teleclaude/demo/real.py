@@ -80,7 +80,7 @@ class RealDemo:
             f'socket = "{socket}"',
             "idle_threshold = 300",
             "poll_interval = 0.2",
-            "startup_timeout = 40",
+            "startup_timeout = 120",  # a CLI started cold on a busy machine: many times its few seconds
             "settle = 0.3",
         ]
         return "\n".join(lines) + "\n"

@@ -19,7 +19,7 @@ from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION, TmuxE
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core.tool_lines import tool_lines
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
-from teleclaude.runtime.core.apiwait import api_wait_limit
+from teleclaude.runtime.core.apiwait import api_wait_limit, tool_shown
 from teleclaude.runtime.core.blockers import (
     blocked_text,
     find_blocker,
@@ -326,6 +326,8 @@ class Observer:
         blocked = self._blocked(scanned, [*rows, partial], screen, now, expect=session.state)
         if blocked is not None:
             return blocked
+        if profile and tool_shown(screen, profile.tool_running):
+            scanned = replace(scanned, tool_seen_at=now)  # the API wait after it is counted from here
         waited = self._api_wait_in(scanned, screen, now)
         if waited is not None:
             return context.change(scanned, Change.RATE_LIMITED, waited, expect=session.state, error=waited)

@@ -25,15 +25,18 @@ from teleclaude.runtime.api import Runtime, open_runtime
 from teleclaude.setup.install import Scope, install
 from teleclaude.setup.scaffold import init
 
+from ..tmux_reaper import reaper, stop
+
 REPO = Path(__file__).resolve().parents[2]
 VERSIONS = Path(__file__).with_name("versions.txt")
 
-# the idle rule is kept out of the way (5 minutes): a turn end here must come from the CLI's hook
+# the idle rule is kept out of the way (5 minutes): a turn end here must come from the CLI's hook; a CLI
+# started cold on a loaded machine may take several times its usual few seconds to show its prompt
 SETTINGS = """[runtime]
 socket = "{socket}"
 idle_threshold = 300
 poll_interval = 0.2
-startup_timeout = 40
+startup_timeout = 120
 settle = 0.3
 """
 
@@ -58,9 +61,13 @@ def agent_clis() -> dict[str, Path]:
 
 @pytest.fixture
 def tmux_socket() -> str:
+    """A private tmux server for one test, killed afterwards, or, if the run itself is killed first, by a
+    watcher once it has ended (tmux_reaper.py): no CLI is left running."""
     name = f"tc-real-{secrets.token_hex(4)}"
+    watcher = reaper(name)
     yield name
     Tmux(name).kill_server()
+    stop(watcher)
     socket_file = Path(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", name)
     socket_file.unlink(missing_ok=True)
 

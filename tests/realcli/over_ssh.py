@@ -67,8 +67,8 @@ def set_up_remote(
     remote = tmp_path / "remote" / "project"
     path = os.pathsep.join([str(agent_clis[agent]), str(Path(sys.executable).parent), "/usr/bin:/bin"])
     settings = toml(tmux_socket, sshd, remote, path).replace("idle_threshold = 0.4", "idle_threshold = 600")
-    settings = settings.replace("startup_timeout = 15", "startup_timeout = 40")  # no idle rule: hooks only
-    assert "idle_threshold = 600" in settings and "startup_timeout = 40" in settings
+    settings = settings.replace("startup_timeout = 15", "startup_timeout = 120")  # no idle rule: hooks only
+    assert "idle_threshold = 600" in settings and "startup_timeout = 120" in settings
     (project / "teleclaude.toml").write_text(settings)
     commit_all(project, f"{agent} works on the ssh computer")
     monkeypatch.setenv("HOME", str(sshd.home))  # over there, as its user: login, install, init

@@ -68,7 +68,7 @@ def tool_result(turn) -> str:
 def test_claude_starts_unattended_and_its_command_reaches_the_model_expanded(runtime, project, model_server):
     started = start(runtime, project)
     assert started.session.state is SessionState.RUNNING
-    turn = model_server.wait_for(lambda r: r.turn, timeout=30)
+    turn = model_server.wait_for(lambda r: r.turn, timeout=90)
     sent = turn.last_user_text()
     assert "You are the **builder** for the work item `greeting`" in sent
     assert "$ARGUMENTS" not in sent
@@ -128,7 +128,7 @@ def test_the_tool_hook_shows_the_workers_last_tool_uses(runtime, project, model_
 def test_a_claude_orchestrator_runs_next_work_and_gets_a_tool_call(runtime, project, model_server):
     model_server.then = orchestrator_model
     started = start(runtime, project, "next-work", "")
-    events_until(runtime, started.session.id, EventKind.TURN_ENDED, seconds=90)  # waits up to 10 x 5 s
+    events_until(runtime, started.session.id, EventKind.TURN_ENDED, seconds=180)  # waits up to 10 x 5 s
     called, answered = next_work_turns(model_server)
     assert NEXT_WORK in [tool["name"] for tool in called.body["tools"]]
     result = tool_result(answered)
@@ -169,6 +169,6 @@ def test_project_scope_names_no_path_of_this_machine_and_claude_connects(
     runtime = open_runtime(project)
     model_server.then = orchestrator_model
     started = start(runtime, project, "next-work", "")
-    events = events_until(runtime, started.session.id, EventKind.TURN_ENDED, seconds=90)
+    events = events_until(runtime, started.session.id, EventKind.TURN_ENDED, seconds=180)
     assert (EventKind.TURN_ENDED, "stop hook") in [(e.kind, e.detail) for e in events]  # the hook by name
     assert tool_result(next_work_turns(model_server)[1]).startswith("TOOL_CALL:")

@@ -37,7 +37,7 @@ def test_codex_starts_unattended_and_its_skill_reaches_the_model_with_its_argume
     model_server.add(Text("DONE: next-build greeting - nothing to build"))
     started = start(codex_runtime, project)
     assert started.session.state is SessionState.RUNNING
-    turn = model_server.wait_for(lambda r: r.turn, timeout=30)
+    turn = model_server.wait_for(lambda r: r.turn, timeout=90)
     sent = turn.text()
     assert "$next-build greeting" in sent  # the user's message: the arguments follow the skill's name
     assert "You are the **builder** for the work item `$ARGUMENTS`" in sent  # the skill, expanded
@@ -103,7 +103,7 @@ def test_a_codex_limit_makes_it_unavailable_until_the_reset_and_the_next_step_fa
     assert next_work(cwd=project).agent == "codex"
     model_server.add(failure)
     started = start(codex_runtime, project)
-    events = events_until(codex_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=90)
+    events = events_until(codex_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=120)
     assert events[-1].detail.startswith(reason), events[-1].detail
     until = codex_runtime.context.availability.unavailable(codex_runtime.clock())["codex"].until
     if reason == "quota_exhausted":  # "try again at Nov 26th, 2026 2:21 AM." (to the minute)
@@ -154,7 +154,7 @@ def test_a_5xx_codex_gives_up_on_makes_it_unavailable(
     build_row_first(project, "codex", "gemini")
     model_server.add(failure)
     started = start(codex_runtime, project)
-    events = events_until(codex_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=60)
+    events = events_until(codex_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=120)
     assert events[-1].detail.startswith(reason), events[-1].detail
     assert ": ■ " in events[-1].detail  # the error codex gave up with, not one it was retrying
     fallback = next_work(cwd=project)
@@ -177,7 +177,7 @@ def test_codexs_typed_error_alone_makes_it_unavailable(codex_runtime, project, m
     with_profile(codex_runtime, "codex", limit_patterns=(), args=(*profile.args, *FEW_RETRIES))
     model_server.add(failure)
     started = start(codex_runtime, project)
-    events = events_until(codex_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=60)
+    events = events_until(codex_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=120)
     assert events[-1].detail.startswith(reason), events[-1].detail
     assert "codex_error_info" in events[-1].detail
     until = codex_runtime.context.availability.unavailable(codex_runtime.clock())["codex"].until
@@ -225,7 +225,7 @@ def test_a_busy_codex_is_not_idle_though_its_prompt_line_shows(codex_runtime, pr
     hold = threading.Event()
     model_server.add(Text("DONE: next-build greeting", hold=hold))
     started = start(codex_runtime, project)
-    model_server.wait_for(lambda r: r.turn)
+    model_server.wait_for(lambda r: r.turn, timeout=90)
     screen_shows(codex_runtime, started.session, "esc to interrupt")
     held = []
     for _ in range(4):  # 4 s of a busy screen whose prompt line shows

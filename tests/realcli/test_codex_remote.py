@@ -31,7 +31,7 @@ def test_a_remote_codexs_usage_limit_reaches_this_machine_from_its_screen(
     model_server.add(Fail("session_limit", resets_in=3 * 3600))  # HTTP 429 usage_limit_reached
     runtime = open_runtime(project)
     _, started = start_build(runtime, project, "codex")
-    events = events_until(runtime, started.session.id, EventKind.RATE_LIMITED, seconds=60)
+    events = events_until(runtime, started.session.id, EventKind.RATE_LIMITED, seconds=120)
     assert events[-1].detail.startswith("quota_exhausted"), events[-1].detail
     assert ": ■ " in events[-1].detail  # "■ You’ve hit your usage limit. … try again at 10:25 PM."
     until = runtime.context.availability.unavailable(runtime.clock())["codex"].until

@@ -15,7 +15,9 @@ def screen(runtime, session) -> str:
     return "\n".join(runtime.tmux.screen(session.pane_id, runtime.tmux.views()[session.pane_id]))
 
 
-def screen_shows(runtime, session, text: str, seconds: float = 20.0) -> None:
+def screen_shows(runtime, session, text: str, seconds: float = 60.0) -> None:
+    """Waits for `text` in a row of the session's screen: a CLI draws a dialog or a message a moment after
+    what the runtime reacted to, later still on a loaded machine."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         view = runtime.tmux.views().get(session.pane_id)
@@ -25,13 +27,19 @@ def screen_shows(runtime, session, text: str, seconds: float = 20.0) -> None:
     pytest.fail(f"{text!r} never showed; the screen:\n{screen(runtime, session)}")
 
 
-def events_until(runtime, session_id: str, kind: EventKind, seconds: float = 60.0) -> list:
-    """Every event of the session up to the first of `kind` (waiting on the runtime, not sleeping)."""
+def events_until(runtime, session_id: str, kind: EventKind, seconds: float = 120.0) -> list:
+    """Every event of the session up to the first of `kind` (waiting on the runtime, not sleeping), for up to
+    `seconds` whatever other events come first: a deadline, generous for a CLI on a loaded machine; it only
+    delays a failure. Ends early once the session is over with nothing more to report."""
     seen = []
-    for _ in range(int(seconds // 10) or 1):
-        seen += runtime.wait_for_sessions([session_id], timeout=10).events
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        waited = runtime.wait_for_sessions([session_id], timeout=min(10.0, left))
+        seen += waited.events
         if any(event.kind is kind for event in seen):
             return seen
+        if not waited.events and not waited.timed_out:
+            break  # the session ended: no event comes any more
     session = runtime.store.get(session_id)
     saw = [(e.kind.value, e.detail) for e in seen]
     pytest.fail(f"no {kind.value} event; saw {saw}; the screen:\n{screen(runtime, session)}")

@@ -15,6 +15,8 @@ from teleclaude.demo.scenario import commit_all, make_repository
 from teleclaude.runtime.api import Runtime, open_runtime
 from teleclaude.runtime.core.sessions import Event, EventKind, Waited
 
+from ..tmux_reaper import reaper, stop
+
 FAST = """[runtime]
 socket = "{socket}"
 idle_threshold = 0.4
@@ -29,9 +31,11 @@ def tmux_socket() -> str:
     """A private tmux server for one test; killed afterwards, with every process it ran."""
     name = f"tc-test-{secrets.token_hex(4)}"
     tmux = Tmux(name)
+    watcher = reaper(name)  # kills it even when the run is killed before this finalizer runs
     yield name
     pids = [view.pane_pid for view in tmux.views().values()]
     tmux.kill_server()
+    stop(watcher)
     assert tmux.views() == {}
     assert_gone(pids)
     socket_file = Path(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", name)

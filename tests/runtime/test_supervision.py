@@ -60,8 +60,11 @@ def start(runtime, project) -> Started:
     return started
 
 
-def until_quiet(runtime, session_id: str) -> Session:
-    for _ in range(100):
+def until_quiet(runtime, session_id: str, seconds: float = 60.0) -> Session:
+    """Looks until the worker's screen has stayed unchanged for the idle threshold (a deadline, not a count
+    of looks: a look takes longer on a loaded machine)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
         (session,) = runtime.refresh(runtime.store.sessions([session_id]))
         if session.activity is Activity.QUIET:
             return session

@@ -68,3 +68,16 @@ def test_no_limit(session, screen, seconds):
     profile = DEFAULT_PROFILES[session.agent]
     now = T0 + timedelta(seconds=seconds)
     assert api_wait_limit(session, screen, now, LIMIT, profile.api_wait, profile.tool_running) is None
+
+
+FINISHED = [" > /next-build greeting", "╭────", "│ ✓  Shell sleep 600", "╰────", RETRYING[1], *INPUT]
+
+
+def test_the_wait_after_a_long_tool_counts_from_the_last_look_that_saw_it_running():
+    """The `✓` box and the spinner, 10 limits after the last output: the tool ran until a moment ago (its
+    box not yet written into the history), so this is not yet a wait on the API; a limit after it is."""
+    ran_until = T0 + timedelta(seconds=LIMIT * 10)
+    session = gemini(tool_seen_at=ran_until)
+    assert hit(session, FINISHED, LIMIT * 10 + 1) is None
+    assert hit(session, FINISHED, LIMIT * 11) is not None  # retrying silently after the tool
+    assert hit(gemini(), FINISHED, LIMIT * 10 + 1) is not None  # never seen running: from the last output

@@ -8,6 +8,10 @@ hooks carries the error (BeforeModel fires before each attempt without it, After
 Notification only for tool permissions). So: the profile's `api_wait` row on screen, no tool running (the
 same row shows while a shell command runs, under the tool's `tool_running` box), and no new output since the
 last progress for `api_wait_limit` seconds means the agent is limited: `rate_limited`, for the default pause.
+
+A tool prints nothing while it runs, and once it is done (`✓` in its box) the spinner can show on for a
+moment before the CLI writes the box into its history: the silence is counted from the last look that saw a
+tool running (`Session.tool_seen_at`) when that is later than the last output.
 """
 
 from __future__ import annotations
@@ -32,13 +36,21 @@ def api_wait_limit(
     since = silent_since(session)
     if not api_wait or session.state not in _WATCHED or since is None:
         return None
+    if session.tool_seen_at is not None and session.tool_seen_at > since:
+        since = session.tool_seen_at
     silent = (now - since).total_seconds()
     if silent < limit:
         return None
-    tail = [row for row in screen if row.strip()][-_TAIL:]
-    if not any(re.search(api_wait, row) for row in tail):
-        return None
-    if tool_running and any(re.search(tool_running, row) for row in tail):
+    if not any(re.search(api_wait, row) for row in _tail(screen)) or tool_shown(screen, tool_running):
         return None
     line = f"no output for {format_duration(silent)} while {session.agent} waited on its API"
     return LimitHit(line, now + DEFAULT_PAUSE, "rate_limited")
+
+
+def tool_shown(screen: list[str], tool_running: str) -> bool:
+    """Whether the pane shows one of the CLI's tools running (its profile's `tool_running`)."""
+    return bool(tool_running) and any(re.search(tool_running, row) for row in _tail(screen))
+
+
+def _tail(screen: list[str]) -> list[str]:
+    return [row for row in screen if row.strip()][-_TAIL:]

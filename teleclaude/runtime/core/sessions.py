@@ -92,6 +92,9 @@ class Session:
     # codex: its session's rollout file (its UserPromptSubmit hook's `transcript_path`), where an API error
     # that ended a turn is recorded typed (`codex_error_info`); no hook runs for such a turn
     transcript: str = ""
+    # the last look that saw one of its tools running (the profile's `tool_running`): a wait on the API
+    # after a long tool is counted from there, not from the output before the tool (core/apiwait.py)
+    tool_seen_at: datetime | None = None
     # the alternate screen's rows the runtime last read (`row_hash`; blank rows left out): that screen is read
     # whole whenever it changes, and a row still shown is not new output (`unseen_rows`)
     seen_rows: tuple[str, ...] = ()
