@@ -178,11 +178,6 @@ def _claude(scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Targe
     return targets
 
 
-# codex gives an MCP server 10 s to start by default, then goes on without its tools for the whole session
-# ("MCP client for `teleclaude` timed out after 10 seconds"): a busy machine can take longer to start ours
-CODEX_MCP_STARTUP = 60
-
-
 def _codex(scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Target]:
     # codex 0.169 lists a project's .codex/skills (and .agents/skills) beside ~/.codex/skills (NOTES.md)
     folder = base / ".codex" if scope is Scope.PROJECT else codex_home(home)
@@ -190,8 +185,7 @@ def _codex(scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Target
         CommandFile("codex", folder / "skills" / name / "SKILL.md", codex_skill(name, text).encode())
         for name, text in _markdown()
     ]
-    server = {**_server(scope), "startup_timeout_sec": CODEX_MCP_STARTUP}
-    targets.append(TomlTable("codex", folder / "config.toml", ("mcp_servers", SERVER), server))
+    targets.append(TomlTable("codex", folder / "config.toml", ("mcp_servers", SERVER), _server(scope)))
     if with_hook:
         stop = {"hooks": [_hook("codex", scope)]}
         targets.append(JsonEntry("codex", folder / "hooks.json", ("hooks", "Stop"), stop, in_list=True))

@@ -73,9 +73,10 @@ def test_quotes_and_backslashes_survive_a_multiline_toml_string(text):
 
 
 def test_a_toml_table_quotes_keys_that_need_it():
-    values = {"command": 'C:\\bin\\"t"', "args": ["mcp", "x y"], "startup_timeout_sec": 60}
-    text = toml_table(("mcp_servers", "tele claude"), values)
-    assert tomllib.loads(text) == {"mcp_servers": {"tele claude": values}}
+    text = toml_table(("mcp_servers", "tele claude"), {"command": 'C:\\bin\\"t"', "args": ["mcp", "x y"]})
+    assert tomllib.loads(text) == {
+        "mcp_servers": {"tele claude": {"command": 'C:\\bin\\"t"', "args": ["mcp", "x y"]}}
+    }
 
 
 @pytest.mark.parametrize("name", install.command_names())

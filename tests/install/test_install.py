@@ -70,7 +70,6 @@ def test_codex_gets_skills_an_mcp_table_and_a_stop_hook(home, run):
     assert "`$ARGUMENTS` stands for the text after `$next-build`" in skill
     server = load(home / ".codex" / "config.toml")["mcp_servers"]["teleclaude"]
     assert_runs_teleclaude(registered(server["command"], server["args"]))
-    assert server["startup_timeout_sec"] > 10  # codex's default, outrun by `teleclaude mcp` on a busy machine
     hooks = load(home / ".codex" / "hooks.json")["hooks"]
     (command,) = hook_commands(hooks["Stop"])
     assert command.endswith("hook stop --agent codex")
