@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
 
@@ -256,3 +258,44 @@ def test_an_after_agent_refusal_makes_the_gemini_worker_commit(gemini_runtime, p
     assert git(project, "status", "--porcelain", "todos") == ""
     refused = model_server.turns()[2]  # the request after "Notes written."
     assert "todos/greeting/notes.md" in refused.text()  # the hook's reason reached the model
+
+
+
+@contextmanager
+def command_loading_held(home, seconds: float):
+    """gemini 0.61 reads every `~/.gemini/commands/**/*.toml` before it knows any slash command, and only
+    after its prompt shows: a named pipe there holds that reading until something writes to it (here after
+    `seconds`), like a slow disk."""
+    pipe = home / ".gemini" / "commands" / "zz-held.toml"
+    os.mkfifo(pipe)
+    done = threading.Event()
+
+    def release() -> None:
+        done.wait(seconds)
+        with open(pipe, "w") as writer:  # opens once gemini reads it; then both ends are done
+            writer.write('description = "held"\nprompt = "held"\n')
+
+    thread = threading.Thread(target=release, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        if thread.is_alive():
+            fd = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)  # lets a writer still waiting to open go
+            thread.join(5)
+            os.close(fd)
+
+
+def test_a_command_typed_while_gemini_still_loads_its_commands_reaches_the_model_expanded(
+    gemini_runtime, project, model_server, isolated_environment
+):
+    """gemini 0.61 draws its prompt before its slash commands are loaded; a `/next-build x` taken meanwhile
+    would go to the model as plain text (its handleSlashCommand says "not a command" until they are)."""
+    model_server.add(Text("DONE: next-build greeting - nothing to build"))
+    with command_loading_held(isolated_environment, seconds=8):
+        started = start(gemini_runtime, project)
+        turn = model_server.wait_for(lambda r: r.turn, timeout=90)
+    assert "You are the **builder** for the work item `greeting`" in turn.text()
+    events = events_until(gemini_runtime, started.session.id, EventKind.TURN_ENDED)
+    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
