@@ -153,6 +153,8 @@ def test_an_unknown_command_that_gemini_sends_to_the_model_errs_the_session(
     settings = json.loads(settings_file.read_text())
     del settings["mcpServers"]
     settings_file.write_text(json.dumps(settings))
+    # gemini never lists an unknown command under its typed name: the launcher sends it after command_wait
+    gemini_runtime.context.config = replace(gemini_runtime.config, command_wait=3)
     started = gemini_runtime.run_agent_command(
         "local", "no-such-command", "greeting", str(project), "gemini", "med"
     )
@@ -258,7 +260,6 @@ def test_an_after_agent_refusal_makes_the_gemini_worker_commit(gemini_runtime, p
     assert git(project, "status", "--porcelain", "todos") == ""
     refused = model_server.turns()[2]  # the request after "Notes written."
     assert "todos/greeting/notes.md" in refused.text()  # the hook's reason reached the model
-
 
 
 @contextmanager
