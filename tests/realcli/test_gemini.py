@@ -263,18 +263,26 @@ def test_an_after_agent_refusal_makes_the_gemini_worker_commit(gemini_runtime, p
 
 
 @contextmanager
-def command_loading_held(home, seconds: float):
+def command_loading_held(home, runtime, typed: str):
     """gemini 0.61 reads every `~/.gemini/commands/**/*.toml` before it knows any slash command, and only
-    after its prompt shows: a named pipe there holds that reading until something writes to it (here after
-    `seconds`), like a slow disk."""
+    after its prompt shows: a named pipe there holds that reading (like a slow disk) until a writer opens
+    it, here 2 s after `typed` first shows on a worker's input row (an Enter right after typing would have sent
+    it by then). The end of file it then reads is an invalid command file that gemini skips."""
     pipe = home / ".gemini" / "commands" / "zz-held.toml"
     os.mkfifo(pipe)
     done = threading.Event()
 
+    def typed_in_a_worker() -> bool:
+        views = runtime.tmux.views()
+        rows = [row for pane, view in views.items() for row in runtime.tmux.screen(pane, view)]
+        return any(row.strip().startswith(f"* {typed}") for row in rows)
+
     def release() -> None:
-        done.wait(seconds)
-        with open(pipe, "w") as writer:  # opens once gemini reads it; then both ends are done
-            writer.write('description = "held"\nprompt = "held"\n')
+        while not done.is_set() and not typed_in_a_worker():
+            done.wait(0.1)
+        done.wait(2)
+        with open(pipe, "w"):  # opens once gemini reads the pipe; closing it ends the file
+            pass
 
     thread = threading.Thread(target=release, daemon=True)
     thread.start()
@@ -294,7 +302,7 @@ def test_a_command_typed_while_gemini_still_loads_its_commands_reaches_the_model
     """gemini 0.61 draws its prompt before its slash commands are loaded; a `/next-build x` taken meanwhile
     would go to the model as plain text (its handleSlashCommand says "not a command" until they are)."""
     model_server.add(Text("DONE: next-build greeting - nothing to build"))
-    with command_loading_held(isolated_environment, seconds=8):
+    with command_loading_held(isolated_environment, gemini_runtime, typed="/next-build"):
         started = start(gemini_runtime, project)
         turn = model_server.wait_for(lambda r: r.turn, timeout=90)
     assert "You are the **builder** for the work item `greeting`" in turn.text()
