@@ -266,8 +266,8 @@ def test_an_after_agent_refusal_makes_the_gemini_worker_commit(gemini_runtime, p
 def command_loading_held(home, runtime, typed: str):
     """gemini 0.61 reads every `~/.gemini/commands/**/*.toml` before it knows any slash command, and only
     after its prompt shows: a named pipe there holds that reading (like a slow disk) until a writer opens
-    it, here 2 s after `typed` first shows on a worker's input row (an Enter right after typing would have sent
-    it by then). The end of file it then reads is an invalid command file that gemini skips."""
+    it, here 2 s after `typed` first shows on a worker's input row (an Enter right after typing would have
+    sent it by then). The end of file it then reads is an invalid command file that gemini skips."""
     pipe = home / ".gemini" / "commands" / "zz-held.toml"
     os.mkfifo(pipe)
     done = threading.Event()
