@@ -146,6 +146,7 @@ _RUNTIME_NUMBERS = (
     "height",
     "startup_timeout",
     "settle",
+    "command_wait",
     "prompt_stable",
     "idle_threshold",
     "poll_interval",
@@ -171,9 +172,10 @@ _PROFILE_KEYS = (
     "limit_patterns",
     "command_prefix",
     "command_sign",
+    "command_listed",
     "env",
 )
-_MAY_BE_EMPTY = ("command_prefix", "busy", "retry", "api_wait", "tool_running")  # "": none
+_MAY_BE_EMPTY = ("command_prefix", "busy", "retry", "api_wait", "tool_running", "command_listed")  # "": none
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -241,7 +243,7 @@ def _profile(path: str, where: str, table: dict[str, Any], profile: AgentProfile
             changes["env"] = {**profile.env, **_env(path, f"{where}.env", item)}
         else:
             changes[key] = _string(path, f"{where}.{key}", item, allow_empty=key in _MAY_BE_EMPTY)
-    regexes = ("prompt", "busy", "retry", "api_wait", "tool_running")
+    regexes = ("prompt", "busy", "retry", "api_wait", "tool_running", "command_listed")
     patterns = [(key, changes[key]) for key in regexes if changes.get(key)]
     patterns += [("limit_patterns", pattern) for pattern in changes.get("limit_patterns", ())]
     for key, pattern in patterns:

@@ -38,15 +38,24 @@ class AgentProfile:
     # GEMINI_CLI_TRUST_WORKSPACE=true); the rest of a worker's environment is the tmux server's
     env: Mapping[str, str] = field(default_factory=dict)
     trusts_projects_by_config: bool = False  # codex: `-c projects={"ROOT"={trust_level="trusted"}}`
+    # a regex, `{name}` standing for the command's name, for the row the CLI lists under a typed `/name` once
+    # it knows the command: the launcher types the name alone, waits for that row (at most `command_wait`),
+    # then the arguments and Enter (gemini 0.61 loads its commands after its prompt shows, and takes a
+    # `/name x` typed before as a plain prompt for the model)
+    command_listed: str = ""
 
     def argv(self, binary: str, thinking_mode: str, trust: Sequence[str] = ()) -> list[str]:
         """`trust`: the flags that trust the worker's folders (adapters/agent_config.py `codex_trust`)."""
         return [binary, *self.args, *trust, *self.modes.get(thinking_mode, ())]
 
-    def slash_command(self, command: str, args: str) -> str:
+    def command_name(self, command: str) -> str:
+        """The name the CLI knows the role command by (the user's `command_prefix` before it)."""
         if self.command_prefix and not command.startswith(self.command_prefix):
-            command = self.command_prefix + command
-        text = f"{self.command_sign}{command} {args}".rstrip()
+            return self.command_prefix + command
+        return command
+
+    def slash_command(self, command: str, args: str) -> str:
+        text = f"{self.command_sign}{self.command_name(command)} {args}".rstrip()
         # codex opens a skill list under `$next-work` while it is typed, and Enter then picks from the list
         # instead of sending (nothing reaches the model); a space after the name closes the list
         return f"{text} " if self.command_sign == "$" and not args.strip() else text
@@ -81,6 +90,9 @@ DEFAULT_PROFILES: Mapping[str, AgentProfile] = {
         # with `ui.errorVerbosity = "full"` its spinner says so while it retries (from the 0.61 bundle)
         retry=r"\bTrying to reach .+ \(Attempt \d+/\d+\)",
         tool_running=r"^\s*│\s*[⊶⊷]|\bExecuting Hook:",
+        # its suggestion under a typed ` * /next-build`, once its commands are loaded:
+        # ` next-build   Builder - do every open task …` (nothing is listed while they load)
+        command_listed=r"^\s*{name}\s{2,}\S",
     ),
     "codex": AgentProfile(
         "codex",
@@ -139,6 +151,7 @@ class RuntimeConfig:
     startup_timeout: float = 60.0  # for the CLI's prompt to appear
     prompt_stable: float = 1.0  # the prompt must stay on an unchanged screen this long before typing
     settle: float = 0.3  # between pasting the command and pressing Enter
+    command_wait: float = 30.0  # for the CLI to list a typed command (profile's `command_listed`); then sent
     idle_threshold: float = 5.0
     poll_interval: float = 0.5
     tmux_timeout: float = 10.0

@@ -39,6 +39,7 @@ from teleclaude.runtime.core.sessions import (
     Session,
     SessionState,
     Started,
+    command_listed,
     seen_of,
     transition,
     waiting_for_input,
@@ -203,7 +204,7 @@ class Launcher:
             if isinstance(screen, Error):
                 return self._fail(session, screen)
             sent_at = self.context.clock()  # before typing: a turn that fails at once is still this one
-            tmux.send_text(session.pane_id, text)
+            self._type_command(session, profile, text)
             time.sleep(self.context.config.settle)
             if not self.panes.press_enter(session, typed=text.strip()):
                 refused = self._refused(session)
@@ -226,6 +227,28 @@ class Launcher:
             last_progress_at=now,
         )
         return Started(self.context.store.save(running, expect=SessionState.PENDING) or running)
+
+    def _type_command(self, session: Session, profile: AgentProfile, text: str) -> None:
+        """Type the command line; with the profile's `command_listed`, the command's name first and the rest
+        once the CLI lists the command (it knows it), or after `command_wait`: an unknown command then gets
+        the CLI's own answer, as without the rule."""
+        tmux, pane = self.context.tmux, session.pane_id
+        name = profile.command_name(session.command)
+        head = f"{profile.command_sign}{name}"
+        if not profile.command_listed or not text.startswith(head):
+            tmux.send_text(pane, text)
+            return
+        tmux.send_text(pane, head)
+        deadline = time.monotonic() + self.context.config.command_wait
+        while time.monotonic() < deadline:
+            view = tmux.views().get(pane)
+            if view is None or view.dead:
+                break
+            if command_listed(tmux.screen(pane, view), profile.command_listed, name):
+                break
+            time.sleep(0.05)
+        if text[len(head) :]:
+            tmux.send_text(pane, text[len(head) :])
 
     def _wait_for_prompt(self, session: Session, profile: AgentProfile) -> list[str] | Error:
         """The screen once the CLI's prompt has stayed on an unchanged screen for `prompt_stable` seconds: a

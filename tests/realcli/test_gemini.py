@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
 
@@ -151,6 +153,8 @@ def test_an_unknown_command_that_gemini_sends_to_the_model_errs_the_session(
     settings = json.loads(settings_file.read_text())
     del settings["mcpServers"]
     settings_file.write_text(json.dumps(settings))
+    # gemini never lists an unknown command under its typed name: the launcher sends it after command_wait
+    gemini_runtime.context.config = replace(gemini_runtime.config, command_wait=3)
     started = gemini_runtime.run_agent_command(
         "local", "no-such-command", "greeting", str(project), "gemini", "med"
     )
@@ -256,3 +260,51 @@ def test_an_after_agent_refusal_makes_the_gemini_worker_commit(gemini_runtime, p
     assert git(project, "status", "--porcelain", "todos") == ""
     refused = model_server.turns()[2]  # the request after "Notes written."
     assert "todos/greeting/notes.md" in refused.text()  # the hook's reason reached the model
+
+
+@contextmanager
+def command_loading_held(home, runtime, typed: str):
+    """gemini 0.61 reads every `~/.gemini/commands/**/*.toml` before it knows any slash command, and only
+    after its prompt shows: a named pipe there holds that reading (like a slow disk) until a writer opens
+    it, here 2 s after `typed` first shows on a worker's input row (an Enter right after typing would have
+    sent it by then). The end of file it then reads is an invalid command file that gemini skips."""
+    pipe = home / ".gemini" / "commands" / "zz-held.toml"
+    os.mkfifo(pipe)
+    done = threading.Event()
+
+    def typed_in_a_worker() -> bool:
+        views = runtime.tmux.views()
+        rows = [row for pane, view in views.items() for row in runtime.tmux.screen(pane, view)]
+        return any(row.strip().startswith(f"* {typed}") for row in rows)
+
+    def release() -> None:
+        while not done.is_set() and not typed_in_a_worker():
+            done.wait(0.1)
+        done.wait(2)
+        with open(pipe, "w"):  # opens once gemini reads the pipe; closing it ends the file
+            pass
+
+    thread = threading.Thread(target=release, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        if thread.is_alive():
+            fd = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)  # lets a writer still waiting to open go
+            thread.join(5)
+            os.close(fd)
+
+
+def test_a_command_typed_while_gemini_still_loads_its_commands_reaches_the_model_expanded(
+    gemini_runtime, project, model_server, isolated_environment
+):
+    """gemini 0.61 draws its prompt before its slash commands are loaded; a `/next-build x` taken meanwhile
+    would go to the model as plain text (its handleSlashCommand says "not a command" until they are)."""
+    model_server.add(Text("DONE: next-build greeting - nothing to build"))
+    with command_loading_held(isolated_environment, gemini_runtime, typed="/next-build"):
+        started = start(gemini_runtime, project)
+        turn = model_server.wait_for(lambda r: r.turn, timeout=90)
+    assert "You are the **builder** for the work item `greeting`" in turn.text()
+    events = events_until(gemini_runtime, started.session.id, EventKind.TURN_ENDED)
+    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]

@@ -13,7 +13,7 @@ from teleclaude.config.profiles import DEFAULT_PROFILES
 from teleclaude.runtime.core.blockers import find_blocker, refused_command, unexpanded_command
 from teleclaude.runtime.core.limits import codex_failure, find_limit
 from teleclaude.runtime.core.rollout import last_turn_error
-from teleclaude.runtime.core.sessions import prompt_visible, waiting_for_input
+from teleclaude.runtime.core.sessions import command_listed, prompt_visible, waiting_for_input
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 HOUR = NOW + timedelta(hours=1)
@@ -159,6 +159,21 @@ def test_gemini_prompt_matches_its_idle_screen_not_a_typed_line():
     assert prompt_visible(GEMINI_IDLE, prompt)
     typed = [row.replace("*   Type your message or @path/to/file", "* /next-build x") for row in GEMINI_IDLE]
     assert not prompt_visible(typed, prompt)
+
+
+def test_gemini_lists_a_typed_command_only_once_it_knows_it():
+    """Under ` * /next-build` gemini 0.61 suggests ` next-build   Builder - …` once its commands are loaded;
+    while they load (or for an unknown command) the typed line stands alone."""
+    pattern = DEFAULT_PROFILES["gemini"].command_listed
+    typed = [row.replace("*   Type your message or @path/to/file", "* /next-build") for row in GEMINI_IDLE]
+    assert not command_listed(typed, pattern, "next-build")
+    at = next(i for i, row in enumerate(typed) if "* /next-build" in row) + 1
+    listed = [*typed[:at], " next-build   Builder - do every open task in Groups 1-4 of a plan", *typed[at:]]
+    assert command_listed(listed, pattern, "next-build")
+    assert not command_listed(listed, pattern, "next")  # another command's name is no proof
+    prefixed = [row.replace("next-build", "my.next-build") for row in listed]
+    assert command_listed(prefixed, pattern, "my.next-build")
+    assert not command_listed(prefixed, pattern, "myXnext-build")  # the name is literal, not a regex
 
 
 def test_the_dialogs_are_recognised():

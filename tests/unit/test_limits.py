@@ -160,10 +160,17 @@ def test_runtime_settings_parse_and_bad_ones_name_the_key():
     assert config.runtime.idle_threshold == 2.0
     assert config.runtime.profiles["gemini"].binaries == ("agy",)
     assert config.runtime.profiles["gemini"].modes["fast"]  # the rest of the profile is kept
+    assert config.runtime.profiles["gemini"].command_listed  # kept too; "" turns the wait off:
+    off = parse_config(
+        [("t.toml", '[runtime]\ncommand_wait = 5\n[runtime.agents.gemini]\ncommand_listed = ""\n')]
+    )
+    assert off.runtime.profiles["gemini"].command_listed == "" and off.runtime.command_wait == 5.0
     for bad, key in (
         ('[runtime]\nsocket = "a b"\n', "runtime.socket"),
         ("[runtime]\nidle_threshold = -1\n", "runtime.idle_threshold"),
         ('[runtime.agents.claude]\nprompt = "("\n', "runtime.agents.claude.prompt"),
+        ('[runtime.agents.gemini]\ncommand_listed = "("\n', "runtime.agents.gemini.command_listed"),
+        ("[runtime]\ncommand_wait = -1\n", "runtime.command_wait"),
         ("[runtime]\nwat = 1\n", "runtime.wat"),
     ):
         with pytest.raises(ConfigError) as raised:

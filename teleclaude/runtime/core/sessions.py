@@ -483,6 +483,13 @@ def prompt_visible(rows: list[str], prompt_pattern: str) -> bool:
     return any(pattern.search(row) for row in tail)
 
 
+def command_listed(rows: list[str], listed_pattern: str, name: str) -> bool:
+    """A row lists the command `name` (the profile's `command_listed`, `{name}` standing for the name): the
+    CLI knows it. Not the input line that shows the typed `/name` itself."""
+    pattern = re.compile(listed_pattern.replace("{name}", re.escape(name)))
+    return any(pattern.search(row) for row in rows)
+
+
 def waiting_for_input(rows: list[str], prompt_pattern: str, busy_pattern: str = "") -> bool:
     """The prompt is shown and nothing says the CLI is still working (claude keeps its input line while it
     works; only its footer tells: `esc to interrupt`)."""
