@@ -79,7 +79,7 @@ def main(argv: list[str]) -> int:
     say(f"fake {agent} ({', '.join(sorted(chosen))}) in {Path.cwd()}")
     if "slowstart" in chosen:
         time.sleep(1.0)
-    lines = read_lines()
+    lines = read_lines(lists_commands=agent == "gemini")
     for line in lines:
         match = re.fullmatch(r"[/$](?:prompts:)?([a-z0-9-]+)\s*(.*)", line.strip())
         if not match:
@@ -261,8 +261,10 @@ def say(text: str) -> None:
     sys.stdout.flush()
 
 
-def read_lines():
-    """Lines typed at the prompt, key by key; an Enter within 50 ms of the last key is dropped."""
+def read_lines(lists_commands: bool = False):
+    """Lines typed at the prompt, key by key; an Enter within 50 ms of the last key is dropped. With
+    `lists_commands`, a command typed alone is listed below the input row, as gemini lists a command it
+    knows (the launcher waits for that row before typing the arguments)."""
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd) if os.isatty(fd) else None
     if saved is not None:
@@ -271,7 +273,7 @@ def read_lines():
         while True:
             sys.stdout.write(PROMPT)
             sys.stdout.flush()
-            line = _read_line(fd)
+            line = _read_line(fd, lists_commands)
             if line is None:
                 return
             yield line
@@ -280,9 +282,10 @@ def read_lines():
             termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
-def _read_line(fd: int) -> str | None:
+def _read_line(fd: int, lists_commands: bool = False) -> str | None:
     typed = ""
     last_key = 0.0
+    listed = False
     while True:
         data = os.read(fd, 1024)
         if not data:
@@ -291,6 +294,8 @@ def _read_line(fd: int) -> str | None:
             if char in "\r\n":
                 if typed and time.monotonic() - last_key < SWALLOW_WINDOW:
                     continue  # pasted text and its Enter arrived together: drop the Enter
+                if listed:
+                    _unlist(typed)
                 sys.stdout.write("\r\n")
                 return typed
             if char == "\x03":
@@ -304,7 +309,21 @@ def _read_line(fd: int) -> str | None:
                 typed += char
                 sys.stdout.write(char)
             last_key = time.monotonic()
+        command = re.fullmatch(r"/([a-z0-9-]+)", typed)
+        if lists_commands and command and not listed:
+            # the row below the input, then back up to the input row (relative moves: right at the
+            # bottom of the pane the new row scrolls the screen, and the input row with it)
+            sys.stdout.write(f"\r\n  {command.group(1)}   stand-in command\x1b[1A\r{PROMPT}{typed}")
+            listed = True
+        elif listed and not command:
+            _unlist(typed)
+            listed = False
         sys.stdout.flush()
+
+
+def _unlist(typed: str) -> None:
+    """Clear the listed command's row below the input row."""
+    sys.stdout.write(f"\x1b[1B\r\x1b[2K\x1b[1A\r{PROMPT}{typed}")
 
 
 if __name__ == "__main__":
