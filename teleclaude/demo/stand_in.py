@@ -15,6 +15,8 @@ a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a comm
     slowstart  wait 1 s before showing the first prompt
     stall      say it is thinking and wait for a line of input (a reminder), then do the step
     report     after the step, report it with `teleclaude sessions report` and wait_cmd `true`
+    deaf       take commands, but drop every Enter under a line that is not one (a message stays in the
+               input, as behind a CLI that redraws or is busy)
 
 Per item: `FAKE_AGENT_FORGET=slug,...` makes the builder of those slugs leave its work uncommitted (while
 the branch has no build commit), `FAKE_AGENT_REJECT=slug,...` makes the first review of those slugs
@@ -79,7 +81,7 @@ def main(argv: list[str]) -> int:
     say(f"fake {agent} ({', '.join(sorted(chosen))}) in {Path.cwd()}")
     if "slowstart" in chosen:
         time.sleep(1.0)
-    lines = read_lines(lists_commands=agent == "gemini")
+    lines = read_lines(lists_commands=agent == "gemini", deaf="deaf" in chosen)
     for line in lines:
         match = re.fullmatch(r"[/$](?:prompts:)?([a-z0-9-]+)\s*(.*)", line.strip())
         if not match:
@@ -261,10 +263,11 @@ def say(text: str) -> None:
     sys.stdout.flush()
 
 
-def read_lines(lists_commands: bool = False):
+def read_lines(lists_commands: bool = False, deaf: bool = False):
     """Lines typed at the prompt, key by key; an Enter within 50 ms of the last key is dropped. With
     `lists_commands`, a command typed alone is listed below the input row, as gemini lists a command it
-    knows (the launcher waits for that row before typing the arguments)."""
+    knows (the launcher waits for that row before typing the arguments). `deaf` drops every Enter under a
+    line that is not a command."""
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd) if os.isatty(fd) else None
     if saved is not None:
@@ -273,7 +276,7 @@ def read_lines(lists_commands: bool = False):
         while True:
             sys.stdout.write(PROMPT)
             sys.stdout.flush()
-            line = _read_line(fd, lists_commands)
+            line = _read_line(fd, lists_commands, deaf)
             if line is None:
                 return
             yield line
@@ -282,7 +285,7 @@ def read_lines(lists_commands: bool = False):
             termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
-def _read_line(fd: int, lists_commands: bool = False) -> str | None:
+def _read_line(fd: int, lists_commands: bool = False, deaf: bool = False) -> str | None:
     typed = ""
     last_key = 0.0
     listed = False
@@ -294,6 +297,8 @@ def _read_line(fd: int, lists_commands: bool = False) -> str | None:
             if char in "\r\n":
                 if typed and time.monotonic() - last_key < SWALLOW_WINDOW:
                     continue  # pasted text and its Enter arrived together: drop the Enter
+                if deaf and typed and typed[0] not in "/$":
+                    continue
                 if listed:
                     _unlist(typed)
                 sys.stdout.write("\r\n")

@@ -45,7 +45,7 @@ from teleclaude.runtime.core.sessions import (
     waiting_for_input,
 )
 from teleclaude.runtime.core.supervision import bare_command, resumed, step_of
-from teleclaude.runtime.panes import Panes, WorkerBlocked
+from teleclaude.runtime.panes import NotSent, Panes, WorkerBlocked
 from teleclaude.runtime.remote import item_slug, send
 
 _COMMAND = re.compile(r"[a-z0-9][a-z0-9:._-]{0,80}")
@@ -325,7 +325,7 @@ class Launcher:
         try:
             seen = self._shown(session)
             self.panes.type_line(session, text.strip(), interrupt)
-        except WorkerBlocked as error:
+        except (WorkerBlocked, NotSent) as error:
             return Error(error.code, str(error))
         except TmuxError as error:
             return Error(ErrorCode.TMUX_FAILED, str(error))

@@ -21,6 +21,12 @@ class WorkerBlocked(Failure):
     code = ErrorCode.WORKER_BLOCKED
 
 
+class NotSent(Failure):
+    """The typed line is still in the CLI's input after Enter was pressed again: the CLI did not take it."""
+
+    code = ErrorCode.TMUX_FAILED
+
+
 class Panes:
     def __init__(self, context: Context) -> None:
         self.context = context
@@ -78,8 +84,9 @@ class Panes:
             time.sleep(0.02)
 
     def type_line(self, session: Session, text: str, interrupt: bool = False) -> None:
-        """Type one line into the worker and press Enter (Escape first to interrupt it); never into a dialog,
-        where the keys would pick one of its options."""
+        """Type one line into the worker and press Enter (Escape first to interrupt it), checked as delivery's
+        is (`press_enter` with the line): an Enter the CLI dropped is pressed again, and one still not taken
+        raises NotSent. Never into a dialog, where the keys would pick one of its options."""
         tmux, settle = self.context.tmux, self.context.config.settle
         view = tmux.views().get(session.pane_id)
         screen = tmux.screen(session.pane_id, view) if view else []
@@ -91,13 +98,19 @@ class Panes:
             time.sleep(settle)
         tmux.send_text(session.pane_id, text)
         time.sleep(settle)
-        self.press_enter(session)
+        if not self.press_enter(session, attempts=2, typed=text):
+            raise NotSent(
+                f"{session.agent}: {text!r} is still in the worker's input: the screen did not change after "
+                "Enter, pressed twice (the CLI busy or redrawing).\nRead the session's output "
+                f"(teleclaude__get_session_output(session_id={session.id!r})) and send the message again "
+                "once the worker shows its prompt, or end the session if it stays stuck."
+            )
 
     def type_or_log(self, session: Session, text: str, interrupt: bool = False) -> None:
         """`type_line` for the supervisor and the cycle: a failure is logged, not raised."""
         try:
             self.type_line(session, text, interrupt)
-        except (TmuxError, WorkerBlocked) as error:
+        except (TmuxError, WorkerBlocked, NotSent) as error:
             log.warning("session %s: could not type into its pane: %s", session.id, error)
 
 

@@ -94,6 +94,26 @@ def test_an_enter_pasted_with_the_text_is_pressed_again(project, runtime, monkey
     assert "running /emit 3" in screen and "row 3" in screen
 
 
+def test_a_message_whose_enter_is_dropped_is_pressed_again(project, runtime, watch):
+    started = runtime.run_agent_command("local", "emit", "1", str(project), "claude", "med")
+    assert isinstance(started, Started), started
+    watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
+    runtime.context.config = replace(runtime.config, settle=0.0)  # the Enter arrives with the text: dropped
+    sent = runtime.send_message(started.session.id, "how is it going")
+    assert not isinstance(sent, Error), sent
+    watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
+    assert "status: still working on it" in runtime.get_session_output(started.session.id).chunk.rows
+
+
+def test_a_message_the_worker_never_takes_is_an_error_not_sent(project, runtime, monkeypatch, watch):
+    monkeypatch.setenv("FAKE_AGENT_CLAUDE", "deaf")  # every Enter under a message is dropped
+    started = runtime.run_agent_command("local", "emit", "1", str(project), "claude", "med")
+    assert isinstance(started, Started), started
+    watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
+    sent = runtime.send_message(started.session.id, "how is it going")
+    assert isinstance(sent, Error) and sent.code is ErrorCode.TMUX_FAILED, sent
+
+
 def test_output_grows_and_three_reads_neither_repeat_nor_lose_a_row(project, runtime, watch):
     started = runtime.run_agent_command("local", "emit", "150", str(project), "codex", "fast")
     assert isinstance(started, Started), started
