@@ -61,6 +61,15 @@ def git(cwd, *args) -> str:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
 
 
+def assert_cleaned_up(project: Path, remote_project: Path) -> None:
+    """The delivered item left nothing over there (worktree, branch, staging ref) nor a tracking ref here."""
+    assert not (remote_project / "trees" / "greeting").exists()
+    assert git(remote_project, "worktree", "list", "--porcelain").count("worktree ") == 1
+    refs = git(remote_project, "for-each-ref", "--format=%(refname)", "refs/heads/", "refs/teleclaude/")
+    assert refs == "refs/heads/main\n"
+    assert git(project, "for-each-ref", "--format=%(refname)", "refs/teleclaude/") == ""
+
+
 def test_a_worker_on_another_computer_completes_a_step_through_sshd(
     project, remote_project, watch, monkeypatch
 ):
@@ -168,11 +177,7 @@ def test_a_parallel_run_puts_a_lane_on_the_ssh_computer_and_delivers_its_item(
     authors = git(project, "log", "--format=%an", "main").splitlines()
     assert "remote worker" in authors  # commits made over there reached main through the item branch
     # delivered: no worktree, branch or staging ref of the items over there, no tracking ref here
-    assert not (remote_project / "trees" / "greeting").exists()
-    assert git(remote_project, "worktree", "list", "--porcelain").count("worktree ") == 1
-    refs = git(remote_project, "for-each-ref", "--format=%(refname)", "refs/heads/", "refs/teleclaude/")
-    assert refs == "refs/heads/main\n"
-    assert git(project, "for-each-ref", "--format=%(refname)", "refs/teleclaude/") == ""
+    assert_cleaned_up(project, remote_project)
 
 
 def test_a_limit_the_remote_stop_failure_hook_reports_reaches_this_machine(
@@ -287,11 +292,7 @@ def test_a_finalize_run_as_the_cli_removes_the_items_worktree_and_branch_from_th
     assert finalizing.returncode == 0, out + err
     assert out.startswith("FINALIZED:") and err == "", out + err
     assert (project / "done" / "001-greeting").is_dir()
-    assert not (remote_project / "trees" / "greeting").exists()
-    assert git(remote_project, "worktree", "list", "--porcelain").count("worktree ") == 1
-    refs = git(remote_project, "for-each-ref", "--format=%(refname)", "refs/heads/", "refs/teleclaude/")
-    assert refs == "refs/heads/main\n"
-    assert git(project, "for-each-ref", "--format=%(refname)", "refs/teleclaude/") == ""
+    assert_cleaned_up(project, remote_project)
 
 
 def test_a_remote_branch_with_work_not_on_main_here_is_left_and_the_finalize_still_succeeds(
