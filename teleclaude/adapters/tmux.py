@@ -241,7 +241,7 @@ def _view(row: str) -> PaneView:
 
 
 def _no_server(error: TmuxError) -> bool:
+    """No server, or one whose last session just ended (it is exiting: "no current target")."""
     text = str(error)
-    return any(
-        sign in text for sign in ("no server running", "error connecting to", "No such file", "server exited")
-    )
+    signs = ("no server running", "error connecting to", "No such file", "server exited", "no current target")
+    return any(sign in text for sign in signs)

@@ -298,3 +298,13 @@ def test_a_worker_whose_stop_hook_runs_ends_its_turn_through_the_hook(project, r
     started = start(runtime, dispatch(project))
     seen = watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
     assert [e.detail for e in seen] == ["stop hook"]
+
+
+def test_a_tmux_server_whose_last_session_just_ended_has_no_panes(runtime):
+    """Between its last session ending and the server exiting, tmux answers `list-panes -a` with "no current
+    target": no panes, not a failure that stops a wait."""
+    runtime.tmux.cmd("new-session", "-d", "-s", "last", "sleep", "60")
+    runtime.tmux.cmd("set-option", "-g", "exit-empty", "off")  # holds the server in that moment
+    runtime.tmux.kill_session("last")
+    assert runtime.tmux.views() == {}
+    assert runtime.tmux.session_names() == set()
