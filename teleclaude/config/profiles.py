@@ -166,6 +166,11 @@ class RuntimeConfig:
     # no output while the CLI shows it waits on its API (the profile's `api_wait`) this long: rate_limited
     api_wait_limit: float = 300.0
 
+    @property
+    def ssh_timeout(self) -> float:
+        """For one git push, fetch or clean-up in another computer's clone over ssh."""
+        return self.tmux_timeout * 6
+
     def elsewhere(self, computer: str) -> bool:
         """Whether a session's `computer` is another machine; the names in `computers` mean this one."""
         return computer not in self.computers

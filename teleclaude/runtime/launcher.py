@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from teleclaude.adapters import fs
@@ -192,7 +193,7 @@ class Launcher:
         """The item branch goes to the remote clone first: the worker there works in its trees/{slug}."""
         slug = item_slug(session.subfolder)
         assert slug is not None, "checked by start"
-        send(remote, Path(session.project), slug, self.context.config.tmux_timeout * 6)
+        send(remote, Path(session.project), slug, self.context.config.ssh_timeout)
         return f"{remote.project}/{layout.TREES}/{slug}"
 
     def _deliver(self, session: Session, profile: AgentProfile) -> Started | Error:
@@ -239,14 +240,8 @@ class Launcher:
             tmux.send_text(pane, text)
             return
         tmux.send_text(pane, head)
-        deadline = time.monotonic() + self.context.config.command_wait
-        while time.monotonic() < deadline:
-            view = tmux.views().get(pane)
-            if view is None or view.dead:
-                break
-            if command_listed(tmux.screen(pane, view), profile.command_listed, name):
-                break
-            time.sleep(0.05)
+        listed = partial(command_listed, listed_pattern=profile.command_listed, name=name)
+        self.panes.until_screen(session, listed, self.context.config.command_wait, pause=0.05)
         if text[len(head) :]:
             tmux.send_text(pane, text[len(head) :])
 
@@ -323,24 +318,18 @@ class Launcher:
         if not text.strip() or "\n" in text.strip():
             return bad_argument("text must be one non-empty line")
         try:
-            seen = self._shown(session)
-            self.panes.type_line(session, text.strip(), interrupt)
+            view, screen = self.panes.type_line(session, text.strip(), interrupt)
         except (WorkerBlocked, NotSent) as error:
             return Error(error.code, str(error))
         except TmuxError as error:
             return Error(ErrorCode.TMUX_FAILED, str(error))
         # refused only if an observer saved meanwhile; the worker's new output tells the next look anyway
         typed, _ = resumed(session, self.context.clock())
-        typed = replace(typed, seen_rows=seen)
+        if view is not None and view.alternate:
+            # the alternate screen's rows before the message are not the new turn's output (an old limit row
+            # still shown must not limit it), whether an observer read them or not
+            typed = replace(typed, seen_rows=seen_of(screen))
         return self.context.store.save(typed, expect=session.state) or typed
-
-    def _shown(self, session: Session) -> tuple[str, ...]:
-        """The alternate screen's rows before a message is typed, as read (`seen_of`): they are not the new
-        turn's output (an old limit row still shown must not limit it), seen by an observer or not."""
-        view = self.context.tmux.views().get(session.pane_id)
-        if view is None or not view.alternate:
-            return session.seen_rows
-        return seen_of(self.context.tmux.screen(session.pane_id, view))
 
     def end(self, session_id: str) -> Ended | Error:
         session = self.context.store.get(session_id)

@@ -288,7 +288,7 @@ class Observer:
         """A worker whose launcher holds its step while its tmux session opens (a push over ssh first); one
         that never opened (its launcher was killed) frees the step."""
         config = self.context.config
-        if now - session.created_at < timedelta(seconds=config.tmux_timeout * 6 + config.startup_timeout):
+        if now - session.created_at < timedelta(seconds=config.ssh_timeout + config.startup_timeout):
             return session
         why = "its worker never started (the process starting it ended first)"
         return self.context.change(session, Change.ERRORED, why, error=why)

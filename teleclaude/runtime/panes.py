@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from functools import partial
 
 from teleclaude.adapters.tmux import TmuxError
@@ -75,18 +76,27 @@ class Panes:
 
     def _until_shown(self, session: Session, typed: str, seconds: float = 1.0) -> None:
         """Up to `seconds` for `typed` to show in a row of the pane (a wrapped long line never does)."""
+        self.until_screen(session, lambda rows: any(typed in row for row in rows), seconds)
+
+    def until_screen(
+        self, session: Session, shows: Callable[[list[str]], bool], seconds: float, pause: float = 0.02
+    ) -> None:
+        """Up to `seconds` for the pane's screen to satisfy `shows` (or for the pane to be gone or dead)."""
         tmux = self.context.tmux
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             view = tmux.views().get(session.pane_id)
-            if view is None or view.dead or any(typed in row for row in tmux.screen(session.pane_id, view)):
+            if view is None or view.dead or shows(tmux.screen(session.pane_id, view)):
                 return
-            time.sleep(0.02)
+            time.sleep(pause)
 
-    def type_line(self, session: Session, text: str, interrupt: bool = False) -> None:
+    def type_line(
+        self, session: Session, text: str, interrupt: bool = False
+    ) -> tuple[PaneView | None, list[str]]:
         """Type one line into the worker and press Enter (Escape first to interrupt it), checked as delivery's
         is (`press_enter` with the line): an Enter the CLI dropped is pressed again, and one still not taken
-        raises NotSent. Never into a dialog, where the keys would pick one of its options."""
+        raises NotSent. Never into a dialog, where the keys would pick one of its options. Returns the pane's
+        view and screen from before the line was typed."""
         tmux, settle = self.context.tmux, self.context.config.settle
         view = tmux.views().get(session.pane_id)
         screen = tmux.screen(session.pane_id, view) if view else []
@@ -105,6 +115,7 @@ class Panes:
                 f"(teleclaude__get_session_output(session_id={session.id!r})) and send the message again "
                 "once the worker shows its prompt, or end the session if it stays stuck."
             )
+        return view, screen
 
     def type_or_log(self, session: Session, text: str, interrupt: bool = False) -> None:
         """`type_line` for the supervisor and the cycle: a failure is logged, not raised."""

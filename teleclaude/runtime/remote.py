@@ -136,7 +136,7 @@ def clean_up_delivered(slug: str, cwd: str | os.PathLike | None = None) -> list[
         if computer is None:
             continue  # this machine, or a computer no longer configured
         try:
-            clean_up(computer, root, slug, config.tmux_timeout * 6)
+            clean_up(computer, root, slug, config.ssh_timeout)
         except (ssh.RemoteError, subprocess.CalledProcessError) as error:
             log.info("item %s: could not clean up its worktree on %s: %s", slug, name, error)
             said.append(CleanedUp(name, slug, left=_said(name, error)))
