@@ -81,6 +81,14 @@ _EVENT_COLUMNS = {"id": int, "session_id": str, "kind": str, "at": str, "detail"
 _TOOL_USE_COLUMNS = {"id": int, "session_id": str, "at": str, "tool": str, "target": str}
 
 
+# the sessions of one project's item: its args are the slug, or start with it (`slug extra words`)
+_OF_ITEM = "project = ? AND (args = ? OR args LIKE ?)"
+
+
+def _of_item(project: str, slug: str) -> tuple[str, str, str]:
+    return project, slug, f"{slug} %"
+
+
 class SessionStore(SqliteStore):
     def create_tables(self, db: sqlite_utils.Database) -> None:
         ensure_table(db, SESSIONS, _SESSION_COLUMNS, "id")
@@ -119,17 +127,15 @@ class SessionStore(SqliteStore):
     def computers_of(self, project: str, slug: str) -> set[str]:
         """The computers sessions of `project` for `slug` ran on, whatever their state (one plain column)."""
         rows = self._select(
-            f"SELECT DISTINCT computer FROM {SESSIONS} WHERE project = ? AND (args = ? OR args LIKE ?)",
-            (project, slug, f"{slug} %"),
+            f"SELECT DISTINCT computer FROM {SESSIONS} WHERE {_OF_ITEM}", _of_item(project, slug)
         )
         return {row["computer"] for row in rows}
 
     def latest(self, project: str, slug: str) -> Session | None:
         """The newest session of `project` whose args start with `slug`."""
         found = self._select(
-            f"SELECT * FROM {SESSIONS} WHERE project = ? AND (args = ? OR args LIKE ?) "
-            "ORDER BY created_at DESC, rowid DESC LIMIT 1",
-            (project, slug, f"{slug} %"),
+            f"SELECT * FROM {SESSIONS} WHERE {_OF_ITEM} ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            _of_item(project, slug),
         )
         return _session(found[0]) if found else None
 
@@ -139,9 +145,9 @@ class SessionStore(SqliteStore):
         Read as plain columns: the planner asks on every dispatch and need not load the session model.
         """
         found = self._select(
-            f"SELECT state, command, agent, last_error FROM {SESSIONS} WHERE project = ? "
-            "AND (args = ? OR args LIKE ?) ORDER BY created_at DESC, rowid DESC LIMIT 1",
-            (project, slug, f"{slug} %"),
+            f"SELECT state, command, agent, last_error FROM {SESSIONS} WHERE {_OF_ITEM} "
+            "ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            _of_item(project, slug),
         )
         if not found or found[0]["state"] not in FAILED_STATES or not found[0]["last_error"]:
             return None
