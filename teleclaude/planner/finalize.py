@@ -68,7 +68,7 @@ def finalize(slug: str, cwd: str | os.PathLike | None = None) -> Finalized | Err
 def _merge(repo: gitx.Repo, slug: str, archive: str) -> Finalized | Error:
     root = repo.root
     try:
-        gitx.run_git(["merge", "-q", "--no-ff", "-m", f"Merge {slug}", slug], root)
+        gitx.run_git(["merge", "-q", "--no-ff", "-m", f"Merge {slug}", f"refs/heads/{slug}"], root)
     except subprocess.CalledProcessError as error:
         if not (repo.common_dir / "MERGE_HEAD").exists():  # the main checkout's git dir is the common one
             return _refused(slug, f"git merge {slug} failed: {_why(error)}")

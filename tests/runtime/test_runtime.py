@@ -28,6 +28,17 @@ def start(runtime, action: Dispatch) -> Started:
     return started
 
 
+def in_two_days() -> datetime:
+    """A reset time the way the CLIs print it (to the minute), always in the future: no test depends on
+    today's date."""
+    return (datetime.now(UTC) + timedelta(days=2)).replace(second=0, microsecond=0)
+
+
+def twelve_hour(moment: datetime) -> str:
+    """ "11:05pm", as claude prints a reset."""
+    return f"{moment.hour % 12 or 12}:{moment:%M}{'am' if moment.hour < 12 else 'pm'}"
+
+
 def git(cwd, *args) -> str:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
 
@@ -245,11 +256,11 @@ def test_the_stop_hook_ends_a_turn_at_once(project, runtime, monkeypatch):
 def test_a_stop_failure_hook_report_limits_or_ends_the_session(project, runtime, monkeypatch):
     monkeypatch.setenv("FAKE_AGENT", "hang")
     limited = runtime.run_agent_command("local", "emit", "1", str(project), "claude", "med").session
-    message = "You've hit your session limit · resets Nov 25, 11:05pm (UTC)"
+    reset = in_two_days()
+    message = f"You've hit your session limit · resets {reset:%b} {reset.day}, {twelve_hour(reset)} (UTC)"
     assert runtime.record_stop_failure(limited.id, "rate_limit", message)
     assert runtime.store.get(limited.id).state is SessionState.RATE_LIMITED
-    until = AvailabilityStore().unavailable(datetime.now(UTC))["claude"].until
-    assert (until.month, until.day, until.hour, until.minute) == (11, 25, 23, 5)
+    assert AvailabilityStore().unavailable(datetime.now(UTC))["claude"].until == reset
     assert runtime.record_stop_failure(limited.id, "rate_limit", message)  # told twice: nothing more to do
     billed = runtime.run_agent_command("local", "emit", "1", str(project), "claude", "med").session
     assert runtime.record_stop_failure(billed.id, "billing_error", "Credit balance too low")
@@ -268,7 +279,11 @@ def test_codexs_rollout_file_with_a_typed_error_limits_the_session(project, runt
     runtime.context.config = replace(runtime.config, idle_threshold=3600)  # the turn goes on until told
     session = runtime.run_agent_command("local", "emit", "1", str(project), "codex", "med").session
     rollout = tmp_path / "rollout-2026-11-23T16-00-00-thread.jsonl"
-    words = "You’ve hit your usage limit. Upgrade to Pro (…) or try again at Nov 25th, 2026 11:05 PM."
+    reset = in_two_days().astimezone()  # codex prints its local time
+    words = (
+        "You’ve hit your usage limit. Upgrade to Pro (…) or try again at "
+        f"{reset:%b} {reset.day}th, {reset.year} {twelve_hour(reset).upper()}."
+    )
     lines = [
         {"type": "event_msg", "payload": {"type": "task_started", "turn_id": "t1"}},
         {
@@ -288,6 +303,7 @@ def test_codexs_rollout_file_with_a_typed_error_limits_the_session(project, runt
     assert [e.kind for e in waited.events] == [EventKind.RATE_LIMITED]
     assert waited.events[0].detail.startswith("quota_exhausted until ")
     assert "codex_error_info: rate_limit" in waited.events[0].detail
+    assert AvailabilityStore().unavailable(datetime.now(UTC))["codex"].until == reset
 
 
 def test_a_worker_whose_stop_hook_runs_ends_its_turn_through_the_hook(project, runtime, monkeypatch, watch):
