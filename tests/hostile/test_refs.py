@@ -1,4 +1,4 @@
-"""Refs that lie: a tag (or any other ref) named like an item's branch is never what gets merged or checked."""
+"""Refs that lie: a tag (or any other ref) named like an item's branch is never what is merged or checked."""
 
 from __future__ import annotations
 
