@@ -210,7 +210,14 @@ def review_rounds(repo: Repo, slug: str) -> int:
 def merge_conflicts(repo: Repo, slug: str) -> tuple[str, ...]:
     """The files that would conflict if branch `slug` were merged into what the main checkout has checked
     out (`git merge-tree`: no worktree or index is touched); () when it merges cleanly."""
-    args = ["merge-tree", "--write-tree", "--name-only", "--no-messages", main_head_ref(repo), f"refs/heads/{slug}"]
+    args = [
+        "merge-tree",
+        "--write-tree",
+        "--name-only",
+        "--no-messages",
+        main_head_ref(repo),
+        f"refs/heads/{slug}",
+    ]
     try:
         run_git(args, repo.root)
     except subprocess.CalledProcessError as error:
