@@ -11,6 +11,21 @@ from pathlib import Path
 
 import pytest
 
+TESTS = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tiers (README, The test suite): `realcli` runs a real agent CLI, `ssh` the loopback sshd, `slow`
+    the worker runtime in tmux with stand-in CLIs. `./scripts/test --fast` runs what has none of them."""
+    for item in items:
+        folder = item.path.relative_to(TESTS).parts[0]
+        if folder == "realcli":
+            item.add_marker(pytest.mark.realcli)
+        if folder == "runtime":
+            item.add_marker(pytest.mark.slow)
+        if "sshd" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.ssh)
+
 
 @pytest.fixture(autouse=True)
 def isolated_environment(tmp_path_factory, monkeypatch):
