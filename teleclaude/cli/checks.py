@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 
+from teleclaude.agents import NAMES
 from teleclaude.cli.base import Command, add_cwd, print_value, write
 from teleclaude.errors import Error
 
@@ -99,9 +100,7 @@ def _add_hook(parser: argparse.ArgumentParser) -> None:
         help="an agent CLI's stop hook: refuse to stop with uncommitted work (hook JSON on stdin)",
         description="Read the agent CLI's stop-hook JSON on stdin; print a refusal when work is uncommitted.",
     )
-    stop.add_argument(
-        "--agent", choices=("claude", "gemini", "codex"), help="the CLI (default: from the input)"
-    )
+    stop.add_argument("--agent", choices=NAMES, help="the CLI (default: from the input)")
     stop.set_defaults(handler=_run_hook_stop)
     failure = events.add_parser(
         "stop-failure",
@@ -116,7 +115,7 @@ def _add_hook(parser: argparse.ArgumentParser) -> None:
         help="an agent CLI's tool hook (claude PreToolUse): record the tool and its target for the session",
         description="Record the tool use (hook JSON on stdin) for $TELECLAUDE_SESSION_ID; prints nothing.",
     )
-    tool_use.add_argument("--agent", choices=("claude", "gemini", "codex"), help="the CLI")
+    tool_use.add_argument("--agent", choices=NAMES, help="the CLI")
     tool_use.set_defaults(handler=_run_hook_tool_use)
     prompt = events.add_parser(
         "prompt",

@@ -11,6 +11,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from teleclaude.agents import NAMES
 from teleclaude.cli.base import Command, add_cwd, write
 from teleclaude.planner.core.terminal import printable
 
@@ -74,7 +75,7 @@ def _add_demo(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--real",
         metavar="AGENT",
-        choices=("claude", "gemini", "codex"),
+        choices=NAMES,
         help="one item through real CLIs on a scripted model server, instead of the stand-ins "
         "(gemini, codex: with a rate limit that moves a step to claude)",
     )

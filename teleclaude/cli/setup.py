@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import argparse
 
+from teleclaude.agents import NAMES
 from teleclaude.cli import checks as cli_checks
 from teleclaude.cli.base import Command, add_cwd, print_value, write
 from teleclaude.errors import guard
 
-AGENTS = ("claude", "codex", "gemini")
-
 
 def _add_install(parser: argparse.ArgumentParser) -> None:
-    for agent in AGENTS:
+    for agent in NAMES:
         parser.add_argument(
             f"--{agent}", action="store_true", help=f"set up {agent} (default: every CLI found)"
         )
@@ -33,7 +32,7 @@ def _add_install(parser: argparse.ArgumentParser) -> None:
 def _run_install(args: argparse.Namespace) -> int:
     from teleclaude.setup import install
 
-    agents = tuple(agent for agent in AGENTS if getattr(args, agent))
+    agents = tuple(agent for agent in NAMES if getattr(args, agent))
     return _show(
         install.install,
         agents,

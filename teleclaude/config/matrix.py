@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from teleclaude.agents import NAMES
 from teleclaude.planner.core.model import AgentChoice, Step, Unavailability
 
 if TYPE_CHECKING:
     from teleclaude.config.profiles import RuntimeConfig
 
-KNOWN_AGENTS: tuple[str, ...] = ("claude", "gemini", "codex")
 THINKING_MODES: tuple[str, ...] = ("fast", "med", "slow")
 
 
@@ -37,7 +37,7 @@ class Config:
     """Settings a `teleclaude.toml` may override."""
 
     matrix: Mapping[str, tuple[AgentChoice, ...]] = field(default_factory=lambda: dict(DEFAULT_MATRIX))
-    agents: tuple[str, ...] = KNOWN_AGENTS
+    agents: tuple[str, ...] = NAMES
     max_review_rounds: int = 3
     runtime: RuntimeConfig | None = None  # None: the defaults (the planner never needs them)
 

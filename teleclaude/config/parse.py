@@ -11,8 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from teleclaude.config.matrix import DEFAULT_MATRIX, KNOWN_AGENTS, THINKING_MODES, Config
-from teleclaude.config.profiles import AgentProfile, Computer, RuntimeConfig
+from teleclaude.agents import NAMES
+from teleclaude.agents.profile import AgentProfile
+from teleclaude.config.matrix import DEFAULT_MATRIX, THINKING_MODES, Config
+from teleclaude.config.profiles import Computer, RuntimeConfig
 from teleclaude.errors import ErrorCode, Failure
 from teleclaude.planner.core.model import AgentChoice
 
@@ -42,7 +44,7 @@ def parse_config(sources: Sequence[tuple[str, str]]) -> Config:
         return Config()
     import tomllib  # only when there is a file: the planner starts faster without it (a test holds this)
 
-    agents: tuple[str, ...] = KNOWN_AGENTS
+    agents: tuple[str, ...] = NAMES
     max_review_rounds = Config().max_review_rounds
     runtime = None
     remotes: dict[str, Computer] = {}
@@ -129,11 +131,11 @@ def _check_new_agents_are_listed(rows: dict[str, _Row], agents: tuple[str, ...])
     """A known agent missing from `agents` is simply not installed; an unknown one is most likely a typo."""
     for task, row in rows.items():
         for index, choice in enumerate(row.choices):
-            if choice.agent not in KNOWN_AGENTS and choice.agent not in agents:
+            if choice.agent not in NAMES and choice.agent not in agents:
                 raise ConfigError(
                     row.path,
                     f"matrix.{task}[{index}]",
-                    f"agent {choice.agent!r} is not one of {', '.join(KNOWN_AGENTS)}; "
+                    f"agent {choice.agent!r} is not one of {', '.join(NAMES)}; "
                     "a new agent must also be listed in agents",
                 )
 

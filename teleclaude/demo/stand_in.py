@@ -42,6 +42,7 @@ import time
 import tty
 from pathlib import Path
 
+from teleclaude.agents import NAMES
 from teleclaude.demo.workers import PLAN, Workers, commit_all, git, tick_build_tasks
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Dispatch, Step
@@ -61,7 +62,7 @@ PROMPT = "> "
 def install(bin_dir: Path, python: str = sys.executable) -> Path:
     """Shims named claude, gemini and codex in `bin_dir` that run this module; returns `bin_dir`."""
     bin_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("claude", "gemini", "codex"):
+    for name in NAMES:
         shim = bin_dir / name
         shim.write_text(f'#!/bin/sh\nexec "{python}" -m teleclaude.demo.stand_in {name} "$@"\n')
         shim.chmod(0o755)

@@ -19,8 +19,9 @@ from teleclaude.adapters import git as gitx
 from teleclaude.adapters.agent_config import codex_trust
 from teleclaude.adapters.ssh import RemoteError, qualify
 from teleclaude.adapters.tmux import TURN_END_TO_PANE, TmuxError
+from teleclaude.agents.profile import AgentProfile
 from teleclaude.config.matrix import THINKING_MODES
-from teleclaude.config.profiles import AgentProfile, Computer
+from teleclaude.config.profiles import Computer
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Step

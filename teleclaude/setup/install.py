@@ -28,13 +28,13 @@ from teleclaude.adapters.agent_config import BrokenConfig
 from teleclaude.adapters.agent_config import basic_string as toml_string
 from teleclaude.adapters.agent_config import multiline_string as toml_multiline
 from teleclaude.adapters.git import find_repo
+from teleclaude.agents import NAMES
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.setup import merges
 from teleclaude.setup.manifest import Manifest
 from teleclaude.setup.merges import CommandFile, JsonEntry, Line, Skip, Status, Target, TomlTable
 from teleclaude.setup.staging import Staging
 
-AGENTS = ("claude", "codex", "gemini")
 SERVER = "teleclaude"
 MANIFEST = Path(".teleclaude") / "install-manifest.json"
 TEMPLATE_MARK = "<!-- teleclaude:template "
@@ -129,7 +129,7 @@ def _write(staging: Staging, manifest: Manifest, before: dict, manifest_path: Pa
 def detect_agents(home: Path) -> tuple[str, ...]:
     """Every agent CLI on PATH or with a config folder."""
     folders = {"claude": home / ".claude", "codex": codex_home(home), "gemini": home / ".gemini"}
-    return tuple(agent for agent in AGENTS if shutil.which(agent) or folders[agent].is_dir())
+    return tuple(agent for agent in NAMES if shutil.which(agent) or folders[agent].is_dir())
 
 
 def codex_home(home: Path) -> Path:

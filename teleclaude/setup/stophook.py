@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
     from teleclaude.runtime.api import Runtime
 
-AGENTS = ("claude", "gemini", "codex")
 MAX_LISTED = 20
 
 

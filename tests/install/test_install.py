@@ -131,7 +131,7 @@ def test_by_default_every_cli_on_path_or_with_a_config_folder(home, run, tmp_pat
     (home / ".codex").mkdir()
     code, out = run("install")
     assert code == 0
-    assert "for codex, gemini (user scope)" in first_line(out)
+    assert "for gemini, codex (user scope)" in first_line(out)  # in the registry's order
     assert (home / ".gemini" / "commands").is_dir() and (home / ".codex" / "skills").is_dir()
     assert not (home / ".claude").exists()
 
@@ -346,7 +346,7 @@ def test_uninstall_returns_every_config_to_its_original_bytes(home, run, existin
     run("install", *ALL)
     code, out = run("install", *ALL, "--uninstall")
     assert code == 0
-    assert first_line(out).startswith("OK: uninstalled teleclaude for claude, codex, gemini")
+    assert first_line(out).startswith("OK: uninstalled teleclaude for claude, gemini, codex")
     for path, data in existing_configs.items():
         assert path.read_bytes() == data, path
     assert set(snapshot(home)) == {str(p.relative_to(home)) for p in existing_configs} | {

@@ -7,7 +7,8 @@ from functools import partial
 
 import pytest
 
-from teleclaude.config.profiles import DEFAULT_PROFILES, RuntimeConfig
+from teleclaude.agents import PROFILES
+from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.runtime.core.apiwait import api_wait_limit
 from teleclaude.runtime.core.limits import DEFAULT_PAUSE
 from teleclaude.runtime.core.sessions import Session, SessionState
@@ -15,7 +16,7 @@ from teleclaude.runtime.core.sessions import Session, SessionState
 from .factories import running_session
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
-GEMINI = DEFAULT_PROFILES["gemini"]
+GEMINI = PROFILES["gemini"]
 LIMIT = RuntimeConfig().api_wait_limit
 INPUT = ["─" * 40, " YOLO Ctrl+Y", " *   Type your message or @path/to/file", " workspace (/directory)"]
 RETRYING = [" > /next-build greeting", " ⠦ Thinking... (esc to cancel, 8m 11s)", *INPUT]
@@ -65,7 +66,7 @@ def test_the_spinner_alone_for_the_limit_is_a_rate_limit_for_the_default_pause()
     ],
 )
 def test_no_limit(session, screen, seconds):
-    profile = DEFAULT_PROFILES[session.agent]
+    profile = PROFILES[session.agent]
     now = T0 + timedelta(seconds=seconds)
     assert api_wait_limit(session, screen, now, LIMIT, profile.api_wait, profile.tool_running) is None
 

@@ -1,9 +1,12 @@
 """The dependency rules of docs/architecture.md, checked on the source with `ast`.
 
-- Pure modules (every `*/core/*.py`, `teleclaude/config/*.py`, `teleclaude/errors.py`) import only the
-  standard library, mistune and other pure modules.
+- Pure modules (every `*/core/*.py`, `teleclaude/agents/*.py`, `teleclaude/config/*.py`,
+  `teleclaude/errors.py`) import only the standard library, mistune and other pure modules.
+- The agent drivers (`teleclaude/agents/`) are the ground floor: they import nothing of teleclaude else.
 - Adapters (`teleclaude/adapters/*`) import only pure modules and other adapters of teleclaude.
-- The planner never imports the runtime, setup, the front ends or the demo.
+- The planner never imports the runtime, setup, the front ends or the demo, neither directly nor through the
+  modules it imports (an import runs the packages above the module too); the one way in is the session
+  records' pure values, read through `adapters/sessions_db.py`.
 - No wing imports a front end (`teleclaude.cli`, `teleclaude.mcp`).
 - No `_private` name is imported from, or read on, another teleclaude module.
 - pyproject's `packages` list is exactly the package folders.
@@ -26,6 +29,10 @@ FRONT_ENDS = ("teleclaude.cli", "teleclaude.mcp", "teleclaude.__main__")
 NOT_FOR_THE_PLANNER = ("teleclaude.runtime", "teleclaude.setup", *FRONT_ENDS, "teleclaude.demo")
 
 
+# the planner reads the sessions database through this adapter, which speaks the runtime's session values
+SESSIONS_DOOR = "teleclaude.adapters.sessions_db"
+
+
 def within(module: str, packages: tuple[str, ...]) -> bool:
     return any(module == package or module.startswith(package + ".") for package in packages)
 
@@ -35,7 +42,7 @@ def is_pure(module: str) -> bool:
     return (
         "core" in parts[1:-1]
         or parts[-1] == "core"
-        or within(module, ("teleclaude.config", "teleclaude.errors"))
+        or within(module, ("teleclaude.agents", "teleclaude.config", "teleclaude.errors"))
     )
 
 
@@ -85,6 +92,37 @@ class Source:
         return {name: target for name, target in aliases.items() if target.startswith("teleclaude")}
 
 
+def loaded_with(module: str) -> list[str]:
+    """What importing `module` runs: the packages above it, then the module itself."""
+    parts = module.split(".")
+    return [".".join(parts[:end]) for end in range(1, len(parts) + 1)]
+
+
+def planner_detours(source: Source) -> list[str]:
+    """Each planner module that reaches a module the planner may not use through modules it may: the chain
+    that gets there, found breadth-first (a direct import is the rule above's to report)."""
+    found = []
+    for start in (name for name in source.trees if within(name, ("teleclaude.planner",))):
+        chains = {start: [start]}
+        queue = [start]
+        while queue:
+            module = queue.pop(0)
+            for line, imported, _ in source.imports(module):
+                for step in loaded_with(imported):
+                    if step in chains or step not in source.trees:
+                        continue
+                    chains[step] = [*chains[module], f"{step} (line {line} of {module})"]
+                    if not within(step, NOT_FOR_THE_PLANNER):
+                        queue.append(step)
+                        continue
+                    if module == SESSIONS_DOOR and (step == "teleclaude.runtime" or is_pure(step)):
+                        continue  # the session records' values, the one way in
+                    if module != start:
+                        found.append(" -> ".join(chains[step]) + ", but the planner needs no runtime, …")
+                    break  # the package's own modules are further down the same chain
+    return found
+
+
 def is_private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
@@ -105,6 +143,9 @@ def violations(root: Path) -> list[str]:
                 found.append(f"{where}, but an adapter imports only pure modules and adapters")
             if within(module, ("teleclaude.planner",)) and within(imported, NOT_FOR_THE_PLANNER):
                 found.append(f"{where}, but the planner needs no runtime, setup, front end or demo")
+            drivers = ("teleclaude.agents",)
+            if within(module, drivers) and ours and not within(imported, drivers):
+                found.append(f"{where}, but an agent driver imports nothing of teleclaude else")
             if not within(module, FRONT_ENDS) and within(imported, FRONT_ENDS):
                 found.append(f"{where}, but only a front end imports a front end")
             if ours and imported != module:
@@ -115,7 +156,7 @@ def violations(root: Path) -> list[str]:
                 target = aliases.get(node.value.id)
                 if target and target != module:
                     found.append(f"{module}:{node.lineno}: reads private {target}.{node.attr}")
-    return found
+    return found + planner_detours(source)
 
 
 def package_folders(root: Path) -> set[str]:
@@ -195,6 +236,25 @@ def test_every_kind_of_violation_is_reported(tmp_path):
     assert "cli.base:1: imports teleclaude.planner.core.render: private _utc" in found
     assert "demo.scenario:2: reads private teleclaude.planner.api._memo" in found
     assert len(found.splitlines()) == 8
+
+
+def test_the_planner_reaching_the_runtime_through_another_module_is_reported(tmp_path):
+    files = {
+        "planner/core/decide.py": "from teleclaude.config import profiles\n",
+        "config/profiles.py": "from teleclaude.agents.claude import PROFILE\n",
+        "agents/claude.py": "from teleclaude.runtime.core.limits import PATTERNS\n",
+        "runtime/core/limits.py": "PATTERNS = ()\n",
+    }
+    found = plant(tmp_path, files)
+    assert len(found) == 2, found
+    assert found[0].startswith("teleclaude.agents.claude:1: imports teleclaude.runtime.core.limits, but an")
+    # the chain names each import on the way, down to the first runtime module run (its package)
+    assert found[1] == (
+        "teleclaude.planner.core.decide"
+        " -> teleclaude.config.profiles (line 1 of teleclaude.planner.core.decide)"
+        " -> teleclaude.agents.claude (line 1 of teleclaude.config.profiles)"
+        " -> teleclaude.runtime (line 1 of teleclaude.agents.claude), but the planner needs no runtime, …"
+    )
 
 
 def test_a_package_missing_from_pyproject_is_seen(tmp_path):

@@ -1,6 +1,7 @@
 import pytest
 
-from teleclaude.config.matrix import DEFAULT_MATRIX, KNOWN_AGENTS, Config
+from teleclaude.agents import NAMES
+from teleclaude.config.matrix import DEFAULT_MATRIX, Config
 from teleclaude.config.parse import ConfigError, parse_config
 from teleclaude.planner.core.model import AgentChoice, Step
 
@@ -124,7 +125,7 @@ def test_an_unknown_agent_is_reported_in_the_file_of_its_row():
 
 
 def test_known_agents_stay_the_default():
-    assert parse_config([(PROJECT, "max_review_rounds = 4")]).agents == KNOWN_AGENTS
+    assert parse_config([(PROJECT, "max_review_rounds = 4")]).agents == NAMES
 
 
 REMOTE = """[computers.box]

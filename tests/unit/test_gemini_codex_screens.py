@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from teleclaude.config.profiles import DEFAULT_PROFILES
+from teleclaude.agents import PROFILES
 from teleclaude.runtime.core.blockers import find_blocker, refused_command, unexpanded_command
 from teleclaude.runtime.core.limits import codex_failure, find_limit
 from teleclaude.runtime.core.rollout import last_turn_error
@@ -119,7 +119,7 @@ CODEX_RETRYING = [
 
 @pytest.mark.parametrize("rows", CODEX_RETRYING)
 def test_what_codex_shows_while_it_retries_is_busy_waiting_on_the_api_not_a_limit(rows):
-    profile = DEFAULT_PROFILES["codex"]
+    profile = PROFILES["codex"]
     screen = ["› $next-build x", *rows, "› Ask Codex to do anything", "  gpt-5.1-codex medium · /p"]
     assert find_limit("codex", screen, NOW, UTC) is None
     assert not waiting_for_input(screen, profile.prompt, profile.busy)  # its prompt line stays meanwhile
@@ -139,7 +139,7 @@ def test_the_error_codex_gives_up_with_is_a_limit(row, reason):
 
 
 def test_the_idle_codex_screen_waits_for_input():
-    profile = DEFAULT_PROFILES["codex"]
+    profile = PROFILES["codex"]
     idle = ["• Done.", "  Worked for 1s • 16:25", "› Ask Codex to do anything", "  gpt-5.1-codex medium · /p"]
     assert waiting_for_input(idle, profile.prompt, profile.busy)
 
@@ -155,7 +155,7 @@ GEMINI_IDLE = [
 
 
 def test_gemini_prompt_matches_its_idle_screen_not_a_typed_line():
-    prompt = DEFAULT_PROFILES["gemini"].prompt
+    prompt = PROFILES["gemini"].prompt
     assert prompt_visible(GEMINI_IDLE, prompt)
     typed = [row.replace("*   Type your message or @path/to/file", "* /next-build x") for row in GEMINI_IDLE]
     assert not prompt_visible(typed, prompt)
@@ -164,7 +164,7 @@ def test_gemini_prompt_matches_its_idle_screen_not_a_typed_line():
 def test_gemini_lists_a_typed_command_only_once_it_knows_it():
     """Under ` * /next-build` gemini 0.61 suggests ` next-build   Builder - …` once its commands are loaded;
     while they load (or for an unknown command) the typed line stands alone."""
-    pattern = DEFAULT_PROFILES["gemini"].command_listed
+    pattern = PROFILES["gemini"].command_listed
     typed = [row.replace("*   Type your message or @path/to/file", "* /next-build") for row in GEMINI_IDLE]
     assert not command_listed(typed, pattern, "next-build")
     at = next(i for i, row in enumerate(typed) if "* /next-build" in row) + 1
@@ -199,12 +199,10 @@ def test_a_refused_command_is_found_with_the_clis_words_and_is_no_dialog():
 
 def test_a_command_line_the_model_got_as_typed_was_not_expanded():
     """gemini 0.61's AfterAgent `prompt` after an unknown /command: the session context, then the line."""
-    typed = DEFAULT_PROFILES["gemini"].slash_command("no-such-command", "greeting")
+    typed = PROFILES["gemini"].slash_command("no-such-command", "greeting")
     assert unexpanded_command("<session_context>…</session_context>\n/no-such-command greeting\n", typed)
     expanded = "<session_context>…</session_context>\nYou are the **builder** for the work item `greeting`."
-    assert not unexpanded_command(
-        expanded, DEFAULT_PROFILES["gemini"].slash_command("next-build", "greeting")
-    )
+    assert not unexpanded_command(expanded, PROFILES["gemini"].slash_command("next-build", "greeting"))
     assert not unexpanded_command("Turn 2: say done.", typed)
     # a command without {{args}}: gemini appends the typed line to the command's own text
     assert not unexpanded_command("Check the build.\n\n/no-such-command greeting", typed)
@@ -222,10 +220,10 @@ def test_geminis_loop_detection_dialog_is_a_blocker():
 
 
 def test_a_codex_skill_without_arguments_ends_in_a_space_that_closes_its_skill_list():
-    codex = DEFAULT_PROFILES["codex"]
+    codex = PROFILES["codex"]
     assert codex.slash_command("next-work", "") == "$next-work "  # Enter would pick from the list instead
     assert codex.slash_command("next-build", "x") == "$next-build x"
-    assert DEFAULT_PROFILES["claude"].slash_command("next-work", "") == "/next-work"
+    assert PROFILES["claude"].slash_command("next-work", "") == "/next-work"
 
 
 def rollout(*payloads: dict) -> list[str]:

@@ -343,10 +343,10 @@ CLAUDE_BUSY = [
 
 
 def test_claudes_busy_footer_keeps_a_screen_with_its_prompt_from_counting_as_idle():
-    from teleclaude.config.profiles import DEFAULT_PROFILES
+    from teleclaude.agents import PROFILES
     from teleclaude.runtime.core.sessions import waiting_for_input
 
-    claude = DEFAULT_PROFILES["claude"]
+    claude = PROFILES["claude"]
     assert waiting_for_input(CLAUDE_IDLE, claude.prompt, claude.busy)
     assert not waiting_for_input(CLAUDE_BUSY, claude.prompt, claude.busy)
     assert waiting_for_input(CLAUDE_BUSY, claude.prompt)  # what the prompt alone would have said

@@ -219,7 +219,7 @@ def test_a_cycle_expires_after_its_own_limits():
 
 
 def test_a_retry_countdown_is_shown_as_waiting_on_the_api():
-    from teleclaude.config.profiles import DEFAULT_PROFILES
+    from teleclaude.agents import PROFILES
     from teleclaude.runtime.core.sessions import Activity
     from teleclaude.runtime.core.supervision import activity_of
 
@@ -229,6 +229,6 @@ def test_a_retry_countdown_is_shown_as_waiting_on_the_api():
         "✻ API error · Retrying in 26s · attempt 7/10",
         "  ⎿  Tip: Use /btw to ask a quick side question",
     ]
-    retry = DEFAULT_PROFILES["claude"].retry
+    retry = PROFILES["claude"].retry
     assert activity_of(session, screen, now, 5.0, retry) is Activity.WAITING_API
     assert activity_of(session, ["● Bash(ls)"], now, 5.0, retry) is Activity.TOOL

@@ -1,7 +1,7 @@
 """Recognise rate-limit, quota and overload messages in an agent's new output, and when they say it resets.
 
-The patterns are data (`DEFAULT_LIMIT_PATTERNS`, overridable per agent in `teleclaude.toml`); they are kept
-specific (an error's own wording, not just "rate limit") because workers also print code and prose.
+The patterns are data: each agent driver's `limit_patterns` (teleclaude/agents/), overridable per agent in
+`teleclaude.toml`.
 """
 
 from __future__ import annotations
@@ -12,46 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 
-DEFAULT_LIMIT_PATTERNS: dict[str, tuple[str, ...]] = {
-    "claude": (  # Claude Code 2.1's own wordings: tests/realcli/NOTES.md
-        r"(?i)usage limit reached",
-        r"(?i)\b\d+-hour limit reached",
-        # session, weekly, Opus, Sonnet, usage, fast, monthly spend: "You've hit your weekly limit · resets …"
-        r"(?i)you[’']ve hit your ([\w-]+ ){0,2}limit\b",
-        r"(?i)you[’']re out of usage credits",
-        r"(?i)server is temporarily limiting requests",
-        r"(?i)API Error: Request rejected \(429\)",
-        r"(?i)API Error: (429|500|502|503|529)\b",
-        r"\b(overloaded_error|rate_limit_error)\b",
-    ),
-    # Gemini CLI 0.61 (tests/realcli/NOTES.md): it retries 429 and 503 silently; what it prints is final
-    "gemini": (
-        r"\bRESOURCE_EXHAUSTED\b",
-        r"(?i)\b(status|code|error)\W{0,3}429\b",
-        r"(?i)\b429 Too Many Requests\b",
-        r"(?i)model is overloaded",
-        r"(?i)quota (exceeded|exhausted)",
-        r"(?i)rate limit(ed)? exceeded",
-        r"(?i)usage limit reached for",  # the "Keep trying / Stop" dialog's title
-        r"(?i)exhausted your (daily )?quota",
-        r"(?i)experiencing high demand",
-    ),
-    # Codex 0.169: `’` (U+2019) in its wordings. While it retries it shows the last error under its spinner
-    # (`• Server is busy, reconnecting 2/5 …` / `  └ Exceeded retry limit, last status: 429 …`, or
-    # `Reconnecting... 1/5` / `└ We’re currently experiencing high demand, …`): not a limit yet. It has given
-    # up when the error ends the turn, in a `■ ` row: only those rows count for 429 and 5xx
-    "codex": (
-        r"(?i)you['’]ve hit your usage limit",
-        r"(?i)you['’]re out of credits",
-        r"(?i)you['’]ve reached your workspace credit limit",
-        r"(?i)usage limit (reached|exceeded)",
-        r"(?i)^\s*■\s*exceeded retry limit, last status: (429|5\d\d)",
-        r"(?i)^\s*■\s*we['’]re currently experiencing high demand",
-        r"(?i)^\s*■\s*unexpected status (429|5\d\d)\b",
-        r"(?i)^\s*■\s*selected model is at capacity",
-        r"(?i)quota exceeded",
-    ),
-}
+from teleclaude.agents import PROFILES
 
 DEFAULT_PAUSE = timedelta(hours=1)
 
@@ -67,9 +28,7 @@ def find_limit(
     agent: str, rows: Iterable[str], now: datetime, local: tzinfo, patterns: Iterable[str] | None = None
 ) -> LimitHit | None:
     """The first row matching one of the agent's limit patterns, with its reset time (else now + 1 h)."""
-    compiled = [
-        re.compile(p) for p in (DEFAULT_LIMIT_PATTERNS.get(agent, ()) if patterns is None else patterns)
-    ]
+    compiled = [re.compile(p) for p in (_default_patterns(agent) if patterns is None else patterns)]
     rows = list(rows)
     for index, row in enumerate(rows):
         if any(p.search(row) for p in compiled):
@@ -78,6 +37,11 @@ def find_limit(
             # a dialog's row keeps its borders on screen: `│ Usage limit reached for MODEL.   │`
             return LimitHit(row.strip().strip("│┃|").strip(), until.astimezone(UTC), _reason(row))
     return None
+
+
+def _default_patterns(agent: str) -> tuple[str, ...]:
+    profile = PROFILES.get(agent)
+    return profile.limit_patterns if profile else ()
 
 
 # Claude Code's StopFailure hook: the `error` kinds that mean "not now" rather than "not at all"

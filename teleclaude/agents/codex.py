@@ -1,0 +1,40 @@
+"""Codex CLI (`@openai/codex`, pinned in tests/realcli/versions.txt)."""
+
+from __future__ import annotations
+
+from teleclaude.agents.profile import AgentProfile
+
+PROFILE = AgentProfile(
+    "codex",
+    ("codex",),
+    # --no-daemon: hooks run in this process, with its TELECLAUDE_SESSION_ID (a shared app-server daemon
+    # would run them with the environment of whichever codex started it)
+    ("--dangerously-bypass-approvals-and-sandbox", "--dangerously-bypass-hook-trust", "--no-daemon"),
+    {
+        "slow": ("-c", "model_reasoning_effort=high"),
+        "med": ("-c", "model_reasoning_effort=medium"),
+        "fast": ("-c", "model_reasoning_effort=low"),
+    },
+    prompt=r"^\s*[│|]?\s*[›>]\s*(Ask Codex.*|Implement \{feature\}.*)?[│|]?\s*$",
+    # Codex 0.169: `’` (U+2019) in its wordings. While it retries it shows the last error under its spinner
+    # (`• Server is busy, reconnecting 2/5 …` / `  └ Exceeded retry limit, last status: 429 …`, or
+    # `Reconnecting... 1/5` / `└ We’re currently experiencing high demand, …`): not a limit yet. It has given
+    # up when the error ends the turn, in a `■ ` row: only those rows count for 429 and 5xx
+    limit_patterns=(
+        r"(?i)you['’]ve hit your usage limit",
+        r"(?i)you['’]re out of credits",
+        r"(?i)you['’]ve reached your workspace credit limit",
+        r"(?i)usage limit (reached|exceeded)",
+        r"(?i)^\s*■\s*exceeded retry limit, last status: (429|5\d\d)",
+        r"(?i)^\s*■\s*we['’]re currently experiencing high demand",
+        r"(?i)^\s*■\s*unexpected status (429|5\d\d)\b",
+        r"(?i)^\s*■\s*selected model is at capacity",
+        r"(?i)quota exceeded",
+    ),
+    # its input line `› Ask Codex to do anything` stays while it works; the row above it tells:
+    # `• Working (3s • esc to interrupt)`, `• Server is busy, reconnecting 2/5 (4s • esc to interrupt)`
+    busy=r"\besc to interrupt\b",
+    retry=r"\b(Server is busy, reconnecting|Reconnecting\.\.\.) \d+/\d+",
+    command_sign="$",  # codex 0.169 has no custom prompts; role commands are skills: `$next-build x`
+    trusts_projects_by_config=True,
+)

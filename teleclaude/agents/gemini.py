@@ -1,0 +1,41 @@
+"""Gemini CLI (`@google/gemini-cli`, pinned in tests/realcli/versions.txt); Antigravity's `agy` is started
+with the same profile when no `gemini` is on PATH."""
+
+from __future__ import annotations
+
+from teleclaude.agents.profile import AgentProfile
+
+PROFILE = AgentProfile(
+    "gemini",
+    ("gemini", "agy"),
+    ("--yolo",),
+    # aliases the pinned CLI resolves itself; med keeps its own model router ("Auto") and fallback
+    {"slow": ("--model", "pro"), "med": (), "fast": ("--model", "flash")},
+    # ` *   Type your message or @path/to/file` between two rules (`!` in shell mode; `>` before 0.61)
+    prompt=r"^\s*[│|]?\s*[>❯*!]\s*(Type your message.*)?[│|]?\s*$",
+    # Gemini CLI 0.61 (tests/realcli/NOTES.md): it retries 429 and 503 silently; what it prints is final
+    limit_patterns=(
+        r"\bRESOURCE_EXHAUSTED\b",
+        r"(?i)\b(status|code|error)\W{0,3}429\b",
+        r"(?i)\b429 Too Many Requests\b",
+        r"(?i)model is overloaded",
+        r"(?i)quota (exceeded|exhausted)",
+        r"(?i)rate limit(ed)? exceeded",
+        r"(?i)usage limit reached for",  # the "Keep trying / Stop" dialog's title
+        r"(?i)exhausted your (daily )?quota",
+        r"(?i)experiencing high demand",
+    ),
+    # GEMINI_CLI_TRUST_WORKSPACE trusts the worker's folder (no trust dialog); with CI=true in its
+    # environment (a CI job running `teleclaude run`) gemini 0.61 skips its interactive UI and exits 42
+    env={"GEMINI_CLI_TRUST_WORKSPACE": "true", "CI": "false"},
+    # it retries 429 and 503 silently for minutes under ` ⠦ Thinking... (esc to cancel, 8m 11s)`; a
+    # running shell command shows the same row under its box `│ ⊶  Shell sleep 12` (⊶ and ⊷ alternate),
+    # a running hook as ` ⠦ Executing Hook: teleclaude-stop (esc to cancel, 12s)`
+    api_wait=r"\(esc to cancel, (\d+[hms] ?)+\)",
+    # with `ui.errorVerbosity = "full"` its spinner says so while it retries (from the 0.61 bundle)
+    retry=r"\bTrying to reach .+ \(Attempt \d+/\d+\)",
+    tool_running=r"^\s*│\s*[⊶⊷]|\bExecuting Hook:",
+    # its suggestion under a typed ` * /next-build`, once its commands are loaded:
+    # ` next-build   Builder - do every open task …` (nothing is listed while they load)
+    command_listed=r"^\s*{name}\s{2,}\S",
+)
