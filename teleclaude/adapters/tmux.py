@@ -117,7 +117,12 @@ class Tmux:
         size: tuple[int, int],
     ) -> Started:
         """A detached session running `argv` in `cwd`; when it exits, `channel` is signalled."""
-        environment = [part for key, value in env.items() for part in ("-e", f"{key}={value}")]
+        # a pane gets the PATH of the tmux client that creates it (tmux 3.2+), whatever `-e PATH=…` says: the
+        # worker's PATH is set by env(1) in front of its command instead
+        path = ["env", f"PATH={env['PATH']}"] if "PATH" in env else []
+        environment = [
+            part for key, value in env.items() if key != "PATH" for part in ("-e", f"{key}={value}")
+        ]
         width, height = size
         lines = self.cmd(
             # options first, in the same invocation: they must hold when the pane is created
@@ -128,6 +133,7 @@ class Tmux:
             *("-x", str(width), "-y", str(height)),
             *environment,
             *("-P", "-F", "#{pane_id}\t#{pane_pid}"),
+            *path,
             *("sh", "-c", _EXIT_SIGNAL, "teleclaude-worker", cwd, channel, *argv),
         )
         pane_id, pid = lines[-1].split("\t")

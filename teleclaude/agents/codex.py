@@ -8,8 +8,16 @@ PROFILE = AgentProfile(
     "codex",
     ("codex",),
     # --no-daemon: hooks run in this process, with its TELECLAUDE_SESSION_ID (a shared app-server daemon
-    # would run them with the environment of whichever codex started it)
-    ("--dangerously-bypass-approvals-and-sandbox", "--dangerously-bypass-hook-trust", "--no-daemon"),
+    # would run them with the environment of whichever codex started it). allow_login_shell=false: its
+    # shell tool (exec_command) runs a login shell by default, whose /etc/profile sets PATH anew on
+    # Debian, and `teleclaude finalize` was "command not found"; without it the shell keeps the
+    # worker's PATH
+    (
+        "--dangerously-bypass-approvals-and-sandbox",
+        "--dangerously-bypass-hook-trust",
+        "--no-daemon",
+        *("-c", "allow_login_shell=false"),
+    ),
     {
         "slow": ("-c", "model_reasoning_effort=high"),
         "med": ("-c", "model_reasoning_effort=medium"),

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
+import sys
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -56,6 +60,20 @@ def test_a_builder_does_its_step_and_its_turn_ends(project, runtime, watch):
     assert dispatch(project).step is Step.REVIEW  # the planner moves on from the files alone
     assert [e.kind for e in seen].count(EventKind.TURN_ENDED) == 1
     assert runtime.wait_for_sessions([started.session.id], timeout=0.3).events == ()  # reported once
+
+
+def test_a_worker_finds_this_teleclaude_by_name_though_the_runtime_runs_from_a_venv_not_on_path(
+    project, runtime, fake_agents, monkeypatch
+):
+    """`.venv/bin/teleclaude run` with the venv not on PATH: the finalizer still runs `teleclaude finalize`
+    by name, so the worker's PATH gets this teleclaude's folder (tmux gives a new pane the PATH of the client
+    that creates it, whatever `-e PATH=…` says)."""
+    monkeypatch.setenv("PATH", os.pathsep.join([str(fake_agents), "/usr/bin", "/bin"]))
+    monkeypatch.setenv("FAKE_AGENT", "hang")
+    started = start(runtime, dispatch(project))
+    environ = Path(f"/proc/{started.session.pane_pid}/environ").read_bytes().split(b"\0")
+    path = next(entry[5:].decode() for entry in environ if entry.startswith(b"PATH="))
+    assert shutil.which("teleclaude", path=path) == str(Path(sys.executable).parent / "teleclaude")
 
 
 def test_a_rate_limit_marks_the_agent_unavailable_and_next_work_falls_back(

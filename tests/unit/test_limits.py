@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -10,6 +11,7 @@ from teleclaude.config.parse import ConfigError, parse_config
 from teleclaude.runtime.core.limits import StopFailure, find_limit, parse_failure, reset_time
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+MACHINE = ZoneInfo("America/Sao_Paulo")  # the machine's zone: UTC-3, none of those named below
 
 
 @pytest.mark.parametrize(
@@ -145,6 +147,60 @@ def test_ordinary_output_is_not_a_limit(text):
 def test_a_clock_time_already_past_today_means_tomorrow():
     assert reset_time("resets at 9am", NOW, UTC) == NOW.replace(hour=9) + timedelta(days=1)
     assert reset_time("resets 3", NOW, UTC) is None
+
+
+@pytest.mark.parametrize("late", [timedelta(seconds=10), timedelta(seconds=59), timedelta(seconds=100)])
+def test_a_reset_printed_for_this_minute_and_read_a_moment_later_is_now_not_tomorrow(late):
+    """Codex prints its reset to the minute: "try again at 11:40 PM." read at 23:40:10 is the agent back now,
+    not out for a day."""
+    minute = datetime(2026, 11, 22, 23, 40, tzinfo=UTC)
+    hit = find_limit(
+        "codex", ["■ You’ve hit your usage limit. … or try again at 11:40 PM."], minute + late, UTC
+    )
+    assert hit is not None and hit.until == minute
+    later = minute + timedelta(minutes=5)  # well past: the next day's
+    assert reset_time("try again at 11:40 PM.", later, UTC) == minute + timedelta(days=1)
+
+
+# the CLIs print a reset in the machine's zone, named or not: NOW is 2026-11-22 12:00 UTC
+ZONED = [
+    ("Access resets at 4:19 PM UTC.", datetime(2026, 11, 22, 16, 19)),
+    ("try again at 4:10 PM PDT", datetime(2026, 11, 22, 23, 10)),  # UTC-7
+    ("try again at 4:10 PM PST", datetime(2026, 11, 23, 0, 10)),  # UTC-8
+    ("resets at 9:30am EST", datetime(2026, 11, 22, 14, 30)),
+    ("resets 10am EDT", datetime(2026, 11, 22, 14, 0)),
+    ("resets 7am CST.", datetime(2026, 11, 22, 13, 0)),
+    ("resets 6am MST", datetime(2026, 11, 22, 13, 0)),
+    ("resets 2pm CET", datetime(2026, 11, 22, 13, 0)),
+    ("resets 3pm CEST", datetime(2026, 11, 22, 13, 0)),
+    ("resets 3pm BST", datetime(2026, 11, 22, 14, 0)),
+    ("resets 10pm JST", datetime(2026, 11, 22, 13, 0)),
+    ("resets 12:30pm GMT", datetime(2026, 11, 22, 12, 30)),
+    ("resets 5:30 PM GMT+2", datetime(2026, 11, 22, 15, 30)),  # JavaScript's short name of other zones
+    ("resets 6:30 PM GMT+5:30", datetime(2026, 11, 22, 13, 0)),
+    ("resets 4:30 AM GMT−8", datetime(2026, 11, 22, 12, 30)),  # with U+2212, as Intl may print it
+    ("resets 4:05am (PDT)", datetime(2026, 11, 22, 11, 5) + timedelta(days=1)),
+    ("resets Nov 25, 9:22pm PST", datetime(2026, 11, 26, 5, 22)),
+    ("try again at Nov 26th, 2026 2:21 AM EST.", datetime(2026, 11, 26, 7, 21)),
+]
+
+
+@pytest.mark.parametrize(("text", "until"), ZONED)
+def test_a_reset_in_a_named_zone_is_read_in_that_zone(text, until):
+    assert reset_time(text, NOW, MACHINE) == until.replace(tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "try again at 4:10 PM.",
+        "try again at 4:10 PM IST",  # India, Israel or Ireland: left to the machine's zone
+        "try again at 4:10 PM XYZ",
+        "try again at 4:10 PM today",
+    ],
+)
+def test_a_reset_without_a_zone_or_with_one_not_known_is_in_the_machines_zone(text):
+    assert reset_time(text, NOW, MACHINE) == datetime(2026, 11, 22, 19, 10, tzinfo=UTC)  # 16:10 there
 
 
 def test_runtime_settings_parse_and_bad_ones_name_the_key():

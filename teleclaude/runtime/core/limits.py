@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
 from teleclaude.agents import PROFILES
 
@@ -130,17 +130,27 @@ _IN = re.compile(
 )
 _UNIT = re.compile(r"(?i)(\d+)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b")
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+# the zone after a time, in parentheses or not (its name in `_zone`)
+_ZONE = (
+    r"(?:\s*\(?\s*("
+    r"[A-Za-z_]+/[A-Za-z0-9_/+\-]+"  # an IANA name: "(Europe/Amsterdam)"
+    r"|(?-i:(?:UTC|GMT)\s?[+\-−]\s?\d{1,2}(?::?\d{2})?"  # an offset: "GMT+2", "UTC-07:00"
+    r"|[A-Z]{2,5})"  # an abbreviation, in capitals: "PDT", "(UTC)"
+    r")\b\)?)?"
+)
 # "resets Nov 25, 11:05pm (UTC)" (claude); "try again at Nov 26th, 2026 2:21 AM." (codex: local time)
 _DATE = re.compile(
     r"(?i)(?:resets?|try again|available again)\s+(?:on\s+|at\s+)?("
     + "|".join(_MONTHS)
     + r")[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(?:(\d{4}),?\s+)?"
-    r"(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?(?:\s*\(([A-Za-z_]+/[A-Za-z_/]+|UTC)\))?"
+    r"(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?" + _ZONE
 )
 _AT = re.compile(
-    r"(?i)(?:resets?|try again|available again)\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?"
-    r"(?:\s*\(([A-Za-z_]+/[A-Za-z_/]+|UTC)\))?"
+    r"(?i)(?:resets?|try again|available again)\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?" + _ZONE
 )
+# a reset is printed to the minute and read a little later (the next look at the screen, a hook's report):
+# a clock time this much before now is now, not the same time tomorrow
+PRINTED_TO_THE_MINUTE = timedelta(minutes=2)
 
 
 def reset_time(text: str, now: datetime, local: tzinfo) -> datetime | None:
@@ -177,7 +187,7 @@ def _next_clock_time(match: re.Match[str], now: datetime, local: tzinfo) -> date
     zone = _zone(match[4]) or local
     here = now.astimezone(zone)
     candidate = here.replace(hour=hour, minute=minute, second=0, microsecond=0)
-    if candidate <= here:
+    if candidate < here - PRINTED_TO_THE_MINUTE:
         candidate += timedelta(days=1)
     return candidate
 
@@ -209,11 +219,52 @@ def _hour(hour: int, meridiem: str | None) -> int | None:
     return hour if hour <= 23 else None
 
 
+# Abbreviations a CLI may print after a time, each a fixed offset from UTC in hours. JavaScript's en-US short
+# names give the US zones letters and the others an offset ("GMT+2", read by `_OFFSET`); strftime's %Z gives
+# letters everywhere. Ambiguous ones are left out and read in the machine's
+# zone: IST (India, Israel, Ireland), AST (Atlantic, Arabia) and the like. CST is the US's Central time, as
+# JavaScript prints it (China's zone is "GMT+8" there); BST is British Summer Time.
+ZONE_ABBREVIATIONS: dict[str, int] = {
+    "UTC": 0,
+    "GMT": 0,
+    "BST": 1,
+    "CET": 1,
+    "CEST": 2,
+    "EET": 2,
+    "EEST": 3,
+    "JST": 9,
+    "AEST": 10,
+    "AEDT": 11,
+    "HST": -10,
+    "AKST": -9,
+    "AKDT": -8,
+    "PST": -8,
+    "PDT": -7,
+    "MST": -7,
+    "MDT": -6,
+    "CST": -6,
+    "CDT": -5,
+    "EST": -5,
+    "EDT": -4,
+}
+_OFFSET = re.compile(r"(?:UTC|GMT)\s?([+\-−])\s?(\d{1,2})(?::?(\d{2}))?")
+
+
 def _zone(name: str | None) -> tzinfo | None:
+    """The zone a reset names: an abbreviation of `ZONE_ABBREVIATIONS`, an offset ("GMT+2", "UTC-07:00") or
+    an IANA name; None for none or one not known (the machine's zone then applies)."""
     if not name:
         return None
-    if name == "UTC":
-        return UTC
+    if name in ZONE_ABBREVIATIONS:
+        return timezone(timedelta(hours=ZONE_ABBREVIATIONS[name]), name)
+    if offset := _OFFSET.fullmatch(name):
+        hours, minutes = int(offset[2]), int(offset[3] or 0)
+        if hours > 14 or minutes > 59:
+            return None
+        sign = -1 if offset[1] in "-−" else 1
+        return timezone(sign * timedelta(hours=hours, minutes=minutes), name)
+    if "/" not in name:
+        return None
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     try:
