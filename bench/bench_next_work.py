@@ -255,6 +255,20 @@ class Samples(dict):
         self.setdefault(name, []).append(ms)
 
 
+def clear_caches(project: Path) -> None:
+    """Forget every parse: the caches in this process and the one on disk."""
+    from teleclaude.adapters import parse_cache
+    from teleclaude.planner.core import markdown, plan, roadmap
+
+    roadmap.parse_roadmap.cache_clear()
+    plan.parse_plan.cache_clear()
+    markdown.blocks.cache_clear()
+    parse_cache._last.clear()
+    roadmap._recent = {}  # the in-process chunk summaries
+    plan._recent = {}
+    shutil.rmtree(project / ".git" / parse_cache.FOLDER, ignore_errors=True)
+
+
 async def measure(
     project: Path,
     slug: str,
@@ -270,8 +284,6 @@ async def measure(
 
     from teleclaude.adapters import parse_cache
     from teleclaude.planner import api as app
-    from teleclaude.planner.core import markdown
-    from teleclaude.planner.core.plan import parse_plan
     from teleclaude.planner.core.render import to_text
     from teleclaude.planner.core.roadmap import parse_roadmap
 
@@ -290,15 +302,6 @@ async def measure(
     def library():
         return app.next_work(slug, cwd=project)
 
-    def clear_caches():
-        parse_roadmap.cache_clear()
-        parse_plan.cache_clear()
-        markdown.blocks.cache_clear()
-        parse_cache._last.clear()
-        sys.modules["teleclaude.planner.core.roadmap"]._recent = {}  # the in-process chunk summaries
-        sys.modules["teleclaude.planner.core.plan"]._recent = {}
-        shutil.rmtree(project / ".git" / parse_cache.FOLDER, ignore_errors=True)
-
     def library_cold() -> float:
         """ms of the library call with no parse cache at all (the first call after the cache is deleted);
         the on-disk cache is set aside for it and put back, so the CLI lines see the steady state."""
@@ -307,7 +310,7 @@ async def measure(
         shutil.rmtree(aside, ignore_errors=True)
         if folder.exists():
             folder.rename(aside)
-        clear_caches()
+        clear_caches(project)
         ms = timed(lambda: app.next_work(slug, cwd=project))[0]
         shutil.rmtree(folder, ignore_errors=True)
         if aside.exists():
@@ -315,7 +318,7 @@ async def measure(
         return ms
 
     def parse_cold():
-        clear_caches()
+        clear_caches(project)
         return parse_roadmap(parse_text)
 
     # Warm-ups (not timed): imports, first parse, first git status, one CLI run to fill the page cache.
@@ -411,23 +414,10 @@ def report(samples: Samples, parse_items: int) -> None:
 
 
 def profile(project: Path, slug: str, env: dict[str, str], calls: int = 20) -> None:
-    from teleclaude.adapters import parse_cache
     from teleclaude.planner import api as app
-    from teleclaude.planner.core import markdown
-    from teleclaude.planner.core.plan import parse_plan
-    from teleclaude.planner.core.roadmap import parse_roadmap
-
-    def clear_caches():
-        parse_roadmap.cache_clear()
-        parse_plan.cache_clear()
-        markdown.blocks.cache_clear()
-        parse_cache._last.clear()
-        sys.modules["teleclaude.planner.core.roadmap"]._recent = {}  # the in-process chunk summaries
-        sys.modules["teleclaude.planner.core.plan"]._recent = {}
-        shutil.rmtree(project / ".git" / parse_cache.FOLDER, ignore_errors=True)
 
     app.next_work(slug, cwd=project)
-    for title, before in (("warm", lambda: None), ("parse caches cleared", clear_caches)):
+    for title, before in (("warm", lambda: None), ("parse caches cleared", lambda: clear_caches(project))):
         profiler = cProfile.Profile()
         for _ in range(calls):
             before()
@@ -486,12 +476,15 @@ def print_stats(stats: cProfile.Profile | pstats.Stats, calls: int, limit: int) 
     """A compact table: cumulative and own time per call in ms, call count, function."""
     table = pstats.Stats(stats) if isinstance(stats, cProfile.Profile) else stats
     table.strip_dirs()
-    rows = sorted(table.stats.items(), key=lambda kv: kv[1][3], reverse=True)  # (cc, nc, tt, ct, callers)
+    # (file, line, function) -> (cc, nc, tt, ct, callers): the table print_stats reads, which typeshed leaves
+    # out; get_stats_profile() would key it by bare function name, merging every __init__
+    entries: dict[tuple[str, int, str], tuple[int, int, float, float, dict]] = table.stats  # type: ignore[attr-defined]
+    rows = sorted(entries.items(), key=lambda kv: kv[1][3], reverse=True)
     print(f"  {'cum ms':>8} {'own ms':>8} {'calls':>7}  function")
     for (filename, line, name), (_, ncalls, tottime, cumtime, _) in rows[:limit]:
         where = f"{filename}:{line}({name})" if filename != "~" else name
         print(f"  {cumtime * 1000 / calls:8.2f} {tottime * 1000 / calls:8.2f} {ncalls / calls:7.0f}  {where}")
-    own = sorted(table.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:8]
+    own = sorted(entries.items(), key=lambda kv: kv[1][2], reverse=True)[:8]
     print(
         "  by own time: "
         + "; ".join(

@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +51,7 @@ def _keygen(path: Path) -> None:
 
 
 @pytest.fixture
-def sshd(tmp_path) -> Loopback:
+def sshd(tmp_path) -> Iterator[Loopback]:
     if not os.access(SSHD, os.X_OK) or not shutil.which("ssh"):
         pytest.skip("sshd or ssh is not installed (.ci/run installs openssh-server and openssh-client)")
     keys = tmp_path / "ssh"

@@ -120,13 +120,20 @@ def test_an_archived_dependency_is_known_and_done():
     assert codes == {"UNKNOWN_DEPENDENCY"}  # absent and not archived: delivered, or a typo
 
 
+def parts(line: str) -> re.Match[str]:
+    """The fields of one finding's line; the test fails on a line that is not one."""
+    match = LINE.match(line)
+    assert match, line
+    return match
+
+
 def test_warnings_and_errors_are_told_apart():
     findings = lint({"todos/roadmap.md": "- [ ] a (after: ghost)\n- [ ] a\n"})
     assert {(f.code, f.severity) for f in findings} == {
         ("UNKNOWN_DEPENDENCY", Severity.WARNING),
         ("DUPLICATE_SLUG", Severity.ERROR),
     }
-    assert [LINE.match(f.to_text())["severity"] for f in findings] == ["warning", "error"]
+    assert [parts(f.to_text())["severity"] for f in findings] == ["warning", "error"]
 
 
 # --- the command ------------------------------------------------------------------------------------
@@ -143,8 +150,7 @@ def test_errors_exit_1_one_line_each(repo, cli, tools):
     tools.write(repo, "todos/feat/review-findings.md", "- [x] APPROVE\n- [x] REQUEST CHANGES\n")
     done = cli("lint", cwd=repo)
     assert done.returncode == 1
-    lines = [LINE.match(line) for line in done.stdout.splitlines()[:-1]]
-    assert all(lines), done.stdout
+    lines = [parts(line) for line in done.stdout.splitlines()[:-1]]
     assert [(m["path"], m["line"], m["code"]) for m in lines] == [
         ("todos/feat/review-findings.md", "2", "VERDICT"),
         ("todos/roadmap.md", "2", "DUPLICATE_SLUG"),
@@ -156,7 +162,7 @@ def test_warnings_alone_exit_0(repo, cli, tools):
     tools.write(repo, "todos/roadmap.md", "- [ ] feat (after: ghost)\n")
     done = cli("lint", "--cwd", str(repo))
     assert done.returncode == 0
-    assert LINE.match(done.stdout.splitlines()[0])["severity"] == "warning"
+    assert parts(done.stdout.splitlines()[0])["severity"] == "warning"
 
 
 def test_json_is_a_list_of_objects(repo, cli, tools):
@@ -183,10 +189,10 @@ def test_files_limit_the_check(repo, cli, tools):
     tools.write(repo, "todos/feat/review-findings.md", "no verdict\n")
     done = cli("lint", "todos/feat/review-findings.md", cwd=repo)
     assert done.returncode == 1
-    assert [LINE.match(line)["code"] for line in done.stdout.splitlines()[:-1]] == ["VERDICT"]
+    assert [parts(line)["code"] for line in done.stdout.splitlines()[:-1]] == ["VERDICT"]
     # names relative to the current folder
     done = cli("lint", "review-findings.md", cwd=repo / "todos" / "feat")
-    assert [LINE.match(line)["code"] for line in done.stdout.splitlines()[:-1]] == ["VERDICT"]
+    assert [parts(line)["code"] for line in done.stdout.splitlines()[:-1]] == ["VERDICT"]
 
 
 def test_done_names_are_checked(repo, cli):
@@ -194,7 +200,7 @@ def test_done_names_are_checked(repo, cli):
     (repo / "done" / "old-stuff").mkdir()
     done = cli("lint", "--cwd", str(repo))
     assert done.returncode == 1
-    assert LINE.match(done.stdout.splitlines()[0]).group("path", "code") == ("done/old-stuff", "ARCHIVE_NAME")
+    assert parts(done.stdout.splitlines()[0]).group("path", "code") == ("done/old-stuff", "ARCHIVE_NAME")
 
 
 def test_a_worktree_lints_its_own_copy(repo, cli, tools, add_tree):

@@ -16,7 +16,7 @@ import pytest
 
 from teleclaude.planner import api as app
 from teleclaude.planner import checks
-from teleclaude.planner.core.phase import render_board
+from teleclaude.planner.core.phase import Board, render_board
 
 from ..sqlite_lock import exclusive_lock
 
@@ -111,8 +111,15 @@ def snapshot(root: Path, tools) -> tuple[dict[str, str], dict[str, str]]:
     return files, status
 
 
+def board_of(root: Path) -> Board:
+    """The status board of `root`; the test fails on an error instead."""
+    board = checks.status_board(root)
+    assert isinstance(board, Board), board
+    return board
+
+
 def test_every_phase_in_roadmap_order(board_repo):
-    board = checks.status_board(board_repo)
+    board = board_of(board_repo)
     derived = {r.item.slug: (r.item.marker.value, r.phase.label, r.worktree) for r in board.rows}
     assert derived == EXPECTED
     assert [r.item.slug for r in board.rows] == list(EXPECTED)
@@ -187,7 +194,7 @@ def test_colour_only_on_a_tty_and_never_with_no_color(board_repo, cli_env):
 
 def test_colour_is_applied_to_phases_only():
     from teleclaude.planner.core.model import Marker, RoadmapItem
-    from teleclaude.planner.core.phase import Board, Phase, Row, Stage
+    from teleclaude.planner.core.phase import Phase, Row, Stage
 
     board = Board("/p", (Row(RoadmapItem("a", Marker.DONE, 1), Phase(Stage.DONE), ""),), None)
     coloured, plain = render_board(board, color=True), render_board(board, color=False)
@@ -196,7 +203,8 @@ def test_colour_is_applied_to_phases_only():
 
 
 def test_watch_redraws_until_interrupted():
-    frames, pauses = [], []
+    frames: list[str] = []
+    pauses: list[float] = []
     count = iter(range(100))
     assert checks.watch(lambda: f"frame {next(count)}", 1.5, frames.append, True, 3, pauses.append) == 0
     assert frames == [f"{checks.CLEAR_SCREEN}frame {i}" for i in range(3)]
@@ -216,7 +224,8 @@ def test_watch_as_a_process_stops_on_ctrl_c(board_repo, cli_env, tmp_path):
         env=cli_env,
         text=True,
     )
-    seen = []
+    assert process.stdout is not None
+    seen: list[str] = []
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and len(seen) < 2:  # two frames drawn: the loop is running
         line = process.stdout.readline()
@@ -315,17 +324,17 @@ def test_a_broken_or_locked_sessions_database_leaves_the_board_without_tools(
     from teleclaude.adapters import store
 
     add_worker(board_repo, "building", "w-building", [("Read", "src/x.py")])
-    assert checks.status_board(board_repo).rows[6].tools  # `building`: shown while the file is fine
+    assert board_of(board_repo).rows[6].tools  # `building`: shown while the file is fine
 
     with exclusive_lock(os.environ["TELECLAUDE_DB"]):
         monkeypatch.setattr(store, "READ_TIMEOUT_MS", 50)
-        locked = checks.status_board(board_repo)
+        locked = board_of(board_repo)
     assert [r.item.slug for r in locked.rows] == list(EXPECTED)
     assert not any(r.tools for r in locked.rows)
 
     folder = tmp_path / "db-is-a-folder"
     folder.mkdir()
     monkeypatch.setenv("TELECLAUDE_DB", str(folder))
-    broken = checks.status_board(board_repo)
+    broken = board_of(board_repo)
     assert [r.item.slug for r in broken.rows] == list(EXPECTED)
     assert not any(r.tools for r in broken.rows)

@@ -9,7 +9,7 @@ import pytest
 from teleclaude.setup.stophook import parse_event
 
 # What each CLI sends (the fields teleclaude reads, plus a few it must ignore) and how it refuses a stop.
-CONTRACTS = {
+CONTRACTS: dict[str, tuple[dict[str, object], str]] = {
     "claude": (
         {
             "session_id": "s1",

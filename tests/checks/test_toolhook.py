@@ -182,4 +182,5 @@ def test_the_stop_hook_reads_the_projects_own_command_sign(cli_env, repo):
     payload = json.dumps({"hook_event_name": "AfterAgent", "cwd": str(repo), "prompt": "!next-build feat"})
     done = subprocess.run(argv, input=payload, env=env, cwd=repo, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert store.get("w9").state is SessionState.ERRORED, done.stderr
+    worker = store.get("w9")
+    assert worker is not None and worker.state is SessionState.ERRORED, done.stderr

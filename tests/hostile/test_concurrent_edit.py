@@ -91,7 +91,7 @@ def test_an_edit_saved_between_read_and_replace_is_kept(tmp_path):
 def test_a_file_saved_by_rename_meanwhile_is_read_again(tmp_path):
     path = tmp_path / "roadmap.md"
     path.write_bytes(b"- [ ] a\n")
-    saved = []
+    saved: list[bool] = []
 
     def change(data: bytes) -> bytes:
         if not saved:  # an editor that writes a new file and renames it over the old one

@@ -17,6 +17,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from teleclaude.errors import Error
 from teleclaude.mcp import HttpAccess, http_access
 
 INITIALIZE = {
@@ -156,7 +157,8 @@ def test_a_token_file_others_can_read_is_refused(tmp_path):
     path = tmp_path / "http-token"
     path.write_text("x" * 43 + "\n")
     path.chmod(0o644)
-    assert http_access("127.0.0.1", token_file=path).code.value == "FILE_ERROR"
+    refused = http_access("127.0.0.1", token_file=path)
+    assert isinstance(refused, Error) and refused.code.value == "FILE_ERROR"
 
 
 @pytest.mark.parametrize(

@@ -13,10 +13,12 @@ from teleclaude.planner.finalize import Finalized, finalize
 def approved(tmp_path: Path, slug: str) -> Path:
     project = make_repository(tmp_path / "project")
     workers = Workers(project)
-    while (action := app.next_work(slug, cwd=project)).step is not Step.FINALIZE:
+    while True:
+        action = app.next_work(slug, cwd=project)
         assert isinstance(action, Dispatch), action
+        if action.step is Step.FINALIZE:
+            return project
         workers.run(action)
-    return project
 
 
 def unreviewed_commit(project: Path, path: str) -> str:

@@ -68,7 +68,8 @@ def test_a_table_of_the_wrong_shape_is_renamed_aside_and_made_again(db, repo, sc
     report = app.agent_status(cwd=repo)  # a read repairs it too
     assert isinstance(report, AgentReport), report
     assert isinstance(app.mark_agent_unavailable("claude", "1h", cwd=repo), AgentMarked)
-    assert [u.agent for u in app.agent_status(cwd=repo).unavailable] == ["claude"]
+    report = app.agent_status(cwd=repo)
+    assert isinstance(report, AgentReport) and [u.agent for u in report.unavailable] == ["claude"]
     with sqlite3.connect(db) as conn:
         tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         moved = next(name for name in tables if name.startswith("agent_availability_moved_"))

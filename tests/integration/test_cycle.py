@@ -16,7 +16,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def steps(actions):
-    out = []
+    out: list[tuple[str, str | None, str | None]] = []
     for action in actions:
         if isinstance(action, Dispatch):
             out.append((action.step.command, action.slug, action.agent))

@@ -9,7 +9,7 @@ import pytest
 
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
-from teleclaude.planner.core.model import Complete, Dispatch, Prepared, RunYourself, Step
+from teleclaude.planner.core.model import AgentReport, Complete, Dispatch, Prepared, RunYourself, Step
 
 from .repos import PLAN, commit, git, prepare, tree, write
 from .repos import repo as repo  # noqa: F401 (the fixture)
@@ -291,7 +291,8 @@ def test_cwd_in_worktree_or_subfolder_resolves_to_the_main_checkout(repo):
 def test_not_a_git_repository(tmp_path):
     assert work(tmp_path).code is ErrorCode.NOT_A_GIT_REPO
     assert work(tmp_path / "missing").code is ErrorCode.NOT_A_GIT_REPO
-    assert app.next_prepare(cwd=tmp_path).code is ErrorCode.NOT_A_GIT_REPO
+    action = app.next_prepare(cwd=tmp_path)
+    assert isinstance(action, Error) and action.code is ErrorCode.NOT_A_GIT_REPO
 
 
 def test_broken_config_is_reported_not_raised(repo):
@@ -323,9 +324,12 @@ def test_codex_gets_the_same_command_name(repo):
 
 
 def test_unknown_agent_and_bad_time(repo):
-    assert app.mark_agent_unavailable("gpt", "1h", cwd=repo).code is ErrorCode.UNKNOWN_AGENT
-    assert app.mark_agent_unavailable("gemini", "soon", cwd=repo).code is ErrorCode.INVALID_TIME
-    assert app.agent_status(cwd=repo).unavailable == ()
+    marked = app.mark_agent_unavailable("gpt", "1h", cwd=repo)
+    assert isinstance(marked, Error) and marked.code is ErrorCode.UNKNOWN_AGENT
+    marked = app.mark_agent_unavailable("gemini", "soon", cwd=repo)
+    assert isinstance(marked, Error) and marked.code is ErrorCode.INVALID_TIME
+    report = app.agent_status(cwd=repo)
+    assert isinstance(report, AgentReport) and report.unavailable == ()
 
 
 def test_corrupt_database_is_moved_aside_and_work_goes_on(repo, isolated_environment):
@@ -342,10 +346,12 @@ def test_corrupt_database_is_moved_aside_and_work_goes_on(repo, isolated_environ
 
 def test_prepare_dispatches_architects_then_reports_prepared(repo):
     action = app.next_prepare(cwd=repo)
+    assert isinstance(action, Dispatch)
     assert (action.step, action.slug, action.subfolder) == (Step.REQUIREMENTS, "other", None)
-    assert "collaborator" in action.note
+    assert action.note is not None and "collaborator" in action.note
     write(repo, "todos/other/requirements.md", "# other\n")
-    assert app.next_prepare(cwd=repo).step is Step.PLAN
+    action = app.next_prepare(cwd=repo)
+    assert isinstance(action, Dispatch) and action.step is Step.PLAN
     write(repo, "todos/other/implementation-plan.md", PLAN)
     assert app.next_prepare(cwd=repo) == Prepared("feat")
     assert app.next_prepare("other", cwd=repo) == Prepared("other")

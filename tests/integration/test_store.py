@@ -228,7 +228,9 @@ def test_the_rows_a_session_has_seen_are_kept_and_read_back(tmp_path):
     at = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
     session = Session("s1", "codex", "next-build", "greeting", "/p", None, SessionState.RUNNING, at, at)
     store.add(session)
-    assert store.get("s1").seen_rows == ()
+    stored = store.get("s1")
+    assert stored is not None and stored.seen_rows == ()
     seen = seen_of(["› $next-build greeting", "■ You’ve hit your usage limit."])
     saved = store.save(replace(session, seen_rows=seen), expect=session.state)
-    assert saved is not None and store.get("s1").seen_rows == seen
+    stored = store.get("s1")
+    assert saved is not None and stored is not None and stored.seen_rows == seen

@@ -13,6 +13,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -60,7 +61,7 @@ def agent_clis() -> dict[str, Path]:
 
 
 @pytest.fixture
-def tmux_socket() -> str:
+def tmux_socket() -> Iterator[str]:
     """A private tmux server for one test, killed afterwards, or, if the run itself is killed first, by a
     watcher once it has ended (tmux_reaper.py): no CLI is left running."""
     name = f"tc-real-{secrets.token_hex(4)}"

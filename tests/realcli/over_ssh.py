@@ -20,7 +20,7 @@ from teleclaude.errors import Error
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.api import Runtime, open_runtime
-from teleclaude.runtime.core.sessions import SessionState, Started
+from teleclaude.runtime.core.sessions import Ended, SessionState, Started
 from teleclaude.setup.install import Scope, install
 from teleclaude.setup.scaffold import init
 
@@ -108,9 +108,11 @@ def build_over_ssh(
     model_server.add(edit_and_commit("greeting.txt", "hello from over there", message), Text("Done."))
     runtime = open_runtime(project)
     action, started = start_build(runtime, project, agent)
+    assert action.subfolder is not None  # a build runs in the item's worktree
     session = started.session
     assert [event.detail for event in turn_ended(runtime, session.id)] == ["stop hook"]
-    assert runtime.store.get(session.id).state is SessionState.TURN_ENDED
+    stored = runtime.store.get(session.id)
+    assert stored is not None and stored.state is SessionState.TURN_ENDED
     assert message in git(remote / action.subfolder, "log", "--format=%s", "-1")  # there
     tree = project / action.subfolder
     assert message in git(tree, "log", "--format=%s", "-1")  # brought back here
@@ -118,4 +120,5 @@ def build_over_ssh(
     assert (tree / "greeting.txt").read_text() == "hello from over there\n"
     assert runtime.tmux.views()[session.pane_id].turn_end == ""  # the hook's mark was taken away
     assert not sshd.db.exists()  # nothing recorded in a database over there
-    assert runtime.end_session(session.id).session.state.is_final
+    ended = runtime.end_session(session.id)
+    assert isinstance(ended, Ended) and ended.session.state.is_final

@@ -154,4 +154,6 @@ def called_agent(project) -> str:
     """The agent field of next_work's TOOL_CALL."""
     text = to_text(app.next_work(cwd=project))
     assert text.startswith("TOOL_CALL:"), text
-    return re.search(r'agent="([^"]+)"', text)[1]
+    agent = re.search(r'agent="([^"]+)"', text)
+    assert agent, text
+    return agent[1]

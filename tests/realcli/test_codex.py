@@ -65,7 +65,8 @@ def test_a_command_codex_refuses_errs_the_session_with_its_words(codex, project,
         assert started.code is ErrorCode.INVALID_ARGUMENT, started
         said, session_id = started.message, runtime.store.sessions()[0].id
     assert "Unrecognized command '/prompts:next-build'" in said
-    assert runtime.store.get(session_id).state is SessionState.ERRORED
+    errored = runtime.store.get(session_id)
+    assert errored is not None and errored.state is SessionState.ERRORED
     assert not model_server.turns()
 
 
@@ -100,7 +101,8 @@ def test_a_codex_limit_makes_it_unavailable_until_the_reset_and_the_next_step_fa
     codex_runtime, project, model_server, failure, reason
 ):
     build_row_first(project, "codex", "gemini")
-    assert next_work(cwd=project).agent == "codex"
+    first = next_work(cwd=project)
+    assert isinstance(first, Dispatch) and first.agent == "codex"
     model_server.add(failure)
     started = start(codex_runtime, project)
     events = events_until(codex_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=120)

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from teleclaude.demo.model_server import Fail
 from teleclaude.runtime.api import open_runtime
-from teleclaude.runtime.core.sessions import EventKind, SessionState
+from teleclaude.runtime.core.sessions import Ended, EventKind, SessionState
 
 from ..loopback_sshd import sshd as sshd  # noqa: F401 (the fixture)
 from .over_ssh import build_over_ssh, start_build
@@ -37,6 +37,8 @@ def test_a_remote_codexs_usage_limit_reaches_this_machine_from_its_screen(
     until = runtime.context.availability.unavailable(runtime.clock())["codex"].until
     expected = started.session.created_at + timedelta(seconds=3 * 3600)
     assert abs(until - expected) < timedelta(minutes=2)
-    assert runtime.store.get(started.session.id).state is SessionState.RATE_LIMITED
+    limited = runtime.store.get(started.session.id)
+    assert limited is not None and limited.state is SessionState.RATE_LIMITED
     assert not sshd.db.exists()
-    assert runtime.end_session(started.session.id).session.state.is_final
+    ended = runtime.end_session(started.session.id)
+    assert isinstance(ended, Ended) and ended.session.state.is_final

@@ -53,7 +53,8 @@ def test_gemini_starts_unattended_and_its_command_reaches_the_model_expanded(
 def test_a_gemini_limit_makes_it_unavailable_and_the_next_step_falls_back(
     gemini_runtime, project, model_server, failure, reason
 ):
-    assert next_work(cwd=project).agent == "gemini"  # the build row: gemini, claude, codex
+    first = next_work(cwd=project)
+    assert isinstance(first, Dispatch) and first.agent == "gemini"  # the build row: gemini, claude, codex
     model_server.add(failure)
     started = start(gemini_runtime, project)
     events = events_until(gemini_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=120)

@@ -20,7 +20,7 @@ from teleclaude.demo.model_server import (
     tool_result_sent,
 )
 
-TOOLS = {
+TOOLS: dict[str, dict[str, list[dict]]] = {
     "anthropic": {"tools": [{"name": "Bash"}, {"name": "mcp__teleclaude__teleclaude__next_work"}]},
     "openai": {
         "tools": [{"type": "function", "name": "shell"}, {"name": "teleclaude__teleclaude__next_work"}]
@@ -69,8 +69,9 @@ def test_anthropic_streams_text_then_a_tool_call_and_side_requests_leave_the_scr
 
 def test_an_mcp_tool_is_found_among_the_offered_tools_whatever_the_cli_calls_it():
     with ModelServer([mcp("teleclaude", "teleclaude__next_work", slug="x")] * 2) as server:
-        _, _, events = post(server, PATHS["anthropic"], {"stream": False, **TOOLS["anthropic"]})
-        assert events["content"][0]["name"] == "mcp__teleclaude__teleclaude__next_work"
+        _, _, message = post(server, PATHS["anthropic"], {"stream": False, **TOOLS["anthropic"]})
+        assert isinstance(message, dict)  # not streamed: one JSON message
+        assert message["content"][0]["name"] == "mcp__teleclaude__teleclaude__next_work"
         _, _, events = post(server, PATHS["openai"], {"stream": True, **TOOLS["openai"]})
         assert events[-1]["response"]["output"][0]["name"] == "teleclaude__teleclaude__next_work"
 
@@ -93,7 +94,7 @@ def test_codex_exec_command_gets_the_command_as_cmd():
 
 
 # what a `then` model reads of a turn: whose request it is, and whether its last tool call was carried out
-ASKED = {
+ASKED: dict[str, tuple[dict, dict]] = {
     "anthropic": (
         {"messages": [{"role": "user", "content": "/next-build x"}]},
         {"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}]},
@@ -142,7 +143,7 @@ def test_anthropic_failures_carry_the_real_status_headers_and_body(kind, status,
     with ModelServer([Fail(kind, repeat=2)]) as server:
         for _ in range(2):  # the CLI's retry meets the same failure
             got, headers, body = post(server, PATHS["anthropic"], TOOLS["anthropic"])
-            assert (got, body["type"]) == (status, "error")
+            assert isinstance(body, dict) and (got, body["type"]) == (status, "error")
             assert header in headers
         assert post(server, PATHS["anthropic"], TOOLS["anthropic"])[0] == 200  # then the script goes on
 

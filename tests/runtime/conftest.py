@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ settle = 0.1
 
 
 @pytest.fixture
-def tmux_socket() -> str:
+def tmux_socket() -> Iterator[str]:
     """A private tmux server for one test; killed afterwards, with every process it ran."""
     name = f"tc-test-{secrets.token_hex(4)}"
     tmux = Tmux(name)

@@ -10,12 +10,13 @@ from teleclaude import mcp
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.demo.scenario import commit_all, git
 from teleclaude.demo.workers import PLAN
+from teleclaude.errors import Error
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Marker
 from teleclaude.planner.core.roadmap import parse_roadmap
 from teleclaude.runtime import orchestrator
 from teleclaude.runtime.api import open_runtime
-from teleclaude.runtime.core.sessions import Session
+from teleclaude.runtime.core.sessions import Session, Started
 from teleclaude.runtime.orchestrator import Outcome
 
 FOUR = ("greeting", "farewell", "shouting", "whisper")  # farewell waits for greeting
@@ -140,7 +141,9 @@ def test_a_second_start_of_a_live_step_is_refused_for_runs_and_the_mcp_tool_alik
     runtime = open_runtime(project)
     first = runtime.start(build)
     second = runtime.start(build)
-    assert second.code.value == "ALREADY_RUNNING" and first.session.id in second.message
+    assert isinstance(first, Started), first
+    assert isinstance(second, Error) and second.code.value == "ALREADY_RUNNING"
+    assert first.session.id in second.message
     answer = mcp._session_answer(
         "run_agent_command",
         "local",
@@ -153,16 +156,19 @@ def test_a_second_start_of_a_live_step_is_refused_for_runs_and_the_mcp_tool_alik
     )
     assert answer.splitlines()[0] == "ERROR: ALREADY_RUNNING"
     other = app.next_work("shouting", cwd=project)
-    assert isinstance(other, Dispatch) and runtime.start(other).session.slug == "shouting"  # another step
+    assert isinstance(other, Dispatch)
+    started = runtime.start(other)  # another step
+    assert isinstance(started, Started) and started.session.slug == "shouting"
 
 
 def test_finalizes_are_queued_one_at_a_time(project, fake_agents, tmux_socket, monkeypatch):
     monkeypatch.setenv("FAKE_AGENT", "hang")
     runtime = open_runtime(project)
     finalize = Dispatch(*_finalize_of(project, "greeting"))
-    assert runtime.start(finalize).session.command == "next-finalize"
+    started = runtime.start(finalize)
+    assert isinstance(started, Started) and started.session.command == "next-finalize"
     queued = runtime.start(Dispatch(*_finalize_of(project, "shouting")))
-    assert queued.code.value == "MERGE_QUEUED"
+    assert isinstance(queued, Error) and queued.code.value == "MERGE_QUEUED"
 
 
 def _finalize_of(project: Path, slug: str):

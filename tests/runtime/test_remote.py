@@ -26,8 +26,8 @@ from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.runtime import orchestrator, remote
-from teleclaude.runtime.api import open_runtime
-from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
+from teleclaude.runtime.api import Runtime, open_runtime
+from teleclaude.runtime.core.sessions import Ended, EventKind, Session, SessionState, Started
 from teleclaude.runtime.orchestrator import Outcome
 
 from ..loopback_sshd import NAME, clone, computer, toml
@@ -61,6 +61,13 @@ def git(cwd, *args) -> str:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
 
 
+def ended(runtime: Runtime, session_id: str) -> Session:
+    """The session `end_session` ended; the test fails on an error."""
+    answer = runtime.end_session(session_id)
+    assert isinstance(answer, Ended), answer
+    return answer.session
+
+
 def assert_cleaned_up(project: Path, remote_project: Path) -> None:
     """The delivered item left nothing over there (worktree, branch, staging ref) nor a tracking ref here."""
     assert not (remote_project / "trees" / "greeting").exists()
@@ -90,16 +97,18 @@ def test_a_worker_on_another_computer_completes_a_step_through_sshd(
     session = started.session
     assert (session.computer, session.pane_id.split(":")[0]) == (NAME, NAME)
     watch(runtime, session.id).until(EventKind.TURN_ENDED)
-    assert runtime.store.get(session.id).state is SessionState.TURN_ENDED
+    stored = runtime.store.get(session.id)
+    assert stored is not None and stored.state is SessionState.TURN_ENDED
     remote_tree = remote_project / action.subfolder
     assert "Build greeting" in git(remote_tree, "log", "--oneline", "-1")  # the work was done over there
     tree = project / action.subfolder
     assert "Build greeting" in git(tree, "log", "--oneline", "-1")  # and its commit arrived here
     assert git(tree, "status", "--porcelain") == ""
-    assert app.next_work(cwd=project).step is Step.REVIEW  # the planner moves on from the main checkout
+    following = app.next_work(cwd=project)  # the planner moves on from the main checkout
+    assert isinstance(following, Dispatch) and following.step is Step.REVIEW
     output = runtime.get_session_output(session.id)
     assert not isinstance(output, Error) and any("next-build" in row for row in output.chunk.rows)
-    assert runtime.end_session(session.id).session.state.is_final
+    assert ended(runtime, session.id).state.is_final
     assert f"tc-{session.id}" not in runtime.tmux.on(NAME).session_names()  # ended over there too
 
 
@@ -143,11 +152,13 @@ def test_the_remote_stop_hook_ends_the_turn_through_the_pane_not_the_idle_rule(
     session = started.session
     events = watch(runtime, session.id).until(EventKind.TURN_ENDED, seconds=60)  # idle would take 600 s
     assert [e.detail for e in events if e.kind is EventKind.TURN_ENDED] == ["stop hook"]
-    assert runtime.store.get(session.id).state is SessionState.TURN_ENDED
+    stored = runtime.store.get(session.id)
+    assert stored is not None and stored.state is SessionState.TURN_ENDED
     assert "Build greeting" in git(project / action.subfolder, "log", "--oneline", "-1")  # brought back
     assert runtime.tmux.views()[session.pane_id].turn_end == ""  # the hook's mark was taken away
-    assert app.next_work(cwd=project).step is Step.REVIEW
-    assert runtime.end_session(session.id).session.state.is_final
+    following = app.next_work(cwd=project)
+    assert isinstance(following, Dispatch) and following.step is Step.REVIEW
+    assert ended(runtime, session.id).state.is_final
 
 
 def test_a_parallel_run_puts_a_lane_on_the_ssh_computer_and_delivers_its_item(
@@ -196,14 +207,14 @@ def test_a_limit_the_remote_stop_failure_hook_reports_reaches_this_machine(
     session = started.session
     watch(runtime, session.id).until(EventKind.RATE_LIMITED, seconds=60)
     limited = runtime.store.get(session.id)
-    assert limited.state is SessionState.RATE_LIMITED
+    assert limited is not None and limited.state is SessionState.RATE_LIMITED
     assert "StopFailure hook: rate_limit" in limited.last_error
     unavailable = runtime.context.availability.unavailable(datetime.now(UTC))
     assert "claude" in unavailable  # on this machine: the planner gives the next step to another agent
     assert unavailable["claude"].until.astimezone(UTC).strftime("%H:%M") == "15:48"  # the hook's own reset
     assert runtime.tmux.views()[session.pane_id].stop_failure == ""  # the mark was taken away
     assert not sshd.db.exists()  # nothing was written into the database over there
-    assert runtime.end_session(session.id).session.state.is_final
+    assert ended(runtime, session.id).state.is_final
 
 
 def test_a_remote_branch_with_work_that_never_came_back_is_not_cleaned_up(project, remote_project, sshd):
@@ -250,7 +261,7 @@ def test_a_slow_push_to_the_remote_clone_does_not_hold_the_planner_but_holds_its
     assert isinstance(meanwhile, Dispatch), meanwhile
     assert isinstance(second, Error) and second.code is ErrorCode.ALREADY_RUNNING, second
     assert isinstance(started, Started), started.message
-    assert runtime.end_session(started.session.id).session.state.is_final
+    assert ended(runtime, started.session.id).state.is_final
 
 
 def built_over_there(project: Path, watch) -> None:
@@ -264,7 +275,7 @@ def built_over_there(project: Path, watch) -> None:
     )
     assert isinstance(started, Started), started.message
     watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
-    assert runtime.end_session(started.session.id).session.state.is_final
+    assert ended(runtime, started.session.id).state.is_final
 
 
 def approved_here(project: Path) -> None:

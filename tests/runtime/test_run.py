@@ -20,11 +20,11 @@ from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.adapters.tmux import Tmux
 from teleclaude.demo.scenario import commit_all, git
 from teleclaude.planner import api as app
-from teleclaude.planner.core.model import Marker
+from teleclaude.planner.core.model import Dispatch, Marker
 from teleclaude.planner.core.roadmap import parse_roadmap
 from teleclaude.runtime import orchestrator
 from teleclaude.runtime.api import open_runtime
-from teleclaude.runtime.core.sessions import EventKind, Session, SessionState
+from teleclaude.runtime.core.sessions import EventKind, Session, SessionState, Started
 from teleclaude.runtime.orchestrator import Outcome, Reaction, react
 
 SLUGS = ("greeting", "farewell", "shouting")
@@ -60,6 +60,13 @@ def wait_until(find, seconds: float = 30):
 
 def running_session() -> Session | None:
     return next((s for s in SessionStore().sessions() if s.state is SessionState.RUNNING), None)
+
+
+def stored(session_id: str) -> Session:
+    """The session as the sessions database holds it now."""
+    session = SessionStore().get(session_id)
+    assert session is not None, session_id
+    return session
 
 
 def markers(project: Path) -> dict[str, Marker]:
@@ -191,7 +198,7 @@ def test_a_stuck_worker_stops_the_run_and_is_left_running_for_a_human(
     assert report.outcome is Outcome.NEEDS_ATTENTION and report.exit_code == 1, report.text
     assert report.text.startswith("NEEDS_ATTENTION:")
     stuck = report.session
-    assert SessionStore().get(stuck.id).state is SessionState.NEEDS_ATTENTION
+    assert stored(stuck.id).state is SessionState.NEEDS_ATTENTION
     assert Tmux(tmux_socket).session_names() == {stuck.tmux_session}
     assert stuck.id in report.text  # and how to look at it
 
@@ -201,10 +208,12 @@ def test_a_session_left_pending_by_a_killed_starter_is_ended_and_the_step_starte
 ):
     monkeypatch.setenv("FAKE_AGENT_GEMINI", "hang")
     build = app.next_work(cwd=project)
+    assert isinstance(build, Dispatch), build
     runtime = open_runtime(project)
     started = runtime.run_agent_command(
         "local", build.command, build.slug, build.project, build.agent, build.thinking_mode, build.subfolder
     )
+    assert isinstance(started, Started), started
     # as if its starter was killed before it typed the command: pending, for longer than a start may take
     long_ago = started.session.created_at - timedelta(hours=1)
     runtime.store.save(replace(started.session, state=SessionState.PENDING, created_at=long_ago))
@@ -212,7 +221,7 @@ def test_a_session_left_pending_by_a_killed_starter_is_ended_and_the_step_starte
 
     report, _ = run(project, "greeting")
     assert report.outcome is Outcome.COMPLETE, report.text
-    assert SessionStore().get(started.session.id).state is SessionState.CANCELLED
+    assert stored(started.session.id).state is SessionState.CANCELLED
     assert [s.agent for s in SessionStore().sessions() if s.command == "next-build"] == ["gemini", "claude"]
     assert_delivered(project, ("greeting",))
     assert_no_workers(tmux_socket)
@@ -288,7 +297,7 @@ def test_ctrl_c_leaves_the_worker_running_says_how_to_resume_and_a_second_run_ad
     assert report_line(out).startswith("INTERRUPTED:")
     assert "teleclaude run greeting" in out and hanging.id in out
     assert "Traceback" not in err
-    assert SessionStore().get(hanging.id).state is SessionState.RUNNING
+    assert stored(hanging.id).state is SessionState.RUNNING
     assert hanging.tmux_session in Tmux(tmux_socket).session_names()
 
     # the worker's Stop hook says its turn ended; gemini is out of quota, so the next build goes to claude
@@ -298,7 +307,7 @@ def test_ctrl_c_leaves_the_worker_running_says_how_to_resume_and_a_second_run_ad
     assert code == 0, out + err
     assert report_line(out).startswith("COMPLETE:")
     assert hanging.id in out
-    assert SessionStore().get(hanging.id).state is SessionState.DONE
+    assert stored(hanging.id).state is SessionState.DONE
     builds = [s.agent for s in SessionStore().sessions() if s.command == "next-build"]
     assert builds == ["gemini", "claude"]
     assert_delivered(project, ("greeting",))
@@ -315,7 +324,9 @@ def test_the_demo_delivers_its_roadmap_and_leaves_no_tmux_server_behind(tmp_path
         [sys.executable, "-m", "teleclaude", "demo"], env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    socket = re.search(r"tmux -L (tc-demo-[0-9a-f]+)", done.stdout)[1]
+    shown = re.search(r"tmux -L (tc-demo-[0-9a-f]+)", done.stdout)
+    assert shown, done.stdout
+    socket = shown[1]
     assert Tmux(socket).session_names() == set()
     socket_file = Path(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", socket)
     assert not socket_file.exists()

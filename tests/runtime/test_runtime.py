@@ -189,7 +189,8 @@ def test_after_a_restart_vanished_and_respawned_panes_are_errored(project, runti
     assert states[gone.session.id] is SessionState.ERRORED
     assert states[respawned.session.id] is SessionState.ERRORED
     assert states[kept.session.id] in (SessionState.RUNNING, SessionState.TURN_ENDED)
-    assert "gone" in restarted.store.get(gone.session.id).last_error
+    record = restarted.store.get(gone.session.id)
+    assert record is not None and "gone" in record.last_error
 
 
 def test_a_step_whose_starter_died_before_its_tmux_session_opened_is_freed_in_time(project, runtime):

@@ -78,7 +78,8 @@ def test_an_orchestrator_runs_the_tool_call_next_work_returned(in_project):
     assert output.startswith("OUTPUT:") and fields(output.splitlines()[1])["cursor"]
     assert listing.startswith("SESSIONS: 1")
     assert ended.startswith("OK:") and fields(ended.splitlines()[1])["state"] == "done"
-    assert app.next_work(cwd=in_project).step.command == "next-review"
+    following = app.next_work(cwd=in_project)
+    assert isinstance(following, Dispatch) and following.step.command == "next-review"
 
 
 def test_errors_come_back_as_text_over_stdio(in_project):

@@ -20,7 +20,7 @@ from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.runtime.api import Runtime, open_runtime
-from teleclaude.runtime.core.sessions import Activity, EventKind, Session, SessionState, Started
+from teleclaude.runtime.core.sessions import Activity, EventKind, Session, SessionState, Started, Waited
 from teleclaude.runtime.core.supervision import MARK
 
 
@@ -100,13 +100,14 @@ def test_a_worker_that_ignores_every_reminder_needs_attention_even_across_a_rest
     session_id = start(runtime, project).session.id
     until_quiet(runtime, session_id)
     before = watch(runtime, session_id)
-    for reminders, advance in ((1, 211), (2, 210)):
+    for count, advance in ((1, 211), (2, 210)):
         clock.advance(advance)
-        before.until(EventKind.REMINDED, count=reminders)
+        before.until(EventKind.REMINDED, count=count)
     # the supervisor restarts: a new runtime over the same database and tmux server picks the timers up
     restarted = open_runtime(project)
     restarted.context.clock = clock
-    assert restarted.store.get(session_id).nudges == 2
+    adopted = restarted.store.get(session_id)
+    assert adopted is not None and adopted.nudges == 2
     after = watch(restarted, session_id)
     clock.advance(210)
     after.until(EventKind.REMINDED)
@@ -119,12 +120,13 @@ def test_a_worker_that_ignores_every_reminder_needs_attention_even_across_a_rest
     reminders = [event.detail for event in seen if event.kind is EventKind.REMINDED]
     assert ["hard" in detail for detail in reminders] == [False, True, True]
     final = restarted.store.get(session_id)
-    assert final.state is SessionState.NEEDS_ATTENTION and final.last_error
+    assert final is not None and final.state is SessionState.NEEDS_ATTENTION and final.last_error
     assert final.pane_id in restarted.tmux.views()  # left running for a human to look at
     digests = [event for event in seen if event.kind is EventKind.DIGEST]
     assert digests and "NO PROGRESS" in digests[0].detail and "thinking..." in digests[0].detail
     # the orchestrator was told about the reminders without polling: once each
-    assert restarted.wait_for_sessions([session_id], timeout=0.3).events == ()
+    waited = restarted.wait_for_sessions([session_id], timeout=0.3)
+    assert isinstance(waited, Waited) and waited.events == ()
 
 
 def test_report_status_with_a_wait_cmd_directs_a_worker_that_forgot_to_commit(
@@ -142,7 +144,8 @@ def test_report_status_with_a_wait_cmd_directs_a_worker_that_forgot_to_commit(
     assert session.state is SessionState.DONE and session.status_text
     assert pane_goes(runtime, session.pane_id)  # the finished session is ended (just after its event)
     assert git(project / "trees" / "greeting", "status", "--porcelain") == ""
-    assert app.next_work(cwd=project).step is Step.REVIEW
+    action = app.next_work(cwd=project)
+    assert isinstance(action, Dispatch) and action.step is Step.REVIEW
 
 
 def test_the_next_dispatch_for_a_slug_says_why_its_last_worker_failed(project, runtime, monkeypatch, watch):
@@ -151,7 +154,7 @@ def test_the_next_dispatch_for_a_slug_says_why_its_last_worker_failed(project, r
     watch(runtime, session_id).until(EventKind.EXITED)
     again = app.next_work(cwd=project)
     assert isinstance(again, Dispatch) and again.step is Step.BUILD
-    assert "exit status 3" in again.note
+    assert again.note is not None and "exit status 3" in again.note
 
 
 # --- report_status answers, without tmux ----------------------------------------------------------------
@@ -273,7 +276,9 @@ def test_a_session_file_from_an_older_teleclaude_is_read_and_upgraded(tmp_path, 
         )
     store = SessionStore()
     old = store.get("old1")
+    assert old is not None
     assert old.state is SessionState.ERRORED and old.nudges == 0 and old.status_text == ""
     assert store.latest(str(tmp_path), "greeting") == old
     assert store.save(replace(old, status_text="read again"), expect=SessionState.ERRORED)
-    assert store.get("old1").status_text == "read again"
+    again = store.get("old1")
+    assert again is not None and again.status_text == "read again"

@@ -61,6 +61,7 @@ def test_a_run_killed_with_sigkill_leaves_no_tmux_server_or_pane_process(tmp_pat
     run = subprocess.Popen(
         [sys.executable, "-c", RUN, tmux_reaper.__file__, name, folder], stdout=subprocess.PIPE, text=True
     )
+    assert run.stdout is not None
     try:
         pane, other = map(int, run.stdout.readline().split())
         assert server_alive() and alive(pane) and alive(other)

@@ -59,7 +59,7 @@ class Source:
     def imports(self, module: str) -> list[tuple[int, str, list[str]]]:
         """(line, imported module, names imported from it) for every import in `module`; `from package
         import submodule` counts as an import of the submodule."""
-        found = []
+        found: list[tuple[int, str, list[str]]] = []
         for node in ast.walk(self.trees[module]):
             if isinstance(node, ast.Import):
                 found += [(node.lineno, alias.name, []) for alias in node.names]
@@ -80,7 +80,7 @@ class Source:
 
     def module_aliases(self, module: str) -> dict[str, str]:
         """Names in `module` bound to a teleclaude module (`from teleclaude.adapters import git as gitx`)."""
-        aliases = {}
+        aliases: dict[str, str] = {}
         for node in ast.walk(self.trees[module]):
             if isinstance(node, ast.Import):
                 aliases |= {alias.asname: alias.name for alias in node.names if alias.asname}

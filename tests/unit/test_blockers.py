@@ -73,5 +73,6 @@ def test_the_root_refusal_counts_only_once_the_cli_exited():
     blocker = find_blocker(
         "claude", [*rows, "Pane is dead (status 1, Mon Nov 23 14:06:17 2026)"], exited=True
     )
+    assert blocker is not None
     text = blocked_text("claude", blocker, "/tmp/project", rows)
     assert 'env = {IS_SANDBOX = "1"}' in text and "Pane is dead" not in text

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from teleclaude.errors import ErrorCode
 from teleclaude.planner.core import markdown
-from teleclaude.planner.core.markdown import TooComplex, task_items
-from teleclaude.planner.core.model import PlanStatus, Roadmap
+from teleclaude.planner.core.markdown import Block, TooComplex, task_items
+from teleclaude.planner.core.model import PlanStatus, Problem, Roadmap, RoadmapItem
 from teleclaude.planner.core.plan import parse_plan_chunks, tasks_by_group
 from teleclaude.planner.core.roadmap import _item, parse_roadmap_chunks
 
@@ -42,7 +42,8 @@ documents = st.lists(st.sampled_from(LINES), max_size=60).map(lambda lines: "\n"
 
 
 def whole_roadmap(text: str) -> Roadmap:
-    items, problems = [], []
+    items: list[RoadmapItem] = []
+    problems: list[Problem] = []
     for task in task_items(text):
         item = _item(task, problems)
         if item is not None:
@@ -81,12 +82,19 @@ def test_a_fence_that_spans_a_boundary_grows_the_chunk(every_item_a_boundary):
 def test_unchanged_chunks_are_reused_and_a_changed_one_is_parsed_again(every_item_a_boundary, monkeypatch):
     text = "".join(f"- [ ] item-{i} — text\n" for i in range(20))
     _, used = parse_roadmap_chunks(text, {})
-    parsed = []
-    monkeypatch.setattr(markdown, "blocks", lambda chunk: parsed.append(chunk) or _blocks(chunk))
+    parsed: list[str] = []
+
+    def blocks_noted(chunk: str) -> tuple[Block, ...]:
+        parsed.append(chunk)
+        return _blocks(chunk)
+
+    monkeypatch.setattr(markdown, "blocks", blocks_noted)
     roadmap, _ = parse_roadmap_chunks(text.replace("[ ] item-7 ", "[x] item-7 "), used)
     # the changed chunk, and the one before it (its key holds the line after it)
     assert [chunk.splitlines()[0] for chunk in parsed] == ["- [ ] item-6 — text", "- [x] item-7 — text"]
-    assert roadmap.find("item-7").marker.value == "x" and roadmap.find("item-8").line == 9
+    item_7, item_8 = roadmap.find("item-7"), roadmap.find("item-8")
+    assert item_7 is not None and item_7.marker.value == "x"
+    assert item_8 is not None and item_8.line == 9
 
 
 _blocks = markdown.blocks

@@ -140,7 +140,9 @@ agents = { claude = "claude" }
 
 def test_a_remote_computer_is_read_into_the_runtime_settings():
 
-    box = parse_config([("teleclaude.toml", REMOTE)]).runtime.remotes["box"]
+    runtime = parse_config([("teleclaude.toml", REMOTE)]).runtime
+    assert runtime is not None
+    box = runtime.remotes["box"]
     assert (box.host, box.user, box.port, box.project, dict(box.agents)) == (
         "box.example.org",
         "dev",
@@ -149,8 +151,8 @@ def test_a_remote_computer_is_read_into_the_runtime_settings():
         {"claude": "claude"},
     )
     assert box.lanes == 0  # `teleclaude run` puts no item there unless told
-    lanes = parse_config([("teleclaude.toml", REMOTE + "lanes = 2\n")]).runtime.remotes["box"].lanes
-    assert lanes == 2
+    runtime = parse_config([("teleclaude.toml", REMOTE + "lanes = 2\n")]).runtime
+    assert runtime is not None and runtime.remotes["box"].lanes == 2
 
 
 @pytest.mark.parametrize(

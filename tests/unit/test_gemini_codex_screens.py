@@ -178,13 +178,14 @@ def test_gemini_lists_a_typed_command_only_once_it_knows_it():
 
 def test_the_dialogs_are_recognised():
     trust = find_blocker("gemini", ["│ Do you trust the files in this folder?  │"])
-    assert trust.name == "the folder trust dialog"
+    assert trust is not None and trust.name == "the folder trust dialog"
     quota = ["Usage limit reached for all Pro models.", "● 1. Keep trying", "  2. Stop"]
-    assert find_blocker("gemini", quota).rate_limit
+    limit = find_blocker("gemini", quota)
+    assert limit is not None and limit.rate_limit
     trust = find_blocker("codex", ["  Trust this folder? Codex can read, edit …"])
-    assert trust.name == "the folder trust dialog"
+    assert trust is not None and trust.name == "the folder trust dialog"
     hooks = find_blocker("codex", ["  Hooks need review", "  1 hook is new or changed."])
-    assert hooks.name == "the hooks review dialog"
+    assert hooks is not None and hooks.name == "the hooks review dialog"
     assert find_blocker("gemini", GEMINI_IDLE) is None
     assert find_blocker("codex", ["› Ask Codex to do anything"]) is None
 

@@ -212,15 +212,18 @@ def test_runtime_settings_parse_and_bad_ones_name_the_key():
             )
         ]
     )
-    assert config.runtime.socket == "mine"
-    assert config.runtime.idle_threshold == 2.0
-    assert config.runtime.profiles["gemini"].binaries == ("agy",)
-    assert config.runtime.profiles["gemini"].modes["fast"]  # the rest of the profile is kept
-    assert config.runtime.profiles["gemini"].command_listed  # kept too; "" turns the wait off:
+    runtime = config.runtime
+    assert runtime is not None
+    assert runtime.socket == "mine"
+    assert runtime.idle_threshold == 2.0
+    assert runtime.profiles["gemini"].binaries == ("agy",)
+    assert runtime.profiles["gemini"].modes["fast"]  # the rest of the profile is kept
+    assert runtime.profiles["gemini"].command_listed  # kept too; "" turns the wait off:
     off = parse_config(
         [("t.toml", '[runtime]\ncommand_wait = 5\n[runtime.agents.gemini]\ncommand_listed = ""\n')]
-    )
-    assert off.runtime.profiles["gemini"].command_listed == "" and off.runtime.command_wait == 5.0
+    ).runtime
+    assert off is not None
+    assert off.profiles["gemini"].command_listed == "" and off.command_wait == 5.0
     for bad, key in (
         ('[runtime]\nsocket = "a b"\n', "runtime.socket"),
         ("[runtime]\nidle_threshold = -1\n", "runtime.idle_threshold"),
@@ -242,8 +245,10 @@ def test_an_agents_env_table_is_read_merged_and_checked():
             ("project.toml", '[runtime.agents.claude.env]\nIS_SANDBOX = "1"\n'),
         ]
     )
-    assert config.runtime.profiles["claude"].env == {"ANTHROPIC_API_KEY": "k", "IS_SANDBOX": "1"}
-    assert config.runtime.profiles["codex"].env == {}
+    runtime = config.runtime
+    assert runtime is not None
+    assert runtime.profiles["claude"].env == {"ANTHROPIC_API_KEY": "k", "IS_SANDBOX": "1"}
+    assert runtime.profiles["codex"].env == {}
     for bad, key in (
         ("[runtime.agents.claude]\nenv = 1\n", "runtime.agents.claude.env"),
         ("[runtime.agents.claude.env]\nIS_SANDBOX = 1\n", "runtime.agents.claude.env.IS_SANDBOX"),
@@ -259,11 +264,17 @@ def test_a_stop_failure_hook_report_is_a_limit_with_the_reset_it_names():
     from teleclaude.runtime.core.limits import failure_limit
 
     hit = failure_limit("rate_limit", "You've hit your session limit · resets 3:48pm (UTC)", NOW, UTC)
+    assert hit is not None
     assert (hit.until, hit.reason) == (NOW.replace(hour=15, minute=48), "quota_exhausted")
     hit = failure_limit("rate_limit", "API Error: Request rejected (429) · Rate limited.", NOW, UTC)
+    assert hit is not None
     assert (hit.until, hit.reason) == (NOW + timedelta(hours=1), "rate_limited")
-    assert failure_limit("server_error", "", NOW, UTC).reason == "server_error"
-    assert failure_limit("server_error", "API Error: 529 Overloaded.", NOW, UTC).reason == "overloaded"
+    hit = failure_limit("server_error", "", NOW, UTC)
+    assert hit is not None
+    assert hit.reason == "server_error"
+    hit = failure_limit("server_error", "API Error: 529 Overloaded.", NOW, UTC)
+    assert hit is not None
+    assert hit.reason == "overloaded"
     assert failure_limit("billing_error", "Credit balance too low", NOW, UTC) is None
 
 

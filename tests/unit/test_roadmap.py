@@ -128,9 +128,7 @@ def test_rewrite_refuses_a_line_that_is_not_an_item():
         rewrite_marker(b"- [ ] a\n", 5, Marker.DONE)
 
 
-line_text = st.text(
-    alphabet=st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)), max_size=30
-)
+line_text = st.text(alphabet=st.characters(exclude_characters="\r\n", exclude_categories=["Cs"]), max_size=30)
 markers = st.sampled_from(["[ ]", "[x]", "[X]", "[>]"])
 
 
