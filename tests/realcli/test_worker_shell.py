@@ -57,8 +57,11 @@ def test_each_cli_as_the_finalizer_runs_teleclaude_finalize_and_the_item_is_deli
     greeting` through its own shell tool, in the main checkout."""
     runtime = runtime_from_a_venv(agent, request, isolated_environment, monkeypatch)
     workers = Workers(project)
-    while (action := app.next_work("greeting", cwd=project)).step is not Step.FINALIZE:
+    while True:
+        action = app.next_work("greeting", cwd=project)
         assert isinstance(action, Dispatch), action
+        if action.step is Step.FINALIZE:
+            break
         workers.run(action)
     model_server.add(
         shell("teleclaude finalize greeting", "Finalize greeting"),
