@@ -41,6 +41,12 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="keep up to N roadmap items in flight at once, each in its own trees/SLUG (default 1)",
     )
+    parser.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="stop (SELF) when every agent for a step is rate-limited, instead of waiting for the first to "
+        "come back ([runtime] limit_wait, default 12 h)",
+    )
     add_cwd(parser)
 
 
@@ -60,6 +66,7 @@ def _run_run(args: argparse.Namespace) -> int:
             console.show,
             console.status,
             parallel=args.parallel,
+            wait_for_limits=not args.no_wait,
         )
     except KeyboardInterrupt:  # before the loop started: nothing was dispatched
         console.clear()

@@ -161,6 +161,7 @@ _RUNTIME_NUMBERS = (
     "spin_max",
     "wait_timeout",
     "api_wait_limit",
+    "limit_wait",
 )
 _PROFILE_KEYS = (
     "binary",

@@ -58,6 +58,9 @@ class RuntimeConfig:
     wait_timeout: float = 600.0  # post-report cycle: the longest a wait_cmd may run
     # no output while the CLI shows it waits on its API (the profile's `api_wait`) this long: rate_limited
     api_wait_limit: float = 300.0
+    # `teleclaude run`: when every agent that may take a step is out, wait this long at most for the first
+    # to come back from its limit (0: stop with SELF at once, as `run --no-wait` does)
+    limit_wait: float = 12 * 3600.0
 
     @property
     def ssh_timeout(self) -> float:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import timedelta
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from enum import Enum
 from pathlib import Path
+from typing import Protocol
 
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, ErrorCode
@@ -24,7 +25,7 @@ from teleclaude.planner.checks import describe
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Action, Complete, Dispatch, Prepared, RunYourself
 from teleclaude.planner.core.render import to_text
-from teleclaude.planner.core.timeparse import format_duration
+from teleclaude.planner.core.timeparse import format_duration, format_utc
 from teleclaude.runtime.api import Runtime, guarded
 from teleclaude.runtime.core.sessions import Ended, Event, EventKind, Session, SessionState, Started, Waited
 from teleclaude.runtime.core.supervision import bare_command
@@ -33,6 +34,7 @@ from teleclaude.runtime.remote import item_slug
 UNATTENDED = "(unattended: nobody will answer questions; decide yourself and write the file)"
 REPEAT_LIMIT = 3  # the same step ending its turn this many times in a row without the files moving on
 TICK = 1.0  # seconds per wait: how often the status line is redrawn
+LIMIT_MARGIN = 1.0  # seconds after an agent's reset before the planner is asked again
 WAIT_ATTEMPTS = 3  # waits failing in a row (tmux or the database) before the run stops
 
 
@@ -120,6 +122,13 @@ class RunReport:
         return self.outcome.exit_code
 
 
+class StatusLine(Protocol):
+    """What the live status line shows: `Progress` of a worker, or a `Countdown` to an agent's reset."""
+
+    def line(self) -> str: ...
+    def key(self) -> str: ...  # the line without the clock: a plain log prints it again when this changes
+
+
 @dataclass(frozen=True)
 class Progress:
     """What the live status line shows about the worker being waited for."""
@@ -153,6 +162,30 @@ class Progress:
         return text
 
 
+@dataclass(frozen=True)
+class Countdown:
+    """The status line while the run waits for an agent to come back from a limit."""
+
+    step: str  # e.g. "build greeting"
+    agent: str  # the first agent of the step's row to come back
+    until: datetime
+    left: float  # seconds
+
+    def line(self) -> str:
+        return f"{self.key()} · {format_duration(self.left)} left"
+
+    def key(self) -> str:
+        return f"waiting for {self.agent} (out until {format_utc(self.until)}) to do {self.step}"
+
+
+def first_back(action: RunYourself) -> tuple[str, datetime] | None:
+    """The agent of the step's row that comes back first from its limit, and when."""
+    if not action.unavailable:
+        return None
+    first = min(action.unavailable, key=lambda gone: gone.until)
+    return first.agent, first.until
+
+
 # --- the loop ----------------------------------------------------------------------------------------------
 
 
@@ -163,20 +196,23 @@ def run(
     max_steps: int,
     runtime: Runtime,
     show: Callable[[str], None],
-    status: Callable[[Progress], None],
+    status: Callable[[StatusLine], None],
     tick: float = TICK,
     verbose: bool = False,
     parallel: int = 1,
+    wait_for_limits: bool = True,
 ) -> RunReport:
     """Drive `slug` (or the whole roadmap) until COMPLETE, SELF, ERROR, a stuck worker or `max_steps`.
 
     `show` gets the log lines (each answer, start and event), `status` the live state of the worker being
     waited for, every `tick` seconds; `verbose` also shows the planner's full answers. Ctrl-C returns an
     INTERRUPTED report and leaves every worker running. `parallel` > 1 (without a slug) keeps up to that
-    many roadmap items in flight at once (`_Lanes`).
+    many roadmap items in flight at once (`_Lanes`). When every agent that may take a step is out, the run
+    waits for the first to come back (at most `[runtime] limit_wait`), unless `wait_for_limits` is False.
     """
     root = _checkout_root(Path(project))
-    settings = RunSettings(root, slug, prepare, max_steps, tick, verbose, parallel)
+    limit_wait = runtime.config.limit_wait if wait_for_limits else 0.0
+    settings = RunSettings(root, slug, prepare, max_steps, tick, verbose, parallel, limit_wait)
     state = RunState(archived_before=tuple(_archives(root)))
     remote_lanes = any(computer.lanes for computer in runtime.config.remotes.values())
     kind = _Lanes if (parallel > 1 or remote_lanes) and slug is None else _Loop
@@ -199,6 +235,7 @@ class RunSettings:
     tick: float
     verbose: bool
     parallel: int = 1
+    limit_wait: float = 0.0  # seconds: the longest wait for an agent's reset; 0: stop (SELF) at once
 
 
 @dataclass(frozen=True)
@@ -261,7 +298,7 @@ class _Loop:
     state: RunState
     runtime: Runtime
     show: Callable[[str], None]
-    status: Callable[[Progress], None]
+    status: Callable[[StatusLine], None]
 
     def go(self) -> Stop:
         slug = self.settings.slug
@@ -304,9 +341,38 @@ class _Loop:
             case Error(code=ErrorCode.NOT_PREPARED, slug=unprepared) if self.settings.prepare and unprepared:
                 return self._prepare(action, unprepared)
             case RunYourself():
-                return Stop(Outcome.SELF, to_text(action))
+                return self._wait_out(action)
             case _:
                 return Stop(Outcome.ERROR, to_text(action))
+
+    def _wait_out(self, action: RunYourself) -> Stop | None:
+        """No agent may take the step: wait until the first of them is back, then ask again (None); a `Stop`
+        when waiting is off or that is further away than `limit_wait`."""
+        back = self._reset_in_reach(action)
+        if back is None:
+            return Stop(Outcome.SELF, to_text(action))
+        agent, until = back
+        countdown = f"{action.step.command} {_item(action.slug)}"
+        while (left := (until - self.runtime.clock()).total_seconds()) > 0:
+            self.status(Countdown(countdown, agent, until, left))
+            time.sleep(min(self.settings.tick, left))
+        time.sleep(LIMIT_MARGIN)  # the store counts an agent out until the second it names
+        return None
+
+    def _reset_in_reach(self, action: RunYourself) -> tuple[str, datetime] | None:
+        back = first_back(action)
+        if back is None:
+            return None
+        agent, until = back
+        wait = (until - self.runtime.clock()).total_seconds()
+        if wait > self.settings.limit_wait:
+            if self.settings.limit_wait > 0:
+                limit = format_duration(self.settings.limit_wait)
+                self.show(f"    {agent} is back only at {format_utc(until)}: later than limit_wait ({limit})")
+            return None
+        step = f"{action.step.command} {_item(action.slug)}"
+        self.show(f"    every agent for {step} is out: waiting for {agent}, back at {format_utc(until)}")
+        return back
 
     def _prepare(self, refusal: Error, slug: str) -> Stop | None:
         """--prepare: start the architect next_prepare names, unattended."""
@@ -318,7 +384,7 @@ class _Loop:
             case Dispatch():
                 return self._dispatch(action, args=f"{slug} {UNATTENDED}")
             case RunYourself():
-                return Stop(Outcome.SELF, to_text(action))
+                return self._wait_out(action)
             case Prepared():  # prepared, and still refused: what next_work says is for a human
                 return Stop(Outcome.ERROR, to_text(refusal))
             case _:
@@ -503,6 +569,7 @@ class Lane:
     queued: bool = False  # its finalize waits for the merge queue
     retries: Retries = field(default_factory=Retries)
     computer: str = "local"  # where its worktree steps run: this machine or a [computers.NAME] with lanes
+    resting: Countdown | None = None  # every agent for its step is out: asked again once it is back
 
 
 @dataclass
@@ -589,7 +656,10 @@ class _Lanes(_Loop):
 
     def _advance_all(self) -> Stop | None:
         """Ask `next_work` for every lane without a worker, and start what it says."""
+        now = self.runtime.clock()
         for lane in list(self.lanes.values()):
+            if lane.resting and lane.resting.until + timedelta(seconds=LIMIT_MARGIN) > now:
+                continue
             if lane.session is None:
                 stop = self._advance(lane)
                 if stop:
@@ -613,9 +683,14 @@ class _Lanes(_Loop):
             case Error(code=ErrorCode.NOT_PREPARED) if self.settings.prepare:
                 begun = self._start_architect(lane)
             case RunYourself():
+                back = self._reset_in_reach(action)
+                if back:  # the other lanes go on meanwhile
+                    lane.resting = Countdown(f"{action.step.command} {_item(lane.slug)}", *back, 0.0)
+                    return None
                 begun = Stop(Outcome.SELF, to_text(action))
             case _:
                 begun = Stop(Outcome.ERROR, to_text(action))
+        lane.resting = None
         lane.queued = begun is QUEUED
         if isinstance(begun, Session):
             lane.session, lane.adopted = begun, begun is not self.state.session
@@ -638,7 +713,8 @@ class _Lanes(_Loop):
     def _wait(self) -> Stop | None:
         """One wait on every worker in flight; a lane whose worker is through asks again next round."""
         busy = {lane.session.id: lane for lane in self.lanes.values() if lane.session is not None}
-        if not busy:  # every lane waits for the merge queue
+        if not busy:  # every lane waits for the merge queue or for an agent's reset
+            self._count_down()
             time.sleep(self.settings.tick)
             return None
         self._status([lane.session for lane in busy.values() if lane.session is not None])  # new starts too
@@ -675,6 +751,13 @@ class _Lanes(_Loop):
         if running:
             self._status(running)
         return None
+
+    def _count_down(self) -> None:
+        resting = [lane.resting for lane in self.lanes.values() if lane.resting]
+        if resting:
+            first = min(resting, key=lambda countdown: countdown.until)
+            left = (first.until - self.runtime.clock()).total_seconds()
+            self.status(replace(first, left=max(left, 0.0)))
 
     def _settle(self, lane: Lane, kind: EventKind, current: dict[str, Session], detail: str) -> Stop | None:
         assert lane.session is not None

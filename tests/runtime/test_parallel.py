@@ -117,6 +117,20 @@ def test_two_parallel_runs_started_together_dispatch_no_step_twice(
     assert_delivered(project, ("greeting", "farewell", "shouting"))
 
 
+def test_lanes_whose_agents_are_all_out_rest_until_the_first_is_back_and_then_deliver(
+    project, fake_agents, tmux_socket
+):
+    for agent in ("claude", "codex"):
+        app.mark_agent_unavailable(agent, "1h", "quota_exhausted", cwd=project)
+    app.mark_agent_unavailable("gemini", "3s", "rate_limited", cwd=project)
+    progress: list[orchestrator.StatusLine] = []
+    report, lines = run(project, parallel=2, progress=progress)
+    assert report.outcome is Outcome.COMPLETE, report.text
+    assert any(isinstance(line, orchestrator.Countdown) for line in progress)
+    assert not any("parked" in line for line in lines), lines
+    assert_delivered(project, ("greeting", "farewell", "shouting"))
+
+
 def test_two_serial_runs_started_together_dispatch_no_step_twice(
     project, fake_agents, tmux_socket, teleclaude_cli
 ):
@@ -190,7 +204,7 @@ def test_digests_reach_the_log_and_the_status_line_of_a_run(project, fake_agents
     settings.write_text(settings.read_text() + "digest_period = 0.3\nsoft_remind = 1.5\n")
     commit_all(project, "Digest quickly")
     monkeypatch.setenv("FAKE_AGENT_GEMINI", "stall")  # thinks until the reminder wakes it
-    progress: list[orchestrator.Progress] = []
+    progress: list[orchestrator.StatusLine] = []
     lines: list[str] = []
     report = orchestrator.run(
         project, "shouting", False, 20, open_runtime(project), lines.append, progress.append
@@ -204,7 +218,7 @@ def test_an_item_that_fails_is_parked_and_the_other_lanes_deliver_theirs(
     project, fake_agents, tmux_socket, monkeypatch
 ):
     monkeypatch.setenv("FAKE_AGENT_CRASH", "shouting")  # every worker of shouting crashes
-    progress: list[orchestrator.Progress] = []
+    progress: list[orchestrator.StatusLine] = []
     report, lines = run(project, parallel=2, progress=progress)
     assert report.outcome is Outcome.PARKED and report.exit_code == 1, report.text
     # the other lanes carried on: greeting, and farewell (after greeting) once it was delivered
@@ -217,7 +231,7 @@ def test_an_item_that_fails_is_parked_and_the_other_lanes_deliver_theirs(
     assert first.startswith("PARKED:") and "shouting" in first
     assert any("shouting" in line and "ERROR: WORKER_FAILED" in line for line in rest)  # its error
     assert any(line.strip().startswith("parked shouting: ERROR: WORKER_FAILED") for line in lines)
-    shown = [p.parked for p in progress]  # the status line, refreshed before each wait
+    shown = [p.parked for p in progress if isinstance(p, orchestrator.Progress)]  # refreshed before each wait
     assert any(parked and parked[0].startswith("shouting (ERROR: WORKER_FAILED") for parked in shown), shown
     sessions = SessionStore().sessions()
     assert [s.state.value for s in sessions if s.slug == "shouting"] == ["errored", "errored"]

@@ -22,6 +22,7 @@ from teleclaude.demo.scenario import commit_all, git
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Marker
 from teleclaude.planner.core.roadmap import parse_roadmap
+from teleclaude.planner.core.timeparse import format_utc
 from teleclaude.runtime import orchestrator
 from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, Session, SessionState, Started
@@ -227,13 +228,65 @@ def test_a_session_left_pending_by_a_killed_starter_is_ended_and_the_step_starte
     assert_no_workers(tmux_socket)
 
 
-def test_no_agent_for_a_step_stops_the_run_with_self(project, fake_agents, tmux_socket):
+def test_no_agent_for_a_step_and_no_wait_stops_the_run_with_self(project, fake_agents, tmux_socket):
     for agent in ("gemini", "claude", "codex"):
         app.mark_agent_unavailable(agent, "1h", "quota_exhausted", cwd=project)
-    report, _ = run(project)
+    report = orchestrator.run(
+        project, None, False, 40, open_runtime(project), print, print, wait_for_limits=False
+    )
     assert report.outcome is Outcome.SELF and report.exit_code == 1
     assert report.text.startswith("SELF:")
     assert SessionStore().sessions() == []
+
+
+def test_a_reset_further_away_than_limit_wait_stops_the_run_with_self(project, fake_agents, tmux_socket):
+    settings = project / "teleclaude.toml"
+    settings.write_text(settings.read_text() + "limit_wait = 600\n")
+    commit_all(project, "Wait ten minutes at most")
+    for agent in ("gemini", "claude", "codex"):
+        app.mark_agent_unavailable(agent, "1h", "quota_exhausted", cwd=project)
+    report, lines = run(project)
+    assert report.outcome is Outcome.SELF, report.text
+    assert SessionStore().sessions() == []
+
+
+def test_a_run_whose_agents_are_all_out_waits_for_the_first_back_and_delivers(
+    project, fake_agents, tmux_socket
+):
+    for agent in ("claude", "codex"):
+        app.mark_agent_unavailable(agent, "1h", "quota_exhausted", cwd=project)
+    app.mark_agent_unavailable("gemini", "3s", "rate_limited", cwd=project)
+    back = AvailabilityStore().unavailable(datetime.now(UTC))["gemini"].until
+    shown: list[orchestrator.StatusLine] = []
+    lines: list[str] = []
+    report = orchestrator.run(
+        project, "greeting", False, 40, open_runtime(project), lines.append, shown.append
+    )
+    assert report.outcome is Outcome.COMPLETE, report.text
+    assert [s.agent for s in SessionStore().sessions() if s.command == "next-build"] == ["gemini"]
+    countdowns = [line for line in shown if isinstance(line, orchestrator.Countdown)]
+    assert countdowns and {c.agent for c in countdowns} == {"gemini"} and countdowns[0].until == back
+    assert any("waiting for gemini" in line for line in lines), lines
+
+
+def test_a_run_killed_while_it_waits_for_a_reset_waits_for_the_same_time_when_started_again(
+    project, fake_agents, tmux_socket, teleclaude_cli
+):
+    for agent in ("claude", "codex"):
+        app.mark_agent_unavailable(agent, "1h", "quota_exhausted", cwd=project)
+    app.mark_agent_unavailable("gemini", "6s", "rate_limited", cwd=project)
+    back = AvailabilityStore().unavailable(datetime.now(UTC))["gemini"].until
+    first = teleclaude_cli(project, "run", "greeting")
+    assert first.stdout is not None
+    waiting = [first.stdout.readline() for _ in range(2)]  # the planner's answer, then the wait
+    assert "waiting for gemini" in waiting[-1], waiting
+    first.kill()  # SIGKILL while it waits
+    first.communicate()
+    code, out, err = finish(teleclaude_cli(project, "run", "greeting"))
+    assert code == 0, out + err
+    assert report_line(out).startswith("COMPLETE:")
+    resumed = next(line for line in out.splitlines() if "waiting for gemini" in line)
+    assert resumed.split("back at ")[1] == waiting[-1].split("back at ")[1].strip() == format_utc(back)
 
 
 # --- the command line: errors, Ctrl-C, a killed supervisor ------------------------------------------------
