@@ -182,7 +182,9 @@ class Tmux:
         return self.capture(pane_id, 0, view.height - 1)
 
     def send_text(self, pane_id: str, text: str) -> None:
-        self.cmd("send-keys", "-t", pane_id, "-l", "--", text)
+        # tmux ends a command at an argument ending in `;` and drops that `;` (an argument ending in `\;`
+        # keeps it, without the backslash): so a text ending in `;` (or in `\;`) is typed whole
+        self.cmd("send-keys", "-t", pane_id, "-l", "--", f"{text[:-1]}\\;" if text.endswith(";") else text)
 
     def send_key(self, pane_id: str, key: str) -> None:
         self.cmd("send-keys", "-t", pane_id, key)

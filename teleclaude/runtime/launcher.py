@@ -24,7 +24,7 @@ from teleclaude.config.profiles import AgentProfile, Computer
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Step
-from teleclaude.runtime.context import Context, bad_argument, unknown_session
+from teleclaude.runtime.context import Context, bad_argument, refused_text, unknown_session
 from teleclaude.runtime.core.blockers import (
     blocked_text,
     find_blocker,
@@ -46,7 +46,7 @@ from teleclaude.runtime.core.sessions import (
     waiting_for_input,
 )
 from teleclaude.runtime.core.supervision import bare_command, resumed, step_of
-from teleclaude.runtime.panes import NotSent, Panes, WorkerBlocked
+from teleclaude.runtime.panes import NotSent, Panes, Untypable, WorkerBlocked
 from teleclaude.runtime.remote import item_slug, send
 
 _COMMAND = re.compile(r"[a-z0-9][a-z0-9:._-]{0,80}")
@@ -166,9 +166,9 @@ class Launcher:
             )
         if not _COMMAND.fullmatch(command):
             return bad_argument(f"{command!r} is not a command name such as next-build")
-        if any(ord(char) < 32 for char in args) or len(args) > 500:
-            return bad_argument("args must be one short line (the slug), without control characters")
-        return None
+        if len(args) > 500:
+            return bad_argument("args must be one short line (the slug)")
+        return refused_text("args", args)
 
     def _worker_env(
         self, session: Session, profile: AgentProfile, remote: Computer | None = None
@@ -319,7 +319,7 @@ class Launcher:
             return bad_argument("text must be one non-empty line")
         try:
             view, screen = self.panes.type_line(session, text.strip(), interrupt)
-        except (WorkerBlocked, NotSent) as error:
+        except (WorkerBlocked, NotSent, Untypable) as error:
             return Error(error.code, str(error))
         except TmuxError as error:
             return Error(ErrorCode.TMUX_FAILED, str(error))
