@@ -32,6 +32,7 @@ from teleclaude.runtime.core.blockers import (
     refusal_text,
     refused_command,
 )
+from teleclaude.runtime.core.marks import SESSION_KEY
 from teleclaude.runtime.core.sessions import (
     Change,
     Cursor,
@@ -96,6 +97,7 @@ class Launcher:
             updated_at=now,
             computer=computer,
             tmux_session=qualify(tmux, f"tc-{session_id}"),
+            key=secrets.token_hex(16),
         )
         if remote and item_slug(subfolder) is None:
             return _not_an_item_worktree(remote, subfolder)
@@ -183,6 +185,7 @@ class Launcher:
             env["PATH"] = _with_teleclaude(env["PATH"])
         env.update(profile.env)
         env["TELECLAUDE_SESSION_ID"] = session.id
+        env[SESSION_KEY] = session.key
         if remote:  # its stop hook cannot reach this database: it marks its pane for the observer instead
             env[TURN_END_TO_PANE] = "1"
         else:

@@ -33,12 +33,6 @@ HOSTILE = [
 BIDI = set("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u2028\u2029")
 
 
-def _start(runtime, project):
-    started = runtime.run_agent_command("local", "next-build", "x", str(project), "claude", "med")
-    assert not isinstance(started, Error), started
-    return started.session
-
-
 def _screen(runtime, session) -> str:
     view = runtime.tmux.views()[session.pane_id]
     return "\n".join(runtime.tmux.screen(session.pane_id, view))
@@ -49,9 +43,9 @@ def _alive(runtime, session) -> bool:
     return view is not None and not view.dead
 
 
-def test_a_message_with_a_control_character_is_refused_and_nothing_is_typed(worker_runtime, worker_project):
+def test_a_message_with_a_control_character_is_refused_and_nothing_is_typed(worker_runtime, start_worker):
     runtime = worker_runtime
-    session = _start(runtime, worker_project)
+    session = start_worker()
     before = _screen(runtime, session)
     for text in HOSTILE:
         answer = runtime.send_message(session.id, text)
@@ -69,9 +63,11 @@ def test_a_message_with_a_control_character_is_refused_and_nothing_is_typed(work
         assert f"(queued: {text})" in _screen(runtime, session)
 
 
-def test_sessions_send_refuses_a_carriage_return_with_the_code(worker_runtime, worker_project, cli):
+def test_sessions_send_refuses_a_carriage_return_with_the_code(
+    worker_runtime, worker_project, cli, start_worker
+):
     runtime = worker_runtime
-    session = _start(runtime, worker_project)
+    session = start_worker()
     before = _screen(runtime, session)
     sent = cli("sessions", "send", session.id, "a\rb", cwd=worker_project)
     assert first_line(sent.stdout + sent.stderr) == "ERROR: INVALID_ARGUMENT"
@@ -89,9 +85,9 @@ def test_run_agent_command_refuses_args_a_terminal_obeys_and_records_nothing(wor
     assert runtime.tmux.session_names() == set()
 
 
-def test_a_wait_cmd_with_a_nul_is_refused_before_a_cycle_is_recorded(worker_runtime, worker_project):
+def test_a_wait_cmd_with_a_nul_is_refused_before_a_cycle_is_recorded(worker_runtime, start_worker):
     runtime = worker_runtime
-    session = _start(runtime, worker_project)
+    session = start_worker()
     for wait_cmd in ("true \x00x", "true \x1b[2J"):
         answer = runtime.report_status(session.id, "done", wait_cmd=wait_cmd)
         assert isinstance(answer, Error) and answer.code is ErrorCode.INVALID_ARGUMENT, answer
