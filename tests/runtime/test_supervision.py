@@ -274,6 +274,9 @@ def test_a_session_file_from_an_older_teleclaude_is_read_and_upgraded(tmp_path, 
     store = SessionStore()
     old = store.get("old1")
     assert old.state is SessionState.ERRORED and old.nudges == 0 and old.status_text == ""
+    assert old.key == ""  # from before sessions had keys: its hooks bring none either
     assert store.latest(str(tmp_path), "greeting") == old
     assert store.save(replace(old, status_text="read again"), expect=SessionState.ERRORED)
     assert store.get("old1").status_text == "read again"
+    assert store.save(replace(store.get("old1"), key="k"), expect=SessionState.ERRORED)
+    assert store.get("old1").key == "k"  # the column was added
