@@ -12,6 +12,8 @@ import sys
 import time
 from datetime import UTC, datetime
 
+import pytest
+
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION
 from teleclaude.runtime.core.limits import parse_failure
@@ -32,6 +34,7 @@ def _unavailable() -> set[str]:
     return set(AvailabilityStore().unavailable(datetime.now(UTC)))
 
 
+@pytest.mark.slow  # the worker runtime in tmux
 def test_a_pane_mark_without_the_sessions_key_neither_ends_its_turn_nor_limits_its_agent(
     worker_runtime, start_worker
 ):
@@ -76,6 +79,7 @@ def _hook(env, project, name: str, payload: dict[str, object], session_id: str, 
     )
 
 
+@pytest.mark.slow  # the worker runtime in tmux
 def test_a_hook_run_with_another_sessions_id_records_nothing_on_it(
     worker_runtime, worker_project, subprocess_env, start_worker
 ):

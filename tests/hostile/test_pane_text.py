@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 import unicodedata
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -43,6 +44,7 @@ def _alive(runtime, session) -> bool:
     return view is not None and not view.dead
 
 
+@pytest.mark.slow  # the worker runtime in tmux
 def test_a_message_with_a_control_character_is_refused_and_nothing_is_typed(worker_runtime, start_worker):
     runtime = worker_runtime
     session = start_worker()
@@ -63,6 +65,7 @@ def test_a_message_with_a_control_character_is_refused_and_nothing_is_typed(work
         assert f"(queued: {text})" in _screen(runtime, session)
 
 
+@pytest.mark.slow  # the worker runtime in tmux
 def test_sessions_send_refuses_a_carriage_return_with_the_code(
     worker_runtime, worker_project, cli, start_worker
 ):
@@ -76,6 +79,7 @@ def test_sessions_send_refuses_a_carriage_return_with_the_code(
     assert _alive(runtime, session) and _screen(runtime, session) == before
 
 
+@pytest.mark.slow  # the worker runtime in tmux
 def test_run_agent_command_refuses_args_a_terminal_obeys_and_records_nothing(worker_runtime, worker_project):
     runtime = worker_runtime
     for args in ("slug\x7f", "slug\x9b2J", "slug\u202e", "slug\x1b[201~", "slug\x00"):
@@ -85,6 +89,7 @@ def test_run_agent_command_refuses_args_a_terminal_obeys_and_records_nothing(wor
     assert runtime.tmux.session_names() == set()
 
 
+@pytest.mark.slow  # the worker runtime in tmux
 def test_a_wait_cmd_with_a_nul_is_refused_before_a_cycle_is_recorded(worker_runtime, start_worker):
     runtime = worker_runtime
     session = start_worker()
