@@ -72,6 +72,7 @@ _SESSION_COLUMNS = {
     "transcript": str,
     "tool_seen_at": str,
     "seen_rows": str,  # row hashes, space-separated
+    "key": str,  # the session's own, given to its worker only (runtime/core/marks.py)
     "version": int,
 }
 # SessionState.ERRORED and NEEDS_ATTENTION, spelled out so the planner's read imports no session model.

@@ -44,7 +44,9 @@ _VIEW_FORMAT = "\t".join(
 # A worker on another computer cannot reach this machine's database, so its stop hook marks its own pane
 # instead (`mark_own_pane`, when the launcher gave it this variable), and the observer reads the mark with
 # the pane's other facts, over the ssh connection it already uses, then clears it. Its StopFailure hook
-# (an API error ended the turn) does the same with the failure, as JSON in printable ASCII.
+# (an API error ended the turn) does the same with the failure, as JSON in printable ASCII. Any process
+# of the user can set these options: a mark counts only when sealed with its session's key
+# (runtime/core/marks.py).
 TURN_END_OPTION = "@teleclaude_turn_end"
 STOP_FAILURE_OPTION = "@teleclaude_stop_failure"
 TURN_END_TO_PANE = "TELECLAUDE_TURN_END_TO_PANE"
@@ -188,7 +190,9 @@ class Tmux:
         return self.capture(pane_id, 0, view.height - 1)
 
     def send_text(self, pane_id: str, text: str) -> None:
-        self.cmd("send-keys", "-t", pane_id, "-l", "--", text)
+        # tmux ends a command at an argument ending in `;` and drops that `;` (an argument ending in `\;`
+        # keeps it, without the backslash): so a text ending in `;` (or in `\;`) is typed whole
+        self.cmd("send-keys", "-t", pane_id, "-l", "--", f"{text[:-1]}\\;" if text.endswith(";") else text)
 
     def send_key(self, pane_id: str, key: str) -> None:
         self.cmd("send-keys", "-t", pane_id, key)

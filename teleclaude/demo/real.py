@@ -185,6 +185,7 @@ def _prepare(base: Path, clis: dict[str, Path], server_url: str) -> dict[str, st
         "TELECLAUDE_DB": str(base / "teleclaude.db"),
         "PATH": os.pathsep.join(path),
         "TELECLAUDE_SESSION_ID": None,
+        "TELECLAUDE_SESSION_KEY": None,
         "CLAUDE_CONFIG_DIR": None,
         "CODEX_HOME": None,
         "GEMINI_CLI_HOME": None,

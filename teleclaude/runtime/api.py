@@ -26,6 +26,7 @@ from teleclaude.errors import Error, guard
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime import remote
 from teleclaude.runtime.context import Context
+from teleclaude.runtime.core.marks import same_key
 from teleclaude.runtime.core.sessions import Ended, Output, Reported, Session, Started, Waited
 from teleclaude.runtime.core.supervision import Directive, Finished
 from teleclaude.runtime.cycle import Cycle
@@ -115,6 +116,12 @@ class Runtime:
         self, session_ids: Iterable[str] | None = None, timeout: float = 30.0
     ) -> Waited | Error:
         return self.observer.wait(session_ids, timeout)
+
+    def owns(self, session_id: str, key: str) -> bool:
+        """`key` is the session's own (its worker's TELECLAUDE_SESSION_KEY), or there is no such session: a
+        hook checks it before it records anything on the session (runtime/core/marks.py)."""
+        session = self.store.get(session_id)
+        return session is None or same_key(session.key, key)
 
     def record_turn_end(self, session_id: str, source: str = "stop hook", prompt: str = "") -> bool:
         return self.observer.record_turn_end(session_id, source, prompt)

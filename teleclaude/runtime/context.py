@@ -12,6 +12,7 @@ from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.adapters.tmux import Tmux
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, ErrorCode
+from teleclaude.planner.core.terminal import untypable
 from teleclaude.runtime.core.sessions import Change, Session, SessionState, transition
 
 
@@ -63,3 +64,15 @@ def unknown_session(session_id: str) -> Error:
 
 def bad_argument(message: str) -> Error:
     return Error(ErrorCode.INVALID_ARGUMENT, message)
+
+
+def refused_text(what: str, text: str) -> Error | None:
+    """INVALID_ARGUMENT when `text` holds a character a worker's terminal would obey rather than show (the
+    one rule for text typed into a pane, or run as a worker's command: `terminal.untypable`)."""
+    char = untypable(text)
+    if char is None:
+        return None
+    return bad_argument(
+        f"{what} holds {char}, a control character, bidi override or line separator that a terminal obeys "
+        "instead of showing: refused, nothing was sent.\nSend it again as plain text on one line."
+    )

@@ -21,7 +21,7 @@ from teleclaude.adapters.tmux import TmuxError
 from teleclaude.errors import Error, ErrorCode, guard
 from teleclaude.planner.api import RepoFacts
 from teleclaude.planner.core.decide import decide_work
-from teleclaude.runtime.context import Context, bad_argument, unknown_session
+from teleclaude.runtime.context import Context, bad_argument, refused_text, unknown_session
 from teleclaude.runtime.core.sessions import Change, Reported, Session, SessionState, transition
 from teleclaude.runtime.core.supervision import Directive, Finished, assess, progressed, resumed
 from teleclaude.runtime.panes import Panes
@@ -231,11 +231,14 @@ def _millis(moment: datetime) -> datetime:
 
 
 def _command_line(text: str) -> list[str] | Error:
-    """A wait_cmd as an argument list: split like a shell would, but never run by one."""
+    """A wait_cmd as an argument list: split like a shell would, but never run by one. An argument holding
+    a control character (NUL, which no argument can carry, ESC, Ctrl-C) is refused before any cycle is
+    recorded: the rule for text typed into a pane."""
     try:
         argv = shlex.split(text)
     except ValueError as error:
         return bad_argument(f"wait_cmd {text!r} cannot be split into arguments: {error}")
     if not argv:
         return bad_argument("wait_cmd is empty")
-    return argv
+    refused = next(filter(None, (refused_text("wait_cmd", arg) for arg in argv)), None)
+    return argv if refused is None else refused

@@ -25,7 +25,7 @@ from teleclaude.config.profiles import Computer
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Step
-from teleclaude.runtime.context import Context, bad_argument, unknown_session
+from teleclaude.runtime.context import Context, bad_argument, refused_text, unknown_session
 from teleclaude.runtime.core.blockers import (
     blocked_text,
     find_blocker,
@@ -33,6 +33,7 @@ from teleclaude.runtime.core.blockers import (
     refusal_text,
     refused_command,
 )
+from teleclaude.runtime.core.marks import SESSION_KEY
 from teleclaude.runtime.core.sessions import (
     Change,
     Cursor,
@@ -47,7 +48,7 @@ from teleclaude.runtime.core.sessions import (
     waiting_for_input,
 )
 from teleclaude.runtime.core.supervision import bare_command, resumed, step_of
-from teleclaude.runtime.panes import NotSent, Panes, WorkerBlocked
+from teleclaude.runtime.panes import NotSent, Panes, Untypable, WorkerBlocked
 from teleclaude.runtime.remote import item_slug, send
 
 _COMMAND = re.compile(r"[a-z0-9][a-z0-9:._-]{0,80}")
@@ -97,6 +98,7 @@ class Launcher:
             updated_at=now,
             computer=computer,
             tmux_session=qualify(tmux, f"tc-{session_id}"),
+            key=secrets.token_hex(16),
         )
         if remote and item_slug(subfolder) is None:
             return _not_an_item_worktree(remote, subfolder)
@@ -167,9 +169,9 @@ class Launcher:
             )
         if not _COMMAND.fullmatch(command):
             return bad_argument(f"{command!r} is not a command name such as next-build")
-        if any(ord(char) < 32 for char in args) or len(args) > 500:
-            return bad_argument("args must be one short line (the slug), without control characters")
-        return None
+        if len(args) > 500:
+            return bad_argument("args must be one short line (the slug)")
+        return refused_text("args", args)
 
     def _worker_env(
         self, session: Session, profile: AgentProfile, remote: Computer | None = None
@@ -184,6 +186,7 @@ class Launcher:
             env["PATH"] = _with_teleclaude(env["PATH"])
         env.update(profile.env)
         env["TELECLAUDE_SESSION_ID"] = session.id
+        env[SESSION_KEY] = session.key
         if remote:  # its stop hook cannot reach this database: it marks its pane for the observer instead
             env[TURN_END_TO_PANE] = "1"
         else:
@@ -320,7 +323,7 @@ class Launcher:
             return bad_argument("text must be one non-empty line")
         try:
             view, screen = self.panes.type_line(session, text.strip(), interrupt)
-        except (WorkerBlocked, NotSent) as error:
+        except (WorkerBlocked, NotSent, Untypable) as error:
             return Error(error.code, str(error))
         except TmuxError as error:
             return Error(ErrorCode.TMUX_FAILED, str(error))

@@ -36,6 +36,7 @@ from teleclaude.runtime.core.limits import (
     parse_failure,
     reset_time,
 )
+from teleclaude.runtime.core.marks import unseal
 from teleclaude.runtime.core.rollout import last_turn_error
 from teleclaude.runtime.core.sessions import (
     Activity,
@@ -184,16 +185,28 @@ class Observer:
     def _marked_failure(self, session: Session, view: PaneView) -> Session | None:
         """The StopFailure hook of a worker on another computer marked its pane with the failure (it cannot
         reach this database): recorded as a local StopFailure hook's is, then the mark is taken away."""
-        if not view.stop_failure:
+        sealed = self._sealed(session, STOP_FAILURE_OPTION, view.stop_failure)
+        if sealed is None:
             return None
-        failure = parse_failure(view.stop_failure)
-        if failure is None:  # not a mark teleclaude's hook writes: nothing to record
+        failure = parse_failure(sealed)
+        if failure is None:  # not a failure teleclaude's hook writes: nothing to record
             self.context.tmux.clear_mark(session.pane_id, STOP_FAILURE_OPTION)
             return None
         log.info("session %s: its pane is marked with %s: %s", session.id, failure.error, failure.message)
         if self.record_stop_failure(session.id, failure.error, failure.message):
             self.context.tmux.clear_mark(session.pane_id, STOP_FAILURE_OPTION)
         return self.context.store.get(session.id) or session  # not recorded: the mark stays for the next look
+
+    def _sealed(self, session: Session, option: str, mark: str) -> str | None:
+        """What the session's own hook marked its pane with; a mark not sealed with the session's key (set by
+        another process, which any process of the user may) is taken away unread."""
+        if not mark:
+            return None
+        payload = unseal(session.key, session.id, option, mark)
+        if payload is None:
+            log.warning("session %s: its pane's %s was not set by its own hook: ignored", session.id, option)
+            self.context.tmux.clear_mark(session.pane_id, option)
+        return payload
 
     def record_stop_failure(
         self, session_id: str, error: str, message: str, signal: str = "StopFailure hook"
@@ -314,7 +327,8 @@ class Observer:
             return context.change(scanned, Change.RATE_LIMITED, limited, expect=session.state, error=limited)
         if view.dead:
             return self._after_exit(scanned, view, expect=session.state)
-        if view.turn_end:  # the stop hook of a worker on another computer marked its pane
+        if self._sealed(session, TURN_END_OPTION, view.turn_end) is not None:
+            # the stop hook of a worker on another computer marked its pane
             working = scanned.state in WORKING
             hooked = self._turn_ended(scanned, "stop hook", session.state) if working else None
             if hooked is None or hooked.state not in WORKING:  # recorded: the mark has done its work

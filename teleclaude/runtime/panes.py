@@ -9,7 +9,7 @@ from functools import partial
 
 from teleclaude.adapters.tmux import TmuxError
 from teleclaude.errors import ErrorCode, Failure
-from teleclaude.runtime.context import Context
+from teleclaude.runtime.context import Context, refused_text
 from teleclaude.runtime.core.blockers import blocked_text, find_blocker
 from teleclaude.runtime.core.sessions import Chunk, Cursor, PaneView, Session, StaleView, read_since
 
@@ -26,6 +26,12 @@ class NotSent(Failure):
     """The typed line is still in the CLI's input after Enter was pressed again: the CLI did not take it."""
 
     code = ErrorCode.TMUX_FAILED
+
+
+class Untypable(Failure):
+    """The text holds a character the worker's terminal would obey (Ctrl-C, a carriage return, ESC)."""
+
+    code = ErrorCode.INVALID_ARGUMENT
 
 
 class Panes:
@@ -95,8 +101,12 @@ class Panes:
     ) -> tuple[PaneView | None, list[str]]:
         """Type one line into the worker and press Enter (Escape first to interrupt it), checked as delivery's
         is (`press_enter` with the line): an Enter the CLI dropped is pressed again, and one still not taken
-        raises NotSent. Never into a dialog, where the keys would pick one of its options. Returns the pane's
-        view and screen from before the line was typed."""
+        raises NotSent. Never into a dialog, where the keys would pick one of its options, and never a
+        character the terminal would obey (Untypable). Returns the pane's view and screen from before the
+        line was typed."""
+        refused = refused_text("the text", text)
+        if refused is not None:
+            raise Untypable(refused.message)
         tmux, settle = self.context.tmux, self.context.config.settle
         view = tmux.views().get(session.pane_id)
         screen = tmux.screen(session.pane_id, view) if view else []
@@ -121,7 +131,7 @@ class Panes:
         """`type_line` for the supervisor and the cycle: a failure is logged, not raised."""
         try:
             self.type_line(session, text, interrupt)
-        except (TmuxError, WorkerBlocked, NotSent) as error:
+        except (TmuxError, WorkerBlocked, NotSent, Untypable) as error:
             log.warning("session %s: could not type into its pane: %s", session.id, error)
 
 

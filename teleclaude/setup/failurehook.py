@@ -10,8 +10,9 @@ For a worker of the runtime (TELECLAUDE_SESSION_ID set): a limit makes the sessi
 agent unavailable until that reset (else an hour), so the planner's next step goes to another agent;
 billing and authentication errors end the session as `errored` with the reason; other errors end the turn.
 The record is retried until it sticks. A worker on another computer (the launcher set
-TELECLAUDE_TURN_END_TO_PANE) marks its tmux pane with the failure instead (`@teleclaude_stop_failure`): the
-observer reads it with the pane's other facts over ssh and records it as above, on this machine. The hook
+TELECLAUDE_TURN_END_TO_PANE) marks its tmux pane with the failure instead (`@teleclaude_stop_failure`,
+sealed with the session's key): the observer reads it with the pane's other facts over ssh and records it
+as above, on this machine. Either way only with the session's own key (runtime/core/marks.py). The hook
 prints nothing and always exits 0: it never breaks an agent.
 """
 
@@ -22,7 +23,7 @@ import sys
 from typing import TextIO
 
 from teleclaude.runtime.core.limits import parse_failure
-from teleclaude.setup.stophook import record
+from teleclaude.setup.stophook import mark_pane, record
 
 
 def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
@@ -33,9 +34,9 @@ def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
     # TURN_END_TO_PANE of adapters/tmux.py: a worker on another computer cannot reach this machine's
     # database, so it marks its pane, which the observer reads over ssh and records as below
     if os.environ.get("TELECLAUDE_TURN_END_TO_PANE") and os.environ.get("TELECLAUDE_SESSION_ID"):
-        from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, mark_own_pane
+        from teleclaude.adapters.tmux import STOP_FAILURE_OPTION
 
-        if not mark_own_pane(failure.encode(), STOP_FAILURE_OPTION):
+        if not mark_pane(STOP_FAILURE_OPTION, failure.encode()):
             _warn(f"could not mark the {failure.error} that ended the turn on the tmux pane")
         return 0
     record(

@@ -150,13 +150,13 @@ def main(agent: str | None = None, stdin: TextIO | None = None, stdout: TextIO |
 def _record_turn_end(prompt: str = "") -> None:
     """A worker started by the runtime ended its turn: tell the runtime now, not after its idle wait (with
     the prompt, for gemini: an unknown /command reaches the model as it was typed). A worker on another
-    computer (the launcher set TURN_END_TO_PANE) marks its tmux pane instead, which the runtime reads over
-    ssh with the pane's output (adapters/tmux.py)."""
+    computer (the launcher set TURN_END_TO_PANE) marks its tmux pane instead, sealed with its session's key,
+    which the runtime reads over ssh with the pane's output (adapters/tmux.py, runtime/core/marks.py)."""
     # TURN_END_TO_PANE of adapters/tmux.py, spelled out: every other stop stays off that module
     if os.environ.get("TELECLAUDE_TURN_END_TO_PANE") and os.environ.get("TELECLAUDE_SESSION_ID"):
-        from teleclaude.adapters.tmux import mark_own_pane
+        from teleclaude.adapters.tmux import TURN_END_OPTION
 
-        if not mark_own_pane(str(time.time_ns())):
+        if not mark_pane(TURN_END_OPTION, str(time.time_ns())):
             _warn("could not mark the end of the turn on the tmux pane")
         return
     record(
@@ -171,7 +171,8 @@ def record(
     pause: float = 0.05,
     hook: str = "stop",
 ) -> None:
-    """Record a hook's news on the session of this worker (TELECLAUDE_SESSION_ID), if it is one.
+    """Record a hook's news on the session of this worker (TELECLAUDE_SESSION_ID), if it is one, and only
+    with that session's key (TELECLAUDE_SESSION_KEY): a hook cannot speak for another worker's session.
 
     The record is a compare-and-set on the session's row, which an observer saving at the same moment wins;
     so `write` is tried again (up to `attempts` times, `pause` seconds apart) until it says the row shows it.
@@ -182,8 +183,12 @@ def record(
         return
     try:  # imported only for a worker's session: every other stop stays off sqlite and the runtime
         from teleclaude.runtime.api import open_runtime
+        from teleclaude.runtime.core.marks import SESSION_KEY
 
         runtime = open_runtime(os.getcwd())  # the project's own profiles: its command prefix and sign
+        if not runtime.owns(session_id, os.environ.get(SESSION_KEY, "")):
+            _warn(f"not recording {what}: ${SESSION_KEY} is not session {session_id}'s key", hook)
+            return
         for attempt in range(attempts):
             if write(runtime, session_id):
                 return
@@ -192,6 +197,16 @@ def record(
         _warn(f"could not record {what}: session {session_id} kept changing", hook)
     except Exception as error:  # never break the agent over bookkeeping
         _warn(f"could not record {what}: {error}", hook)
+
+
+def mark_pane(option: str, payload: str) -> bool:
+    """A worker on another computer: mark its own tmux pane with `payload`, sealed with its session's key
+    (runtime/core/marks.py), for the observer to read over ssh. False when tmux refused."""
+    from teleclaude.adapters.tmux import mark_own_pane
+    from teleclaude.runtime.core.marks import SESSION_KEY, seal
+
+    session_id, key = os.environ.get("TELECLAUDE_SESSION_ID", ""), os.environ.get(SESSION_KEY, "")
+    return mark_own_pane(seal(key, session_id, option, payload), option)
 
 
 def _warn(message: str, hook: str = "stop") -> None:

@@ -278,7 +278,11 @@ def test_a_session_file_from_an_older_teleclaude_is_read_and_upgraded(tmp_path, 
     old = store.get("old1")
     assert old is not None
     assert old.state is SessionState.ERRORED and old.nudges == 0 and old.status_text == ""
+    assert old.key == ""  # from before sessions had keys: its hooks bring none either
     assert store.latest(str(tmp_path), "greeting") == old
     assert store.save(replace(old, status_text="read again"), expect=SessionState.ERRORED)
     again = store.get("old1")
     assert again is not None and again.status_text == "read again"
+    assert store.save(replace(again, key="k"), expect=SessionState.ERRORED)
+    keyed = store.get("old1")
+    assert keyed is not None and keyed.key == "k"  # the column was added

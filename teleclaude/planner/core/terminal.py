@@ -1,4 +1,5 @@
-"""Text from users and agents made safe for a terminal: the one escaping function every renderer uses."""
+"""Text from users and agents made safe for a terminal: the one escaping function every renderer uses, and
+the one rule for text typed into a worker's pane."""
 
 from __future__ import annotations
 
@@ -18,6 +19,19 @@ def printable(text: str, keep_newlines: bool = False) -> str:
     from outside (a reason, an agent's status) has its line breaks escaped too, so it cannot forge a line.
     """
     return (_UNSAFE_KEEPING_LINES if keep_newlines else _UNSAFE).sub(_escape, text)
+
+
+def untypable(text: str) -> str | None:
+    """The first character of `text` that may not be typed into a worker's pane, escaped as `printable`
+    shows it (`\\x03`); None when every character is plain text.
+
+    Keys typed into a pane are obeyed, not shown: Ctrl-C (\\x03) kills the agent, a carriage return submits
+    a line of its own, ESC starts a sequence (a bracketed paste's end), DEL erases, a C1 control is a
+    one-byte CSI; a bidi override or a line separator makes the worker read other than what was sent. So the
+    rule is `printable`'s: refused is exactly what it would escape, tab and newline included.
+    """
+    found = _UNSAFE.search(text)
+    return _escape(found) if found else None
 
 
 def _escape(match: re.Match[str]) -> str:

@@ -15,7 +15,7 @@ import hashlib
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import Enum
 
@@ -98,6 +98,8 @@ class Session:
     # the alternate screen's rows the runtime last read (`row_hash`; blank rows left out): that screen is read
     # whole whenever it changes, and a row still shown is not new output (`unseen_rows`)
     seen_rows: tuple[str, ...] = ()
+    # its worker's alone (TELECLAUDE_SESSION_KEY): a hook's record or pane mark counts only with it (marks.py)
+    key: str = field(default="", repr=False)
     version: int = 0  # counts the saves: a save made from an older read is refused
 
     @property

@@ -1,0 +1,40 @@
+"""A worker's hooks speak for its session only: each session has a key of its own, given to its worker alone
+(TELECLAUDE_SESSION_KEY); a hook's record on the database (a turn end, a stop failure, codex's rollout
+file) must bring it, and a hook's mark on the pane (`@teleclaude_turn_end`, `@teleclaude_stop_failure`)
+is sealed with it. Any process of the user may set any pane's options or name any session, as tmux and the
+database allow; without the key it can no longer end another worker's turn or make its agent unavailable.
+A session stored before keys existed has none (""), and takes what it always took.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+SESSION_KEY = "TELECLAUDE_SESSION_KEY"
+
+
+def same_key(stored: str, given: str) -> bool:
+    """`given` is the session's key (compared in constant time)."""
+    return hmac.compare_digest(_bytes(stored), _bytes(given))
+
+
+def seal(key: str, session_id: str, option: str, payload: str) -> str:
+    """The mark a hook puts on its pane: `payload` with a MAC over the session and the option it is for."""
+    return f"{_mac(key, session_id, option, payload)} {payload}"
+
+
+def unseal(key: str, session_id: str, option: str, mark: str) -> str | None:
+    """The payload of a mark sealed with `key` for this session and option; None for any other mark."""
+    mac, _, payload = mark.partition(" ")
+    expected = _mac(key, session_id, option, payload)
+    return payload if hmac.compare_digest(_bytes(mac), _bytes(expected)) else None
+
+
+def _mac(key: str, session_id: str, option: str, payload: str) -> str:
+    message = "\0".join((session_id, option, payload))
+    return hmac.new(_bytes(key), _bytes(message), hashlib.sha256).hexdigest()
+
+
+def _bytes(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")  # an environment's undecodable bytes included

@@ -1,0 +1,119 @@
+"""Any process of the user may set any tmux pane's options and name any session to a hook: a worker's hooks
+speak for its own session only. A pane mark (`@teleclaude_turn_end`, `@teleclaude_stop_failure`) counts
+only when sealed with the session's key, and a hook's record on the database only with that key in its
+environment: one worker cannot end another's turn or make its agent unavailable (a forged stop failure once
+kept codex out for 16 hours)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+
+import pytest
+
+from teleclaude.adapters.store import AvailabilityStore
+from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION
+from teleclaude.runtime.core.limits import parse_failure
+from teleclaude.runtime.core.marks import SESSION_KEY, seal, unseal
+from teleclaude.runtime.core.sessions import EventKind, SessionState
+
+LIMIT = json.dumps({"error": "rate_limit", "last_assistant_message": "You've hit your session limit"})
+
+
+def _set_option(runtime, pane_id: str, option: str, value: str) -> None:
+    """What any process of the user can do: `tmux -L SOCKET set-option` on any pane."""
+    subprocess.run(
+        ["tmux", "-L", runtime.tmux.socket, "set-option", "-p", "-t", pane_id, option, value], check=True
+    )
+
+
+def _unavailable() -> set[str]:
+    return set(AvailabilityStore().unavailable(datetime.now(UTC)))
+
+
+@pytest.mark.slow  # the worker runtime in tmux
+def test_a_pane_mark_without_the_sessions_key_neither_ends_its_turn_nor_limits_its_agent(
+    worker_runtime, start_worker
+):
+    runtime = worker_runtime
+    other, target = start_worker("x"), start_worker("y")
+    failure = parse_failure(LIMIT)
+    assert failure is not None
+    forged = [
+        (STOP_FAILURE_OPTION, failure.encode()),  # as the hook wrote it before marks were sealed
+        (STOP_FAILURE_OPTION, seal(other.key, other.id, STOP_FAILURE_OPTION, failure.encode())),
+        (STOP_FAILURE_OPTION, seal(other.key, target.id, STOP_FAILURE_OPTION, failure.encode())),
+        (TURN_END_OPTION, str(time.time_ns())),
+        (TURN_END_OPTION, seal(other.key, target.id, TURN_END_OPTION, str(time.time_ns()))),
+        (TURN_END_OPTION, seal(target.key, target.id, STOP_FAILURE_OPTION, str(time.time_ns()))),
+    ]
+    for option, value in forged:
+        _set_option(runtime, target.pane_id, option, value)
+        assert runtime.wait_for_sessions([target.id], timeout=0.5).events == (), (option, value)
+        assert runtime.store.get(target.id).state is SessionState.RUNNING
+        assert _unavailable() == set()
+        view = runtime.tmux.views()[target.pane_id]
+        assert (view.turn_end, view.stop_failure) == ("", "")  # taken away unread
+
+    # the session's own hook still ends its turn: a mark sealed with its key
+    _set_option(runtime, target.pane_id, TURN_END_OPTION, seal(target.key, target.id, TURN_END_OPTION, "1"))
+    waited = runtime.wait_for_sessions([target.id], timeout=2)
+    assert [(e.kind, e.detail) for e in waited.events] == [(EventKind.TURN_ENDED, "stop hook")]
+    assert runtime.store.get(other.id).state is SessionState.RUNNING
+
+
+def _hook(env, project, name: str, payload: dict[str, object], session_id: str, key: str):
+    hook_env = {**env, "TELECLAUDE_SESSION_ID": session_id, SESSION_KEY: key}
+    return subprocess.run(
+        [sys.executable, "-m", "teleclaude", "hook", name],
+        input=json.dumps({**payload, "cwd": str(project), "session_id": "fake"}),
+        cwd=project,
+        env=hook_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.slow  # the worker runtime in tmux
+def test_a_hook_run_with_another_sessions_id_records_nothing_on_it(
+    worker_runtime, worker_project, subprocess_env, start_worker
+):
+    runtime = worker_runtime
+    own, target = start_worker("x"), start_worker("y")
+    failure = {"hook_event_name": "StopFailure", "error": "rate_limit", "last_assistant_message": "limit"}
+    stop = {"hook_event_name": "Stop", "stop_hook_active": False}
+    prompt = {"hook_event_name": "UserPromptSubmit", "transcript_path": str(worker_project / "forged.jsonl")}
+    for key in (own.key, ""):  # its own session's key, or none
+        for name, payload in (("stop-failure", failure), ("stop", stop), ("prompt", prompt)):
+            done = _hook(subprocess_env, worker_project, name, payload, target.id, key)
+            assert done.returncode == 0 and done.stdout == ""  # a hook never breaks its agent
+        assert runtime.wait_for_sessions([target.id], timeout=0.3).events == ()
+        stored = runtime.store.get(target.id)
+        assert (stored.state, stored.transcript) == (SessionState.RUNNING, "")
+        assert _unavailable() == set()
+
+    # with the session's own key, the hook records as it always did
+    done = _hook(subprocess_env, worker_project, "stop-failure", failure, target.id, target.key)
+    assert done.returncode == 0
+    assert runtime.store.get(target.id).state is SessionState.RATE_LIMITED
+    assert _unavailable() == {"claude"}
+    assert runtime.store.get(own.id).state is SessionState.RUNNING
+
+
+def test_a_mark_opens_only_with_its_key_for_its_session_and_option():
+    mark = seal("k1", "s1", TURN_END_OPTION, "123")
+    assert unseal("k1", "s1", TURN_END_OPTION, mark) == "123"
+    for key, session_id, option, value in [
+        ("k2", "s1", TURN_END_OPTION, mark),  # another session's key
+        ("k1", "s2", TURN_END_OPTION, mark),  # made for another session
+        ("k1", "s1", STOP_FAILURE_OPTION, mark),  # made for the other mark
+        ("k1", "s1", TURN_END_OPTION, mark[:-1] + "4"),  # its payload changed
+        ("k1", "s1", TURN_END_OPTION, "123"),  # no seal at all
+        ("k1", "s1", TURN_END_OPTION, "\udcff 123"),  # not even text
+    ]:
+        assert unseal(key, session_id, option, value) is None
