@@ -38,7 +38,7 @@ def cached_parse(
     with _no_collection():
         known = load(path, limit=size_limit(text))
         value, used = parse(text, known)
-        if used.keys() != known.keys():
+        if used != known:  # cheap when nothing changed: the same summary objects compare by identity
             save(path, used)
     _last[path] = (text, value)
     return value
