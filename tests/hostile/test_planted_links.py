@@ -151,3 +151,15 @@ def test_a_roadmap_link_inside_the_repository_is_followed_by_new(repo):
     assert not isinstance(done, Error), done
     assert (repo / "todos/roadmap.md").is_symlink()
     assert "- [ ] later" in (repo / "plans/roadmap.md").read_text()
+
+
+@pytest.mark.parametrize("planted", [".mcp.json", ".claude"])
+def test_a_project_install_does_not_write_through_a_link_out_of_the_repository(repo, tmp_path, cli, planted):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / ".mcp.json").write_text("{}\n")
+    (repo / planted).symlink_to(outside / planted if planted == ".mcp.json" else outside)
+    before = {path: path.read_bytes() for path in outside.rglob("*")}
+    done = cli("install", "--claude", "--scope", "project", cwd=repo)
+    assert first_line(done.stdout) == "ERROR: FILE_ERROR", done.stdout + done.stderr
+    assert {path: path.read_bytes() for path in outside.rglob("*")} == before
