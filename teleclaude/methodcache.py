@@ -69,16 +69,15 @@ def save() -> None:
     if not _added or path is None or sys.dont_write_bytecode:
         return
     _added = False
+    from pathlib import Path
+
+    from teleclaude.adapters import fs  # imported (its classes compiled) before the table is taken
+
     table = dict(list(_compiled.items())[-MAX_ENTRIES:])
-    temp = f"{path}.{os.getpid()}.tmp"
-    try:
+    with contextlib.suppress(OSError):  # a read-only install: compile every time, as without the table
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(temp, "wb") as handle:
-            handle.write(_magic() + marshal.dumps(table))
-        os.replace(temp, path)
-    except OSError:  # a read-only install: compile every time, as without the table
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
+        mode = os.stat(__file__).st_mode & 0o666  # as a `.pyc`: readable by whoever reads the source
+        fs.atomic_write(Path(path), _magic() + marshal.dumps(table), follow=False, mode=mode)
 
 
 def _load(path: str | None) -> dict[str, CodeType]:

@@ -12,7 +12,7 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
@@ -103,10 +103,16 @@ def _kind(mode: int) -> str:
     return next((name for test, name in kinds.items() if test(mode)), "not a file")
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that a reader sees either the old or the new file, never half of one."""
-    path = path.resolve()  # rewrite the file a symlink points to, keep the link
-    _replace(_temp_copy(path, data), path)
+def atomic_write(path: Path, data: bytes, *, follow: bool = True, mode: int | None = None) -> None:
+    """Replace `path` with `data` so that a reader sees either the old or the new file, never half of one.
+
+    `follow`: a symlink at `path` is kept and the file it leads to rewritten (a user's linked dotfile);
+    else the link itself is replaced by a regular file, so nothing is ever written where it leads (what a
+    repository brings). `mode` (default: the old file's) is set before the file takes `path`'s place.
+    """
+    if follow:
+        path = path.resolve()
+    _replace(_temp_copy(path, data, mode), path)
 
 
 def rewrite(
@@ -168,11 +174,17 @@ def _holds(path: Path, stamp: tuple[int, ...], data: bytes) -> bool:
         return False
 
 
-def _temp_copy(path: Path, data: bytes) -> str:
-    """A synced temporary file next to `path` holding `data`, with `path`'s permissions."""
+def _temp_copy(path: Path, data: bytes, mode: int | None = None) -> str:
+    """A synced temporary file next to `path` holding `data`, with `mode` (default: that of the regular
+    file at `path`). Every temporary file of the package is made here: under a fresh random name, created
+    exclusively (`mkstemp`: O_EXCL, so a link planted under any name is never followed), in the target's
+    own folder, as CPython writes a `.pyc`."""
     import tempfile  # only the rare write path pays for it
 
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
+    if mode is None:
+        with suppress(OSError):
+            info = path.lstat()
+            mode = stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else None
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as out:

@@ -2,9 +2,11 @@
 
 One JSON file per parsed file under `<git common dir>/teleclaude-cache/`, mapping the hash of each chunk's
 text to what the parser kept of it (see `planner.core.markdown.chunk_summaries`). An entry is found only
-through the hash of the text being parsed, so a stale one is never used; a file that is missing, corrupt
-or of another shape counts as empty, and deleting the folder is always safe. Writes replace the file
-atomically and keep only the entries of the last parse.
+through the hash of the text being parsed, so a stale one is never used; a file that is missing, corrupt,
+of another shape, not a regular file or larger than the text it caches could explain counts as empty, and
+deleting the folder is always safe. The parsers check what an entry says against the text (a forged one
+with the right key is ignored too). Writes replace the file atomically (a link there is replaced, never
+followed) and keep only the entries of the last parse.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
+
+from teleclaude.adapters import fs
 
 FOLDER = "teleclaude-cache"
 FORMAT = 1
@@ -33,9 +36,9 @@ def cached_parse(
     if last is not None and last[0] == text:
         return last[1]
     with _no_collection():
-        known = load(path)
+        known = load(path, limit=size_limit(text))
         value, used = parse(text, known)
-        if used.keys() != known.keys():
+        if used != known:  # cheap when nothing changed: the same summary objects compare by identity
             save(path, used)
     _last[path] = (text, value)
     return value
@@ -67,11 +70,18 @@ def _no_collection() -> Iterator[None]:
         gc.enable()
 
 
-def load(path: Path) -> dict:
+def size_limit(text: str) -> int:
+    """What a cache file of `text` may weigh: its summaries repeat the text at most once, in JSON that writes
+    a character as at most 12 bytes (an astral one as two `\\u` escapes), plus line numbers, keys and
+    problem messages. A file past it is not read, and the text is parsed afresh."""
+    return 32 * len(text) + 2**20
+
+
+def load(path: Path, limit: int = fs.MAX_FILE_BYTES) -> dict:
     try:
-        with open(path, "rb") as handle:
-            stored = json.loads(handle.read())
-    except (OSError, ValueError):
+        data = fs.read_bytes(path, limit)  # a regular file only, opened without blocking
+        stored = json.loads(data) if data is not None else None
+    except (OSError, ValueError, RecursionError, fs.FileError):  # RecursionError: `[[[[…` nested deep
         return {}
     if not isinstance(stored, dict) or stored.get("format") != FORMAT:
         return {}
@@ -81,11 +91,7 @@ def load(path: Path) -> dict:
 
 def save(path: Path, chunks: dict) -> None:
     """Best effort: a cache that cannot be written is simply not there next time."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
+    with contextlib.suppress(OSError):
         path.parent.mkdir(exist_ok=True)
-        temp.write_text(json.dumps({"format": FORMAT, "chunks": chunks}, separators=(",", ":")))
-        os.replace(temp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            temp.unlink(missing_ok=True)
+        data = json.dumps({"format": FORMAT, "chunks": chunks}, separators=(",", ":")).encode()
+        fs.atomic_write(path, data, follow=False)

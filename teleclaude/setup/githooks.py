@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from teleclaude import assets
+from teleclaude.adapters import fs
 
 HOOKS = ("pre-commit", "post-commit")
 CHAINED_SUFFIX = ".teleclaude-chained"
@@ -56,6 +57,18 @@ def hooks_dir(cwd: str | os.PathLike) -> Path:
     return hooks if hooks.is_absolute() else top / hooks
 
 
+def _writable_hooks_dir(cwd: str | os.PathLike) -> Path:
+    """`hooks_dir`; one in the working tree (a `core.hooksPath` the repository brings) must stay in it."""
+    folder = hooks_dir(cwd)
+    top = Path(_git(["rev-parse", "--show-toplevel"], Path(cwd)))
+    if folder.is_relative_to(top) and not folder.is_relative_to(top / ".git"):
+        try:
+            fs.inside(top, folder)
+        except fs.OutsideRepository as error:
+            raise HooksError("FILE_ERROR", error.explain()) from None
+    return folder
+
+
 def script(name: str, python: str | None = None) -> str:
     """The hook `name` as installed: the packaged template with the interpreter's path, shell-quoted."""
     template = assets.read_text("hooks", name)
@@ -72,7 +85,7 @@ def install(cwd: str | os.PathLike, *, python: str | None = None) -> list[str]:
 
     `python` is the interpreter the hooks run teleclaude with (default: the one running this).
     """
-    folder = hooks_dir(cwd)
+    folder = _writable_hooks_dir(cwd)
     for name in HOOKS:  # check everything before changing anything
         if _occupied(folder / name) and not _ours(folder / name) and _occupied(_chained(folder, name)):
             raise HooksError(
@@ -85,7 +98,7 @@ def install(cwd: str | os.PathLike, *, python: str | None = None) -> list[str]:
 
 
 def uninstall(cwd: str | os.PathLike) -> list[str]:
-    folder = hooks_dir(cwd)
+    folder = _writable_hooks_dir(cwd)
     return [_uninstall_one(folder, name) for name in HOOKS]
 
 
@@ -143,10 +156,8 @@ def _ours(path: Path) -> bool:
 
 
 def _write(path: Path, data: bytes) -> None:
-    temp = path.with_name(f".{path.name}.teleclaude.tmp")
-    temp.write_bytes(data)
-    os.chmod(temp, 0o755)
-    os.replace(temp, path)
+    """The hooks folder may be one the repository brings (`core.hooksPath`): a link there is replaced."""
+    fs.atomic_write(path, data, follow=False, mode=0o755)
 
 
 def _git(args: list[str], cwd: Path) -> str:

@@ -100,7 +100,7 @@ def install(
     base = root or home
     with_hook = uninstall or with_stop_hook  # uninstall removes a hook installed earlier
     merge = merges.uninstall if uninstall else merges.install
-    staging = Staging()
+    staging = Staging(root)
     try:
         manifest = Manifest.load(home / MANIFEST)
         before = copy.deepcopy(manifest.dump())
@@ -272,7 +272,7 @@ def trust_project(root: Path) -> list[Line] | Error:
     home = Path.home()
     if "claude" not in detect_agents(home):
         return []
-    staging = Staging()
+    staging = Staging(root)
     try:
         manifest = Manifest.load(home / MANIFEST)
         before = copy.deepcopy(manifest.dump())

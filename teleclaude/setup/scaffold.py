@@ -76,7 +76,7 @@ def _trust_for_claude(root: Path) -> list[str] | Error:
 
 
 def _create_roadmap(root: Path) -> str:
-    path = root / ROADMAP
+    path = fs.inside(root, root / ROADMAP)  # a link is followed only while it stays in the repository
     if path.exists():
         return f"unchanged {ROADMAP} (it exists)"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -100,7 +100,7 @@ def new(
     if invalid:
         return invalid
     with fs.project_lock(repo.common_dir):
-        path = repo.root / ROADMAP
+        path = fs.inside(repo.root, repo.root / ROADMAP)
         data = fs.read_bytes(path)
         existed = data is not None
         data = data if data is not None else ROADMAP_TEXT.encode()

@@ -15,13 +15,16 @@ from teleclaude.setup.manifest import Keys, Manifest
 
 
 class Staging:
-    def __init__(self) -> None:
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root  # project scope: a file there must stay in the repository, links resolved
         self.before: dict[Path, bytes | None] = {}
         self.after: dict[Path, bytes | None] = {}
         self.created: dict[Path, list[Keys]] = {}  # uninstall: containers made for any entry of the file
 
     def current(self, path: Path) -> bytes | None:
         if path not in self.before:
+            if self.root is not None and path.is_relative_to(self.root):
+                fs.inside(self.root, path)  # a link the repository brings never leads a write out of it
             self.before[path] = fs.read_bytes(path)
         return self.after.get(path, self.before[path])
 

@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 import pytest
@@ -65,7 +66,7 @@ def test_a_pane_mark_without_the_sessions_key_neither_ends_its_turn_nor_limits_i
     assert runtime.store.get(other.id).state is SessionState.RUNNING
 
 
-def _hook(env, project, name: str, payload: dict[str, object], session_id: str, key: str):
+def _hook(env, project, name: str, payload: Mapping[str, object], session_id: str, key: str):
     hook_env = {**env, "TELECLAUDE_SESSION_ID": session_id, SESSION_KEY: key}
     return subprocess.run(
         [sys.executable, "-m", "teleclaude", "hook", name],

@@ -47,13 +47,62 @@ def parse_roadmap(text: str) -> Roadmap:
 
 def parse_roadmap_chunks(text: str, known: Mapping[str, Summary]) -> tuple[Roadmap, dict[str, Summary]]:
     """The roadmap, reusing the chunk summaries in `known` (see `markdown.chunk_summaries`), and the
-    summaries it used. A `known` that does not have the expected shape is ignored, never trusted."""
+    summaries it used. A `known` that does not have the expected shape, or that says of a line what the
+    line does not say, is ignored, never trusted."""
     try:
-        return _roadmap_from(text, known)
+        roadmap, used = _roadmap_from(text, known)
+        if known:
+            _check_lines(text, roadmap)
+        return roadmap, used
     except (TypeError, ValueError, KeyError, IndexError, AttributeError):
         if not known:
             raise
         return _roadmap_from(text, {})
+
+
+# What `slug_problem` accepts, as a pattern: 1-63 characters, no '--', no '-' at either end.
+_VALID_SLUG = r"(?=[a-z0-9-]{1,63}(?![a-z0-9-]))[a-z0-9]+(?:-[a-z0-9]+)*(?![\w-])"
+# A task line as `_check_lines` reads it: its marker, then its slug (markup such as `**` or a backtick
+# before it allowed), then any `(after: …)` on the same line. The prefix is TASK_LINE's.
+_ITEM_LINE = re.compile(
+    rf"[ \t]*(?:[-*+]|\d{{1,9}}[.)])[ \t]+\[([ xX>])\][\W_]*?({_VALID_SLUG})[^\w(\n]*(?:\(after:([^)\n]*)\))?"
+)
+_VALID_AFTER = re.compile(rf" *{_VALID_SLUG}(?: *, *{_VALID_SLUG})* *")
+
+
+def _check_lines(text: str, roadmap: Roadmap) -> None:
+    """Raise ValueError unless every item sits on a task line of `text` with its marker, slug and
+    dependencies, and every problem on a task line that agrees with the items: a summary from the cache is
+    checked against the text it claims to describe (a forged one may carry the right key). One match per
+    item, no parse; an item written in a way this does not read (its dependencies on the next line) only
+    costs a parse afresh."""
+    lines = text.split("\n")
+    count, match, markers = len(lines), _ITEM_LINE.match, _MARKERS
+    for item in roadmap.items:
+        line = item.line
+        found = match(lines[line - 1]) if 0 < line <= count else None
+        if found is None:
+            raise ValueError(f"line {line} holds no task item, so not the cached {item.slug!r}")
+        mark, slug, after = found.groups()
+        if slug != item.slug or markers[mark] is not item.marker or not _same_after(after, item.after):
+            raise ValueError(f"line {line} does not hold the cached item {item.slug!r}")
+    items = {item.line for item in roadmap.items} if roadmap.problems else set()
+    for problem in roadmap.problems:
+        if not (0 < problem.line <= count and TASK_LINE.match(lines[problem.line - 1])):
+            raise ValueError(f"line {problem.line} holds no item, so no cached problem")
+        # An item with a bad dependency is kept; one with a bad slug is not an item.
+        if (problem.line in items) is not (problem.code == "INVALID_DEPENDENCY"):
+            raise ValueError(f"line {problem.line}: the cached problem contradicts the cached items")
+
+
+def _same_after(text: str | None, after: tuple[str, ...]) -> bool:
+    """Whether `after` is what `_item` keeps of the `(after: …)` list `text`: its valid slugs."""
+    if not text:
+        return not after
+    if _VALID_AFTER.fullmatch(text):  # the usual list: every slug valid, only spaces around them
+        return text.replace(" ", "") == ",".join(after)
+    found = (dep.strip() for dep in text.split(","))
+    return tuple(dep for dep in found if dep and slug_problem(dep) is None) == after
 
 
 _MARKERS = {char: Marker.from_char(char) for char in " xX>"}
