@@ -156,6 +156,7 @@ _RUNTIME_NUMBERS = (
     "soft_remind",
     "hard_remind",
     "max_nudges",
+    "unresponsive_pause",
     "digest_period",
     "digest_period_quiet",
     "spin_max",
@@ -178,6 +179,7 @@ _PROFILE_KEYS = (
     "command_listed",
     "env",
 )
+_MAY_BE_ZERO = ("limit_wait", "unresponsive_pause")  # 0: off
 _MAY_BE_EMPTY = ("command_prefix", "busy", "retry", "api_wait", "tool_running", "command_listed")  # "": none
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -199,8 +201,11 @@ def _runtime(path: str, value: Any, earlier: RuntimeConfig | None) -> RuntimeCon
                 )
             runtime = replace(runtime, computers=tuple(dict.fromkeys(["local", *item])))
         elif key in _RUNTIME_NUMBERS:
-            if isinstance(item, bool) or not isinstance(item, int | float) or item <= 0:
-                raise ConfigError(path, where, f"must be a positive number, not {item!r}")
+            least = "0 or more" if key in _MAY_BE_ZERO else "a positive number"
+            if isinstance(item, bool) or not isinstance(item, int | float) or item < 0:
+                raise ConfigError(path, where, f"must be {least}, not {item!r}")
+            if item == 0 and key not in _MAY_BE_ZERO:
+                raise ConfigError(path, where, f"must be {least}, not {item!r}")
             runtime = replace(runtime, **{key: type(getattr(runtime, key))(item)})
         elif key == "agents":
             runtime = replace(runtime, profiles=_profiles(path, item, runtime.profiles))

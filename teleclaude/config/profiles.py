@@ -51,7 +51,10 @@ class RuntimeConfig:
     # supervision (seconds without progress, counted from the last progress)
     soft_remind: float = 210.0  # a reminder typed at the worker's next idle
     hard_remind: float = 420.0  # an interrupting reminder (Escape first); again every (hard - soft) after
-    max_nudges: int = 3  # unanswered reminders before the session needs attention
+    max_nudges: int = 3  # unanswered reminders before the session's agent counts as unresponsive
+    # an unresponsive agent is unavailable this long (seconds) and its step falls back to the next agent;
+    # 0: the session needs attention instead and is left running for a human
+    unresponsive_pause: float = 3600.0
     digest_period: float = 600.0  # a digest per worker for the orchestrator's wait_for_sessions
     digest_period_quiet: float = 300.0  # once a worker showed no progress between two digests
     spin_max: float = 45.0  # post-report cycle: the longest wait for the pane to be quiet

@@ -468,7 +468,13 @@ class Observer:
                 events += announced
         waiting = session.activity is Activity.WAITING_API  # on the API's retries: a reminder would cut them
         due = None if waiting else nudge(session, now, config, session.activity is Activity.QUIET)
-        if isinstance(due, NeedsAttention):
+        unresponsive = None
+        if isinstance(due, NeedsAttention) and config.unresponsive_pause > 0:
+            unresponsive = now + timedelta(seconds=config.unresponsive_pause)
+            detail = f"unresponsive until {unresponsive.isoformat(timespec='seconds')}: {due.detail}"
+            session, limited = transition(session, Change.RATE_LIMITED, now, detail, error=due.detail)
+            events += limited
+        elif isinstance(due, NeedsAttention):
             session, stuck = transition(session, Change.NEEDS_ATTENTION, now, due.detail, error=due.detail)
             events += stuck
         elif isinstance(due, Reminder):
@@ -488,6 +494,8 @@ class Observer:
             )  # another observer was quicker; it did the same
         if isinstance(due, Reminder):
             self.panes.type_or_log(saved, due.text, interrupt=due.interrupt)
+        if unresponsive is not None:  # as a limit: the planner falls back to the step's next agent
+            self.context.availability.mark_unavailable(saved.agent, unresponsive, "unresponsive")
         return saved
 
 

@@ -188,11 +188,32 @@ def test_a_worker_that_reports_its_step_is_finished_by_the_runtime_and_the_run_m
     assert_no_workers(tmux_socket)
 
 
-def test_a_stuck_worker_stops_the_run_and_is_left_running_for_a_human(
+def test_a_worker_that_never_answers_is_replaced_by_the_next_agent_and_the_item_delivered(
     project, fake_agents, tmux_socket, monkeypatch
 ):
     settings = project / "teleclaude.toml"
     settings.write_text(settings.read_text() + "soft_remind = 0.5\nhard_remind = 1.0\nmax_nudges = 1\n")
+    commit_all(project, "Remind quickly")
+    monkeypatch.setenv("FAKE_AGENT_GEMINI", "hang")  # the builder never answers its reminders
+    report, lines = run(project, "greeting")
+    assert report.outcome is Outcome.COMPLETE, report.text
+    builds = [s for s in SessionStore().sessions() if s.command == "next-build"]
+    assert [s.agent for s in builds] == ["gemini", "claude"] and builds[1].state is SessionState.DONE
+    assert any("rate_limited: unresponsive until" in line for line in lines), lines
+    gone = AvailabilityStore().unavailable(datetime.now(UTC))["gemini"]
+    assert gone.reason == "unresponsive" and gone.until > datetime.now(UTC) + timedelta(minutes=50)
+    assert builds[0].tmux_session not in Tmux(tmux_socket).session_names()  # the stuck session was ended
+    assert_delivered(project, ("greeting",))
+
+
+def test_with_unresponsive_pause_0_a_stuck_worker_stops_the_run_and_is_left_running_for_a_human(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    settings = project / "teleclaude.toml"
+    settings.write_text(
+        settings.read_text()
+        + "soft_remind = 0.5\nhard_remind = 1.0\nmax_nudges = 1\nunresponsive_pause = 0\n"
+    )
     commit_all(project, "Remind quickly")
     monkeypatch.setenv("FAKE_AGENT_GEMINI", "hang")
     report, _ = run(project)

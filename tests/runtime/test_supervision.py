@@ -96,6 +96,10 @@ def test_a_worker_that_stalls_recovers_after_one_reminder(project, runtime, cloc
 def test_a_worker_that_ignores_every_reminder_needs_attention_even_across_a_restart(
     project, runtime, clock, monkeypatch, watch
 ):
+    settings = project / "teleclaude.toml"
+    settings.write_text(settings.read_text() + "unresponsive_pause = 0\n")  # left for a human to look at
+    runtime = open_runtime(project)
+    runtime.context.clock = clock
     monkeypatch.setenv("FAKE_AGENT", "hang")
     session_id = start(runtime, project).session.id
     until_quiet(runtime, session_id)
@@ -127,6 +131,28 @@ def test_a_worker_that_ignores_every_reminder_needs_attention_even_across_a_rest
     # the orchestrator was told about the reminders without polling: once each
     waited = restarted.wait_for_sessions([session_id], timeout=0.3)
     assert isinstance(waited, Waited) and waited.events == ()
+
+
+def test_a_worker_that_ignores_every_reminder_makes_its_agent_unavailable_as_unresponsive(
+    project, runtime, clock, monkeypatch, watch
+):
+    monkeypatch.setenv("FAKE_AGENT", "hang")
+    started = start(runtime, project).session
+    until_quiet(runtime, started.id)
+    watching = watch(runtime, started.id)
+    for count in (1, 2, 3):
+        clock.advance(211)
+        watching.until(EventKind.REMINDED, count=count)
+    clock.advance(211)
+    (limited,) = [e for e in watching.until(EventKind.RATE_LIMITED) if e.kind is EventKind.RATE_LIMITED]
+    assert limited.detail.startswith("unresponsive until ")
+    gone = AvailabilityStore().unavailable(clock())[started.agent]
+    assert gone.reason == "unresponsive"
+    assert clock() + timedelta(minutes=59) < gone.until <= clock() + timedelta(hours=1)  # the default pause
+    stored = runtime.store.get(started.id)
+    assert stored is not None and stored.state is SessionState.RATE_LIMITED
+    action = app.next_work(cwd=project)  # the step falls back to the row's next agent
+    assert isinstance(action, Dispatch) and action.agent != started.agent
 
 
 def test_report_status_with_a_wait_cmd_directs_a_worker_that_forgot_to_commit(

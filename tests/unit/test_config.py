@@ -172,3 +172,13 @@ def test_a_bad_remote_computer_is_an_invalid_config(change):
 
     with pytest.raises(ConfigError):
         parse_config([("teleclaude.toml", REMOTE.replace(*change))])
+
+
+@pytest.mark.parametrize("key", ["limit_wait", "unresponsive_pause"])
+def test_the_waits_that_can_be_switched_off_take_0_and_the_timers_do_not(key):
+    runtime = parse_config([(PROJECT, f"[runtime]\n{key} = 0\n")]).runtime
+    assert getattr(runtime, key) == 0
+    with pytest.raises(ConfigError):
+        parse_config([(PROJECT, "[runtime]\nidle_threshold = 0\n")])
+    with pytest.raises(ConfigError):
+        parse_config([(PROJECT, f"[runtime]\n{key} = -1\n")])
