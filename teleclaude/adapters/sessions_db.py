@@ -69,6 +69,7 @@ _SESSION_COLUMNS = {
     "digest_escalated": int,
     "activity": str,
     "cycle_started_at": str,
+    "sent_back": int,
     "transcript": str,
     "tool_seen_at": str,
     "seen_rows": str,  # row hashes, space-separated

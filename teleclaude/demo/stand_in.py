@@ -14,7 +14,8 @@ a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a comm
                way Claude Code runs its StopFailure hook; the screen only says the turn failed
     slowstart  wait 1 s before showing the first prompt
     stall      say it is thinking and wait for a line of input (a reminder), then do the step
-    report     after the step, report it with `teleclaude sessions report` and wait_cmd `true`
+    report     after the step, report it with `teleclaude sessions report` and wait_cmd `true` (or the
+               command in `FAKE_AGENT_WAIT_CMD`)
     deaf       take commands, but drop every Enter under a line that is not one (a message stays in the
                input, as behind a CLI that redraws or is busy)
 
@@ -26,7 +27,8 @@ from git, so they hold across runs. `FAKE_AGENT_CRASH=slug,...` makes every work
 (as `crash` does), so one item of a parallel run fails while the others go on.
 
 A line that is not a command is an instruction: one that says to commit makes it commit, one that says to
-tick makes it tick its build tasks and commit; anything else (a reminder) gets a status line back.
+tick makes it tick its build tasks and commit, one that says its check failed makes it write
+`check-fixed.txt` (and commit); anything else (a reminder) gets a status line back.
 `/emit N` prints N numbered rows, 20 ms apart (for reading output while it grows).
 """
 
@@ -203,6 +205,8 @@ def follow(line: str) -> str:
     here = Path.cwd()
     lowered = line.lower()
     try:
+        if "check failed" in lowered:
+            (here / "check-fixed.txt").write_text("fixed\n")
         if "tick" in lowered:
             for plan in here.glob("todos/*/implementation-plan.md"):
                 tick_build_tasks(plan)
@@ -229,7 +233,10 @@ def report(text: str) -> None:
     """What a worker does through teleclaude__report_status; here through the CLI twin of that tool."""
     session = os.environ.get("TELECLAUDE_SESSION_ID", "")
     subprocess.run(
-        [sys.executable, "-m", "teleclaude", "sessions", "report", session, text, "--wait-cmd", "true"],
+        [
+            *(sys.executable, "-m", "teleclaude", "sessions", "report", session, text),
+            *("--wait-cmd", os.environ.get("FAKE_AGENT_WAIT_CMD", "true")),
+        ],
         capture_output=True,
         text=True,
         timeout=30,

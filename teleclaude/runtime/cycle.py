@@ -23,7 +23,7 @@ from teleclaude.planner.api import RepoFacts
 from teleclaude.planner.core.decide import decide_work
 from teleclaude.runtime.context import Context, bad_argument, refused_text, unknown_session
 from teleclaude.runtime.core.sessions import Change, Reported, Session, SessionState, transition
-from teleclaude.runtime.core.supervision import Directive, Finished, assess, progressed, resumed
+from teleclaude.runtime.core.supervision import Directive, Finished, WaitOutcome, assess, progressed, resumed
 from teleclaude.runtime.panes import Panes
 
 log = logging.getLogger("teleclaude.runtime")
@@ -115,7 +115,7 @@ class Cycle:
                 return unknown_session(session_id)
             waited = self._run_wait_command(session, argv)
             self._spin_until_quiet(session)
-            verdict = _assess(session)
+            verdict = _assess(session, waited, self.context.config.max_nudges)
             for _ in range(5):
                 current = store.get(session_id)
                 if current is None or current.state.is_final or current.cycle_started_at != started:
@@ -126,9 +126,10 @@ class Cycle:
         finally:
             self._forget(session_id, started)
 
-    def _conclude(self, session: Session, verdict: Verdict, waited: str) -> bool:
+    def _conclude(self, session: Session, verdict: Verdict, wait: WaitOutcome) -> bool:
         """Carry the verdict out; False when an observer saved meanwhile (read again, try again)."""
         store, now = self.context.store, self.context.clock()
+        waited = wait.summary()
         if isinstance(verdict, Error):
             # the planner cannot say (a broken worktree, a bad file): nothing is typed and nothing ended; a
             # worker back at its prompt is announced again, so its orchestrator asks next_work and sees why
@@ -141,7 +142,8 @@ class Cycle:
             return store.save(again, expect=session.state, events=events) is not None
         if isinstance(verdict, Directive):
             directed, events = resumed(session, now, Change.DIRECTED, f"{verdict.text} ({waited})")
-            saved = store.save(directed, expect=session.state, events=events)
+            sent_back = session.sent_back + 1 if verdict.failed_wait else 0
+            saved = store.save(replace(directed, sent_back=sent_back), expect=session.state, events=events)
             if saved is None:
                 return False
             self.panes.type_or_log(saved, verdict.text)
@@ -165,7 +167,7 @@ class Cycle:
             if store.save(replace(session, cycle_started_at=None), expect=session.state):
                 return
 
-    def _run_wait_command(self, session: Session, argv: list[str]) -> str:
+    def _run_wait_command(self, session: Session, argv: list[str]) -> WaitOutcome:
         """Run the worker's wait command in its folder, in a process group of its own (killed whole on
         timeout); its output goes to a file, so a background child keeping it open cannot hold us."""
         timeout = self.context.config.wait_timeout
@@ -180,16 +182,16 @@ class Cycle:
                     start_new_session=True,
                 )
             except OSError as error:
-                return f"{argv[0]} could not run: {error.strerror or error}"
+                return WaitOutcome(argv[0], None, why=f"could not run: {error.strerror or error}")
             try:
                 code = child.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
-                return f"{argv[0]} still ran after {timeout:g}s and was stopped"
+                return WaitOutcome(argv[0], None, why=f"still ran after {timeout:g}s and was stopped")
             output.seek(0)
-            last = [line for line in output.read()[-4000:].splitlines() if line.strip()][-1:]
-        return f"{argv[0]} exited {code}" + (f": {last[0][:200]}" if last else "")
+            last = [line for line in output.read()[-4000:].splitlines() if line.strip()][-5:]
+        return WaitOutcome(argv[0], code, tuple(last))
 
     def _spin_until_quiet(self, session: Session) -> None:
         """Until the screen has not changed for idle_threshold, or spin_max has passed."""
@@ -208,8 +210,9 @@ class Cycle:
             time.sleep(config.poll_interval)
 
 
-def _assess(session: Session) -> Verdict:
-    """Ask the planner, read-only, whether the files still call for this session's step."""
+def _assess(session: Session, wait: WaitOutcome, max_sent_back: int) -> Verdict:
+    """Ask the planner, read-only, whether the files still call for this session's step (and whether the
+    worker's own check passed)."""
 
     def ask() -> Finished | Directive:
         repo = gitx.find_repo(session.project)
@@ -218,7 +221,9 @@ def _assess(session: Session) -> Verdict:
         plan = facts.plan(session.slug) if session.subfolder else None
         ahead = gitx.commits_ahead(repo, session.slug) if session.subfolder else 0
         open_tasks = plan.open_build_tasks if plan else 0
-        return assess(session.command, session.slug, decision, open_tasks, ahead)
+        return assess(
+            session.command, session.slug, decision, open_tasks, ahead, wait, session.sent_back, max_sent_back
+        )
 
     verdict = guard(ask)()
     assert isinstance(verdict, Finished | Directive | Error)

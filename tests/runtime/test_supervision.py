@@ -174,6 +174,21 @@ def test_report_status_with_a_wait_cmd_directs_a_worker_that_forgot_to_commit(
     assert isinstance(action, Dispatch) and action.step is Step.REVIEW
 
 
+def test_a_failing_wait_cmd_sends_the_builder_back_with_what_failed_until_it_passes(
+    project, runtime, monkeypatch, watch
+):
+    monkeypatch.setenv("FAKE_AGENT", "report")
+    monkeypatch.setenv("FAKE_AGENT_WAIT_CMD", "test -e check-fixed.txt")  # fails until the worker fixes it
+    session_id = start(runtime, project).session.id
+    seen = watch(runtime, session_id).until(EventKind.FINISHED)
+    directed = [event.detail for event in seen if event.kind is EventKind.DIRECTED]
+    assert len(directed) == 1 and directed[0].startswith(MARK), directed
+    assert "test exited 1" in directed[0]  # what failed, as the worker was told
+    finished = next(event.detail for event in seen if event.kind is EventKind.FINISHED)
+    assert "test exited 0" in finished
+    assert git(project / "trees" / "greeting", "ls-files", "check-fixed.txt").strip() == "check-fixed.txt"
+
+
 def test_the_next_dispatch_for_a_slug_says_why_its_last_worker_failed(project, runtime, monkeypatch, watch):
     monkeypatch.setenv("FAKE_AGENT", "crash")
     session_id = start(runtime, project).session.id

@@ -5,12 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core.model import Complete, Decision, Dispatch, Step
+from teleclaude.planner.core.terminal import untypable
 from teleclaude.runtime.core.sessions import Change, Session, SessionState, transition
 from teleclaude.runtime.core.supervision import (
     MARK,
@@ -18,6 +20,7 @@ from teleclaude.runtime.core.supervision import (
     Finished,
     NeedsAttention,
     Reminder,
+    WaitOutcome,
     assess,
     cycle_expired,
     digest,
@@ -232,3 +235,38 @@ def test_a_retry_countdown_is_shown_as_waiting_on_the_api():
     retry = PROFILES["claude"].retry
     assert activity_of(session, screen, now, 5.0, retry) is Activity.WAITING_API
     assert activity_of(session, ["● Bash(ls)"], now, 5.0, retry) is Activity.TOOL
+
+
+FAILING = WaitOutcome("pytest", 1, ("tests/test_x.py F", "\x1b[31mFAILED tests/test_x.py::test_x\x1b[0m"))
+
+
+def test_assess_a_builder_whose_check_failed_is_sent_back_with_its_last_lines_though_the_files_say_done():
+    verdict = assess("next-build", "greeting", dispatch(Step.REVIEW), wait=FAILING)
+    assert isinstance(verdict, Directive) and verdict.failed_wait
+    assert "pytest exited 1" in verdict.text and "test_x.py::test_x" in verdict.text
+    assert untypable(verdict.text) is None  # one line, nothing a terminal obeys
+
+
+def test_assess_sends_back_at_most_max_times_in_a_row_then_the_files_decide():
+    tries = [
+        assess("next-build", "greeting", dispatch(Step.REVIEW), wait=FAILING, sent_back=n) for n in (2, 3)
+    ]
+    assert isinstance(tries[0], Directive) and tries[0].failed_wait
+    assert isinstance(tries[1], Finished)
+
+
+@pytest.mark.parametrize("check", [WaitOutcome("pytest", 0, ("1 passed",)), None])
+def test_assess_a_check_that_passed_or_none_leaves_it_to_the_files(check):
+    assert isinstance(assess("next-build", "greeting", dispatch(Step.REVIEW), wait=check), Finished)
+
+
+def test_assess_a_reviewers_failing_check_is_a_finding_not_a_reason_to_send_it_back():
+    verdict = assess("next-review", "greeting", dispatch(Step.FIX), wait=FAILING)
+    assert isinstance(verdict, Finished)
+
+
+def test_a_check_that_never_ran_or_ran_too_long_counts_as_failed():
+    stopped = WaitOutcome("pytest", None, why="still ran after 600s and was stopped")
+    assert stopped.failed and stopped.summary() == "pytest still ran after 600s and was stopped"
+    verdict = assess("next-fix-review", "greeting", dispatch(Step.FIX), wait=stopped)
+    assert isinstance(verdict, Directive) and verdict.failed_wait

@@ -89,6 +89,7 @@ class Session:
     digest_escalated: bool = False  # digests every digest_period_quiet from now on (one-way)
     activity: Activity = Activity.WORKING
     cycle_started_at: datetime | None = None  # a post-report cycle is under way (report_status + wait_cmd)
+    sent_back: int = 0  # post-report cycles in a row whose failed wait_cmd sent the worker back
     # codex: its session's rollout file (its UserPromptSubmit hook's `transcript_path`), where an API error
     # that ended a turn is recorded typed (`codex_error_info`); no hook runs for such a turn
     transcript: str = ""

@@ -19,6 +19,7 @@ from datetime import datetime
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Decision, Dispatch, RunYourself, Step
+from teleclaude.planner.core.terminal import printable
 from teleclaude.planner.core.timeparse import format_duration
 from teleclaude.runtime.core.sessions import Activity, Change, Event, Session, SessionState, transition
 
@@ -228,21 +229,67 @@ class Finished:
 @dataclass(frozen=True)
 class Directive:
     text: str
+    failed_wait: bool = False  # the worker is sent back because its wait_cmd failed
+
+
+@dataclass(frozen=True)
+class WaitOutcome:
+    """How a post-report cycle's wait_cmd ended."""
+
+    command: str  # its program, e.g. "pytest"
+    code: int | None  # None: it could not run, or was stopped after wait_timeout
+    tail: tuple[str, ...] = ()  # its last non-blank lines of output
+    why: str = ""  # for a None code: what happened instead
+
+    @property
+    def failed(self) -> bool:
+        return self.code != 0
+
+    def ended(self) -> str:
+        return f"{self.command} " + (f"exited {self.code}" if self.code is not None else self.why)
+
+    def summary(self) -> str:
+        return self.ended() + (f": {self.tail[-1][:200]}" if self.tail else "")
 
 
 def assess(
-    command: str, slug: str, decision: Decision, open_tasks: int = 0, commits_ahead: int = 0
+    command: str,
+    slug: str,
+    decision: Decision,
+    open_tasks: int = 0,
+    commits_ahead: int = 0,
+    wait: WaitOutcome | None = None,
+    sent_back: int = 0,
+    max_sent_back: int = 3,
 ) -> Finished | Directive:
-    """Is the worker's step done, by the files? If not, the one thing to tell it."""
+    """Is the worker's step done, by the files? If not, the one thing to tell it. A failed `wait` sends the
+    worker back to fix what it reports (seed 000: "continue when tests fail"), `max_sent_back` times in a row
+    at most; after that the files alone decide."""
     step = step_of(command)
     action = decision.action
     asked = action.step if isinstance(action, Dispatch | RunYourself) else None
     if asked is Step.COMMIT and getattr(action, "slug", slug) == slug:
         return Directive(f"{MARK} Commit your changes: the files you changed are not committed yet.")
+    if step in _CHANGING_CODE and wait is not None and wait.failed and sent_back < max_sent_back:
+        return Directive(_wait_failed(wait), failed_wait=True)
     if step is None or asked is not step or getattr(action, "slug", slug) != slug:
         summary = "another step" if asked is None else f"/{asked.command}"
         return Finished(f"/{command} {slug} is done by the files; the planner moves on to {summary}")
     return Directive(_unfinished(step, slug, open_tasks, commits_ahead))
+
+
+# the steps whose worker changes the code its check tests (a reviewer's failing check is a finding)
+_CHANGING_CODE = (Step.BUGS, Step.BUILD, Step.FIX, Step.FIX_MERGE)
+
+
+def _wait_failed(wait: WaitOutcome) -> str:
+    """One line to type: what failed and its last lines, escaped (a terminal obeys none of it)."""
+    lines = " | ".join(line.strip()[:160] for line in wait.tail[-3:])
+    said = f"; its last lines: {lines}" if lines else ""
+    return printable(
+        f"{MARK} Your check failed: {wait.ended()}{said}. Fix what it reports, commit, "
+        "then report again with the same wait_cmd."
+    )
 
 
 def _unfinished(step: Step, slug: str, open_tasks: int, commits_ahead: int) -> str:
