@@ -22,6 +22,7 @@ class ErrorCode(Enum):
     NOT_PREPARED = "NOT_PREPARED"
     DEPS_UNSATISFIED = "DEPS_UNSATISFIED"
     INVALID_SLUG = "INVALID_SLUG"
+    UNKNOWN_ITEM = "UNKNOWN_ITEM"  # a slug named by nothing in the files (not on the roadmap, no folder)
     NOT_A_GIT_REPO = "NOT_A_GIT_REPO"
     NO_COMMITS = "NO_COMMITS"
     WORKTREE_FAILED = "WORKTREE_FAILED"

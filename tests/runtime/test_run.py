@@ -316,7 +316,7 @@ def test_a_run_killed_while_it_waits_for_a_reset_waits_for_the_same_time_when_st
 def test_an_error_of_the_planner_stops_the_run_with_exit_1(project, fake_agents, tmux_socket, teleclaude_cli):
     code, out, err = finish(teleclaude_cli(project, "run", "no-such-slug"))
     assert code == 1, out + err
-    assert report_line(out) == "ERROR: NOT_PREPARED"
+    assert report_line(out) == "ERROR: UNKNOWN_ITEM"
     assert "Traceback" not in err
     assert SessionStore().sessions() == []
 

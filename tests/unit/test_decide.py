@@ -232,6 +232,30 @@ def test_unprepared_item_is_not_prepared_and_names_what_is_missing(requirements,
     assert "other" in result.message  # a prepared item that could be worked instead
 
 
+@pytest.mark.parametrize("decide", [decide_work, decide_prepare])
+def test_a_slug_named_by_nothing_in_the_files_is_unknown_and_a_close_one_is_suggested(decide):
+    decision = decide(Facts(), "fet")
+    result = action(decision)
+    assert result.code is ErrorCode.UNKNOWN_ITEM and "feat" in result.message.splitlines()[1]
+    assert decision.effects == ()  # nothing claimed, no worktree
+    far = action(decide(Facts(), "zzzzzz"))
+    assert far.code is ErrorCode.UNKNOWN_ITEM and "Did you mean" not in far.message
+
+
+@pytest.mark.parametrize(
+    "facts",
+    [
+        Facts(requirements={"feat", "other", "loose"}),  # its folder has files: an item being written
+        Facts(archives={"loose": "done/003-loose/"}),  # archived, and taken off the roadmap
+        Facts(trees={"loose": Worktree(WorktreeState.PRESENT)}),
+        Facts(roadmap_text=None),  # no roadmap: the errors about that say what to do
+    ],
+)
+def test_a_slug_off_the_roadmap_that_the_files_know_is_not_unknown(facts):
+    result = work(facts, "loose").action
+    assert not (isinstance(result, Error) and result.code is ErrorCode.UNKNOWN_ITEM)
+
+
 def test_uncommitted_prepared_files_in_main_dispatch_commit_pending_there():
     facts = Facts(trees={}, main=MainStatus(True, ("todos/feat/implementation-plan.md",)))
     result = action(work(facts))

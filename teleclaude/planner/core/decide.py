@@ -8,6 +8,7 @@ action or a request to decide again on fresh facts.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -165,7 +166,20 @@ def _resolve(facts: Facts, slug: str | None, choose: Callable[[Facts], str | Dec
     if slug is None:
         return choose(facts)
     problem = slug_problem(slug)
-    return _done(None, _invalid_slug(problem)) if problem else slug
+    if problem:
+        return _done(None, _invalid_slug(problem))
+    return _done(None, _unknown_item(facts, slug)) if _is_unknown(facts, slug) else slug
+
+
+def _is_unknown(facts: Facts, slug: str) -> bool:
+    """Named by nothing in the files: not on the roadmap, not archived, no worktree and no todos/{slug}/
+    files (a misspelled slug, most likely). Without a roadmap the other errors say what is missing."""
+    roadmap = facts.roadmap()
+    if roadmap is None or any(item.slug == slug for item in roadmap.items):
+        return False
+    if facts.archive(slug) or facts.worktree(slug).state is not WorktreeState.ABSENT:
+        return False
+    return not facts.has_requirements(slug) and facts.plan(slug) is None
 
 
 def _choose_work_item(facts: Facts) -> str | Decision:
@@ -272,6 +286,19 @@ def _invalid_slug(problem: str) -> Error:
     return Error(
         ErrorCode.INVALID_SLUG,
         f"{problem}.\nA slug names a folder and a git branch. Pass a slug from todos/roadmap.md.",
+    )
+
+
+def _unknown_item(facts: Facts, slug: str) -> Error:
+    roadmap = facts.roadmap()
+    slugs = [item.slug for item in roadmap.items] if roadmap else []
+    close = difflib.get_close_matches(slug, slugs, n=3, cutoff=0.6)
+    guess = f"Did you mean {' or '.join(close)}? " if close else ""
+    return Error(
+        ErrorCode.UNKNOWN_ITEM,
+        f"{slug} is not an item of todos/roadmap.md, and todos/{slug}/ has no files.\n"
+        f'{guess}To make it an item, add it to the roadmap (`teleclaude new {slug} "what it delivers"`), '
+        "then call again.",
     )
 
 
