@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from teleclaude.planner.core.lint import SEVERITY, Severity, lint
+from teleclaude.planner.core.lint import SEVERITY, Severity, lint, lint_roadmap
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): (?P<code>[A-Z_]+) (?P<severity>error|warning): .+$")
@@ -39,6 +39,24 @@ CASES = [
     ),
     ("ACTIVE_BLOCKED", {"todos/roadmap.md": "- [ ] a\n- [>] b (after: a)\n"}, (), ("todos/roadmap.md", 2)),
     ("UNKNOWN_DEPENDENCY", {"todos/roadmap.md": "- [ ] a (after: ghost)\n"}, (), ("todos/roadmap.md", 1)),
+    (
+        "MISSPELLED_DEPENDENCY",
+        {"todos/roadmap.md": "- [ ] subtract\n- [ ] mul (after: subtrac) — times\n"},
+        (),
+        ("todos/roadmap.md", 2),
+    ),
+    (
+        "DEPENDENCY_NOT_READ",
+        {"todos/roadmap.md": "- [ ] subtract\n- [ ] add (afer: subtract) — plus\n"},
+        (),
+        ("todos/roadmap.md", 2),
+    ),
+    (
+        "DEPENDENCY_NOT_READ",
+        {"todos/roadmap.md": "- [ ] subtract\n- [ ] div — split (after: subtract)\n"},
+        (),
+        ("todos/roadmap.md", 2),
+    ),
     ("MALFORMED_ITEM", {"todos/roadmap.md": "- [ ] a\n\n- [] b — no space\n"}, (), ("todos/roadmap.md", 3)),
     ("MALFORMED_ITEM", {"todos/roadmap.md": "- [ ] a\n-[ ] b glued to a\n"}, (), ("todos/roadmap.md", 2)),
     ("MALFORMED_ITEM", {"todos/roadmap.md": "Intro\n\n[ ] no bullet\n"}, (), ("todos/roadmap.md", 3)),
@@ -246,3 +264,8 @@ def test_a_file_outside_the_checkout_is_an_invalid_argument(repo, cli, tmp_path)
     outside.write_text("- [ ] x\n")
     done = cli("lint", str(outside), cwd=repo)
     assert (done.returncode, done.stdout.splitlines()[0]) == (1, "ERROR: INVALID_ARGUMENT")
+
+
+def test_other_parentheses_in_a_description_and_a_far_unknown_dependency_are_not_typos():
+    text = "- [ ] a — see (note: b) and (ages: 3)\n- [ ] b (after: ghost) — x\n"
+    assert [f.code for f in lint_roadmap(text)] == ["UNKNOWN_DEPENDENCY"]

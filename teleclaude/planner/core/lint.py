@@ -8,6 +8,7 @@ the author meant.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -42,6 +43,8 @@ SEVERITY: dict[str, Severity] = {
     "CYCLIC_DEPENDENCY": E,
     "ACTIVE_BLOCKED": E,  # `[>]` on an item whose dependencies are still open
     "UNKNOWN_DEPENDENCY": W,  # neither on the roadmap nor archived: taken as delivered, maybe a typo
+    "MISSPELLED_DEPENDENCY": E,  # unknown, and close to a slug that is known: taken as delivered, a typo
+    "DEPENDENCY_NOT_READ": E,  # `(afer: x)`, or `(after: x)` after the description: read as its text
     # any todos/ file
     "MALFORMED_ITEM": E,  # looks like a task item (`- []`, `-[ ]`, `[ ] x`) but is not read as one
     "HIDDEN_ITEM": E,  # a task item after a form feed, NEL or U+2028: markdown reads it as text
@@ -190,20 +193,49 @@ def _duplicates(roadmap: Roadmap) -> list[Finding]:
     return findings
 
 
+# a parenthesised `(word: …)` in a description whose word is "after" or close to it
+_AFTER_LIKE = re.compile(r"\(\s*([A-Za-z]{3,8})\s*:[^)]*\)")
+
+
 def _dependencies(roadmap: Roadmap, archived: set[str] | frozenset[str]) -> list[Finding]:
     findings = []
     known = {item.slug for item in roadmap.items}
     for item in roadmap.items:
         for dep in item.after:
             if dep not in known and dep not in archived:
-                message = f"after: {dep!r} is neither on the roadmap nor in done/; it counts as delivered"
-                findings.append(_finding(ROADMAP, item.line, "UNKNOWN_DEPENDENCY", message))
+                findings.append(_unknown_dependency(item, dep, sorted(known | set(archived))))
+        findings += _unread_dependencies(item)
         if item.marker is Marker.ACTIVE:
             waiting = open_dependencies(roadmap, item, archived.__contains__)
             if waiting:
                 waits = ", ".join(waiting)
                 message = f"{item.slug!r} is [>] but waits for {waits}; mark it [ ] until they are done"
                 findings.append(_finding(ROADMAP, item.line, "ACTIVE_BLOCKED", message))
+    return findings
+
+
+def _unknown_dependency(item: RoadmapItem, dep: str, slugs: list[str]) -> Finding:
+    close = difflib.get_close_matches(dep, slugs, n=1, cutoff=0.75)
+    if close:
+        message = (
+            f"after: {dep!r} is not an item; did you mean {close[0]!r}? As written it counts as delivered"
+        )
+        return _finding(ROADMAP, item.line, "MISSPELLED_DEPENDENCY", message)
+    message = f"after: {dep!r} is neither on the roadmap nor in done/; it counts as delivered"
+    return _finding(ROADMAP, item.line, "UNKNOWN_DEPENDENCY", message)
+
+
+def _unread_dependencies(item: RoadmapItem) -> list[Finding]:
+    """A dependency list the parser took as description text: misspelled, or after the description."""
+    findings = []
+    for match in _AFTER_LIKE.finditer(item.description):
+        word = match[1].lower()
+        if word == "after" or difflib.SequenceMatcher(None, word, "after").ratio() >= 0.75:
+            message = (
+                f"{match[0]!r} is read as description text, not as dependencies; write "
+                f"`{item.slug} (after: a, b) — description`"
+            )
+            findings.append(_finding(ROADMAP, item.line, "DEPENDENCY_NOT_READ", message))
     return findings
 
 
