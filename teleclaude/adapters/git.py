@@ -100,10 +100,32 @@ def run_git_bytes(args: list[str], cwd: Path, given: bytes | None = None) -> byt
 
 def branch_commit(root: Path, branch: str) -> str:
     """The commit `refs/heads/{branch}` points at, or "" when there is no such branch."""
+    return commit_of(root, f"refs/heads/{branch}")
+
+
+def commit_of(root: Path, name: str) -> str:
+    """The commit `name` (a ref, `HEAD`, `MERGE_HEAD`) points at, or "" when there is none."""
     try:
-        return run_git(["rev-parse", "-q", "--verify", f"refs/heads/{branch}^{{commit}}"], root).strip()
+        return run_git(["rev-parse", "-q", "--verify", f"{name}^{{commit}}"], root).strip()
     except subprocess.CalledProcessError:
         return ""
+
+
+def index_tree(root: Path) -> str | None:
+    """The tree the index holds (written to the object store), or None while it holds a conflict."""
+    try:
+        return run_git(["write-tree"], root).strip()
+    except subprocess.CalledProcessError:
+        return None
+
+
+def merged_tree(root: Path, ours: str, theirs: str) -> str | None:
+    """The tree merging commit `theirs` into commit `ours` makes (no worktree or index touched), or None
+    when it conflicts."""
+    try:
+        return run_git(["merge-tree", "--write-tree", "--no-messages", ours, theirs], root).split()[0]
+    except subprocess.CalledProcessError:
+        return None
 
 
 def in_history(root: Path, commit: str) -> bool:
