@@ -103,6 +103,17 @@ def _kind(mode: int) -> str:
     return next((name for test, name in kinds.items() if test(mode)), "not a file")
 
 
+def make_private(*paths: Path) -> None:
+    """Take group's and others' access away from those of `paths` that exist (the user's own files)."""
+    for path in paths:
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            continue
+        if mode & 0o077:
+            os.chmod(path, mode & ~0o077)
+
+
 def atomic_write(path: Path, data: bytes, *, follow: bool = True, mode: int | None = None) -> None:
     """Replace `path` with `data` so that a reader sees either the old or the new file, never half of one.
 
