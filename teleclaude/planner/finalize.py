@@ -146,7 +146,8 @@ def _undo_merge(repo: gitx.Repo, intent: list[str]) -> Error | None:
     index = gitx.index_tree(root)
     if index == gitx.run_git(["rev-parse", f"{head}^{{tree}}"], root).strip():
         return None  # nothing staged: the merge never began, or was undone already
-    if gitx.commit_of(root, "MERGE_HEAD") != tip and index != gitx.merged_tree(root, head, tip):
+    staged_ours = index is not None and index == gitx.merged_tree(root, head, tip)
+    if gitx.commit_of(root, "MERGE_HEAD") != tip and not staged_ours:
         return _refused(
             slug,
             f"a finalize of {slug} was interrupted during its merge, and the main checkout's index has "
