@@ -15,8 +15,11 @@ from teleclaude.planner.finalize import Finalized, finalize
 
 def approve(project: Path, slug: str) -> None:
     workers = Workers(project)
-    while (action := app.next_work(slug, cwd=project)).step is not Step.FINALIZE:
+    while True:
+        action = app.next_work(slug, cwd=project)
         assert isinstance(action, Dispatch), action
+        if action.step is Step.FINALIZE:
+            return
         workers.run(action)
 
 

@@ -38,27 +38,28 @@ def stdio_server(subprocess_env, tmp_path):
     assert server.answer()["id"] == 1
     server.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
     yield server
-    process.stdin.close()
+    server.stdin.close()
     try:
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
-    process.stdout.close()
+    server.stdout.close()
 
 
 class Lines:
-    def __init__(self, process: subprocess.Popen) -> None:
-        self.process = process
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self.stdin, self.stdout = process.stdin, process.stdout
 
     def send(self, line: str) -> None:
-        self.process.stdin.write(line.encode() + b"\n")
-        self.process.stdin.flush()
+        self.stdin.write(line.encode() + b"\n")
+        self.stdin.flush()
 
     def answer(self, seconds: float = 30) -> dict:
-        ready, _, _ = select.select([self.process.stdout], [], [], seconds)
+        ready, _, _ = select.select([self.stdout], [], [], seconds)
         assert ready, "no answer"
-        return json.loads(self.process.stdout.readline())
+        return json.loads(self.stdout.readline())
 
 
 def call(request_id: int, tool: str, arguments_json: str) -> str:
