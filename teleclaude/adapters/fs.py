@@ -104,14 +104,14 @@ def _kind(mode: int) -> str:
 
 
 def make_private(*paths: Path) -> None:
-    """Take group's and others' access away from those of `paths` that exist (the user's own files)."""
+    """Take group's and others' access away from those of `paths` that exist and are the user's own."""
     for path in paths:
         try:
-            mode = stat.S_IMODE(os.stat(path).st_mode)
+            info = os.stat(path)
         except FileNotFoundError:
             continue
-        if mode & 0o077:
-            os.chmod(path, mode & ~0o077)
+        if info.st_mode & 0o077 and info.st_uid == os.getuid():
+            os.chmod(path, stat.S_IMODE(info.st_mode) & ~0o077)
 
 
 def atomic_write(path: Path, data: bytes, *, follow: bool = True, mode: int | None = None) -> None:

@@ -75,7 +75,7 @@ def _merge(repo: gitx.Repo, slug: str, archive: str) -> Finalized | Error:
     root = repo.root
     intent = repo.common_dir / INTENT
     head, tip = gitx.commit_of(root, "HEAD"), gitx.branch_commit(root, slug)
-    fs.atomic_write(intent, f"{slug}\n{head}\n{tip}\n".encode())
+    fs.atomic_write(intent, f"{slug}\n{head}\n{tip}\n".encode(), follow=False)
     try:
         gitx.run_git(["merge", "-q", "--no-ff", "-m", f"Merge {slug}", f"refs/heads/{slug}"], root)
     except subprocess.CalledProcessError as error:

@@ -79,8 +79,8 @@ class Manifest:
                 path.parent.rmdir()
             return
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fs.atomic_write(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode())
-        fs.make_private(path.parent, path)  # made by an older teleclaude: 0755 and 0644
+        fs.atomic_write(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode(), mode=0o600)
+        fs.make_private(path.parent)  # made 0755 by an older teleclaude
 
     # JSON records
 
