@@ -111,7 +111,7 @@ def _add_mcp(parser: argparse.ArgumentParser) -> None:
 
 
 def _port(text: str) -> int:
-    port = int(text) if text.strip().isdecimal() else 0
+    port = int(text) if text.isascii() and text.isdecimal() else 0
     if not 1 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port: give a number from 1 to 65535")
     return port
