@@ -44,12 +44,14 @@ class ErrorCode(Enum):
     UNKNOWN_SESSION = "UNKNOWN_SESSION"
     INVALID_CURSOR = "INVALID_CURSOR"
     TMUX_FAILED = "TMUX_FAILED"
+    COMPUTER_UNREACHABLE = "COMPUTER_UNREACHABLE"  # ssh to another computer failed (exit 255): network, key
     WORKER_BLOCKED = "WORKER_BLOCKED"  # a dialog or a refusal keeps the agent CLI from working on its own
     WORKER_FAILED = "WORKER_FAILED"  # teleclaude run: the same step failed twice in a row
     ALREADY_RUNNING = "ALREADY_RUNNING"  # a live session of the project already holds this step
     MERGE_QUEUED = "MERGE_QUEUED"  # another finalize of the project is merging: one at a time
     MERGE_CONFLICT = "MERGE_CONFLICT"  # teleclaude finalize: the merge conflicts (aborted; next-fix-merge)
     FINALIZE_REFUSED = "FINALIZE_REFUSED"  # teleclaude finalize: not its next step, or a dirty main
+    PORT_IN_USE = "PORT_IN_USE"  # teleclaude mcp --http: another program listens on the port
     INTERNAL = "INTERNAL"
 
 

@@ -8,13 +8,20 @@ server in the project). Tools never raise: every answer, errors included, is pla
 from __future__ import annotations
 
 import asyncio
+import errno
 import hmac
+import io
 import ipaddress
+import json
 import logging
 import os
-from collections.abc import Callable
+import re
+import socket
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ValidationError
@@ -137,7 +144,8 @@ RUN_AGENT_COMMAND = """Start an agent CLI (claude, gemini, codex) in tmux and ty
 
 Call it exactly as a TOOL_CALL from teleclaude__next_work / teleclaude__next_prepare says. It returns once
 the command was delivered: `SESSION: <id> started` with the session's fields, or `ERROR: CODE`
-(UNKNOWN_COMPUTER, UNKNOWN_AGENT, AGENT_NOT_INSTALLED, INVALID_SUBFOLDER, TMUX_FAILED, ...);
+(UNKNOWN_COMPUTER, COMPUTER_UNREACHABLE, UNKNOWN_AGENT, AGENT_NOT_INSTALLED, INVALID_SUBFOLDER,
+TMUX_FAILED, ...);
 WORKER_BLOCKED: a dialog or a refusal stops the CLI (the message names it and the fix; do not retry).
 Then call teleclaude__wait_for_sessions to learn when the worker is done."""
 
@@ -349,9 +357,15 @@ TOOLS: tuple[ToolSpec, ...] = (
 
 class BadArguments(ToolMiddleware):
     """A call whose arguments do not fit the tool answers `ERROR: INVALID_ARGUMENT` like any other error,
-    instead of pydantic's text."""
+    instead of pydantic's text; so does one with text that is not UTF-8 (see `mark_lone_surrogates`)."""
 
     async def on_call_tool(self, context, call_next) -> ToolResult:
+        if any(NOT_UTF8 in text for text in _strings(context.message.arguments)):
+            message = (
+                f"{context.message.name}: an argument is not valid UTF-8 text (a lone surrogate such as "
+                "\\ud800).\nGive it again as UTF-8."
+            )
+            return ToolResult(content=to_text(Error(ErrorCode.INVALID_ARGUMENT, message)))
         try:
             return await call_next(context)
         except ValidationError as error:
@@ -366,6 +380,82 @@ class BadArguments(ToolMiddleware):
             again = "Call it again with the arguments its description names."
             message = f"{context.message.name}: {problems}.\n{again}"
             return ToolResult(content=to_text(Error(ErrorCode.INVALID_ARGUMENT, message)))
+
+
+# --- stdio: a line with a lone surrogate escape is answered, not dropped ---------------------------------
+
+# A noncharacter (never interchanged, so no client means it): stands for a lone surrogate the client sent.
+NOT_UTF8 = "\ufdd0"
+SURROGATE = re.compile("[\ud800-\udfff]")  # after json.loads, a pair is one character: these are lone
+
+
+def mark_lone_surrogates(line: bytes) -> bytes:
+    """`line` with each lone surrogate (`"\\ud800"`: JSON allows the escape, UTF-8 has no such character)
+    replaced by `NOT_UTF8`; any other line byte for byte.
+
+    The MCP SDK's stdio transport refuses the whole line when its parser meets one, and the request is
+    never answered; marked, it reaches `BadArguments`, which answers `ERROR: INVALID_ARGUMENT`."""
+    if b"\\u" not in line:
+        return line
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return line
+    if not any(SURROGATE.search(text) for text in _strings(message)):
+        return line
+    return json.dumps(_replace_surrogates(message)).encode() + b"\n"
+
+
+def _strings(value: object) -> Iterator[str]:
+    """Every string in a JSON value, keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _replace_surrogates(value: object) -> object:
+    if isinstance(value, str):
+        return SURROGATE.sub(NOT_UTF8, value)
+    if isinstance(value, dict):
+        return {_replace_surrogates(key): _replace_surrogates(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_replace_surrogates(item) for item in value]
+    return value
+
+
+class _MarkedLines(io.RawIOBase):
+    """The client's lines, each through `mark_lone_surrogates`."""
+
+    def __init__(self, source: BinaryIO) -> None:
+        self.source, self.pending = source, b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if not self.pending:
+            self.pending = mark_lone_surrogates(self.source.readline())
+        size = min(len(buffer), len(self.pending))
+        buffer[:size] = self.pending[:size]
+        self.pending = self.pending[size:]
+        return size
+
+
+def _mark_stdin() -> None:
+    """Give the SDK's stdio transport the client's lines marked, from a private copy of fd 0; fd 0 itself
+    reads the null device, so a child process (git, tmux) never eats the client's bytes."""
+    private = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    marked = io.BufferedReader(_MarkedLines(os.fdopen(private, "rb")))
+    sys.stdin = io.TextIOWrapper(marked, encoding="utf-8", errors="replace")
 
 
 def build_server() -> FastMCP:
@@ -434,6 +524,30 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def can_listen(host: str, port: int) -> Error | None:
+    """Why the HTTP server could not listen on `host`:`port`, or None when it can. Checked by binding a
+    socket (with SO_REUSEADDR, as uvicorn does) before the CLI says it serves there: uvicorn itself would
+    say so only after that line, and exit 3."""
+    try:
+        family, kind, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            return Error(
+                ErrorCode.PORT_IN_USE,
+                f"another program listens on {host}:{port}.\n"
+                f"Pick another --port (e.g. --port {port % 65535 + 1}), or stop that program.",
+            )
+        return Error(
+            ErrorCode.INVALID_ARGUMENT,
+            f"cannot listen on {host}:{port}: {error.strerror or error}.\n"
+            "Give a --host address of this machine and a --port you may use (1024 and above).",
+        )
+    return None
+
+
 class BearerToken:
     """ASGI middleware: answers 401 to every HTTP request without `Authorization: Bearer <token>`."""
 
@@ -466,6 +580,7 @@ def serve(
 ) -> None:
     server = build_server()
     if not http:
+        _mark_stdin()
         server.run(transport="stdio", show_banner=False)
         return
     access = access or HttpAccess(None)

@@ -103,6 +103,17 @@ def _kind(mode: int) -> str:
     return next((name for test, name in kinds.items() if test(mode)), "not a file")
 
 
+def make_private(*paths: Path) -> None:
+    """Take group's and others' access away from those of `paths` that exist and are the user's own."""
+    for path in paths:
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            continue
+        if info.st_mode & 0o077 and info.st_uid == os.getuid():
+            os.chmod(path, stat.S_IMODE(info.st_mode) & ~0o077)
+
+
 def atomic_write(path: Path, data: bytes, *, follow: bool = True, mode: int | None = None) -> None:
     """Replace `path` with `data` so that a reader sees either the old or the new file, never half of one.
 

@@ -21,6 +21,10 @@ class NotAGitRepo(Failure):
     next_step = "Run this in a git repository (or `git init` one)."
 
 
+class ForeignRepository(NotAGitRepo):
+    next_step = "Unset it (git sets it for hooks of this repository only), or run this in that repository."
+
+
 class WorktreeError(Failure):
     """The whole answer: what went wrong with trees/{slug} and the next step."""
 
@@ -51,10 +55,24 @@ def find_repo(cwd: str | os.PathLike) -> Repo:
     for folder in (start, *start.parents):
         dot_git = folder / ".git"
         if dot_git.is_dir():
-            return Repo(folder, dot_git)
+            return _own_environment(Repo(folder, dot_git), folder)
         if dot_git.is_file():
-            return _repo_from_gitfile(folder, dot_git)
+            return _own_environment(_repo_from_gitfile(folder, dot_git), folder)
     raise NotAGitRepo(f"{start} is not inside a git repository")
+
+
+def _own_environment(repo: Repo, checkout: Path) -> Repo:
+    """`repo`, unless the environment sends git elsewhere: git obeys these variables before its folder, so
+    one that leads out of the repository would have every git command read and change another one."""
+    for name in ("GIT_DIR", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_WORK_TREE"):
+        value = os.environ.get(name)
+        if not value:
+            continue
+        path = Path(value).resolve()  # a relative one from the process's folder, as git takes it
+        within = checkout.resolve() if name == "GIT_WORK_TREE" else repo.common_dir.resolve()
+        if path != within and not (name != "GIT_WORK_TREE" and path.is_relative_to(within)):
+            raise ForeignRepository(f"{name}={value} leads git out of the repository {checkout} is in")
+    return repo
 
 
 def _repo_from_gitfile(folder: Path, dot_git: Path) -> Repo:
@@ -100,10 +118,32 @@ def run_git_bytes(args: list[str], cwd: Path, given: bytes | None = None) -> byt
 
 def branch_commit(root: Path, branch: str) -> str:
     """The commit `refs/heads/{branch}` points at, or "" when there is no such branch."""
+    return commit_of(root, f"refs/heads/{branch}")
+
+
+def commit_of(root: Path, name: str) -> str:
+    """The commit `name` (a ref, `HEAD`, `MERGE_HEAD`) points at, or "" when there is none."""
     try:
-        return run_git(["rev-parse", "-q", "--verify", f"refs/heads/{branch}^{{commit}}"], root).strip()
+        return run_git(["rev-parse", "-q", "--verify", f"{name}^{{commit}}"], root).strip()
     except subprocess.CalledProcessError:
         return ""
+
+
+def index_tree(root: Path) -> str | None:
+    """The tree the index holds (written to the object store), or None while it holds a conflict."""
+    try:
+        return run_git(["write-tree"], root).strip()
+    except subprocess.CalledProcessError:
+        return None
+
+
+def merged_tree(root: Path, ours: str, theirs: str) -> str | None:
+    """The tree merging commit `theirs` into commit `ours` makes (no worktree or index touched), or None
+    when it conflicts."""
+    try:
+        return run_git(["merge-tree", "--write-tree", "--no-messages", ours, theirs], root).split()[0]
+    except subprocess.CalledProcessError:
+        return None
 
 
 def in_history(root: Path, commit: str) -> bool:

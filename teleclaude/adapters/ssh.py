@@ -23,6 +23,7 @@ from pathlib import Path
 
 from teleclaude.adapters.tmux import Tmux, TmuxError
 from teleclaude.config.profiles import Computer
+from teleclaude.errors import ErrorCode
 from teleclaude.runtime.core.sessions import PaneView
 
 SEPARATOR = ":"  # tmux itself never puts a colon in a session name or pane id
@@ -67,9 +68,17 @@ def run(
         raise RemoteError(f"{computer.name}: {remote[0]} did not answer within {timeout:g}s") from None
     except OSError as error:
         raise RemoteError(f"cannot run ssh ({error}); install OpenSSH's client") from None
+    if check and done.returncode == 255:
+        raise Unreachable(f"{computer.name}: ssh to {computer.host} failed: {_why(done)}")
     if check and done.returncode != 0:
         raise RemoteError(f"{computer.name}: {remote[0]} failed: {_why(done)}")
     return done
+
+
+def reach(computer: Computer, timeout: float) -> None:
+    """Connect to `computer` (Unreachable when ssh cannot): the control master it leaves is what the git
+    and tmux commands that follow use, so this costs no second handshake."""
+    run(computer, ["true"], timeout)
 
 
 def git_url(computer: Computer) -> str:
@@ -87,6 +96,16 @@ def git_ssh_command(computer: Computer) -> str:
 
 class RemoteError(TmuxError):
     pass
+
+
+class Unreachable(RemoteError):
+    """ssh itself failed (its exit status 255): no connection, no login, or a host key that does not match."""
+
+    code = ErrorCode.COMPUTER_UNREACHABLE
+    next_step = (
+        "Check that `ssh` to it works from here (network, port, key, known_hosts), or run the step on "
+        "another computer."
+    )
 
 
 class RemoteTmux(Tmux):

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from teleclaude.adapters import fs
 from teleclaude.errors import ErrorCode, Failure
 from teleclaude.planner.core.model import Unavailability
 from teleclaude.planner.core.timeparse import format_utc
@@ -43,8 +44,14 @@ def default_db_path(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     if env.get("TELECLAUDE_DB"):
         return Path(env["TELECLAUDE_DB"])
+    return user_folder(env) / "teleclaude.db"
+
+
+def user_folder(env: Mapping[str, str] | None = None) -> Path:
+    """`~/.teleclaude`: the database, the HTTP token, install's manifest; its owner's alone (0700)."""
+    env = os.environ if env is None else env
     home = Path(env["HOME"]) if env.get("HOME") else Path.home()
-    return home / ".teleclaude" / "teleclaude.db"
+    return home / ".teleclaude"
 
 
 class StoreError(Failure):
@@ -97,13 +104,18 @@ class SqliteStore:
     def _apply(self, change: Callable[[sqlite_utils.Database], T]) -> T:
         import sqlite_utils
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         with closing(self._connect()) as conn, _immediate(conn):
             db = sqlite_utils.Database(conn, execute_plugins=False)
             self.create_tables(db)
             return change(db)
 
     def _connect(self, writing: bool = True) -> sqlite3.Connection:
+        if writing:  # made 0600 before SQLite makes it (0644 under the usual umask); -wal and -shm follow it
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o600))
+        # older installs made them 0755 and 0644; a folder $TELECLAUDE_DB names is left as it is
+        ours = (self.path.parent,) if self.path.parent == user_folder() else ()
+        fs.make_private(*ours, *(Path(f"{self.path}{suffix}") for suffix in ("", "-wal", "-shm")))
         busy = self.busy_timeout_ms if writing else min(READ_TIMEOUT_MS, self.busy_timeout_ms)
         conn = sqlite3.connect(self.path, timeout=busy / 1000)
         if not writing:

@@ -94,7 +94,7 @@ def _run_agents_available(args: argparse.Namespace) -> int:
 def _add_mcp(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    parser.add_argument("--port", type=_port, default=8000, help="HTTP port (default 8000)")
     parser.add_argument(
         "--allow-remote", action="store_true", help="allow a non-loopback --host (the token stays required)"
     )
@@ -108,6 +108,13 @@ def _add_mcp(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-token", action="store_true", help="loopback only: do not require the bearer token"
     )
+
+
+def _port(text: str) -> int:
+    port = int(text) if text.isascii() and text.isdecimal() else 0
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port: give a number from 1 to 65535")
+    return port
 
 
 def _run_mcp(args: argparse.Namespace) -> int:
@@ -124,6 +131,9 @@ def _run_mcp(args: argparse.Namespace) -> int:
         )
         if isinstance(allowed, Error):
             return print_value(allowed)
+        refused = mcp_server.can_listen(args.host, args.port)  # before saying it serves there
+        if refused is not None:
+            return print_value(refused)
         access = allowed
         _explain_http(args, access)
     with contextlib.suppress(KeyboardInterrupt):

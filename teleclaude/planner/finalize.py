@@ -24,6 +24,9 @@ from teleclaude.planner.core.decide import decide_work
 from teleclaude.planner.core.model import Complete, Dispatch, RunYourself, Step, WorktreeState
 from teleclaude.planner.core.render import to_text
 
+# In the git common dir while a finalize's `git merge` runs: the item, main's HEAD before, the branch tip.
+INTENT = "teleclaude-finalize"
+
 
 @dataclass(frozen=True)
 class Finalized:
@@ -45,6 +48,9 @@ def finalize(slug: str, cwd: str | os.PathLike | None = None) -> Finalized | Err
     repo = gitx.find_repo(cwd or os.getcwd())
     config = load_config(repo.root)
     with fs.project_lock(repo.common_dir):
+        interrupted = _undo_interrupted_merge(repo)
+        if interrupted is not None:
+            return interrupted
         facts = app.RepoFacts(repo, config)
         decision = decide_work(facts, slug)
         match decision.action:
@@ -67,20 +73,16 @@ def finalize(slug: str, cwd: str | os.PathLike | None = None) -> Finalized | Err
 
 def _merge(repo: gitx.Repo, slug: str, archive: str) -> Finalized | Error:
     root = repo.root
+    intent = repo.common_dir / INTENT
+    head, tip = gitx.commit_of(root, "HEAD"), gitx.branch_commit(root, slug)
+    fs.atomic_write(intent, f"{slug}\n{head}\n{tip}\n".encode(), follow=False)
     try:
         gitx.run_git(["merge", "-q", "--no-ff", "-m", f"Merge {slug}", f"refs/heads/{slug}"], root)
     except subprocess.CalledProcessError as error:
-        if not (repo.common_dir / "MERGE_HEAD").exists():  # the main checkout's git dir is the common one
-            return _refused(slug, f"git merge {slug} failed: {_why(error)}")
-        conflicted = gitx.run_git(["diff", "--name-only", "--diff-filter=U"], root).split()
-        gitx.run_git(["merge", "--abort"], root)
-        return Error(
-            ErrorCode.MERGE_CONFLICT,
-            f"merging {slug} conflicts in {', '.join(conflicted) or 'some files'}; the merge was aborted "
-            f"and the main checkout is as it was.\nCall teleclaude__next_work({slug!r}): it sends a merge "
-            f"fixer (next-fix-merge) to resolve it in {layout.worktree(slug)}, then the finalize follows.",
-            slug,
-        )
+        failed = _merge_failed(repo, slug, error)
+        intent.unlink()  # only now: a finalize killed before the abort leaves its merge to the next one
+        return failed
+    intent.unlink()  # the merge is HEAD: a rerun goes on from there
     try:
         (root / layout.DONE).mkdir(exist_ok=True)
         gitx.run_git(["mv", "--", layout.item_folder(slug), archive.rstrip("/")], root)
@@ -92,6 +94,75 @@ def _merge(repo: gitx.Repo, slug: str, archive: str) -> Finalized | Error:
             f"`teleclaude finalize {slug}` again: it archives, commits and removes the worktree and branch.",
         )
     return _commit_and_clean(repo, slug, archive)
+
+
+def _merge_failed(repo: gitx.Repo, slug: str, error: subprocess.CalledProcessError) -> Error:
+    root = repo.root
+    if not (repo.common_dir / "MERGE_HEAD").exists():  # the main checkout's git dir is the common one
+        return _refused(slug, f"git merge {slug} failed: {_why(error)}")
+    conflicted = gitx.run_git(["diff", "--name-only", "--diff-filter=U"], root).split()
+    gitx.run_git(["merge", "--abort"], root)
+    if not conflicted:  # it merged, but git stopped before the commit: a pre-merge-commit hook refused it
+        return _refused(
+            slug,
+            f"git merge {slug} stopped before its commit: {_why(error)}\nThe merge was aborted and the "
+            f"main checkout is as it was. Fix what git said (a hook?), then run `teleclaude finalize {slug}` "
+            "again.",
+        )
+    return Error(
+        ErrorCode.MERGE_CONFLICT,
+        f"merging {slug} conflicts in {', '.join(conflicted)}; the merge was aborted "
+        f"and the main checkout is as it was.\nCall teleclaude__next_work({slug!r}): it sends a merge "
+        f"fixer (next-fix-merge) to resolve it in {layout.worktree(slug)}, then the finalize follows.",
+        slug,
+    )
+
+
+def _undo_interrupted_merge(repo: gitx.Repo) -> Error | None:
+    """Undo the merge a finalize killed inside `git merge` left staged (say, during a pre-merge-commit hook).
+
+    git stages the merged files before it runs that hook and writes MERGE_HEAD only when it stops on its
+    own, so the killed merge looks to git (and to a dirty-main check) like someone else's staged work. The
+    finalize's intent file names the merge: while HEAD is still the commit it merged into and the index holds
+    exactly that merge (or MERGE_HEAD is its branch tip), `git reset --merge` takes it back and keeps every
+    unstaged edit (the roadmap's markers, a user's lines); the finalize then merges again. An intent whose
+    HEAD moved on (the merge was committed) or whose index is clean again is only removed.
+    """
+    path = repo.common_dir / INTENT
+    recorded = fs.read_bytes(path)
+    if recorded is None:
+        return None
+    undone = _undo_merge(repo, recorded.decode("utf-8", "replace").split())
+    if undone is None:
+        path.unlink()
+    return undone
+
+
+def _undo_merge(repo: gitx.Repo, intent: list[str]) -> Error | None:
+    root = repo.root
+    if len(intent) != 3 or gitx.commit_of(root, "HEAD") != intent[1]:
+        return None  # HEAD moved on: the merge was committed (or undone and main moved)
+    slug, head, tip = intent
+    index = gitx.index_tree(root)
+    if index == gitx.run_git(["rev-parse", f"{head}^{{tree}}"], root).strip():
+        return None  # nothing staged: the merge never began, or was undone already
+    staged_ours = index is not None and index == gitx.merged_tree(root, head, tip)
+    if gitx.commit_of(root, "MERGE_HEAD") != tip and not staged_ours:
+        return _refused(
+            slug,
+            f"a finalize of {slug} was interrupted during its merge, and the main checkout's index has "
+            "changed since, so it is not undone.\nUnstage what is not the merge's (`git restore --staged "
+            "PATH`), then finalize again: it undoes the merge and merges anew.",
+        )
+    try:
+        gitx.run_git(["reset", "-q", "--merge"], root)
+    except subprocess.CalledProcessError as error:
+        return _refused(
+            slug,
+            f"a finalize of {slug} was interrupted during its merge; undoing it failed: {_why(error)}\n"
+            "Move the edits git names out of the way (made after the merge began), then finalize again.",
+        )
+    return None
 
 
 def _finish(repo: gitx.Repo, slug: str, archive: str) -> Finalized | Error:

@@ -17,7 +17,7 @@ from pathlib import Path
 from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.agent_config import codex_trust
-from teleclaude.adapters.ssh import RemoteError, qualify
+from teleclaude.adapters.ssh import RemoteError, Unreachable, qualify
 from teleclaude.adapters.tmux import TURN_END_TO_PANE, TmuxError
 from teleclaude.agents.profile import AgentProfile
 from teleclaude.config.matrix import THINKING_MODES
@@ -139,6 +139,8 @@ class Launcher:
                 config.history_limit,
                 (config.width, config.height),
             )
+        except Unreachable as error:
+            return Error(error.code, error.explain())
         except RemoteError as error:
             return Error(ErrorCode.TMUX_FAILED, f"{error}\nCheck that `ssh {remote and remote.host}` works.")
         except TmuxError as error:

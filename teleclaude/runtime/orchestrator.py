@@ -428,7 +428,7 @@ class _Loop:
 
     def _refused(self, error: Error, step: StepKey, retries: Retries) -> Session | Stop | None:
         """The runtime refused a start: another run got there first (wait for its worker), the merge queue is
-        busy (wait for it), or tmux failed (once: try again)."""
+        busy (wait for it), or tmux or ssh failed (once: try again)."""
         match error.code:
             case ErrorCode.ALREADY_RUNNING:
                 twin = self._twin(step)
@@ -437,7 +437,7 @@ class _Loop:
             case ErrorCode.MERGE_QUEUED:
                 self.show(f"    {error.message.splitlines()[0]}")
                 return QUEUED
-            case ErrorCode.TMUX_FAILED if not retries.start_failed(step):
+            case ErrorCode.TMUX_FAILED | ErrorCode.COMPUTER_UNREACHABLE if not retries.start_failed(step):
                 self.show(f"    could not start it, trying again: {error.message.splitlines()[0]}")
                 return None
         return Stop(Outcome.ERROR, to_text(error))

@@ -68,6 +68,7 @@ def item_slug(subfolder: str | None) -> str | None:
 def send(computer: Computer, project: Path, slug: str, timeout: float) -> None:
     """Push the item branch to the remote clone and check it out there in trees/{slug}."""
     staging = f"refs/teleclaude/incoming/{slug}"
+    ssh.reach(computer, timeout)  # else an unreachable computer is only a failed `git push`
     _git(computer, project, "push", "-q", "--force", ssh.git_url(computer), f"refs/heads/{slug}:{staging}")
     ssh.run(
         computer, ["sh", "-c", _CHECK_OUT, "teleclaude-checkout", computer.project, slug, staging], timeout

@@ -78,8 +78,9 @@ class Manifest:
             if path.parent.is_dir() and not any(path.parent.iterdir()):
                 path.parent.rmdir()
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fs.atomic_write(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode())
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fs.atomic_write(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode(), mode=0o600)
+        fs.make_private(path.parent)  # made 0755 by an older teleclaude
 
     # JSON records
 

@@ -178,3 +178,21 @@ def test_a_remote_address_needs_allow_remote_and_the_token(cli, args):
 def test_allow_remote_keeps_the_token(tmp_path):
     access = http_access("0.0.0.0", allow_remote=True, token_file=tmp_path / "t")
     assert isinstance(access, HttpAccess) and access.token
+
+
+@pytest.mark.parametrize("port", ["70000", "-1", "0", "http"])
+def test_a_port_out_of_range_is_a_usage_error(cli, port):
+    done = cli("mcp", "--http", "--port", port, timeout=30)
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert "usage:" in done.stderr and "--port" in done.stderr.splitlines()[-1]
+    assert "Traceback" not in done.stderr
+
+
+def test_a_port_in_use_is_port_in_use_before_serving_is_said(cli):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        done = cli("mcp", "--http", "--port", str(taken.getsockname()[1]), timeout=30)
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[0] == "ERROR: PORT_IN_USE", done.stdout + done.stderr
+    assert "serving" not in done.stderr

@@ -1,0 +1,95 @@
+"""A stdio MCP call whose arguments hold a lone surrogate (`"\\ud800"`: valid JSON, not UTF-8 text) is
+answered with `ERROR: INVALID_ARGUMENT`, and the server goes on answering; it used to drop the request."""
+
+from __future__ import annotations
+
+import json
+import select
+import subprocess
+import sys
+
+import pytest
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+
+
+@pytest.fixture
+def stdio_server(subprocess_env, tmp_path):
+    """`teleclaude mcp` as an MCP client starts it, spoken to in raw JSON-RPC lines; initialized."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "teleclaude", "mcp"],
+        cwd=tmp_path,
+        env=subprocess_env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    server = Lines(process)
+    server.send(json.dumps(INITIALIZE))
+    assert server.answer()["id"] == 1
+    server.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    yield server
+    server.stdin.close()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    server.stdout.close()
+
+
+class Lines:
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self.stdin, self.stdout = process.stdin, process.stdout
+
+    def send(self, line: str) -> None:
+        self.stdin.write(line.encode() + b"\n")
+        self.stdin.flush()
+
+    def answer(self, seconds: float = 30) -> dict:
+        ready, _, _ = select.select([self.stdout], [], [], seconds)
+        assert ready, "no answer"
+        return json.loads(self.stdout.readline())
+
+
+def call(request_id: int, tool: str, arguments_json: str) -> str:
+    """A tools/call line with the arguments as written (json.dumps would escape the backslash)."""
+    head = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": tool}}
+    return json.dumps(head)[:-2] + f', "arguments": {arguments_json}}}}}'
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("teleclaude__mark_agent_unavailable", r'{"agent": "claude", "reason": "\ud800"}'),
+        ("teleclaude__next_work", r'{"slug": "a\udfffb"}'),
+        ("teleclaude__next_work", r'{"cwd": "\ud800\ud800"}'),
+    ],
+)
+def test_a_lone_surrogate_in_an_argument_is_answered_invalid_argument(stdio_server, tool, arguments, cli):
+    stdio_server.send(call(2, tool, arguments))
+    answer = stdio_server.answer()
+    assert answer["id"] == 2
+    assert answer["result"]["content"][0]["text"].splitlines()[0] == "ERROR: INVALID_ARGUMENT"
+    stdio_server.send(call(3, "teleclaude__agent_status", "{}"))  # the server goes on answering
+    assert stdio_server.answer()["id"] == 3
+    rows = [line.split()[:2] for line in cli("agents").stdout.splitlines()]
+    assert ["claude", "available"] in rows  # nothing was marked
+
+
+def test_a_surrogate_pair_is_text_and_reaches_the_tool(stdio_server, cli):
+    stdio_server.send(
+        call(2, "teleclaude__mark_agent_unavailable", r'{"agent": "claude", "reason": "\ud83d\ude00"}')
+    )
+    assert stdio_server.answer()["result"]["content"][0]["text"].startswith("OK:")
+    assert "\U0001f600" in cli("agents").stdout
