@@ -6,6 +6,7 @@ that exact content with `teleclaude trust`; then it applies; a changed file is u
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import subprocess
 import time
 from pathlib import Path
@@ -127,7 +128,9 @@ def test_revoke_and_status(cli, tmp_path, tmux, evil):
     clone = cloned(tmp_path, settings_for("binary", tmux, evil))
     status = cli("trust", "--status", cwd=clone)
     assert status.returncode == 0 and "runtime.agents.claude.binary" in status.stdout, status.stdout
-    assert cli("trust", cwd=clone).returncode == 0
+    trusted = cli("trust", cwd=clone)
+    digest = hashlib.sha256((clone / "teleclaude.toml").read_bytes()).hexdigest()
+    assert trusted.returncode == 0 and digest in trusted.stdout, trusted.stdout
     assert cli("trust", "--revoke", cwd=clone).returncode == 0
     refused = cli("run", cwd=clone)
     assert first_line(refused.stdout.strip()) == "ERROR: UNTRUSTED_CONFIG", refused.stdout
@@ -171,3 +174,15 @@ def test_the_mcp_server_gives_the_same_answer(cli, tmp_path, tmux, evil, monkeyp
     said = cli("sessions", "run", "claude", "next-build", "feat", "--subfolder", "trees/feat", cwd=clone)
     assert answer == said.stdout.removesuffix("\n")
     assert not appears(evil[1], within=0.5)
+
+
+def test_finalize_says_it_leaves_an_untrusted_computer_alone(tmp_path, tmux, evil):
+    """The clean-up after a finalize refuses the untrusted computers, which `teleclaude finalize` prints as
+    its one WARNING line, rather than passing over them without a word."""
+    from teleclaude.config.profiles import UntrustedConfig
+    from teleclaude.runtime.remote import clean_up_delivered
+
+    clone = cloned(tmp_path, settings_for("ssh_options", tmux, evil))
+    with pytest.raises(UntrustedConfig):
+        clean_up_delivered("feat", cwd=clone)
+    assert not evil[1].exists()
