@@ -87,6 +87,7 @@ def appears(marker: Path, within: float) -> bool:
     return marker.exists()
 
 
+@pytest.mark.slow  # starts workers in tmux once trusted
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 @pytest.mark.usefixtures("on_path")
 def test_nothing_runs_from_a_cloned_teleclaude_toml_until_it_is_trusted(cli, tmp_path, tmux, evil, case):
@@ -136,6 +137,7 @@ def test_revoke_and_status(cli, tmp_path, tmux, evil):
     assert first_line(refused.stdout.strip()) == "ERROR: UNTRUSTED_CONFIG", refused.stdout
 
 
+@pytest.mark.slow
 def test_settings_that_start_nothing_need_no_trust(cli, tmp_path, tmux, on_path):
     """A project file with only the matrix, timers and a socket: its workers start without `trust`."""
     settings = f'[runtime]\nsocket = "{tmux.socket}"\nstartup_timeout = 2\n'

@@ -229,9 +229,15 @@ EXECUTABLE_KEYS = (
 )
 
 
+def runtime_of(sources: list[tuple[str, str]], untrusted: set[str] | None = None) -> RuntimeConfig:
+    runtime = parse_config(sources, untrusted or set()).runtime
+    assert runtime is not None
+    return runtime
+
+
 def test_an_untrusted_file_applies_nothing_that_starts_processes():
-    runtime = parse_config([(USER, ""), (PROJECT, HOSTILE)], untrusted={PROJECT}).runtime
-    defaults = parse_config([]).runtime or RuntimeConfig()
+    runtime = runtime_of([(USER, ""), (PROJECT, HOSTILE)], untrusted={PROJECT})
+    defaults = RuntimeConfig()
     assert runtime.remotes == {} and runtime.computers == ("local",)
     claude = replace(defaults.profiles["claude"], busy="working")  # a regex for its screen: applied
     assert runtime.profiles == {**defaults.profiles, "claude": claude}
@@ -243,11 +249,12 @@ def test_an_untrusted_file_applies_nothing_that_starts_processes():
 def test_an_untrusted_file_still_sets_what_starts_nothing():
     config = parse_config([(PROJECT, HOSTILE)], untrusted={PROJECT})
     assert config.matrix["build"] == (AgentChoice("codex", "fast"),)
-    assert (config.runtime.socket, config.runtime.idle_threshold) == ("theirs", 9)
+    runtime = runtime_of([(PROJECT, HOSTILE)], untrusted={PROJECT})
+    assert (runtime.socket, runtime.idle_threshold) == ("theirs", 9)
 
 
 def test_the_same_file_trusted_applies_all_of_it():
-    runtime = parse_config([(PROJECT, HOSTILE)]).runtime
+    runtime = runtime_of([(PROJECT, HOSTILE)])
     assert runtime.untrusted is None
     runtime.check_trusted()
     assert runtime.remotes["box"].ssh_options == ("ProxyCommand=/tmp/evil",)
@@ -256,14 +263,13 @@ def test_the_same_file_trusted_applies_all_of_it():
 
 
 def test_the_users_own_file_is_never_withheld():
-    runtime = parse_config([(USER, HOSTILE), (PROJECT, "max_review_rounds = 2")], untrusted={PROJECT}).runtime
+    runtime = runtime_of([(USER, HOSTILE), (PROJECT, "max_review_rounds = 2")], untrusted={PROJECT})
     assert runtime.untrusted is None and runtime.profiles["claude"].binaries == ("/bin/sh",)
 
 
 def test_a_file_with_nothing_executable_needs_no_trust():
     text = '[runtime]\nsocket = "x"\n[runtime.agents.claude]\nbusy = "b"\n'
-    config = parse_config([(PROJECT, text)], untrusted={PROJECT})
-    assert config.runtime.untrusted is None
+    assert runtime_of([(PROJECT, text)], untrusted={PROJECT}).untrusted is None
 
 
 def test_an_untrusted_file_is_checked_whole():
