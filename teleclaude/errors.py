@@ -30,6 +30,7 @@ class ErrorCode(Enum):
     UNKNOWN_AGENT = "UNKNOWN_AGENT"
     INVALID_TIME = "INVALID_TIME"
     INVALID_CONFIG = "INVALID_CONFIG"
+    UNTRUSTED_CONFIG = "UNTRUSTED_CONFIG"  # a project teleclaude.toml sets what starts processes: not trusted
     LOCK_TIMEOUT = "LOCK_TIMEOUT"
     FILE_ERROR = "FILE_ERROR"
     ALREADY_EXISTS = "ALREADY_EXISTS"

@@ -187,7 +187,7 @@ _RUNTIME = None
 
 def _runtime():
     global _RUNTIME
-    if _RUNTIME is None:
+    if _RUNTIME is None or _RUNTIME.config.untrusted:  # until `teleclaude trust`: read the file again
         from teleclaude.runtime.api import open_runtime
 
         _RUNTIME = open_runtime(os.getcwd())

@@ -1,4 +1,8 @@
-"""Find and read the `teleclaude.toml` files: the user's, then the project's."""
+"""Find and read the `teleclaude.toml` files: the user's, then the project's.
+
+The user's own file is trusted; the project's is trusted only in a content the user trusted with `teleclaude
+trust` (`adapters/trust_store.py`). Until then its settings that start processes are not applied.
+"""
 
 from __future__ import annotations
 
@@ -21,13 +25,16 @@ def _user_config_path(env: Mapping[str, str]) -> Path | None:
     return Path(home) / ".config" / "teleclaude" / FILE_NAME if home else None
 
 
+def project_file(project_root: str | Path) -> Path:
+    return Path(project_root) / FILE_NAME
+
+
 def config_sources(
     project_root: str | Path | None, env: Mapping[str, str] | None = None
 ) -> list[tuple[str, str]]:
     """(path, text) of the user file, then of the project file (none without project_root), if they exist."""
     env = os.environ if env is None else env
-    project_file = Path(project_root) / FILE_NAME if project_root is not None else None
-    candidates = [_user_config_path(env), project_file]
+    candidates = [_user_config_path(env), project_file(project_root) if project_root is not None else None]
     sources = []
     for path in candidates:
         text = _read(path) if path else None
@@ -42,7 +49,26 @@ def load_config(project_root: str | Path | None, env: Mapping[str, str] | None =
         return Config()  # without importing the parser and the runtime's profiles (~5 ms a planner call)
     from teleclaude.config.parse import parse_config
 
-    return parse_config(sources)
+    return parse_config(sources, untrusted=_untrusted(sources, project_root, env))
+
+
+def _untrusted(
+    sources: list[tuple[str, str]], project_root: str | Path | None, env: Mapping[str, str] | None
+) -> tuple[str, ...]:
+    """The project file, unless the user trusted it in this very content."""
+    if project_root is None:
+        return ()
+    from teleclaude.adapters import trust_store
+
+    project = str(project_file(project_root))
+    user = _user_config_path(os.environ if env is None else env)
+    return tuple(
+        path
+        for path, text in sources
+        if path == project
+        and path != str(user)
+        and not trust_store.is_trusted(path, text.encode("utf-8"), env)
+    )
 
 
 def _read(path: Path) -> str | None:

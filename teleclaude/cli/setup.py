@@ -75,6 +75,21 @@ def _run_new(args: argparse.Namespace) -> int:
     return _show(scaffold.new, args.slug, args.description, after, cwd=args.cwd)
 
 
+def _add_trust(parser: argparse.ArgumentParser) -> None:
+    add_cwd(parser)
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--revoke", action="store_true", help="trust the project's file no more")
+    which.add_argument(
+        "--status", action="store_true", help="say whether it is trusted, and what it would allow"
+    )
+
+
+def _run_trust(args: argparse.Namespace) -> int:
+    from teleclaude.setup import trust
+
+    return _show(trust.trust, args.cwd, revoke=args.revoke, status=args.status)
+
+
 def _show(function, *args, **kwargs) -> int:
     """Print what `function` returns; every failure becomes `ERROR: CODE` and exit status 1."""
     result = guard(function)(*args, **kwargs)
@@ -98,4 +113,10 @@ COMMANDS: tuple[Command, ...] = (
         _run_init,
     ),
     Command("new", "add a roadmap item and its todos/SLUG/ folder", _add_new, _run_new),
+    Command(
+        "trust",
+        "let the project's teleclaude.toml, in its present content, set what starts processes",
+        _add_trust,
+        _run_trust,
+    ),
 )

@@ -1,20 +1,22 @@
 """Read `teleclaude.toml` texts (user file, then project file) into a `Config`.
 
 The files are validated one by one so an error names the file it is in; then later files override earlier
-ones key by key, and matrix rows one by one.
+ones key by key, and matrix rows one by one. Of a file the user has not trusted (a project's, until
+`teleclaude trust`), the settings that start processes (`EXECUTABLE`) are checked but not applied: the
+`Config` names them (`RuntimeConfig.untrusted`), and the runtime refuses to start workers while it does.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from teleclaude.agents import NAMES
 from teleclaude.agents.profile import AgentProfile
 from teleclaude.config.matrix import DEFAULT_MATRIX, THINKING_MODES, Config
-from teleclaude.config.profiles import Computer, RuntimeConfig
+from teleclaude.config.profiles import Computer, RuntimeConfig, Untrusted
 from teleclaude.errors import ErrorCode, Failure
 from teleclaude.planner.core.model import AgentChoice
 
@@ -39,22 +41,22 @@ class _Row:
     choices: tuple[AgentChoice, ...]
 
 
-def parse_config(sources: Sequence[tuple[str, str]]) -> Config:
+def parse_config(sources: Sequence[tuple[str, str]], untrusted: Collection[str] = ()) -> Config:
+    """`untrusted`: the paths among `sources` whose settings that start processes are left out."""
     if not sources:
         return Config()
-    import tomllib  # only when there is a file: the planner starts faster without it (a test holds this)
-
     agents: tuple[str, ...] = NAMES
     max_review_rounds = Config().max_review_rounds
     runtime = None
     remotes: dict[str, Computer] = {}
+    withheld = None
     rows = {task: _Row("", row) for task, row in DEFAULT_MATRIX.items()}
     for path, text in sources:
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as error:
-            raise ConfigError(path, None, f"not valid TOML ({error})") from None
-        _check_keys(path, data)
+        data = _load(path, text)
+        if path in untrusted:
+            _check_executable(path, data)  # a file is checked whole, trusted or not
+            data, held = split_executable(data)
+            withheld = Untrusted(path, tuple(held)) if held else withheld
         if "agents" in data:
             agents = _agents(path, data["agents"])
         if "max_review_rounds" in data:
@@ -68,6 +70,8 @@ def parse_config(sources: Sequence[tuple[str, str]]) -> Config:
     if remotes:
         runtime = replace(runtime or RuntimeConfig(), remotes=remotes)
         _check_remote_names(runtime)
+    if withheld:
+        runtime = replace(runtime or RuntimeConfig(), untrusted=withheld)
     _check_new_agents_are_listed(rows, agents)
     return Config(
         matrix={task: row.choices for task, row in rows.items()},
@@ -75,6 +79,63 @@ def parse_config(sources: Sequence[tuple[str, str]]) -> Config:
         max_review_rounds=max_review_rounds,
         runtime=runtime,
     )
+
+
+def _load(path: str, text: str) -> dict[str, Any]:
+    import tomllib  # only when there is a file: the planner starts faster without it (a test holds this)
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(path, None, f"not valid TOML ({error})") from None
+    _check_keys(path, data)
+    return data
+
+
+# --- what only a trusted file may set ----------------------------------------------------------------------
+
+# [runtime.agents.NAME] keys that pick the program a worker runs, its flags, its environment, or what is typed
+# into it (`command_sign = "!"` is a shell escape in claude and gemini); the rest are regexes for its screen
+EXECUTABLE_PROFILE_KEYS = ("binary", "args", "modes", "env", "command_prefix", "command_sign")
+
+
+def split_executable(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A checked file's TOML as (what any file may set, what starts processes): the second maps dotted keys
+    to their values. Every [computers.NAME] (host, ssh options, binaries and PATH there), [runtime] computers
+    (which names run here) and the EXECUTABLE_PROFILE_KEYS of each [runtime.agents.NAME]."""
+    kept = {key: value for key, value in data.items() if key != "computers"}
+    held: dict[str, Any] = {f"computers.{name}": table for name, table in data.get("computers", {}).items()}
+    if "runtime" in data:
+        runtime = dict(data["runtime"])
+        if "computers" in runtime:
+            held["runtime.computers"] = runtime.pop("computers")
+        profiles = {}
+        for name, table in runtime.get("agents", {}).items():
+            for key in EXECUTABLE_PROFILE_KEYS:
+                if key in table:
+                    held[f"runtime.agents.{name}.{key}"] = table[key]
+            rest = {key: value for key, value in table.items() if key not in EXECUTABLE_PROFILE_KEYS}
+            if rest:
+                profiles[name] = rest
+        if "agents" in runtime:
+            runtime["agents"] = profiles
+        kept["runtime"] = runtime
+    return kept, held
+
+
+def executable_settings(path: str, text: str) -> dict[str, Any]:
+    """What of one file starts processes (dotted key -> value), once the file is checked."""
+    data = _load(path, text)
+    _check_executable(path, data)
+    return split_executable(data)[1]
+
+
+def _check_executable(path: str, data: dict[str, Any]) -> None:
+    """Check the tables that hold what starts processes, as if they were applied."""
+    if "runtime" in data:
+        _runtime(path, data["runtime"], None)
+    if "computers" in data:
+        _computers(path, data["computers"])
 
 
 def _check_keys(path: str, data: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from teleclaude.agents import PROFILES
 from teleclaude.agents.profile import AgentProfile
+from teleclaude.errors import ErrorCode, Failure
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,37 @@ class Computer:
     path: str | None = None  # PATH for the workers there; else the login's default
     ssh_options: tuple[str, ...] = ()  # extra `-o KEY=VALUE` options, e.g. UserKnownHostsFile=...
     lanes: int = 0  # how many items of `teleclaude run` may have their worktree steps done there at once
+
+
+@dataclass(frozen=True)
+class Untrusted:
+    """A project's teleclaude.toml that sets what starts processes, in a content the user has not trusted
+    (`teleclaude trust`): those settings (`keys`, e.g. computers.box, runtime.agents.claude.binary) were
+    not applied."""
+
+    path: str
+    keys: tuple[str, ...]
+
+
+class UntrustedConfig(Failure):
+    code = ErrorCode.UNTRUSTED_CONFIG
+
+    def __init__(self, untrusted: Untrusted) -> None:
+        super().__init__(
+            f"{untrusted.path} sets what starts processes ({', '.join(untrusted.keys)}), and you have not "
+            "trusted this content of it, so nothing is started with them"
+        )
+        self.untrusted = untrusted
+
+    def explain(self) -> str:
+        import os.path
+        import shlex
+
+        folder = shlex.quote(os.path.dirname(self.untrusted.path) or ".")
+        return (
+            f"{self}.\nRead the file; if you trust it, run `teleclaude trust --cwd {folder}` (a changed file "
+            "asks again), or move those settings to ~/.config/teleclaude/teleclaude.toml."
+        )
 
 
 @dataclass(frozen=True)
@@ -64,6 +96,12 @@ class RuntimeConfig:
     # `teleclaude run`: when every agent that may take a step is out, wait this long at most for the first
     # to come back from its limit (0: stop with SELF at once, as `run --no-wait` does)
     limit_wait: float = 12 * 3600.0
+    untrusted: Untrusted | None = None  # settings of the project file left out until the user trusts it
+
+    def check_trusted(self) -> None:
+        """Before starting a worker: refuse while the project file's settings for that are not trusted."""
+        if self.untrusted is not None:
+            raise UntrustedConfig(self.untrusted)
 
     @property
     def ssh_timeout(self) -> float:

@@ -72,6 +72,7 @@ class Launcher:
         subfolder: str | None = None,
     ) -> Started | Error:
         config = self.context.config
+        config.check_trusted()  # nothing is started while the project file's settings for that are untrusted
         problem = self._check_request(computer, command, args, agent, thinking_mode)
         if problem:
             return problem

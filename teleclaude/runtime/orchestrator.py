@@ -214,6 +214,9 @@ def run(
     limit_wait = runtime.config.limit_wait if wait_for_limits else 0.0
     settings = RunSettings(root, slug, prepare, max_steps, tick, verbose, parallel, limit_wait)
     state = RunState(archived_before=tuple(_archives(root)))
+    untrusted = guarded(runtime.config.check_trusted)
+    if isinstance(untrusted, Error):  # before the planner claims an item no worker can be started for
+        return report(Stop(Outcome.ERROR, to_text(untrusted)), settings, state, runtime)
     remote_lanes = any(computer.lanes for computer in runtime.config.remotes.values())
     kind = _Lanes if (parallel > 1 or remote_lanes) and slug is None else _Loop
     loop = kind(settings, state, runtime, show, status)

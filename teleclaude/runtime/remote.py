@@ -24,7 +24,7 @@ from teleclaude.adapters import git as gitx
 from teleclaude.adapters import ssh
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.adapters.settings import load_config
-from teleclaude.config.profiles import Computer
+from teleclaude.config.profiles import Computer, UntrustedConfig
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.roadmap import SLUG
 from teleclaude.runtime.core.sessions import Session
@@ -128,6 +128,9 @@ def clean_up_delivered(slug: str, cwd: str | os.PathLike | None = None) -> list[
     ssh can be slow, and the planner waits on that lock."""
     root = gitx.find_repo(cwd or os.getcwd()).root
     config = load_config(root).runtime
+    untrusted = config.untrusted if config else None
+    if untrusted and any(key.startswith("computers.") for key in untrusted.keys):
+        raise UntrustedConfig(untrusted)  # its computers are not used: what is left there is said
     if config is None or not config.remotes or not SLUG.fullmatch(slug):
         return []  # no other computer: the session store is not even opened
     ran_on = SessionStore().computers_of(str(Path(root).resolve()), slug)

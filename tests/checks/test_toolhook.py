@@ -8,6 +8,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from teleclaude.adapters import trust_store
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.runtime.core.sessions import Session, SessionState
 
@@ -161,7 +162,9 @@ def test_a_hook_on_another_computer_without_tmux_on_its_path_says_so_and_exits_0
 def test_the_stop_hook_reads_the_projects_own_command_sign(cli_env, repo):
     """A project whose gemini commands are typed `!name args`: the AfterAgent prompt that is just that line
     means gemini did not know the command, so the session errs rather than ending a turn."""
-    (repo / "teleclaude.toml").write_text('[runtime.agents.gemini]\ncommand_sign = "!"\n')
+    settings = repo / "teleclaude.toml"
+    settings.write_text('[runtime.agents.gemini]\ncommand_sign = "!"\n')
+    trust_store.record(settings, settings.read_bytes(), cli_env)  # what is typed into an agent needs trust
     now = datetime.now(UTC)
     store = SessionStore(cli_env["TELECLAUDE_DB"])
     session = Session(

@@ -1,9 +1,11 @@
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from teleclaude.adapters import trust_store
 from teleclaude.adapters.settings import config_sources, load_config
 from teleclaude.config.matrix import Config
 from teleclaude.config.parse import ConfigError
@@ -98,3 +100,52 @@ def test_loading_without_files_does_not_import_tomllib(home, project):
         env={"PYTHONPATH": str(REPO)},
     )
     assert result.stdout.strip() == "False"
+
+
+# --- trust: the project's file sets what starts processes only in a content the user trusted --------------
+
+BINARY = '[runtime.agents.claude]\nbinary = "/bin/sh"\n'
+
+
+def binary(project: Path, env: dict[str, str]) -> tuple[str, ...]:
+    runtime = load_config(project, env).runtime
+    assert runtime is not None
+    return runtime.profiles["claude"].binaries if runtime.untrusted is None else ()
+
+
+def test_a_project_file_applies_what_starts_processes_once_trusted_in_that_content(home, project):
+    env = {"HOME": str(home)}
+    settings = write(project / "teleclaude.toml", BINARY)
+    assert binary(project, env) == ()
+    trust_store.record(settings, settings.read_bytes(), env)
+    assert binary(project, env) == ("/bin/sh",)
+    assert stat.S_IMODE(trust_store.trust_path(env).stat().st_mode) == 0o600
+    write(settings, BINARY + "# changed\n")
+    assert binary(project, env) == ()
+    trust_store.record(settings, settings.read_bytes(), env)
+    assert binary(project, env) == ("/bin/sh",)
+    trust_store.record(settings, None, env)
+    assert binary(project, env) == ()
+
+
+def test_the_users_own_file_needs_no_trust(home, project):
+    write(home / ".config/teleclaude/teleclaude.toml", BINARY)
+    assert binary(project, {"HOME": str(home)}) == ("/bin/sh",)
+
+
+@pytest.mark.parametrize("spoil", ["others_write", "not_json", "folder"])
+def test_a_trust_store_that_is_not_the_users_own_trusts_nothing(home, project, spoil):
+    env = {"HOME": str(home)}
+    settings = write(project / "teleclaude.toml", BINARY)
+    trust_store.record(settings, settings.read_bytes(), env)
+    store = trust_store.trust_path(env)
+    if spoil == "others_write":
+        store.chmod(0o666)
+    elif spoil == "not_json":
+        store.write_text("[")
+    else:
+        store.unlink()
+        store.mkdir()
+    assert binary(project, env) == ()
+    with pytest.raises(trust_store.TrustStoreError):
+        trust_store.record(settings, settings.read_bytes(), env)

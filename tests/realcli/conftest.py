@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from teleclaude.adapters import trust_store
 from teleclaude.adapters.tmux import Tmux
 from teleclaude.demo.agent_homes import claude_environment, prepare_claude_login, prepare_home
 from teleclaude.demo.model_server import ModelServer
@@ -92,7 +93,14 @@ def give_env(project: Path, agent: str, env: dict[str, str]) -> None:
     table = ", ".join(f"{key} = {json.dumps(value)}" for key, value in env.items())
     with (project / "teleclaude.toml").open("a") as settings:
         settings.write(f"[runtime.agents.{agent}]\nenv = {{{table}}}\n")
+    trusted(project)
     commit_all(project, f"Worker environment for {agent}")
+
+
+def trusted(project: Path) -> None:
+    """`teleclaude trust` for the teleclaude.toml the test wrote: what starts processes needs it."""
+    settings = project / "teleclaude.toml"
+    trust_store.record(settings, settings.read_bytes())
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from teleclaude.planner import api as app
 from teleclaude.planner.core.render import to_text
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 
+from .conftest import trusted
 from .watching import events_until, screen_shows, turn_ended, with_env, with_profile
 
 
@@ -147,6 +148,7 @@ def start(runtime, project) -> Started:
 def prefer_claude_for_builds(project) -> None:
     with (project / "teleclaude.toml").open("a") as settings:
         settings.write('[matrix]\nbuild = ["claude:med", "codex:med"]\n')
+    trusted(project)  # the file changed: trusted again in its new content
     commit_all(project, "Builds by claude, else codex")
 
 

@@ -22,6 +22,7 @@ from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 from teleclaude.setup.install import Scope, install
 
+from .conftest import trusted
 from .watching import events_until, screen, screen_shows, turn_ended, with_profile
 
 
@@ -55,6 +56,7 @@ def test_a_command_codex_refuses_errs_the_session_with_its_words(codex, project,
     settings.write_text(
         settings.read_text() + '\n[runtime.agents.codex]\ncommand_sign = "/"\ncommand_prefix = "prompts:"\n'
     )
+    trusted(project)
     runtime = open_runtime(project)
     started = runtime.run_agent_command("local", "next-build", "greeting", str(project), "codex", "med")
     if isinstance(started, Started):  # the refusal came after the Enter was seen to be taken
@@ -77,6 +79,7 @@ def test_the_hooks_review_dialog_is_reported_never_answered(codex, project):
         settings.read_text()
         + '\n[runtime.agents.codex]\nargs = ["--dangerously-bypass-approvals-and-sandbox", "--no-daemon"]\n'
     )
+    trusted(project)
     runtime = open_runtime(project)
     started = runtime.run_agent_command("local", "next-build", "greeting", str(project), "codex", "med")
     assert isinstance(started, Error) and started.code is ErrorCode.WORKER_BLOCKED, started
@@ -86,6 +89,7 @@ def test_the_hooks_review_dialog_is_reported_never_answered(codex, project):
 def build_row_first(project, agent: str, then: str) -> None:
     settings = project / "teleclaude.toml"
     settings.write_text(settings.read_text() + f'\n[matrix]\nbuild = ["{agent}:med", "{then}:med"]\n')
+    trusted(project)  # the file changed: trusted again in its new content
     commit_all(project, "Build row for the test")
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from teleclaude.adapters import fs, ssh
+from teleclaude.adapters import fs, ssh, trust_store
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.demo import stand_in as fake_agent
@@ -51,7 +51,9 @@ def remote_project(project, sshd, tmp_path, tmux_socket):
     """The main checkout names the loopback computer; the remote folder holds a clone and the stand-ins."""
     remote = tmp_path / "remote" / "project"
     remote_bin = fake_agent.install(tmp_path / "remote" / "bin", python=sys.executable)
-    (project / "teleclaude.toml").write_text(toml(tmux_socket, sshd, remote, remote_bin))
+    settings = project / "teleclaude.toml"
+    settings.write_text(toml(tmux_socket, sshd, remote, remote_bin))
+    trust_store.record(settings, settings.read_bytes())  # `teleclaude trust`: computers need it
     commit_all(project, "A remote computer")
     clone(project, remote)
     return remote
@@ -133,6 +135,7 @@ def hooks_only(project: Path, agent: str, stand_in_mode: str) -> None:
     text = settings.read_text().replace("idle_threshold = 0.4", "idle_threshold = 600")
     assert "idle_threshold = 600" in text  # else the idle rule, not a hook, would end the turns
     settings.write_text(text + f'\n[runtime.agents.{agent}]\nenv = {{ FAKE_AGENT = "{stand_in_mode}" }}\n')
+    trust_store.record(settings, settings.read_bytes())
     commit_all(project, f"{agent}: {stand_in_mode} over there, and no idle rule")
 
 
@@ -168,6 +171,7 @@ def test_a_parallel_run_puts_a_lane_on_the_ssh_computer_and_delivers_its_item(
     settings.write_text(
         settings.read_text().replace("[computers.loopback-ssh]", f"[computers.{NAME}]\nlanes = 1")
     )
+    trust_store.record(settings, settings.read_bytes())
     commit_all(project, "One lane of the run on the ssh computer")
     lines: list[str] = []
     report = orchestrator.run(
@@ -374,6 +378,7 @@ def test_a_computer_that_cannot_be_reached_leaves_its_clone_as_it_is_and_the_fin
     settings = project / "teleclaude.toml"
     settings.write_text(settings.read_text().replace(f"port = {sshd.port}\n", f"port = {closed}\n"))
     assert f"port = {closed}\n" in settings.read_text()
+    trust_store.record(settings, settings.read_bytes())
     commit_all(project, "The ssh computer moved away")
     finalizing = teleclaude_cli(project, "finalize", "greeting")
     out, err = finalizing.communicate(timeout=120)

@@ -1,0 +1,56 @@
+"""`teleclaude trust`: the user trusts the project's teleclaude.toml in its present content, so that its
+settings that start processes (computers, ssh options, binaries, flags, environment) apply; `revoke` takes
+that back, `status` only says where things stand. A human's act: the MCP server has no tool for it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from teleclaude.adapters import git as gitx
+from teleclaude.adapters import settings, trust_store
+from teleclaude.config.parse import executable_settings, parse_config
+from teleclaude.planner.core.terminal import printable
+from teleclaude.setup.scaffold import Done
+
+AFTER = "A changed file is untrusted again; `teleclaude trust --revoke` takes this back."
+
+
+def trust(cwd: str | os.PathLike | None = None, revoke: bool = False, status: bool = False) -> Done:
+    root = gitx.find_repo(cwd or os.getcwd()).root
+    path = settings.project_file(root)
+    text = next((text for source, text in settings.config_sources(root) if source == str(path)), None)
+    shown = printable(str(path))
+    if revoke:
+        trust_store.record(path, None)
+        return Done((f"OK: {shown} is not trusted any more: what it sets that starts processes is unused.",))
+    if text is None:
+        return Done((f"OK: there is no {shown}: nothing to trust.",))
+    data = text.encode("utf-8")
+    held = _listed(executable_settings(str(path), text))
+    if status:
+        return Done((_status(path, data), *(held or ("  (none)",))))
+    parse_config(settings.config_sources(root))  # the file as it would apply, with the user's: checked first
+    trust_store.record(path, data)
+    head = f"OK: {shown} is trusted in this content (sha256 {trust_store.digest(data)})."
+    if not held:
+        return Done((head, "It sets nothing that starts processes.", AFTER))
+    return Done((head, "Its settings that start processes now apply:", *held, AFTER))
+
+
+def _status(path: Path, data: bytes) -> str:
+    now, trusted = trust_store.digest(data), trust_store.trusted_digest(path)
+    shown = printable(str(path))
+    if trusted == now:
+        return f"OK: {shown} is trusted in this content (sha256 {now}); its settings:"
+    was = f"; it was trusted in another content (sha256 {trusted})" if trusted else ""
+    return (
+        f"OK: {shown} is not trusted (sha256 {now}){was}. `teleclaude trust` trusts it with these settings "
+        "that start processes:"
+    )
+
+
+def _listed(held: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(f"  {printable(key)} = {printable(json.dumps(value))}" for key, value in held.items())
