@@ -6,6 +6,7 @@ from __future__ import annotations
 import secrets
 import socket
 
+from teleclaude.adapters import trust_store
 from teleclaude.demo.scenario import commit_all, make_repository
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
@@ -25,6 +26,8 @@ def test_a_worker_on_a_computer_ssh_cannot_reach_is_computer_unreachable(tmp_pat
         'agents = { claude = "claude", gemini = "gemini", codex = "codex" }\n'
         'ssh_options = ["UserKnownHostsFile=/dev/null", "StrictHostKeyChecking=no"]\n'
     )
+    settings = project / "teleclaude.toml"
+    trust_store.record(settings, settings.read_bytes())  # `teleclaude trust`: computers need it
     commit_all(project, "A computer that is gone")
     action = app.next_work(cwd=project)
     assert isinstance(action, Dispatch), action
