@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import threading
 from dataclasses import replace
@@ -22,7 +23,7 @@ from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 from teleclaude.setup.install import Scope, install
 
-from .watching import events_until, screen, screen_shows, turn_ended, with_profile
+from .watching import events_until, screen, screen_shows, sessions_list, turn_ended, with_profile
 
 
 def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med"):
@@ -186,6 +187,17 @@ def test_codexs_typed_error_alone_makes_it_unavailable(codex_runtime, project, m
     if reason == "quota_exhausted":  # the reset its message names ("try again at 5:29 PM.")
         expected = started.session.created_at + timedelta(seconds=failure.resets_in)
         assert abs(until - expected) < timedelta(minutes=2)
+
+
+def test_codexs_pre_tool_use_hook_shows_the_workers_last_tool_uses(codex_runtime, project, model_server):
+    """Codex 0.169 runs `PreToolUse` before each tool call with claude's fields (its shell is `Bash`)."""
+    model_server.add(shell("git status --short", "Look at the worktree"), Text("DONE: next-build greeting"))
+    started = start(codex_runtime, project)
+    events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
+    lines = codex_runtime.recent_tools(codex_runtime.list_sessions())[started.session.id]
+    assert len(lines) == 1 and re.fullmatch(r"Bash: git status --short \(\d+[smh] ago\)", lines[0]), lines
+    listed = sessions_list(project)
+    assert "    Bash: git status --short (" in listed, listed
 
 
 # --- turn ends, refusals, the busy screen -----------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from contextlib import contextmanager
 from dataclasses import replace
@@ -18,7 +19,7 @@ from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 
-from .watching import events_until, screen, screen_shows, turn_ended
+from .watching import events_until, screen, screen_shows, sessions_list, turn_ended
 
 
 def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med"):
@@ -229,6 +230,18 @@ def test_a_gemini_orchestrator_runs_next_work_over_mcp_and_gets_a_tool_call(
     assert result.removeprefix("<untrusted_context>").lstrip().startswith("TOOL_CALL:"), result
     assert 'command="next-build"' in result and 'args="greeting"' in result, result
     assert 'agent="gemini"' in result, result
+
+
+def test_geminis_before_tool_hook_shows_the_workers_last_tool_uses(gemini_runtime, project, model_server):
+    """Gemini CLI 0.61 runs `BeforeTool` before each tool call: `tool_name`, `tool_input` as claude's."""
+    model_server.add(shell("git status --short", "Look at the worktree"), Text("DONE: next-build greeting"))
+    started = start(gemini_runtime, project)
+    events_until(gemini_runtime, started.session.id, EventKind.TURN_ENDED)
+    lines = gemini_runtime.recent_tools(gemini_runtime.list_sessions())[started.session.id]
+    pattern = r"run_shell_command: git status --short \(\d+[smh] ago\)"
+    assert len(lines) == 1 and re.fullmatch(pattern, lines[0]), lines
+    listed = sessions_list(project)
+    assert "    run_shell_command: git status --short (" in listed, listed
 
 
 # --- turn ends from the AfterAgent hook ---------------------------------------------------------------------
