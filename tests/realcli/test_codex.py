@@ -314,17 +314,20 @@ def test_project_scope_alone_gives_codex_its_skills_mcp_server_and_hooks(
 ):
     """`teleclaude install --codex --scope project` (the user-scope install undone): codex reads the skills
     from the repository's .codex/skills, the MCP server from .codex/config.toml and the hooks from
-    .codex/hooks.json (a trusted project), which run `teleclaude` by name."""
+    .codex/hooks.json (a trusted project), which run `teleclaude` by name: Stop ends the turn, PreToolUse
+    records the shell command."""
     undone = install(["codex"], Scope.USER, uninstall=True)
     assert not hasattr(undone, "code"), undone
     report = install(["codex"], Scope.PROJECT, cwd=project)
     assert not hasattr(report, "code"), report
     commit_all(project, "teleclaude for codex, project scope")
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    model_server.add(Text("DONE: next-build greeting"))
+    model_server.add(shell("git status --short", "Look at the worktree"), Text("DONE: next-build greeting"))
     started = start(codex_runtime, project)
     events = events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
     assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
+    (line,) = codex_runtime.recent_tools(codex_runtime.list_sessions())[started.session.id]
+    assert line.startswith("Bash: git status --short ("), line
     turn = model_server.turns()[0]
     assert "You are the **builder** for the work item `$ARGUMENTS`" in turn.text()
     assert str(project / ".codex" / "skills" / "next-build" / "SKILL.md") in turn.text()

@@ -5,19 +5,23 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from teleclaude.demo.model_server import Fail, Step, Text, Tool, body_text, mcp, shell
+from teleclaude.demo.scenario import commit_all
 from teleclaude.demo.workers import git
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
+from teleclaude.setup.install import Scope, install
 
 from .watching import events_until, screen, screen_shows, sessions_list, turn_ended
 
@@ -242,6 +246,27 @@ def test_geminis_before_tool_hook_shows_the_workers_last_tool_uses(gemini_runtim
     assert len(lines) == 1 and re.fullmatch(pattern, lines[0]), lines
     listed = sessions_list(project)
     assert "    run_shell_command: git status --short (" in listed, listed
+
+
+def test_project_scope_alone_gives_gemini_its_commands_and_hooks(
+    gemini_runtime, project, model_server, monkeypatch
+):
+    """`teleclaude install --gemini --scope project` (the user-scope install undone): gemini reads the
+    commands and the hooks from the repository's .gemini/ (trusted by the profile's environment), which run
+    `teleclaude` by name: AfterAgent ends the turn, BeforeTool records the shell command."""
+    undone = install(["gemini"], Scope.USER, uninstall=True)
+    assert not hasattr(undone, "code"), undone
+    report = install(["gemini"], Scope.PROJECT, cwd=project)
+    assert not hasattr(report, "code"), report
+    commit_all(project, "teleclaude for gemini, project scope")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    model_server.add(shell("git status --short", "Look at the worktree"), Text("DONE: next-build greeting"))
+    started = start(gemini_runtime, project)
+    events = events_until(gemini_runtime, started.session.id, EventKind.TURN_ENDED)
+    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
+    assert "You are the **builder** for the work item `greeting`" in model_server.turns()[0].text()
+    (line,) = gemini_runtime.recent_tools(gemini_runtime.list_sessions())[started.session.id]
+    assert line.startswith("run_shell_command: git status --short ("), line
 
 
 # --- turn ends from the AfterAgent hook ---------------------------------------------------------------------
