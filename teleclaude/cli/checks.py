@@ -112,7 +112,7 @@ def _add_hook(parser: argparse.ArgumentParser) -> None:
     failure.set_defaults(handler=_run_hook_stop_failure)
     tool_use = events.add_parser(
         "tool-use",
-        help="an agent CLI's tool hook (claude PreToolUse): record the tool and its target for the session",
+        help="an agent CLI's tool hook (PreToolUse; gemini: BeforeTool): record the tool for the session",
         description="Record the tool use (hook JSON on stdin) for $TELECLAUDE_SESSION_ID; prints nothing.",
     )
     tool_use.add_argument("--agent", choices=NAMES, help="the CLI")

@@ -1,4 +1,4 @@
-"""`teleclaude install`: role commands, the MCP server and the agent stop hook, merged into each agent CLI.
+"""`teleclaude install`: role commands, the MCP server and the agent hooks, merged into each agent CLI.
 
 Everything teleclaude writes is recorded in `~/.teleclaude/install-manifest.json`: the hash of each command
 file, the JSON values and TOML text it added, and the files and folders it created. The record is what makes
@@ -193,6 +193,9 @@ def _codex(scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Target
         prompt = {"hooks": [_hook("codex", scope, "prompt")]}
         entry = JsonEntry("codex", folder / "hooks.json", ("hooks", "UserPromptSubmit"), prompt, in_list=True)
         targets.append(entry)
+        # before every tool call (no matcher: every tool), with claude's fields (NOTES.md)
+        tool = {"hooks": [_hook("codex", scope, "tool-use")]}
+        targets.append(JsonEntry("codex", folder / "hooks.json", ("hooks", "PreToolUse"), tool, in_list=True))
     return targets
 
 
@@ -207,6 +210,9 @@ def _gemini(scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Targe
     if with_hook:
         after_agent = {"hooks": [{"name": "teleclaude-stop", **_hook("gemini", scope)}]}
         targets.append(JsonEntry("gemini", settings, ("hooks", "AfterAgent"), after_agent, in_list=True))
+        # before every tool call (no matcher: every tool), with claude's fields (NOTES.md)
+        before_tool = {"hooks": [{"name": "teleclaude-tool-use", **_hook("gemini", scope, "tool-use")}]}
+        targets.append(JsonEntry("gemini", settings, ("hooks", "BeforeTool"), before_tool, in_list=True))
     return targets
 
 

@@ -1,12 +1,13 @@
 """`teleclaude hook tool-use`: record a worker's tool use, so digests and `sessions list` show what it does.
 
-Claude Code runs it before every tool call (`PreToolUse`) with JSON on stdin:
-`{"session_id", "cwd", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": …}}`.
-Only a worker started by teleclaude's runtime has `TELECLAUDE_SESSION_ID`; anywhere else the hook returns at
-once, as it does for a worker on another computer (TELECLAUDE_TURN_END_TO_PANE set): the runtime's database
-is on this machine, out of its reach, and one over there would only collect rows of no session. It prints
-nothing (an empty answer lets the call through), waits at most a second for the database, and exits 0 on any
-failure: it never blocks or breaks the agent.
+Each agent CLI runs it before every tool call, its JSON on stdin with the same fields: Claude Code and Codex
+as `PreToolUse`, `{"session_id", "cwd", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input":
+{"command": …}}`; Gemini CLI as `BeforeTool` (`"tool_name": "run_shell_command"`, `"tool_input": {"command",
+"description"}`). Only a worker started by teleclaude's runtime has `TELECLAUDE_SESSION_ID`; anywhere else the
+hook returns at once, as it does for a worker on another computer (TELECLAUDE_TURN_END_TO_PANE set): the
+runtime's database is on this machine, out of its reach, and one over there would only collect rows of no
+session. It prints nothing (an empty answer with exit 0 lets the call through, in all three CLIs), waits at
+most a second for the database, and exits 0 on any failure: it never blocks or breaks the agent.
 """
 
 from __future__ import annotations

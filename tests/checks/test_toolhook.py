@@ -8,6 +8,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from teleclaude.adapters import trust_store
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.runtime.core.sessions import Session, SessionState
@@ -25,12 +27,38 @@ READ = {
 }
 
 
-def hook(cli_env: dict[str, str], payload: str, session: str | None = "w1") -> subprocess.CompletedProcess:
+# what Codex 0.169 (PreToolUse) and Gemini CLI 0.61 (BeforeTool) sent before a shell command, as captured
+CODEX_SHELL = {
+    "session_id": "01a21572-ba14-71d1-bfe4-6ac1f72f30b5",
+    "turn_id": "01a21572-c052-74b3-93a8-bfc019c6031d",
+    "transcript_path": "/home/dev/.codex/sessions/2026/11/26/rollout-2026-11-26T01-22-50-01a2.jsonl",
+    "cwd": "/home/dev/project",
+    "hook_event_name": "PreToolUse",
+    "model": "gpt-5.1-codex",
+    "permission_mode": "bypassPermissions",
+    "tool_name": "Bash",
+    "tool_input": {"command": "git status --short"},
+    "tool_use_id": "call_6bdfe94fd922fa22b87256c8",
+}
+GEMINI_SHELL = {
+    "session_id": "19a3a0a9-fcc3-45d5-98a4-6dc1cffc4fd9",
+    "transcript_path": "/home/dev/.gemini/tmp/project/chats/session-2026-11-26T01-23-19a3a0a9.jsonl",
+    "cwd": "/home/dev/project",
+    "hook_event_name": "BeforeTool",
+    "timestamp": "2026-11-26T01:23:34.639Z",
+    "tool_name": "run_shell_command",
+    "tool_input": {"command": "git status --short", "description": "Look"},
+}
+
+
+def hook(
+    cli_env: dict[str, str], payload: str, session: str | None = "w1", agent: str = "claude"
+) -> subprocess.CompletedProcess:
     env = dict(cli_env)
     env.pop("TELECLAUDE_SESSION_ID", None)
     if session is not None:
         env["TELECLAUDE_SESSION_ID"] = session
-    argv = [sys.executable, "-m", "teleclaude", "hook", "tool-use", "--agent", "claude"]
+    argv = [sys.executable, "-m", "teleclaude", "hook", "tool-use", "--agent", agent]
     return subprocess.run(argv, input=payload, env=env, capture_output=True, text=True, timeout=60)
 
 
@@ -41,6 +69,18 @@ def test_a_tool_use_is_recorded_for_the_session_with_its_target(cli_env):
     assert hook(cli_env, json.dumps(bash)).returncode == 0
     uses = SessionStore(cli_env["TELECLAUDE_DB"]).recent_tool_uses(["w1"])["w1"]
     assert [(u.tool, u.target) for u in uses] == [("Read", "src/x.py"), ("Bash", "pytest -q tests/x")]
+
+
+@pytest.mark.parametrize(
+    ("agent", "payload", "tool"),
+    [("codex", CODEX_SHELL, "Bash"), ("gemini", GEMINI_SHELL, "run_shell_command")],
+    ids=["codex", "gemini"],
+)
+def test_codex_and_gemini_tool_uses_are_recorded_and_the_call_goes_ahead(cli_env, agent, payload, tool):
+    done = hook(cli_env, json.dumps(payload), agent=agent)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    (use,) = SessionStore(cli_env["TELECLAUDE_DB"]).recent_tool_uses(["w1"])["w1"]
+    assert (use.tool, use.target) == (tool, "git status --short")
 
 
 def test_only_the_latest_are_kept(cli_env):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.cli import setup as cli_setup
 from teleclaude.setup import install
 from teleclaude.setup.manifest import Manifest
@@ -75,6 +76,10 @@ def test_codex_gets_skills_an_mcp_table_and_a_stop_hook(home, run):
     assert command.endswith("hook stop --agent codex")
     (command,) = hook_commands(hooks["UserPromptSubmit"])  # where codex records a turn's API error
     assert command.endswith("hook prompt --agent codex")
+    (tool_hook,) = hooks["PreToolUse"]  # before every tool call: no matcher
+    assert "matcher" not in tool_hook
+    (command,) = hook_commands([tool_hook])
+    assert shlex.split(command) == [*install.launcher(), "hook", "tool-use", "--agent", "codex"]
 
 
 def test_gemini_gets_toml_commands_and_settings(home, run):
@@ -88,6 +93,11 @@ def test_gemini_gets_toml_commands_and_settings(home, run):
     assert_runs_teleclaude(registered(server["command"], server["args"]))
     (command,) = hook_commands(settings["hooks"]["AfterAgent"])
     assert command.endswith("hook stop --agent gemini")
+    (tool_hook,) = settings["hooks"]["BeforeTool"]  # before every tool call: no matcher
+    assert "matcher" not in tool_hook
+    (hook,) = tool_hook["hooks"]
+    assert hook["name"] == "teleclaude-tool-use"
+    assert shlex.split(hook["command"]) == [*install.launcher(), "hook", "tool-use", "--agent", "gemini"]
 
 
 def test_codex_home_is_respected(home, run, tmp_path, monkeypatch):
@@ -110,6 +120,43 @@ def test_the_installed_stop_hook_command_runs(home, run, agent, tmp_path):
     payload = json.dumps({"cwd": str(tmp_path), "hook_event_name": event, "stop_hook_active": False})
     done = subprocess.run(shlex.split(command), input=payload, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+# what each CLI hands its tool hook before a shell command (seen with the real CLIs: tests/realcli/NOTES.md)
+TOOL_HOOK_INPUT = {
+    "claude": ("PreToolUse", {"tool_name": "Bash", "tool_input": {"command": "git status --short"}}),
+    "codex": ("PreToolUse", {"tool_name": "Bash", "tool_input": {"command": "git status --short"}}),
+    "gemini": (
+        "BeforeTool",
+        {
+            "tool_name": "run_shell_command",
+            "tool_input": {"command": "git status --short", "description": "x"},
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+def test_the_installed_tool_hook_records_the_workers_tool_use_and_lets_the_call_go_ahead(
+    home, run, agent, tmp_path, monkeypatch
+):
+    run("install", f"--{agent}")
+    settings = {
+        "claude": ".claude/settings.json",
+        "codex": ".codex/hooks.json",
+        "gemini": ".gemini/settings.json",
+    }
+    event, payload = TOOL_HOOK_INPUT[agent]
+    (command,) = hook_commands(load(home / settings[agent])["hooks"][event])
+    db = tmp_path / "sessions.db"
+    monkeypatch.setenv("TELECLAUDE_SESSION_ID", "w1")
+    monkeypatch.setenv("TELECLAUDE_DB", str(db))
+    monkeypatch.delenv("TELECLAUDE_TURN_END_TO_PANE", raising=False)
+    stdin = json.dumps({"session_id": "s", "cwd": str(tmp_path), "hook_event_name": event, **payload})
+    done = subprocess.run(shlex.split(command), input=stdin, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")  # nothing printed: the call goes ahead
+    (use,) = SessionStore(str(db)).recent_tool_uses(["w1"])["w1"]
+    assert (use.tool, use.target) == (payload["tool_name"], "git status --short")
 
 
 def test_without_a_stop_hook_command_the_hook_is_skipped_and_said(home, run, monkeypatch):
@@ -154,9 +201,11 @@ def test_project_scope_writes_into_the_repository(home, repo, run):
     assert load(repo / ".claude" / "settings.json")["hooks"]["Stop"]
     assert load(repo / ".codex" / "config.toml")["mcp_servers"]["teleclaude"]
     assert load(repo / ".codex" / "hooks.json")["hooks"]["Stop"]
+    assert load(repo / ".codex" / "hooks.json")["hooks"]["PreToolUse"]
     assert (repo / ".codex" / "skills" / "next-work" / "SKILL.md").is_file()  # codex 0.169 reads them there
     assert (repo / ".gemini" / "commands" / "next-work.toml").is_file()
     assert load(repo / ".gemini" / "settings.json")["mcpServers"]["teleclaude"]
+    assert load(repo / ".gemini" / "settings.json")["hooks"]["BeforeTool"]
     # at home: the record of what was done, and claude's answers to its first-run dialogs (see below)
     assert sorted(p.name for p in home.iterdir()) == [".claude", ".claude.json", ".teleclaude"]
 
@@ -178,6 +227,10 @@ def test_project_scope_files_hold_no_path_of_this_machine(home, repo, run):
         "StopFailure": ["teleclaude hook stop-failure --agent claude"],
         "PreToolUse": ["teleclaude hook tool-use --agent claude"],
     }
+    codex = load(repo / ".codex" / "hooks.json")["hooks"]
+    assert hook_commands(codex["PreToolUse"]) == ["teleclaude hook tool-use --agent codex"]
+    gemini = load(repo / ".gemini" / "settings.json")["hooks"]
+    assert hook_commands(gemini["BeforeTool"]) == ["teleclaude hook tool-use --agent gemini"]
 
 
 # --- claude's first-run dialogs, answered visibly and undone by --uninstall ---------------------------------
@@ -288,7 +341,19 @@ CLAUDE_SETTINGS = json.dumps(
     },
     indent=4,
 )
-GEMINI_SETTINGS = json.dumps({"theme": "GitHub", "mcpServers": {}}, indent="\t") + "\n"
+GEMINI_SETTINGS = (
+    json.dumps(
+        {
+            "theme": "GitHub",
+            "mcpServers": {},
+            "hooks": {
+                "BeforeTool": [{"matcher": "write_file", "hooks": [{"type": "command", "command": "g"}]}]
+            },
+        },
+        indent="\t",
+    )
+    + "\n"
+)
 CODEX_CONFIG = """# my codex settings
 model = "o3"  # the model
 
@@ -339,7 +404,10 @@ def test_install_merges_and_leaves_what_is_not_teleclaudes_alone(home, run, exis
     assert codex.startswith(CODEX_CONFIG)  # comments and every other byte kept
     config = load(home / ".codex" / "config.toml")
     assert config["model"] == "o3" and config["mcp_servers"]["other"]["env"] == {"TOKEN_VAR": "X"}
-    assert load(home / ".codex" / "hooks.json")["hooks"]["PreToolUse"][0]["matcher"] == "Bash"
+    codex_hooks = load(home / ".codex" / "hooks.json")["hooks"]["PreToolUse"]
+    assert codex_hooks[0]["matcher"] == "Bash" and len(codex_hooks) == 2  # the user's first, then ours
+    gemini_hooks = load(home / ".gemini" / "settings.json")["hooks"]["BeforeTool"]
+    assert gemini_hooks[0]["matcher"] == "write_file" and len(gemini_hooks) == 2
 
 
 def test_uninstall_returns_every_config_to_its_original_bytes(home, run, existing_configs, snapshot):

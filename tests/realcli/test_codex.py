@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import threading
 from dataclasses import replace
@@ -23,7 +24,7 @@ from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 from teleclaude.setup.install import Scope, install
 
 from .conftest import trusted
-from .watching import events_until, screen, screen_shows, turn_ended, with_profile
+from .watching import events_until, screen, screen_shows, sessions_list, turn_ended, with_profile
 
 
 def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med"):
@@ -192,6 +193,17 @@ def test_codexs_typed_error_alone_makes_it_unavailable(codex_runtime, project, m
         assert abs(until - expected) < timedelta(minutes=2)
 
 
+def test_codexs_pre_tool_use_hook_shows_the_workers_last_tool_uses(codex_runtime, project, model_server):
+    """Codex 0.169 runs `PreToolUse` before each tool call with claude's fields (its shell is `Bash`)."""
+    model_server.add(shell("git status --short", "Look at the worktree"), Text("DONE: next-build greeting"))
+    started = start(codex_runtime, project)
+    events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
+    lines = codex_runtime.recent_tools(codex_runtime.list_sessions())[started.session.id]
+    assert len(lines) == 1 and re.fullmatch(r"Bash: git status --short \(\d+[smh] ago\)", lines[0]), lines
+    listed = sessions_list(project)
+    assert "    Bash: git status --short (" in listed, listed
+
+
 # --- turn ends, refusals, the busy screen -----------------------------------------------------------------
 
 
@@ -306,17 +318,20 @@ def test_project_scope_alone_gives_codex_its_skills_mcp_server_and_hooks(
 ):
     """`teleclaude install --codex --scope project` (the user-scope install undone): codex reads the skills
     from the repository's .codex/skills, the MCP server from .codex/config.toml and the hooks from
-    .codex/hooks.json (a trusted project), which run `teleclaude` by name."""
+    .codex/hooks.json (a trusted project), which run `teleclaude` by name: Stop ends the turn, PreToolUse
+    records the shell command."""
     undone = install(["codex"], Scope.USER, uninstall=True)
     assert not hasattr(undone, "code"), undone
     report = install(["codex"], Scope.PROJECT, cwd=project)
     assert not hasattr(report, "code"), report
     commit_all(project, "teleclaude for codex, project scope")
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    model_server.add(Text("DONE: next-build greeting"))
+    model_server.add(shell("git status --short", "Look at the worktree"), Text("DONE: next-build greeting"))
     started = start(codex_runtime, project)
     events = events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
     assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
+    (line,) = codex_runtime.recent_tools(codex_runtime.list_sessions())[started.session.id]
+    assert line.startswith("Bash: git status --short ("), line
     turn = model_server.turns()[0]
     assert "You are the **builder** for the work item `$ARGUMENTS`" in turn.text()
     assert str(project / ".codex" / "skills" / "next-build" / "SKILL.md") in turn.text()

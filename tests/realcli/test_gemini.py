@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from teleclaude.demo.model_server import Fail, Step, Text, Tool, body_text, mcp, shell
+from teleclaude.demo.scenario import commit_all
 from teleclaude.demo.workers import git
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
+from teleclaude.setup.install import Scope, install
 
-from .watching import events_until, screen, screen_shows, turn_ended
+from .watching import events_until, screen, screen_shows, sessions_list, turn_ended
 
 
 def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med"):
@@ -229,6 +234,39 @@ def test_a_gemini_orchestrator_runs_next_work_over_mcp_and_gets_a_tool_call(
     assert result.removeprefix("<untrusted_context>").lstrip().startswith("TOOL_CALL:"), result
     assert 'command="next-build"' in result and 'args="greeting"' in result, result
     assert 'agent="gemini"' in result, result
+
+
+def test_geminis_before_tool_hook_shows_the_workers_last_tool_uses(gemini_runtime, project, model_server):
+    """Gemini CLI 0.61 runs `BeforeTool` before each tool call: `tool_name`, `tool_input` as claude's."""
+    model_server.add(shell("git status --short", "Look at the worktree"), Text("DONE: next-build greeting"))
+    started = start(gemini_runtime, project)
+    events_until(gemini_runtime, started.session.id, EventKind.TURN_ENDED)
+    lines = gemini_runtime.recent_tools(gemini_runtime.list_sessions())[started.session.id]
+    pattern = r"run_shell_command: git status --short \(\d+[smh] ago\)"
+    assert len(lines) == 1 and re.fullmatch(pattern, lines[0]), lines
+    listed = sessions_list(project)
+    assert "    run_shell_command: git status --short (" in listed, listed
+
+
+def test_project_scope_alone_gives_gemini_its_commands_and_hooks(
+    gemini_runtime, project, model_server, monkeypatch
+):
+    """`teleclaude install --gemini --scope project` (the user-scope install undone): gemini reads the
+    commands and the hooks from the repository's .gemini/ (trusted by the profile's environment), which run
+    `teleclaude` by name: AfterAgent ends the turn, BeforeTool records the shell command."""
+    undone = install(["gemini"], Scope.USER, uninstall=True)
+    assert not hasattr(undone, "code"), undone
+    report = install(["gemini"], Scope.PROJECT, cwd=project)
+    assert not hasattr(report, "code"), report
+    commit_all(project, "teleclaude for gemini, project scope")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    model_server.add(shell("git status --short", "Look at the worktree"), Text("DONE: next-build greeting"))
+    started = start(gemini_runtime, project)
+    events = events_until(gemini_runtime, started.session.id, EventKind.TURN_ENDED)
+    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
+    assert "You are the **builder** for the work item `greeting`" in model_server.turns()[0].text()
+    (line,) = gemini_runtime.recent_tools(gemini_runtime.list_sessions())[started.session.id]
+    assert line.startswith("run_shell_command: git status --short ("), line
 
 
 # --- turn ends from the AfterAgent hook ---------------------------------------------------------------------

@@ -3,6 +3,8 @@ changing what the runtime gives the agent's next workers."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from dataclasses import replace
 
@@ -61,3 +63,11 @@ def with_profile(runtime, agent: str, **changes: object) -> None:
     config = runtime.context.config
     profiles = {**config.profiles, agent: replace(config.profiles[agent], **changes)}
     runtime.context.config = replace(config, profiles=profiles)
+
+
+def sessions_list(project) -> str:
+    """What `teleclaude sessions list` prints for the project, run as a user runs it."""
+    argv = [sys.executable, "-m", "teleclaude", "sessions", "list", "--cwd", str(project)]
+    shown = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    return shown.stdout

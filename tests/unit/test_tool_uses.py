@@ -29,6 +29,11 @@ NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
         ("Glob", {"pattern": "**/*.py"}, "**/*.py"),
         ("WebFetch", {"url": "https://example.org", "prompt": "summarise"}, "https://example.org"),
         ("shell", {"command": ["bash", "-lc", "ls"]}, "bash -lc ls"),
+        # Gemini CLI 0.61's tools (codex 0.169 reports its shell as claude's `Bash`)
+        ("run_shell_command", {"command": "git status --short", "description": "Look"}, "git status --short"),
+        ("read_file", {"file_path": "/p/src/x.py", "start_line": 3}, "src/x.py"),
+        ("list_directory", {"dir_path": "/p/src", "ignore": ["*.pyc"]}, "src"),
+        ("grep_search", {"pattern": "def main", "dir_path": "/p"}, "def main"),
         ("mcp__teleclaude__teleclaude__next_work", {}, ""),
         ("WaitForMcpServers", None, ""),
         ("Bash", {"command": "x" * 200}, "x" * 79 + "…"),

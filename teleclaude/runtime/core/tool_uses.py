@@ -1,9 +1,9 @@
 """A worker's tool uses as its agent CLI's tool hook reports them.
 
-The agent CLI's `PreToolUse` hook (`teleclaude hook tool-use`) hands over the tool's name and input;
-`tool_use` keeps the name and the one thing an orchestrator wants to see about it (the file, the command, the
-pattern, the URL). How they read (`Read: src/x.py (1m ago)`) is planner/core/tool_lines.py, which the status
-board shares with digests and `sessions list`.
+The agent CLI's tool hook (`teleclaude hook tool-use`: `PreToolUse`, gemini's `BeforeTool`) hands over the
+tool's name and input; `tool_use` keeps the name and the one thing an orchestrator wants to see about it (the
+file, the command, the pattern, the URL). How they read (`Read: src/x.py (1m ago)`) is
+planner/core/tool_lines.py, which the status board shares with digests and `sessions list`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ _TARGET_KEYS = (
     "cmd",
     "pattern",
     "path",
+    "dir_path",
     "url",
     "query",
     "description",
