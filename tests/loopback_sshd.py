@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -59,8 +60,8 @@ def sshd(tmp_path) -> Iterator[Loopback]:
     _keygen(keys / "host_key")
     _keygen(keys / "user_key")
     (keys / "authorized_keys").write_text((keys / "user_key.pub").read_text())
-    tmux_dir = tmp_path / "remote-tmux"
-    tmux_dir.mkdir()
+    # short: a tmux socket path must fit in 108 bytes, and pytest-xdist's tmp_path is long
+    tmux_dir = Path(tempfile.mkdtemp(prefix="tc-tmux-", dir="/tmp"))
     home = tmp_path / "remote-home"
     home.mkdir()
     port = _free_port()
@@ -100,6 +101,7 @@ def sshd(tmp_path) -> Iterator[Loopback]:
     drain.join(timeout=10)
     server.stderr.close()
     stop(watcher)
+    shutil.rmtree(tmux_dir, ignore_errors=True)
 
 
 def computer(loopback: Loopback, project: str, bin_dir: Path) -> Computer:
