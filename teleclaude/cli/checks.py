@@ -68,23 +68,23 @@ def _add_hooks(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_hooks(args: argparse.Namespace) -> int:
+    from teleclaude.errors import Error, guard
     from teleclaude.setup import githooks
 
     cwd = args.cwd or os.getcwd()
-    try:
-        if args.action == "status":
-            lines = [f"{hook.name:<12} {hook.describe()}" for hook in githooks.status(cwd)]
-            lines.append(f"(in {githooks.hooks_dir(cwd)})")
-        else:
-            lines = getattr(githooks, args.action)(cwd)
-    except githooks.HooksError as error:
-        write(f"ERROR: {error.code}\n{error}")
-        return 1
-    except OSError as error:
-        where = error.filename or "a file"
-        write(f"ERROR: FILE_ERROR\n{where}: {error.strerror or error}.\nFix it, then try again.")
-        return 1
-    write("\n".join(lines))
+
+    def lines() -> list[str]:
+        if args.action != "status":
+            return getattr(githooks, args.action)(cwd)
+        return [
+            *(f"{hook.name:<12} {hook.describe()}" for hook in githooks.status(cwd)),
+            f"(in {githooks.hooks_dir(cwd)})",
+        ]
+
+    done = guard(lines)()
+    if isinstance(done, Error):
+        return print_value(done)
+    write("\n".join(done))
     return 0
 
 

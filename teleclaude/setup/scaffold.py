@@ -53,8 +53,8 @@ def init(cwd: str | os.PathLike | None = None) -> Done | Error:
         lines += githooks.install(repo.root)
     except githooks.HooksError as error:
         return Error(
-            ErrorCode.__members__.get(getattr(error, "code", ""), ErrorCode.FILE_ERROR),
-            f"The git hooks could not be installed: {error}\n"
+            error.code,
+            f"The git hooks could not be installed: {error.explain()}\n"
             "The roadmap and the trees/ exclusion are in place; fix that, then run `teleclaude init` "
             "again.",
         )
