@@ -214,27 +214,11 @@ async def run_agent_command(
     thinking_mode: str,
     subfolder: str | None = None,
 ) -> str:
-    log.debug(
-        "run_agent_command(%r, %r, %r, %r, %r, %r, %r)",
-        computer,
-        command,
-        args,
-        project,
-        agent,
-        thinking_mode,
-        subfolder,
-    )
-    return await asyncio.to_thread(
-        _session_answer,
-        "run_agent_command",
-        computer,
-        command,
-        args,
-        project,
-        agent,
-        thinking_mode,
-        subfolder or None,
-    )
+    from teleclaude.runtime.core.sessions import StartRequest
+
+    request = StartRequest(computer, command, args, project, agent, thinking_mode, subfolder or None)
+    log.debug("run_agent_command(%r)", request)
+    return await asyncio.to_thread(_session_answer, "run_agent_command", request)
 
 
 async def list_sessions(include_finished: bool = True) -> str:

@@ -87,23 +87,17 @@ def _run_sessions(args: argparse.Namespace) -> int:
 
 def _run_run(args: argparse.Namespace) -> int:
     from teleclaude.adapters.git import NotAGitRepo, find_repo
+    from teleclaude.runtime.core.sessions import StartRequest
 
     here = Path(args.cwd or ".").resolve()
     try:
         project = find_repo(here).root
     except NotAGitRepo:
         project = here
-    return _answer(
-        args,
-        "run_agent_command",
-        args.computer,
-        args.command,
-        args.args,
-        str(project),
-        args.agent,
-        args.thinking_mode,
-        args.subfolder,
+    request = StartRequest(
+        args.computer, args.command, args.args, str(project), args.agent, args.thinking_mode, args.subfolder
     )
+    return _answer(args, "run_agent_command", request)
 
 
 def _run_list(args: argparse.Namespace) -> int:

@@ -42,6 +42,7 @@ from teleclaude.runtime.core.sessions import (
     Session,
     SessionState,
     Started,
+    StartRequest,
     command_listed,
     seen_of,
     transition,
@@ -61,22 +62,14 @@ class Launcher:
 
     # --- starting ------------------------------------------------------------------------------------------
 
-    def start(
-        self,
-        computer: str,
-        command: str,
-        args: str,
-        project: str,
-        agent: str,
-        thinking_mode: str,
-        subfolder: str | None = None,
-    ) -> Started | Error:
+    def start(self, request: StartRequest) -> Started | Error:
         config = self.context.config
         config.check_trusted()  # nothing is started while the project file's settings for that are untrusted
-        problem = self._check_request(computer, command, args, agent, thinking_mode)
+        problem = self._check_request(request)
         if problem:
             return problem
-        workdir = _workdir(project, subfolder)
+        computer, agent, subfolder = request.computer, request.agent, request.subfolder
+        workdir = _workdir(request.project, subfolder)
         if isinstance(workdir, Error):
             return workdir
         profile = config.profiles[agent]
@@ -90,9 +83,9 @@ class Launcher:
         session = Session(
             id=session_id,
             agent=agent,
-            command=command,
-            args=args,
-            project=str(Path(project).resolve()),
+            command=request.command,
+            args=request.args,
+            project=str(Path(request.project).resolve()),
             subfolder=subfolder or None,
             state=SessionState.PENDING,
             created_at=now,
@@ -109,7 +102,7 @@ class Launcher:
                 return holder
             self.context.store.add(session)  # the PENDING row holds the step from here on
         # Outside the lock: a push over ssh can take seconds, and every planner call waits on that lock.
-        opened = self._open(session, profile, binary, remote, workdir, thinking_mode)
+        opened = self._open(session, profile, binary, remote, workdir, request.thinking_mode)
         if isinstance(opened, Error):
             self.context.change(session, Change.ERRORED, opened.message, error=opened.message)
             return opened
@@ -149,10 +142,15 @@ class Launcher:
         opened = replace(session, pane_id=qualify(tmux, started.pane_id), pane_pid=started.pane_pid)
         return self.context.store.save(opened, expect=SessionState.PENDING) or opened
 
-    def _check_request(
-        self, computer: str, command: str, args: str, agent: str, thinking_mode: str
-    ) -> Error | None:
+    def _check_request(self, request: StartRequest) -> Error | None:
         config = self.context.config
+        computer, command, args, agent, thinking_mode = (
+            request.computer,
+            request.command,
+            request.args,
+            request.agent,
+            request.thinking_mode,
+        )
         if computer not in config.computers and computer not in config.remotes:
             known = ", ".join([*config.computers, *config.remotes])
             return Error(

@@ -444,7 +444,21 @@ def _read_alternate(
     return Chunk(tuple(rows), "", after, truncated, 0, alternate_screen=True, pane_dead=view.dead)
 
 
-# --- answers of the runtime ---------------------------------------------------------------------------
+# --- a start, and the answers of the runtime ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StartRequest:
+    """What to start: `/command args` typed into `agent` in `thinking_mode`, on `computer`, in the project's
+    folder (or its `subfolder`, a worktree). Built once by each front end; checked by the launcher."""
+
+    computer: str
+    command: str
+    args: str
+    project: str
+    agent: str
+    thinking_mode: str
+    subfolder: str | None = None
 
 
 @dataclass(frozen=True)
