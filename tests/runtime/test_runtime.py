@@ -236,7 +236,7 @@ def test_bad_requests_are_refused_and_leave_nothing_behind(project, runtime, cha
         )
         | change
     )
-    answer = runtime.run_agent_command(**request)
+    answer = runtime.run_agent_command(StartRequest(**request))
     assert isinstance(answer, Error) and answer.code is code
     assert runtime.tmux.session_names() == set()
     assert runtime.store.sessions() == []
