@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from teleclaude.agents.profile import AgentProfile
+from teleclaude.agents.profile import AgentProfile, Blocker, Kind
 
 PROFILE = AgentProfile(
     "codex",
@@ -45,4 +45,36 @@ PROFILE = AgentProfile(
     retry=r"\b(Server is busy, reconnecting|Reconnecting\.\.\.) \d+/\d+",
     command_sign="$",  # codex 0.169 has no custom prompts; role commands are skills: `$next-build x`
     trusts_projects_by_config=True,
+    blockers=(
+        Blocker(
+            "the folder trust dialog",
+            r"Trust this folder\?|Do you trust the contents of this directory",
+            'Trust the project root in ~/.codex/config.toml: [projects."ROOT"] trust_level = "trusted" '
+            "(teleclaude trusts {workdir} with `-c projects=…` unless the profile was overridden).",
+        ),
+        Blocker(
+            "the hooks review dialog",
+            r"Hooks need review",
+            "Start codex with --dangerously-bypass-hook-trust (teleclaude's default), or trust the hooks "
+            "once by hand.",
+        ),
+        Blocker(
+            "the login screen",
+            r"Sign in with ChatGPT|Choose how you want to use Codex",
+            "Log in once by hand (codex login), or configure a model provider with an API key.",
+        ),
+        Blocker(
+            "the rate limit model switch dialog",
+            r"Approaching rate limits|Switch to .*\?$",
+            "Set [notice] hide_rate_limit_model_nudge = true in ~/.codex/config.toml.",
+            rate_limit=True,
+        ),
+        Blocker(
+            "its refusal of the command",
+            r"Unrecognized command '[^']*'",
+            'Codex 0.169 runs role commands as skills ($next-build); drop command_sign = "/" and '
+            "command_prefix from [runtime.agents.codex], and run `teleclaude install`.",
+            kind=Kind.COMMAND,
+        ),
+    ),
 )

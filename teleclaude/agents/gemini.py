@@ -3,7 +3,7 @@ with the same profile when no `gemini` is on PATH."""
 
 from __future__ import annotations
 
-from teleclaude.agents.profile import AgentProfile
+from teleclaude.agents.profile import AgentProfile, Blocker, Kind
 
 PROFILE = AgentProfile(
     "gemini",
@@ -38,4 +38,37 @@ PROFILE = AgentProfile(
     # its suggestion under a typed ` * /next-build`, once its commands are loaded:
     # ` next-build   Builder - do every open task …` (nothing is listed while they load)
     command_listed=r"^\s*{name}\s{2,}\S",
+    blockers=(
+        Blocker(
+            "the folder trust dialog",
+            r"Do you trust the files in this folder\?|Do you trust this folder\?",
+            "teleclaude starts gemini workers with GEMINI_CLI_TRUST_WORKSPACE=true (the profile's env); if "
+            "it was overridden, trust the project root in ~/.gemini/trustedFolders.json.",
+        ),
+        Blocker(
+            "the authentication dialog",
+            r"How would you like to authenticate",
+            "Choose an auth method once by hand, or set security.auth.selectedType in "
+            "~/.gemini/settings.json.",
+        ),
+        Blocker(
+            "the usage limit dialog (Keep trying / Stop)",
+            r"Usage limit reached for|Keep trying\b.*\bStop\b|^\W*\d\. Keep trying",
+            "The quota is used up: wait for its reset, or use another agent.",
+            rate_limit=True,
+        ),
+        Blocker(
+            "the loop detection dialog",
+            r"^\W*\d\. (Keep loop detection enabled|Disable loop detection for this session)",
+            "The model repeated the same calls: look at the worker (`teleclaude sessions output`) and end "
+            "it, or set model.disableLoopDetection = true in ~/.gemini/settings.json to let such a worker "
+            "go on.",
+        ),
+        Blocker(
+            "its refusal of the command",
+            r"Unknown command: /\S+",
+            "Run `teleclaude install` so that the role commands exist for gemini.",
+            kind=Kind.COMMAND,
+        ),
+    ),
 )

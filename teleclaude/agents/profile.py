@@ -10,6 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Kind(Enum):
+    DIALOG = "dialog"  # open on a live screen, waiting for an answer
+    EXIT = "exit"  # a refusal printed as the CLI exits
+    COMMAND = "command"  # the CLI's answer to a typed command it refuses; nothing reached the model
+
+
+@dataclass(frozen=True)
+class Blocker:
+    name: str  # what the user sees on the screen, e.g. "the workspace trust dialog"
+    pattern: str  # a regex matching one row of it
+    fix: str  # the exact next step; {workdir} is the worker's folder
+    rate_limit: bool = False  # the CLI's own rate-limit dialog: the agent is limited, not misconfigured
+    kind: Kind = Kind.DIALOG
 
 
 @dataclass(frozen=True)
@@ -44,6 +60,10 @@ class AgentProfile:
     # then the arguments and Enter (gemini 0.61 loads its commands after its prompt shows, and takes a
     # `/name x` typed before as a plain prompt for the model)
     command_listed: str = ""
+    # what keeps it from working on its own (dialogs, refusals: runtime/core/blockers.py reads them); when
+    # every dialog of the CLI ends with one row, `dialog_footer` (a worker quoting a dialog shows none)
+    blockers: tuple[Blocker, ...] = ()
+    dialog_footer: str = ""
 
     def argv(self, binary: str, thinking_mode: str, trust: Sequence[str] = ()) -> list[str]:
         """`trust`: the flags that trust the worker's folders (adapters/agent_config.py `codex_trust`)."""

@@ -264,9 +264,11 @@ def test_a_completed_or_newer_turn_in_the_rollout_file_is_no_error():
 
 
 def test_a_refused_command_says_the_fix_of_the_clis_own_table_row():
-    from teleclaude.runtime.core.blockers import BLOCKERS, Kind, refusal_text
+    from teleclaude.agents import PROFILES
+    from teleclaude.agents.profile import Kind
+    from teleclaude.runtime.core.blockers import refusal_text
 
     for agent in ("codex", "gemini"):
-        (row,) = [b for b in BLOCKERS[agent] if b.kind is Kind.COMMAND]
+        (row,) = [b for b in PROFILES[agent].blockers if b.kind is Kind.COMMAND]
         text = refusal_text(agent, "the CLI's words")
         assert "the CLI's words" in text.splitlines()[0] and row.fix in text
