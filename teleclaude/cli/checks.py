@@ -137,27 +137,27 @@ def _run_hook(args: argparse.Namespace) -> int:  # argparse requires an event, s
 
 
 def _run_hook_stop(args: argparse.Namespace) -> int:
-    from teleclaude.setup import stophook
+    from teleclaude.runtime.hooks import stop as hook
 
-    return stophook.main(args.agent)
+    return hook.main(args.agent)
 
 
 def _run_hook_prompt(args: argparse.Namespace) -> int:
-    from teleclaude.setup import prompthook
+    from teleclaude.runtime.hooks import prompt as hook
 
-    return prompthook.main(args.agent)
+    return hook.main(args.agent)
 
 
 def _run_hook_stop_failure(args: argparse.Namespace) -> int:
-    from teleclaude.setup import failurehook
+    from teleclaude.runtime.hooks import failure as hook
 
-    return failurehook.main(args.agent)
+    return hook.main(args.agent)
 
 
 def _run_hook_tool_use(args: argparse.Namespace) -> int:
-    from teleclaude.setup import toolhook
+    from teleclaude.runtime.hooks import tool as hook
 
-    return toolhook.main(args.agent)
+    return hook.main(args.agent)
 
 
 def _run_hook_post_commit(args: argparse.Namespace) -> int:

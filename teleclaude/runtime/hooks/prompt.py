@@ -16,7 +16,7 @@ import os
 import sys
 from typing import TextIO
 
-from teleclaude.setup.stophook import record
+from teleclaude.runtime.hooks.record import record
 
 
 def transcript_path(raw: str) -> str:

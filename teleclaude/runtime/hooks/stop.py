@@ -21,16 +21,12 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from teleclaude.adapters import git as gitx
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import WorktreeState
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from teleclaude.runtime.api import Runtime
+from teleclaude.runtime.hooks.record import mark_pane, record, warn
 
 MAX_LISTED = 20
 
@@ -134,10 +130,10 @@ def main(agent: str | None = None, stdin: TextIO | None = None, stdout: TextIO |
         event = parse_event(stdin.read(), agent)
         decision = decide(event)
     except MalformedInput as error:
-        _warn(f"ignoring the hook input: {error}")
+        warn(f"ignoring the hook input: {error}")
         return 0
     except Exception as error:  # never break the agent: let the stop through
-        _warn(f"{type(error).__name__}: {error}")
+        warn(f"{type(error).__name__}: {error}")
         return 0
     if not decision.block:
         _record_turn_end(event.prompt)
@@ -157,57 +153,8 @@ def _record_turn_end(prompt: str = "") -> None:
         from teleclaude.adapters.tmux import TURN_END_OPTION
 
         if not mark_pane(TURN_END_OPTION, str(time.time_ns())):
-            _warn("could not mark the end of the turn on the tmux pane")
+            warn("could not mark the end of the turn on the tmux pane")
         return
     record(
         lambda runtime, session_id: runtime.record_turn_end(session_id, prompt=prompt), "the end of the turn"
     )
-
-
-def record(
-    write: Callable[[Runtime, str], bool],
-    what: str,
-    attempts: int = 50,
-    pause: float = 0.05,
-    hook: str = "stop",
-) -> None:
-    """Record a hook's news on the session of this worker (TELECLAUDE_SESSION_ID), if it is one, and only
-    with that session's key (TELECLAUDE_SESSION_KEY): a hook cannot speak for another worker's session.
-
-    The record is a compare-and-set on the session's row, which an observer saving at the same moment wins;
-    so `write` is tried again (up to `attempts` times, `pause` seconds apart) until it says the row shows it.
-    A failure is a warning on stderr, as from `teleclaude hook {hook}`.
-    """
-    session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
-    if not session_id:
-        return
-    try:  # imported only for a worker's session: every other stop stays off sqlite and the runtime
-        from teleclaude.runtime.api import open_runtime
-        from teleclaude.runtime.core.marks import SESSION_KEY
-
-        runtime = open_runtime(os.getcwd())  # the project's own profiles: its command prefix and sign
-        if not runtime.owns(session_id, os.environ.get(SESSION_KEY, "")):
-            _warn(f"not recording {what}: ${SESSION_KEY} is not session {session_id}'s key", hook)
-            return
-        for attempt in range(attempts):
-            if write(runtime, session_id):
-                return
-            if attempt + 1 < attempts:
-                time.sleep(pause)
-        _warn(f"could not record {what}: session {session_id} kept changing", hook)
-    except Exception as error:  # never break the agent over bookkeeping
-        _warn(f"could not record {what}: {error}", hook)
-
-
-def mark_pane(option: str, payload: str) -> bool:
-    """A worker on another computer: mark its own tmux pane with `payload`, sealed with its session's key
-    (runtime/core/marks.py), for the observer to read over ssh. False when tmux refused."""
-    from teleclaude.adapters.tmux import mark_own_pane
-    from teleclaude.runtime.core.marks import SESSION_KEY, seal
-
-    session_id, key = os.environ.get("TELECLAUDE_SESSION_ID", ""), os.environ.get(SESSION_KEY, "")
-    return mark_own_pane(seal(key, session_id, option, payload), option)
-
-
-def _warn(message: str, hook: str = "stop") -> None:
-    sys.stderr.write(f"teleclaude hook {hook}: {message}\n")
