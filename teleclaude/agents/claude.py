@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from teleclaude.agents.profile import AgentProfile, Blocker, Kind
+from teleclaude.agents.profile import AgentProfile, Blocker, Hooks, Install, Kind, Setting
 
 CLAUDE_STATE = "~/.claude.json"
 CLAUDE_SETTINGS = "~/.claude/settings.json"
@@ -73,5 +73,26 @@ PROFILE = AgentProfile(
             "else run teleclaude as an ordinary user.",
             kind=Kind.EXIT,
         ),
+    ),
+    hooks=Hooks(
+        (
+            ("Stop", "stop"),  # the turn ended: refuse with uncommitted work, else record the turn end
+            ("StopFailure", "stop-failure"),  # an API error ended the turn (rate_limit, billing_error, …)
+            ("PreToolUse", "tool-use"),  # the worker's recent tool activity, for digests and `sessions list`
+        )
+    ),
+    # its MCP servers: ~/.claude.json (user scope), the project's .mcp.json (project scope)
+    install=Install(".claude", mcp_file=(".claude.json", ".mcp.json"), mcp_entry={"type": "stdio"}),
+    # - the "Bypass Permissions mode" warning: what accepting it writes (project settings are not read for it)
+    # - project `.mcp.json` servers pending approval: where the CLI itself says to persist an approval
+    #   (project settings cannot approve their own servers)
+    unattended=(
+        Setting(".claude/settings.json", ("skipDangerousModePermissionPrompt",), True),
+        Setting(".claude/settings.json", ("enabledMcpjsonServers",), "teleclaude", in_list=True),
+    ),
+    # workspace trust for a project root covers its `trees/<slug>` worktrees; false is what it stores for
+    # every folder it has seen: not a refusal (a refusal makes it exit)
+    project_trust=Setting(
+        ".claude.json", ("projects", "{root}", "hasTrustDialogAccepted"), True, default=False
     ),
 )

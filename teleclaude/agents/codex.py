@@ -2,7 +2,37 @@
 
 from __future__ import annotations
 
-from teleclaude.agents.profile import AgentProfile, Blocker, Kind
+from collections.abc import Iterable
+
+from teleclaude.agents.formats import basic_string, split_front_matter
+from teleclaude.agents.profile import AgentProfile, Blocker, Hooks, Install, Kind
+
+
+def trust_flags(folders: Iterable[str]) -> list[str]:
+    """Codex asks "Trust this folder?" for every project it has no `[projects."PATH"] trust_level` for. A
+    `-c` override trusts the worker's own folders for that process only (a dotted key cannot hold a path
+    with dots, an inline table can); nothing is written to ~/.codex/config.toml."""
+    trusted = '{ trust_level = "trusted" }'
+    tables = ", ".join(f"{basic_string(folder)} = {trusted}" for folder in dict.fromkeys(folders))
+    return ["-c", f"projects = {{ {tables} }}"] if tables else []
+
+
+def skill(name: str, markdown: str) -> str:
+    """A Codex skill (`~/.codex/skills/NAME/SKILL.md`, or the project's `.codex/skills/`), invoked as
+    `$NAME args`: Codex 0.169 has no custom prompts any more and does not substitute `$ARGUMENTS` in a skill,
+    so the skill says where they are."""
+    meta, body = split_front_matter(markdown)
+    description = meta.get("description", "") or f"teleclaude role command {name}"
+    return (
+        "---\n"
+        f"name: {name}\n"
+        f"description: {description}\n"
+        "---\n\n"
+        f"<!-- Installed by `teleclaude install`; `teleclaude install --uninstall` removes it. -->\n"
+        f"Arguments: this skill is invoked as `${name} ARGUMENTS`. Everywhere below, `$ARGUMENTS` stands for "
+        f"the text after `${name}` in the user's message (empty when there is none).\n\n" + body.lstrip("\n")
+    )
+
 
 PROFILE = AgentProfile(
     "codex",
@@ -44,7 +74,7 @@ PROFILE = AgentProfile(
     busy=r"\besc to interrupt\b",
     retry=r"\b(Server is busy, reconnecting|Reconnecting\.\.\.) \d+/\d+",
     command_sign="$",  # codex 0.169 has no custom prompts; role commands are skills: `$next-build x`
-    trusts_projects_by_config=True,
+    trust_flags=trust_flags,
     blockers=(
         Blocker(
             "the folder trust dialog",
@@ -76,5 +106,25 @@ PROFILE = AgentProfile(
             "command_prefix from [runtime.agents.codex], and run `teleclaude install`.",
             kind=Kind.COMMAND,
         ),
+    ),
+    hooks=Hooks(
+        (
+            ("Stop", "stop"),
+            # where codex records the API error that ends a turn (no hook runs for such a turn)
+            ("UserPromptSubmit", "prompt"),
+            # before every tool call (no matcher: every tool), with claude's fields (NOTES.md)
+            ("PreToolUse", "tool-use"),
+        ),
+        stop_keys=("turn_id",),
+    ),
+    # codex 0.169 lists a project's .codex/skills (and .agents/skills) beside ~/.codex/skills (NOTES.md)
+    install=Install(
+        ".codex",
+        folder_env="CODEX_HOME",
+        command_file="{folder}/skills/{name}/SKILL.md",
+        command_text=skill,
+        mcp_file=("{folder}/config.toml", "{folder}/config.toml"),
+        mcp_key="mcp_servers",
+        hooks_file="{folder}/hooks.json",
     ),
 )

@@ -3,7 +3,20 @@ with the same profile when no `gemini` is on PATH."""
 
 from __future__ import annotations
 
-from teleclaude.agents.profile import AgentProfile, Blocker, Kind
+from teleclaude.agents.formats import basic_string, multiline_string, split_front_matter
+from teleclaude.agents.profile import AgentProfile, Blocker, Hooks, Install, Kind
+
+
+def command_toml(name: str, markdown: str) -> str:
+    """A Gemini CLI command file: `description`, and the prompt with `{{args}}` for `$ARGUMENTS`."""
+    meta, body = split_front_matter(markdown)
+    prompt = body.lstrip("\n").replace("$ARGUMENTS", "{{args}}")
+    return (
+        "# Installed by `teleclaude install`; `teleclaude install --uninstall` removes it.\n"
+        f"description = {basic_string(meta.get('description', ''))}\n"
+        f"prompt = {multiline_string(prompt)}\n"
+    )
+
 
 PROFILE = AgentProfile(
     "gemini",
@@ -70,5 +83,17 @@ PROFILE = AgentProfile(
             "Run `teleclaude install` so that the role commands exist for gemini.",
             kind=Kind.COMMAND,
         ),
+    ),
+    hooks=Hooks(
+        (
+            ("AfterAgent", "stop"),
+            # before every tool call (no matcher: every tool), with claude's fields (NOTES.md)
+            ("BeforeTool", "tool-use"),
+        ),
+        refusal="deny",  # the reason becomes the agent's next prompt
+        stop_prompt=True,  # codex sends `$skill args` as typed even when it expands the skill: not there
+    ),
+    install=Install(
+        ".gemini", command_file="{folder}/commands/{name}.toml", command_text=command_toml, named_hooks=True
     ),
 )

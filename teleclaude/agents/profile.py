@@ -8,7 +8,7 @@ ask for permission in a detached tmux pane is a stalled worker. A user overrides
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -26,6 +26,60 @@ class Blocker:
     fix: str  # the exact next step; {workdir} is the worker's folder
     rate_limit: bool = False  # the CLI's own rate-limit dialog: the agent is limited, not misconfigured
     kind: Kind = Kind.DIALOG
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """The CLI's hook dialect: what it runs them on and how their input reads (runtime/hooks/), and where
+    `teleclaude install` puts them (setup/install.py)."""
+
+    # (the CLI's hook event, the `teleclaude hook` verb it runs), in the order install writes them
+    events: tuple[tuple[str, str], ...] = ()
+    # keys only this CLI's stop input has (it shares its stop event's name with another CLI)
+    stop_keys: tuple[str, ...] = ()
+    refusal: str = "block"  # the `decision` of the JSON that refuses a stop
+    # the stop input's `prompt` is what the model was sent (an unknown /command reaches it as typed)
+    stop_prompt: bool = False
+
+    @property
+    def stop_event(self) -> str:
+        return next((event for event, verb in self.events if verb == "stop"), "")
+
+    def runs(self, verb: str) -> bool:
+        return any(v == verb for _, v in self.events)
+
+
+def as_is(name: str, markdown: str) -> str:
+    return markdown
+
+
+@dataclass(frozen=True)
+class Install:
+    """Where `teleclaude install` puts the role commands, the MCP server and the hooks (setup/install.py
+    writes them). Paths are relative to the base (the home folder, or the project for project scope); a
+    leading `{folder}/` is the CLI's own folder there."""
+
+    folder: str
+    folder_env: str = ""  # a variable that names the user-scope folder instead of `~/{folder}`
+    command_file: str = "{folder}/commands/{name}.md"
+    command_text: Callable[[str, str], str] = as_is  # (name, the command's markdown) -> the file's text
+    mcp_file: tuple[str, str] = ("{folder}/settings.json", "{folder}/settings.json")  # user, project scope
+    mcp_key: str = "mcpServers"  # the table of servers (JSON, or TOML for a .toml file)
+    mcp_entry: Mapping[str, str] = field(default_factory=dict)  # more fields of the server's entry
+    hooks_file: str = "{folder}/settings.json"
+    named_hooks: bool = False  # each hook entry carries "name": "teleclaude-VERB"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A JSON value install sets in one of the CLI's files in the home folder; `{root}` in `keys` is a
+    project's root."""
+
+    file: str  # relative to the home folder
+    keys: tuple[str, ...]
+    value: object
+    in_list: bool = False  # one item of the list at `keys`
+    default: object = None  # what the CLI writes there by itself when nobody chose (None: nothing)
 
 
 @dataclass(frozen=True)
@@ -54,7 +108,9 @@ class AgentProfile:
     # variables given to each worker with `tmux new-session -e` (e.g. IS_SANDBOX=1 for claude as root,
     # GEMINI_CLI_TRUST_WORKSPACE=true); the rest of a worker's environment is the tmux server's
     env: Mapping[str, str] = field(default_factory=dict)
-    trusts_projects_by_config: bool = False  # codex: `-c projects={"ROOT"={trust_level="trusted"}}`
+    # the flags that trust the worker's folders for this process (when the CLI asks about a new folder and
+    # can be told on its command line)
+    trust_flags: Callable[[Iterable[str]], list[str]] | None = None
     # a regex, `{name}` standing for the command's name, for the row the CLI lists under a typed `/name` once
     # it knows the command: the launcher types the name alone, waits for that row (at most `command_wait`),
     # then the arguments and Enter (gemini 0.61 loads its commands after its prompt shows, and takes a
@@ -64,9 +120,15 @@ class AgentProfile:
     # every dialog of the CLI ends with one row, `dialog_footer` (a worker quoting a dialog shows none)
     blockers: tuple[Blocker, ...] = ()
     dialog_footer: str = ""
+    hooks: Hooks = Hooks()
+    install: Install | None = None  # None: `teleclaude install` does not know the CLI
+    # what install answers in the user's files so that the CLI's first-run dialogs never ask a detached
+    # worker; `project_trust`: the value that trusts a project root (`teleclaude init`, project scope)
+    unattended: tuple[Setting, ...] = ()
+    project_trust: Setting | None = None
 
     def argv(self, binary: str, thinking_mode: str, trust: Sequence[str] = ()) -> list[str]:
-        """`trust`: the flags that trust the worker's folders (adapters/agent_config.py `codex_trust`)."""
+        """`trust`: the flags that trust the worker's folders (`trust_flags`)."""
         return [binary, *self.args, *trust, *self.modes.get(thinking_mode, ())]
 
     def command_name(self, command: str) -> str:

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
-from teleclaude.adapters.agent_config import codex_trust
 from teleclaude.adapters.ssh import RemoteError, Unreachable, qualify
 from teleclaude.adapters.tmux import TURN_END_TO_PANE, TmuxError
 from teleclaude.agents.profile import AgentProfile
@@ -123,7 +122,7 @@ class Launcher:
         try:
             folder = self._send(remote, session) if remote else str(workdir)
             root = remote.project if remote else session.project
-            trust = codex_trust((root, folder)) if profile.trusts_projects_by_config else ()
+            trust = profile.trust_flags((root, folder)) if profile.trust_flags else ()
             started = tmux.start(
                 f"tc-{session.id}",
                 folder,
