@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 
-from teleclaude.agents import NAMES
+from teleclaude.agents import NAMES, PROFILES
 from teleclaude.cli.base import Command, add_cwd, print_value, write
 from teleclaude.errors import Error
 
@@ -104,32 +104,43 @@ def _add_hook(parser: argparse.ArgumentParser) -> None:
     stop.set_defaults(handler=_run_hook_stop)
     failure = events.add_parser(
         "stop-failure",
-        help="Claude Code's StopFailure hook: an API error ended the turn (rate limit, billing, …)",
+        help="an agent CLI's StopFailure hook: an API error ended the turn (rate limit, billing, …)",
         description="Read the StopFailure hook JSON on stdin and record a limit or an error on the worker's "
         "session (TELECLAUDE_SESSION_ID); prints nothing.",
     )
-    failure.add_argument("--agent", choices=("claude",), default="claude", help="the CLI (default: claude)")
+    failing = _running("stop-failure")
+    failure.add_argument(
+        "--agent", choices=failing, default=failing[0], help=f"the CLI (default: {failing[0]})"
+    )
     failure.set_defaults(handler=_run_hook_stop_failure)
     tool_use = events.add_parser(
         "tool-use",
-        help="an agent CLI's tool hook (PreToolUse; gemini: BeforeTool): record the tool for the session",
+        help="an agent CLI's tool hook (PreToolUse, BeforeTool): record the tool for the session",
         description="Record the tool use (hook JSON on stdin) for $TELECLAUDE_SESSION_ID; prints nothing.",
     )
     tool_use.add_argument("--agent", choices=NAMES, help="the CLI")
     tool_use.set_defaults(handler=_run_hook_tool_use)
     prompt = events.add_parser(
         "prompt",
-        help="Codex's UserPromptSubmit hook: keep the session's rollout file, where codex records API errors",
+        help="an agent CLI's UserPromptSubmit hook: keep the session's rollout file (its API errors)",
         description="Read the UserPromptSubmit hook JSON on stdin and keep its transcript_path on the "
         "worker's session (TELECLAUDE_SESSION_ID); prints nothing.",
     )
-    prompt.add_argument("--agent", choices=("codex",), default="codex", help="the CLI (default: codex)")
+    prompting = _running("prompt")
+    prompt.add_argument(
+        "--agent", choices=prompting, default=prompting[0], help=f"the CLI (default: {prompting[0]})"
+    )
     prompt.set_defaults(handler=_run_hook_prompt)
     post = events.add_parser(
         "post-commit", help="git post-commit: print the planner's next step (changes nothing)"
     )
     add_cwd(post)
     post.set_defaults(handler=_run_hook_post_commit)
+
+
+def _running(verb: str) -> tuple[str, ...]:
+    """The agent CLIs whose driver runs `teleclaude hook VERB`."""
+    return tuple(name for name, driver in PROFILES.items() if driver.hooks.runs(verb))
 
 
 def _run_hook(args: argparse.Namespace) -> int:  # argparse requires an event, so this is never reached

@@ -1,10 +1,8 @@
 """`teleclaude hook stop`: an agent may not end its turn with uncommitted work where the planner reads.
 
-Each CLI runs the hook when the agent is about to stop and passes JSON on stdin:
-- Claude Code `Stop` and Codex `Stop`: `{"cwd", "stop_hook_active", "session_id", "hook_event_name": "Stop"}`
-  (Codex adds `turn_id`); to refuse, print `{"decision": "block", "reason": …}` and exit 0.
-- Gemini CLI `AfterAgent`: the same fields with `"hook_event_name": "AfterAgent"`; to refuse, print
-  `{"decision": "deny", "reason": …}` (the reason becomes the agent's next prompt) and exit 0.
+Each CLI runs the hook when the agent is about to stop and passes JSON on stdin: `{"cwd",
+"stop_hook_active", "session_id", "hook_event_name"}` and what its driver's `Hooks` say (the event's name,
+the keys only it sends, a `prompt`); to refuse, it prints `{"decision": REFUSAL, "reason": …}` and exits 0.
 
 The stop is refused when the session's folder is a `trees/{slug}` worktree with any change, or the main
 checkout with uncommitted files in a todos/{slug}/ folder (an architect's requirements or plan). The roadmap
@@ -24,6 +22,8 @@ from pathlib import Path
 from typing import TextIO
 
 from teleclaude.adapters import git as gitx
+from teleclaude.agents import PROFILES
+from teleclaude.agents.profile import AgentProfile
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import WorktreeState
 from teleclaude.runtime.hooks.record import mark_pane, record, warn
@@ -33,11 +33,11 @@ MAX_LISTED = 20
 
 @dataclass(frozen=True)
 class StopEvent:
-    agent: str  # claude, gemini or codex
+    agent: str  # the driver's name
     cwd: Path
     active: bool  # stop_hook_active: this turn already continues because a stop hook refused a stop
     session_id: str = ""
-    prompt: str = ""  # gemini's AfterAgent: what the model was sent (an unknown /command goes as it is)
+    prompt: str = ""  # what the model was sent, when the CLI's stop input says (`Hooks.stop_prompt`)
 
 
 @dataclass(frozen=True)
@@ -63,18 +63,22 @@ def parse_event(raw: str, agent: str | None = None) -> StopEvent:
     cwd = data.get("cwd", os.getcwd())
     if not isinstance(cwd, str) or not cwd:
         raise MalformedInput("`cwd` is not a path")
-    if agent is None:
-        event = data.get("hook_event_name")
-        agent = "gemini" if event == "AfterAgent" else "codex" if "turn_id" in data else "claude"
+    driver = PROFILES[agent] if agent is not None and agent in PROFILES else dialect(data)
     session, prompt = data.get("session_id"), data.get("prompt")
     return StopEvent(
-        agent,
+        driver.name,
         Path(cwd),
         data.get("stop_hook_active") is True,
         session if isinstance(session, str) else "",
-        # gemini's only: codex sends `$skill args` as typed even when it expands the skill
-        prompt if agent == "gemini" and isinstance(prompt, str) else "",
+        prompt if driver.hooks.stop_prompt and isinstance(prompt, str) else "",
     )
+
+
+def dialect(data: dict) -> AgentProfile:
+    """The CLI that sent this stop input: its stop event's name, then the keys only its input has."""
+    event = data.get("hook_event_name")
+    fitting = [d for d in PROFILES.values() if all(key in data for key in d.hooks.stop_keys)]
+    return max(fitting, key=lambda d: (d.hooks.stop_event == event, len(d.hooks.stop_keys)))
 
 
 def decide(event: StopEvent) -> StopDecision:
@@ -120,8 +124,7 @@ def render(decision: StopDecision, agent: str) -> str:
     """The CLI's own answer on stdout: nothing to let the stop through, else its refusal object."""
     if not decision.block:
         return ""
-    verdict = "deny" if agent == "gemini" else "block"
-    return json.dumps({"decision": verdict, "reason": decision.reason})
+    return json.dumps({"decision": PROFILES[agent].hooks.refusal, "reason": decision.reason})
 
 
 def main(agent: str | None = None, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
@@ -145,9 +148,10 @@ def main(agent: str | None = None, stdin: TextIO | None = None, stdout: TextIO |
 
 def _record_turn_end(prompt: str = "") -> None:
     """A worker started by the runtime ended its turn: tell the runtime now, not after its idle wait (with
-    the prompt, for gemini: an unknown /command reaches the model as it was typed). A worker on another
-    computer (the launcher set TURN_END_TO_PANE) marks its tmux pane instead, sealed with its session's key,
-    which the runtime reads over ssh with the pane's output (adapters/tmux.py, runtime/core/marks.py)."""
+    the prompt, when the CLI sends it: an unknown /command reaches the model as it was typed). A worker on
+    another computer (the launcher set TURN_END_TO_PANE) marks its tmux pane instead, sealed with its
+    session's key, which the runtime reads over ssh with the pane's output (adapters/tmux.py,
+    runtime/core/marks.py)."""
     # TURN_END_TO_PANE of adapters/tmux.py, spelled out: every other stop stays off that module
     if os.environ.get("TELECLAUDE_TURN_END_TO_PANE") and os.environ.get("TELECLAUDE_SESSION_ID"):
         from teleclaude.adapters.tmux import TURN_END_OPTION
