@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from datetime import UTC, datetime
 
 from teleclaude.agents.formats import basic_string, split_front_matter
-from teleclaude.agents.profile import AgentProfile, Blocker, Hooks, Install, Kind
+from teleclaude.agents.profile import AgentProfile, Blocker, Hooks, Install, Kind, TurnError
 
 
 def trust_flags(folders: Iterable[str]) -> list[str]:
@@ -32,6 +34,64 @@ def skill(name: str, markdown: str) -> str:
         f"Arguments: this skill is invoked as `${name} ARGUMENTS`. Everywhere below, `$ARGUMENTS` stands for "
         f"the text after `${name}` in the user's message (empty when there is none).\n\n" + body.lstrip("\n")
     )
+
+
+# Its rollout file (`CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-THREAD.jsonl`, one JSON event a line; its
+# UserPromptSubmit hook names it): where codex 0.169 records, typed, the API error that ended a turn. The
+# interactive CLI shows only the error's words (a `■` row), and runs no hook for such a turn; the file ends
+# the turn with `{"type": "event_msg", "payload": {"type": "task_complete", "completed_at": SECONDS,
+# "error": {"message": …, "codex_error_info": "usage_limit_exceeded"}}}` (tests/realcli/NOTES.md).
+
+
+def last_turn_error(lines: list[str]) -> TurnError | None:
+    """The error that ended the last turn of these rollout lines (the file's tail), if its last turn event is
+    a `task_complete` with an error; None when that turn completed, or a newer one started."""
+    for line in reversed(lines):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # a line cut by the tail, or one being written
+        payload = event.get("payload") if isinstance(event, dict) else None
+        kind = payload.get("type") if isinstance(payload, dict) else None
+        if kind in ("task_started", "turn_aborted"):  # a newer turn, or one interrupted (Escape)
+            return None
+        if kind != "task_complete" or not isinstance(payload, dict):
+            continue
+        error, when = payload.get("error"), payload.get("completed_at")
+        if not isinstance(error, dict) or not isinstance(when, int | float):
+            return None
+        message = error.get("message")
+        info = error.get("codex_error_info")
+        return TurnError(
+            failure_kind(info),
+            message if isinstance(message, str) else "",
+            datetime.fromtimestamp(int(when), UTC),
+            "codex_error_info",
+            info,
+        )
+    return None
+
+
+def failure_kind(info: object) -> str:
+    """Its typed error (`codex_error_info` of the turn's `task_complete` in its rollout file) as the kind
+    runtime/core/limits.py `failure_limit` knows: `usage_limit_exceeded` and a given-up 429 are
+    `rate_limit`, `server_overloaded` `overloaded`, 5xx `server_error`; any other error is itself (not a
+    limit: the turn ended)."""
+    if isinstance(info, dict) and len(info) == 1:  # {"response_too_many_failed_attempts": {…}}
+        ((name, details),) = info.items()
+        status = details.get("http_status_code") if isinstance(details, dict) else None
+        if status == 429:
+            return "rate_limit"
+        if isinstance(status, int) and status >= 500:
+            return "overloaded" if status == 503 else "server_error"
+        return str(name)
+    kinds = {
+        "usage_limit_exceeded": "rate_limit",
+        "server_overloaded": "overloaded",
+        "internal_server_error": "server_error",
+        "unauthorized": "authentication_failed",
+    }
+    return kinds.get(str(info), str(info))
 
 
 PROFILE = AgentProfile(
@@ -75,6 +135,7 @@ PROFILE = AgentProfile(
     retry=r"\b(Server is busy, reconnecting|Reconnecting\.\.\.) \d+/\d+",
     command_sign="$",  # codex 0.169 has no custom prompts; role commands are skills: `$next-build x`
     trust_flags=trust_flags,
+    turn_error=last_turn_error,
     blockers=(
         Blocker(
             "the folder trust dialog",

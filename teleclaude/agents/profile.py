@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import Enum
 
 
@@ -83,6 +84,17 @@ class Setting:
 
 
 @dataclass(frozen=True)
+class TurnError:
+    """The API error that ended the CLI's last turn, typed, as its own record of the session says."""
+
+    kind: str  # in the StopFailure hook's words: rate_limit, overloaded, server_error, billing_error, …
+    message: str  # the words the screen shows
+    completed_at: datetime  # aware UTC, to the second
+    source: str  # where it was read, for the session's event (codex_error_info)
+    info: object = None  # the CLI's own value
+
+
+@dataclass(frozen=True)
 class AgentProfile:
     name: str
     binaries: tuple[str, ...]  # tried in order on PATH (gemini: Gemini CLI, else Antigravity's agy)
@@ -121,6 +133,9 @@ class AgentProfile:
     blockers: tuple[Blocker, ...] = ()
     dialog_footer: str = ""
     hooks: Hooks = Hooks()
+    # the error that ended the last turn, typed, from the tail of the session's transcript (the file its
+    # `prompt` hook named); for a CLI that runs no hook for such a turn
+    turn_error: Callable[[list[str]], TurnError | None] | None = None
     install: Install | None = None  # None: `teleclaude install` does not know the CLI
     # what install answers in the user's files so that the CLI's first-run dialogs never ask a detached
     # worker; `project_trust`: the value that trusts a project root (`teleclaude init`, project scope)

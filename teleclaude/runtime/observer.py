@@ -30,14 +30,12 @@ from teleclaude.runtime.core.blockers import (
 from teleclaude.runtime.core.limits import (
     DEFAULT_PAUSE,
     LimitHit,
-    codex_failure,
     failure_limit,
     find_limit,
     parse_failure,
     reset_time,
 )
 from teleclaude.runtime.core.marks import unseal
-from teleclaude.runtime.core.rollout import last_turn_error
 from teleclaude.runtime.core.sessions import (
     Activity,
     Change,
@@ -75,7 +73,7 @@ log = logging.getLogger("teleclaude.runtime")
 MAX_WAIT = 60.0
 WORKING = (SessionState.RUNNING, SessionState.STALLED, SessionState.NEEDS_ATTENTION)
 _SCAN_LINES = 2000
-ROLLOUT_TAIL = 64 * 1024  # bytes of codex's rollout file read for its last turn's end
+TRANSCRIPT_TAIL = 64 * 1024  # bytes of a session's transcript read for its last turn's end
 FATAL_FAILURES = ("billing_error", "authentication_failed")  # no retry helps: a person must act
 _BLOCKABLE = (SessionState.RUNNING, SessionState.STALLED, SessionState.TURN_ENDED)
 
@@ -161,7 +159,7 @@ class Observer:
         return self.context.change(working, Change.TURN_ENDED, source, expect=expect)
 
     def record_transcript(self, session_id: str, path: str) -> bool:
-        """Codex's UserPromptSubmit hook named the session's rollout file (`teleclaude hook prompt`). True
+        """The CLI's prompt hook named the session's transcript (`teleclaude hook prompt`). True
         once the stored row shows it (or nothing is to record); False when another writer saved first."""
         session = self.context.store.get(session_id)
         if session is None or session.transcript == path:
@@ -169,17 +167,23 @@ class Observer:
         return self.context.store.save(replace(session, transcript=path), expect=session.state) is not None
 
     def _turn_error(self, session: Session) -> Session | None:
-        """The API error that ended codex's turn, typed, from its rollout file (no hook runs for such a turn):
-        recorded as a StopFailure hook's would be (a limit makes the agent unavailable until its reset)."""
+        """The API error that ended the turn, typed, from the session's transcript (the driver's `turn_error`:
+        no hook runs for such a turn): recorded as a StopFailure hook's would be (a limit makes the agent
+        unavailable until its reset)."""
         local = not self.context.config.elsewhere(session.computer)
-        if not (session.transcript and local and session.state in WORKING and session.delivered_at):
+        profile = self.context.config.profiles.get(session.agent)
+        reader = profile.turn_error if profile else None
+        if not (
+            reader and session.transcript and local and session.state in WORKING and session.delivered_at
+        ):
             return None
-        error = last_turn_error(read_tail(Path(session.transcript), ROLLOUT_TAIL))
+        error = reader(read_tail(Path(session.transcript), TRANSCRIPT_TAIL))
         if error is None or error.completed_at < session.delivered_at.replace(microsecond=0):
             return None  # the turn goes on, completed, or is one from before the last message
-        kind = codex_failure(error.info)
-        log.info("session %s: its rollout file ends the turn with %s: %s", session.id, kind, error.message)
-        self.record_stop_failure(session.id, kind, error.message, "codex_error_info")
+        log.info(
+            "session %s: its transcript ends the turn with %s: %s", session.id, error.kind, error.message
+        )
+        self.record_stop_failure(session.id, error.kind, error.message, error.source)
         return self.context.store.get(session.id) or session
 
     def _marked_failure(self, session: Session, view: PaneView) -> Session | None:

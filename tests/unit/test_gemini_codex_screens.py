@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from teleclaude.agents import PROFILES
+from teleclaude.agents.codex import failure_kind, last_turn_error
 from teleclaude.runtime.core.blockers import find_blocker, refused_command, unexpanded_command
-from teleclaude.runtime.core.limits import codex_failure, find_limit
-from teleclaude.runtime.core.rollout import last_turn_error
+from teleclaude.runtime.core.limits import find_limit
 from teleclaude.runtime.core.sessions import command_listed, prompt_visible, waiting_for_input
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -252,7 +252,7 @@ def test_codexs_typed_error_from_its_rollout_file(info, kind):
     found = last_turn_error(["{cut line", *lines])
     assert found is not None and found.info == info and found.message == "■ words"
     assert found.completed_at == datetime.fromtimestamp(1795451360, UTC)
-    assert codex_failure(found.info) == kind
+    assert failure_kind(found.info) == kind == found.kind
 
 
 def test_a_completed_or_newer_turn_in_the_rollout_file_is_no_error():
