@@ -1,8 +1,8 @@
 """Agent CLI config files as data, edited so that what is not teleclaude's keeps its bytes.
 
-JSON files (settings.json, .mcp.json, ~/.claude.json, hooks.json) are parsed and written back in the style
+JSON files (settings.json, .mcp.json, hooks.json) are parsed and written back in the style
 they were found in (indent, separators, escaping, line endings), so a file written by `JSON.stringify(x,
-null, 2)` or `json.dumps(x, indent=4)` round-trips byte for byte. TOML files (codex config.toml) are never
+null, 2)` or `json.dumps(x, indent=4)` round-trips byte for byte. TOML files (config.toml) are never
 re-serialized: a table is appended as text or a recorded piece of text is removed, and tomllib checks that
 nothing else changed.
 """

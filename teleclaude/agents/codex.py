@@ -173,7 +173,7 @@ PROFILE = AgentProfile(
             ("Stop", "stop"),
             # where codex records the API error that ends a turn (no hook runs for such a turn)
             ("UserPromptSubmit", "prompt"),
-            # before every tool call (no matcher: every tool), with claude's fields (NOTES.md)
+            # before every tool call (no matcher: every tool), with PreToolUse's usual fields (NOTES.md)
             ("PreToolUse", "tool-use"),
         ),
         stop_keys=("turn_id",),

@@ -87,11 +87,11 @@ PROFILE = AgentProfile(
     hooks=Hooks(
         (
             ("AfterAgent", "stop"),
-            # before every tool call (no matcher: every tool), with claude's fields (NOTES.md)
+            # before every tool call (no matcher: every tool), with PreToolUse's fields (NOTES.md)
             ("BeforeTool", "tool-use"),
         ),
         refusal="deny",  # the reason becomes the agent's next prompt
-        stop_prompt=True,  # codex sends `$skill args` as typed even when it expands the skill: not there
+        stop_prompt=True,  # its AfterAgent input's `prompt` is what the model was sent
     ),
     install=Install(
         ".gemini", command_file="{folder}/commands/{name}.toml", command_text=command_toml, named_hooks=True

@@ -1,5 +1,5 @@
 """What teleclaude knows of one agent CLI: how it is started and spoken to, how its screen reads. One value
-per CLI, in this package's driver modules (claude.py, gemini.py, codex.py); the registry is __init__.py.
+per CLI, in this package's driver modules (one module a CLI); the registry is __init__.py.
 
 The defaults run workers unattended (each CLI's "approve everything" flag), because a worker that stops to
 ask for permission in a detached tmux pane is a stalled worker. A user overrides any of it per agent in
@@ -97,7 +97,7 @@ class TurnError:
 @dataclass(frozen=True)
 class AgentProfile:
     name: str
-    binaries: tuple[str, ...]  # tried in order on PATH (gemini: Gemini CLI, else Antigravity's agy)
+    binaries: tuple[str, ...]  # tried in order on PATH (a CLI, else a successor of the same dialect)
     args: tuple[str, ...] = ()
     modes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # thinking mode -> extra flags
     # a regex for the CLI's input line while it waits for input: the prompt sign with nothing typed after it
@@ -116,8 +116,8 @@ class AgentProfile:
     api_wait: str = ""
     tool_running: str = ""
     command_prefix: str = ""  # put before every command name (a user's own namespace); none by default
-    command_sign: str = "/"  # how the CLI invokes a role command: /next-build (claude, gemini), $next-build
-    # variables given to each worker with `tmux new-session -e` (e.g. IS_SANDBOX=1 for claude as root,
+    command_sign: str = "/"  # how the CLI invokes a role command: /next-build, or a skill's $next-build
+    # variables given to each worker with `tmux new-session -e` (e.g. IS_SANDBOX=1 to be let run as root,
     # GEMINI_CLI_TRUST_WORKSPACE=true); the rest of a worker's environment is the tmux server's
     env: Mapping[str, str] = field(default_factory=dict)
     # the flags that trust the worker's folders for this process (when the CLI asks about a new folder and
@@ -125,7 +125,7 @@ class AgentProfile:
     trust_flags: Callable[[Iterable[str]], list[str]] | None = None
     # a regex, `{name}` standing for the command's name, for the row the CLI lists under a typed `/name` once
     # it knows the command: the launcher types the name alone, waits for that row (at most `command_wait`),
-    # then the arguments and Enter (gemini 0.61 loads its commands after its prompt shows, and takes a
+    # then the arguments and Enter (a CLI may load its commands after its prompt shows, and take a
     # `/name x` typed before as a plain prompt for the model)
     command_listed: str = ""
     # what keeps it from working on its own (dialogs, refusals: runtime/core/blockers.py reads them); when
@@ -154,6 +154,6 @@ class AgentProfile:
 
     def slash_command(self, command: str, args: str) -> str:
         text = f"{self.command_sign}{self.command_name(command)} {args}".rstrip()
-        # codex opens a skill list under `$next-work` while it is typed, and Enter then picks from the list
-        # instead of sending (nothing reaches the model); a space after the name closes the list
+        # a CLI of `$` skills opens a skill list under `$next-work` while it is typed, and Enter then picks
+        # from the list instead of sending (nothing reaches the model); a space after the name closes the list
         return f"{text} " if self.command_sign == "$" and not args.strip() else text

@@ -251,8 +251,8 @@ class Launcher:
 
     def _wait_for_prompt(self, session: Session, profile: AgentProfile) -> list[str] | Error:
         """The screen once the CLI's prompt has stayed on an unchanged screen for `prompt_stable` seconds: a
-        CLI may paint its prompt and then replace it by a dialog (codex ~0.8 s, gemini ~0.25 s before "Trust
-        this folder?"), and whatever is typed into a dialog answers it. A dialog, a refusal or an early exit
+        CLI may paint its prompt and then replace it by a dialog (up to ~0.8 s before "Trust this folder?"),
+        and whatever is typed into a dialog answers it. A dialog, a refusal or an early exit
         is reported at once (with the CLI's own last output), never waited out, never typed into."""
         config, tmux = self.context.config, self.context.tmux
         deadline = time.monotonic() + config.startup_timeout
@@ -279,7 +279,7 @@ class Launcher:
             time.sleep(0.05)
 
     def _refused(self, session: Session) -> Error | None:
-        """The CLI answered the command with its "unknown command" (codex keeps the text in its input box)."""
+        """The CLI answered the command with its "unknown command" (it may keep the text in its input box)."""
         view = self.context.tmux.views().get(session.pane_id)
         screen = self.context.tmux.screen(session.pane_id, view) if view else []
         refusal = refused_command(session.agent, screen)

@@ -137,8 +137,9 @@ class Observer:
         """An agent's Stop hook said its turn is over (called from `teleclaude hook stop`). True once the
         stored row shows it (or there is nothing to record); False when another writer saved first.
 
-        `prompt` (gemini's AfterAgent hook): what the model was sent. When it is the session's command line
-        as typed, the CLI did not know the command: the session errs, the step never ran."""
+        `prompt` (from a stop hook whose input says, `Hooks.stop_prompt`): what the model was sent. When it
+        is the session's command line as typed, the CLI did not know the command: the session errs, the step
+        never ran."""
         session = self.context.store.get(session_id)
         if session is None or session.state not in WORKING:
             return True
@@ -444,8 +445,8 @@ class Observer:
     def _limited_by_dialog(
         self, session: Session, screen: list[str], now: datetime, expect: SessionState, detail: str, text: str
     ) -> Session:
-        """The limit's message, with its reset, is on the screen above the dialog (gemini prints no reset for
-        a daily quota: the default pause)."""
+        """The limit's message, with its reset, is on the screen above the dialog (one without a reset, such
+        as a daily quota's: the default pause)."""
         hit = self._limit_in(session, screen, now)
         reason = hit.reason if hit else "rate_limited"
         until = reset_time(" ".join(screen), now, local_zone(now)) or (

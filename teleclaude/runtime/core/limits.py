@@ -117,7 +117,7 @@ _ZONE = (
     r"|[A-Z]{2,5})"  # an abbreviation, in capitals: "PDT", "(UTC)"
     r")\b\)?)?"
 )
-# "resets Nov 25, 11:05pm (UTC)" (claude); "try again at Nov 26th, 2026 2:21 AM." (codex: local time)
+# "resets Nov 25, 11:05pm (UTC)"; "try again at Nov 26th, 2026 2:21 AM." (local time)
 _DATE = re.compile(
     r"(?i)(?:resets?|try again|available again)\s+(?:on\s+|at\s+)?("
     + "|".join(_MONTHS)

@@ -1,12 +1,13 @@
-"""`teleclaude hook prompt`: Codex's `UserPromptSubmit` hook; tells the runtime where codex records the turn.
+"""`teleclaude hook prompt`: a `UserPromptSubmit` hook; tells the runtime where the CLI records the turn.
 
-Codex 0.169 runs it for each message it is given, before the model is asked, with JSON on stdin:
-`{"session_id", "turn_id", "cwd", "hook_event_name": "UserPromptSubmit", "transcript_path", "prompt", …}`.
-`transcript_path` is the session's rollout file, where codex records, typed, an API error that ends the turn
-(no hook runs for such a turn: runtime/core/rollout.py). For a worker of the runtime (TELECLAUDE_SESSION_ID
-set) the path is kept on its session. A worker on another computer (TELECLAUDE_TURN_END_TO_PANE set) keeps
-nothing: its rollout file is over there, out of the observer's reach, and this machine's database is too;
-its limits are read from its screen. The hook prints nothing (the prompt goes ahead) and always exits 0.
+The CLI (a driver whose `Hooks` run `prompt`) runs it for each message it is given, before the model is asked,
+with JSON on stdin: `{"session_id", "turn_id", "cwd", "hook_event_name": "UserPromptSubmit",
+"transcript_path", "prompt", …}`. `transcript_path` is the session's own record, where the CLI writes, typed,
+an API error that ends the turn (no hook runs for such a turn: the driver's `turn_error` reads it). For a
+worker of the runtime (TELECLAUDE_SESSION_ID set) the path is kept on its session. A worker on another
+computer (TELECLAUDE_TURN_END_TO_PANE set) keeps nothing: its file is over there, out of the observer's reach,
+and this machine's database is too; its limits are read from its screen. The hook prints nothing (the prompt
+goes ahead) and always exits 0.
 """
 
 from __future__ import annotations
