@@ -32,6 +32,7 @@ from pydantic import ValidationError as PydanticValidationError
 from starlette.middleware import Middleware
 
 from teleclaude import __version__
+from teleclaude.agents import NAMES
 from teleclaude.errors import Error, ErrorCode, guard
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Action, AgentMarked, AgentReport
@@ -86,7 +87,9 @@ Keep calling until the answer is COMPLETE, SELF or an ERROR (NO_WORK means there
 NOT_PREPARED means call teleclaude__next_prepare first)."""
 )
 
-MARK_UNAVAILABLE = """Report that an agent (e.g. claude, gemini, codex) cannot take work right now.
+AGENTS = ", ".join(NAMES)
+
+MARK_UNAVAILABLE = f"""Report that an agent (e.g. {AGENTS}) cannot take work right now.
 
 Call it when a worker hits its quota or a rate limit, is overloaded, or stops responding. Until the given
 time, teleclaude__next_work() and teleclaude__next_prepare() pick the next agent of each row instead, and
@@ -100,7 +103,7 @@ rate_limited, overloaded or unresponsive.
 
 Answers `OK: ...`, or `ERROR: UNKNOWN_AGENT` / `ERROR: INVALID_TIME` with what to give instead."""
 
-MARK_AVAILABLE = """Report that an agent (e.g. claude, gemini, codex) can take work again, early.
+MARK_AVAILABLE = f"""Report that an agent (e.g. {AGENTS}) can take work again, early.
 
 Answers `OK: <agent> is available.` or `ERROR: UNKNOWN_AGENT`."""
 
@@ -140,7 +143,7 @@ def agent_status() -> str:
 
 # --- the worker runtime: every call runs in a thread, so tmux and the long-poll never block the server ------
 
-RUN_AGENT_COMMAND = """Start an agent CLI (claude, gemini, codex) in tmux and type `/command args` into it.
+RUN_AGENT_COMMAND = f"""Start an agent CLI ({AGENTS}) in tmux and type `/command args` into it.
 
 Call it exactly as a TOOL_CALL from teleclaude__next_work / teleclaude__next_prepare says. It returns once
 the command was delivered: `SESSION: <id> started` with the session's fields, or `ERROR: CODE`
@@ -214,27 +217,11 @@ async def run_agent_command(
     thinking_mode: str,
     subfolder: str | None = None,
 ) -> str:
-    log.debug(
-        "run_agent_command(%r, %r, %r, %r, %r, %r, %r)",
-        computer,
-        command,
-        args,
-        project,
-        agent,
-        thinking_mode,
-        subfolder,
-    )
-    return await asyncio.to_thread(
-        _session_answer,
-        "run_agent_command",
-        computer,
-        command,
-        args,
-        project,
-        agent,
-        thinking_mode,
-        subfolder or None,
-    )
+    from teleclaude.runtime.core.sessions import StartRequest
+
+    request = StartRequest(computer, command, args, project, agent, thinking_mode, subfolder or None)
+    log.debug("run_agent_command(%r)", request)
+    return await asyncio.to_thread(_session_answer, "run_agent_command", request)
 
 
 async def list_sessions(include_finished: bool = True) -> str:

@@ -1,8 +1,8 @@
 """Agent CLI config files as data, edited so that what is not teleclaude's keeps its bytes.
 
-JSON files (settings.json, .mcp.json, ~/.claude.json, hooks.json) are parsed and written back in the style
+JSON files (settings.json, .mcp.json, hooks.json) are parsed and written back in the style
 they were found in (indent, separators, escaping, line endings), so a file written by `JSON.stringify(x,
-null, 2)` or `json.dumps(x, indent=4)` round-trips byte for byte. TOML files (codex config.toml) are never
+null, 2)` or `json.dumps(x, indent=4)` round-trips byte for byte. TOML files (config.toml) are never
 re-serialized: a table is appended as text or a recorded piece of text is removed, and tomllib checks that
 nothing else changed.
 """
@@ -13,9 +13,10 @@ import copy
 import json
 import re
 import tomllib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from teleclaude.agents.formats import basic_string
 
 MISSING = object()
 
@@ -161,43 +162,10 @@ def without(data: dict, keys: tuple[str, ...]) -> dict:
 
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 
 
 def _toml_key(key: str) -> str:
     return key if _BARE_KEY.fullmatch(key) else basic_string(key)
-
-
-def basic_string(text: str) -> str:
-    """A one-line TOML basic string."""
-    return '"' + "".join(_ESCAPES.get(char) or _control(char) for char in text) + '"'
-
-
-def multiline_string(text: str) -> str:
-    """A TOML multi-line basic string holding exactly `text` (TOML trims the newline after the opening)."""
-    out, quotes = [], 0
-    for char in text:
-        quotes = quotes + 1 if char == '"' else 0
-        if quotes == 3:  # three quotes in a row would close the string
-            out.append('\\"')
-            quotes = 0
-        elif char == "\\":
-            out.append("\\\\")
-        elif char in '\n\t"':
-            out.append(char)
-        else:
-            out.append(_control(char))
-    if out and out[-1] == '"':  # a quote right before the closing delimiter would merge with it
-        out[-1] = '\\"'
-    return '"""\n' + "".join(out) + '"""'
-
-
-def _control(char: str) -> str:
-    """Characters TOML strings may not hold raw (controls other than tab and newline, and DEL), escaped."""
-    code = ord(char)
-    if code < 0x20 or code == 0x7F:
-        return _ESCAPES.get(char, f"\\u{code:04X}")
-    return char
 
 
 def _text(path: Path, data: bytes) -> str:
@@ -205,12 +173,3 @@ def _text(path: Path, data: bytes) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise BrokenConfig(path, f"is not UTF-8 text (byte {error.start})") from None
-
-
-def codex_trust(folders: Iterable[str]) -> list[str]:
-    """Codex asks "Trust this folder?" for every project it has no `[projects."PATH"] trust_level` for. A
-    `-c` override trusts the worker's own folders for that process only (a dotted key cannot hold a path
-    with dots, an inline table can); nothing is written to ~/.codex/config.toml."""
-    trusted = '{ trust_level = "trusted" }'
-    tables = ", ".join(f"{basic_string(folder)} = {trusted}" for folder in dict.fromkeys(folders))
-    return ["-c", f"projects = {{ {tables} }}"] if tables else []

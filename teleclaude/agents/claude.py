@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from teleclaude.agents.profile import AgentProfile
+from teleclaude.agents.profile import AgentProfile, Blocker, Hooks, Install, Kind, Setting
+
+CLAUDE_STATE = "~/.claude.json"
+CLAUDE_SETTINGS = "~/.claude/settings.json"
 
 PROFILE = AgentProfile(
     "claude",
@@ -22,4 +25,74 @@ PROFILE = AgentProfile(
     ),
     busy=r"\besc to interrupt\b",  # the footer while it works: "… · esc to interrupt · ← for agents"
     retry=r"\bRetrying in \d+\w*.*\battempt \d+/\d+",  # "API error · Retrying in 26s · attempt 7/10"
+    # every dialog of the CLI ends with this row; a worker's output that quotes a dialog does not
+    dialog_footer=r"Enter to confirm · Esc to (cancel|exit)",
+    blockers=(
+        Blocker(
+            "the workspace trust dialog",
+            r"Yes, I trust this folder|Do you trust the files in this folder",
+            f'Set projects["{{workdir}}"].hasTrustDialogAccepted = true in {CLAUDE_STATE} (a parent folder '
+            "covers its subfolders; `teleclaude install` writes it for the project root), or start claude "
+            "in {workdir} once and answer the question.",
+        ),
+        Blocker(
+            "the Bypass Permissions mode warning",
+            r"running in Bypass Permissions mode",
+            f'Add "skipDangerousModePermissionPrompt": true to {CLAUDE_SETTINGS} (accepting the warning '
+            "once in `claude --dangerously-skip-permissions` writes the same).",
+        ),
+        Blocker(
+            "the project MCP server approval",
+            r"(?i)new MCP servers? found in this project",
+            f'Add "enableAllProjectMcpServers": true (or "enabledMcpjsonServers": ["teleclaude"]) to '
+            f"{CLAUDE_SETTINGS}, or start claude in {{workdir}} once and approve the servers.",
+        ),
+        Blocker(
+            "the custom API key question",
+            r"Detected a custom API key in your environment",
+            "Start claude once in a terminal with the same ANTHROPIC_API_KEY and answer Yes (it remembers "
+            f"the key's last 20 characters in customApiKeyResponses.approved of {CLAUDE_STATE}).",
+        ),
+        Blocker(
+            "the rate-limit options dialog",
+            r"Stop and wait for limit to reset",
+            "The subscription limit is reached: wait for its reset, or use another agent.",
+            rate_limit=True,
+        ),
+        Blocker(
+            "the onboarding questions",
+            r"Choose the text style that looks best with your terminal|Select login method:",
+            f'Start claude once in a terminal and finish its setup (or set "hasCompletedOnboarding": true '
+            f"in {CLAUDE_STATE} and give it ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN).",
+        ),
+        Blocker(
+            "its refusal to skip permissions as root",
+            r"cannot be used with root/sudo privileges",
+            "claude refuses --dangerously-skip-permissions as root unless IS_SANDBOX=1. On a sandbox "
+            '(container, VM) set it in teleclaude.toml: [runtime.agents.claude] env = {IS_SANDBOX = "1"}; '
+            "else run teleclaude as an ordinary user.",
+            kind=Kind.EXIT,
+        ),
+    ),
+    hooks=Hooks(
+        (
+            ("Stop", "stop"),  # the turn ended: refuse with uncommitted work, else record the turn end
+            ("StopFailure", "stop-failure"),  # an API error ended the turn (rate_limit, billing_error, …)
+            ("PreToolUse", "tool-use"),  # the worker's recent tool activity, for digests and `sessions list`
+        )
+    ),
+    # its MCP servers: ~/.claude.json (user scope), the project's .mcp.json (project scope)
+    install=Install(".claude", mcp_file=(".claude.json", ".mcp.json"), mcp_entry={"type": "stdio"}),
+    # - the "Bypass Permissions mode" warning: what accepting it writes (project settings are not read for it)
+    # - project `.mcp.json` servers pending approval: where the CLI itself says to persist an approval
+    #   (project settings cannot approve their own servers)
+    unattended=(
+        Setting(".claude/settings.json", ("skipDangerousModePermissionPrompt",), True),
+        Setting(".claude/settings.json", ("enabledMcpjsonServers",), "teleclaude", in_list=True),
+    ),
+    # workspace trust for a project root covers its `trees/<slug>` worktrees; false is what it stores for
+    # every folder it has seen: not a refusal (a refusal makes it exit)
+    project_trust=Setting(
+        ".claude.json", ("projects", "{root}", "hasTrustDialogAccepted"), True, default=False
+    ),
 )

@@ -2,7 +2,97 @@
 
 from __future__ import annotations
 
-from teleclaude.agents.profile import AgentProfile
+import json
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from teleclaude.agents.formats import basic_string, split_front_matter
+from teleclaude.agents.profile import AgentProfile, Blocker, Hooks, Install, Kind, TurnError
+
+
+def trust_flags(folders: Iterable[str]) -> list[str]:
+    """Codex asks "Trust this folder?" for every project it has no `[projects."PATH"] trust_level` for. A
+    `-c` override trusts the worker's own folders for that process only (a dotted key cannot hold a path
+    with dots, an inline table can); nothing is written to ~/.codex/config.toml."""
+    trusted = '{ trust_level = "trusted" }'
+    tables = ", ".join(f"{basic_string(folder)} = {trusted}" for folder in dict.fromkeys(folders))
+    return ["-c", f"projects = {{ {tables} }}"] if tables else []
+
+
+def skill(name: str, markdown: str) -> str:
+    """A Codex skill (`~/.codex/skills/NAME/SKILL.md`, or the project's `.codex/skills/`), invoked as
+    `$NAME args`: Codex 0.169 has no custom prompts any more and does not substitute `$ARGUMENTS` in a skill,
+    so the skill says where they are."""
+    meta, body = split_front_matter(markdown)
+    description = meta.get("description", "") or f"teleclaude role command {name}"
+    return (
+        "---\n"
+        f"name: {name}\n"
+        f"description: {description}\n"
+        "---\n\n"
+        f"<!-- Installed by `teleclaude install`; `teleclaude install --uninstall` removes it. -->\n"
+        f"Arguments: this skill is invoked as `${name} ARGUMENTS`. Everywhere below, `$ARGUMENTS` stands for "
+        f"the text after `${name}` in the user's message (empty when there is none).\n\n" + body.lstrip("\n")
+    )
+
+
+# Its rollout file (`CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-THREAD.jsonl`, one JSON event a line; its
+# UserPromptSubmit hook names it): where codex 0.169 records, typed, the API error that ended a turn. The
+# interactive CLI shows only the error's words (a `■` row), and runs no hook for such a turn; the file ends
+# the turn with `{"type": "event_msg", "payload": {"type": "task_complete", "completed_at": SECONDS,
+# "error": {"message": …, "codex_error_info": "usage_limit_exceeded"}}}` (tests/realcli/NOTES.md).
+
+
+def last_turn_error(lines: list[str]) -> TurnError | None:
+    """The error that ended the last turn of these rollout lines (the file's tail), if its last turn event is
+    a `task_complete` with an error; None when that turn completed, or a newer one started."""
+    for line in reversed(lines):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # a line cut by the tail, or one being written
+        payload = event.get("payload") if isinstance(event, dict) else None
+        kind = payload.get("type") if isinstance(payload, dict) else None
+        if kind in ("task_started", "turn_aborted"):  # a newer turn, or one interrupted (Escape)
+            return None
+        if kind != "task_complete" or not isinstance(payload, dict):
+            continue
+        error, when = payload.get("error"), payload.get("completed_at")
+        if not isinstance(error, dict) or not isinstance(when, int | float):
+            return None
+        message = error.get("message")
+        info = error.get("codex_error_info")
+        return TurnError(
+            failure_kind(info),
+            message if isinstance(message, str) else "",
+            datetime.fromtimestamp(int(when), UTC),
+            "codex_error_info",
+            info,
+        )
+    return None
+
+
+def failure_kind(info: object) -> str:
+    """Its typed error (`codex_error_info` of the turn's `task_complete` in its rollout file) as the kind
+    runtime/core/limits.py `failure_limit` knows: `usage_limit_exceeded` and a given-up 429 are
+    `rate_limit`, `server_overloaded` `overloaded`, 5xx `server_error`; any other error is itself (not a
+    limit: the turn ended)."""
+    if isinstance(info, dict) and len(info) == 1:  # {"response_too_many_failed_attempts": {…}}
+        ((name, details),) = info.items()
+        status = details.get("http_status_code") if isinstance(details, dict) else None
+        if status == 429:
+            return "rate_limit"
+        if isinstance(status, int) and status >= 500:
+            return "overloaded" if status == 503 else "server_error"
+        return str(name)
+    kinds = {
+        "usage_limit_exceeded": "rate_limit",
+        "server_overloaded": "overloaded",
+        "internal_server_error": "server_error",
+        "unauthorized": "authentication_failed",
+    }
+    return kinds.get(str(info), str(info))
+
 
 PROFILE = AgentProfile(
     "codex",
@@ -44,5 +134,58 @@ PROFILE = AgentProfile(
     busy=r"\besc to interrupt\b",
     retry=r"\b(Server is busy, reconnecting|Reconnecting\.\.\.) \d+/\d+",
     command_sign="$",  # codex 0.169 has no custom prompts; role commands are skills: `$next-build x`
-    trusts_projects_by_config=True,
+    trust_flags=trust_flags,
+    turn_error=last_turn_error,
+    blockers=(
+        Blocker(
+            "the folder trust dialog",
+            r"Trust this folder\?|Do you trust the contents of this directory",
+            'Trust the project root in ~/.codex/config.toml: [projects."ROOT"] trust_level = "trusted" '
+            "(teleclaude trusts {workdir} with `-c projects=…` unless the profile was overridden).",
+        ),
+        Blocker(
+            "the hooks review dialog",
+            r"Hooks need review",
+            "Start codex with --dangerously-bypass-hook-trust (teleclaude's default), or trust the hooks "
+            "once by hand.",
+        ),
+        Blocker(
+            "the login screen",
+            r"Sign in with ChatGPT|Choose how you want to use Codex",
+            "Log in once by hand (codex login), or configure a model provider with an API key.",
+        ),
+        Blocker(
+            "the rate limit model switch dialog",
+            r"Approaching rate limits|Switch to .*\?$",
+            "Set [notice] hide_rate_limit_model_nudge = true in ~/.codex/config.toml.",
+            rate_limit=True,
+        ),
+        Blocker(
+            "its refusal of the command",
+            r"Unrecognized command '[^']*'",
+            'Codex 0.169 runs role commands as skills ($next-build); drop command_sign = "/" and '
+            "command_prefix from [runtime.agents.codex], and run `teleclaude install`.",
+            kind=Kind.COMMAND,
+        ),
+    ),
+    hooks=Hooks(
+        (
+            ("Stop", "stop"),
+            # where codex records the API error that ends a turn (no hook runs for such a turn)
+            ("UserPromptSubmit", "prompt"),
+            # before every tool call (no matcher: every tool), with PreToolUse's usual fields (NOTES.md)
+            ("PreToolUse", "tool-use"),
+        ),
+        stop_keys=("turn_id",),
+    ),
+    # codex 0.169 lists a project's .codex/skills (and .agents/skills) beside ~/.codex/skills (NOTES.md)
+    install=Install(
+        ".codex",
+        folder_env="CODEX_HOME",
+        command_file="{folder}/skills/{name}/SKILL.md",
+        command_text=skill,
+        mcp_file=("{folder}/config.toml", "{folder}/config.toml"),
+        mcp_key="mcp_servers",
+        hooks_file="{folder}/hooks.json",
+    ),
 )

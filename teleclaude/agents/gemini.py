@@ -3,7 +3,20 @@ with the same profile when no `gemini` is on PATH."""
 
 from __future__ import annotations
 
-from teleclaude.agents.profile import AgentProfile
+from teleclaude.agents.formats import basic_string, multiline_string, split_front_matter
+from teleclaude.agents.profile import AgentProfile, Blocker, Hooks, Install, Kind
+
+
+def command_toml(name: str, markdown: str) -> str:
+    """A Gemini CLI command file: `description`, and the prompt with `{{args}}` for `$ARGUMENTS`."""
+    meta, body = split_front_matter(markdown)
+    prompt = body.lstrip("\n").replace("$ARGUMENTS", "{{args}}")
+    return (
+        "# Installed by `teleclaude install`; `teleclaude install --uninstall` removes it.\n"
+        f"description = {basic_string(meta.get('description', ''))}\n"
+        f"prompt = {multiline_string(prompt)}\n"
+    )
+
 
 PROFILE = AgentProfile(
     "gemini",
@@ -38,4 +51,49 @@ PROFILE = AgentProfile(
     # its suggestion under a typed ` * /next-build`, once its commands are loaded:
     # ` next-build   Builder - do every open task …` (nothing is listed while they load)
     command_listed=r"^\s*{name}\s{2,}\S",
+    blockers=(
+        Blocker(
+            "the folder trust dialog",
+            r"Do you trust the files in this folder\?|Do you trust this folder\?",
+            "teleclaude starts gemini workers with GEMINI_CLI_TRUST_WORKSPACE=true (the profile's env); if "
+            "it was overridden, trust the project root in ~/.gemini/trustedFolders.json.",
+        ),
+        Blocker(
+            "the authentication dialog",
+            r"How would you like to authenticate",
+            "Choose an auth method once by hand, or set security.auth.selectedType in "
+            "~/.gemini/settings.json.",
+        ),
+        Blocker(
+            "the usage limit dialog (Keep trying / Stop)",
+            r"Usage limit reached for|Keep trying\b.*\bStop\b|^\W*\d\. Keep trying",
+            "The quota is used up: wait for its reset, or use another agent.",
+            rate_limit=True,
+        ),
+        Blocker(
+            "the loop detection dialog",
+            r"^\W*\d\. (Keep loop detection enabled|Disable loop detection for this session)",
+            "The model repeated the same calls: look at the worker (`teleclaude sessions output`) and end "
+            "it, or set model.disableLoopDetection = true in ~/.gemini/settings.json to let such a worker "
+            "go on.",
+        ),
+        Blocker(
+            "its refusal of the command",
+            r"Unknown command: /\S+",
+            "Run `teleclaude install` so that the role commands exist for gemini.",
+            kind=Kind.COMMAND,
+        ),
+    ),
+    hooks=Hooks(
+        (
+            ("AfterAgent", "stop"),
+            # before every tool call (no matcher: every tool), with PreToolUse's fields (NOTES.md)
+            ("BeforeTool", "tool-use"),
+        ),
+        refusal="deny",  # the reason becomes the agent's next prompt
+        stop_prompt=True,  # its AfterAgent input's `prompt` is what the model was sent
+    ),
+    install=Install(
+        ".gemini", command_file="{folder}/commands/{name}.toml", command_text=command_toml, named_hooks=True
+    ),
 )

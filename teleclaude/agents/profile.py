@@ -1,5 +1,5 @@
 """What teleclaude knows of one agent CLI: how it is started and spoken to, how its screen reads. One value
-per CLI, in this package's driver modules (claude.py, gemini.py, codex.py); the registry is __init__.py.
+per CLI, in this package's driver modules (one module a CLI); the registry is __init__.py.
 
 The defaults run workers unattended (each CLI's "approve everything" flag), because a worker that stops to
 ask for permission in a detached tmux pane is a stalled worker. A user overrides any of it per agent in
@@ -8,14 +8,96 @@ ask for permission in a detached tmux pane is a stalled worker. A user overrides
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+
+
+class Kind(Enum):
+    DIALOG = "dialog"  # open on a live screen, waiting for an answer
+    EXIT = "exit"  # a refusal printed as the CLI exits
+    COMMAND = "command"  # the CLI's answer to a typed command it refuses; nothing reached the model
+
+
+@dataclass(frozen=True)
+class Blocker:
+    name: str  # what the user sees on the screen, e.g. "the workspace trust dialog"
+    pattern: str  # a regex matching one row of it
+    fix: str  # the exact next step; {workdir} is the worker's folder
+    rate_limit: bool = False  # the CLI's own rate-limit dialog: the agent is limited, not misconfigured
+    kind: Kind = Kind.DIALOG
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """The CLI's hook dialect: what it runs them on and how their input reads (runtime/hooks/), and where
+    `teleclaude install` puts them (setup/install.py)."""
+
+    # (the CLI's hook event, the `teleclaude hook` verb it runs), in the order install writes them
+    events: tuple[tuple[str, str], ...] = ()
+    # keys only this CLI's stop input has (it shares its stop event's name with another CLI)
+    stop_keys: tuple[str, ...] = ()
+    refusal: str = "block"  # the `decision` of the JSON that refuses a stop
+    # the stop input's `prompt` is what the model was sent (an unknown /command reaches it as typed)
+    stop_prompt: bool = False
+
+    @property
+    def stop_event(self) -> str:
+        return next((event for event, verb in self.events if verb == "stop"), "")
+
+    def runs(self, verb: str) -> bool:
+        return any(v == verb for _, v in self.events)
+
+
+def as_is(name: str, markdown: str) -> str:
+    return markdown
+
+
+@dataclass(frozen=True)
+class Install:
+    """Where `teleclaude install` puts the role commands, the MCP server and the hooks (setup/install.py
+    writes them). Paths are relative to the base (the home folder, or the project for project scope); a
+    leading `{folder}/` is the CLI's own folder there."""
+
+    folder: str
+    folder_env: str = ""  # a variable that names the user-scope folder instead of `~/{folder}`
+    command_file: str = "{folder}/commands/{name}.md"
+    command_text: Callable[[str, str], str] = as_is  # (name, the command's markdown) -> the file's text
+    mcp_file: tuple[str, str] = ("{folder}/settings.json", "{folder}/settings.json")  # user, project scope
+    mcp_key: str = "mcpServers"  # the table of servers (JSON, or TOML for a .toml file)
+    mcp_entry: Mapping[str, str] = field(default_factory=dict)  # more fields of the server's entry
+    hooks_file: str = "{folder}/settings.json"
+    named_hooks: bool = False  # each hook entry carries "name": "teleclaude-VERB"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A JSON value install sets in one of the CLI's files in the home folder; `{root}` in `keys` is a
+    project's root."""
+
+    file: str  # relative to the home folder
+    keys: tuple[str, ...]
+    value: object
+    in_list: bool = False  # one item of the list at `keys`
+    default: object = None  # what the CLI writes there by itself when nobody chose (None: nothing)
+
+
+@dataclass(frozen=True)
+class TurnError:
+    """The API error that ended the CLI's last turn, typed, as its own record of the session says."""
+
+    kind: str  # in the StopFailure hook's words: rate_limit, overloaded, server_error, billing_error, …
+    message: str  # the words the screen shows
+    completed_at: datetime  # aware UTC, to the second
+    source: str  # where it was read, for the session's event (codex_error_info)
+    info: object = None  # the CLI's own value
 
 
 @dataclass(frozen=True)
 class AgentProfile:
     name: str
-    binaries: tuple[str, ...]  # tried in order on PATH (gemini: Gemini CLI, else Antigravity's agy)
+    binaries: tuple[str, ...]  # tried in order on PATH (a CLI, else a successor of the same dialect)
     args: tuple[str, ...] = ()
     modes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # thinking mode -> extra flags
     # a regex for the CLI's input line while it waits for input: the prompt sign with nothing typed after it
@@ -34,19 +116,34 @@ class AgentProfile:
     api_wait: str = ""
     tool_running: str = ""
     command_prefix: str = ""  # put before every command name (a user's own namespace); none by default
-    command_sign: str = "/"  # how the CLI invokes a role command: /next-build (claude, gemini), $next-build
-    # variables given to each worker with `tmux new-session -e` (e.g. IS_SANDBOX=1 for claude as root,
+    command_sign: str = "/"  # how the CLI invokes a role command: /next-build, or a skill's $next-build
+    # variables given to each worker with `tmux new-session -e` (e.g. IS_SANDBOX=1 to be let run as root,
     # GEMINI_CLI_TRUST_WORKSPACE=true); the rest of a worker's environment is the tmux server's
     env: Mapping[str, str] = field(default_factory=dict)
-    trusts_projects_by_config: bool = False  # codex: `-c projects={"ROOT"={trust_level="trusted"}}`
+    # the flags that trust the worker's folders for this process (when the CLI asks about a new folder and
+    # can be told on its command line)
+    trust_flags: Callable[[Iterable[str]], list[str]] | None = None
     # a regex, `{name}` standing for the command's name, for the row the CLI lists under a typed `/name` once
     # it knows the command: the launcher types the name alone, waits for that row (at most `command_wait`),
-    # then the arguments and Enter (gemini 0.61 loads its commands after its prompt shows, and takes a
+    # then the arguments and Enter (a CLI may load its commands after its prompt shows, and take a
     # `/name x` typed before as a plain prompt for the model)
     command_listed: str = ""
+    # what keeps it from working on its own (dialogs, refusals: runtime/core/blockers.py reads them); when
+    # every dialog of the CLI ends with one row, `dialog_footer` (a worker quoting a dialog shows none)
+    blockers: tuple[Blocker, ...] = ()
+    dialog_footer: str = ""
+    hooks: Hooks = Hooks()
+    # the error that ended the last turn, typed, from the tail of the session's transcript (the file its
+    # `prompt` hook named); for a CLI that runs no hook for such a turn
+    turn_error: Callable[[list[str]], TurnError | None] | None = None
+    install: Install | None = None  # None: `teleclaude install` does not know the CLI
+    # what install answers in the user's files so that the CLI's first-run dialogs never ask a detached
+    # worker; `project_trust`: the value that trusts a project root (`teleclaude init`, project scope)
+    unattended: tuple[Setting, ...] = ()
+    project_trust: Setting | None = None
 
     def argv(self, binary: str, thinking_mode: str, trust: Sequence[str] = ()) -> list[str]:
-        """`trust`: the flags that trust the worker's folders (adapters/agent_config.py `codex_trust`)."""
+        """`trust`: the flags that trust the worker's folders (`trust_flags`)."""
         return [binary, *self.args, *trust, *self.modes.get(thinking_mode, ())]
 
     def command_name(self, command: str) -> str:
@@ -57,6 +154,6 @@ class AgentProfile:
 
     def slash_command(self, command: str, args: str) -> str:
         text = f"{self.command_sign}{self.command_name(command)} {args}".rstrip()
-        # codex opens a skill list under `$next-work` while it is typed, and Enter then picks from the list
-        # instead of sending (nothing reaches the model); a space after the name closes the list
+        # a CLI of `$` skills opens a skill list under `$next-work` while it is typed, and Enter then picks
+        # from the list instead of sending (nothing reaches the model); a space after the name closes the list
         return f"{text} " if self.command_sign == "$" and not args.strip() else text

@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 
-from teleclaude.agents import NAMES
+from teleclaude.agents import NAMES, PROFILES
 from teleclaude.cli.base import Command, add_cwd, print_value, write
 from teleclaude.errors import Error
 
@@ -68,23 +68,23 @@ def _add_hooks(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_hooks(args: argparse.Namespace) -> int:
+    from teleclaude.errors import Error, guard
     from teleclaude.setup import githooks
 
     cwd = args.cwd or os.getcwd()
-    try:
-        if args.action == "status":
-            lines = [f"{hook.name:<12} {hook.describe()}" for hook in githooks.status(cwd)]
-            lines.append(f"(in {githooks.hooks_dir(cwd)})")
-        else:
-            lines = getattr(githooks, args.action)(cwd)
-    except githooks.HooksError as error:
-        write(f"ERROR: {error.code}\n{error}")
-        return 1
-    except OSError as error:
-        where = error.filename or "a file"
-        write(f"ERROR: FILE_ERROR\n{where}: {error.strerror or error}.\nFix it, then try again.")
-        return 1
-    write("\n".join(lines))
+
+    def lines() -> list[str]:
+        if args.action != "status":
+            return getattr(githooks, args.action)(cwd)
+        return [
+            *(f"{hook.name:<12} {hook.describe()}" for hook in githooks.status(cwd)),
+            f"(in {githooks.hooks_dir(cwd)})",
+        ]
+
+    done = guard(lines)()
+    if isinstance(done, Error):
+        return print_value(done)
+    write("\n".join(done))
     return 0
 
 
@@ -104,26 +104,32 @@ def _add_hook(parser: argparse.ArgumentParser) -> None:
     stop.set_defaults(handler=_run_hook_stop)
     failure = events.add_parser(
         "stop-failure",
-        help="Claude Code's StopFailure hook: an API error ended the turn (rate limit, billing, …)",
+        help="an agent CLI's StopFailure hook: an API error ended the turn (rate limit, billing, …)",
         description="Read the StopFailure hook JSON on stdin and record a limit or an error on the worker's "
         "session (TELECLAUDE_SESSION_ID); prints nothing.",
     )
-    failure.add_argument("--agent", choices=("claude",), default="claude", help="the CLI (default: claude)")
+    failing = _running("stop-failure")
+    failure.add_argument(
+        "--agent", choices=failing, default=failing[0], help=f"the CLI (default: {failing[0]})"
+    )
     failure.set_defaults(handler=_run_hook_stop_failure)
     tool_use = events.add_parser(
         "tool-use",
-        help="an agent CLI's tool hook (PreToolUse; gemini: BeforeTool): record the tool for the session",
+        help="an agent CLI's tool hook (PreToolUse, BeforeTool): record the tool for the session",
         description="Record the tool use (hook JSON on stdin) for $TELECLAUDE_SESSION_ID; prints nothing.",
     )
     tool_use.add_argument("--agent", choices=NAMES, help="the CLI")
     tool_use.set_defaults(handler=_run_hook_tool_use)
     prompt = events.add_parser(
         "prompt",
-        help="Codex's UserPromptSubmit hook: keep the session's rollout file, where codex records API errors",
+        help="an agent CLI's UserPromptSubmit hook: keep the session's rollout file (its API errors)",
         description="Read the UserPromptSubmit hook JSON on stdin and keep its transcript_path on the "
         "worker's session (TELECLAUDE_SESSION_ID); prints nothing.",
     )
-    prompt.add_argument("--agent", choices=("codex",), default="codex", help="the CLI (default: codex)")
+    prompting = _running("prompt")
+    prompt.add_argument(
+        "--agent", choices=prompting, default=prompting[0], help=f"the CLI (default: {prompting[0]})"
+    )
     prompt.set_defaults(handler=_run_hook_prompt)
     post = events.add_parser(
         "post-commit", help="git post-commit: print the planner's next step (changes nothing)"
@@ -132,32 +138,37 @@ def _add_hook(parser: argparse.ArgumentParser) -> None:
     post.set_defaults(handler=_run_hook_post_commit)
 
 
+def _running(verb: str) -> tuple[str, ...]:
+    """The agent CLIs whose driver runs `teleclaude hook VERB`."""
+    return tuple(name for name, driver in PROFILES.items() if driver.hooks.runs(verb))
+
+
 def _run_hook(args: argparse.Namespace) -> int:  # argparse requires an event, so this is never reached
     return 2
 
 
 def _run_hook_stop(args: argparse.Namespace) -> int:
-    from teleclaude.setup import stophook
+    from teleclaude.runtime.hooks import stop as hook
 
-    return stophook.main(args.agent)
+    return hook.main(args.agent)
 
 
 def _run_hook_prompt(args: argparse.Namespace) -> int:
-    from teleclaude.setup import prompthook
+    from teleclaude.runtime.hooks import prompt as hook
 
-    return prompthook.main(args.agent)
+    return hook.main(args.agent)
 
 
 def _run_hook_stop_failure(args: argparse.Namespace) -> int:
-    from teleclaude.setup import failurehook
+    from teleclaude.runtime.hooks import failure as hook
 
-    return failurehook.main(args.agent)
+    return hook.main(args.agent)
 
 
 def _run_hook_tool_use(args: argparse.Namespace) -> int:
-    from teleclaude.setup import toolhook
+    from teleclaude.runtime.hooks import tool as hook
 
-    return toolhook.main(args.agent)
+    return hook.main(args.agent)
 
 
 def _run_hook_post_commit(args: argparse.Namespace) -> int:

@@ -84,7 +84,7 @@ def _add_demo(parser: argparse.ArgumentParser) -> None:
         metavar="AGENT",
         choices=NAMES,
         help="one item through real CLIs on a scripted model server, instead of the stand-ins "
-        "(gemini, codex: with a rate limit that moves a step to claude)",
+        "(some with a rate limit that moves a step to another agent)",
     )
 
 

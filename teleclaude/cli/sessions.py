@@ -10,6 +10,7 @@ import json
 from datetime import datetime
 from pathlib import Path
 
+from teleclaude.agents import NAMES
 from teleclaude.cli.base import Command, add_cwd, write
 from teleclaude.errors import Error
 
@@ -20,7 +21,7 @@ def _add_sessions(parser: argparse.ArgumentParser) -> None:
     verbs = parser.add_subparsers(dest="sessions_verb", metavar="{run,list,output,send,end,wait,report}")
 
     run = _verb(verbs, "run", help="start an agent CLI in tmux and type /COMMAND ARGS into it")
-    run.add_argument("agent", metavar="AGENT", help="claude, gemini or codex")
+    run.add_argument("agent", metavar="AGENT", help=f"{', '.join(NAMES[:-1])} or {NAMES[-1]}")
     run.add_argument("command", metavar="COMMAND", help="e.g. next-build")
     run.add_argument("args", metavar="ARGS", nargs="?", default="", help="the slug")
     run.add_argument("--thinking-mode", default="med", choices=("fast", "med", "slow"))
@@ -87,23 +88,17 @@ def _run_sessions(args: argparse.Namespace) -> int:
 
 def _run_run(args: argparse.Namespace) -> int:
     from teleclaude.adapters.git import NotAGitRepo, find_repo
+    from teleclaude.runtime.core.sessions import StartRequest
 
     here = Path(args.cwd or ".").resolve()
     try:
         project = find_repo(here).root
     except NotAGitRepo:
         project = here
-    return _answer(
-        args,
-        "run_agent_command",
-        args.computer,
-        args.command,
-        args.args,
-        str(project),
-        args.agent,
-        args.thinking_mode,
-        args.subfolder,
+    request = StartRequest(
+        args.computer, args.command, args.args, str(project), args.agent, args.thinking_mode, args.subfolder
     )
+    return _answer(args, "run_agent_command", request)
 
 
 def _run_list(args: argparse.Namespace) -> int:

@@ -102,7 +102,7 @@ def _show(function, *args, **kwargs) -> int:
 COMMANDS: tuple[Command, ...] = (
     Command(
         "install",
-        "put the role commands, MCP server and stop hook into claude, codex, gemini",
+        f"put the role commands, MCP server and stop hook into {', '.join(NAMES)}",
         _add_install,
         _run_install,
     ),

@@ -95,7 +95,7 @@ def _load(path: str, text: str) -> dict[str, Any]:
 # --- what only a trusted file may set ----------------------------------------------------------------------
 
 # [runtime.agents.NAME] keys that pick the program a worker runs, its flags, its environment, or what is typed
-# into it (`command_sign = "!"` is a shell escape in claude and gemini); the rest are regexes for its screen
+# into it (`command_sign = "!"` is a shell escape in some CLIs); the rest are regexes for its screen
 EXECUTABLE_PROFILE_KEYS = ("binary", "args", "modes", "env", "command_prefix", "command_sign")
 
 
@@ -146,7 +146,9 @@ def _check_keys(path: str, data: dict[str, Any]) -> None:
 
 def _agents(path: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not value:
-        raise ConfigError(path, "agents", 'must be a non-empty list of agent names, e.g. ["claude", "codex"]')
+        raise ConfigError(
+            path, "agents", f'must be a non-empty list of agent names, e.g. ["{NAMES[0]}", "{NAMES[-1]}"]'
+        )
     for name in value:
         _check_agent_name(path, "agents", name)
     return tuple(dict.fromkeys(value))
@@ -169,7 +171,9 @@ def _matrix_row(path: str, task: str, row: Any) -> tuple[AgentChoice, ...]:
     if task not in DEFAULT_MATRIX:
         raise ConfigError(path, key, f"unknown task; the tasks are {', '.join(DEFAULT_MATRIX)}")
     if not isinstance(row, list) or not row:
-        raise ConfigError(path, key, 'must be a non-empty list such as ["claude:med", "codex:fast"]')
+        raise ConfigError(
+            path, key, f'must be a non-empty list such as ["{NAMES[0]}:med", "{NAMES[-1]}:fast"]'
+        )
     return tuple(_choice(path, f"{key}[{index}]", entry) for index, entry in enumerate(row))
 
 
@@ -185,7 +189,7 @@ def _choice(path: str, key: str, entry: Any) -> AgentChoice:
 
 def _check_agent_name(path: str, key: str, name: Any) -> None:
     if not isinstance(name, str) or not _AGENT_NAME.fullmatch(name):
-        raise ConfigError(path, key, f"{name!r} is not an agent name (a lowercase word such as claude)")
+        raise ConfigError(path, key, f"{name!r} is not an agent name (a lowercase word such as {NAMES[0]})")
 
 
 def _check_new_agents_are_listed(rows: dict[str, _Row], agents: tuple[str, ...]) -> None:
@@ -399,7 +403,7 @@ def _computer(path: str, name: str, table: Any) -> Computer:
     agents = table["agents"]
     if not isinstance(agents, dict) or not agents:
         raise ConfigError(
-            path, f"{where}.agents", 'must map agent names to binaries, e.g. {claude = "claude"}'
+            path, f"{where}.agents", f'must map agent names to binaries, e.g. {{{NAMES[0]} = "{NAMES[0]}"}}'
         )
     for agent, binary in agents.items():
         _check_agent_name(path, f"{where}.agents", agent)

@@ -34,7 +34,7 @@ class Computer:
 @dataclass(frozen=True)
 class Untrusted:
     """A project's teleclaude.toml that sets what starts processes, in a content the user has not trusted
-    (`teleclaude trust`): those settings (`keys`, e.g. computers.box, runtime.agents.claude.binary) were
+    (`teleclaude trust`): those settings (`keys`, e.g. computers.box, runtime.agents.NAME.binary) were
     not applied."""
 
     path: str

@@ -6,10 +6,11 @@ settled by their own first start, and pre-answered here (`prepare_claude_login`)
 - onboarding (theme, login): `hasCompletedOnboarding` in `~/.claude.json`;
 - "Detected a custom API key … Do you want to use this API key?": the key's last 20 characters in
   `customApiKeyResponses.approved` of `~/.claude.json`.
-The others are teleclaude's to answer, and `teleclaude install` / `teleclaude init` do
-(`teleclaude.setup.install.claude_unattended`): workspace trust for the project root, the "Bypass
-Permissions mode" warning, project `.mcp.json` approval. As root, `--dangerously-skip-permissions` exits at
-once unless `IS_SANDBOX=1` is in the environment (`claude_environment`).
+The others are teleclaude's to answer, and `teleclaude install` / `teleclaude init` do (the claude
+driver's `unattended` and `project_trust`, written by `teleclaude.setup.install.unattended`): workspace
+trust for the project root, the "Bypass Permissions mode" warning, project `.mcp.json` approval. As root,
+`--dangerously-skip-permissions` exits at once unless `IS_SANDBOX=1` is in the environment
+(`claude_environment`).
 """
 
 from __future__ import annotations

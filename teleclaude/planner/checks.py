@@ -309,7 +309,7 @@ def _creates_worktree(slug: str | None) -> str:
 
 
 def describe(action: Action) -> str:
-    """An action in one or two short lines, e.g. `next → next-review my-slug (codex, slow)`."""
+    """An action in one or two short lines, e.g. `next → next-review my-slug (AGENT, slow)`."""
     match action:
         case Dispatch(step=step, slug=slug, agent=agent, thinking_mode=mode):
             return f"next → {step.command} {slug} ({agent}, {mode})".replace("  ", " ")

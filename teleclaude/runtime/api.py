@@ -27,7 +27,7 @@ from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime import remote
 from teleclaude.runtime.context import Context
 from teleclaude.runtime.core.marks import same_key
-from teleclaude.runtime.core.sessions import Ended, Output, Reported, Session, Started, Waited
+from teleclaude.runtime.core.sessions import Ended, Output, Reported, Session, Started, StartRequest, Waited
 from teleclaude.runtime.core.supervision import Directive, Finished
 from teleclaude.runtime.cycle import Cycle
 from teleclaude.runtime.launcher import Launcher
@@ -74,26 +74,19 @@ class Runtime:
     def start(self, dispatch: Dispatch, args: str | None = None, computer: str = "local") -> Started | Error:
         """Start the worker a `Dispatch` of the planner names (`args`: instead of the bare slug)."""
         return self.run_agent_command(
-            computer,
-            dispatch.command,
-            args or dispatch.slug,
-            dispatch.project,
-            dispatch.agent,
-            dispatch.thinking_mode,
-            dispatch.subfolder,
+            StartRequest(
+                computer,
+                dispatch.command,
+                args or dispatch.slug,
+                dispatch.project,
+                dispatch.agent,
+                dispatch.thinking_mode,
+                dispatch.subfolder,
+            )
         )
 
-    def run_agent_command(
-        self,
-        computer: str,
-        command: str,
-        args: str,
-        project: str,
-        agent: str,
-        thinking_mode: str,
-        subfolder: str | None = None,
-    ) -> Started | Error:
-        return self.launcher.start(computer, command, args, project, agent, thinking_mode, subfolder)
+    def run_agent_command(self, request: StartRequest) -> Started | Error:
+        return self.launcher.start(request)
 
     # --- observing and waiting -----------------------------------------------------------------------------
 

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
-from teleclaude.adapters.agent_config import codex_trust
 from teleclaude.adapters.ssh import RemoteError, Unreachable, qualify
 from teleclaude.adapters.tmux import TURN_END_TO_PANE, TmuxError
 from teleclaude.agents.profile import AgentProfile
@@ -42,6 +41,7 @@ from teleclaude.runtime.core.sessions import (
     Session,
     SessionState,
     Started,
+    StartRequest,
     command_listed,
     seen_of,
     transition,
@@ -61,22 +61,14 @@ class Launcher:
 
     # --- starting ------------------------------------------------------------------------------------------
 
-    def start(
-        self,
-        computer: str,
-        command: str,
-        args: str,
-        project: str,
-        agent: str,
-        thinking_mode: str,
-        subfolder: str | None = None,
-    ) -> Started | Error:
+    def start(self, request: StartRequest) -> Started | Error:
         config = self.context.config
         config.check_trusted()  # nothing is started while the project file's settings for that are untrusted
-        problem = self._check_request(computer, command, args, agent, thinking_mode)
+        problem = self._check_request(request)
         if problem:
             return problem
-        workdir = _workdir(project, subfolder)
+        computer, agent, subfolder = request.computer, request.agent, request.subfolder
+        workdir = _workdir(request.project, subfolder)
         if isinstance(workdir, Error):
             return workdir
         profile = config.profiles[agent]
@@ -90,9 +82,9 @@ class Launcher:
         session = Session(
             id=session_id,
             agent=agent,
-            command=command,
-            args=args,
-            project=str(Path(project).resolve()),
+            command=request.command,
+            args=request.args,
+            project=str(Path(request.project).resolve()),
             subfolder=subfolder or None,
             state=SessionState.PENDING,
             created_at=now,
@@ -109,7 +101,7 @@ class Launcher:
                 return holder
             self.context.store.add(session)  # the PENDING row holds the step from here on
         # Outside the lock: a push over ssh can take seconds, and every planner call waits on that lock.
-        opened = self._open(session, profile, binary, remote, workdir, thinking_mode)
+        opened = self._open(session, profile, binary, remote, workdir, request.thinking_mode)
         if isinstance(opened, Error):
             self.context.change(session, Change.ERRORED, opened.message, error=opened.message)
             return opened
@@ -130,7 +122,7 @@ class Launcher:
         try:
             folder = self._send(remote, session) if remote else str(workdir)
             root = remote.project if remote else session.project
-            trust = codex_trust((root, folder)) if profile.trusts_projects_by_config else ()
+            trust = profile.trust_flags((root, folder)) if profile.trust_flags else ()
             started = tmux.start(
                 f"tc-{session.id}",
                 folder,
@@ -149,10 +141,15 @@ class Launcher:
         opened = replace(session, pane_id=qualify(tmux, started.pane_id), pane_pid=started.pane_pid)
         return self.context.store.save(opened, expect=SessionState.PENDING) or opened
 
-    def _check_request(
-        self, computer: str, command: str, args: str, agent: str, thinking_mode: str
-    ) -> Error | None:
+    def _check_request(self, request: StartRequest) -> Error | None:
         config = self.context.config
+        computer, command, args, agent, thinking_mode = (
+            request.computer,
+            request.command,
+            request.args,
+            request.agent,
+            request.thinking_mode,
+        )
         if computer not in config.computers and computer not in config.remotes:
             known = ", ".join([*config.computers, *config.remotes])
             return Error(
@@ -254,8 +251,8 @@ class Launcher:
 
     def _wait_for_prompt(self, session: Session, profile: AgentProfile) -> list[str] | Error:
         """The screen once the CLI's prompt has stayed on an unchanged screen for `prompt_stable` seconds: a
-        CLI may paint its prompt and then replace it by a dialog (codex ~0.8 s, gemini ~0.25 s before "Trust
-        this folder?"), and whatever is typed into a dialog answers it. A dialog, a refusal or an early exit
+        CLI may paint its prompt and then replace it by a dialog (up to ~0.8 s before "Trust this folder?"),
+        and whatever is typed into a dialog answers it. A dialog, a refusal or an early exit
         is reported at once (with the CLI's own last output), never waited out, never typed into."""
         config, tmux = self.context.config, self.context.tmux
         deadline = time.monotonic() + config.startup_timeout
@@ -282,7 +279,7 @@ class Launcher:
             time.sleep(0.05)
 
     def _refused(self, session: Session) -> Error | None:
-        """The CLI answered the command with its "unknown command" (codex keeps the text in its input box)."""
+        """The CLI answered the command with its "unknown command" (it may keep the text in its input box)."""
         view = self.context.tmux.views().get(session.pane_id)
         screen = self.context.tmux.screen(session.pane_id, view) if view else []
         refusal = refused_command(session.agent, screen)

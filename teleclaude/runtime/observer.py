@@ -10,7 +10,7 @@ import select
 import time
 from collections.abc import Iterable
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 from subprocess import Popen
 
@@ -30,14 +30,12 @@ from teleclaude.runtime.core.blockers import (
 from teleclaude.runtime.core.limits import (
     DEFAULT_PAUSE,
     LimitHit,
-    codex_failure,
     failure_limit,
     find_limit,
     parse_failure,
     reset_time,
 )
 from teleclaude.runtime.core.marks import unseal
-from teleclaude.runtime.core.rollout import last_turn_error
 from teleclaude.runtime.core.sessions import (
     Activity,
     Change,
@@ -75,7 +73,7 @@ log = logging.getLogger("teleclaude.runtime")
 MAX_WAIT = 60.0
 WORKING = (SessionState.RUNNING, SessionState.STALLED, SessionState.NEEDS_ATTENTION)
 _SCAN_LINES = 2000
-ROLLOUT_TAIL = 64 * 1024  # bytes of codex's rollout file read for its last turn's end
+TRANSCRIPT_TAIL = 64 * 1024  # bytes of a session's transcript read for its last turn's end
 FATAL_FAILURES = ("billing_error", "authentication_failed")  # no retry helps: a person must act
 _BLOCKABLE = (SessionState.RUNNING, SessionState.STALLED, SessionState.TURN_ENDED)
 
@@ -139,8 +137,9 @@ class Observer:
         """An agent's Stop hook said its turn is over (called from `teleclaude hook stop`). True once the
         stored row shows it (or there is nothing to record); False when another writer saved first.
 
-        `prompt` (gemini's AfterAgent hook): what the model was sent. When it is the session's command line
-        as typed, the CLI did not know the command: the session errs, the step never ran."""
+        `prompt` (from a stop hook whose input says, `Hooks.stop_prompt`): what the model was sent. When it
+        is the session's command line as typed, the CLI did not know the command: the session errs, the step
+        never ran."""
         session = self.context.store.get(session_id)
         if session is None or session.state not in WORKING:
             return True
@@ -161,7 +160,7 @@ class Observer:
         return self.context.change(working, Change.TURN_ENDED, source, expect=expect)
 
     def record_transcript(self, session_id: str, path: str) -> bool:
-        """Codex's UserPromptSubmit hook named the session's rollout file (`teleclaude hook prompt`). True
+        """The CLI's prompt hook named the session's transcript (`teleclaude hook prompt`). True
         once the stored row shows it (or nothing is to record); False when another writer saved first."""
         session = self.context.store.get(session_id)
         if session is None or session.transcript == path:
@@ -169,17 +168,23 @@ class Observer:
         return self.context.store.save(replace(session, transcript=path), expect=session.state) is not None
 
     def _turn_error(self, session: Session) -> Session | None:
-        """The API error that ended codex's turn, typed, from its rollout file (no hook runs for such a turn):
-        recorded as a StopFailure hook's would be (a limit makes the agent unavailable until its reset)."""
+        """The API error that ended the turn, typed, from the session's transcript (the driver's `turn_error`:
+        no hook runs for such a turn): recorded as a StopFailure hook's would be (a limit makes the agent
+        unavailable until its reset)."""
         local = not self.context.config.elsewhere(session.computer)
-        if not (session.transcript and local and session.state in WORKING and session.delivered_at):
+        profile = self.context.config.profiles.get(session.agent)
+        reader = profile.turn_error if profile else None
+        if not (
+            reader and session.transcript and local and session.state in WORKING and session.delivered_at
+        ):
             return None
-        error = last_turn_error(read_tail(Path(session.transcript), ROLLOUT_TAIL))
+        error = reader(read_tail(Path(session.transcript), TRANSCRIPT_TAIL))
         if error is None or error.completed_at < session.delivered_at.replace(microsecond=0):
             return None  # the turn goes on, completed, or is one from before the last message
-        kind = codex_failure(error.info)
-        log.info("session %s: its rollout file ends the turn with %s: %s", session.id, kind, error.message)
-        self.record_stop_failure(session.id, kind, error.message, "codex_error_info")
+        log.info(
+            "session %s: its transcript ends the turn with %s: %s", session.id, error.kind, error.message
+        )
+        self.record_stop_failure(session.id, error.kind, error.message, error.source)
         return self.context.store.get(session.id) or session
 
     def _marked_failure(self, session: Session, view: PaneView) -> Session | None:
@@ -221,15 +226,14 @@ class Observer:
             return True
         now, expect = context.clock(), session.state
         source = f"{signal}: {error}" + (f": {message.strip()[:300]}" if message.strip() else "")
-        hit = failure_limit(error, message, now, datetime.now().astimezone().tzinfo or UTC)
+        hit = failure_limit(error, message, now, local_zone(now))
+        limitable = session.state in (*WORKING, SessionState.TURN_ENDED)
         if hit is not None:  # the hook's reset is the CLI's own: it wins over a guess from the screen
-            context.availability.mark_unavailable(session.agent, hit.until, hit.reason)
-        if session.state not in (*WORKING, SessionState.TURN_ENDED):
+            saved = self._record_limit(session, hit, source, expect, wins=True, limitable=limitable)
+            return not limitable or saved.state is SessionState.RATE_LIMITED or saved.state.is_final
+        if not limitable:
             return True
-        if hit is not None:
-            detail = f"{hit.reason} until {hit.until.isoformat(timespec='seconds')}: {source}"
-            target, change = SessionState.RATE_LIMITED, Change.RATE_LIMITED
-        elif error in FATAL_FAILURES:
+        if error in FATAL_FAILURES:
             detail, target, change = source, SessionState.ERRORED, Change.ERRORED
         elif session.state in WORKING:
             detail, target, change = source, SessionState.TURN_ENDED, Change.TURN_ENDED
@@ -324,7 +328,7 @@ class Observer:
             scanned = progressed(scanned, now)
         limited = self._limit_in(scanned, [*rows, partial], now)
         if limited is not None:
-            return context.change(scanned, Change.RATE_LIMITED, limited, expect=session.state, error=limited)
+            return self._record_limit(scanned, limited, limited.line, session.state)
         if view.dead:
             return self._after_exit(scanned, view, expect=session.state)
         if self._sealed(session, TURN_END_OPTION, view.turn_end) is not None:
@@ -344,7 +348,7 @@ class Observer:
             scanned = replace(scanned, tool_seen_at=now)  # the API wait after it is counted from here
         waited = self._api_wait_in(scanned, screen, now)
         if waited is not None:
-            return context.change(scanned, Change.RATE_LIMITED, waited, expect=session.state, error=waited)
+            return self._record_limit(scanned, waited, waited.line, session.state)
         prompt = waiting_for_input(screen, profile.prompt, profile.busy) if profile else False
         watched, ended = observe_idle(scanned, screen, prompt, now, context.config.idle_threshold)
         retry = profile.retry if profile else ""
@@ -370,31 +374,47 @@ class Observer:
             rows, seen = unseen_rows(rows, seen)
         return replace(session, scan_cursor=chunk.cursor.encode(), seen_rows=seen), rows, chunk.partial
 
-    def _limit_in(self, session: Session, rows: list[str], now: datetime) -> str | None:
-        """A rate-limit message in new output: mark the agent unavailable, and say what it was."""
+    def _limit_in(self, session: Session, rows: list[str], now: datetime) -> LimitHit | None:
+        """A rate-limit message in new output."""
         if session.state is SessionState.RATE_LIMITED:
             return None
         profile = self.context.config.profiles.get(session.agent)
-        local = datetime.now().astimezone().tzinfo or UTC
-        hit = find_limit(session.agent, rows, now, local, profile.limit_patterns if profile else None)
-        return None if hit is None else self._unavailable(session, hit)
+        patterns = profile.limit_patterns if profile else None
+        return find_limit(session.agent, rows, now, local_zone(now), patterns)
 
-    def _api_wait_in(self, session: Session, screen: list[str], now: datetime) -> str | None:
-        """Waiting on the API with no output for `api_wait_limit` (core/apiwait.py: gemini's silent
-        retries): mark the agent unavailable, and say so."""
+    def _api_wait_in(self, session: Session, screen: list[str], now: datetime) -> LimitHit | None:
+        """Waiting on the API with no output for `api_wait_limit` (core/apiwait.py: silent retries)."""
         profile = self.context.config.profiles.get(session.agent)
         if profile is None:
             return None
         limit = self.context.config.api_wait_limit
-        hit = api_wait_limit(session, screen, now, limit, profile.api_wait, profile.tool_running)
-        return None if hit is None else self._unavailable(session, hit)
+        return api_wait_limit(session, screen, now, limit, profile.api_wait, profile.tool_running)
 
-    def _unavailable(self, session: Session, hit: LimitHit) -> str:
-        """Mark the session's agent unavailable until the limit's reset; the detail of its event."""
-        self.context.availability.mark_unavailable(session.agent, hit.until, hit.reason)
-        detail = f"{hit.reason} until {hit.until.isoformat(timespec='seconds')}: {hit.line}"
+    def _record_limit(
+        self,
+        session: Session,
+        hit: LimitHit,
+        source: str,
+        expect: SessionState,
+        error: str | None = None,
+        *,
+        wins: bool = False,
+        limitable: bool = True,
+    ) -> Session:
+        """The one way a limit is recorded: the session's RATE_LIMITED change saved (when `limitable`), then
+        its agent marked unavailable until the reset. When another writer saved first (say the StopFailure
+        hook, which knew the CLI's own reset), its row and its time stay, unless this limit `wins` (it is
+        the hook's)."""
+        detail = f"{hit.reason} until {hit.until.isoformat(timespec='seconds')}: {source}"
         log.info("session %s: %s", session.id, detail)
-        return detail
+        saved = None
+        if limitable:
+            now = self.context.clock()
+            limited, events = transition(session, Change.RATE_LIMITED, now, detail, error=error or detail)
+            saved = self.context.store.save(limited, expect=expect, events=events)
+        if saved is not None or wins:
+            self.context.availability.mark_unavailable(session.agent, hit.until, hit.reason)
+        return saved or self.context.store.get(session.id) or session
 
     def _blocked(
         self, session: Session, rows: list[str], screen: list[str], now: datetime, expect: SessionState
@@ -425,20 +445,14 @@ class Observer:
     def _limited_by_dialog(
         self, session: Session, screen: list[str], now: datetime, expect: SessionState, detail: str, text: str
     ) -> Session:
-        """The limit's message, with its reset, is on the screen above the dialog (gemini prints no reset for
-        a daily quota: the default pause)."""
-        profile = self.context.config.profiles.get(session.agent)
-        local = datetime.now().astimezone().tzinfo or UTC
-        hit = find_limit(session.agent, screen, now, local, profile.limit_patterns if profile else None)
+        """The limit's message, with its reset, is on the screen above the dialog (one without a reset, such
+        as a daily quota's: the default pause)."""
+        hit = self._limit_in(session, screen, now)
         reason = hit.reason if hit else "rate_limited"
-        until = reset_time(" ".join(screen), now, local) or (hit.until if hit else now + DEFAULT_PAUSE)
-        detail = f"{reason} until {until.isoformat(timespec='seconds')}: {detail}"
-        limited, events = transition(session, Change.RATE_LIMITED, now, detail, error=text)
-        saved = self.context.store.save(limited, expect=expect, events=events)
-        if saved is None:  # the hook (or another observer) was first, and knew the reset: keep its time
-            return self.context.store.get(session.id) or session
-        self.context.availability.mark_unavailable(session.agent, until, reason)
-        return saved
+        until = reset_time(" ".join(screen), now, local_zone(now)) or (
+            hit.until if hit else now + DEFAULT_PAUSE
+        )
+        return self._record_limit(session, LimitHit(detail, until, reason), detail, expect, error=text)
 
     def _after_exit(self, session: Session, view: PaneView, expect: SessionState) -> Session:
         code = view.dead_status
@@ -497,6 +511,11 @@ class Observer:
         if unresponsive is not None:  # as a limit: the planner falls back to the step's next agent
             self.context.availability.mark_unavailable(saved.agent, unresponsive, "unresponsive")
         return saved
+
+
+def local_zone(now: datetime) -> tzinfo:
+    """The computer's time zone at `now` (the runtime's clock): the zone a CLI's local reset times are in."""
+    return now.astimezone().tzinfo or UTC
 
 
 def _sleep_until_signal(waiters: Iterable[Popen[bytes]], seconds: float) -> None:

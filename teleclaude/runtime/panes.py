@@ -60,8 +60,8 @@ class Panes:
 
     def press_enter(self, session: Session, attempts: int = 3, typed: str = "") -> bool:
         """Enter, then up to 1 s for the screen to change: agent CLIs drop an Enter that comes too soon. With
-        `typed`, the typed line must move or new rows appear (a footer that changes by itself, as gemini's git
-        branch appearing, is not a taken Enter), and is first awaited on the screen: its echo arriving after
+        `typed`, the typed line must move or new rows appear (a footer that changes by itself, as a git branch
+        appearing, is not a taken Enter), and is first awaited on the screen: its echo arriving after
         the Enter was pressed is not the Enter taken either."""
         tmux = self.context.tmux
         if typed:

@@ -1,2 +1,1 @@
-"""Setting a machine and a repository up: `install` (agent CLIs), `scaffold` (todos/), `githooks`, and the
-agent stop hook (`stophook`)."""
+"""Setting a machine and a repository up: `install` (agent CLIs), `scaffold` (todos/), `githooks`, `trust`."""

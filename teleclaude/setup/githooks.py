@@ -18,6 +18,7 @@ from pathlib import Path
 
 from teleclaude import assets
 from teleclaude.adapters import fs
+from teleclaude.errors import ErrorCode, Failure
 
 HOOKS = ("pre-commit", "post-commit")
 CHAINED_SUFFIX = ".teleclaude-chained"
@@ -25,12 +26,18 @@ MARK = b"teleclaude-managed-hook"
 PLACEHOLDER = "@PYTHON@"
 
 
-class HooksError(Exception):
-    """Hooks cannot be (un)installed; `code` is an ErrorCode value, the message says what to do."""
+class HooksError(Failure):
+    """Hooks cannot be (un)installed; the message says what to do."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+    code = ErrorCode.FILE_ERROR
+
+
+class HooksConflict(HooksError):
+    code = ErrorCode.ALREADY_EXISTS
+
+
+class HooksNotInRepo(HooksError):
+    code = ErrorCode.NOT_A_GIT_REPO
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,7 @@ def _writable_hooks_dir(cwd: str | os.PathLike) -> Path:
         try:
             fs.inside(top, folder)
         except fs.OutsideRepository as error:
-            raise HooksError("FILE_ERROR", error.explain()) from None
+            raise HooksError(error.explain()) from None
     return folder
 
 
@@ -88,8 +95,7 @@ def install(cwd: str | os.PathLike, *, python: str | None = None) -> list[str]:
     folder = _writable_hooks_dir(cwd)
     for name in HOOKS:  # check everything before changing anything
         if _occupied(folder / name) and not _ours(folder / name) and _occupied(_chained(folder, name)):
-            raise HooksError(
-                "ALREADY_EXISTS",
+            raise HooksConflict(
                 f"{folder / name} is not teleclaude's, and {_chained(folder, name).name} exists too.\n"
                 "Merge or remove one of them by hand, then run `teleclaude hooks install` again.",
             )
@@ -162,11 +168,10 @@ def _write(path: Path, data: bytes) -> None:
 
 def _git(args: list[str], cwd: Path) -> str:
     if not cwd.is_dir():
-        raise HooksError("NOT_A_GIT_REPO", f"{cwd} is not a directory.\nRun this in a git repository.")
+        raise HooksNotInRepo(f"{cwd} is not a directory.\nRun this in a git repository.")
     done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise HooksError(
-            "NOT_A_GIT_REPO",
+        raise HooksNotInRepo(
             f"{cwd} is not in a git checkout ({done.stderr.strip() or 'git failed'}).\n"
             "Run this in a git repository with a working tree.",
         )

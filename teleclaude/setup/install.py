@@ -25,10 +25,9 @@ from pathlib import Path
 
 from teleclaude import assets
 from teleclaude.adapters.agent_config import BrokenConfig
-from teleclaude.adapters.agent_config import basic_string as toml_string
-from teleclaude.adapters.agent_config import multiline_string as toml_multiline
 from teleclaude.adapters.git import find_repo
-from teleclaude.agents import NAMES
+from teleclaude.agents import NAMES, PROFILES
+from teleclaude.agents.profile import AgentProfile, Install, Setting
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.setup import merges
 from teleclaude.setup.manifest import Manifest
@@ -93,8 +92,9 @@ def install(
     if not chosen:
         return Error(
             ErrorCode.INVALID_ARGUMENT,
-            "No agent CLI found: none of claude, codex, gemini is on PATH, and there is no ~/.claude, "
-            "~/.codex or ~/.gemini.\nName the ones to set up: teleclaude install --claude --codex --gemini.",
+            f"No agent CLI found: none of {', '.join(NAMES)} is on PATH, and there is no "
+            f"{' or '.join(f'~/{_layout(name).folder}' for name in _INSTALLED)}.\n"
+            f"Name the ones to set up: teleclaude install {' '.join(f'--{name}' for name in NAMES)}.",
         )
     root = find_repo(cwd or os.getcwd()).root if scope is Scope.PROJECT else None
     base = root or home
@@ -105,8 +105,9 @@ def install(
         manifest = Manifest.load(home / MANIFEST)
         before = copy.deepcopy(manifest.dump())
         targets = [t for agent in chosen for t in agent_targets(agent, scope, base, home, with_hook)]
-        if "claude" in chosen:
-            targets += claude_unattended(home, root, manifest, uninstall)
+        targets += [
+            t for agent in chosen for t in unattended(PROFILES[agent], home, root, manifest, uninstall)
+        ]
         lines = [merge(target, staging, manifest) for target in targets]
     except BrokenConfig as error:
         return Error(
@@ -128,12 +129,31 @@ def _write(staging: Staging, manifest: Manifest, before: dict, manifest_path: Pa
 
 def detect_agents(home: Path) -> tuple[str, ...]:
     """Every agent CLI on PATH or with a config folder."""
-    folders = {"claude": home / ".claude", "codex": codex_home(home), "gemini": home / ".gemini"}
-    return tuple(agent for agent in NAMES if shutil.which(agent) or folders[agent].is_dir())
+    return tuple(
+        name
+        for name in _INSTALLED
+        if shutil.which(name) or _folder(_layout(name), Scope.USER, home, home).is_dir()
+    )
 
 
-def codex_home(home: Path) -> Path:
-    return Path(os.environ.get("CODEX_HOME") or home / ".codex")
+def _layout(agent: str) -> Install:
+    layout = PROFILES[agent].install
+    assert layout is not None  # the agents install knows: _INSTALLED
+    return layout
+
+
+_INSTALLED = tuple(name for name in NAMES if PROFILES[name].install is not None)
+
+
+def _folder(layout: Install, scope: Scope, base: Path, home: Path) -> Path:
+    """The CLI's folder: in the project (project scope), else the one its variable names, else in home."""
+    named = os.environ.get(layout.folder_env) if layout.folder_env and scope is Scope.USER else None
+    return Path(named) if named else base / layout.folder
+
+
+def _path(template: str, base: Path, folder: Path, **names: str) -> Path:
+    relative = template.format(folder="\0", **names)
+    return folder / relative.removeprefix("\0/") if relative.startswith("\0/") else base / relative
 
 
 def launcher(scope: Scope = Scope.USER) -> list[str]:
@@ -155,64 +175,30 @@ def launcher(scope: Scope = Scope.USER) -> list[str]:
 
 def agent_targets(agent: str, scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Target]:
     """What to install for `agent` into `base` (the home folder, or the repository for project scope)."""
-    layout = {"claude": _claude, "codex": _codex, "gemini": _gemini}[agent]
-    targets = layout(scope, base, home, with_hook)
+    driver, layout = PROFILES[agent], _layout(agent)
+    folder = _folder(layout, scope, base, home)
+    targets: list[Target] = [
+        CommandFile(
+            agent,
+            _path(layout.command_file, base, folder, name=name),
+            layout.command_text(name, text).encode(),
+        )
+        for name, text in _markdown()
+    ]
+    mcp_file = _path(layout.mcp_file[scope is Scope.PROJECT], base, folder)
+    server = {**layout.mcp_entry, **_server(scope)}
+    if mcp_file.suffix == ".toml":
+        targets.append(TomlTable(agent, mcp_file, (layout.mcp_key, SERVER), server))
+    else:
+        targets.append(JsonEntry(agent, mcp_file, (layout.mcp_key, SERVER), server))
     if not with_hook:
         targets.append(Skip(agent, "stop hook: this teleclaude has no `teleclaude hook stop` command yet"))
-    return targets
-
-
-def _claude(scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Target]:
-    folder = base / ".claude"
-    targets: list[Target] = [
-        CommandFile("claude", folder / "commands" / f"{name}.md", text.encode()) for name, text in _markdown()
-    ]
-    mcp_file = base / ".mcp.json" if scope is Scope.PROJECT else home / ".claude.json"
-    server = {"type": "stdio", **_server(scope)}
-    targets.append(JsonEntry("claude", mcp_file, ("mcpServers", SERVER), server))
-    if with_hook:
-        settings = folder / "settings.json"
-        for event, verb in CLAUDE_HOOKS:
-            entry = {"hooks": [_hook("claude", scope, verb)]}
-            targets.append(JsonEntry("claude", settings, ("hooks", event), entry, in_list=True))
-    return targets
-
-
-def _codex(scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Target]:
-    # codex 0.169 lists a project's .codex/skills (and .agents/skills) beside ~/.codex/skills (NOTES.md)
-    folder = base / ".codex" if scope is Scope.PROJECT else codex_home(home)
-    targets: list[Target] = [
-        CommandFile("codex", folder / "skills" / name / "SKILL.md", codex_skill(name, text).encode())
-        for name, text in _markdown()
-    ]
-    targets.append(TomlTable("codex", folder / "config.toml", ("mcp_servers", SERVER), _server(scope)))
-    if with_hook:
-        stop = {"hooks": [_hook("codex", scope)]}
-        targets.append(JsonEntry("codex", folder / "hooks.json", ("hooks", "Stop"), stop, in_list=True))
-        # where codex records the API error that ends a turn (no hook runs for such a turn)
-        prompt = {"hooks": [_hook("codex", scope, "prompt")]}
-        entry = JsonEntry("codex", folder / "hooks.json", ("hooks", "UserPromptSubmit"), prompt, in_list=True)
-        targets.append(entry)
-        # before every tool call (no matcher: every tool), with claude's fields (NOTES.md)
-        tool = {"hooks": [_hook("codex", scope, "tool-use")]}
-        targets.append(JsonEntry("codex", folder / "hooks.json", ("hooks", "PreToolUse"), tool, in_list=True))
-    return targets
-
-
-def _gemini(scope: Scope, base: Path, home: Path, with_hook: bool) -> list[Target]:
-    folder = base / ".gemini"
-    targets: list[Target] = [
-        CommandFile("gemini", folder / "commands" / f"{name}.toml", gemini_toml(text).encode())
-        for name, text in _markdown()
-    ]
-    settings = folder / "settings.json"
-    targets.append(JsonEntry("gemini", settings, ("mcpServers", SERVER), _server(scope)))
-    if with_hook:
-        after_agent = {"hooks": [{"name": "teleclaude-stop", **_hook("gemini", scope)}]}
-        targets.append(JsonEntry("gemini", settings, ("hooks", "AfterAgent"), after_agent, in_list=True))
-        # before every tool call (no matcher: every tool), with claude's fields (NOTES.md)
-        before_tool = {"hooks": [{"name": "teleclaude-tool-use", **_hook("gemini", scope, "tool-use")}]}
-        targets.append(JsonEntry("gemini", settings, ("hooks", "BeforeTool"), before_tool, in_list=True))
+        return targets
+    hooks_file = _path(layout.hooks_file, base, folder)
+    for event, verb in driver.hooks.events:
+        hook = _hook(agent, scope, verb)
+        entry = {"hooks": [{"name": f"teleclaude-{verb}", **hook} if layout.named_hooks else hook]}
+        targets.append(JsonEntry(agent, hooks_file, ("hooks", event), entry, in_list=True))
     return targets
 
 
@@ -225,64 +211,58 @@ def _hook(agent: str, scope: Scope = Scope.USER, verb: str = "stop") -> dict:
     return {"type": "command", "command": shlex.join([*launcher(scope), "hook", verb, "--agent", agent])}
 
 
-# --- claude: the hooks beside Stop, and what its first-run dialogs would ask --------------------------------
-
-# (claude's hook event, the `teleclaude hook` verb it runs)
-CLAUDE_HOOKS = (
-    ("Stop", "stop"),  # the turn ended: refuse with uncommitted work, else record the turn end
-    ("StopFailure", "stop-failure"),  # an API error ended the turn (rate_limit, billing_error, …)
-    ("PreToolUse", "tool-use"),  # the worker's recent tool activity, for digests and `sessions list`
-)
+# --- what the CLIs' first-run dialogs would ask ------------------------------------------------------------
 
 
-def claude_unattended(home: Path, root: Path | None, manifest: Manifest, uninstall: bool) -> list[Target]:
-    """What claude's first-run dialogs would ask a detached worker, answered in the user's own files.
-
-    - the "Bypass Permissions mode" warning: `skipDangerousModePermissionPrompt` in ~/.claude/settings.json
-      (what accepting it writes; project settings are not read for it);
-    - project `.mcp.json` servers pending approval: `enabledMcpjsonServers: ["teleclaude"]` in
-      ~/.claude/settings.json (where the CLI itself says to persist an approval; project settings cannot
-      approve their own servers);
-    - workspace trust for the project root (`root`: project scope, or `teleclaude init`), which covers its
-      `trees/<slug>` worktrees: `projects[ROOT].hasTrustDialogAccepted` in ~/.claude.json.
-    Uninstalling removes the trust of every root recorded in the manifest.
-    """
-    settings = home / ".claude" / "settings.json"
-    targets: list[Target] = [
-        JsonEntry("claude", settings, ("skipDangerousModePermissionPrompt",), True),
-        JsonEntry("claude", settings, ("enabledMcpjsonServers",), SERVER, in_list=True),
-    ]
+def unattended(
+    driver: AgentProfile, home: Path, root: Path | None, manifest: Manifest, uninstall: bool
+) -> list[Target]:
+    """What the CLI's first-run dialogs would ask a detached worker, answered in the user's own files (the
+    driver's `unattended`), and its trust of the project root (`root`: project scope, or `teleclaude init`).
+    Uninstalling removes the trust of every root recorded in the manifest."""
+    targets: list[Target] = [_entry(driver.name, home, setting) for setting in driver.unattended]
+    if driver.project_trust is None:
+        return targets
     roots = [str(root)] if root is not None else []
     if uninstall:
-        roots += [folder for folder in _trusted_roots(manifest, home) if folder not in roots]
-    return targets + [claude_trust(home, Path(folder)) for folder in roots]
+        roots += [
+            folder for folder in _trusted_roots(driver.project_trust, manifest, home) if folder not in roots
+        ]
+    return targets + [_entry(driver.name, home, driver.project_trust, folder) for folder in roots]
 
 
-def claude_trust(home: Path, root: Path) -> JsonEntry:
-    # false is what claude stores for every folder it has seen: not a refusal (a refusal makes claude exit)
-    keys = ("projects", str(root), "hasTrustDialogAccepted")
-    return JsonEntry("claude", home / ".claude.json", keys, True, default=False)
+def _entry(agent: str, home: Path, setting: Setting, root: str = "") -> JsonEntry:
+    keys = tuple(root if key == "{root}" else key for key in setting.keys)
+    default = merges.MISSING if setting.default is None else setting.default
+    return JsonEntry(agent, home / setting.file, keys, setting.value, setting.in_list, default)
 
 
-def _trusted_roots(manifest: Manifest, home: Path) -> list[str]:
-    """The project roots whose claude trust the manifest records."""
+def _trusted_roots(trust: Setting, manifest: Manifest, home: Path) -> list[str]:
+    """The project roots whose trust the manifest records."""
+    at = trust.keys.index("{root}")
     return [
-        record.keys[1]
-        for record in manifest.records(home / ".claude.json")
-        if len(record.keys) == 3 and record.keys[::2] == ("projects", "hasTrustDialogAccepted")
+        record.keys[at]
+        for record in manifest.records(home / trust.file)
+        if len(record.keys) == len(trust.keys)
+        and all(key == want for key, want in zip(record.keys, trust.keys, strict=True) if want != "{root}")
     ]
 
 
 def trust_project(root: Path) -> list[Line] | Error:
-    """`teleclaude init`: trust `root` in claude (when claude is set up here), recorded for `--uninstall`."""
+    """`teleclaude init`: trust `root` in each CLI set up here that asks, recorded for `--uninstall`."""
     home = Path.home()
-    if "claude" not in detect_agents(home):
+    trusting = [PROFILES[agent] for agent in detect_agents(home) if PROFILES[agent].project_trust]
+    if not trusting:
         return []
     staging = Staging(root)
     try:
         manifest = Manifest.load(home / MANIFEST)
         before = copy.deepcopy(manifest.dump())
-        line = merges.install(claude_trust(home, root), staging, manifest)
+        lines = [
+            merges.install(_entry(d.name, home, d.project_trust, str(root)), staging, manifest)
+            for d in trusting
+            if d.project_trust
+        ]
     except BrokenConfig as error:
         return Error(
             ErrorCode.INVALID_CONFIG,
@@ -290,7 +270,7 @@ def trust_project(root: Path) -> list[Line] | Error:
             "run `teleclaude init` again.",
         )
     _write(staging, manifest, before, home / MANIFEST)
-    return [line]
+    return lines
 
 
 # --- the command files ------------------------------------------------------------------------------
@@ -325,46 +305,3 @@ def template_text(name: str) -> str:
 
 def _markdown() -> list[tuple[str, str]]:
     return [(name, command_markdown(name)) for name in command_names()]
-
-
-def split_front_matter(text: str) -> tuple[dict[str, str], str]:
-    """(`key: value` pairs of a leading `---` block, the rest of the text)."""
-    if not text.startswith("---\n"):
-        return {}, text
-    end = text.find("\n---\n", 3)
-    if end == -1:
-        return {}, text
-    meta = {}
-    for line in text[4:end].splitlines():
-        key, colon, value = line.partition(":")
-        if colon:
-            meta[key.strip()] = value.strip()
-    return meta, text[end + len("\n---\n") :]
-
-
-def gemini_toml(markdown: str) -> str:
-    """A Gemini CLI command file: `description`, and the prompt with `{{args}}` for `$ARGUMENTS`."""
-    meta, body = split_front_matter(markdown)
-    prompt = body.lstrip("\n").replace("$ARGUMENTS", "{{args}}")
-    return (
-        "# Installed by `teleclaude install`; `teleclaude install --uninstall` removes it.\n"
-        f"description = {toml_string(meta.get('description', ''))}\n"
-        f"prompt = {toml_multiline(prompt)}\n"
-    )
-
-
-def codex_skill(name: str, markdown: str) -> str:
-    """A Codex skill (`~/.codex/skills/NAME/SKILL.md`, or the project's `.codex/skills/`), invoked as
-    `$NAME args`: Codex 0.169 has no custom prompts any more and does not substitute `$ARGUMENTS` in a skill,
-    so the skill says where they are."""
-    meta, body = split_front_matter(markdown)
-    description = meta.get("description", "") or f"teleclaude role command {name}"
-    return (
-        "---\n"
-        f"name: {name}\n"
-        f"description: {description}\n"
-        "---\n\n"
-        f"<!-- Installed by `teleclaude install`; `teleclaude install --uninstall` removes it. -->\n"
-        f"Arguments: this skill is invoked as `${name} ARGUMENTS`. Everywhere below, `$ARGUMENTS` stands for "
-        f"the text after `${name}` in the user's message (empty when there is none).\n\n" + body.lstrip("\n")
-    )

@@ -45,7 +45,7 @@ class Done:
 def init(cwd: str | os.PathLike | None = None) -> Done | Error:
     repo = gitx.find_repo(cwd or os.getcwd())
     lines = [_create_roadmap(repo.root), _exclude_trees(repo)]
-    trusted = _trust_for_claude(repo.root)
+    trusted = _trust_project(repo.root)
     if isinstance(trusted, Error):
         return trusted
     lines += trusted
@@ -53,8 +53,8 @@ def init(cwd: str | os.PathLike | None = None) -> Done | Error:
         lines += githooks.install(repo.root)
     except githooks.HooksError as error:
         return Error(
-            ErrorCode.__members__.get(getattr(error, "code", ""), ErrorCode.FILE_ERROR),
-            f"The git hooks could not be installed: {error}\n"
+            error.code,
+            f"The git hooks could not be installed: {error.explain()}\n"
             "The roadmap and the trees/ exclusion are in place; fix that, then run `teleclaude init` "
             "again.",
         )
@@ -63,14 +63,15 @@ def init(cwd: str | os.PathLike | None = None) -> Done | Error:
     return Done((head, *lines, tail))
 
 
-def _trust_for_claude(root: Path) -> list[str] | Error:
-    """Claude asks whether to trust a new folder, which a detached worker cannot answer: answer it for the
-    project root (recorded in the install manifest; `teleclaude install --uninstall` takes it back)."""
+def _trust_project(root: Path) -> list[str] | Error:
+    """A CLI may ask whether to trust a new folder (its driver's `project_trust`), which a detached worker
+    cannot answer: answer it for the project root (recorded in the install manifest; `teleclaude install
+    --uninstall` takes it back)."""
     done = install.trust_project(root)
     if isinstance(done, Error):
         return done
     return [
-        f"{line.status.value:<9} {line.what} (claude: trust the project and its trees/ for workers)"
+        f"{line.status.value:<9} {line.what} ({line.agent}: trust the project and its trees/ for workers)"
         for line in done
     ]
 

@@ -3,7 +3,7 @@
 A merge asks for a file's `current` bytes (the staged ones if it changed already) and stages new ones with
 `change`; `write` then applies them all. So a broken config found late stops the run with nothing written.
 An uninstall also gathers here the containers teleclaude created in each file (`containers`), so one that
-several entries shared (claude's `hooks`) goes with the last of them.
+several entries shared (a settings file's `hooks`) goes with the last of them.
 """
 
 from __future__ import annotations

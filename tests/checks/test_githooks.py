@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from teleclaude.errors import ErrorCode
 from teleclaude.setup import githooks
 
 USER_HOOK = '#!/bin/sh\necho "user hook ran" >> "$(git rev-parse --show-toplevel)/../user-hook.log"\nexit 0\n'
@@ -99,7 +100,7 @@ def test_a_conflict_changes_nothing(repo):
     before = sorted(p.name for p in hooks(repo).iterdir())
     with pytest.raises(githooks.HooksError) as raised:
         githooks.install(repo)
-    assert raised.value.code == "ALREADY_EXISTS"
+    assert raised.value.code is ErrorCode.ALREADY_EXISTS
     assert sorted(p.name for p in hooks(repo).iterdir()) == before
 
 

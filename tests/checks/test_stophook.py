@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from teleclaude.setup.stophook import parse_event
+from teleclaude.runtime.hooks.stop import parse_event
 
 # What each CLI sends (the fields teleclaude reads, plus a few it must ignore) and how it refuses a stop.
 CONTRACTS: dict[str, tuple[dict[str, object], str]] = {
@@ -135,7 +135,7 @@ def test_malformed_input_never_breaks_the_agent(cli, stdin):
 
 
 def test_the_decision_function_is_separate_from_printing(repo, add_tree, tools):
-    from teleclaude.setup import stophook
+    from teleclaude.runtime.hooks import stop as stophook
 
     tree = add_tree(repo, "feat")
     tools.write(tree, "x.txt", "x\n")

@@ -97,10 +97,11 @@ def worker_runtime(worker_project):
 def start_worker(worker_runtime, worker_project):
     """`start_worker(slug)`: a claude worker (the stand-in) on `slug`'s build step, in its turn for good."""
     from teleclaude.errors import Error
+    from teleclaude.runtime.core.sessions import StartRequest
 
     def start(slug: str = "x"):
         started = worker_runtime.run_agent_command(
-            "local", "next-build", slug, str(worker_project), "claude", "med"
+            StartRequest("local", "next-build", slug, str(worker_project), "claude", "med")
         )
         assert not isinstance(started, Error), started
         return started.session

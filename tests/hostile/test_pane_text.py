@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core.terminal import printable, untypable
-from teleclaude.runtime.core.sessions import SessionState
+from teleclaude.runtime.core.sessions import SessionState, StartRequest
 
 from .conftest import first_line
 
@@ -83,7 +83,9 @@ def test_sessions_send_refuses_a_carriage_return_with_the_code(
 def test_run_agent_command_refuses_args_a_terminal_obeys_and_records_nothing(worker_runtime, worker_project):
     runtime = worker_runtime
     for args in ("slug\x7f", "slug\x9b2J", "slug\u202e", "slug\x1b[201~", "slug\x00"):
-        answer = runtime.run_agent_command("local", "emit", args, str(worker_project), "claude", "med")
+        answer = runtime.run_agent_command(
+            StartRequest("local", "emit", args, str(worker_project), "claude", "med")
+        )
         assert isinstance(answer, Error) and answer.code is ErrorCode.INVALID_ARGUMENT, (args, answer)
     assert runtime.store.sessions() == []
     assert runtime.tmux.session_names() == set()

@@ -12,7 +12,7 @@ from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.api import open_runtime
-from teleclaude.runtime.core.sessions import SessionState
+from teleclaude.runtime.core.sessions import SessionState, StartRequest
 
 
 def test_a_worker_on_a_computer_ssh_cannot_reach_is_computer_unreachable(tmp_path):
@@ -33,13 +33,15 @@ def test_a_worker_on_a_computer_ssh_cannot_reach_is_computer_unreachable(tmp_pat
     assert isinstance(action, Dispatch), action
     runtime = open_runtime(project)
     answer = runtime.run_agent_command(
-        "box",
-        action.command,
-        action.slug,
-        action.project,
-        action.agent,
-        action.thinking_mode,
-        action.subfolder,
+        StartRequest(
+            "box",
+            action.command,
+            action.slug,
+            action.project,
+            action.agent,
+            action.thinking_mode,
+            action.subfolder,
+        )
     )
     assert isinstance(answer, Error) and answer.code is ErrorCode.COMPUTER_UNREACHABLE, answer
     assert "box" in answer.message

@@ -10,15 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from teleclaude.adapters.agent_config import (
-    BrokenConfig,
-    basic_string,
-    detect_style,
-    dump_json,
-    multiline_string,
-    parse_json,
-    toml_table,
-)
+from teleclaude.adapters.agent_config import BrokenConfig, detect_style, dump_json, parse_json, toml_table
+from teleclaude.agents import formats, gemini
+from teleclaude.agents.formats import basic_string, multiline_string
 from teleclaude.setup import install
 
 STYLES = {
@@ -82,8 +76,8 @@ def test_a_toml_table_quotes_keys_that_need_it():
 @pytest.mark.parametrize("name", install.command_names())
 def test_each_gemini_command_parses_and_keeps_the_prompt(name):
     markdown = install.command_markdown(name)
-    meta, body = install.split_front_matter(markdown)
-    parsed = tomllib.loads(install.gemini_toml(markdown))
+    meta, body = formats.split_front_matter(markdown)
+    parsed = tomllib.loads(gemini.command_toml("x", markdown))
     assert parsed["description"] == meta["description"]
     assert parsed["prompt"] == body.lstrip("\n").replace("$ARGUMENTS", "{{args}}")
     assert "{{args}}" in parsed["prompt"] or name == "next-bugs"
@@ -93,5 +87,5 @@ def test_a_gemini_prompt_with_hostile_text_round_trips():
     markdown = (
         '---\ndescription: a "quoted" \\ thing\nargument-hint: <slug>\n---\nRun """x""" \\d+ on $ARGUMENTS"'
     )
-    parsed = tomllib.loads(install.gemini_toml(markdown))
+    parsed = tomllib.loads(gemini.command_toml("x", markdown))
     assert parsed == {"description": 'a "quoted" \\ thing', "prompt": 'Run """x""" \\d+ on {{args}}"'}

@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from teleclaude.agents import formats
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.bugs import open_bugs
 from teleclaude.planner.core.decide import ARCHITECT_NOTE
@@ -38,7 +39,7 @@ def test_there_is_a_command_for_every_step_and_both_orchestrator_loops():
 
 @pytest.mark.parametrize("name", install.command_names())
 def test_every_command_has_front_matter_with_description_and_argument_hint(name):
-    meta, body = install.split_front_matter(install.command_markdown(name))
+    meta, body = formats.split_front_matter(install.command_markdown(name))
     assert set(meta) == {"description", "argument-hint"}
     for value in meta.values():
         # plain YAML scalars, so Claude Code's YAML and Codex's line parser read the same text

@@ -80,7 +80,7 @@ def test_init_reports_a_hooks_failure(repo, run, monkeypatch):
     from teleclaude.setup import githooks
 
     def refuse(root):
-        raise githooks.HooksError("FILE_ERROR", "core.hooksPath points elsewhere")
+        raise githooks.HooksError("core.hooksPath points elsewhere")
 
     monkeypatch.setattr(githooks, "install", refuse)
     code, out = run("init", "--cwd", str(repo))

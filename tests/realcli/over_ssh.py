@@ -20,7 +20,7 @@ from teleclaude.errors import Error
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.api import Runtime, open_runtime
-from teleclaude.runtime.core.sessions import Ended, SessionState, Started
+from teleclaude.runtime.core.sessions import Ended, SessionState, Started, StartRequest
 from teleclaude.setup.install import Scope, install
 from teleclaude.setup.scaffold import init
 
@@ -92,7 +92,7 @@ def start_build(runtime: Runtime, project: Path, agent: str) -> tuple[Dispatch, 
     action = app.next_work(cwd=project)
     assert isinstance(action, Dispatch), action
     started = runtime.run_agent_command(
-        NAME, action.command, action.slug, action.project, agent, "med", action.subfolder
+        StartRequest(NAME, action.command, action.slug, action.project, agent, "med", action.subfolder)
     )
     assert not isinstance(started, Error), started.message
     assert isinstance(started, Started), started

@@ -9,14 +9,14 @@ from pathlib import Path
 
 from teleclaude.demo.model_server import Step, Text, Tool, edit_and_commit, mcp, shell
 from teleclaude.runtime.api import open_runtime
-from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
+from teleclaude.runtime.core.sessions import EventKind, SessionState, Started, StartRequest
 from teleclaude.setup.install import Scope
 
 from .watching import events_until, screen
 
 
 def start(runtime, project, command: str = "next-build", args: str = "greeting") -> Started:
-    started = runtime.run_agent_command("local", command, args, str(project), "claude", "med")
+    started = runtime.run_agent_command(StartRequest("local", command, args, str(project), "claude", "med"))
     assert isinstance(started, Started), started
     return started
 
@@ -144,7 +144,7 @@ def test_a_worker_in_a_worktree_starts_unattended_under_the_roots_trust(runtime,
     subprocess.run(worktree, cwd=project, check=True)
     model_server.add(Text("DONE: next-build greeting - nothing to build"))
     started = runtime.run_agent_command(
-        "local", "next-build", "greeting", str(project), "claude", "med", "trees/greeting"
+        StartRequest("local", "next-build", "greeting", str(project), "claude", "med", "trees/greeting")
     )
     assert isinstance(started, Started), started
     events = events_until(runtime, started.session.id, EventKind.TURN_ENDED)

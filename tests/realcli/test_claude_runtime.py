@@ -19,14 +19,16 @@ from teleclaude.demo.workers import git
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.render import to_text
-from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
+from teleclaude.runtime.core.sessions import EventKind, SessionState, Started, StartRequest
 
 from .conftest import trusted
 from .watching import events_until, screen_shows, turn_ended, with_env, with_profile
 
 
 def blocked(runtime, project) -> Error:
-    answer = runtime.run_agent_command("local", "next-build", "greeting", str(project), "claude", "med")
+    answer = runtime.run_agent_command(
+        StartRequest("local", "next-build", "greeting", str(project), "claude", "med")
+    )
     assert isinstance(answer, Error), answer
     assert answer.code is ErrorCode.WORKER_BLOCKED, answer.message
     (session,) = runtime.store.sessions()
@@ -140,7 +142,9 @@ def test_a_stop_hook_refusal_makes_the_worker_commit(runtime, project, model_ser
 
 
 def start(runtime, project) -> Started:
-    started = runtime.run_agent_command("local", "next-build", "greeting", str(project), "claude", "med")
+    started = runtime.run_agent_command(
+        StartRequest("local", "next-build", "greeting", str(project), "claude", "med")
+    )
     assert isinstance(started, Started), started
     return started
 

@@ -20,7 +20,7 @@ from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.api import open_runtime
-from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
+from teleclaude.runtime.core.sessions import EventKind, SessionState, Started, StartRequest
 from teleclaude.setup.install import Scope, install
 
 from .conftest import trusted
@@ -28,7 +28,7 @@ from .watching import events_until, screen, screen_shows, sessions_list, turn_en
 
 
 def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med"):
-    started = runtime.run_agent_command("local", command, args, str(project), "codex", mode)
+    started = runtime.run_agent_command(StartRequest("local", command, args, str(project), "codex", mode))
     assert isinstance(started, Started), started
     return started
 
@@ -59,7 +59,9 @@ def test_a_command_codex_refuses_errs_the_session_with_its_words(codex, project,
     )
     trusted(project)
     runtime = open_runtime(project)
-    started = runtime.run_agent_command("local", "next-build", "greeting", str(project), "codex", "med")
+    started = runtime.run_agent_command(
+        StartRequest("local", "next-build", "greeting", str(project), "codex", "med")
+    )
     if isinstance(started, Started):  # the refusal came after the Enter was seen to be taken
         events = events_until(runtime, started.session.id, EventKind.ERRORED)
         assert [e.kind for e in events] == [EventKind.ERRORED]
@@ -82,7 +84,9 @@ def test_the_hooks_review_dialog_is_reported_never_answered(codex, project):
     )
     trusted(project)
     runtime = open_runtime(project)
-    started = runtime.run_agent_command("local", "next-build", "greeting", str(project), "codex", "med")
+    started = runtime.run_agent_command(
+        StartRequest("local", "next-build", "greeting", str(project), "codex", "med")
+    )
     assert isinstance(started, Error) and started.code is ErrorCode.WORKER_BLOCKED, started
     assert "hooks review" in started.message
 

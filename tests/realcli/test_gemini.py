@@ -20,14 +20,14 @@ from teleclaude.demo.workers import git
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch
-from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
+from teleclaude.runtime.core.sessions import EventKind, SessionState, Started, StartRequest
 from teleclaude.setup.install import Scope, install
 
 from .watching import events_until, screen, screen_shows, sessions_list, turn_ended
 
 
 def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med"):
-    started = runtime.run_agent_command("local", command, args, str(project), "gemini", mode)
+    started = runtime.run_agent_command(StartRequest("local", command, args, str(project), "gemini", mode))
     if isinstance(started, Error):
         pytest.fail(started.message)  # the CLI's own last output, whole
     assert isinstance(started, Started), started
@@ -162,7 +162,7 @@ def test_an_unknown_command_that_gemini_sends_to_the_model_errs_the_session(
     # gemini never lists an unknown command under its typed name: the launcher sends it after command_wait
     gemini_runtime.context.config = replace(gemini_runtime.config, command_wait=3)
     started = gemini_runtime.run_agent_command(
-        "local", "no-such-command", "greeting", str(project), "gemini", "med"
+        StartRequest("local", "no-such-command", "greeting", str(project), "gemini", "med")
     )
     assert isinstance(started, Started), started
     events = events_until(gemini_runtime, started.session.id, EventKind.ERRORED, seconds=120)

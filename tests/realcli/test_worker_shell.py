@@ -17,7 +17,7 @@ from teleclaude.demo.model_server import Text, body_text, shell
 from teleclaude.demo.workers import Workers
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
-from teleclaude.runtime.core.sessions import Started
+from teleclaude.runtime.core.sessions import Started, StartRequest
 
 from .watching import turn_ended
 
@@ -42,7 +42,9 @@ def test_a_workers_shell_tool_finds_teleclaude_by_name_though_a_login_shell_rese
 ):
     runtime = runtime_from_a_venv(agent, request, isolated_environment, monkeypatch)
     model_server.add(shell("teleclaude --version", "Which teleclaude"), Text("DONE: next-build greeting"))
-    started = runtime.run_agent_command("local", "next-build", "greeting", str(project), agent, "med")
+    started = runtime.run_agent_command(
+        StartRequest("local", "next-build", "greeting", str(project), agent, "med")
+    )
     assert isinstance(started, Started), started
     turn_ended(runtime, started.session.id)
     result = tool_result(model_server.turns()[1])
@@ -67,7 +69,9 @@ def test_each_cli_as_the_finalizer_runs_teleclaude_finalize_and_the_item_is_deli
         shell("teleclaude finalize greeting", "Finalize greeting"),
         Text("DONE: next-finalize greeting - merged, archived to done/001-greeting/"),
     )
-    started = runtime.run_agent_command("local", "next-finalize", "greeting", str(project), agent, "med")
+    started = runtime.run_agent_command(
+        StartRequest("local", "next-finalize", "greeting", str(project), agent, "med")
+    )
     assert isinstance(started, Started), started
     turn_ended(runtime, started.session.id)
     assert "FINALIZED:" in tool_result(model_server.turns()[1])

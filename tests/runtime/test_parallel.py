@@ -16,7 +16,7 @@ from teleclaude.planner.core.model import Dispatch, Marker
 from teleclaude.planner.core.roadmap import parse_roadmap
 from teleclaude.runtime import orchestrator
 from teleclaude.runtime.api import open_runtime
-from teleclaude.runtime.core.sessions import Session, Started
+from teleclaude.runtime.core.sessions import Session, Started, StartRequest
 from teleclaude.runtime.orchestrator import Outcome
 
 FOUR = ("greeting", "farewell", "shouting", "whisper")  # farewell waits for greeting
@@ -160,13 +160,7 @@ def test_a_second_start_of_a_live_step_is_refused_for_runs_and_the_mcp_tool_alik
     assert first.session.id in second.message
     answer = mcp._session_answer(
         "run_agent_command",
-        "local",
-        build.command,
-        build.slug,
-        build.project,
-        build.agent,
-        "med",
-        build.subfolder,
+        StartRequest("local", build.command, build.slug, build.project, build.agent, "med", build.subfolder),
     )
     assert answer.splitlines()[0] == "ERROR: ALREADY_RUNNING"
     other = app.next_work("shouting", cwd=project)

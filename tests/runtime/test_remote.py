@@ -27,7 +27,7 @@ from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.runtime import orchestrator, remote
 from teleclaude.runtime.api import Runtime, open_runtime
-from teleclaude.runtime.core.sessions import Ended, EventKind, Session, SessionState, Started
+from teleclaude.runtime.core.sessions import Ended, EventKind, Session, SessionState, Started, StartRequest
 from teleclaude.runtime.orchestrator import Outcome
 
 from ..loopback_sshd import NAME, clone, computer, toml
@@ -87,13 +87,15 @@ def test_a_worker_on_another_computer_completes_a_step_through_sshd(
     action = app.next_work(cwd=project)
     assert isinstance(action, Dispatch) and action.step is Step.BUILD, action
     started = runtime.run_agent_command(
-        NAME,
-        action.command,
-        action.slug,
-        action.project,
-        action.agent,
-        action.thinking_mode,
-        action.subfolder,
+        StartRequest(
+            NAME,
+            action.command,
+            action.slug,
+            action.project,
+            action.agent,
+            action.thinking_mode,
+            action.subfolder,
+        )
     )
     assert isinstance(started, Started), started.message
     session = started.session
@@ -118,14 +120,16 @@ def test_an_unknown_computer_a_step_outside_an_item_worktree_and_an_agent_not_th
     project, remote_project
 ):
     runtime = open_runtime(project)
-    answer = runtime.run_agent_command("elsewhere", "emit", "1", str(project), "claude", "med")
+    answer = runtime.run_agent_command(StartRequest("elsewhere", "emit", "1", str(project), "claude", "med"))
     assert isinstance(answer, Error) and answer.code is ErrorCode.UNKNOWN_COMPUTER
-    answer = runtime.run_agent_command(NAME, "emit", "1", str(project), "claude", "med")
+    answer = runtime.run_agent_command(StartRequest(NAME, "emit", "1", str(project), "claude", "med"))
     assert isinstance(answer, Error) and answer.code is ErrorCode.INVALID_SUBFOLDER
     bare = replace(runtime.config.remotes[NAME], agents={"codex": "codex"})
     runtime.context.config = replace(runtime.config, remotes={NAME: bare})
     (project / "trees" / "x").mkdir(parents=True)  # a worktree folder, so the agent is what is refused
-    answer = runtime.run_agent_command(NAME, "emit", "1", str(project), "claude", "med", "trees/x")
+    answer = runtime.run_agent_command(
+        StartRequest(NAME, "emit", "1", str(project), "claude", "med", "trees/x")
+    )
     assert isinstance(answer, Error) and answer.code is ErrorCode.AGENT_NOT_INSTALLED, answer
 
 
@@ -149,7 +153,7 @@ def test_the_remote_stop_hook_ends_the_turn_through_the_pane_not_the_idle_rule(
     action = app.next_work(cwd=project)
     assert isinstance(action, Dispatch) and action.agent == "gemini", action
     started = runtime.run_agent_command(
-        NAME, action.command, action.slug, action.project, action.agent, "med", action.subfolder
+        StartRequest(NAME, action.command, action.slug, action.project, action.agent, "med", action.subfolder)
     )
     assert isinstance(started, Started), started.message
     session = started.session
@@ -205,7 +209,7 @@ def test_a_limit_the_remote_stop_failure_hook_reports_reaches_this_machine(
     action = app.next_work(cwd=project)
     assert isinstance(action, Dispatch) and action.step is Step.BUILD, action
     started = runtime.run_agent_command(
-        NAME, action.command, action.slug, action.project, "claude", "med", action.subfolder
+        StartRequest(NAME, action.command, action.slug, action.project, "claude", "med", action.subfolder)
     )
     assert isinstance(started, Started), started.message
     session = started.session
@@ -254,12 +258,12 @@ def test_a_slow_push_to_the_remote_clone_does_not_hold_the_planner_but_holds_its
     assert isinstance(action, Dispatch) and action.step is Step.BUILD, action
     request = (NAME, action.command, action.slug, action.project, action.agent, "med", action.subfolder)
     with ThreadPoolExecutor(1) as pool:
-        starting = pool.submit(runtime.run_agent_command, *request)
+        starting = pool.submit(runtime.run_agent_command, StartRequest(*request))
         while not entered.exists():
             assert not starting.done(), starting.result()
             time.sleep(0.05)
         meanwhile = app.next_work(cwd=project)  # takes the project lock while the push waits
-        second = open_runtime(project).run_agent_command(*request)
+        second = open_runtime(project).run_agent_command(StartRequest(*request))
         release.touch()
         started = starting.result()
     assert isinstance(meanwhile, Dispatch), meanwhile
@@ -275,7 +279,7 @@ def built_over_there(project: Path, watch) -> None:
     action = app.next_work("greeting", cwd=project)
     assert isinstance(action, Dispatch) and action.step is Step.BUILD, action
     started = runtime.run_agent_command(
-        NAME, action.command, action.slug, action.project, action.agent, "med", action.subfolder
+        StartRequest(NAME, action.command, action.slug, action.project, action.agent, "med", action.subfolder)
     )
     assert isinstance(started, Started), started.message
     watch(runtime, started.session.id).until(EventKind.TURN_ENDED)

@@ -25,7 +25,7 @@ from teleclaude.planner.core.roadmap import parse_roadmap
 from teleclaude.planner.core.timeparse import format_utc
 from teleclaude.runtime import orchestrator
 from teleclaude.runtime.api import open_runtime
-from teleclaude.runtime.core.sessions import EventKind, Session, SessionState, Started
+from teleclaude.runtime.core.sessions import EventKind, Session, SessionState, Started, StartRequest
 from teleclaude.runtime.orchestrator import Outcome, Reaction, react
 
 SLUGS = ("greeting", "farewell", "shouting")
@@ -233,7 +233,15 @@ def test_a_session_left_pending_by_a_killed_starter_is_ended_and_the_step_starte
     assert isinstance(build, Dispatch), build
     runtime = open_runtime(project)
     started = runtime.run_agent_command(
-        "local", build.command, build.slug, build.project, build.agent, build.thinking_mode, build.subfolder
+        StartRequest(
+            "local",
+            build.command,
+            build.slug,
+            build.project,
+            build.agent,
+            build.thinking_mode,
+            build.subfolder,
+        )
     )
     assert isinstance(started, Started), started
     # as if its starter was killed before it typed the command: pending, for longer than a start may take

@@ -17,7 +17,7 @@ from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.runtime.api import open_runtime
-from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
+from teleclaude.runtime.core.sessions import EventKind, SessionState, Started, StartRequest
 
 
 def dispatch(project) -> Dispatch:
@@ -116,7 +116,7 @@ def test_an_enter_pasted_with_the_text_is_pressed_again(project, runtime, monkey
     runtime.context.config = replace(
         runtime.config, settle=0.0
     )  # the Enter arrives with the text and is dropped
-    started = runtime.run_agent_command("local", "emit", "3", str(project), "claude", "med")
+    started = runtime.run_agent_command(StartRequest("local", "emit", "3", str(project), "claude", "med"))
     assert isinstance(started, Started), started
     watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
     screen = runtime.get_session_output(started.session.id).chunk.rows
@@ -124,7 +124,7 @@ def test_an_enter_pasted_with_the_text_is_pressed_again(project, runtime, monkey
 
 
 def test_a_message_whose_enter_is_dropped_is_pressed_again(project, runtime, watch):
-    started = runtime.run_agent_command("local", "emit", "1", str(project), "claude", "med")
+    started = runtime.run_agent_command(StartRequest("local", "emit", "1", str(project), "claude", "med"))
     assert isinstance(started, Started), started
     watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
     runtime.context.config = replace(runtime.config, settle=0.0)  # the Enter arrives with the text: dropped
@@ -136,7 +136,7 @@ def test_a_message_whose_enter_is_dropped_is_pressed_again(project, runtime, wat
 
 def test_a_message_the_worker_never_takes_is_an_error_not_sent(project, runtime, monkeypatch, watch):
     monkeypatch.setenv("FAKE_AGENT_CLAUDE", "deaf")  # every Enter under a message is dropped
-    started = runtime.run_agent_command("local", "emit", "1", str(project), "claude", "med")
+    started = runtime.run_agent_command(StartRequest("local", "emit", "1", str(project), "claude", "med"))
     assert isinstance(started, Started), started
     watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
     sent = runtime.send_message(started.session.id, "how is it going")
@@ -144,7 +144,7 @@ def test_a_message_the_worker_never_takes_is_an_error_not_sent(project, runtime,
 
 
 def test_output_grows_and_three_reads_neither_repeat_nor_lose_a_row(project, runtime, watch):
-    started = runtime.run_agent_command("local", "emit", "150", str(project), "codex", "fast")
+    started = runtime.run_agent_command(StartRequest("local", "emit", "150", str(project), "codex", "fast"))
     assert isinstance(started, Started), started
     session_id, cursor, rows = started.session.id, None, []
     events = watch(runtime, session_id)  # the waits between reads may see the turn end: keep what they see
@@ -164,24 +164,24 @@ def test_output_grows_and_three_reads_neither_repeat_nor_lose_a_row(project, run
 
 def test_codex_gets_its_skill_sign_and_the_alternate_screen_is_flagged(project, runtime, monkeypatch, watch):
     monkeypatch.setenv("FAKE_AGENT_CODEX", "altscreen")
-    started = runtime.run_agent_command("local", "emit", "2", str(project), "codex", "med")
+    started = runtime.run_agent_command(StartRequest("local", "emit", "2", str(project), "codex", "med"))
     watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
     output = runtime.get_session_output(started.session.id)
     assert output.chunk.alternate_screen
 
 
 def test_a_cursor_of_another_session_is_an_error(project, runtime):
-    one = runtime.run_agent_command("local", "emit", "1", str(project), "claude", "fast")
-    two = runtime.run_agent_command("local", "emit", "1", str(project), "gemini", "fast")
+    one = runtime.run_agent_command(StartRequest("local", "emit", "1", str(project), "claude", "fast"))
+    two = runtime.run_agent_command(StartRequest("local", "emit", "1", str(project), "gemini", "fast"))
     cursor = runtime.get_session_output(one.session.id).chunk.cursor.encode()
     answer = runtime.get_session_output(two.session.id, cursor)
     assert isinstance(answer, Error) and answer.code is ErrorCode.INVALID_CURSOR
 
 
 def test_after_a_restart_vanished_and_respawned_panes_are_errored(project, runtime):
-    gone = runtime.run_agent_command("local", "emit", "1", str(project), "claude", "fast")
-    respawned = runtime.run_agent_command("local", "emit", "1", str(project), "gemini", "fast")
-    kept = runtime.run_agent_command("local", "emit", "1", str(project), "codex", "fast")
+    gone = runtime.run_agent_command(StartRequest("local", "emit", "1", str(project), "claude", "fast"))
+    respawned = runtime.run_agent_command(StartRequest("local", "emit", "1", str(project), "gemini", "fast"))
+    kept = runtime.run_agent_command(StartRequest("local", "emit", "1", str(project), "codex", "fast"))
     runtime.tmux.kill_session(gone.session.tmux_session)
     runtime.tmux.cmd("respawn-pane", "-k", "-t", respawned.session.pane_id, "sleep", "60")
     restarted = open_runtime(project)  # a new server process would start like this
@@ -236,7 +236,7 @@ def test_bad_requests_are_refused_and_leave_nothing_behind(project, runtime, cha
         )
         | change
     )
-    answer = runtime.run_agent_command(**request)
+    answer = runtime.run_agent_command(StartRequest(**request))
     assert isinstance(answer, Error) and answer.code is code
     assert runtime.tmux.session_names() == set()
     assert runtime.store.sessions() == []
@@ -247,7 +247,9 @@ def test_a_missing_cli_binary_is_refused(project, runtime):
 
     claude = replace(runtime.config.profiles["claude"], binaries=("no-such-claude",))
     runtime.context.config = replace(runtime.config, profiles={**runtime.config.profiles, "claude": claude})
-    answer = runtime.run_agent_command("local", "next-build", "x", str(project), "claude", "med")
+    answer = runtime.run_agent_command(
+        StartRequest("local", "next-build", "x", str(project), "claude", "med")
+    )
     assert isinstance(answer, Error) and answer.code is ErrorCode.AGENT_NOT_INSTALLED
     assert runtime.store.sessions() == []
 
@@ -257,7 +259,7 @@ def test_a_cli_that_never_shows_its_prompt_is_errored_and_cleaned_up(project, ru
 
     monkeypatch.setenv("FAKE_AGENT", "slowstart")
     runtime.context.config = replace(runtime.config, startup_timeout=0.3)
-    answer = runtime.run_agent_command("local", "emit", "1", str(project), "claude", "med")
+    answer = runtime.run_agent_command(StartRequest("local", "emit", "1", str(project), "claude", "med"))
     assert isinstance(answer, Error) and answer.code is ErrorCode.TMUX_FAILED
     assert runtime.tmux.session_names() == set()
     (session,) = runtime.store.sessions()
@@ -266,7 +268,7 @@ def test_a_cli_that_never_shows_its_prompt_is_errored_and_cleaned_up(project, ru
 
 def test_the_stop_hook_ends_a_turn_at_once(project, runtime, monkeypatch):
     monkeypatch.setenv("FAKE_AGENT", "hang")
-    started = runtime.run_agent_command("local", "emit", "1", str(project), "claude", "med")
+    started = runtime.run_agent_command(StartRequest("local", "emit", "1", str(project), "claude", "med"))
     runtime.record_turn_end(started.session.id)
     waited = runtime.wait_for_sessions([started.session.id], timeout=1)
     assert [(e.kind, e.detail) for e in waited.events] == [(EventKind.TURN_ENDED, "stop hook")]
@@ -274,14 +276,18 @@ def test_the_stop_hook_ends_a_turn_at_once(project, runtime, monkeypatch):
 
 def test_a_stop_failure_hook_report_limits_or_ends_the_session(project, runtime, monkeypatch):
     monkeypatch.setenv("FAKE_AGENT", "hang")
-    limited = runtime.run_agent_command("local", "emit", "1", str(project), "claude", "med").session
+    limited = runtime.run_agent_command(
+        StartRequest("local", "emit", "1", str(project), "claude", "med")
+    ).session
     reset = in_two_days()
     message = f"You've hit your session limit · resets {reset:%b} {reset.day}, {twelve_hour(reset)} (UTC)"
     assert runtime.record_stop_failure(limited.id, "rate_limit", message)
     assert runtime.store.get(limited.id).state is SessionState.RATE_LIMITED
     assert AvailabilityStore().unavailable(datetime.now(UTC))["claude"].until == reset
     assert runtime.record_stop_failure(limited.id, "rate_limit", message)  # told twice: nothing more to do
-    billed = runtime.run_agent_command("local", "emit", "1", str(project), "claude", "med").session
+    billed = runtime.run_agent_command(
+        StartRequest("local", "emit", "1", str(project), "claude", "med")
+    ).session
     assert runtime.record_stop_failure(billed.id, "billing_error", "Credit balance too low")
     assert runtime.store.get(billed.id).state is SessionState.ERRORED
     waited = runtime.wait_for_sessions([limited.id, billed.id], timeout=1)
@@ -296,7 +302,9 @@ def test_codexs_rollout_file_with_a_typed_error_limits_the_session(project, runt
 
     monkeypatch.setenv("FAKE_AGENT", "hang")
     runtime.context.config = replace(runtime.config, idle_threshold=3600)  # the turn goes on until told
-    session = runtime.run_agent_command("local", "emit", "1", str(project), "codex", "med").session
+    session = runtime.run_agent_command(
+        StartRequest("local", "emit", "1", str(project), "codex", "med")
+    ).session
     rollout = tmp_path / "rollout-2026-11-23T16-00-00-thread.jsonl"
     reset = in_two_days().astimezone()  # codex prints its local time
     words = (

@@ -10,6 +10,8 @@
 - No wing imports a front end (`teleclaude.cli`, `teleclaude.mcp`).
 - No `_private` name is imported from, or read on, another teleclaude module.
 - pyproject's `packages` list is exactly the package folders.
+- An agent CLI is named (as a word) in at most five modules outside the demo: its driver, the registry, the
+  default matrix and little else; everything else asks the driver.
 
 Every import counts, also one inside a function or under `if TYPE_CHECKING:`. The last tests plant each kind
 of violation in a throwaway tree and check that it is reported, so a rule cannot pass by reading nothing.
@@ -178,6 +180,22 @@ def test_pyproject_lists_every_package_and_only_those():
     assert all((ROOT / folder).is_dir() for folder in shipped_folders.values())
     assert set(setuptools["packages"]) == package_folders(ROOT) | set(shipped_folders)
     assert len(setuptools["packages"]) == len(set(setuptools["packages"]))
+
+
+def test_each_agent_cli_is_named_in_few_modules():
+    import re
+
+    from teleclaude.agents import NAMES
+
+    sources = {
+        path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8")
+        for path in (ROOT / "teleclaude").rglob("*.py")
+        if "demo" not in path.relative_to(ROOT / "teleclaude").parts
+    }
+    for name in NAMES:
+        naming = sorted(path for path, text in sources.items() if re.search(rf"\b{name}\b", text))
+        assert f"teleclaude/agents/{name}.py" in naming
+        assert len(naming) <= 5, f"{name} is named in {naming}: ask its driver instead"
 
 
 def test_the_rules_see_the_whole_tree():

@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from teleclaude.agents import PROFILES
+from teleclaude.agents.codex import failure_kind, last_turn_error
 from teleclaude.runtime.core.blockers import find_blocker, refused_command, unexpanded_command
-from teleclaude.runtime.core.limits import codex_failure, find_limit
-from teleclaude.runtime.core.rollout import last_turn_error
+from teleclaude.runtime.core.limits import find_limit
 from teleclaude.runtime.core.sessions import command_listed, prompt_visible, waiting_for_input
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -252,7 +252,7 @@ def test_codexs_typed_error_from_its_rollout_file(info, kind):
     found = last_turn_error(["{cut line", *lines])
     assert found is not None and found.info == info and found.message == "■ words"
     assert found.completed_at == datetime.fromtimestamp(1795451360, UTC)
-    assert codex_failure(found.info) == kind
+    assert failure_kind(found.info) == kind == found.kind
 
 
 def test_a_completed_or_newer_turn_in_the_rollout_file_is_no_error():
@@ -264,9 +264,11 @@ def test_a_completed_or_newer_turn_in_the_rollout_file_is_no_error():
 
 
 def test_a_refused_command_says_the_fix_of_the_clis_own_table_row():
-    from teleclaude.runtime.core.blockers import BLOCKERS, Kind, refusal_text
+    from teleclaude.agents import PROFILES
+    from teleclaude.agents.profile import Kind
+    from teleclaude.runtime.core.blockers import refusal_text
 
     for agent in ("codex", "gemini"):
-        (row,) = [b for b in BLOCKERS[agent] if b.kind is Kind.COMMAND]
+        (row,) = [b for b in PROFILES[agent].blockers if b.kind is Kind.COMMAND]
         text = refusal_text(agent, "the CLI's words")
         assert "the CLI's words" in text.splitlines()[0] and row.fix in text

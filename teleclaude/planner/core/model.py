@@ -191,7 +191,7 @@ class Dispatch:
 
     @property
     def command(self) -> str:
-        # the same name for every CLI: how a CLI invokes it (`/next-build`, codex's `$next-build`) is the
+        # the same name for every CLI: how a CLI invokes it (`/next-build`, `$next-build`) is the
         # runtime's business (AgentProfile.command_sign)
         return self.step.command
 

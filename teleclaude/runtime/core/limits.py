@@ -84,27 +84,6 @@ def failure_limit(error: str, message: str, now: datetime, local: tzinfo) -> Lim
     return LimitHit(line or error, until.astimezone(UTC), _reason(message) if line else LIMIT_FAILURES[error])
 
 
-def codex_failure(info: object) -> str:
-    """Codex's typed error (`codex_error_info` of the turn's `task_complete` in its rollout file) as the kind
-    `failure_limit` knows: `usage_limit_exceeded` and a given-up 429 are `rate_limit`, `server_overloaded`
-    `overloaded`, 5xx `server_error`; any other error is itself (not a limit: the turn ended)."""
-    if isinstance(info, dict) and len(info) == 1:  # {"response_too_many_failed_attempts": {…}}
-        ((name, details),) = info.items()
-        status = details.get("http_status_code") if isinstance(details, dict) else None
-        if status == 429:
-            return "rate_limit"
-        if isinstance(status, int) and status >= 500:
-            return "overloaded" if status == 503 else "server_error"
-        return str(name)
-    kinds = {
-        "usage_limit_exceeded": "rate_limit",
-        "server_overloaded": "overloaded",
-        "internal_server_error": "server_error",
-        "unauthorized": "authentication_failed",
-    }
-    return kinds.get(str(info), str(info))
-
-
 def _reason(row: str) -> str:
     lowered = row.lower()
     if any(word in lowered for word in _OVERLOAD_WORDS) or re.search(r"\b529\b|status:? 503\b", lowered):
@@ -138,7 +117,7 @@ _ZONE = (
     r"|[A-Z]{2,5})"  # an abbreviation, in capitals: "PDT", "(UTC)"
     r")\b\)?)?"
 )
-# "resets Nov 25, 11:05pm (UTC)" (claude); "try again at Nov 26th, 2026 2:21 AM." (codex: local time)
+# "resets Nov 25, 11:05pm (UTC)"; "try again at Nov 26th, 2026 2:21 AM." (local time)
 _DATE = re.compile(
     r"(?i)(?:resets?|try again|available again)\s+(?:on\s+|at\s+)?("
     + "|".join(_MONTHS)

@@ -1,6 +1,6 @@
 """A worker's hooks speak for its session only: each session has a key of its own, given to its worker alone
-(TELECLAUDE_SESSION_KEY); a hook's record on the database (a turn end, a stop failure, codex's rollout
-file) must bring it, and a hook's mark on the pane (`@teleclaude_turn_end`, `@teleclaude_stop_failure`)
+(TELECLAUDE_SESSION_KEY); a hook's record on the database (a turn end, a stop failure, the session's
+transcript) must bring it, and a hook's mark on the pane (`@teleclaude_turn_end`, `@teleclaude_stop_failure`)
 is sealed with it. Any process of the user may set any pane's options or name any session, as tmux and the
 database allow; without the key it can no longer end another worker's turn or make its agent unavailable.
 A session stored before keys existed has none (""), and takes what it always took.

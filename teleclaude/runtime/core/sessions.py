@@ -90,8 +90,8 @@ class Session:
     activity: Activity = Activity.WORKING
     cycle_started_at: datetime | None = None  # a post-report cycle is under way (report_status + wait_cmd)
     sent_back: int = 0  # post-report cycles in a row whose failed wait_cmd sent the worker back
-    # codex: its session's rollout file (its UserPromptSubmit hook's `transcript_path`), where an API error
-    # that ended a turn is recorded typed (`codex_error_info`); no hook runs for such a turn
+    # the CLI's own record of the session (its prompt hook's `transcript_path`), where an API error that ended
+    # a turn is recorded typed (the driver's `turn_error` reads it); no hook runs for such a turn
     transcript: str = ""
     # the last look that saw one of its tools running (the profile's `tool_running`): a wait on the API
     # after a long tool is counted from there, not from the output before the tool (core/apiwait.py)
@@ -444,7 +444,21 @@ def _read_alternate(
     return Chunk(tuple(rows), "", after, truncated, 0, alternate_screen=True, pane_dead=view.dead)
 
 
-# --- answers of the runtime ---------------------------------------------------------------------------
+# --- a start, and the answers of the runtime ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StartRequest:
+    """What to start: `/command args` typed into `agent` in `thinking_mode`, on `computer`, in the project's
+    folder (or its `subfolder`, a worktree). Built once by each front end; checked by the launcher."""
+
+    computer: str
+    command: str
+    args: str
+    project: str
+    agent: str
+    thinking_mode: str
+    subfolder: str | None = None
 
 
 @dataclass(frozen=True)
@@ -494,8 +508,8 @@ def command_listed(rows: list[str], listed_pattern: str, name: str) -> bool:
 
 
 def waiting_for_input(rows: list[str], prompt_pattern: str, busy_pattern: str = "") -> bool:
-    """The prompt is shown and nothing says the CLI is still working (claude keeps its input line while it
-    works; only its footer tells: `esc to interrupt`)."""
+    """The prompt is shown and nothing says the CLI is still working (a CLI may keep its input line while it
+    works; only its footer tells, e.g. `esc to interrupt`)."""
     if busy_pattern and prompt_visible(rows, busy_pattern):
         return False
     return prompt_visible(rows, prompt_pattern)

@@ -314,7 +314,7 @@ def _unfinished(step: Step, slug: str, open_tasks: int, commits_ahead: int) -> s
 
 
 def bare_command(command: str) -> str:
-    """next-build for both next-build and prompts:next-build (codex's old name, in sessions stored before)."""
+    """next-build for both next-build and prompts:next-build (an old name, in sessions stored before)."""
     return command.removeprefix("prompts:")
 
 

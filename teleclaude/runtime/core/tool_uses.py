@@ -1,6 +1,6 @@
 """A worker's tool uses as its agent CLI's tool hook reports them.
 
-The agent CLI's tool hook (`teleclaude hook tool-use`: `PreToolUse`, gemini's `BeforeTool`) hands over the
+The agent CLI's tool hook (`teleclaude hook tool-use`: `PreToolUse`, `BeforeTool`) hands over the
 tool's name and input; `tool_use` keeps the name and the one thing an orchestrator wants to see about it (the
 file, the command, the pattern, the URL). How they read (`Read: src/x.py (1m ago)`) is
 planner/core/tool_lines.py, which the status board shares with digests and `sessions list`.
@@ -43,7 +43,7 @@ def _target(tool_input: object, cwd: str) -> str:
         return ""
     for key in _TARGET_KEYS:
         value = tool_input.get(key)
-        if isinstance(value, list):  # codex: the command as an argv list
+        if isinstance(value, list):  # a command as an argv list
             value = " ".join(str(part) for part in value)
         if isinstance(value, str) and value.strip():
             return _shorten(_relative(value.strip(), cwd))

@@ -23,13 +23,13 @@ import sys
 from typing import TextIO
 
 from teleclaude.runtime.core.limits import parse_failure
-from teleclaude.setup.stophook import mark_pane, record
+from teleclaude.runtime.hooks.record import mark_pane, record, warn
 
 
 def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
     failure = parse_failure((stdin or sys.stdin).read())
     if failure is None:
-        _warn("ignoring the hook input: no `error` in a JSON object")
+        warn("ignoring the hook input: no `error` in a JSON object", "stop-failure")
         return 0
     # TURN_END_TO_PANE of adapters/tmux.py: a worker on another computer cannot reach this machine's
     # database, so it marks its pane, which the observer reads over ssh and records as below
@@ -37,7 +37,7 @@ def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
         from teleclaude.adapters.tmux import STOP_FAILURE_OPTION
 
         if not mark_pane(STOP_FAILURE_OPTION, failure.encode()):
-            _warn(f"could not mark the {failure.error} that ended the turn on the tmux pane")
+            warn(f"could not mark the {failure.error} that ended the turn on the tmux pane", "stop-failure")
         return 0
     record(
         lambda runtime, session_id: runtime.record_stop_failure(session_id, failure.error, failure.message),
@@ -45,7 +45,3 @@ def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
         hook="stop-failure",
     )
     return 0
-
-
-def _warn(message: str) -> None:
-    sys.stderr.write(f"teleclaude hook stop-failure: {message}\n")

@@ -1,10 +1,8 @@
 """`teleclaude hook stop`: an agent may not end its turn with uncommitted work where the planner reads.
 
-Each CLI runs the hook when the agent is about to stop and passes JSON on stdin:
-- Claude Code `Stop` and Codex `Stop`: `{"cwd", "stop_hook_active", "session_id", "hook_event_name": "Stop"}`
-  (Codex adds `turn_id`); to refuse, print `{"decision": "block", "reason": …}` and exit 0.
-- Gemini CLI `AfterAgent`: the same fields with `"hook_event_name": "AfterAgent"`; to refuse, print
-  `{"decision": "deny", "reason": …}` (the reason becomes the agent's next prompt) and exit 0.
+Each CLI runs the hook when the agent is about to stop and passes JSON on stdin: `{"cwd",
+"stop_hook_active", "session_id", "hook_event_name"}` and what its driver's `Hooks` say (the event's name,
+the keys only it sends, a `prompt`); to refuse, it prints `{"decision": REFUSAL, "reason": …}` and exits 0.
 
 The stop is refused when the session's folder is a `trees/{slug}` worktree with any change, or the main
 checkout with uncommitted files in a todos/{slug}/ folder (an architect's requirements or plan). The roadmap
@@ -21,27 +19,25 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from teleclaude.adapters import git as gitx
+from teleclaude.agents import PROFILES
+from teleclaude.agents.profile import AgentProfile
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import WorktreeState
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from teleclaude.runtime.api import Runtime
+from teleclaude.runtime.hooks.record import mark_pane, record, warn
 
 MAX_LISTED = 20
 
 
 @dataclass(frozen=True)
 class StopEvent:
-    agent: str  # claude, gemini or codex
+    agent: str  # the driver's name
     cwd: Path
     active: bool  # stop_hook_active: this turn already continues because a stop hook refused a stop
     session_id: str = ""
-    prompt: str = ""  # gemini's AfterAgent: what the model was sent (an unknown /command goes as it is)
+    prompt: str = ""  # what the model was sent, when the CLI's stop input says (`Hooks.stop_prompt`)
 
 
 @dataclass(frozen=True)
@@ -67,18 +63,22 @@ def parse_event(raw: str, agent: str | None = None) -> StopEvent:
     cwd = data.get("cwd", os.getcwd())
     if not isinstance(cwd, str) or not cwd:
         raise MalformedInput("`cwd` is not a path")
-    if agent is None:
-        event = data.get("hook_event_name")
-        agent = "gemini" if event == "AfterAgent" else "codex" if "turn_id" in data else "claude"
+    driver = PROFILES[agent] if agent is not None and agent in PROFILES else dialect(data)
     session, prompt = data.get("session_id"), data.get("prompt")
     return StopEvent(
-        agent,
+        driver.name,
         Path(cwd),
         data.get("stop_hook_active") is True,
         session if isinstance(session, str) else "",
-        # gemini's only: codex sends `$skill args` as typed even when it expands the skill
-        prompt if agent == "gemini" and isinstance(prompt, str) else "",
+        prompt if driver.hooks.stop_prompt and isinstance(prompt, str) else "",
     )
+
+
+def dialect(data: dict) -> AgentProfile:
+    """The CLI that sent this stop input: its stop event's name, then the keys only its input has."""
+    event = data.get("hook_event_name")
+    fitting = [d for d in PROFILES.values() if all(key in data for key in d.hooks.stop_keys)]
+    return max(fitting, key=lambda d: (d.hooks.stop_event == event, len(d.hooks.stop_keys)))
 
 
 def decide(event: StopEvent) -> StopDecision:
@@ -124,8 +124,7 @@ def render(decision: StopDecision, agent: str) -> str:
     """The CLI's own answer on stdout: nothing to let the stop through, else its refusal object."""
     if not decision.block:
         return ""
-    verdict = "deny" if agent == "gemini" else "block"
-    return json.dumps({"decision": verdict, "reason": decision.reason})
+    return json.dumps({"decision": PROFILES[agent].hooks.refusal, "reason": decision.reason})
 
 
 def main(agent: str | None = None, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
@@ -134,10 +133,10 @@ def main(agent: str | None = None, stdin: TextIO | None = None, stdout: TextIO |
         event = parse_event(stdin.read(), agent)
         decision = decide(event)
     except MalformedInput as error:
-        _warn(f"ignoring the hook input: {error}")
+        warn(f"ignoring the hook input: {error}")
         return 0
     except Exception as error:  # never break the agent: let the stop through
-        _warn(f"{type(error).__name__}: {error}")
+        warn(f"{type(error).__name__}: {error}")
         return 0
     if not decision.block:
         _record_turn_end(event.prompt)
@@ -149,65 +148,17 @@ def main(agent: str | None = None, stdin: TextIO | None = None, stdout: TextIO |
 
 def _record_turn_end(prompt: str = "") -> None:
     """A worker started by the runtime ended its turn: tell the runtime now, not after its idle wait (with
-    the prompt, for gemini: an unknown /command reaches the model as it was typed). A worker on another
-    computer (the launcher set TURN_END_TO_PANE) marks its tmux pane instead, sealed with its session's key,
-    which the runtime reads over ssh with the pane's output (adapters/tmux.py, runtime/core/marks.py)."""
+    the prompt, when the CLI sends it: an unknown /command reaches the model as it was typed). A worker on
+    another computer (the launcher set TURN_END_TO_PANE) marks its tmux pane instead, sealed with its
+    session's key, which the runtime reads over ssh with the pane's output (adapters/tmux.py,
+    runtime/core/marks.py)."""
     # TURN_END_TO_PANE of adapters/tmux.py, spelled out: every other stop stays off that module
     if os.environ.get("TELECLAUDE_TURN_END_TO_PANE") and os.environ.get("TELECLAUDE_SESSION_ID"):
         from teleclaude.adapters.tmux import TURN_END_OPTION
 
         if not mark_pane(TURN_END_OPTION, str(time.time_ns())):
-            _warn("could not mark the end of the turn on the tmux pane")
+            warn("could not mark the end of the turn on the tmux pane")
         return
     record(
         lambda runtime, session_id: runtime.record_turn_end(session_id, prompt=prompt), "the end of the turn"
     )
-
-
-def record(
-    write: Callable[[Runtime, str], bool],
-    what: str,
-    attempts: int = 50,
-    pause: float = 0.05,
-    hook: str = "stop",
-) -> None:
-    """Record a hook's news on the session of this worker (TELECLAUDE_SESSION_ID), if it is one, and only
-    with that session's key (TELECLAUDE_SESSION_KEY): a hook cannot speak for another worker's session.
-
-    The record is a compare-and-set on the session's row, which an observer saving at the same moment wins;
-    so `write` is tried again (up to `attempts` times, `pause` seconds apart) until it says the row shows it.
-    A failure is a warning on stderr, as from `teleclaude hook {hook}`.
-    """
-    session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
-    if not session_id:
-        return
-    try:  # imported only for a worker's session: every other stop stays off sqlite and the runtime
-        from teleclaude.runtime.api import open_runtime
-        from teleclaude.runtime.core.marks import SESSION_KEY
-
-        runtime = open_runtime(os.getcwd())  # the project's own profiles: its command prefix and sign
-        if not runtime.owns(session_id, os.environ.get(SESSION_KEY, "")):
-            _warn(f"not recording {what}: ${SESSION_KEY} is not session {session_id}'s key", hook)
-            return
-        for attempt in range(attempts):
-            if write(runtime, session_id):
-                return
-            if attempt + 1 < attempts:
-                time.sleep(pause)
-        _warn(f"could not record {what}: session {session_id} kept changing", hook)
-    except Exception as error:  # never break the agent over bookkeeping
-        _warn(f"could not record {what}: {error}", hook)
-
-
-def mark_pane(option: str, payload: str) -> bool:
-    """A worker on another computer: mark its own tmux pane with `payload`, sealed with its session's key
-    (runtime/core/marks.py), for the observer to read over ssh. False when tmux refused."""
-    from teleclaude.adapters.tmux import mark_own_pane
-    from teleclaude.runtime.core.marks import SESSION_KEY, seal
-
-    session_id, key = os.environ.get("TELECLAUDE_SESSION_ID", ""), os.environ.get(SESSION_KEY, "")
-    return mark_own_pane(seal(key, session_id, option, payload), option)
-
-
-def _warn(message: str, hook: str = "stop") -> None:
-    sys.stderr.write(f"teleclaude hook {hook}: {message}\n")
