@@ -32,7 +32,7 @@ from pydantic import ValidationError as PydanticValidationError
 from starlette.middleware import Middleware
 
 from teleclaude import __version__
-from teleclaude.errors import Error, ErrorCode, guard
+from teleclaude.errors import Error, ErrorCode, FrontEnd, guard
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Action, AgentMarked, AgentReport
 from teleclaude.planner.core.render import to_text
@@ -111,7 +111,7 @@ Read-only. Expired entries are reset as they are read, so the table is always cu
 
 def _answer(function: Callable[..., Action | AgentMarked | AgentReport], *args, **kwargs) -> str:
     """The library's answer as text; an exception (a teleclaude bug) becomes `ERROR: INTERNAL`, no trace."""
-    return to_text(guard(function)(*args, **kwargs))
+    return to_text(guard(function)(*args, **kwargs), FrontEnd.MCP)
 
 
 def next_prepare(slug: str | None = None, cwd: str | None = None) -> str:
@@ -200,7 +200,7 @@ def _session_answer(method: str, *args, **kwargs) -> str:
 
     answer = guard(lambda: getattr(_runtime(), method)(*args, **kwargs))()
     if isinstance(answer, Error):
-        return to_text(answer)
+        return to_text(answer, FrontEnd.MCP)
     tools = guard(lambda: _runtime().recent_tools(answer))() if isinstance(answer, list) else None
     return session_text(answer, None if isinstance(tools, Error) else tools)
 
@@ -365,7 +365,7 @@ class BadArguments(ToolMiddleware):
                 f"{context.message.name}: an argument is not valid UTF-8 text (a lone surrogate such as "
                 "\\ud800).\nGive it again as UTF-8."
             )
-            return ToolResult(content=to_text(Error(ErrorCode.INVALID_ARGUMENT, message)))
+            return ToolResult(content=to_text(Error(ErrorCode.INVALID_ARGUMENT, message), FrontEnd.MCP))
         try:
             return await call_next(context)
         except ValidationError as error:
@@ -379,7 +379,7 @@ class BadArguments(ToolMiddleware):
             )
             again = "Call it again with the arguments its description names."
             message = f"{context.message.name}: {problems}.\n{again}"
-            return ToolResult(content=to_text(Error(ErrorCode.INVALID_ARGUMENT, message)))
+            return ToolResult(content=to_text(Error(ErrorCode.INVALID_ARGUMENT, message), FrontEnd.MCP))
 
 
 # --- stdio: a line with a lone surrogate escape is answered, not dropped ---------------------------------

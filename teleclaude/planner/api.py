@@ -99,8 +99,10 @@ def _last_error(action: Action, root: Path) -> str | None:
     if last is None:
         return None
     command, agent, error = last
-    failure = f"The last worker for {action.slug} (/{command}, {agent}) failed: "
-    return failure + (error.strip().splitlines() or [""])[0][:300]
+    if command.removeprefix("prompts:") != action.command:  # another step's failure is not news for this one
+        return None
+    failure = f"The last worker for {action.slug} (/{action.command}, {agent}) failed: "
+    return failure + " ".join(error.split())[:300]  # its lines joined: "Its last output:" keeps what follows
 
 
 @guard
@@ -354,6 +356,10 @@ class RepoFacts:
     @_memo
     def main_status(self, slug: str) -> MainStatus:
         return gitx.status(self.repo.root, layout.item_folder(slug))
+
+    @_memo
+    def main_changes(self) -> tuple[str, ...]:
+        return gitx.status(self.repo.root).changes
 
     @_memo
     def worktree_changes(self, slug: str) -> tuple[str, ...]:

@@ -67,6 +67,17 @@ def test_not_prepared_exits_1(project, cli):
     assert (done.returncode, first_line(done.stdout)) == (1, "ERROR: NOT_PREPARED")
 
 
+def test_the_cli_names_its_own_verbs_as_the_next_step(project, cli):
+    """A CLI user is told the CLI verb to run, never an MCP tool to call."""
+    unprepared = cli("next-work", UNPREPARED, "--cwd", str(project), process=True)
+    assert unprepared.stdout.splitlines()[-1] == f"Next: teleclaude next-prepare {UNPREPARED}"
+    marked = cli("agents", "unavailable", "claude", "--cwd", str(project), process=True)
+    prepared = cli("next-prepare", "alpha-feature", "--cwd", str(project), process=True)
+    for done in (unprepared, marked, prepared):
+        assert "teleclaude__" not in done.stdout, done.stdout
+    assert "teleclaude next-work" in prepared.stdout and "teleclaude next-work" in marked.stdout
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -152,6 +152,12 @@ def test_next_prepare_dispatches_the_requirements_architect(project, call_tool, 
     assert not (project / "trees").exists()  # read-only
 
 
+def test_a_not_prepared_answer_names_the_tool_to_call(project, call_tool):
+    answer = call_tool("teleclaude__next_work", slug="beta-feature", cwd=str(project))
+    assert answer.splitlines()[0] == "ERROR: NOT_PREPARED"
+    assert answer.splitlines()[-1] == 'Next: teleclaude__next_prepare(slug="beta-feature")'
+
+
 def test_next_prepare_of_a_prepared_item(project, call_tool):
     text = call_tool("teleclaude__next_prepare", slug=PREPARED, cwd=str(project))
     assert first_line(text) == "PREPARED:"
