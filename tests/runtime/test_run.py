@@ -147,10 +147,13 @@ def test_prepare_runs_the_architects_unattended_and_without_it_the_run_stops(
     refused, _ = run(project, "whisper")
     assert refused.outcome is Outcome.ERROR and refused.exit_code == 1
     assert refused.text.splitlines()[0] == "ERROR: NOT_PREPARED"
+    next_line = next(line for line in refused.text.splitlines() if line.startswith("next: "))
+    assert next_line.endswith("teleclaude run whisper --prepare")  # the run names the way on
     assert SessionStore().sessions() == []
 
-    report, _ = run(project, "whisper", prepare=True)
+    report, lines = run(project, "whisper", prepare=True)
     assert report.outcome is Outcome.COMPLETE, report.text
+    assert not any("ERROR" in line for line in lines), lines  # a refusal --prepare answers is no error
     assert_delivered(project, ("whisper",))
     architects = [s for s in SessionStore().sessions() if s.command in ("next-requirements", "next-plan")]
     assert [s.command for s in architects] == ["next-requirements", "next-plan"]
