@@ -162,7 +162,7 @@ def run(console: Console, agent: str = "claude", keep: bool = False, verbose: bo
                 )
             print(f"watch a worker: tmux -L {socket} attach -t tc-ID\n")
             report = orchestrate(project, console, verbose, SLUG, MAX_STEPS)
-            return _summary(project, report, time.monotonic() - started)
+            return _summary(project, report, time.monotonic() - started, keep)
     except SetupFailed as error:
         print(error)
         return 1
@@ -211,8 +211,10 @@ class SetupFailed(Exception):
     pass
 
 
-def _summary(project: Path, report, seconds: float) -> int:
-    print("\n" + report.text)
+def _summary(project: Path, report, seconds: float, keep: bool) -> int:
+    lines = report.text.splitlines()
+    # the run's `next:` advice is for a project that stays: this one is deleted on the way out
+    print("\n" + "\n".join(line for line in lines if keep or not line.startswith("next: ")))
     done = sorted(p.name for p in (project / "done").iterdir()) if (project / "done").is_dir() else []
     print(f"\ndone/: {', '.join(done) or 'nothing'}")
     print(git(project, "log", "--oneline", "--first-parent", "-n", "8").rstrip())

@@ -312,12 +312,16 @@ def _no_roadmap() -> Error:
     return Error(
         ErrorCode.NO_WORK,
         "todos/roadmap.md does not exist.\n"
-        "Create it with one item per line, e.g. `- [ ] my-slug — what to build`, then call again.",
+        '`teleclaude init` creates it; add items with `teleclaude new my-slug "what to build"` (or one '
+        "line each, e.g. `- [ ] my-slug — what to build`), then call again.",
     )
 
 
 def _nothing_open() -> Error:
-    return Error(ErrorCode.NO_WORK, "No pending items in roadmap.")
+    return Error(
+        ErrorCode.NO_WORK,
+        'No pending items in roadmap.\nAdd one with `teleclaude new my-slug "what it delivers"`.',
+    )
 
 
 def _malformed_roadmap(roadmap: Roadmap) -> Error:
