@@ -29,7 +29,7 @@ def stdout(done) -> str:
 
 
 def same_answer(by_mcp: str, by_cli: str) -> None:
-    """Line by line the same, except where a line names a next step: the tool over MCP, its verb on the CLI."""
+    """Line by line the same, but where a line names a next step: the tool over MCP, its verb on the CLI."""
     mcp_lines, cli_lines = by_mcp.splitlines(), by_cli.splitlines()
     assert len(mcp_lines) == len(cli_lines), (by_mcp, by_cli)
     for mcp_line, cli_line in zip(mcp_lines, cli_lines, strict=True):

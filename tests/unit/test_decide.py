@@ -352,12 +352,14 @@ def test_approved_dispatches_finalize_in_main_checkout_naming_the_archive():
 
 def test_approved_with_uncommitted_user_files_in_main_sends_no_finalizer():
     """The finalize would refuse to merge over them, three times; the planner says so before sending it."""
-    approved = dict(plans={"feat": BUILT_PLAN}, reviews={"feat": Review(Verdict.APPROVED)})
-    result = action(work(Facts(**approved, main_dirty=("notes.txt",))))
+    def approved(dirty: str) -> Facts:
+        return Facts(plans={"feat": BUILT_PLAN}, reviews={"feat": Review(Verdict.APPROVED)}, main_dirty=(dirty,))
+
+    result = action(work(approved("notes.txt")))
     assert isinstance(result, Error) and (result.code, result.slug) == (ErrorCode.FINALIZE_REFUSED, "feat")
     assert "notes.txt" in result.message
     # the roadmap's own `[>]` claim is the planner's: it does not hold the finalize back
-    assert action(work(Facts(**approved, main_dirty=("todos/roadmap.md",)))).step is Step.FINALIZE
+    assert action(work(approved("todos/roadmap.md"))).step is Step.FINALIZE
 
 
 # --- agents and fallback --------------------------------------------------------------------------
