@@ -352,8 +352,10 @@ def test_approved_dispatches_finalize_in_main_checkout_naming_the_archive():
 
 def test_approved_with_uncommitted_user_files_in_main_sends_no_finalizer():
     """The finalize would refuse to merge over them, three times; the planner says so before sending it."""
+
     def approved(dirty: str) -> Facts:
-        return Facts(plans={"feat": BUILT_PLAN}, reviews={"feat": Review(Verdict.APPROVED)}, main_dirty=(dirty,))
+        reviews = {"feat": Review(Verdict.APPROVED)}
+        return Facts(plans={"feat": BUILT_PLAN}, reviews=reviews, main_dirty=(dirty,))
 
     result = action(work(approved("notes.txt")))
     assert isinstance(result, Error) and (result.code, result.slug) == (ErrorCode.FINALIZE_REFUSED, "feat")
