@@ -72,7 +72,7 @@ Call it with no arguments to let the planner pick (open bugs first, then the roa
 the next `[ ]` item whose dependencies are done), or pass the item's slug. `cwd` is the project (any folder
 inside its git repository); leave it out to use the folder this server runs in. The call can mark the
 chosen roadmap item `[>]` and create its git worktree trees/{slug} on branch {slug}; it never deletes
-anything.
+anything. With `dry_run` it only says what the answer would be: nothing is claimed, no worktree is made.
 """
     + _ANSWERS.format(
         after="It starts a worker (builder, reviewer, fixer, finalizer, committer): wait until that worker "
@@ -119,9 +119,9 @@ def next_prepare(slug: str | None = None, cwd: str | None = None) -> str:
     return _answer(app.next_prepare, slug or None, cwd=cwd or None)
 
 
-def next_work(slug: str | None = None, cwd: str | None = None) -> str:
-    log.debug("next_work(slug=%r, cwd=%r)", slug, cwd)
-    return _answer(app.next_work, slug or None, cwd=cwd or None)
+def next_work(slug: str | None = None, cwd: str | None = None, dry_run: bool = False) -> str:
+    log.debug("next_work(slug=%r, cwd=%r, dry_run=%r)", slug, cwd, dry_run)
+    return _answer(app.next_work, slug or None, cwd=cwd or None, dry_run=dry_run)
 
 
 def mark_agent_unavailable(agent: str, unavailable_until: str | None = None, reason: str = "") -> str:

@@ -83,7 +83,7 @@ def test_input_schemas_match_the_documented_signatures():
     properties = {name: set(tool.input_schema["properties"]) for name, tool in tools.items()}
     assert properties == {
         "teleclaude__next_prepare": {"slug", "cwd"},
-        "teleclaude__next_work": {"slug", "cwd"},
+        "teleclaude__next_work": {"slug", "cwd", "dry_run"},
         "teleclaude__mark_agent_unavailable": {"agent", "unavailable_until", "reason"},
         "teleclaude__mark_agent_available": {"agent"},
         "teleclaude__agent_status": set(),

@@ -40,6 +40,17 @@ def test_first_call_claims_the_item_and_creates_its_worktree(repo):
     assert git(repo, "status", "--porcelain").splitlines() == [" M todos/roadmap.md"]
 
 
+def test_a_dry_run_says_the_first_step_and_claims_nothing(repo):
+    before = (repo / "todos/roadmap.md").read_bytes()
+    branches = git(repo, "branch", "--list")
+    rehearsed = app.next_work(cwd=repo, dry_run=True)
+    assert isinstance(rehearsed, Dispatch)
+    assert (rehearsed.step, rehearsed.subfolder) == (Step.BUILD, "trees/feat")
+    assert (repo / "todos/roadmap.md").read_bytes() == before  # still `[ ]`
+    assert not (repo / "trees").exists() and git(repo, "branch", "--list") == branches
+    assert work(repo) == rehearsed  # the real call says the same, and does what it says
+
+
 def test_second_call_is_stable(repo):
     first, second = work(repo), work(repo)
     assert first == second
