@@ -324,6 +324,20 @@ def test_an_error_of_the_planner_stops_the_run_with_exit_1(project, fake_agents,
     assert SessionStore().sessions() == []
 
 
+def test_the_stand_ins_from_demo_stand_ins_drive_a_run_of_ones_own_project(
+    project, tmux_socket, teleclaude_cli, tmp_path, monkeypatch
+):
+    """`teleclaude demo --stand-ins DIR` is the way to rehearse a run without a model: DIR first on PATH."""
+    code, out, err = finish(teleclaude_cli(tmp_path, "demo", "--stand-ins", str(tmp_path / "stand-ins")))
+    assert (code, out.splitlines()[0][:3]) == (0, "OK:"), out + err
+    monkeypatch.setenv("PATH", f"{tmp_path / 'stand-ins'}{os.pathsep}{os.environ['PATH']}")
+    for name in ("FAKE_AGENT", "FAKE_AGENT_CLAUDE", "FAKE_AGENT_GEMINI", "FAKE_AGENT_CODEX"):
+        monkeypatch.delenv(name, raising=False)
+    code, out, err = finish(teleclaude_cli(project, "run", "greeting"))
+    assert code == 0 and report_line(out).startswith("COMPLETE"), out + err
+    assert_delivered(project, ("greeting",))
+
+
 def test_a_missing_roadmap_is_an_error_not_a_finished_run(project, fake_agents, tmux_socket):
     (project / "todos" / "roadmap.md").unlink()
     report, _ = run(project)
