@@ -97,8 +97,10 @@ CACHE = Path(__file__).resolve().parents[2] / ".cache" / "agent-clis"  # scripts
 
 
 def find_cli(name: str) -> Path | None:
-    """The pinned CLI from scripts/agent-clis (newest), else `name` on PATH."""
-    pinned = sorted(CACHE.glob(f"{name}-*/bin/{name}"))
+    """The pinned CLI from scripts/agent-clis (newest; in $TELECLAUDE_AGENT_CLIS when set, as there), else
+    `name` on PATH."""
+    cache = Path(os.environ.get("TELECLAUDE_AGENT_CLIS") or CACHE)
+    pinned = sorted(cache.glob(f"{name}-*/bin/{name}"))
     if pinned:
         return pinned[-1]
     found = shutil.which(name)
