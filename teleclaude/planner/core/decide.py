@@ -137,11 +137,12 @@ def _work_on(facts: Facts, slug: str) -> Decision:
             f"it into {slug} here, resolve, commit; the finalize follows."
         )
         return _done(slug, _dispatch(facts, Step.FIX_MERGE, slug, subfolder, WORK_AGAIN, note))
-    # 11. Approved and merges cleanly: merge and archive from the main checkout, once nobody's uncommitted
-    # work is in it (the finalize would refuse; those files are the user's, no worker may commit them).
+    # 11. Someone's uncommitted work in the main checkout: the finalize would refuse to merge over it, and
+    # those files are the user's, so no worker commits them.
     dirty = tuple(path for path in facts.main_changes() if path != layout.ROADMAP)
     if dirty:
         return _done(slug, main_not_clean(slug, dirty))
+    # 12. Approved and merges cleanly: merge and archive from the main checkout.
     archive = facts.next_archive(slug)
     note = f"Archive todos/{slug} to {archive} when merging branch {slug} into the main checkout."
     return _done(slug, _dispatch(facts, Step.FINALIZE, slug, None, WORK_AGAIN, note))
