@@ -78,7 +78,8 @@ def test_a_failed_worker_is_news_only_for_its_own_step_and_comes_whole(repo):
 
     failed("next-review", "the reviewer crashed", 10)
     assert work(repo).note is None
-    failed("next-build", "claude exited before showing its prompt. Its last output:\nPlease log in\nRun it", 5)
+    exited = "claude exited before showing its prompt. Its last output:\nPlease log in\nRun it by hand"
+    failed("next-build", exited, 5)
     assert "Please log in" in (work(repo).note or "")
 
 
