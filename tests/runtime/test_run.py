@@ -180,6 +180,22 @@ def test_a_crashing_worker_stops_the_run_after_its_second_failure(
     assert_no_workers(tmux_socket)
 
 
+def test_a_cli_that_exits_before_its_prompt_counts_as_a_session_started(
+    project, tmux_socket, tmp_path, monkeypatch
+):
+    """The session was started (and is in the history): the report must not say 0 sessions started."""
+    folder = tmp_path / "logged-out"
+    folder.mkdir()
+    for name in ("claude", "gemini", "codex"):
+        (folder / name).write_text("#!/bin/sh\necho 'Please log in first.'\nexit 1\n")
+        (folder / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    report, _ = run(project)
+    assert report.outcome is Outcome.ERROR and report.text.splitlines()[0] == "ERROR: WORKER_BLOCKED"
+    assert report.steps == 1
+    assert_no_workers(tmux_socket)
+
+
 def test_a_worker_that_reports_its_step_is_finished_by_the_runtime_and_the_run_moves_on(
     project, fake_agents, tmux_socket, monkeypatch
 ):
