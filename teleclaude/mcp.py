@@ -202,7 +202,7 @@ def _session_answer(method: str, *args, **kwargs) -> str:
     if isinstance(answer, Error):
         return to_text(answer, FrontEnd.MCP)
     tools = guard(lambda: _runtime().recent_tools(answer))() if isinstance(answer, list) else None
-    return session_text(answer, None if isinstance(tools, Error) else tools)
+    return session_text(answer, None if isinstance(tools, Error) else tools, FrontEnd.MCP)
 
 
 async def run_agent_command(

@@ -431,7 +431,8 @@ def _workdir(project: str, subfolder: str | None) -> Path | Error:
     if not target.is_dir():
         return Error(
             ErrorCode.INVALID_SUBFOLDER,
-            f"{target} does not exist.\nCall teleclaude__next_work() again: it creates the worktree first.",
+            f"{target} does not exist.\nAsk for the next step again: next_work creates the worktree first.",
+            next_step=call("next_work"),
         )
     return target
 
