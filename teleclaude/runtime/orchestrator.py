@@ -329,6 +329,8 @@ class _Loop:
     def _answer(self, action: Action) -> None:
         if self.settings.prepare and _wants_preparing(action):
             line = f"next → {action.slug} is not prepared yet: --prepare sends its architect"
+        elif self._finished(action):
+            line = "next → nothing: every roadmap item is done"
         else:
             line = describe(action)
         self.show(f"[{self.state.steps + 1}] {line}")
@@ -344,7 +346,7 @@ class _Loop:
                 return Stop(Outcome.COMPLETE, f"{slug} is delivered to {archive}")
             case Complete():  # an item of the roadmap is done: on to the next
                 return None
-            case Error(code=ErrorCode.NO_WORK) if self.settings.slug is None and self._has_roadmap():
+            case Error() if self._finished(action):
                 return Stop(Outcome.COMPLETE, "every roadmap item is done")
             case Error(code=ErrorCode.NOT_PREPARED, slug=unprepared) if self.settings.prepare and unprepared:
                 return self._prepare(action, unprepared)
@@ -558,9 +560,14 @@ class _Loop:
             self.state.digest = f"{session.command} {session.slug}: {event.detail.splitlines()[0]}"
         self.show(f"    {session.id} {event.kind.value}{detail}".splitlines()[0][:200])
 
-    def _has_roadmap(self) -> bool:
-        """NO_WORK also answers a missing roadmap: that is an error to report, not a finished run."""
-        return (self.settings.root / layout.ROADMAP).is_file()
+    def _finished(self, action: Action) -> bool:
+        """NO_WORK for the whole roadmap; it also answers a missing roadmap: an error, not a finished run."""
+        return (
+            isinstance(action, Error)
+            and action.code is ErrorCode.NO_WORK
+            and self.settings.slug is None
+            and (self.settings.root / layout.ROADMAP).is_file()
+        )
 
     def _stuck_pending(self, session: Session) -> bool:
         if session.state is not SessionState.PENDING:

@@ -108,6 +108,7 @@ def test_the_roadmap_is_driven_to_done_through_a_rejection_a_forgotten_commit_an
     report, lines = run(project)
     assert report.outcome is Outcome.COMPLETE and report.exit_code == 0, report.text
     assert report.text.startswith("COMPLETE:")
+    assert not any("ERROR" in line for line in lines), lines  # the end of the roadmap is no error
     assert_delivered(project)
     assert_no_workers(tmux_socket)
 
