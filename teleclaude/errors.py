@@ -8,7 +8,9 @@ is `INTERNAL`, a teleclaude bug (the httpx `map_exceptions` habit).
 
 from __future__ import annotations
 
+import json
 import logging
+import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -56,11 +58,59 @@ class ErrorCode(Enum):
     INTERNAL = "INTERNAL"
 
 
+class FrontEnd(Enum):
+    """Who reads an answer: a next step is spelled as a CLI verb on the command line, a tool over MCP."""
+
+    CLI = "cli"
+    MCP = "mcp"
+
+
+# MCP tool (without its `teleclaude__` prefix) -> the CLI words that do the same; its arguments follow.
+CLI_VERBS: dict[str, tuple[str, ...]] = {
+    "next_prepare": ("next-prepare",),
+    "next_work": ("next-work",),
+    "mark_agent_unavailable": ("agents", "unavailable"),
+    "mark_agent_available": ("agents", "available"),
+    "agent_status": ("agents",),
+    "run_agent_command": ("sessions", "run"),
+    "list_sessions": ("sessions", "list"),
+    "get_session_output": ("sessions", "output"),
+    "send_message": ("sessions", "send"),
+    "end_session": ("sessions", "end"),
+    "wait_for_sessions": ("sessions", "wait"),
+    "report_status": ("sessions", "report"),
+}
+
+
+@dataclass(frozen=True)
+class Call:
+    """A next step an answer names, as a value: each front end spells it its own way (`spelled`)."""
+
+    tool: str  # a key of CLI_VERBS
+    # (parameter, value): keywords over MCP, positional on the CLI (a tuple: a list, one word per value)
+    args: tuple[tuple[str, str | tuple[str, ...]], ...] = ()
+
+    def spelled(self, front_end: FrontEnd) -> str:
+        if front_end is FrontEnd.MCP:
+            given = ", ".join(
+                f"{name}={json.dumps(list(value) if isinstance(value, tuple) else value, ensure_ascii=False)}"
+                for name, value in self.args
+            )
+            return f"teleclaude__{self.tool}({given})"
+        words = [word for _, value in self.args for word in (value if isinstance(value, tuple) else (value,))]
+        return shlex.join(["teleclaude", *CLI_VERBS[self.tool], *words])
+
+
+def call(tool: str, **args: str | tuple[str, ...]) -> Call:
+    return Call(tool, tuple(args.items()))
+
+
 @dataclass(frozen=True)
 class Error:
     code: ErrorCode
     message: str  # the lines below the code: what is wrong and the exact next step
     slug: str | None = None
+    next_step: Call | None = None  # the step to take, when it is a teleclaude call (rendered per front end)
 
 
 class Failure(Exception):
@@ -68,6 +118,7 @@ class Failure(Exception):
 
     code: ClassVar[ErrorCode] = ErrorCode.INTERNAL
     next_step: ClassVar[str] = ""
+    next_call: Call | None = None  # set on an instance when the next step is a teleclaude call
 
     def explain(self) -> str:
         text = str(self)
@@ -83,7 +134,7 @@ log = logging.getLogger("teleclaude")
 def to_error(error: BaseException) -> Error:
     """The one table from exceptions to codes."""
     if isinstance(error, Failure):
-        return Error(error.code, error.explain())
+        return Error(error.code, error.explain(), next_step=error.next_call)
     sqlite3 = sys.modules.get("sqlite3")  # never imported: no sqlite3 error can have happened
     if sqlite3 is not None and isinstance(error, sqlite3.Error):
         return Error(

@@ -33,7 +33,7 @@ from starlette.middleware import Middleware
 
 from teleclaude import __version__
 from teleclaude.agents import NAMES
-from teleclaude.errors import Error, ErrorCode, guard
+from teleclaude.errors import Error, ErrorCode, FrontEnd, guard
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Action, AgentMarked, AgentReport
 from teleclaude.planner.core.render import to_text
@@ -73,7 +73,7 @@ Call it with no arguments to let the planner pick (open bugs first, then the roa
 the next `[ ]` item whose dependencies are done), or pass the item's slug. `cwd` is the project (any folder
 inside its git repository); leave it out to use the folder this server runs in. The call can mark the
 chosen roadmap item `[>]` and create its git worktree trees/{slug} on branch {slug}; it never deletes
-anything.
+anything. With `dry_run` it only says what the answer would be: nothing is claimed, no worktree is made.
 """
     + _ANSWERS.format(
         after="It starts a worker (builder, reviewer, fixer, finalizer, committer): wait until that worker "
@@ -114,7 +114,7 @@ Read-only. Expired entries are reset as they are read, so the table is always cu
 
 def _answer(function: Callable[..., Action | AgentMarked | AgentReport], *args, **kwargs) -> str:
     """The library's answer as text; an exception (a teleclaude bug) becomes `ERROR: INTERNAL`, no trace."""
-    return to_text(guard(function)(*args, **kwargs))
+    return to_text(guard(function)(*args, **kwargs), FrontEnd.MCP)
 
 
 def next_prepare(slug: str | None = None, cwd: str | None = None) -> str:
@@ -122,9 +122,9 @@ def next_prepare(slug: str | None = None, cwd: str | None = None) -> str:
     return _answer(app.next_prepare, slug or None, cwd=cwd or None)
 
 
-def next_work(slug: str | None = None, cwd: str | None = None) -> str:
-    log.debug("next_work(slug=%r, cwd=%r)", slug, cwd)
-    return _answer(app.next_work, slug or None, cwd=cwd or None)
+def next_work(slug: str | None = None, cwd: str | None = None, dry_run: bool = False) -> str:
+    log.debug("next_work(slug=%r, cwd=%r, dry_run=%r)", slug, cwd, dry_run)
+    return _answer(app.next_work, slug or None, cwd=cwd or None, dry_run=dry_run)
 
 
 def mark_agent_unavailable(agent: str, unavailable_until: str | None = None, reason: str = "") -> str:
@@ -203,9 +203,9 @@ def _session_answer(method: str, *args, **kwargs) -> str:
 
     answer = guard(lambda: getattr(_runtime(), method)(*args, **kwargs))()
     if isinstance(answer, Error):
-        return to_text(answer)
+        return to_text(answer, FrontEnd.MCP)
     tools = guard(lambda: _runtime().recent_tools(answer))() if isinstance(answer, list) else None
-    return session_text(answer, None if isinstance(tools, Error) else tools)
+    return session_text(answer, None if isinstance(tools, Error) else tools, FrontEnd.MCP)
 
 
 async def run_agent_command(
@@ -352,7 +352,7 @@ class BadArguments(ToolMiddleware):
                 f"{context.message.name}: an argument is not valid UTF-8 text (a lone surrogate such as "
                 "\\ud800).\nGive it again as UTF-8."
             )
-            return ToolResult(content=to_text(Error(ErrorCode.INVALID_ARGUMENT, message)))
+            return ToolResult(content=to_text(Error(ErrorCode.INVALID_ARGUMENT, message), FrontEnd.MCP))
         try:
             return await call_next(context)
         except ValidationError as error:
@@ -366,7 +366,7 @@ class BadArguments(ToolMiddleware):
             )
             again = "Call it again with the arguments its description names."
             message = f"{context.message.name}: {problems}.\n{again}"
-            return ToolResult(content=to_text(Error(ErrorCode.INVALID_ARGUMENT, message)))
+            return ToolResult(content=to_text(Error(ErrorCode.INVALID_ARGUMENT, message), FrontEnd.MCP))
 
 
 # --- stdio: a line with a lone surrogate escape is answered, not dropped ---------------------------------

@@ -47,7 +47,16 @@ def _run_next_prepare(args: argparse.Namespace) -> int:
 def _run_next_work(args: argparse.Namespace) -> int:
     from teleclaude.planner import api as app
 
-    return print_action(app.next_work(args.slug, cwd=args.cwd), args.json)
+    return print_action(app.next_work(args.slug, cwd=args.cwd, dry_run=args.dry_run), args.json)
+
+
+def _add_next_work(parser: argparse.ArgumentParser) -> None:
+    _add_next(parser)
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="say what the next step would be, and change nothing: no item claimed, no worktree made",
+    )
 
 
 def _add_agents(parser: argparse.ArgumentParser) -> None:
@@ -209,7 +218,7 @@ PLANNER_COMMANDS: tuple[Command, ...] = (
     Command(
         "next-prepare", "what the next preparation step is (requirements, plan)", _add_next, _run_next_prepare
     ),
-    Command("next-work", "what the next build/review/finalize step is", _add_next, _run_next_work),
+    Command("next-work", "what the next build/review/finalize step is", _add_next_work, _run_next_work),
     Command(
         "finalize",
         "merge an approved item into the main checkout and archive it, one finalize at a time",

@@ -7,12 +7,14 @@ The runtime and the demo are imported inside the commands: `--help` and the hook
 from __future__ import annotations
 
 import argparse
+import shlex
 import shutil
 import sys
 from pathlib import Path
 
 from teleclaude.agents import NAMES
-from teleclaude.cli.base import Command, add_cwd, write
+from teleclaude.cli.base import Command, add_cwd, print_value, write
+from teleclaude.errors import Error, guard
 from teleclaude.planner.core.terminal import printable
 
 DEFAULT_MAX_STEPS = 100
@@ -86,16 +88,40 @@ def _add_demo(parser: argparse.ArgumentParser) -> None:
         help="one item through real CLIs on a scripted model server, instead of the stand-ins "
         "(some with a rate limit that moves a step to another agent)",
     )
+    parser.add_argument(
+        "--stand-ins",
+        metavar="DIR",
+        help="instead of a demo: put the stand-in CLIs (claude, gemini, codex) into DIR, to rehearse "
+        "`teleclaude run` on a copy of your own project with DIR first on PATH",
+    )
 
 
 def _run_demo(args: argparse.Namespace) -> int:
     from teleclaude.demo import scenario as demo
 
+    if args.stand_ins:
+        return _install_stand_ins(Path(args.stand_ins).resolve())
     if args.real:
         from teleclaude.demo import real
 
         return real.run(Console(), args.real, keep=args.keep, verbose=args.verbose)
     return demo.run(Console(), keep=args.keep, verbose=args.verbose)
+
+
+def _install_stand_ins(folder: Path) -> int:
+    from teleclaude.demo import stand_in
+
+    installed = guard(stand_in.install)(folder)
+    if isinstance(installed, Error):
+        return print_value(installed)
+    path = shlex.quote(str(installed))
+    write(
+        f"OK: the stand-in CLIs claude, gemini and codex are in {installed}.\n"
+        "They do each step on the files and commit, with no model: rehearse on a copy of your project,\n"
+        f"  git clone YOUR-PROJECT /tmp/rehearsal && cd /tmp/rehearsal\n"
+        f"  PATH={path}:$PATH teleclaude run --prepare"
+    )
+    return 0
 
 
 def _positive(text: str) -> int:

@@ -97,8 +97,10 @@ CACHE = Path(__file__).resolve().parents[2] / ".cache" / "agent-clis"  # scripts
 
 
 def find_cli(name: str) -> Path | None:
-    """The pinned CLI from scripts/agent-clis (newest), else `name` on PATH."""
-    pinned = sorted(CACHE.glob(f"{name}-*/bin/{name}"))
+    """The pinned CLI from scripts/agent-clis (newest; in $TELECLAUDE_AGENT_CLIS when set, as there), else
+    `name` on PATH."""
+    cache = Path(os.environ.get("TELECLAUDE_AGENT_CLIS") or CACHE)
+    pinned = sorted(cache.glob(f"{name}-*/bin/{name}"))
     if pinned:
         return pinned[-1]
     found = shutil.which(name)
@@ -162,7 +164,7 @@ def run(console: Console, agent: str = "claude", keep: bool = False, verbose: bo
                 )
             print(f"watch a worker: tmux -L {socket} attach -t tc-ID\n")
             report = orchestrate(project, console, verbose, SLUG, MAX_STEPS)
-            return _summary(project, report, time.monotonic() - started)
+            return _summary(project, report, time.monotonic() - started, keep)
     except SetupFailed as error:
         print(error)
         return 1
@@ -211,8 +213,10 @@ class SetupFailed(Exception):
     pass
 
 
-def _summary(project: Path, report, seconds: float) -> int:
-    print("\n" + report.text)
+def _summary(project: Path, report, seconds: float, keep: bool) -> int:
+    lines = report.text.splitlines()
+    # the run's `next:` advice is for a project that stays: this one is deleted on the way out
+    print("\n" + "\n".join(line for line in lines if keep or not line.startswith("next: ")))
     done = sorted(p.name for p in (project / "done").iterdir()) if (project / "done").is_dir() else []
     print(f"\ndone/: {', '.join(done) or 'nothing'}")
     print(git(project, "log", "--oneline", "--first-parent", "-n", "8").rstrip())

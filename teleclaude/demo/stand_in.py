@@ -46,6 +46,7 @@ from pathlib import Path
 
 from teleclaude.agents import NAMES
 from teleclaude.demo.workers import PLAN, Workers, commit_all, git, tick_build_tasks
+from teleclaude.errors import ErrorCode, Failure
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.planner.core.roadmap import parse_roadmap
@@ -61,12 +62,25 @@ SWALLOW_WINDOW = 0.05
 PROMPT = "> "
 
 
+SHIM_SIGN = " -m teleclaude.demo.stand_in "
+
+
+class NotAShim(Failure):
+    code = ErrorCode.ALREADY_EXISTS
+    next_step = "Name an empty folder (or one that holds only stand-in shims)."
+
+
 def install(bin_dir: Path, python: str = sys.executable) -> Path:
-    """Shims named claude, gemini and codex in `bin_dir` that run this module; returns `bin_dir`."""
+    """Shims named claude, gemini and codex in `bin_dir` that run this module; returns `bin_dir`. A file of
+    that name that is not a shim of ours is never overwritten (`NotAShim`)."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     for name in NAMES:
         shim = bin_dir / name
-        shim.write_text(f'#!/bin/sh\nexec "{python}" -m teleclaude.demo.stand_in {name} "$@"\n')
+        if shim.exists() and (not shim.is_file() or SHIM_SIGN.encode() not in shim.read_bytes()):
+            raise NotAShim(f"{shim} exists and is not a stand-in shim; it was left as it is")
+    for name in NAMES:
+        shim = bin_dir / name
+        shim.write_text(f'#!/bin/sh\nexec "{python}"{SHIM_SIGN}{name} "$@"\n')
         shim.chmod(0o755)
     return bin_dir
 

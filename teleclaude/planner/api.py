@@ -63,9 +63,13 @@ class RoadmapNotText(fs.FileError):
 
 
 @guard
-def next_work(slug: str | None = None, cwd: str | os.PathLike | None = None) -> Action:
+def next_work(slug: str | None = None, cwd: str | os.PathLike | None = None, dry_run: bool = False) -> Action:
+    """The next step of `slug` (or of the item the planner picks). With `dry_run`, what it would say, with
+    nothing applied: no item claimed `[>]`, no worktree made (its step is judged as if it had been)."""
     repo = gitx.find_repo(cwd or os.getcwd())
     config = load_config(repo.root)
+    if dry_run:
+        return _dry_run(repo, config, slug)
     with fs.project_lock(repo.common_dir):
         for _ in range(MAX_ROUNDS_OF_EFFECTS):
             facts = RepoFacts(repo, config)
@@ -78,6 +82,17 @@ def next_work(slug: str | None = None, cwd: str | os.PathLike | None = None) -> 
                 return _with_note(action, _last_error(action, repo.root))
             slug = decision.slug
     raise RuntimeError(f"no action after {MAX_ROUNDS_OF_EFFECTS} rounds of effects for {slug}")
+
+
+def _dry_run(repo: gitx.Repo, config: Config, slug: str | None) -> Action:
+    facts = RepoFacts(repo, config)
+    decision = decide_work(facts, slug)
+    if decision.action is None:  # it would make the worktree first, then decide again
+        facts = _WithWorktree(repo, config, decision.slug or "")
+        decision = decide_work(facts, decision.slug)
+    assert decision.action is not None  # a made worktree leaves no effect before an action
+    action = _with_note(decision.action, facts.availability_problem)
+    return _with_note(action, _last_error(action, repo.root))
 
 
 def _with_note(action: Action, line: str | None) -> Action:
@@ -99,8 +114,10 @@ def _last_error(action: Action, root: Path) -> str | None:
     if last is None:
         return None
     command, agent, error = last
-    failure = f"The last worker for {action.slug} (/{command}, {agent}) failed: "
-    return failure + (error.strip().splitlines() or [""])[0][:300]
+    if command.removeprefix("prompts:") != action.command:  # another step's failure is not news for this one
+        return None
+    failure = f"The last worker for {action.slug} (/{action.command}, {agent}) failed: "
+    return failure + " ".join(error.split())[:300]  # its lines joined: "Its last output:" keeps what follows
 
 
 @guard
@@ -327,11 +344,13 @@ class RepoFacts:
     def worktree(self, slug: str) -> Worktree:
         return gitx.worktree_state(self.repo, slug)
 
-    def _item_file(self, slug: str, name: str) -> str | None:
-        """A todos/{slug} file from the worktree once it exists, else from the main checkout."""
+    def _files_of(self, slug: str) -> Path:
+        """Where todos/{slug} is read: the worktree once it exists, else the main checkout."""
         in_tree = self.worktree(slug).state is WorktreeState.PRESENT
-        base = self.repo.tree(slug) if in_tree else self.repo.root
-        data = fs.read_bytes(base / layout.item_file(slug, name))
+        return self.repo.tree(slug) if in_tree else self.repo.root
+
+    def _item_file(self, slug: str, name: str) -> str | None:
+        data = fs.read_bytes(self._files_of(slug) / layout.item_file(slug, name))
         return None if data is None else decode(data)
 
     @_memo
@@ -356,6 +375,10 @@ class RepoFacts:
         return gitx.status(self.repo.root, layout.item_folder(slug))
 
     @_memo
+    def main_changes(self) -> tuple[str, ...]:
+        return gitx.status(self.repo.root).changes
+
+    @_memo
     def worktree_changes(self, slug: str) -> tuple[str, ...]:
         return gitx.status(self.repo.tree(slug)).changes
 
@@ -377,3 +400,27 @@ class RepoFacts:
                 f"Agent availability could not be read ({error}), so every agent was taken as available."
             )
             return {}
+
+
+class _WithWorktree(RepoFacts):
+    """The facts as they would be once trees/{slug} was made from HEAD (whose todos/{slug} is the main
+    checkout's: a change there is committed first): the dry run's second look, with nothing made."""
+
+    def __init__(self, repo: gitx.Repo, config: Config, slug: str) -> None:
+        super().__init__(repo, config)
+        self.made = slug
+
+    def worktree(self, slug: str) -> Worktree:
+        return Worktree(WorktreeState.PRESENT) if slug == self.made else super().worktree(slug)
+
+    def _files_of(self, slug: str) -> Path:
+        return self.repo.root if slug == self.made else super()._files_of(slug)
+
+    def worktree_changes(self, slug: str) -> tuple[str, ...]:
+        return () if slug == self.made else super().worktree_changes(slug)
+
+    def review_rounds(self, slug: str) -> int:
+        return 0 if slug == self.made else super().review_rounds(slug)
+
+    def merge_conflicts(self, slug: str) -> tuple[str, ...]:
+        return () if slug == self.made else super().merge_conflicts(slug)

@@ -78,7 +78,8 @@ def lint_files(cwd: str | os.PathLike, files: Sequence[str] = ()) -> tuple[lintc
     texts = {p: _text(root / p) for p in paths if lintcore.lintable(p) and not _is_done(p)}
     check_done = not files or any(_is_done(p) for p in paths)
     names = _done_folders(root) if check_done or layout.ROADMAP in texts else ()
-    return lintcore.lint(texts, names, check_done)
+    missing = () if files or layout.ROADMAP in paths else (lintcore.no_roadmap(),)
+    return (*missing, *lintcore.lint(texts, names, check_done))
 
 
 @guard

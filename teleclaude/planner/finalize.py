@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.settings import load_config
-from teleclaude.errors import Error, ErrorCode, guard
+from teleclaude.errors import Error, ErrorCode, FrontEnd, call, guard
 from teleclaude.planner import api as app
 from teleclaude.planner.core import layout
-from teleclaude.planner.core.decide import decide_work
+from teleclaude.planner.core.decide import decide_work, main_not_clean
 from teleclaude.planner.core.model import Complete, Dispatch, RunYourself, Step, WorktreeState
 from teleclaude.planner.core.render import to_text
 
@@ -39,7 +39,8 @@ class Finalized:
             return f"FINALIZED:\n{self.slug} was delivered to {self.archive} already; nothing to do."
         return (
             f"FINALIZED:\n{self.slug} merged into the main checkout, archived to {self.archive}, marked [x], "
-            f"its worktree and branch removed.\nCall teleclaude__next_work() for what comes next."
+            f"its worktree and branch removed.\nRun {call('next_work').spelled(FrontEnd.CLI)} for what comes "
+            "next."
         )
 
 
@@ -61,13 +62,16 @@ def finalize(slug: str, cwd: str | os.PathLike | None = None) -> Finalized | Err
             case Error() as error:
                 return error
             case None:
-                return _refused(slug, f"not ready to finalize: call teleclaude__next_work({slug!r}).")
+                return Error(
+                    ErrorCode.FINALIZE_REFUSED,
+                    "not ready to finalize: ask for its next step.",
+                    slug,
+                    call("next_work", slug=slug),
+                )
             case other:
                 step = to_text(other).splitlines()
                 return _refused(slug, "its next step is not a finalize:\n" + "\n".join(step[:12]))
-        dirty = [path for path in gitx.status(repo.root).changes if path != layout.ROADMAP]
-        if dirty:
-            return _dirty(slug, dirty)
+        # (a dirty main checkout is refused by the planner's answer above: `decide.main_not_clean`)
         return _merge(repo, slug, facts.next_archive(slug))
 
 
@@ -112,9 +116,10 @@ def _merge_failed(repo: gitx.Repo, slug: str, error: subprocess.CalledProcessErr
     return Error(
         ErrorCode.MERGE_CONFLICT,
         f"merging {slug} conflicts in {', '.join(conflicted)}; the merge was aborted "
-        f"and the main checkout is as it was.\nCall teleclaude__next_work({slug!r}): it sends a merge "
-        f"fixer (next-fix-merge) to resolve it in {layout.worktree(slug)}, then the finalize follows.",
+        f"and the main checkout is as it was.\nAsk for the next step: it sends a merge fixer "
+        f"(next-fix-merge) to resolve it in {layout.worktree(slug)}, then the finalize follows.",
         slug,
+        call("next_work", slug=slug),
     )
 
 
@@ -179,7 +184,7 @@ def _finish(repo: gitx.Repo, slug: str, archive: str) -> Finalized | Error:
     if pending:
         dirty = [path for path in changes if not _under(path, ours)]
         if dirty:
-            return _dirty(slug, dirty)
+            return main_not_clean(slug, tuple(dirty))
         return _commit_and_clean(repo, slug, archive)
     if not _merged_branch_left(repo, slug):
         return Finalized(slug, archive, merged=False)
@@ -251,15 +256,6 @@ def _merged_branch_left(repo: gitx.Repo, slug: str) -> bool:
 
 def _under(path: str, folders: tuple[str, ...]) -> bool:
     return any(path == folder or path.startswith(folder.rstrip("/") + "/") for folder in folders)
-
-
-def _dirty(slug: str, dirty: list[str]) -> Error:
-    return _refused(
-        slug,
-        f"the main checkout has uncommitted changes ({', '.join(dirty[:10])}); they are someone else's "
-        "work.\n"
-        "Have them committed (or moved away) by whoever made them, then finalize again.",
-    )
 
 
 def _refused(slug: str, why: str) -> Error:

@@ -11,7 +11,7 @@ from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.adapters.tmux import Tmux
 from teleclaude.config.profiles import RuntimeConfig
-from teleclaude.errors import Error, ErrorCode
+from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core.terminal import untypable
 from teleclaude.runtime.core.sessions import Change, Session, SessionState, transition
 
@@ -58,7 +58,8 @@ TURN_END_CHANGES = (Change.TURN_ENDED, Change.EXITED_OK, Change.EXITED_FAILED)
 def unknown_session(session_id: str) -> Error:
     return Error(
         ErrorCode.UNKNOWN_SESSION,
-        f"no session {session_id!r}.\nteleclaude__list_sessions() shows the sessions there are.",
+        f"no session {session_id!r}.\nThe session list shows the sessions there are.",
+        next_step=call("list_sessions"),
     )
 
 

@@ -21,7 +21,7 @@ from teleclaude.adapters.tmux import TURN_END_TO_PANE, TmuxError
 from teleclaude.agents.profile import AgentProfile
 from teleclaude.config.matrix import THINKING_MODES
 from teleclaude.config.profiles import Computer
-from teleclaude.errors import Error, ErrorCode
+from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Step
 from teleclaude.runtime.context import Context, bad_argument, refused_text, unknown_session
@@ -301,8 +301,8 @@ class Launcher:
         return Error(
             ErrorCode.WORKER_BLOCKED,
             f"{session.agent} exited before showing its prompt{status}. Its last output:\n{output}\n"
-            f"Run it by hand in {session.workdir} to see what it needs, or mark it unavailable: "
-            f"teleclaude__mark_agent_unavailable(agent={session.agent!r}).",
+            f"Run it by hand in {session.workdir} to see what it needs, or mark it unavailable.",
+            next_step=call("mark_agent_unavailable", agent=session.agent),
         )
 
     def _fail(self, session: Session, error: Error) -> Error:
@@ -379,17 +379,19 @@ def step_holder(session: Session, sessions: list[Session]) -> Error | None:
             return Error(
                 ErrorCode.ALREADY_RUNNING,
                 f"session {other.id} ({other.agent}, {other.state.value}) is already doing {command} "
-                f"{session.slug or '(no slug)'} in this project.\nWait for it (teleclaude__wait_for_sessions("
-                f'session_ids=["{other.id}"])) instead of starting a second worker for the same step.',
+                f"{session.slug or '(no slug)'} in this project.\nWait for it instead of starting a second "
+                "worker for the same step.",
                 session.slug or None,
+                call("wait_for_sessions", session_ids=(other.id,)),
             )
         if step is Step.FINALIZE and step_of(other.command) is Step.FINALIZE:
             return Error(
                 ErrorCode.MERGE_QUEUED,
                 f"session {other.id} is finalizing {other.slug}: finalizes merge into the main checkout "
-                f"one at a time.\nWait for it to end, then call teleclaude__next_work({session.slug!r}) "
-                "again (the archive number may have moved on).",
+                "one at a time.\nWait for it to end, then ask for the next step again (the archive number "
+                "may have moved on).",
                 session.slug or None,
+                call("next_work", slug=session.slug),
             )
     return None
 
@@ -426,7 +428,8 @@ def _workdir(project: str, subfolder: str | None) -> Path | Error:
     if not target.is_dir():
         return Error(
             ErrorCode.INVALID_SUBFOLDER,
-            f"{target} does not exist.\nCall teleclaude__next_work() again: it creates the worktree first.",
+            f"{target} does not exist.\nAsk for the next step again: next_work creates the worktree first.",
+            next_step=call("next_work"),
         )
     return target
 
@@ -460,8 +463,8 @@ def _not_installed(profile: AgentProfile, remote: Computer | None) -> Error:
     return Error(
         ErrorCode.AGENT_NOT_INSTALLED,
         f"{names} is not on PATH.\nInstall the {agent} CLI, set [runtime.agents.{agent}] binary in "
-        "teleclaude.toml, or mark it unavailable: "
-        f"teleclaude__mark_agent_unavailable(agent={agent!r}).",
+        "teleclaude.toml, or mark it unavailable.",
+        next_step=call("mark_agent_unavailable", agent=agent),
     )
 
 
@@ -473,5 +476,6 @@ def _delivery_failed(session: Session, text: str, why: str, screen: list[str] | 
         f"{session.agent}: {what}: {why}.\n"
         + (f"Last screen:\n{last}\n" if last else "")
         + f"Run the agent by hand in {session.workdir} to see what it needs (a login, a trust prompt), or "
-        f"mark it unavailable: teleclaude__mark_agent_unavailable(agent={session.agent!r}).",
+        "mark it unavailable.",
+        next_step=call("mark_agent_unavailable", agent=session.agent),
     )

@@ -16,7 +16,7 @@ from subprocess import Popen
 
 from teleclaude.adapters.fs import read_tail
 from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION, TmuxError
-from teleclaude.errors import Error, ErrorCode
+from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core.tool_lines import tool_lines
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
 from teleclaude.runtime.core.apiwait import api_wait_limit, tool_shown
@@ -112,7 +112,8 @@ class Observer:
             return Error(
                 ErrorCode.UNKNOWN_SESSION,
                 f"session {session_id} has no pane any more (state {session.state.value}).\n"
-                "Its output is gone; teleclaude__list_sessions() shows what is running.",
+                "Its output is gone; the session list shows what is running.",
+                next_step=call("list_sessions"),
             )
         try:
             parsed = Cursor.decode(cursor) if cursor else None

@@ -16,14 +16,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import Enum
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.checks import describe
 from teleclaude.planner.core import layout
-from teleclaude.planner.core.model import Action, Complete, Dispatch, Prepared, RunYourself
+from teleclaude.planner.core.model import Action, Complete, Dispatch, Prepared, RunYourself, Step
 from teleclaude.planner.core.render import to_text
 from teleclaude.planner.core.timeparse import format_duration, format_utc
 from teleclaude.runtime.api import Runtime, guarded
@@ -247,6 +247,7 @@ class Stop:
 
     outcome: Outcome
     what: str
+    next: str | None = None  # the report's `next:` line, when it is not the outcome's usual advice
 
 
 StepKey = tuple[str, str]  # (bare command, slug): one step of the roadmap, whichever agent does it
@@ -308,7 +309,7 @@ class _Loop:
         adopted = _live(self.runtime, self.settings.root, lambda s: slug is None or s.slug == slug)
         if adopted:
             names = ", ".join(f"{s.id} ({s.command} {s.slug}, {s.state.value})" for s in adopted)
-            self.show(f"adopting the sessions an earlier run left running: {names}")
+            self.show(f"watching the sessions already running for this project (started before): {names}")
             stop = self._watch(adopted, adopted=True)
             if stop:
                 return stop
@@ -326,7 +327,13 @@ class _Loop:
         return action
 
     def _answer(self, action: Action) -> None:
-        self.show(f"[{self.state.steps + 1}] {describe(action)}")
+        if self.settings.prepare and _wants_preparing(action):
+            line = f"next → {action.slug} is not prepared yet: --prepare sends its architect"
+        elif self._finished(action):
+            line = "next → nothing: every roadmap item is done"
+        else:
+            line = describe(action)
+        self.show(f"[{self.state.steps + 1}] {line}")
         if self.settings.verbose:
             self.show("    " + to_text(action).replace("\n", "\n    "))
 
@@ -339,12 +346,15 @@ class _Loop:
                 return Stop(Outcome.COMPLETE, f"{slug} is delivered to {archive}")
             case Complete():  # an item of the roadmap is done: on to the next
                 return None
-            case Error(code=ErrorCode.NO_WORK) if self.settings.slug is None and self._has_roadmap():
+            case Error() if self._finished(action):
                 return Stop(Outcome.COMPLETE, "every roadmap item is done")
             case Error(code=ErrorCode.NOT_PREPARED, slug=unprepared) if self.settings.prepare and unprepared:
                 return self._prepare(action, unprepared)
             case RunYourself():
                 return self._wait_out(action)
+            case Error(slug=unprepared) if unprepared and _wants_preparing(action):
+                again = resume_command(replace(self.settings, slug=unprepared, prepare=True))
+                return Stop(Outcome.ERROR, to_text(action), f"prepare it with its architect: {again}")
             case _:
                 return Stop(Outcome.ERROR, to_text(action))
 
@@ -422,6 +432,8 @@ class _Loop:
             )
         started = guarded(self.runtime.start, action, args, computer)
         if isinstance(started, Error):
+            if started.code is ErrorCode.WORKER_BLOCKED:  # it did start: a dialog or its exit stopped it
+                state.steps += 1
             return self._refused(started, step, retries)
         assert isinstance(started, Started)
         state.steps += 1
@@ -435,7 +447,7 @@ class _Loop:
         match error.code:
             case ErrorCode.ALREADY_RUNNING:
                 twin = self._twin(step)
-                self.show(f"    {error.message.splitlines()[0]}: waiting for it")
+                self.show(f"    {error.message.splitlines()[0].rstrip('.')}: waiting for it")
                 return twin  # None when it ended meanwhile: ask again
             case ErrorCode.MERGE_QUEUED:
                 self.show(f"    {error.message.splitlines()[0]}")
@@ -548,9 +560,14 @@ class _Loop:
             self.state.digest = f"{session.command} {session.slug}: {event.detail.splitlines()[0]}"
         self.show(f"    {session.id} {event.kind.value}{detail}".splitlines()[0][:200])
 
-    def _has_roadmap(self) -> bool:
-        """NO_WORK also answers a missing roadmap: that is an error to report, not a finished run."""
-        return (self.settings.root / layout.ROADMAP).is_file()
+    def _finished(self, action: Action) -> bool:
+        """NO_WORK for the whole roadmap; it also answers a missing roadmap: an error, not a finished run."""
+        return (
+            isinstance(action, Error)
+            and action.code is ErrorCode.NO_WORK
+            and self.settings.slug is None
+            and (self.settings.root / layout.ROADMAP).is_file()
+        )
 
     def _stuck_pending(self, session: Session) -> bool:
         if session.state is not SessionState.PENDING:
@@ -789,7 +806,7 @@ def report(stop: Stop, settings: RunSettings, state: RunState, runtime: Runtime)
         f"delivered: {', '.join(delivered) or 'nothing in this run'}",
         f"running: {len(running) or 'none'}",
         *(f"  {where(s, runtime.config)}" for s in running),
-        f"next: {advice(stop.outcome, settings)}",
+        f"next: {stop.next or advice(stop.outcome, settings)}",
     ]
     return RunReport(
         stop.outcome,
@@ -841,6 +858,16 @@ def advice(outcome: Outcome, settings: RunSettings) -> str:
             return f"resume with: {again}"
 
 
+def _wants_preparing(action: Action) -> TypeGuard[Error]:
+    """An item refused for want of its requirements or plan: its next step is its architect's."""
+    return (
+        isinstance(action, Error)
+        and action.code is ErrorCode.NOT_PREPARED
+        and action.next_step is not None
+        and action.next_step.tool == "next_prepare"
+    )
+
+
 def resume_command(settings: RunSettings) -> str:
     words = ["teleclaude", "run", *([settings.slug] if settings.slug else [])]
     words += ["--prepare"] if settings.prepare else []
@@ -849,10 +876,15 @@ def resume_command(settings: RunSettings) -> str:
 
 
 def repeated_text(action: Dispatch) -> str:
+    # its workers have ended, their panes with them: point at what can still answer
+    by_hand = (
+        f"run `teleclaude finalize {action.slug}` to see why it refuses"
+        if action.step is Step.FINALIZE
+        else f"do {action.command} {action.slug} by hand"
+    )
     return (
         f"{action.command} {action.slug} ended its turn {REPEAT_LIMIT} times in a row and the files "
-        "did not move on.\nRead what the workers said (teleclaude sessions list, then "
-        "teleclaude sessions output ID while one runs), do the step by hand, or fix what blocks it."
+        f"did not move on.\nIts workers have ended; {by_hand}, fix what blocks it, then run again."
     )
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from functools import partial
 
 from teleclaude.adapters.tmux import TmuxError
-from teleclaude.errors import ErrorCode, Failure
+from teleclaude.errors import ErrorCode, Failure, call
 from teleclaude.runtime.context import Context, refused_text
 from teleclaude.runtime.core.blockers import blocked_text, find_blocker
 from teleclaude.runtime.core.sessions import Chunk, Cursor, PaneView, Session, StaleView, read_since
@@ -119,12 +119,13 @@ class Panes:
         tmux.send_text(session.pane_id, text)
         time.sleep(settle)
         if not self.press_enter(session, attempts=2, typed=text):
-            raise NotSent(
+            unsent = NotSent(
                 f"{session.agent}: {text!r} is still in the worker's input: the screen did not change after "
-                "Enter, pressed twice (the CLI busy or redrawing).\nRead the session's output "
-                f"(teleclaude__get_session_output(session_id={session.id!r})) and send the message again "
-                "once the worker shows its prompt, or end the session if it stays stuck."
+                "Enter, pressed twice (the CLI busy or redrawing).\nRead the session's output and send the "
+                "message again once the worker shows its prompt, or end the session if it stays stuck."
             )
+            unsent.next_call = call("get_session_output", session_id=session.id)
+            raise unsent
         return view, screen
 
     def type_or_log(self, session: Session, text: str, interrupt: bool = False) -> None:

@@ -112,7 +112,8 @@ def test_each_code(code, files, done, where):
 
 
 def test_every_code_has_a_case():
-    assert {case[0] for case in CASES} == set(SEVERITY)
+    # NO_ROADMAP concerns a whole checkout, not files: test_a_checkout_without_a_roadmap_is_not_ok
+    assert {case[0] for case in CASES} | {"NO_ROADMAP"} == set(SEVERITY)
 
 
 @pytest.mark.parametrize(
@@ -161,6 +162,16 @@ def test_a_clean_checkout_exits_0(repo, cli):
     done = cli("lint", "--cwd", str(repo))
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("OK")
+
+
+def test_a_checkout_without_a_roadmap_is_not_ok(repo, cli):
+    """Nothing to check is said, with the command that makes the roadmap; naming files checks only them."""
+    (repo / "todos" / "roadmap.md").unlink()
+    done = cli("lint", "--cwd", str(repo))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert parts(done.stdout.splitlines()[0])["code"] == "NO_ROADMAP"
+    assert "teleclaude init" in done.stdout
+    assert "NO_ROADMAP" not in cli("lint", "todos/feat/implementation-plan.md", "--cwd", str(repo)).stdout
 
 
 def test_errors_exit_1_one_line_each(repo, cli, tools):

@@ -67,6 +67,24 @@ def test_not_prepared_exits_1(project, cli):
     assert (done.returncode, first_line(done.stdout)) == (1, "ERROR: NOT_PREPARED")
 
 
+def test_next_work_dry_run_changes_nothing(project, cli, tool_call_fields):
+    roadmap = (project / "todos" / "roadmap.md").read_bytes()
+    done = cli("next-work", "--dry-run", "--cwd", str(project), process=True)
+    assert done.returncode == 0 and tool_call_fields(done.stdout)["command"] == "next-build"
+    assert (project / "todos" / "roadmap.md").read_bytes() == roadmap and not (project / "trees").exists()
+
+
+def test_the_cli_names_its_own_verbs_as_the_next_step(project, cli):
+    """A CLI user is told the CLI verb to run, never an MCP tool to call."""
+    unprepared = cli("next-work", UNPREPARED, "--cwd", str(project), process=True)
+    assert unprepared.stdout.splitlines()[-1] == f"Next: teleclaude next-prepare {UNPREPARED}"
+    marked = cli("agents", "unavailable", "claude", "--cwd", str(project), process=True)
+    prepared = cli("next-prepare", "alpha-feature", "--cwd", str(project), process=True)
+    for done in (unprepared, marked, prepared):
+        assert "teleclaude__" not in done.stdout, done.stdout
+    assert "teleclaude next-work" in prepared.stdout and "teleclaude next-work" in marked.stdout
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -83,7 +83,7 @@ def test_input_schemas_match_the_documented_signatures():
     properties = {name: set(tool.input_schema["properties"]) for name, tool in tools.items()}
     assert properties == {
         "teleclaude__next_prepare": {"slug", "cwd"},
-        "teleclaude__next_work": {"slug", "cwd"},
+        "teleclaude__next_work": {"slug", "cwd", "dry_run"},
         "teleclaude__mark_agent_unavailable": {"agent", "unavailable_until", "reason"},
         "teleclaude__mark_agent_available": {"agent"},
         "teleclaude__agent_status": set(),
@@ -150,6 +150,12 @@ def test_next_prepare_dispatches_the_requirements_architect(project, call_tool, 
     assert "subfolder" not in fields  # architects work in the main checkout
     assert any(line.startswith("NOTE:") for line in text.splitlines())
     assert not (project / "trees").exists()  # read-only
+
+
+def test_a_not_prepared_answer_names_the_tool_to_call(project, call_tool):
+    answer = call_tool("teleclaude__next_work", slug="beta-feature", cwd=str(project))
+    assert answer.splitlines()[0] == "ERROR: NOT_PREPARED"
+    assert answer.splitlines()[-1] == 'Next: teleclaude__next_prepare(slug="beta-feature")'
 
 
 def test_next_prepare_of_a_prepared_item(project, call_tool):

@@ -32,6 +32,9 @@ def excluded(repo: Path) -> list[str]:
 
 
 def test_init_sets_up_a_repository_whose_example_is_not_work(repo, run):
+    code, out = run("next-work", "--cwd", str(repo))
+    assert (code, first_line(out)) == (1, "ERROR: NO_WORK")
+    assert "teleclaude init" in out  # before init: the command that makes the roadmap
     code, out = run("init", "--cwd", str(repo / "src"))
     assert (code, first_line(out)) == (0, f"OK: {repo} is ready for teleclaude.")
     assert roadmap(repo).items == () and roadmap(repo).problems == ()

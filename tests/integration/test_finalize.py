@@ -101,6 +101,21 @@ def test_a_dirty_main_checkout_is_refused_and_a_second_finalize_does_nothing(tmp
     assert (git(project, "rev-parse", "HEAD"), git(project, "status", "--porcelain")) == (head, "")
 
 
+def test_next_work_sends_no_finalizer_while_the_main_checkout_holds_a_users_file(tmp_path, capsys):
+    """The finalize would refuse, three times over; the planner sees the dirty main before sending one."""
+    project = make_repository(tmp_path / "project")
+    approve(project, "greeting")
+    (project / "scratch.txt").write_text("the user's own work\n")
+    refused = app.next_work("greeting", cwd=project)
+    assert isinstance(refused, Error) and refused.code is ErrorCode.FINALIZE_REFUSED
+    assert cli_main(["next-work", "greeting", "--cwd", str(project)]) == 1
+    assert capsys.readouterr().out.splitlines()[0] == "ERROR: FINALIZE_REFUSED"
+    assert (project / "scratch.txt").read_text() == "the user's own work\n"  # untouched
+    (project / "scratch.txt").unlink()
+    action = app.next_work("greeting", cwd=project)
+    assert isinstance(action, Dispatch) and action.step is Step.FINALIZE
+
+
 def test_a_merge_that_conflicts_is_aborted_and_sends_the_merge_fixer(tmp_path, capsys):
     """main can move between the planner's pre-merge check and the merge (another finalize, a person): the
     merge itself then meets the conflict. It is aborted, main is left as it was, the fixer is sent."""

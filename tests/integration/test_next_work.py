@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import subprocess
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import AgentReport, Complete, Dispatch, Prepared, RunYourself, Step
+from teleclaude.runtime.core.sessions import Session, SessionState
 
 from .repos import PLAN, commit, git, prepare, tree, write
 from .repos import repo as repo  # noqa: F401 (the fixture)
@@ -38,6 +41,46 @@ def test_first_call_claims_the_item_and_creates_its_worktree(repo):
     assert "/trees/" in (repo / ".git/info/exclude").read_text().splitlines()
     # the main checkout shows only the roadmap edit, not trees/
     assert git(repo, "status", "--porcelain").splitlines() == [" M todos/roadmap.md"]
+
+
+def test_a_dry_run_says_the_first_step_and_claims_nothing(repo):
+    before = (repo / "todos/roadmap.md").read_bytes()
+    branches = git(repo, "branch", "--list")
+    rehearsed = app.next_work(cwd=repo, dry_run=True)
+    assert isinstance(rehearsed, Dispatch)
+    assert (rehearsed.step, rehearsed.subfolder) == (Step.BUILD, "trees/feat")
+    assert (repo / "todos/roadmap.md").read_bytes() == before  # still `[ ]`
+    assert not (repo / "trees").exists() and git(repo, "branch", "--list") == branches
+    assert work(repo) == rehearsed  # the real call says the same, and does what it says
+
+
+def test_a_failed_worker_is_news_only_for_its_own_step_and_comes_whole(repo):
+    """The NOTE says why the last worker of this step failed, with the output its error quotes; the failure of
+    another step (an earlier review, say) is not carried into a later build's note."""
+    store, now = SessionStore(), datetime.now(UTC)
+
+    def failed(command: str, error: str, minutes: int) -> None:
+        at = now - timedelta(minutes=minutes)
+        store.save(
+            Session(
+                id=f"s{minutes}",
+                agent="claude",
+                command=command,
+                args="feat",
+                project=str(repo.resolve()),
+                subfolder=None,
+                state=SessionState.ERRORED,
+                created_at=at,
+                updated_at=at,
+                last_error=error,
+            )
+        )
+
+    failed("next-review", "the reviewer crashed", 10)
+    assert work(repo).note is None
+    exited = "claude exited before showing its prompt. Its last output:\nPlease log in\nRun it by hand"
+    failed("next-build", exited, 5)
+    assert "Please log in" in (work(repo).note or "")
 
 
 def test_second_call_is_stable(repo):

@@ -108,6 +108,7 @@ def test_the_roadmap_is_driven_to_done_through_a_rejection_a_forgotten_commit_an
     report, lines = run(project)
     assert report.outcome is Outcome.COMPLETE and report.exit_code == 0, report.text
     assert report.text.startswith("COMPLETE:")
+    assert not any("ERROR" in line for line in lines), lines  # the end of the roadmap is no error
     assert_delivered(project)
     assert_no_workers(tmux_socket)
 
@@ -147,10 +148,13 @@ def test_prepare_runs_the_architects_unattended_and_without_it_the_run_stops(
     refused, _ = run(project, "whisper")
     assert refused.outcome is Outcome.ERROR and refused.exit_code == 1
     assert refused.text.splitlines()[0] == "ERROR: NOT_PREPARED"
+    next_line = next(line for line in refused.text.splitlines() if line.startswith("next: "))
+    assert next_line.endswith("teleclaude run whisper --prepare")  # the run names the way on
     assert SessionStore().sessions() == []
 
-    report, _ = run(project, "whisper", prepare=True)
+    report, lines = run(project, "whisper", prepare=True)
     assert report.outcome is Outcome.COMPLETE, report.text
+    assert not any("ERROR" in line for line in lines), lines  # a refusal --prepare answers is no error
     assert_delivered(project, ("whisper",))
     architects = [s for s in SessionStore().sessions() if s.command in ("next-requirements", "next-plan")]
     assert [s.command for s in architects] == ["next-requirements", "next-plan"]
@@ -174,6 +178,22 @@ def test_a_crashing_worker_stops_the_run_after_its_second_failure(
     assert report.outcome is Outcome.ERROR and report.exit_code == 1
     assert report.text.splitlines()[0] == "ERROR: WORKER_FAILED"
     assert [h.session.state for h in report.history] == [SessionState.ERRORED] * 2
+    assert_no_workers(tmux_socket)
+
+
+def test_a_cli_that_exits_before_its_prompt_counts_as_a_session_started(
+    project, tmux_socket, tmp_path, monkeypatch
+):
+    """The session was started (and is in the history): the report must not say 0 sessions started."""
+    folder = tmp_path / "logged-out"
+    folder.mkdir()
+    for name in ("claude", "gemini", "codex"):
+        (folder / name).write_text("#!/bin/sh\necho 'Please log in first.'\nexit 1\n")
+        (folder / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    report, _ = run(project)
+    assert report.outcome is Outcome.ERROR and report.text.splitlines()[0] == "ERROR: WORKER_BLOCKED"
+    assert report.steps == 1
     assert_no_workers(tmux_socket)
 
 
@@ -327,6 +347,20 @@ def test_an_error_of_the_planner_stops_the_run_with_exit_1(project, fake_agents,
     assert report_line(out) == "ERROR: UNKNOWN_ITEM"
     assert "Traceback" not in err
     assert SessionStore().sessions() == []
+
+
+def test_the_stand_ins_from_demo_stand_ins_drive_a_run_of_ones_own_project(
+    project, tmux_socket, teleclaude_cli, tmp_path, monkeypatch
+):
+    """`teleclaude demo --stand-ins DIR` is the way to rehearse a run without a model: DIR first on PATH."""
+    code, out, err = finish(teleclaude_cli(tmp_path, "demo", "--stand-ins", str(tmp_path / "stand-ins")))
+    assert (code, out.splitlines()[0][:3]) == (0, "OK:"), out + err
+    monkeypatch.setenv("PATH", f"{tmp_path / 'stand-ins'}{os.pathsep}{os.environ['PATH']}")
+    for name in ("FAKE_AGENT", "FAKE_AGENT_CLAUDE", "FAKE_AGENT_GEMINI", "FAKE_AGENT_CODEX"):
+        monkeypatch.delenv(name, raising=False)
+    code, out, err = finish(teleclaude_cli(project, "run", "greeting"))
+    assert code == 0 and report_line(out).startswith("COMPLETE"), out + err
+    assert_delivered(project, ("greeting",))
 
 
 def test_a_missing_roadmap_is_an_error_not_a_finished_run(project, fake_agents, tmux_socket):

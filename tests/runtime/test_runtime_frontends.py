@@ -105,6 +105,7 @@ def test_errors_come_back_as_text_over_stdio(in_project):
 
     unknown, report, computer = asyncio.run(go())
     assert unknown.startswith("ERROR: UNKNOWN_SESSION")
+    assert unknown.splitlines()[-1] == "Next: teleclaude__list_sessions()"  # over MCP: the tool
     assert report.startswith("ERROR: UNKNOWN_SESSION")
     assert computer.startswith("ERROR: UNKNOWN_COMPUTER")
 
@@ -131,5 +132,21 @@ def test_the_cli_verbs(in_project):
     assert reported.stdout.startswith("OK:") and fields(reported.stdout.splitlines()[1])["status"]
     assert cli("report", session_id, "x", "--wait-cmd", "'oops").stdout.startswith("ERROR: INVALID_ARGUMENT")
     assert cli("end", session_id).returncode == 0
-    assert cli("output", "nope").returncode == 1
+    unknown = cli("output", "nope")
+    assert unknown.returncode == 1
+    assert unknown.stdout.splitlines()[-1] == "Next: teleclaude sessions list"  # on the CLI: the verb
     assert cli("run", "claude", "emit", "--subfolder", "../..").stdout.startswith("ERROR: INVALID_SUBFOLDER")
+
+
+def test_a_cli_user_told_to_mark_a_missing_agent_unavailable_gets_the_cli_verb(in_project):
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}  # no stand-in (nor any) claude
+    done = subprocess.run(
+        [sys.executable, "-m", "teleclaude", "sessions", "run", "claude", "emit", "1"],
+        cwd=in_project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout.splitlines()[0]) == (1, "ERROR: AGENT_NOT_INSTALLED")
+    assert done.stdout.splitlines()[-1] == "Next: teleclaude agents unavailable claude"

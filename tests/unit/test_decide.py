@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from teleclaude.config.matrix import Config
-from teleclaude.errors import Error, ErrorCode
+from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core.decide import decide_prepare, decide_work
 from teleclaude.planner.core.model import (
     ClaimItem,
@@ -57,6 +57,7 @@ class Facts:
     now: datetime = NOW
     highest_archive: int = 4
     conflicts: tuple[str, ...] = ()
+    main_dirty: tuple[str, ...] = ()
 
     def roadmap(self):
         return None if self.roadmap_text is None else parse_roadmap(self.roadmap_text)
@@ -88,6 +89,9 @@ class Facts:
 
     def main_status(self, slug):
         return self.main
+
+    def main_changes(self):
+        return self.main_dirty
 
     def worktree_changes(self, slug):
         return self.tree_changes
@@ -228,7 +232,7 @@ def test_unprepared_item_is_not_prepared_and_names_what_is_missing(requirements,
     facts = Facts(requirements=requirements | {"other"}, plans={"feat": plan, "other": OPEN_PLAN})
     result = action(work(facts))
     assert result.code is ErrorCode.NOT_PREPARED
-    assert missing in result.message and 'teleclaude__next_prepare("feat")' in result.message
+    assert missing in result.message and result.next_step == call("next_prepare", slug="feat")
     assert "other" in result.message  # a prepared item that could be worked instead
 
 
@@ -346,6 +350,20 @@ def test_approved_dispatches_finalize_in_main_checkout_naming_the_archive():
     assert "done/005-feat/" in result.note
 
 
+def test_approved_with_uncommitted_user_files_in_main_sends_no_finalizer():
+    """The finalize would refuse to merge over them, three times; the planner says so before sending it."""
+
+    def approved(dirty: str) -> Facts:
+        reviews = {"feat": Review(Verdict.APPROVED)}
+        return Facts(plans={"feat": BUILT_PLAN}, reviews=reviews, main_dirty=(dirty,))
+
+    result = action(work(approved("notes.txt")))
+    assert isinstance(result, Error) and (result.code, result.slug) == (ErrorCode.FINALIZE_REFUSED, "feat")
+    assert "notes.txt" in result.message
+    # the roadmap's own `[>]` claim is the planner's: it does not hold the finalize back
+    assert action(work(approved("todos/roadmap.md"))).step is Step.FINALIZE
+
+
 # --- agents and fallback --------------------------------------------------------------------------
 
 
@@ -418,7 +436,7 @@ def test_prepare_architect_falls_back_to_gemini_then_self():
     assert action(decide_prepare(facts, "feat")).agent == "gemini"
     facts.down = dict([down("claude"), down("gemini")])
     result = action(decide_prepare(facts, "feat"))
-    assert isinstance(result, RunYourself) and result.again == "teleclaude__next_prepare()"
+    assert isinstance(result, RunYourself) and result.again == call("next_prepare")
 
 
 def test_prepare_has_no_effects():

@@ -15,7 +15,8 @@ from datetime import datetime
 from typing import Protocol
 
 from teleclaude.config.matrix import Config, choose_agent
-from teleclaude.errors import Error, ErrorCode
+from teleclaude.errors import Call, Error, ErrorCode, call
+from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import (
     Action,
     ClaimItem,
@@ -40,8 +41,8 @@ from teleclaude.planner.core.model import (
 from teleclaude.planner.core.roadmap import blocking_problems, slug_problem
 
 ARCHITECT_NOTE = "Engage as collaborator - this is an architect session requiring discussion."
-WORK_AGAIN = "teleclaude__next_work()"
-PREPARE_AGAIN = "teleclaude__next_prepare()"
+WORK_AGAIN = call("next_work")
+PREPARE_AGAIN = call("next_prepare")
 
 
 class Facts(Protocol):
@@ -62,6 +63,7 @@ class Facts(Protocol):
     def plan(self, slug: str) -> PlanStatus | None: ...
     def review(self, slug: str) -> Review | None: ...  # worktree copy
     def main_status(self, slug: str) -> MainStatus: ...
+    def main_changes(self) -> tuple[str, ...]: ...  # changed or untracked paths of the whole main checkout
     def worktree_changes(self, slug: str) -> tuple[str, ...]: ...
     def review_rounds(self, slug: str) -> int: ...  # deletions of review-findings.md on the branch
     def merge_conflicts(self, slug: str) -> tuple[str, ...]: ...  # files main and the branch both changed
@@ -135,7 +137,12 @@ def _work_on(facts: Facts, slug: str) -> Decision:
             f"it into {slug} here, resolve, commit; the finalize follows."
         )
         return _done(slug, _dispatch(facts, Step.FIX_MERGE, slug, subfolder, WORK_AGAIN, note))
-    # 11. Approved and merges cleanly: merge and archive from the main checkout.
+    # 11. Someone's uncommitted work in the main checkout: the finalize would refuse to merge over it, and
+    # those files are the user's, so no worker commits them.
+    dirty = tuple(path for path in facts.main_changes() if path != layout.ROADMAP)
+    if dirty:
+        return _done(slug, main_not_clean(slug, dirty))
+    # 12. Approved and merges cleanly: merge and archive from the main checkout.
     archive = facts.next_archive(slug)
     note = f"Archive todos/{slug} to {archive} when merging branch {slug} into the main checkout."
     return _done(slug, _dispatch(facts, Step.FINALIZE, slug, None, WORK_AGAIN, note))
@@ -271,7 +278,7 @@ def _done(slug: str | None, action: Action) -> Decision:
 
 
 def _dispatch(
-    facts: Facts, step: Step, slug: str, subfolder: str | None, again: str, note: str | None = None
+    facts: Facts, step: Step, slug: str, subfolder: str | None, again: Call, note: str | None = None
 ) -> Action:
     unavailable = facts.unavailable()
     choice = choose_agent(facts.config, step, unavailable, facts.now)
@@ -306,12 +313,16 @@ def _no_roadmap() -> Error:
     return Error(
         ErrorCode.NO_WORK,
         "todos/roadmap.md does not exist.\n"
-        "Create it with one item per line, e.g. `- [ ] my-slug — what to build`, then call again.",
+        '`teleclaude init` creates it; add items with `teleclaude new my-slug "what to build"` (or one '
+        "line each, e.g. `- [ ] my-slug — what to build`), then call again.",
     )
 
 
 def _nothing_open() -> Error:
-    return Error(ErrorCode.NO_WORK, "No pending items in roadmap.")
+    return Error(
+        ErrorCode.NO_WORK,
+        'No pending items in roadmap.\nAdd one with `teleclaude new my-slug "what it delivers"`.',
+    )
 
 
 def _malformed_roadmap(roadmap: Roadmap) -> Error:
@@ -334,10 +345,7 @@ def _deps_unsatisfied(blocked: list[tuple[RoadmapItem, list[str]]]) -> Error:
 def _not_prepared(facts: Facts, slug: str, missing: list[str]) -> Error:
     in_tree = facts.worktree(slug).state is WorktreeState.PRESENT
     where = f"trees/{slug}/todos/{slug}" if in_tree else f"todos/{slug}"
-    lines = [
-        f"{where} is missing {' and '.join(missing)}.",
-        f'Run teleclaude__next_prepare("{slug}") first.',
-    ]
+    lines = [f"{where} is missing {' and '.join(missing)}: prepare it first."]
     roadmap = facts.roadmap()
     if roadmap:
         ready = [
@@ -346,11 +354,19 @@ def _not_prepared(facts: Facts, slug: str, missing: list[str]) -> Error:
             if i.slug != slug and not facts.archive(i.slug) and not _missing_preparation(facts, i.slug)
         ]
         if ready:
-            lines.append(
-                f"Prepared items you could work on instead: {', '.join(ready)} "
-                f'(teleclaude__next_work("{ready[0]}")).'
-            )
-    return Error(ErrorCode.NOT_PREPARED, "\n".join(lines), slug)
+            lines.append(f"Prepared items you could work on instead: {', '.join(ready)}.")
+    return Error(ErrorCode.NOT_PREPARED, "\n".join(lines), slug, call("next_prepare", slug=slug))
+
+
+def main_not_clean(slug: str, dirty: tuple[str, ...]) -> Error:
+    """The finalize merges into the main checkout: never over someone's uncommitted work."""
+    return Error(
+        ErrorCode.FINALIZE_REFUSED,
+        f"{slug} is to be merged into the main checkout, but it has uncommitted changes that are not "
+        f"{slug}'s ({', '.join(dirty[:10])}). They are not a worker's to commit: no finalizer was sent.\n"
+        "Commit them (or move them away), then call again.",
+        slug,
+    )
 
 
 def _broken_worktree(slug: str, worktree: Worktree) -> Error:

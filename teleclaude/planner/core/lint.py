@@ -45,6 +45,7 @@ SEVERITY: dict[str, Severity] = {
     "UNKNOWN_DEPENDENCY": W,  # neither on the roadmap nor archived: taken as delivered, maybe a typo
     "MISSPELLED_DEPENDENCY": E,  # unknown, and close to a slug that is known: taken as delivered, a typo
     "DEPENDENCY_NOT_READ": E,  # `(afer: x)`, or `(after: x)` after the description: read as its text
+    "NO_ROADMAP": W,  # `teleclaude lint` of a checkout without todos/roadmap.md: nothing was checked
     # any todos/ file
     "MALFORMED_ITEM": E,  # looks like a task item (`- []`, `-[ ]`, `[ ] x`) but is not read as one
     "HIDDEN_ITEM": E,  # a task item after a form feed, NEL or U+2028: markdown reads it as text
@@ -102,6 +103,11 @@ def lintable(path: str) -> bool:
         or bool(_PLAN_PATH.fullmatch(path) or _REVIEW_PATH.fullmatch(path))
         or path.startswith(DONE + "/")
     )
+
+
+def no_roadmap() -> Finding:
+    message = "there is no roadmap, so nothing was checked: `teleclaude init` creates todos/roadmap.md"
+    return _finding(ROADMAP, 0, "NO_ROADMAP", message)
 
 
 def lint(

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 
-from teleclaude.errors import Error
+from teleclaude.errors import Call, Error
 
 # --- parsed files -----------------------------------------------------------------------------------
 
@@ -205,7 +205,7 @@ class RunYourself:
     project: str
     subfolder: str | None
     unavailable: tuple[Unavailability, ...]
-    again: str  # the tool to call afterwards, e.g. "teleclaude__next_work()"
+    again: Call  # the call to make afterwards, e.g. next_work
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from teleclaude.errors import Error
+from teleclaude.errors import Error, FrontEnd, call
 from teleclaude.planner.core.model import (
     Action,
     AgentMarked,
@@ -19,8 +19,9 @@ from teleclaude.planner.core.terminal import printable
 from teleclaude.planner.core.timeparse import format_duration, format_utc
 
 
-def to_text(action: Action | AgentMarked | AgentReport) -> str:
-    """The answer as text safe for a terminal: values from users, agents and files are `printable`."""
+def to_text(action: Action | AgentMarked | AgentReport, front_end: FrontEnd = FrontEnd.CLI) -> str:
+    """The answer as text safe for a terminal: values from users, agents and files are `printable`. The next
+    steps it names are spelled for `front_end`: a CLI verb on the command line, a tool over MCP."""
     match action:
         case AgentMarked(agent=agent, until=None):
             return f"OK: {printable(agent)} is available."
@@ -30,9 +31,10 @@ def to_text(action: Action | AgentMarked | AgentReport) -> str:
             passed = f"{format_utc(until)} has already passed ({printable(reason)})"
             return f"OK: {printable(agent)} is available: {passed}."
         case AgentMarked(agent=agent, until=datetime() as until, reason=reason):
+            work, prepare = (call(tool).spelled(front_end) for tool in ("next_work", "next_prepare"))
             return (
                 f"OK: {printable(agent)} is unavailable until {format_utc(until)} ({printable(reason)}).\n"
-                "teleclaude__next_work() and teleclaude__next_prepare() now fall back to the next agent."
+                f"{work} and {prepare} now fall back to the next agent."
             )
         case AgentReport():
             return _agent_table(action)
@@ -41,14 +43,15 @@ def to_text(action: Action | AgentMarked | AgentReport) -> str:
         case Prepared(slug=slug):
             return (
                 f"PREPARED:\ntodos/{slug} is ready for work.\n"
-                "Run teleclaude__next_work() to start the build/review cycle."
+                f"Run {call('next_work').spelled(front_end)} to start the build/review cycle."
             )
         case Complete(slug=slug, archive=archive):
             return f"COMPLETE:\ntodos/{slug} has been finalized.\nDelivered to {archive}"
         case RunYourself():
-            return _run_yourself(action)
-        case Error(code=code, message=message):
-            return f"ERROR: {code.value}\n{printable(message, keep_newlines=True)}"
+            return _run_yourself(action, front_end)
+        case Error(code=code, message=message, next_step=next_step):
+            text = f"ERROR: {code.value}\n{printable(message, keep_newlines=True)}"
+            return text if next_step is None else f"{text}\nNext: {printable(next_step.spelled(front_end))}"
     raise TypeError(f"not an action: {action!r}")
 
 
@@ -96,8 +99,9 @@ def to_dict(action: Action) -> dict[str, str | None]:
                 project=action.project,
                 reason=_who(action.unavailable),
             )
-        case Error(code=code, message=message, slug=slug):
-            data |= dict(kind="error", code=code.value, slug=slug, reason=message)
+        case Error(code=code, message=message, slug=slug, next_step=next_step):
+            reason = message if next_step is None else f"{message}\nNext: {next_step.spelled(FrontEnd.CLI)}"
+            data |= dict(kind="error", code=code.value, slug=slug, reason=reason)
     return data
 
 
@@ -124,12 +128,12 @@ def _quoted(value: str) -> str:
     return '"' + printable(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _run_yourself(action: RunYourself) -> str:
+def _run_yourself(action: RunYourself, front_end: FrontEnd) -> str:
     where = printable(action.subfolder or f"the main checkout ({action.project})")
     command = f"/{action.step.command} {action.slug}".rstrip()
     return (
         f"SELF:\nNo agent is available for {action.step.task}: {printable(_who(action.unavailable))}.\n"
-        f"Run {command} yourself in {where}, then call {action.again} again."
+        f"Run {command} yourself in {where}, then call {action.again.spelled(front_end)} again."
     )
 
 

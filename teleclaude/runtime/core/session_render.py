@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from teleclaude.errors import FrontEnd, call
 from teleclaude.planner.core.terminal import printable
 from teleclaude.runtime.core.sessions import (
     Ended,
@@ -27,9 +28,10 @@ Answer = Started | Output | Waited | Ended | Reported | list[Session]
 Tools = Mapping[str, Sequence[str]]  # session id -> its latest tool uses, a line each (Runtime.recent_tools)
 
 
-def session_text(answer: Answer, tools: Tools | None = None) -> str:
+def session_text(answer: Answer, tools: Tools | None = None, front_end: FrontEnd = FrontEnd.CLI) -> str:
+    """The answer as text; the next steps it names are spelled for `front_end` (a CLI verb, an MCP tool)."""
     if isinstance(answer, Started):
-        return _started(answer.session)
+        return _started(answer.session, front_end)
     if isinstance(answer, Reported):
         then = (
             "The supervisor runs wait_cmd, waits for your pane to be quiet, then ends your session or types "
@@ -69,15 +71,15 @@ def session_dict(answer: Answer, tools: Tools | None = None) -> Any:
     return [{**_session_dict(s), "recent_tools": list((tools or {}).get(s.id, ()))} for s in answer]
 
 
-def _started(session: Session) -> str:
-    wait = f'teleclaude__wait_for_sessions(session_ids=["{session.id}"])'
+def _started(session: Session, front_end: FrontEnd) -> str:
+    wait = call("wait_for_sessions", session_ids=(session.id,)).spelled(front_end)
+    watch = call("get_session_output", session_id=session.id).spelled(front_end)
     return "\n".join(
         (
             f"SESSION: {session.id} started",
             _fields(_summary(session)),
             f"Wait for it with {wait}: it returns when the worker's turn ends, it exits or",
-            "hits a limit (call it again after a timeout). Watch it with "
-            f'teleclaude__get_session_output(session_id="{session.id}").',
+            f"hits a limit (call it again after a timeout). Watch it with {watch}.",
         )
     )
 
