@@ -1,0 +1,195 @@
+"""`teleclaude board` driven by Textual's own pilot over the demo repository with live stand-in workers in a
+private tmux: lanes, workers, a countdown, attach (on tmux), marking agents, ending a session."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pty
+import subprocess
+import time
+
+import pytest
+from textual.widgets import DataTable, Static
+
+from teleclaude.board.app import BoardApp
+from teleclaude.board.gather import Source
+from teleclaude.planner import api as app
+from teleclaude.planner.core.model import AgentReport
+from teleclaude.runtime.core.sessions import SessionState, Started
+
+SIZE = (180, 50)
+
+
+@pytest.fixture
+def workers(project, runtime, monkeypatch) -> list[str]:
+    """Two live workers that keep working (they never answer), and codex out for two hours."""
+    monkeypatch.setenv("FAKE_AGENT", "hang")
+    ids = []
+    for agent, slug in (("claude", "greeting"), ("gemini", "shouting")):
+        started = runtime.run_agent_command("local", "next-build", slug, str(project), agent, "med")
+        assert isinstance(started, Started), started
+        ids.append(started.session.id)
+    app.mark_agent_unavailable("codex", "2h", "quota_exhausted", cwd=project)
+    return ids
+
+
+async def loaded(board: BoardApp, pilot, count: int = 1) -> None:
+    goal = board.loads + count
+    deadline = time.monotonic() + 20
+    while board.loads < goal:
+        assert time.monotonic() < deadline, "the board never loaded"
+        await pilot.pause(0.05)
+
+
+def cells(board: BoardApp, table_id: str) -> list[list[str]]:
+    table = board.query_one(f"#{table_id}", DataTable)
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def text_of(board: BoardApp, widget_id: str) -> str:
+    return str(board.query_one(f"#{widget_id}", Static).render())
+
+
+def test_the_board_shows_lanes_live_workers_and_a_countdown(project, workers):
+    async def drive() -> None:
+        board = BoardApp(Source(project), interval=0.5)
+        async with board.run_test(size=SIZE) as pilot:
+            await loaded(board, pilot)
+            assert "farewell" in text_of(board, "lane-to_prepare")  # waits for greeting
+            assert "after greeting" in text_of(board, "lane-to_prepare")
+            ready = text_of(board, "lane-ready")
+            assert "greeting" in ready and "shouting" in ready
+            rows = cells(board, "workers-table")
+            assert {row[0] for row in rows} == set(workers)
+            assert {row[3] for row in rows} == {"claude@local", "gemini@local"}
+            agents = {row[0]: row[1] for row in cells(board, "agents-table")}
+            assert agents["claude"] == "available"
+            assert agents["codex"].startswith("out, 1h59m") or agents["codex"].startswith("out, 2h")
+            await loaded(board, pilot)  # the first worker is selected: its screen is read
+            first = text_of(board, "output-text")
+            assert "thinking" in first.lower() or "next-build" in first  # the selected worker's screen
+
+    asyncio.run(drive())
+
+
+def test_attach_switches_the_tmux_client_to_the_selected_worker(project, runtime, workers, monkeypatch):
+    tmux = runtime.tmux
+    tmux.cmd("new-session", "-d", "-s", "watcher", "sleep", "600")
+    master, slave = pty.openpty()
+    client = subprocess.Popen(
+        ["tmux", "-L", runtime.config.socket, "attach", "-t", "=watcher"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env={**os.environ, "TERM": "xterm"},
+        start_new_session=True,
+    )
+    os.close(slave)
+    try:
+        deadline = time.monotonic() + 10
+        while tmux.cmd("list-clients", "-F", "#{session_name}") != ["watcher"]:
+            assert time.monotonic() < deadline, "the tmux client did not attach"
+            time.sleep(0.05)
+        socket_path, session_id = tmux.cmd(
+            "display-message", "-p", "-t", "=watcher", "#{socket_path}\t#{session_id}"
+        )[0].split("\t")
+        monkeypatch.setenv("TMUX", f"{socket_path},{client.pid},{session_id.lstrip('$')}")
+        target = runtime.store.get(workers[1])
+        assert target is not None
+
+        async def drive() -> None:
+            board = BoardApp(Source(project), interval=0.5)
+            async with board.run_test(size=SIZE) as pilot:
+                await loaded(board, pilot)
+                ids = [row[0] for row in cells(board, "workers-table")]
+                board.query_one("#workers-table", DataTable).focus()
+                board.query_one("#workers-table", DataTable).move_cursor(row=ids.index(workers[1]))
+                await pilot.pause(0.1)
+                await pilot.press("a")
+                await pilot.pause(0.2)
+
+        asyncio.run(drive())
+        deadline = time.monotonic() + 10
+        while tmux.cmd("list-clients", "-F", "#{session_name}") != [target.tmux_session]:
+            assert time.monotonic() < deadline, tmux.cmd("list-clients", "-F", "#{session_name}")
+            time.sleep(0.05)
+    finally:
+        client.kill()
+        client.wait()
+        os.close(master)
+
+
+def test_agents_are_marked_from_the_board_as_the_cli_marks_them(project, workers):
+    async def drive() -> None:
+        board = BoardApp(Source(project), interval=0.5)
+        async with board.run_test(size=SIZE) as pilot:
+            await loaded(board, pilot)
+            table = board.query_one("#agents-table", DataTable)
+            table.focus()
+            names = [row[0] for row in cells(board, "agents-table")]
+            table.move_cursor(row=names.index("codex"))
+            await pilot.press("v")
+            await loaded(board, pilot)
+            assert dict(map(tuple, cells(board, "agents-table")))["codex"] == "available"
+            table.move_cursor(row=names.index("gemini"))
+            await pilot.press("u")
+            await loaded(board, pilot)
+            assert dict(map(tuple, cells(board, "agents-table")))["gemini"].startswith("out, ")
+
+    asyncio.run(drive())
+    report = app.agent_status(cwd=project)
+    assert isinstance(report, AgentReport)
+    assert [u.agent for u in report.unavailable] == ["gemini"]
+
+
+def test_a_session_ends_on_the_second_press_only(project, runtime, workers):
+    async def drive() -> None:
+        board = BoardApp(Source(project), interval=0.5)
+        async with board.run_test(size=SIZE) as pilot:
+            await loaded(board, pilot)
+            table = board.query_one("#workers-table", DataTable)
+            table.focus()
+            ids = [row[0] for row in cells(board, "workers-table")]
+            table.move_cursor(row=ids.index(workers[0]))
+            await pilot.pause(0.1)
+            await pilot.press("e")
+            await pilot.pause(0.2)
+            assert runtime.store.get(workers[0]).state is not SessionState.CANCELLED
+            await pilot.press("e")
+            await loaded(board, pilot)
+
+    asyncio.run(drive())
+    ended = runtime.store.get(workers[0])
+    assert ended is not None and ended.state is SessionState.CANCELLED
+    assert ended.tmux_session not in runtime.tmux.session_names()
+    still = runtime.store.get(workers[1])
+    assert still is not None and not still.state.is_final
+
+
+def test_worker_text_reaches_the_board_escaped(project, runtime, workers):
+    session = runtime.store.get(workers[0])
+    assert session is not None
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    runtime.store.save(replace(session, status_text="\x1b[2Jdone\u202egnp.exe", status_at=datetime.now(UTC)))
+
+    async def drive() -> None:
+        board = BoardApp(Source(project), interval=0.5)
+        async with board.run_test(size=SIZE) as pilot:
+            await loaded(board, pilot)
+            status = {row[0]: row[5] for row in cells(board, "workers-table")}[workers[0]]
+            assert status.startswith("\\x1b[2Jdone\\u202egnp.exe")
+
+    asyncio.run(drive())
+
+
+def test_a_project_outside_git_is_an_error_not_a_traceback(tmp_path, teleclaude_cli):
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    process = teleclaude_cli(outside, "board")
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 1
+    assert out.startswith("ERROR: NOT_A_GIT_REPO")
+    assert "Traceback" not in err
