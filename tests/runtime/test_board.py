@@ -8,11 +8,14 @@ import os
 import pty
 import subprocess
 import time
+from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 from textual.widgets import DataTable, Static
 
 from teleclaude.board.app import BoardApp
+from teleclaude.board.core.timeline import AGENT_COLOURS
 from teleclaude.board.gather import Source
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import AgentReport
@@ -45,6 +48,10 @@ async def loaded(board: BoardApp, pilot, count: int = 1) -> None:
 def cells(board: BoardApp, table_id: str) -> list[list[str]]:
     table = board.query_one(f"#{table_id}", DataTable)
     return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def agent_rows(board: BoardApp) -> dict[str, str]:
+    return {row[0]: row[1] for row in cells(board, "agents-table")}
 
 
 def text_of(board: BoardApp, widget_id: str) -> str:
@@ -131,11 +138,11 @@ def test_agents_are_marked_from_the_board_as_the_cli_marks_them(project, workers
             table.move_cursor(row=names.index("codex"))
             await pilot.press("v")
             await loaded(board, pilot)
-            assert dict(map(tuple, cells(board, "agents-table")))["codex"] == "available"
+            assert agent_rows(board)["codex"] == "available"
             table.move_cursor(row=names.index("gemini"))
             await pilot.press("u")
             await loaded(board, pilot)
-            assert dict(map(tuple, cells(board, "agents-table")))["gemini"].startswith("out, ")
+            assert agent_rows(board)["gemini"].startswith("out, ")
 
     asyncio.run(drive())
     report = app.agent_status(cwd=project)
@@ -193,3 +200,59 @@ def test_a_project_outside_git_is_an_error_not_a_traceback(tmp_path, teleclaude_
     assert process.returncode == 1
     assert out.startswith("ERROR: NOT_A_GIT_REPO")
     assert "Traceback" not in err
+
+
+class Page(HTMLParser):
+    """The report's item rows, bars (agent -> colour) and marks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: list[str] = []
+        self.bars: list[tuple[str, str]] = []
+        self.marks: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        found = dict(attrs)
+        classes = (found.get("class") or "").split()
+        if tag == "g" and "item" in classes:
+            self.items.append(found.get("data-slug") or "")
+        if tag == "g" and "mark" in classes:
+            self.marks += classes[1:]
+        if tag == "rect":
+            self.bars.append((found.get("data-agent") or "", found.get("fill") or ""))
+
+
+def test_run_says_where_its_report_is_and_report_draws_the_run(
+    project, fake_agents, teleclaude_cli, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("FAKE_AGENT_GEMINI", "limit")  # greeting's builder hits a limit: claude takes over
+    process = teleclaude_cli(project, "run", "greeting")
+    out, err = process.communicate(timeout=240)
+    assert process.returncode == 0, out + err
+    where = [line.removeprefix("report: ") for line in out.splitlines() if line.startswith("report: ")]
+    assert len(where) == 1 and Path(where[0]).is_file(), out
+    page = Page()
+    page.feed(Path(where[0]).read_text())
+    assert page.items == ["greeting"]
+    assert {"gemini", "claude"} <= {agent for agent, _ in page.bars}
+    assert all(colour == AGENT_COLOURS[agent] for agent, colour in page.bars)
+    assert "limit" in page.marks and "fallback" in page.marks
+
+    target = tmp_path / "out" / "timeline.html"
+    process = teleclaude_cli(project, "report", "--html", str(target))
+    out, _ = process.communicate(timeout=60)
+    assert process.returncode == 0 and out.startswith("OK:"), out
+    again = Page()
+    again.feed(target.read_text())
+    assert again.items == page.items and sorted(again.bars) == sorted(page.bars)
+
+    process = teleclaude_cli(project, "report")
+    out, _ = process.communicate(timeout=60)
+    assert process.returncode == 0
+    assert "COMPLETE" in out.splitlines()[0] and "greeting:" in out and "[fallback]" in out
+
+
+def test_report_without_a_run_is_an_error(project, teleclaude_cli):
+    process = teleclaude_cli(project, "report")
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 1 and out.startswith("ERROR: NO_WORK"), out + err
