@@ -4,16 +4,21 @@ private tmux: lanes, workers, a countdown, attach (on tmux), marking agents, end
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import http.client
 import os
 import pty
+import socket
 import subprocess
 import time
 from html.parser import HTMLParser
 from pathlib import Path
 
+import aiohttp
 import pytest
 from textual.widgets import DataTable, Static
 
+from teleclaude.adapters.token import token_path
 from teleclaude.board.app import BoardApp
 from teleclaude.board.core.timeline import AGENT_COLOURS
 from teleclaude.board.gather import Source
@@ -256,3 +261,80 @@ def test_report_without_a_run_is_an_error(project, teleclaude_cli):
     process = teleclaude_cli(project, "report")
     out, err = process.communicate(timeout=60)
     assert process.returncode == 1 and out.startswith("ERROR: NO_WORK"), out + err
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def get(port: int, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], str]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.putrequest("GET", path, skip_host=True)
+        for name, value in headers.items():
+            connection.putheader(name, value)
+        connection.endheaders()
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), response.read().decode(errors="replace")
+    finally:
+        connection.close()
+
+
+def test_the_web_board_wants_a_loopback_host_its_own_origin_and_the_token(project, teleclaude_cli):
+    port = _free_port()
+    process = teleclaude_cli(project, "board", "--web", "--port", str(port))
+    deadline = time.monotonic() + 30
+    while get_or_none(port) is None:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the board's server did not start"
+        time.sleep(0.1)
+    token = token_path().read_text().strip()
+    here = {"Host": f"127.0.0.1:{port}"}
+    assert get(port, f"/?token={token}", {"Host": f"evil.example:{port}"})[0] == 421
+    assert get(port, "/", here)[0] == 401
+    assert get(port, "/?token=wrong", here)[0] == 401
+    foreign = {**here, "Origin": "http://evil.example"}
+    assert get(port, f"/?token={token}", foreign)[0] == 403
+    status, headers, body = get(port, f"/?token={token}", {**here, "Origin": f"http://127.0.0.1:{port}"})
+    assert status == 200 and "teleclaude board" in body
+    cookie = headers["Set-Cookie"].split(";")[0]
+    assert "HttpOnly" in headers["Set-Cookie"] and "SameSite=Strict" in headers["Set-Cookie"]
+    assert get(port, "/", {**here, "Cookie": cookie})[0] == 200
+    assert get(port, "/", {"Host": f"localhost:{port}", "Cookie": cookie})[0] == 200
+    assert asyncio.run(drawn(port, {"Cookie": cookie}))  # the app itself, over the page's websocket
+    with pytest.raises(aiohttp.WSServerHandshakeError):
+        asyncio.run(drawn(port, {}))
+    process.terminate()
+    process.communicate(timeout=10)
+
+
+async def drawn(port: int, headers: dict[str, str]) -> bool:
+    """The board's first screens over the websocket the page opens show the roadmap."""
+    seen = b""
+    async with aiohttp.ClientSession() as client:
+        url = f"ws://127.0.0.1:{port}/ws?width=120&height=40"
+        async with client.ws_connect(url, headers={**headers, "Origin": f"http://127.0.0.1:{port}"}) as ws:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(30):
+                    async for message in ws:
+                        seen += (
+                            message.data if isinstance(message.data, bytes) else str(message.data).encode()
+                        )
+                        if b"greeting" in seen:
+                            break
+    return b"greeting" in seen
+
+
+def get_or_none(port: int) -> int | None:
+    try:
+        return get(port, "/", {"Host": f"127.0.0.1:{port}"})[0]
+    except OSError:
+        return None
+
+
+def test_the_web_board_refuses_a_remote_address_without_allow_remote(project, teleclaude_cli):
+    process = teleclaude_cli(project, "board", "--web", "--host", "0.0.0.0")
+    out, _ = process.communicate(timeout=60)
+    assert process.returncode == 1 and out.startswith("ERROR: INVALID_ARGUMENT"), out
