@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 
 from teleclaude.board.core.timeline import Timeline, colours
-from teleclaude.board.core.view import Lane, View, Worker, agent_text
+from teleclaude.board.core.view import Lane, View, Worker
 from teleclaude.board.gather import Source, run_timeline
 from teleclaude.errors import Error
 from teleclaude.planner import api as app
@@ -50,13 +51,14 @@ class BoardApp(App[None]):
     CSS = """
     #lanes { height: auto; max-height: 40%; }
     .lane { width: 1fr; height: auto; border: round $primary-darken-2; padding: 0 1; }
-    #middle { height: 1fr; }
-    #workers { width: 3fr; }
-    #side { width: 1fr; min-width: 30; }
+    #middle { height: auto; max-height: 60%; }
+    #workers { width: 2fr; height: auto; }
+    #workers-table { height: auto; max-height: 16; }
+    #side { width: 1fr; min-width: 36; height: auto; }
     #agents-table { height: auto; max-height: 10; }
     #tools { height: auto; border: round $primary-darken-2; padding: 0 1; }
     #timeline { height: auto; border: round $primary-darken-2; padding: 0 1; }
-    #output { height: 12; border: round $primary-darken-2; padding: 0 1; }
+    #output { height: 1fr; min-height: 6; border: round $primary-darken-2; padding: 0 1; }
     """
     BINDINGS = [
         Binding("a", "attach", "attach"),
@@ -142,38 +144,39 @@ class BoardApp(App[None]):
         self.loads += 1
 
     def _fill_workers(self, view: View) -> None:
-        table = self.query_one("#workers-table", DataTable)
-        chosen = self.selected
-        table.clear()
-        self.workers_shown = view.workers
-        for w in view.workers:
-            status = f"{w.status} ({w.status_age})" if w.status else ""
-            table.add_row(
-                w.id,
-                w.slug,
-                w.step,
-                w.where,
-                Text(w.activity, style=_STATE_STYLE.get(w.activity, "")),
-                status,
-                str(w.reminders or ""),
-                key=w.id,
-            )
         ids = [w.id for w in view.workers]
-        if chosen in ids:
-            table.move_cursor(row=ids.index(chosen))
-        elif ids:
+        rebuilt = _fill(
+            self.query_one("#workers-table", DataTable),
+            [
+                (
+                    w.id,
+                    (
+                        w.id,
+                        w.slug,
+                        w.step,
+                        w.where,
+                        Text(w.activity, style=_STATE_STYLE.get(w.activity, "")),
+                        f"{w.status} ({w.status_age})" if w.status else "",
+                        str(w.reminders or ""),
+                    ),
+                )
+                for w in view.workers
+            ],
+        )
+        self.workers_shown = view.workers
+        if ids and self.selected not in ids:
             self.selected = ids[0]
             self.action_reload()  # with its screen
+        elif rebuilt and self.selected in ids:
+            self.query_one("#workers-table", DataTable).move_cursor(row=ids.index(self.selected))
 
     def _fill_agents(self, view: View) -> None:
-        table = self.query_one("#agents-table", DataTable)
-        row = table.cursor_row
-        table.clear()
+        rows = []
         for line in view.agents:
-            text = agent_text(line).partition(": ")[2]
-            table.add_row(line.agent, Text(text, style="" if line.available else "red"), key=line.agent)
-        if view.agents:
-            table.move_cursor(row=min(row, len(view.agents) - 1))
+            text = "available" if line.available else f"out, {line.left} left"
+            text += f" ({line.reason})" if line.reason else ""
+            rows.append((line.agent, (line.agent, Text(text, style="" if line.available else "red"))))
+        _fill(self.query_one("#agents-table", DataTable), rows)
 
     def _fill_side(self, output: tuple[str, ...] | Error | None) -> None:
         worker = self._worker()
@@ -190,7 +193,9 @@ class BoardApp(App[None]):
         self.query_one("#output-text", Static).update(Text(text))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table.id == "workers-table" and event.row_key.value != self.selected:
+        if event.data_table.id != "workers-table" or event.cursor_row != event.data_table.cursor_row:
+            return  # a redraw's highlight of the first row, arriving after the cursor was put back
+        if event.row_key.value != self.selected:
             self.selected = event.row_key.value
             self.action_reload()
 
@@ -265,6 +270,25 @@ class BoardApp(App[None]):
             subprocess.run(["tmux", "-L", socket, "attach", "-t", f"={name}"], check=False)
 
 
+def _fill(table: DataTable, rows: Sequence[tuple[str, tuple[object, ...]]]) -> bool:
+    """Show `rows` (key, cells): in place when the keys are those shown, so the cursor stays where the user
+    put it; True when the table was rebuilt (its cursor back on the same row number)."""
+    keys = [key for key, _ in rows]
+    if [row.value for row in table.rows] == keys:
+        columns = list(table.columns)
+        for key, values in rows:
+            for column, value in zip(columns, values, strict=True):
+                table.update_cell(key, column, value)
+        return False
+    row = table.cursor_row
+    table.clear()
+    for key, values in rows:
+        table.add_row(*values, key=key)
+    if rows:
+        table.move_cursor(row=min(row, len(rows) - 1))
+    return True
+
+
 def _inside(socket: str, tmux_env: str) -> bool:
     """$TMUX (`/tmp/tmux-1000/NAME,PID,SESSION`) names the server on `socket`."""
     path = tmux_env.split(",")[0]
@@ -280,7 +304,7 @@ def _lane_text(cards) -> Text:
         detail = [card.phase] if card.phase else []
         if card.rounds:
             detail.append(f"{card.rounds} round{'s' if card.rounds > 1 else ''}")
-        if card.after:
+        if card.after and not card.phase.startswith("blocked"):  # blocked already names them
             detail.append("after " + ", ".join(card.after))
         if card.worktree and card.worktree != "clean":
             detail.append(card.worktree)

@@ -69,7 +69,7 @@ def test_the_board_shows_lanes_live_workers_and_a_countdown(project, workers):
         async with board.run_test(size=SIZE) as pilot:
             await loaded(board, pilot)
             assert "farewell" in text_of(board, "lane-to_prepare")  # waits for greeting
-            assert "after greeting" in text_of(board, "lane-to_prepare")
+            assert "blocked by greeting" in text_of(board, "lane-to_prepare")
             ready = text_of(board, "lane-ready")
             assert "greeting" in ready and "shouting" in ready
             rows = cells(board, "workers-table")

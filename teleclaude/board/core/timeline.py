@@ -196,8 +196,9 @@ def render_html(data: Timeline) -> str:
                 f'data-step="{_e(bar.step)}" x="{left:.1f}" y="{y + 4}" width="{max(2.0, right - left):.1f}" '
                 f'height="22" rx="3" fill="{painted[bar.agent]}"><title>{_e(title)}</title></rect>'
             )
-            if right - left > 60:
-                svg.append(f'<text class="step" x="{left + 4:.1f}" y="{y + 19}">{_e(bar.step)}</text>')
+            label = _fit(bar.step.removeprefix("next-"), right - left - 8)
+            if label:
+                svg.append(f'<text class="step" x="{left + 4:.1f}" y="{y + 19}">{_e(label)}</text>')
             for mark in bar.marks:
                 svg.append(_mark(mark, x(mark.at), y))
         svg.append("</g>")
@@ -218,6 +219,14 @@ def render_html(data: Timeline) -> str:
         steps=_totals(data.totals("step"), "step"),
         waited=_e(format_duration(data.waited)),
     )
+
+
+def _fit(label: str, room: float) -> str:
+    """`label` cut to what `room` pixels hold at about 7 pixels a character; "" when not even 3 fit."""
+    chars = int(room // 7)
+    if chars < 3:
+        return ""
+    return label if len(label) <= chars else label[: chars - 1] + "…"
 
 
 def _mark(mark: Mark, at: float, y: int) -> str:

@@ -15,7 +15,7 @@ from enum import Enum
 from teleclaude.planner.core.model import AgentReport
 from teleclaude.planner.core.phase import Board, Stage
 from teleclaude.planner.core.terminal import printable
-from teleclaude.planner.core.timeparse import format_duration, format_utc
+from teleclaude.planner.core.timeparse import format_duration
 from teleclaude.planner.core.tool_lines import ago
 from teleclaude.runtime.core.sessions import Activity, Session, SessionState
 from teleclaude.runtime.core.supervision import bare_command
@@ -200,11 +200,3 @@ def agent_lines(report: AgentReport, now: datetime) -> tuple[AgentLine, ...]:
             left = format_duration((gone.until - now).total_seconds())
             lines.append(AgentLine(printable(agent), gone.until, left, printable(gone.reason)))
     return tuple(lines)
-
-
-def agent_text(line: AgentLine) -> str:
-    if line.available:
-        return f"{line.agent}: available"
-    why = f", {line.reason}" if line.reason else ""
-    assert line.out_until is not None
-    return f"{line.agent}: out, {line.left} left (until {format_utc(line.out_until)}{why})"
