@@ -39,6 +39,6 @@ def test_a_file_from_before_runs_is_upgraded_and_keeps_its_sessions(tmp_path):
         conn.execute("DROP TABLE runs")
     assert store.sessions_of_run("r1") == []  # the column is added on the way
     assert store.latest_run("/p") is None
-    assert [s.id for s in store.sessions()] == ["old"] and store.get("old").run_id == ""
+    assert [(s.id, s.run_id) for s in store.sessions()] == [("old", "")]
     with sqlite3.connect(path) as conn:
         assert "run_id" in {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
