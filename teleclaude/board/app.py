@@ -23,7 +23,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from teleclaude.board.core.timeline import Timeline, colours
 from teleclaude.board.core.view import Lane, View, Worker
-from teleclaude.board.gather import Source, run_timeline
+from teleclaude.board.gather import Source
 from teleclaude.errors import Error
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import AgentMarked
@@ -118,9 +118,7 @@ class BoardApp(App[None]):
         view = self.source.view()
         live = None if isinstance(view, Error) else next((w for w in view.workers if w.id == selected), None)
         output = self.source.output(live.id) if live is not None and live.live else None
-        run = self.source.store.latest_run(str(self.source.root))
-        timeline = run_timeline(self.source.root, run.id, self.source.store) if run else None
-        self.call_from_thread(self._show, view, output, timeline)
+        self.call_from_thread(self._show, view, output, self.source.timeline())
 
     def _show(
         self, view: View | Error, output: tuple[str, ...] | Error | None, timeline: Timeline | Error | None
@@ -139,7 +137,9 @@ class BoardApp(App[None]):
         self._fill_agents(view)
         self._fill_side(output)
         self.query_one("#timeline", Static).update(
-            _timeline_text(timeline) if isinstance(timeline, Timeline) else Text("no run recorded")
+            _timeline_text(timeline)
+            if isinstance(timeline, Timeline)
+            else Text("no run recorded", style="dim")
         )
         self.loads += 1
 

@@ -59,6 +59,13 @@ class Source:
         tools = {sid: tuple(tool_lines(found, now)) for sid, found in uses.items()}
         return build_view(board, rounds, sessions, tools, now)
 
+    def timeline(self) -> Timeline | Error | None:
+        """The latest run's timeline (None before the project's first run)."""
+        run = guard(self.store.latest_run)(str(self.root))
+        if run is None or isinstance(run, Error):
+            return run
+        return guard(timeline_of)(run, self.store)
+
     def sessions(self) -> list[Session]:
         return [s for s in self.store.sessions() if _same_path(s.project, self.root)]
 

@@ -338,3 +338,20 @@ def test_the_web_board_refuses_a_remote_address_without_allow_remote(project, te
     process = teleclaude_cli(project, "board", "--web", "--host", "0.0.0.0")
     out, _ = process.communicate(timeout=60)
     assert process.returncode == 1 and out.startswith("ERROR: INVALID_ARGUMENT"), out
+
+
+def test_a_database_that_cannot_be_read_is_shown_as_its_error_and_the_board_stays_up(
+    project, tmp_path, monkeypatch
+):
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    monkeypatch.setenv("TELECLAUDE_DB", str(folder))
+
+    async def drive() -> None:
+        board = BoardApp(Source(project), interval=0.3)
+        async with board.run_test(size=SIZE) as pilot:
+            await loaded(board, pilot, 2)
+            assert text_of(board, "output-text").startswith("ERROR: STORE_UNAVAILABLE")
+            assert board.is_running
+
+    asyncio.run(drive())
