@@ -31,6 +31,7 @@ from teleclaude.planner.core.render import to_text
 from teleclaude.planner.core.terminal import printable
 from teleclaude.planner.core.timeparse import format_duration
 
+SERVER_PID = "TELECLAUDE_BOARD_SERVER"  # set by `board --web` (web.py) for the apps it starts
 INTERVAL = 2.0  # seconds between reads of the files, git and the stores
 CONFIRM_SECONDS = 5.0  # `e` ends the selected session when pressed again within this time
 UNAVAILABLE_REASON = "marked on the board"
@@ -74,6 +75,9 @@ class BoardApp(App[None]):
         self.source = source
         self.interval = interval
         self.web = web
+        # under `board --web`: its server's pid (textual-serve leaves its apps running when it is stopped)
+        server = os.environ.get(SERVER_PID, "") if web else ""
+        self.server = int(server) if server.isdecimal() else None
         self.view: View | None = None
         self.workers_shown: tuple[Worker, ...] = ()
         self.ending: tuple[str, float] | None = None  # (session id, when `e` was first pressed)
@@ -111,6 +115,9 @@ class BoardApp(App[None]):
     # --- reading -----------------------------------------------------------------------------------------
 
     def action_reload(self) -> None:
+        if self.server is not None and not _alive(self.server):
+            self.exit()  # `board --web` was stopped: nobody reads this screen any more
+            return
         self._load(self.selected)
 
     @work(thread=True, exclusive=True, group="load")
@@ -286,6 +293,16 @@ def _fill(table: DataTable, rows: Sequence[tuple[str, tuple[object, ...]]]) -> b
         table.add_row(*values, key=key)
     if rows:
         table.move_cursor(row=min(row, len(rows) - 1))
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
     return True
 
 

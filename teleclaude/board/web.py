@@ -20,9 +20,16 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from textual_serve.server import Server
 
+from teleclaude.board.app import SERVER_PID
 from teleclaude.mcp import HttpAccess, is_loopback
 
 COOKIE = "teleclaude_board"
+# the page loads its own scripts, styles and images and talks to its own websocket, nothing else (textual-
+# serve's page would fetch a web font from Google: the board works offline and tells no one it is open)
+POLICY = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'"
+)
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
 
@@ -47,6 +54,12 @@ def guard_middleware(access: HttpAccess, bound: str):
 
     @web.middleware
     async def check(request: web.Request, handler):
+        response = await admit(request, handler)
+        if not isinstance(response, web.WebSocketResponse):
+            response.headers["Content-Security-Policy"] = POLICY
+        return response
+
+    async def admit(request: web.Request, handler):
         host = request.headers.get("Host", "")
         if not host_allowed(host, bound, allowed):
             return web.Response(status=421, text="Misdirected request: this Host is not served here.\n")
@@ -94,4 +107,5 @@ class BoardServer(Server):
 
 def serve(root: Path, host: str, port: int, access: HttpAccess) -> None:
     os.chdir(root)  # the apps textual-serve starts read this project
+    os.environ[SERVER_PID] = str(os.getpid())
     BoardServer(root, host, port, access).serve()

@@ -8,6 +8,7 @@ import contextlib
 import http.client
 import os
 import pty
+import signal
 import socket
 import subprocess
 import time
@@ -25,6 +26,8 @@ from teleclaude.board.gather import Source
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import AgentReport
 from teleclaude.runtime.core.sessions import SessionState, Started
+
+from ..browser import CHROMIUM, open_page
 
 SIZE = (180, 50)
 
@@ -244,6 +247,14 @@ def test_run_says_where_its_report_is_and_report_draws_the_run(
     assert "limit" in page.marks and "fallback" in page.marks
 
     target = tmp_path / "out" / "timeline.html"
+    if CHROMIUM:  # the page as a real browser shows it: every row drawn, nothing asked of the network
+        opened = open_page(
+            Path(where[0]).as_uri(), ["document.querySelectorAll('g.item rect.bar').length"], 2
+        )
+        assert opened.values == [len(page.bars)]
+        assert all(url.startswith("file://") for url in opened.requested), opened.requested
+        assert opened.png.startswith(b"\x89PNG")
+
     process = teleclaude_cli(project, "report", "--html", str(target))
     out, _ = process.communicate(timeout=60)
     assert process.returncode == 0 and out.startswith("OK:"), out
@@ -299,6 +310,7 @@ def test_the_web_board_wants_a_loopback_host_its_own_origin_and_the_token(projec
     assert get(port, f"/?token={token}", foreign)[0] == 403
     status, headers, body = get(port, f"/?token={token}", {**here, "Origin": f"http://127.0.0.1:{port}"})
     assert status == 200 and "teleclaude board" in body
+    assert "default-src 'self'" in headers["Content-Security-Policy"]  # no font or script from elsewhere
     cookie = headers["Set-Cookie"].split(";")[0]
     assert "HttpOnly" in headers["Set-Cookie"] and "SameSite=Strict" in headers["Set-Cookie"]
     assert get(port, "/", {**here, "Cookie": cookie})[0] == 200
@@ -355,3 +367,79 @@ def test_a_database_that_cannot_be_read_is_shown_as_its_error_and_the_board_stay
             assert board.is_running
 
     asyncio.run(drive())
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)")
+def test_the_web_board_opens_in_headless_chromium_and_draws_the_board(project, teleclaude_cli, tmp_path):
+    port = _free_port()
+    process = teleclaude_cli(project, "board", "--web", "--port", str(port))
+    deadline = time.monotonic() + 30
+    while get_or_none(port) is None:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the board's server did not start"
+        time.sleep(0.1)
+    token = token_path().read_text().strip()
+    opened = open_page(f"http://127.0.0.1:{port}/?token={token}", ["document.body.className"], seconds=10)
+    assert "-first-byte" in opened.values[0]  # the app's screen arrived over the websocket
+    (tmp_path / "web-board.png").write_bytes(opened.png)
+    assert all(url.startswith(f"http://127.0.0.1:{port}/") for url in opened.requested), opened.requested
+    refused = open_page(f"http://127.0.0.1:{port}/", ["document.body.innerText"], seconds=2)
+    assert refused.values[0].startswith("Unauthorized")
+    process.terminate()
+    process.communicate(timeout=10)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_the_apps_of_a_killed_web_board_quit_too(project, teleclaude_cli):
+    port = _free_port()
+    process = teleclaude_cli(project, "board", "--web", "--port", str(port), "--interval", "0.5")
+    deadline = time.monotonic() + 30
+    while get_or_none(port) is None:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the board's server did not start"
+        time.sleep(0.1)
+    cookie = get(port, f"/?token={token_path().read_text().strip()}", {"Host": f"127.0.0.1:{port}"})[1]
+    headers = {"Cookie": cookie["Set-Cookie"].split(";")[0], "Origin": f"http://127.0.0.1:{port}"}
+
+    async def kill_while_open() -> list[int]:
+        async with aiohttp.ClientSession() as client:
+            url = f"ws://127.0.0.1:{port}/ws?width=120&height=40"
+            async with client.ws_connect(url, headers=headers) as ws:
+                seen = b""
+                async for message in ws:  # the app runs and draws
+                    seen += message.data if isinstance(message.data, bytes) else str(message.data).encode()
+                    if b"greeting" in seen:
+                        break
+                apps = [pid for child in _children(process.pid) for pid in [child, *_children(child)]]
+                process.kill()  # no shutdown of its own, the browser still there: the apps notice
+                process.communicate()
+                return apps
+
+    apps = asyncio.run(kill_while_open())
+    assert apps
+    try:
+        deadline = time.monotonic() + 15
+        while any(_running(pid) for pid in apps):
+            assert time.monotonic() < deadline, "an app of the killed server is still running"
+            time.sleep(0.1)
+    finally:
+        for pid in filter(_running, apps):
+            os.kill(pid, signal.SIGKILL)
