@@ -133,10 +133,13 @@ def main() -> int:
         (project / "teleclaude.toml").write_text(f'[runtime]\nsocket = "{socket}"\n')
         commit_all(project, "bench settings")
         from teleclaude.runtime.api import open_runtime
+        from teleclaude.runtime.core.sessions import StartRequest
 
         runtime = open_runtime(project)
         for agent, command, slug in STEPS[: args.workers]:
-            started = runtime.run_agent_command("local", command, slug, str(project), agent, "med")
+            started = runtime.run_agent_command(
+                StartRequest("local", command, slug, str(project), agent, "med")
+            )
             if not hasattr(started, "session"):
                 print(f"could not start {command} {slug}: {started}")
         live = [s for s in runtime.store.sessions() if not s.state.is_final]

@@ -20,12 +20,12 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from teleclaude.adapters.token import token_path
+from teleclaude.agents import PROFILES
 from teleclaude.board.app import BoardApp
-from teleclaude.board.core.timeline import AGENT_COLOURS
 from teleclaude.board.gather import Source
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import AgentReport
-from teleclaude.runtime.core.sessions import SessionState, Started
+from teleclaude.runtime.core.sessions import SessionState, Started, StartRequest
 
 from ..browser import CHROMIUM, open_page
 
@@ -38,7 +38,9 @@ def workers(project, runtime, monkeypatch) -> list[str]:
     monkeypatch.setenv("FAKE_AGENT", "hang")
     ids = []
     for agent, slug in (("claude", "greeting"), ("gemini", "shouting")):
-        started = runtime.run_agent_command("local", "next-build", slug, str(project), agent, "med")
+        started = runtime.run_agent_command(
+            StartRequest("local", "next-build", slug, str(project), agent, "med")
+        )
         assert isinstance(started, Started), started
         ids.append(started.session.id)
     app.mark_agent_unavailable("codex", "2h", "quota_exhausted", cwd=project)
@@ -243,7 +245,7 @@ def test_run_says_where_its_report_is_and_report_draws_the_run(
     page.feed(Path(where[0]).read_text())
     assert page.items == ["greeting"]
     assert {"gemini", "claude"} <= {agent for agent, _ in page.bars}
-    assert all(colour == AGENT_COLOURS[agent] for agent, colour in page.bars)
+    assert all(colour == PROFILES[agent].colour for agent, colour in page.bars)
     assert "limit" in page.marks and "fallback" in page.marks
 
     target = tmp_path / "out" / "timeline.html"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 
-from teleclaude.board.core.timeline import AGENT_COLOURS, MarkKind, render_html, timeline
+from teleclaude.agents import PROFILES
+from teleclaude.board.core.timeline import MarkKind, render_html, timeline
 from teleclaude.board.core.view import Lane, build_view
 from teleclaude.planner.core.model import AgentReport, Marker, RoadmapItem, Unavailability
 from teleclaude.planner.core.phase import Board, Phase, Row, Stage
@@ -95,7 +96,7 @@ def test_the_page_has_every_item_row_and_agent_colour_and_no_url():
     page.feed(text)
     assert page.items == ["greeting", "shouting", 'evil"><script>alert(1)</script>\\x1b[2J']
     assert {bar["data-agent"]: bar["fill"] for bar in page.bars} == {
-        agent: AGENT_COLOURS[agent] for agent in ("claude", "gemini", "codex")
+        agent: PROFILES[agent].colour for agent in ("claude", "gemini", "codex")
     }
     assert "script" not in page.tags and "link" not in page.tags and "img" not in page.tags
     assert page.urls == []

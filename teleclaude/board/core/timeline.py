@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 
+from teleclaude.agents import PROFILES
 from teleclaude.planner.core.terminal import printable
 from teleclaude.planner.core.timeparse import format_duration, format_utc
 from teleclaude.runtime.core.sessions import Event, EventKind, Session, SessionState
 from teleclaude.runtime.core.supervision import bare_command
 
-AGENT_COLOURS = {"claude": "#d97757", "gemini": "#4285f4", "codex": "#10a37f"}
 OTHER_COLOURS = ("#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#7f7f7f")
 
 
@@ -146,9 +146,9 @@ def timeline(
 
 
 def colours(agents: Sequence[str]) -> dict[str, str]:
-    """agent -> its colour: the known CLIs their own, any other the next of a fixed palette."""
+    """agent -> its colour: a known CLI its driver's, any other the next of a fixed palette."""
     others = iter(OTHER_COLOURS * (len(agents) // len(OTHER_COLOURS) + 1))
-    return {agent: AGENT_COLOURS.get(agent) or next(others) for agent in agents}
+    return {agent: (PROFILES[agent].colour if agent in PROFILES else "") or next(others) for agent in agents}
 
 
 # --- the HTML page ------------------------------------------------------------------------------------------
