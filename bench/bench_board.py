@@ -160,6 +160,7 @@ def main() -> int:
         print(f"board above idle:      {cost - floor:6.1f} ms/s  (aim: at most 20 ms/s)")
     finally:
         Tmux(socket).kill_server()
+        Path(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", socket).unlink(missing_ok=True)
         shutil.rmtree(base, ignore_errors=True)
     return 0
 
