@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 from contextlib import closing
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 SESSIONS = "sessions"
 EVENTS = "session_events"
 TOOL_USES = "tool_uses"
+RUNS = "runs"
 _TIMES = (
     "created_at",
     "updated_at",
@@ -74,6 +75,7 @@ _SESSION_COLUMNS = {
     "tool_seen_at": str,
     "seen_rows": str,  # row hashes, space-separated
     "key": str,  # the session's own, given to its worker only (runtime/core/marks.py)
+    "run_id": str,  # the `teleclaude run` that started it (a file from an older teleclaude gets it added)
     "version": int,
 }
 # SessionState.ERRORED and NEEDS_ATTENTION, spelled out so the planner's read imports no session model.
@@ -81,6 +83,19 @@ FAILED_STATES = ("errored", "needs_attention")
 FINAL_STATES = ("done", "errored", "cancelled")  # SessionState.is_final, spelled out for the same reason
 _EVENT_COLUMNS = {"id": int, "session_id": str, "kind": str, "at": str, "detail": str, "delivered": int}
 _TOOL_USE_COLUMNS = {"id": int, "session_id": str, "at": str, "tool": str, "target": str}
+_RUN_COLUMNS = {"id": str, "project": str, "slug": str, "started_at": str, "ended_at": str, "outcome": str}
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One `teleclaude run`: its sessions carry its id; `ended_at` is None while it runs (or was killed)."""
+
+    id: str
+    project: str
+    slug: str  # "" for the whole roadmap
+    started_at: datetime
+    ended_at: datetime | None = None
+    outcome: str = ""  # the report's outcome (COMPLETE, SELF, …); "" while it runs
 
 
 # the sessions of one project's item: its args are the slug, or start with it (`slug extra words`)
@@ -98,6 +113,7 @@ class SessionStore(SqliteStore):
         db.table(EVENTS).create_index(["session_id", "delivered"], if_not_exists=True)
         ensure_table(db, TOOL_USES, _TOOL_USE_COLUMNS, "id")
         db.table(TOOL_USES).create_index(["session_id", "id"], if_not_exists=True)
+        ensure_table(db, RUNS, _RUN_COLUMNS, "id")
 
     # --- sessions ------------------------------------------------------------------------------------------
 
@@ -262,6 +278,38 @@ class SessionStore(SqliteStore):
             if session_id in newest
         }
 
+    # --- runs (`teleclaude run`: what its report and the board's timeline draw) ---------------------------
+
+    def add_run(self, run: RunRow) -> None:
+        self._write(lambda db: db.table(RUNS).upsert(_run_row(run), pk="id"))
+
+    def end_run(self, run_id: str, ended_at: datetime, outcome: str) -> None:
+        update = f"UPDATE {RUNS} SET ended_at = ?, outcome = ? WHERE id = ?"
+        self._write(lambda db: db.execute(update, [_stamp(ended_at), outcome, run_id]))
+
+    def run(self, run_id: str) -> RunRow | None:
+        found = self._select(f"SELECT * FROM {RUNS} WHERE id = ?", (run_id,))
+        return _run(found[0]) if found else None
+
+    def latest_run(self, project: str) -> RunRow | None:
+        found = self._select(
+            f"SELECT * FROM {RUNS} WHERE project = ? ORDER BY started_at DESC, rowid DESC LIMIT 1", (project,)
+        )
+        return _run(found[0]) if found else None
+
+    def sessions_of_run(self, run_id: str) -> list[Session]:
+        rows = self._select(f"SELECT * FROM {SESSIONS} WHERE run_id = ? ORDER BY created_at, id", (run_id,))
+        return [_session(row) for row in rows]
+
+    def events(self, ids: Iterable[str]) -> list[Event]:
+        """Every event of the sessions `ids`, delivered or not, oldest first."""
+        wanted = list(ids)
+        if not wanted:
+            return []
+        marks = ",".join("?" * len(wanted))
+        rows = self._select(f"SELECT * FROM {EVENTS} WHERE session_id IN ({marks}) ORDER BY id", wanted)
+        return [_event(row) for row in rows]
+
     # --- reading -------------------------------------------------------------------------------------------
 
     def _select(self, query: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
@@ -309,6 +357,18 @@ def _session(row: sqlite3.Row) -> Session:
         values["activity"] = Activity(values["activity"])
     values["seen_rows"] = tuple(values.get("seen_rows", "").split())
     return Session(**values)
+
+
+def _run_row(run: RunRow) -> dict[str, Any]:
+    return {**asdict(run), "started_at": _stamp(run.started_at), "ended_at": _stamp(run.ended_at)}
+
+
+def _run(row: sqlite3.Row) -> RunRow:
+    started = _time(row["started_at"])
+    assert started is not None  # add_run writes it
+    return RunRow(
+        row["id"], row["project"], row["slug"] or "", started, _time(row["ended_at"]), row["outcome"] or ""
+    )
 
 
 def _event_row(event: Event) -> dict[str, Any]:

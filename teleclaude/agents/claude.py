@@ -95,4 +95,5 @@ PROFILE = AgentProfile(
     project_trust=Setting(
         ".claude.json", ("projects", "{root}", "hasTrustDialogAccepted"), True, default=False
     ),
+    colour="#d97757",
 )

@@ -188,4 +188,5 @@ PROFILE = AgentProfile(
         mcp_key="mcp_servers",
         hooks_file="{folder}/hooks.json",
     ),
+    colour="#10a37f",
 )

@@ -96,4 +96,5 @@ PROFILE = AgentProfile(
     install=Install(
         ".gemini", command_file="{folder}/commands/{name}.toml", command_text=command_toml, named_hooks=True
     ),
+    colour="#4285f4",
 )

@@ -141,6 +141,7 @@ class AgentProfile:
     # worker; `project_trust`: the value that trusts a project root (`teleclaude init`, project scope)
     unattended: tuple[Setting, ...] = ()
     project_trust: Setting | None = None
+    colour: str = ""  # its bars on a run's timeline (`teleclaude report`, the board): the vendor's own hue
 
     def argv(self, binary: str, thinking_mode: str, trust: Sequence[str] = ()) -> list[str]:
         """`trust`: the flags that trust the worker's folders (`trust_flags`)."""

@@ -6,7 +6,8 @@ sqlite-utils are loaded by the commands (or the rare write paths) that need them
 
 To add a command, write `_add_<name>(parser)` and `_run_<name>(args) -> int` and list them in a `COMMANDS`
 tuple: the planner's here, the others in `cli.setup` (install, init, new), `cli.checks` (lint, hooks, hook,
-status), `cli.sessions` (the worker runtime) and `cli.run` (run, demo). Wings are imported inside the
+status), `cli.sessions` (the worker runtime), `cli.run` (run, demo) and `cli.board` (board, report). Wings
+are imported inside the
 commands: see `teleclaude.cli.base`.
 """
 
@@ -20,11 +21,12 @@ import sys
 from collections.abc import Sequence
 
 from teleclaude import __version__
+from teleclaude.cli import board as cli_board
 from teleclaude.cli import checks as cli_checks
 from teleclaude.cli import run as cli_run
 from teleclaude.cli import sessions as cli_sessions
 from teleclaude.cli import setup as cli_setup
-from teleclaude.cli.base import Command, add_cwd, print_action, print_value, write
+from teleclaude.cli.base import Command, add_cwd, print_action, print_value, tcp_port, write
 from teleclaude.errors import Error, guard
 
 log = logging.getLogger("teleclaude")
@@ -103,7 +105,7 @@ def _run_agents_available(args: argparse.Namespace) -> int:
 def _add_mcp(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=_port, default=8000, help="HTTP port (default 8000)")
+    parser.add_argument("--port", type=tcp_port, default=8000, help="HTTP port (default 8000)")
     parser.add_argument(
         "--allow-remote", action="store_true", help="allow a non-loopback --host (the token stays required)"
     )
@@ -117,13 +119,6 @@ def _add_mcp(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-token", action="store_true", help="loopback only: do not require the bearer token"
     )
-
-
-def _port(text: str) -> int:
-    port = int(text) if text.isascii() and text.isdecimal() else 0
-    if not 1 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port: give a number from 1 to 65535")
-    return port
 
 
 def _run_mcp(args: argparse.Namespace) -> int:
@@ -231,7 +226,12 @@ PLANNER_COMMANDS: tuple[Command, ...] = (
 
 
 COMMANDS = (
-    PLANNER_COMMANDS + cli_setup.COMMANDS + cli_checks.COMMANDS + cli_sessions.COMMANDS + cli_run.COMMANDS
+    PLANNER_COMMANDS
+    + cli_setup.COMMANDS
+    + cli_checks.COMMANDS
+    + cli_sessions.COMMANDS
+    + cli_run.COMMANDS
+    + cli_board.COMMANDS
 )
 
 

@@ -36,6 +36,14 @@ def add_cwd(parser: argparse.ArgumentParser, suppress: bool = False) -> None:
     )
 
 
+def tcp_port(text: str) -> int:
+    """An argparse type: a TCP port, 1 to 65535 (`mcp --port`, `board --port`)."""
+    port = int(text) if text.isascii() and text.isdecimal() else 0
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port: give a number from 1 to 65535")
+    return port
+
+
 # --- output ------------------------------------------------------------------------------------------
 
 

@@ -75,6 +75,15 @@ def _run_run(args: argparse.Namespace) -> int:
         return 130
     console.clear()
     write("\n" + report.text)
+    if report.run_id:
+        from teleclaude.board.gather import write_run_report
+
+        written = write_run_report(report.run_id)
+        write(
+            f"report: {written}"
+            if isinstance(written, Path)
+            else f"report: not written ({written.code.value})"
+        )
     return report.exit_code
 
 

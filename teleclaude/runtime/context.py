@@ -29,6 +29,7 @@ class Context:
     # called before a turn's end is saved (Change.TURN_ENDED or an exit): a remote worker's branch comes
     # back here first, so whoever reads the event finds the work on the main checkout's branch
     before_turn_end: Callable[[Session], None] = lambda session: None
+    run_id: str = ""  # set by `teleclaude run`: the sessions it starts carry it (their run's timeline)
 
     def change(
         self,

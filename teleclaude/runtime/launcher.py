@@ -92,6 +92,7 @@ class Launcher:
             computer=computer,
             tmux_session=qualify(tmux, f"tc-{session_id}"),
             key=secrets.token_hex(16),
+            run_id=self.context.run_id,
         )
         if remote and item_slug(subfolder) is None:
             return _not_an_item_worktree(remote, subfolder)

@@ -9,6 +9,7 @@ again neither loses a worker nor starts a second one for the same step.
 
 from __future__ import annotations
 
+import secrets
 import shlex
 import time
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Protocol, TypeGuard
 
+from teleclaude.adapters.sessions_db import RunRow
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
@@ -116,6 +118,7 @@ class RunReport:
     text: str  # the report, first line `OUTCOME:` (or the planner's `SELF:` / `ERROR: CODE`)
     history: tuple[Handled, ...] = ()
     delivered: tuple[str, ...] = ()  # archive folders that appeared during this run, e.g. "done/001-x/"
+    run_id: str = ""  # its record in the session store (`teleclaude report` draws it); "" if not recorded
 
     @property
     def exit_code(self) -> int:
@@ -220,11 +223,31 @@ def run(
     remote_lanes = any(computer.lanes for computer in runtime.config.remotes.values())
     kind = _Lanes if (parallel > 1 or remote_lanes) and slug is None else _Loop
     loop = kind(settings, state, runtime, show, status)
+    run_id = _record_start(runtime, root, slug)
     try:
         stop = loop.go()
     except KeyboardInterrupt:
         stop = Stop(Outcome.INTERRUPTED, "stopped by Ctrl-C; the workers keep running")
-    return report(stop, settings, state, runtime)
+    finally:
+        runtime.context.run_id = ""
+    finished = report(stop, settings, state, runtime)
+    if run_id and not isinstance(
+        guarded(runtime.store.end_run, run_id, runtime.clock(), stop.outcome.value), Error
+    ):
+        finished = replace(finished, run_id=run_id)
+    return finished
+
+
+def _record_start(runtime: Runtime, root: Path, slug: str | None) -> str:
+    """A new run in the session store, and its id on every session it starts; "" when the store cannot
+    be written (the run goes on without its timeline)."""
+    now = runtime.clock()
+    run_id = f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+    recorded = guarded(runtime.store.add_run, RunRow(run_id, str(root), slug or "", now))
+    if isinstance(recorded, Error):
+        return ""
+    runtime.context.run_id = run_id
+    return run_id
 
 
 @dataclass(frozen=True)

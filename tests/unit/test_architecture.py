@@ -27,7 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 STDLIB = set(sys.stdlib_module_names) | {"__future__"}
 PURE_THIRD_PARTY = {"mistune"}
-FRONT_ENDS = ("teleclaude.cli", "teleclaude.mcp", "teleclaude.__main__")
+# board.web serves the board over HTTP behind mcp's own Host, Origin and token checks: a front door too
+FRONT_ENDS = ("teleclaude.cli", "teleclaude.mcp", "teleclaude.__main__", "teleclaude.board.web")
 NOT_FOR_THE_PLANNER = ("teleclaude.runtime", "teleclaude.setup", *FRONT_ENDS, "teleclaude.demo")
 
 

@@ -101,6 +101,7 @@ class Session:
     seen_rows: tuple[str, ...] = ()
     # its worker's alone (TELECLAUDE_SESSION_KEY): a hook's record or pane mark counts only with it (marks.py)
     key: str = field(default="", repr=False)
+    run_id: str = ""  # the `teleclaude run` that started it ("" for any other start): its report's rows
     version: int = 0  # counts the saves: a save made from an older read is refused
 
     @property

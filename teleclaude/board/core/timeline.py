@@ -1,0 +1,284 @@
+"""A run's timeline: one row per item, one bar per worker session, coloured by agent; and its HTML page.
+
+Pure: built from the run's session records and their events (the session store keeps both), `now` given for
+a run still going. A bar runs from the session's start to its last change (to `now` while it lives); a
+`rate_limited` event is a limit mark, a session that takes over its step from one that hit a limit with
+another agent is a fallback mark, and the time between one step of an item and its next is a wait. The page
+is one self-contained file: inline CSS and SVG, no script, no URL.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+
+from teleclaude.agents import PROFILES
+from teleclaude.planner.core.terminal import printable
+from teleclaude.planner.core.timeparse import format_duration, format_utc
+from teleclaude.runtime.core.sessions import Event, EventKind, Session, SessionState
+from teleclaude.runtime.core.supervision import bare_command
+
+OTHER_COLOURS = ("#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#7f7f7f")
+
+
+class MarkKind(Enum):
+    LIMIT = "limit"  # the worker hit a rate limit
+    FALLBACK = "fallback"  # its step went on with another agent after a limit
+    REMINDER = "reminder"  # no progress: the runtime typed a reminder
+
+
+@dataclass(frozen=True)
+class Mark:
+    kind: MarkKind
+    at: datetime
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Bar:
+    session_id: str
+    step: str  # next-build, next-review, …
+    agent: str
+    computer: str
+    start: datetime
+    end: datetime
+    outcome: str  # the session's state: done, errored, cancelled, rate_limited, running, …
+    live: bool
+    marks: tuple[Mark, ...] = ()
+
+    @property
+    def seconds(self) -> float:
+        return max(0.0, (self.end - self.start).total_seconds())
+
+
+@dataclass(frozen=True)
+class Row:
+    slug: str
+    bars: tuple[Bar, ...]  # by start
+
+    @property
+    def waits(self) -> tuple[tuple[datetime, datetime], ...]:
+        """The gaps between one step of the item and its next."""
+        return tuple(
+            (a.end, b.start) for a, b in zip(self.bars, self.bars[1:], strict=False) if b.start > a.end
+        )
+
+
+@dataclass(frozen=True)
+class Timeline:
+    run_id: str
+    project: str
+    start: datetime
+    end: datetime  # the run's end, or now while it runs
+    outcome: str  # "" while it runs
+    rows: tuple[Row, ...]
+
+    @property
+    def agents(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(bar.agent for row in self.rows for bar in row.bars))
+
+    def totals(self, key: str) -> tuple[tuple[str, float], ...]:
+        """Seconds of work per agent (`key="agent"`) or per step kind (`key="step"`), largest first."""
+        sums: dict[str, float] = {}
+        for row in self.rows:
+            for bar in row.bars:
+                name = bar.agent if key == "agent" else bar.step
+                sums[name] = sums.get(name, 0.0) + bar.seconds
+        return tuple(sorted(sums.items(), key=lambda pair: (-pair[1], pair[0])))
+
+    @property
+    def waited(self) -> float:
+        return sum((b - a).total_seconds() for row in self.rows for a, b in row.waits)
+
+
+def timeline(
+    run_id: str,
+    project: str,
+    started: datetime,
+    ended: datetime | None,
+    outcome: str,
+    sessions: Sequence[Session],
+    events: Sequence[Event],
+    now: datetime,
+) -> Timeline:
+    by_session: dict[str, list[Event]] = {}
+    for event in events:
+        by_session.setdefault(event.session_id, []).append(event)
+    ordered = sorted(sessions, key=lambda s: (s.created_at, s.id))
+    limited: dict[tuple[str, str], str] = {}  # (step, slug) -> the agent whose session of it hit a limit
+    rows: dict[str, list[Bar]] = {}
+    for session in ordered:
+        step = bare_command(session.command)
+        own = by_session.get(session.id, [])
+        marks = [Mark(MarkKind.LIMIT, e.at, e.detail) for e in own if e.kind is EventKind.RATE_LIMITED]
+        marks += [Mark(MarkKind.REMINDER, e.at, e.detail) for e in own if e.kind is EventKind.REMINDED]
+        before = limited.pop((step, session.slug), None)
+        if before is not None and before != session.agent:
+            marks.append(Mark(MarkKind.FALLBACK, session.created_at, f"{before} → {session.agent}"))
+        if any(m.kind is MarkKind.LIMIT for m in marks) or session.state is SessionState.RATE_LIMITED:
+            limited[(step, session.slug)] = session.agent
+        live = not session.state.is_final
+        end = now if live else max(session.updated_at, session.created_at)
+        bar = Bar(
+            session.id,
+            step,
+            session.agent,
+            session.computer,
+            session.created_at,
+            end,
+            session.state.value,
+            live,
+            tuple(sorted(marks, key=lambda m: m.at)),
+        )
+        rows.setdefault(session.slug, []).append(bar)
+    last = ended or now
+    return Timeline(
+        run_id,
+        project,
+        started,
+        max([last, *(bar.end for bars in rows.values() for bar in bars)]),
+        outcome,
+        tuple(Row(slug, tuple(bars)) for slug, bars in rows.items()),
+    )
+
+
+def colours(agents: Sequence[str]) -> dict[str, str]:
+    """agent -> its colour: a known CLI its driver's, any other the next of a fixed palette."""
+    others = iter(OTHER_COLOURS * (len(agents) // len(OTHER_COLOURS) + 1))
+    return {agent: (PROFILES[agent].colour if agent in PROFILES else "") or next(others) for agent in agents}
+
+
+# --- the HTML page ------------------------------------------------------------------------------------------
+
+_LABEL, _WIDTH, _ROW, _TOP = 180, 900, 34, 30
+
+
+def _e(text: str) -> str:
+    """Text from files and workers, for HTML: controls shown as escapes, then HTML-escaped."""
+    return html.escape(printable(text), quote=True)
+
+
+def render_html(data: Timeline) -> str:
+    painted = colours(data.agents)
+    span = max(1.0, (data.end - data.start).total_seconds())
+
+    def x(moment: datetime) -> float:
+        return _LABEL + _WIDTH * max(0.0, (moment - data.start).total_seconds()) / span
+
+    height = _TOP + _ROW * max(1, len(data.rows)) + 10
+    svg = [
+        f'<svg role="img" width="{_LABEL + _WIDTH + 20}" '
+        f'height="{height}" viewBox="0 0 {_LABEL + _WIDTH + 20} {height}">',
+        f'<text class="axis" x="{_LABEL}" y="16">{_e(format_utc(data.start))}</text>',
+        f'<text class="axis" x="{_LABEL + _WIDTH}" y="16" text-anchor="end">{_e(format_utc(data.end))} '
+        f"({_e(format_duration(span))})</text>",
+    ]
+    for index, row in enumerate(data.rows):
+        y = _TOP + index * _ROW
+        svg.append(f'<g class="item" data-slug="{_e(row.slug)}">')
+        svg.append(f'<text class="slug" x="4" y="{y + 20}">{_e(row.slug or "(bugs)")}</text>')
+        for start, end in row.waits:
+            svg.append(
+                f'<line class="wait" x1="{x(start):.1f}" x2="{x(end):.1f}" y1="{y + 15}" y2="{y + 15}">'
+                f"<title>waited {_e(format_duration((end - start).total_seconds()))}</title></line>"
+            )
+        for bar in row.bars:
+            left, right = x(bar.start), x(bar.end)
+            title = (
+                f"{bar.step} {row.slug} · {bar.agent}@{bar.computer} · {format_duration(bar.seconds)} · "
+                f"{bar.outcome}"
+            )
+            svg.append(
+                f'<rect class="bar{" live" if bar.live else ""}" data-agent="{_e(bar.agent)}" '
+                f'data-step="{_e(bar.step)}" x="{left:.1f}" y="{y + 4}" width="{max(2.0, right - left):.1f}" '
+                f'height="22" rx="3" fill="{painted[bar.agent]}"><title>{_e(title)}</title></rect>'
+            )
+            label = _fit(bar.step.removeprefix("next-"), right - left - 8)
+            if label:
+                svg.append(f'<text class="step" x="{left + 4:.1f}" y="{y + 19}">{_e(label)}</text>')
+            for mark in bar.marks:
+                svg.append(_mark(mark, x(mark.at), y))
+        svg.append("</g>")
+    svg.append("</svg>")
+    return _PAGE.format(
+        title=_e(f"teleclaude run {data.run_id}"),
+        heading=_e(f"run {data.run_id}"),
+        project=_e(data.project),
+        outcome=_e(data.outcome or "running"),
+        start=_e(format_utc(data.start)),
+        length=_e(format_duration(span)),
+        legend="".join(
+            f'<span class="agent" data-agent="{_e(a)}"><i style="background:{c}"></i>{_e(a)}</span>'
+            for a, c in painted.items()
+        ),
+        svg="\n".join(svg),
+        agents=_totals(data.totals("agent"), "agent"),
+        steps=_totals(data.totals("step"), "step"),
+        waited=_e(format_duration(data.waited)),
+    )
+
+
+def _fit(label: str, room: float) -> str:
+    """`label` cut to what `room` pixels hold at about 7 pixels a character; "" when not even 3 fit."""
+    chars = int(room // 7)
+    if chars < 3:
+        return ""
+    return label if len(label) <= chars else label[: chars - 1] + "…"
+
+
+def _mark(mark: Mark, at: float, y: int) -> str:
+    tip = _e(f"{mark.kind.value} at {format_utc(mark.at)}{': ' + mark.detail if mark.detail else ''}")
+    if mark.kind is MarkKind.LIMIT:
+        shape = f'<path d="M{at:.1f} {y} l6 -8 h-12 z" fill="#c00"/>'
+    elif mark.kind is MarkKind.FALLBACK:
+        shape = f'<path d="M{at:.1f} {y + 30} l6 8 h-12 z" fill="#333"/>'
+    else:
+        shape = f'<circle cx="{at:.1f}" cy="{y + 2}" r="3" fill="#e8a400"/>'
+    return f'<g class="mark {mark.kind.value}">{shape}<title>{tip}</title></g>'
+
+
+def _totals(pairs: Sequence[tuple[str, float]], kind: str) -> str:
+    rows = "".join(
+        f'<tr class="total" data-{kind}="{_e(name)}"><td>{_e(name)}</td>'
+        f"<td>{_e(format_duration(seconds))}</td></tr>"
+        for name, seconds in pairs
+    )
+    return rows or '<tr><td colspan="2">none</td></tr>'
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{title}</title>
+<style>
+body {{ font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; background: #fff; }}
+h1 {{ font-size: 20px; margin: 0 0 4px; }}
+.meta {{ color: #555; margin-bottom: 12px; }}
+.legend span {{ margin-right: 16px; }}
+.legend i {{ display: inline-block; width: 12px; height: 12px; margin-right: 4px; vertical-align: -1px; }}
+svg {{ display: block; margin: 12px 0; }}
+svg text {{ font: 12px system-ui, sans-serif; fill: #222; }}
+svg text.step {{ fill: #fff; font-size: 11px; }}
+svg text.axis {{ fill: #777; }}
+svg .wait {{ stroke: #999; stroke-width: 2; stroke-dasharray: 4 3; }}
+svg .bar.live {{ opacity: 0.75; }}
+table {{ border-collapse: collapse; margin-right: 32px; display: inline-table; vertical-align: top; }}
+td, th {{ padding: 2px 10px 2px 0; text-align: left; }}
+</style>
+</head>
+<body>
+<h1>{heading}</h1>
+<div class="meta">{project} · started {start} · {length} · outcome: <b>{outcome}</b></div>
+<div class="legend">{legend} <span>▼ limit</span> <span>▲ fallback</span> <span>● reminder</span>
+<span>- - - wait</span></div>
+{svg}
+<table class="agents"><tr><th>agent</th><th>working</th></tr>{agents}</table>
+<table class="steps"><tr><th>step</th><th>time</th></tr>{steps}</table>
+<table class="waits"><tr><th>waits</th><th>{waited}</th></tr></table>
+</body>
+</html>
+"""

@@ -1,0 +1,202 @@
+"""What `teleclaude board` shows, as values: the roadmap in lanes, the workers, the agents.
+
+Pure: built from the status board (`planner/core/phase.py`, the planner's own decision order), the session
+records and the agent report the CLI prints; it names what it is given and decides nothing of its own. The
+lanes group the status board's stages for the eye; every text from a worker or a file is escaped here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+
+from teleclaude.planner.core.model import AgentReport
+from teleclaude.planner.core.phase import Board, Stage
+from teleclaude.planner.core.terminal import printable
+from teleclaude.planner.core.timeparse import format_duration
+from teleclaude.planner.core.tool_lines import ago
+from teleclaude.runtime.core.sessions import Activity, Session, SessionState
+from teleclaude.runtime.core.supervision import bare_command
+
+SHOWN_FINISHED = 6  # finished sessions shown under the live ones, newest first
+
+
+class Lane(Enum):
+    TO_PREPARE = "to prepare"
+    READY = "ready"
+    BUILDING = "building"
+    IN_REVIEW = "in review"
+    FIXING = "fixing"
+    FINALIZING = "finalizing"
+    DONE = "done"
+    STUCK = "stuck"  # shown only when an item is in it: the planner answers with an error a human resolves
+
+
+LANE_OF = {
+    Stage.PENDING: Lane.TO_PREPARE,
+    Stage.NEEDS_REQUIREMENTS: Lane.TO_PREPARE,
+    Stage.NEEDS_PLAN: Lane.TO_PREPARE,
+    Stage.BLOCKED: Lane.TO_PREPARE,
+    Stage.PREPARED: Lane.READY,
+    Stage.BUILDING: Lane.BUILDING,
+    Stage.NEEDS_COMMIT: Lane.BUILDING,
+    Stage.REVIEWING: Lane.IN_REVIEW,
+    Stage.FIXING: Lane.FIXING,
+    Stage.FINALIZING: Lane.FINALIZING,
+    Stage.DONE: Lane.DONE,
+    Stage.STUCK: Lane.STUCK,
+}
+
+
+@dataclass(frozen=True)
+class Card:
+    """One roadmap item in its lane."""
+
+    slug: str
+    phase: str  # the status board's label: "building 2/5", "blocked by a, b", "stuck REVIEW_ROUND_LIMIT"
+    after: tuple[str, ...]  # its dependencies
+    rounds: int  # review rounds so far
+    worktree: str  # "", "clean", "3 changed", "broken"
+    current: bool  # a live worker is on it
+
+
+@dataclass(frozen=True)
+class Worker:
+    """One worker session, as the board lists it."""
+
+    id: str
+    slug: str
+    step: str  # next-build, next-review, …
+    where: str  # agent@computer
+    state: SessionState
+    activity: str  # working, waiting on API, stalled, rate-limited, turn ended, …
+    status: str  # the worker's last report_status, first line, escaped
+    status_age: str  # "3m ago", "" without a status
+    tools: tuple[str, ...]  # `Read: src/x.py (1m ago)`, escaped
+    reminders: int
+    tmux_session: str
+    computer: str
+
+    @property
+    def live(self) -> bool:
+        return not self.state.is_final
+
+
+@dataclass(frozen=True)
+class AgentLine:
+    agent: str
+    out_until: datetime | None  # None: available
+    left: str  # the countdown, "1h05m"; "" when available
+    reason: str
+
+    @property
+    def available(self) -> bool:
+        return self.out_until is None
+
+
+@dataclass(frozen=True)
+class View:
+    project: str
+    lanes: tuple[tuple[Lane, tuple[Card, ...]], ...]
+    workers: tuple[Worker, ...]  # live ones first, then the latest finished
+    agents: tuple[AgentLine, ...]
+    problems: int  # roadmap lines the planner cannot read
+    now: datetime
+
+
+def build_view(
+    board: Board,
+    rounds: Mapping[str, int],
+    sessions: Sequence[Session],
+    tools: Mapping[str, Sequence[str]],  # session id -> its tool lines (`tool_lines`)
+    now: datetime,
+) -> View:
+    """The board of `board` (the status board) and the project's `sessions`."""
+    live = {s.slug for s in sessions if not s.state.is_final}
+    cards: dict[Lane, list[Card]] = {lane: [] for lane in Lane}
+    for row in board.rows:
+        slug = row.item.slug
+        cards[LANE_OF[row.phase.stage]].append(
+            Card(
+                printable(slug),
+                printable(row.phase.label),
+                tuple(printable(dep) for dep in row.item.after),
+                rounds.get(slug, 0),
+                printable(row.worktree),
+                slug in live,
+            )
+        )
+    lanes = tuple((lane, tuple(cards[lane])) for lane in Lane if lane is not Lane.STUCK or cards[lane])
+    return View(
+        board.project,
+        lanes,
+        _workers(sessions, tools, now),
+        agent_lines(board.agents, now) if board.agents else (),
+        board.problems,
+        now,
+    )
+
+
+def _workers(
+    sessions: Sequence[Session], tools: Mapping[str, Sequence[str]], now: datetime
+) -> tuple[Worker, ...]:
+    newest = sorted(sessions, key=lambda s: (s.created_at, s.id), reverse=True)
+    live = [s for s in newest if not s.state.is_final]
+    finished = [s for s in newest if s.state.is_final][:SHOWN_FINISHED]
+    return tuple(worker(s, tuple(tools.get(s.id, ())), now) for s in live + finished)
+
+
+def worker(session: Session, tools: tuple[str, ...], now: datetime) -> Worker:
+    status = session.status_text.splitlines()[0] if session.status_text.strip() else ""
+    return Worker(
+        session.id,
+        printable(session.slug),
+        printable(bare_command(session.command)),
+        printable(f"{session.agent}@{session.computer}"),
+        session.state,
+        activity(session),
+        printable(status),
+        ago(now, session.status_at) if status and session.status_at else "",
+        tools,
+        session.nudges,
+        session.tmux_session,
+        session.computer,
+    )
+
+
+_BY_STATE = {
+    SessionState.RATE_LIMITED: "rate-limited",
+    SessionState.STALLED: "stalled",
+    SessionState.NEEDS_ATTENTION: "needs attention",
+    SessionState.TURN_ENDED: "turn ended",
+    SessionState.PENDING: "starting",
+}
+_BY_ACTIVITY = {
+    Activity.WAITING_API: "waiting on API",
+    Activity.TOOL: "working",
+    Activity.WORKING: "working",
+    Activity.QUIET: "quiet",
+}
+
+
+def activity(session: Session) -> str:
+    """What the worker is doing, in the words the board uses: its state when that says more than the pane's
+    look (the runtime's `Activity`), which is display only."""
+    if session.state.is_final:
+        return session.state.value
+    return _BY_STATE.get(session.state) or _BY_ACTIVITY[session.activity]
+
+
+def agent_lines(report: AgentReport, now: datetime) -> tuple[AgentLine, ...]:
+    out = {u.agent: u for u in report.unavailable}
+    lines = []
+    for agent in report.agents:
+        gone = out.get(agent)
+        if gone is None:
+            lines.append(AgentLine(printable(agent), None, "", ""))
+        else:
+            left = format_duration((gone.until - now).total_seconds())
+            lines.append(AgentLine(printable(agent), gone.until, left, printable(gone.reason)))
+    return tuple(lines)

@@ -1,0 +1,136 @@
+"""The board's shell: read the facts `teleclaude status`, `sessions list` and `agents` read, build the view;
+read a run from the session store, build its timeline and write its page.
+
+Read-only: the sessions are read from the store as the runtime left them (the board never observes a pane
+or changes a state); the one pane read is the selected worker's screen, through the runtime's own call.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+from teleclaude.adapters import fs
+from teleclaude.adapters import git as gitx
+from teleclaude.adapters.sessions_db import RunRow, SessionStore
+from teleclaude.adapters.store import user_folder
+from teleclaude.board.core.timeline import Timeline, render_html, timeline
+from teleclaude.board.core.view import View, build_view
+from teleclaude.errors import Error, ErrorCode, guard
+from teleclaude.planner import checks
+from teleclaude.planner.core.terminal import printable
+from teleclaude.planner.core.tool_lines import tool_lines
+from teleclaude.runtime.api import Runtime, open_runtime
+from teleclaude.runtime.core.sessions import Session
+
+OUTPUT_LINES = 40  # of the selected worker's screen
+
+
+class Source:
+    """One project's facts, read again on every `view()`."""
+
+    def __init__(self, cwd: str | os.PathLike, store: SessionStore | None = None) -> None:
+        self.root = Path(gitx.find_repo(cwd).root).resolve()
+        self.store = store or SessionStore()
+        self._runtime: Runtime | None = None
+
+    @property
+    def runtime(self) -> Runtime:
+        """The runtime the CLI's session commands use (opened on the first action or output read)."""
+        if self._runtime is None:
+            self._runtime = open_runtime(self.root)
+        return self._runtime
+
+    @guard
+    def view(self) -> View | Error:
+        board = checks.status_board(self.root)
+        if isinstance(board, Error):
+            return board
+        repo = gitx.find_repo(self.root)
+        rounds = {
+            row.item.slug: gitx.review_rounds(repo, row.item.slug)
+            for row in board.rows
+            if row.worktree and row.worktree != "broken"
+        }
+        sessions = self.sessions()
+        now = datetime.now(UTC)
+        uses = self.store.recent_tool_uses(s.id for s in sessions if not s.state.is_final)
+        tools = {sid: tuple(tool_lines(found, now)) for sid, found in uses.items()}
+        return build_view(board, rounds, sessions, tools, now)
+
+    def timeline(self) -> Timeline | Error | None:
+        """The latest run's timeline (None before the project's first run)."""
+        run = guard(self.store.latest_run)(str(self.root))
+        if run is None or isinstance(run, Error):
+            return run
+        return guard(timeline_of)(run, self.store)
+
+    def sessions(self) -> list[Session]:
+        return [s for s in self.store.sessions() if _same_path(s.project, self.root)]
+
+    def output(self, session_id: str) -> tuple[str, ...] | Error:
+        """The worker's screen as `sessions output SESSION` reads it, each line escaped."""
+        read = guard(self.runtime.get_session_output)(session_id, None, OUTPUT_LINES)
+        if isinstance(read, Error):
+            return read
+        rows = (*read.chunk.rows, read.chunk.partial) if read.chunk.partial else read.chunk.rows
+        return tuple(printable(row) for row in rows[-OUTPUT_LINES:])
+
+
+def _same_path(one: str, root: Path) -> bool:
+    try:
+        return Path(one).resolve() == root
+    except OSError:
+        return False
+
+
+# --- a run's timeline -------------------------------------------------------------------------------------
+
+
+@guard
+def run_timeline(
+    cwd: str | os.PathLike, run_id: str | None = None, store: SessionStore | None = None
+) -> Timeline | Error:
+    """The timeline of run `run_id` (default: the project's latest)."""
+    store = store or SessionStore()
+    root = str(Path(gitx.find_repo(cwd).root).resolve())
+    run = store.run(run_id) if run_id else store.latest_run(root)
+    if run is None:
+        which = f"run {printable(run_id)} is not" if run_id else f"no `teleclaude run` of {root} is"
+        return Error(
+            ErrorCode.NO_WORK,
+            f"{which} recorded in {store.path}.\nStart one with `teleclaude run`, then ask again.",
+        )
+    return timeline_of(run, store)
+
+
+def timeline_of(run: RunRow, store: SessionStore) -> Timeline:
+    sessions = store.sessions_of_run(run.id)
+    events = store.events(s.id for s in sessions)
+    return timeline(
+        run.id, run.project, run.started_at, run.ended_at, run.outcome, sessions, events, datetime.now(UTC)
+    )
+
+
+def report_path(run_id: str) -> Path:
+    """Where `teleclaude run` leaves its report: beside the database, one page per run."""
+    return user_folder() / "reports" / f"run-{run_id}.html"
+
+
+@guard
+def write_report(data: Timeline, target: str | os.PathLike) -> Path | Error:
+    path = Path(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fs.atomic_write(path, render_html(data).encode())
+    return path
+
+
+@guard
+def write_run_report(run_id: str) -> Path | Error:
+    """The report of a run just ended, in `report_path(run_id)`."""
+    store = SessionStore()
+    run = store.run(run_id)
+    if run is None:
+        return Error(ErrorCode.NO_WORK, f"run {printable(run_id)} is not recorded in {store.path}.")
+    return write_report(timeline_of(run, store), report_path(run_id))

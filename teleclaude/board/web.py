@@ -1,0 +1,111 @@
+"""`teleclaude board --web`: the same app in a browser (textual-serve), behind the checks of `mcp --http`.
+
+Every request's Host must be a loopback name, the bound address or an `--allowed-host`; a browser's Origin
+must be one of those too (a page that rebinds its DNS name to 127.0.0.1 gets 421/403). With the token (the
+one `mcp --http` uses, `~/.teleclaude/http-token`) a browser opens `/?token=…` once and gets it back as an
+HttpOnly, SameSite=Strict cookie for the page's own requests and its websocket; anything else gets 401.
+textual-serve starts `python -m teleclaude board` per browser tab, in the project's folder (no path is
+put into its shell command).
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import shlex
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from textual_serve.server import Server
+
+from teleclaude.board.app import SERVER_PID
+from teleclaude.mcp import HttpAccess, is_loopback
+
+COOKIE = "teleclaude_board"
+# the page loads its own scripts, styles and images and talks to its own websocket, nothing else (textual-
+# serve's page would fetch a web font from Google: the board works offline and tells no one it is open)
+POLICY = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'"
+)
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+def host_allowed(host_header: str, bound: str, allowed: tuple[str, ...]) -> bool:
+    """The Host header (`name[:port]`) names this server: loopback, the bound address, or allowed."""
+    name = urlsplit(f"//{host_header}").hostname or ""
+    return name in LOOPBACK_NAMES or is_loopback(name) or name == bound.strip("[]").lower() or name in allowed
+
+
+def origin_allowed(origin: str | None, host_header: str, bound: str, allowed: tuple[str, ...]) -> bool:
+    """No Origin (not a browser's cross-site request), the same origin, or one whose host is allowed."""
+    if origin is None:
+        return True
+    parts = urlsplit(origin)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return False
+    return parts.netloc == host_header or host_allowed(parts.netloc, bound, allowed)
+
+
+def guard_middleware(access: HttpAccess, bound: str):
+    allowed = tuple(name.lower() for name in access.allowed_hosts)
+
+    @web.middleware
+    async def check(request: web.Request, handler):
+        response = await admit(request, handler)
+        if not isinstance(response, web.WebSocketResponse):
+            response.headers["Content-Security-Policy"] = POLICY
+        return response
+
+    async def admit(request: web.Request, handler):
+        host = request.headers.get("Host", "")
+        if not host_allowed(host, bound, allowed):
+            return web.Response(status=421, text="Misdirected request: this Host is not served here.\n")
+        if not origin_allowed(request.headers.get("Origin"), host, bound, allowed):
+            return web.Response(status=403, text="Forbidden: requests from another site are refused.\n")
+        if access.token is None:
+            return await handler(request)
+        expected = access.token.encode()
+        given = request.query.get("token")
+        if given is not None and hmac.compare_digest(given.encode(), expected):
+            response = await handler(request)
+            response.set_cookie(COOKIE, access.token, httponly=True, samesite="Strict")
+            return response
+        cookie = request.cookies.get(COOKIE, "")
+        if cookie and hmac.compare_digest(cookie.encode(), expected):
+            return await handler(request)
+        return web.Response(
+            status=401, text="Unauthorized: open /?token=<the token in ~/.teleclaude/http-token>.\n"
+        )
+
+    return check
+
+
+class BoardServer(Server):
+    def __init__(self, root: Path, host: str, port: int, access: HttpAccess) -> None:
+        shown = f"[{host}]" if ":" in host else host
+        command = f"{shlex.quote(sys.executable)} -m teleclaude board"
+        super().__init__(
+            command, host=host, port=port, title="teleclaude board", public_url=f"http://{shown}:{port}"
+        )
+        self.root = root
+        self.access = access
+
+    async def _make_app(self) -> web.Application:
+        made = await super()._make_app()
+        made.middlewares.append(guard_middleware(self.access, self.host))
+        return made
+
+    async def on_startup(self, app: web.Application) -> None:
+        """Quiet: the CLI said where it serves and how to get in."""
+
+    def initialize_logging(self) -> None:
+        """The CLI's logging stays as it is (textual-serve would install its own handler)."""
+
+
+def serve(root: Path, host: str, port: int, access: HttpAccess) -> None:
+    os.chdir(root)  # the apps textual-serve starts read this project
+    os.environ[SERVER_PID] = str(os.getpid())
+    BoardServer(root, host, port, access).serve()

@@ -1,0 +1,141 @@
+"""`teleclaude board` (the live board, in a terminal or a browser) and `teleclaude report` (a run's timeline).
+
+Textual, textual-serve and aiohttp are imported inside these commands only: every other command keeps its
+start time (see `teleclaude.cli.base`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shlex
+import sys
+
+from teleclaude.cli.base import Command, add_cwd, print_value, tcp_port, write
+from teleclaude.errors import Error, guard
+
+
+def _add_board(parser: argparse.ArgumentParser) -> None:
+    add_cwd(parser)
+    parser.add_argument(
+        "--interval", type=float, default=2.0, metavar="SECONDS", help="read the facts again every SECONDS"
+    )
+    parser.add_argument("--web", action="store_true", help="serve the board to a browser instead")
+    parser.add_argument("--host", default="127.0.0.1", help="--web: the address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=tcp_port, default=8010, help="--web: the port (default 8010)")
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="--web: allow a non-loopback --host (the token stays required)",
+    )
+    parser.add_argument(
+        "--allowed-host",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="--web: a Host name browsers may use besides loopback ones (repeatable)",
+    )
+
+
+def _run_board(args: argparse.Namespace) -> int:
+    from teleclaude.board.gather import Source
+
+    source = guard(Source)(args.cwd or os.getcwd())
+    if isinstance(source, Error):
+        return print_value(source)
+    if args.web:
+        return _serve(args, source.root)
+    from teleclaude.board.app import BoardApp
+
+    web = os.environ.get("TEXTUAL_DRIVER", "").endswith("WebDriver")  # started by `board --web`
+    BoardApp(source, interval=max(0.2, args.interval), web=web).run()
+    return 0
+
+
+def _serve(args: argparse.Namespace, root) -> int:
+    from teleclaude import mcp
+    from teleclaude.adapters.token import token_path
+    from teleclaude.board import web
+
+    access = mcp.http_access(
+        args.host, allow_remote=args.allow_remote, allowed_hosts=tuple(args.allowed_host)
+    )
+    if isinstance(access, Error):
+        return print_value(access)
+    refused = mcp.can_listen(args.host, args.port)
+    if refused is not None:
+        return print_value(refused)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    url = f"http://{host}:{args.port}/"
+    lines = [f"teleclaude: serving the board of {root} on {url}"]
+    if not mcp.is_loopback(args.host):
+        lines.append(
+            f"teleclaude: WARNING: {args.host} is reachable from other machines; whoever holds the token can "
+            "end sessions and mark agents. Plain HTTP: use it only on a network you trust."
+        )
+    lines.append(
+        f'Open it with the token once, e.g. xdg-open "{url}?token=$(cat {shlex.quote(str(token_path()))})"'
+    )
+    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.flush()
+    with contextlib.suppress(KeyboardInterrupt):
+        web.serve(root, args.host, args.port, access)
+    return 0
+
+
+def _add_report(parser: argparse.ArgumentParser) -> None:
+    add_cwd(parser)
+    parser.add_argument("--run", metavar="ID", help="the run (default: the project's latest)")
+    parser.add_argument("--html", metavar="FILE", help="write the timeline as one HTML page to FILE")
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from teleclaude.board.core.timeline import Timeline
+    from teleclaude.board.gather import run_timeline, write_report
+    from teleclaude.planner.core.terminal import printable
+    from teleclaude.planner.core.timeparse import format_duration, format_utc
+
+    data = run_timeline(args.cwd or os.getcwd(), args.run)
+    if isinstance(data, Error):
+        return print_value(data)
+    assert isinstance(data, Timeline)
+    if args.html:
+        written = write_report(data, args.html)
+        if isinstance(written, Error):
+            return print_value(written)
+        write(f"OK: wrote the timeline of run {data.run_id} to {written}")
+        return 0
+    span = (data.end - data.start).total_seconds()
+    lines = [
+        f"run {data.run_id}: {data.outcome or 'running'}, started {format_utc(data.start)}, "
+        f"{format_duration(span)}"
+    ]
+    for row in data.rows:
+        steps = ", ".join(
+            f"{bar.step} {bar.agent} {format_duration(bar.seconds)} {bar.outcome}"
+            + "".join(f" [{mark.kind.value}]" for mark in bar.marks)
+            for bar in row.bars
+        )
+        lines.append(f"  {printable(row.slug or '(bugs)')}: {printable(steps)}")
+    lines.append("per agent: " + ", ".join(f"{a} {format_duration(s)}" for a, s in data.totals("agent")))
+    lines.append("per step: " + ", ".join(f"{a} {format_duration(s)}" for a, s in data.totals("step")))
+    lines.append(f"waits: {format_duration(data.waited)}")
+    write("\n".join(lines))
+    return 0
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "board",
+        "a live board of the roadmap, the workers and the agents (a terminal UI, or --web)",
+        _add_board,
+        _run_board,
+    ),
+    Command(
+        "report",
+        "a run's timeline: one row per item, one bar per step (--html FILE: a page)",
+        _add_report,
+        _run_report,
+    ),
+)

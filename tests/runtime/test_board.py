@@ -1,0 +1,447 @@
+"""`teleclaude board` driven by Textual's own pilot over the demo repository with live stand-in workers in a
+private tmux: lanes, workers, a countdown, attach (on tmux), marking agents, ending a session."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http.client
+import os
+import pty
+import signal
+import socket
+import subprocess
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import aiohttp
+import pytest
+from textual.widgets import DataTable, Static
+
+from teleclaude.adapters.token import token_path
+from teleclaude.agents import PROFILES
+from teleclaude.board.app import BoardApp
+from teleclaude.board.gather import Source
+from teleclaude.planner import api as app
+from teleclaude.planner.core.model import AgentReport
+from teleclaude.runtime.core.sessions import SessionState, Started, StartRequest
+
+from ..browser import CHROMIUM, open_page
+
+SIZE = (180, 50)
+
+
+@pytest.fixture
+def workers(project, runtime, monkeypatch) -> list[str]:
+    """Two live workers that keep working (they never answer), and codex out for two hours."""
+    monkeypatch.setenv("FAKE_AGENT", "hang")
+    ids = []
+    for agent, slug in (("claude", "greeting"), ("gemini", "shouting")):
+        started = runtime.run_agent_command(
+            StartRequest("local", "next-build", slug, str(project), agent, "med")
+        )
+        assert isinstance(started, Started), started
+        ids.append(started.session.id)
+    app.mark_agent_unavailable("codex", "2h", "quota_exhausted", cwd=project)
+    return ids
+
+
+async def loaded(board: BoardApp, pilot, count: int = 1) -> None:
+    goal = board.loads + count
+    deadline = time.monotonic() + 20
+    while board.loads < goal:
+        assert time.monotonic() < deadline, "the board never loaded"
+        await pilot.pause(0.05)
+
+
+def cells(board: BoardApp, table_id: str) -> list[list[str]]:
+    table = board.query_one(f"#{table_id}", DataTable)
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def agent_rows(board: BoardApp) -> dict[str, str]:
+    return {row[0]: row[1] for row in cells(board, "agents-table")}
+
+
+def text_of(board: BoardApp, widget_id: str) -> str:
+    return str(board.query_one(f"#{widget_id}", Static).render())
+
+
+def test_the_board_shows_lanes_live_workers_and_a_countdown(project, workers):
+    async def drive() -> None:
+        board = BoardApp(Source(project), interval=0.5)
+        async with board.run_test(size=SIZE) as pilot:
+            await loaded(board, pilot)
+            assert "farewell" in text_of(board, "lane-to_prepare")  # waits for greeting
+            assert "blocked by greeting" in text_of(board, "lane-to_prepare")
+            ready = text_of(board, "lane-ready")
+            assert "greeting" in ready and "shouting" in ready
+            rows = cells(board, "workers-table")
+            assert {row[0] for row in rows} == set(workers)
+            assert {row[3] for row in rows} == {"claude@local", "gemini@local"}
+            agents = {row[0]: row[1] for row in cells(board, "agents-table")}
+            assert agents["claude"] == "available"
+            assert agents["codex"].startswith("out, 1h59m") or agents["codex"].startswith("out, 2h")
+            await loaded(board, pilot)  # the first worker is selected: its screen is read
+            first = text_of(board, "output-text")
+            assert "thinking" in first.lower() or "next-build" in first  # the selected worker's screen
+
+    asyncio.run(drive())
+
+
+def test_attach_switches_the_tmux_client_to_the_selected_worker(project, runtime, workers, monkeypatch):
+    tmux = runtime.tmux
+    tmux.cmd("new-session", "-d", "-s", "watcher", "sleep", "600")
+    master, slave = pty.openpty()
+    client = subprocess.Popen(
+        ["tmux", "-L", runtime.config.socket, "attach", "-t", "=watcher"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env={**os.environ, "TERM": "xterm"},
+        start_new_session=True,
+    )
+    os.close(slave)
+    try:
+        deadline = time.monotonic() + 10
+        while tmux.cmd("list-clients", "-F", "#{session_name}") != ["watcher"]:
+            assert time.monotonic() < deadline, "the tmux client did not attach"
+            time.sleep(0.05)
+        socket_path, session_id = tmux.cmd(
+            "display-message", "-p", "-t", "=watcher", "#{socket_path}\t#{session_id}"
+        )[0].split("\t")
+        monkeypatch.setenv("TMUX", f"{socket_path},{client.pid},{session_id.lstrip('$')}")
+        target = runtime.store.get(workers[1])
+        assert target is not None
+
+        async def drive() -> None:
+            board = BoardApp(Source(project), interval=0.5)
+            async with board.run_test(size=SIZE) as pilot:
+                await loaded(board, pilot)
+                ids = [row[0] for row in cells(board, "workers-table")]
+                board.query_one("#workers-table", DataTable).focus()
+                board.query_one("#workers-table", DataTable).move_cursor(row=ids.index(workers[1]))
+                await pilot.pause(0.1)
+                await pilot.press("a")
+                await pilot.pause(0.2)
+
+        asyncio.run(drive())
+        deadline = time.monotonic() + 10
+        while tmux.cmd("list-clients", "-F", "#{session_name}") != [target.tmux_session]:
+            assert time.monotonic() < deadline, tmux.cmd("list-clients", "-F", "#{session_name}")
+            time.sleep(0.05)
+    finally:
+        client.kill()
+        client.wait()
+        os.close(master)
+
+
+def test_agents_are_marked_from_the_board_as_the_cli_marks_them(project, workers):
+    async def drive() -> None:
+        board = BoardApp(Source(project), interval=0.5)
+        async with board.run_test(size=SIZE) as pilot:
+            await loaded(board, pilot)
+            table = board.query_one("#agents-table", DataTable)
+            table.focus()
+            names = [row[0] for row in cells(board, "agents-table")]
+            table.move_cursor(row=names.index("codex"))
+            await pilot.press("v")
+            await loaded(board, pilot)
+            assert agent_rows(board)["codex"] == "available"
+            table.move_cursor(row=names.index("gemini"))
+            await pilot.press("u")
+            await loaded(board, pilot)
+            assert agent_rows(board)["gemini"].startswith("out, ")
+
+    asyncio.run(drive())
+    report = app.agent_status(cwd=project)
+    assert isinstance(report, AgentReport)
+    assert [u.agent for u in report.unavailable] == ["gemini"]
+
+
+def test_a_session_ends_on_the_second_press_only(project, runtime, workers):
+    async def drive() -> None:
+        board = BoardApp(Source(project), interval=0.5)
+        async with board.run_test(size=SIZE) as pilot:
+            await loaded(board, pilot)
+            table = board.query_one("#workers-table", DataTable)
+            table.focus()
+            ids = [row[0] for row in cells(board, "workers-table")]
+            table.move_cursor(row=ids.index(workers[0]))
+            await pilot.pause(0.1)
+            await pilot.press("e")
+            await pilot.pause(0.2)
+            assert runtime.store.get(workers[0]).state is not SessionState.CANCELLED
+            await pilot.press("e")
+            await loaded(board, pilot)
+
+    asyncio.run(drive())
+    ended = runtime.store.get(workers[0])
+    assert ended is not None and ended.state is SessionState.CANCELLED
+    assert ended.tmux_session not in runtime.tmux.session_names()
+    still = runtime.store.get(workers[1])
+    assert still is not None and not still.state.is_final
+
+
+def test_worker_text_reaches_the_board_escaped(project, runtime, workers):
+    session = runtime.store.get(workers[0])
+    assert session is not None
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    runtime.store.save(replace(session, status_text="\x1b[2Jdone\u202egnp.exe", status_at=datetime.now(UTC)))
+
+    async def drive() -> None:
+        board = BoardApp(Source(project), interval=0.5)
+        async with board.run_test(size=SIZE) as pilot:
+            await loaded(board, pilot)
+            status = {row[0]: row[5] for row in cells(board, "workers-table")}[workers[0]]
+            assert status.startswith("\\x1b[2Jdone\\u202egnp.exe")
+
+    asyncio.run(drive())
+
+
+def test_a_project_outside_git_is_an_error_not_a_traceback(tmp_path, teleclaude_cli):
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    process = teleclaude_cli(outside, "board")
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 1
+    assert out.startswith("ERROR: NOT_A_GIT_REPO")
+    assert "Traceback" not in err
+
+
+class Page(HTMLParser):
+    """The report's item rows, bars (agent -> colour) and marks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: list[str] = []
+        self.bars: list[tuple[str, str]] = []
+        self.marks: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        found = dict(attrs)
+        classes = (found.get("class") or "").split()
+        if tag == "g" and "item" in classes:
+            self.items.append(found.get("data-slug") or "")
+        if tag == "g" and "mark" in classes:
+            self.marks += classes[1:]
+        if tag == "rect":
+            self.bars.append((found.get("data-agent") or "", found.get("fill") or ""))
+
+
+def test_run_says_where_its_report_is_and_report_draws_the_run(
+    project, fake_agents, teleclaude_cli, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("FAKE_AGENT_GEMINI", "limit")  # greeting's builder hits a limit: claude takes over
+    process = teleclaude_cli(project, "run", "greeting")
+    out, err = process.communicate(timeout=240)
+    assert process.returncode == 0, out + err
+    where = [line.removeprefix("report: ") for line in out.splitlines() if line.startswith("report: ")]
+    assert len(where) == 1 and Path(where[0]).is_file(), out
+    page = Page()
+    page.feed(Path(where[0]).read_text())
+    assert page.items == ["greeting"]
+    assert {"gemini", "claude"} <= {agent for agent, _ in page.bars}
+    assert all(colour == PROFILES[agent].colour for agent, colour in page.bars)
+    assert "limit" in page.marks and "fallback" in page.marks
+
+    target = tmp_path / "out" / "timeline.html"
+    if CHROMIUM:  # the page as a real browser shows it: every row drawn, nothing asked of the network
+        opened = open_page(
+            Path(where[0]).as_uri(), ["document.querySelectorAll('g.item rect.bar').length"], 2
+        )
+        assert opened.values == [len(page.bars)]
+        assert all(url.startswith("file://") for url in opened.requested), opened.requested
+        assert opened.png.startswith(b"\x89PNG")
+
+    process = teleclaude_cli(project, "report", "--html", str(target))
+    out, _ = process.communicate(timeout=60)
+    assert process.returncode == 0 and out.startswith("OK:"), out
+    again = Page()
+    again.feed(target.read_text())
+    assert again.items == page.items and sorted(again.bars) == sorted(page.bars)
+
+    process = teleclaude_cli(project, "report")
+    out, _ = process.communicate(timeout=60)
+    assert process.returncode == 0
+    assert "COMPLETE" in out.splitlines()[0] and "greeting:" in out and "[fallback]" in out
+
+
+def test_report_without_a_run_is_an_error(project, teleclaude_cli):
+    process = teleclaude_cli(project, "report")
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 1 and out.startswith("ERROR: NO_WORK"), out + err
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def get(port: int, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], str]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.putrequest("GET", path, skip_host=True)
+        for name, value in headers.items():
+            connection.putheader(name, value)
+        connection.endheaders()
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), response.read().decode(errors="replace")
+    finally:
+        connection.close()
+
+
+def test_the_web_board_wants_a_loopback_host_its_own_origin_and_the_token(project, teleclaude_cli):
+    port = _free_port()
+    process = teleclaude_cli(project, "board", "--web", "--port", str(port))
+    deadline = time.monotonic() + 30
+    while get_or_none(port) is None:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the board's server did not start"
+        time.sleep(0.1)
+    token = token_path().read_text().strip()
+    here = {"Host": f"127.0.0.1:{port}"}
+    assert get(port, f"/?token={token}", {"Host": f"evil.example:{port}"})[0] == 421
+    assert get(port, "/", here)[0] == 401
+    assert get(port, "/?token=wrong", here)[0] == 401
+    foreign = {**here, "Origin": "http://evil.example"}
+    assert get(port, f"/?token={token}", foreign)[0] == 403
+    status, headers, body = get(port, f"/?token={token}", {**here, "Origin": f"http://127.0.0.1:{port}"})
+    assert status == 200 and "teleclaude board" in body
+    assert "default-src 'self'" in headers["Content-Security-Policy"]  # no font or script from elsewhere
+    cookie = headers["Set-Cookie"].split(";")[0]
+    assert "HttpOnly" in headers["Set-Cookie"] and "SameSite=Strict" in headers["Set-Cookie"]
+    assert get(port, "/", {**here, "Cookie": cookie})[0] == 200
+    assert get(port, "/", {"Host": f"localhost:{port}", "Cookie": cookie})[0] == 200
+    assert asyncio.run(drawn(port, {"Cookie": cookie}))  # the app itself, over the page's websocket
+    with pytest.raises(aiohttp.WSServerHandshakeError):
+        asyncio.run(drawn(port, {}))
+    process.terminate()
+    process.communicate(timeout=10)
+
+
+async def drawn(port: int, headers: dict[str, str]) -> bool:
+    """The board's first screens over the websocket the page opens show the roadmap."""
+    seen = b""
+    async with aiohttp.ClientSession() as client:
+        url = f"ws://127.0.0.1:{port}/ws?width=120&height=40"
+        async with client.ws_connect(url, headers={**headers, "Origin": f"http://127.0.0.1:{port}"}) as ws:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(30):
+                    async for message in ws:
+                        seen += (
+                            message.data if isinstance(message.data, bytes) else str(message.data).encode()
+                        )
+                        if b"greeting" in seen:
+                            break
+    return b"greeting" in seen
+
+
+def get_or_none(port: int) -> int | None:
+    try:
+        return get(port, "/", {"Host": f"127.0.0.1:{port}"})[0]
+    except OSError:
+        return None
+
+
+def test_the_web_board_refuses_a_remote_address_without_allow_remote(project, teleclaude_cli):
+    process = teleclaude_cli(project, "board", "--web", "--host", "0.0.0.0")
+    out, _ = process.communicate(timeout=60)
+    assert process.returncode == 1 and out.startswith("ERROR: INVALID_ARGUMENT"), out
+
+
+def test_a_database_that_cannot_be_read_is_shown_as_its_error_and_the_board_stays_up(
+    project, tmp_path, monkeypatch
+):
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    monkeypatch.setenv("TELECLAUDE_DB", str(folder))
+
+    async def drive() -> None:
+        board = BoardApp(Source(project), interval=0.3)
+        async with board.run_test(size=SIZE) as pilot:
+            await loaded(board, pilot, 2)
+            assert text_of(board, "output-text").startswith("ERROR: STORE_UNAVAILABLE")
+            assert board.is_running
+
+    asyncio.run(drive())
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)")
+def test_the_web_board_opens_in_headless_chromium_and_draws_the_board(project, teleclaude_cli, tmp_path):
+    port = _free_port()
+    process = teleclaude_cli(project, "board", "--web", "--port", str(port))
+    deadline = time.monotonic() + 30
+    while get_or_none(port) is None:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the board's server did not start"
+        time.sleep(0.1)
+    token = token_path().read_text().strip()
+    opened = open_page(f"http://127.0.0.1:{port}/?token={token}", ["document.body.className"], seconds=10)
+    assert "-first-byte" in opened.values[0]  # the app's screen arrived over the websocket
+    (tmp_path / "web-board.png").write_bytes(opened.png)
+    assert all(url.startswith(f"http://127.0.0.1:{port}/") for url in opened.requested), opened.requested
+    refused = open_page(f"http://127.0.0.1:{port}/", ["document.body.innerText"], seconds=2)
+    assert refused.values[0].startswith("Unauthorized")
+    process.terminate()
+    process.communicate(timeout=10)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_the_apps_of_a_killed_web_board_quit_too(project, teleclaude_cli):
+    port = _free_port()
+    process = teleclaude_cli(project, "board", "--web", "--port", str(port), "--interval", "0.5")
+    deadline = time.monotonic() + 30
+    while get_or_none(port) is None:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the board's server did not start"
+        time.sleep(0.1)
+    cookie = get(port, f"/?token={token_path().read_text().strip()}", {"Host": f"127.0.0.1:{port}"})[1]
+    headers = {"Cookie": cookie["Set-Cookie"].split(";")[0], "Origin": f"http://127.0.0.1:{port}"}
+
+    async def kill_while_open() -> list[int]:
+        async with aiohttp.ClientSession() as client:
+            url = f"ws://127.0.0.1:{port}/ws?width=120&height=40"
+            async with client.ws_connect(url, headers=headers) as ws:
+                seen = b""
+                async for message in ws:  # the app runs and draws
+                    seen += message.data if isinstance(message.data, bytes) else str(message.data).encode()
+                    if b"greeting" in seen:
+                        break
+                apps = [pid for child in _children(process.pid) for pid in [child, *_children(child)]]
+                process.kill()  # no shutdown of its own, the browser still there: the apps notice
+                process.communicate()
+                return apps
+
+    apps = asyncio.run(kill_while_open())
+    assert apps
+    try:
+        deadline = time.monotonic() + 15
+        while any(_running(pid) for pid in apps):
+            assert time.monotonic() < deadline, "an app of the killed server is still running"
+            time.sleep(0.1)
+    finally:
+        for pid in filter(_running, apps):
+            os.kill(pid, signal.SIGKILL)

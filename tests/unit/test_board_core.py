@@ -1,0 +1,137 @@
+"""The board's pure core: a run's timeline and its HTML page, and the board's view, from values alone."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from html.parser import HTMLParser
+
+from teleclaude.agents import PROFILES
+from teleclaude.board.core.timeline import MarkKind, render_html, timeline
+from teleclaude.board.core.view import Lane, build_view
+from teleclaude.planner.core.model import AgentReport, Marker, RoadmapItem, Unavailability
+from teleclaude.planner.core.phase import Board, Phase, Row, Stage
+from teleclaude.runtime.core.sessions import Activity, Event, EventKind, Session, SessionState
+
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+
+def at(minutes: float) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+def session(
+    sid: str, agent: str, command: str, slug: str, start: float, end: float, state: SessionState, **kw
+):
+    return Session(
+        sid, agent, command, slug, "/p", f"trees/{slug}", state, at(start), at(end), run_id="r1", **kw
+    )
+
+
+RUN = [
+    session("s1", "claude", "next-build", "greeting", 0, 10, SessionState.DONE),
+    session("s2", "gemini", "next-review", "greeting", 12, 14, SessionState.CANCELLED),
+    session("s3", "claude", "next-review", "greeting", 15, 20, SessionState.DONE),
+    session("s4", "codex", "prompts:next-build", "shouting", 1, 30, SessionState.RUNNING),
+]
+EVENTS = [
+    Event("s2", EventKind.RATE_LIMITED, at(13), "gemini quota"),
+    Event("s4", EventKind.REMINDED, at(20), "soft"),
+    Event("s1", EventKind.EXITED, at(10)),
+]
+
+
+def test_a_run_is_one_row_per_item_with_limits_fallbacks_and_waits():
+    data = timeline("r1", "/p", at(0), None, "", RUN, EVENTS, now=at(25))
+    rows = {row.slug: row for row in data.rows}
+    assert list(rows) == ["greeting", "shouting"]
+    greeting = rows["greeting"]
+    assert [(b.step, b.agent) for b in greeting.bars] == [
+        ("next-build", "claude"),
+        ("next-review", "gemini"),
+        ("next-review", "claude"),
+    ]
+    assert [m.kind for m in greeting.bars[1].marks] == [MarkKind.LIMIT]
+    assert [m.kind for m in greeting.bars[2].marks] == [MarkKind.FALLBACK]
+    assert greeting.waits == ((at(10), at(12)), (at(14), at(15)))
+    shouting = rows["shouting"].bars[0]
+    assert shouting.step == "next-build" and shouting.live  # codex's old command name, still running
+    assert shouting.end == at(25)  # a live bar runs to now
+    assert [m.kind for m in shouting.marks] == [MarkKind.REMINDER]
+    assert dict(data.totals("agent")) == {"claude": 15 * 60, "codex": 24 * 60, "gemini": 2 * 60}
+    assert dict(data.totals("step")) == {"next-build": 34 * 60, "next-review": 7 * 60}
+    assert data.waited == 3 * 60
+
+
+def test_the_same_agent_again_after_a_limit_is_no_fallback():
+    again = [RUN[1], session("s5", "gemini", "next-review", "greeting", 16, 18, SessionState.DONE)]
+    data = timeline("r1", "/p", at(0), at(20), "COMPLETE", again, EVENTS, now=at(30))
+    assert [m.kind for m in data.rows[0].bars[1].marks] == []
+    assert data.end == at(20)
+
+
+class Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: list[str] = []
+        self.bars: list[dict[str, str | None]] = []
+        self.urls: list[str] = []
+        self.tags: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        found = dict(attrs)
+        self.tags.add(tag)
+        if tag == "g" and (found.get("class") or "") == "item":
+            self.items.append(found["data-slug"] or "")
+        if tag == "rect":
+            self.bars.append(found)
+        self.urls += [v for k, v in attrs if k in ("href", "src", "xlink:href", "action") and v]
+
+
+def test_the_page_has_every_item_row_and_agent_colour_and_no_url():
+    hostile = session("s9", "claude", "next-build", "x", 2, 3, SessionState.DONE, status_text="ignored")
+    hostile = Session(**{**hostile.__dict__, "args": 'evil"><script>alert(1)</script>\x1b[2J'})
+    data = timeline("r1", "/p<b>", at(0), at(30), "COMPLETE", [*RUN, hostile], EVENTS, now=at(30))
+    text = render_html(data)
+    page = Page()
+    page.feed(text)
+    assert page.items == ["greeting", "shouting", 'evil"><script>alert(1)</script>\\x1b[2J']
+    assert {bar["data-agent"]: bar["fill"] for bar in page.bars} == {
+        agent: PROFILES[agent].colour for agent in ("claude", "gemini", "codex")
+    }
+    assert "script" not in page.tags and "link" not in page.tags and "img" not in page.tags
+    assert page.urls == []
+    assert "http:" not in text and "https:" not in text and "//" not in text.replace("<!--", "")
+    assert "\x1b" not in text
+
+
+def test_the_view_puts_each_stage_in_its_lane_and_marks_the_items_worked_on():
+    items = {
+        "a": (Stage.PENDING, ""),
+        "b": (Stage.BLOCKED, "by a"),
+        "c": (Stage.PREPARED, ""),
+        "d": (Stage.BUILDING, "2/5"),
+        "e": (Stage.FIXING, "round 2"),
+        "f": (Stage.DONE, ""),
+    }
+    rows = tuple(
+        Row(RoadmapItem(slug, Marker.PENDING, i, ("a",) if slug == "b" else ()), Phase(stage, detail), "")
+        for i, (slug, (stage, detail)) in enumerate(items.items())
+    )
+    report = AgentReport(("claude", "codex"), (Unavailability("codex", at(90), "quota\x1b"),), at(0))
+    live = session(
+        "s1", "claude", "next-build", "d", 0, 1, SessionState.RUNNING, activity=Activity.WAITING_API
+    )
+    done = session("s0", "claude", "next-build", "f", 0, 1, SessionState.DONE)
+    view = build_view(
+        Board("/p", rows, report), {"e": 1}, [done, live], {"s1": ("Read: x (1s ago)",)}, at(30)
+    )
+    lanes = {lane: [card.slug for card in cards] for lane, cards in view.lanes}
+    assert lanes[Lane.TO_PREPARE] == ["a", "b"] and lanes[Lane.READY] == ["c"] and lanes[Lane.DONE] == ["f"]
+    assert Lane.STUCK not in lanes
+    cards = {card.slug: card for _, group in view.lanes for card in group}
+    assert cards["d"].current and not cards["f"].current
+    assert cards["b"].after == ("a",) and cards["e"].rounds == 1
+    assert [(w.id, w.activity) for w in view.workers] == [("s1", "waiting on API"), ("s0", "done")]
+    assert view.workers[0].tools == ("Read: x (1s ago)",)
+    codex = view.agents[1]
+    assert codex.left == "1h00m" and codex.reason == "quota\\x1b"
