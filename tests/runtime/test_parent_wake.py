@@ -22,7 +22,7 @@ from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime import supervisor as supervisors
 from teleclaude.runtime.api import Runtime, open_runtime
 from teleclaude.runtime.core.parents import Parent
-from teleclaude.runtime.core.sessions import SessionState, Started
+from teleclaude.runtime.core.sessions import SessionState, Started, StartRequest
 from teleclaude.runtime.core.supervision import MARK
 
 WAKE = f"{MARK} worker "
@@ -109,7 +109,7 @@ def worker_mode(runtime, mode: str) -> None:
 def start(runtime, project, parent: Parent) -> Started:
     action = app.next_work(cwd=project)
     assert isinstance(action, Dispatch), action
-    started = runtime.run_agent_command(
+    request = StartRequest(
         "local",
         action.command,
         action.slug,
@@ -120,6 +120,7 @@ def start(runtime, project, parent: Parent) -> Started:
         parent.encode(),
         "claude",
     )
+    started = runtime.run_agent_command(request)
     assert isinstance(started, Started), started
     return started
 
@@ -198,7 +199,9 @@ def test_a_parent_that_is_a_teleclaude_session_gets_the_final_digest_once_its_ow
     project, runtime, clock, monkeypatch
 ):
     monkeypatch.setenv("FAKE_AGENT", "work")  # the orchestrator: a session of its own, idle
-    orchestrator = runtime.run_agent_command("local", "emit", "1", str(project), "gemini", "med")
+    orchestrator = runtime.run_agent_command(
+        StartRequest("local", "emit", "1", str(project), "gemini", "med")
+    )
     assert isinstance(orchestrator, Started), orchestrator
     deadline = time.monotonic() + 30
     while runtime.store.get(orchestrator.session.id).state is not SessionState.TURN_ENDED:
