@@ -19,9 +19,9 @@ import re
 import socket
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ValidationError
@@ -37,6 +37,9 @@ from teleclaude.errors import Error, ErrorCode, FrontEnd, guard
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Action, AgentMarked, AgentReport
 from teleclaude.planner.core.render import to_text
+
+if TYPE_CHECKING:
+    from teleclaude.runtime.core.sessions import StartRequest
 
 log = logging.getLogger("teleclaude.mcp")
 
@@ -150,7 +153,11 @@ the command was delivered: `SESSION: <id> started` with the session's fields, or
 (UNKNOWN_COMPUTER, COMPUTER_UNREACHABLE, UNKNOWN_AGENT, AGENT_NOT_INSTALLED, INVALID_SUBFOLDER,
 TMUX_FAILED, ...);
 WORKER_BLOCKED: a dialog or a refusal stops the CLI (the message names it and the fix; do not retry).
-Then call teleclaude__wait_for_sessions to learn when the worker is done."""
+You are the worker's parent: when you run in tmux, a digest of the worker (a line starting
+`[teleclaude]`) is typed into your prompt every 10 minutes (5 once it shows no progress) and once more
+when its turn ends, so you may end your turn. `parent` names another parent: a teleclaude session id,
+or a tmux pane id such as %3. Not in tmux: call teleclaude__wait_for_sessions to learn when the worker
+is done."""
 
 LIST_SESSIONS = """List the worker sessions with their state (pending, running, turn_ended, stalled,
 rate_limited, needs_attention, done, errored, cancelled), activity, agent, command, folder, reminders sent
@@ -195,6 +202,7 @@ def _runtime():
 
         _RUNTIME = open_runtime(os.getcwd())
         guard(_RUNTIME.list_sessions)()  # reconcile the stored sessions with tmux after a restart
+        guard(_RUNTIME.adopt)()  # a supervisor that crashed is started again
     return _RUNTIME
 
 
@@ -216,12 +224,46 @@ async def run_agent_command(
     agent: str,
     thinking_mode: str,
     subfolder: str | None = None,
+    parent: str | None = None,
 ) -> str:
     from teleclaude.runtime.core.sessions import StartRequest
 
     request = StartRequest(computer, command, args, project, agent, thinking_mode, subfolder or None)
-    log.debug("run_agent_command(%r)", request)
-    return await asyncio.to_thread(_session_answer, "run_agent_command", request)
+    log.debug("run_agent_command(%r, parent=%r)", request, parent)
+    return await asyncio.to_thread(_dispatch, request, parent)
+
+
+_TOLD_NO_TMUX = False  # "not in tmux" is said once per server
+
+
+def _dispatch(request: StartRequest, parent: str | None) -> str:
+    """run_agent_command with its parent: named, else this server's orchestrator (its tmux pane or its
+    teleclaude session, from the environment it was started with)."""
+    global _TOLD_NO_TMUX
+    from teleclaude.runtime.core import parents
+    from teleclaude.runtime.supervisor import parent_of_process
+
+    runtime = guard(_runtime)()
+    if isinstance(runtime, Error):
+        return to_text(runtime, FrontEnd.MCP)
+    found, parent_agent = parent_of_process(os.environ, runtime.config.profiles)
+    if parent:
+        named = parents.named(parent, os.environ)
+        if named is None:
+            message = (
+                f"parent {parent!r} is neither a session id nor a tmux pane id (%3) of this server's tmux."
+                "\nLeave parent out to be the parent yourself."
+            )
+            return to_text(Error(ErrorCode.INVALID_ARGUMENT, message), FrontEnd.MCP)
+        found = named.encode()
+    answer = _session_answer("run_agent_command", replace(request, parent=found, parent_agent=parent_agent))
+    if found or not runtime.config.parent_digests or _TOLD_NO_TMUX or answer.startswith("ERROR"):
+        return answer
+    _TOLD_NO_TMUX = True
+    return (
+        f"{answer}\nNOTE: this orchestrator does not run in tmux, so no digest can be typed into it: call "
+        "teleclaude__wait_for_sessions to hear of the worker."
+    )
 
 
 async def list_sessions(include_finished: bool = True) -> str:

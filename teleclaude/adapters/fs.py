@@ -229,3 +229,20 @@ def project_lock(common_dir: Path, timeout: float = 60.0) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
+def try_lock(path: Path) -> Iterator[bool]:
+    """An exclusive lock on `path` if nobody holds it (True), else False at once; held until the block ends
+    or the process does (a crashed holder frees it)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(path, "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

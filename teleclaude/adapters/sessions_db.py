@@ -76,6 +76,10 @@ _SESSION_COLUMNS = {
     "seen_rows": str,  # row hashes, space-separated
     "key": str,  # the session's own, given to its worker only (runtime/core/marks.py)
     "run_id": str,  # the `teleclaude run` that started it (a file from an older teleclaude gets it added)
+    "parent": str,
+    "parent_agent": str,
+    "parent_pending": str,
+    "parent_told": int,
     "version": int,
 }
 # SessionState.ERRORED and NEEDS_ATTENTION, spelled out so the planner's read imports no session model.
@@ -334,6 +338,7 @@ def _row(session: Session) -> dict[str, Any]:
     row["state"] = session.state.value
     row["activity"] = session.activity.value
     row["digest_escalated"] = int(session.digest_escalated)
+    row["parent_told"] = int(session.parent_told)
     row["seen_rows"] = " ".join(session.seen_rows)
     for name in _TIMES:
         row[name] = _stamp(row[name])
@@ -351,8 +356,9 @@ def _session(row: sqlite3.Row) -> Session:
     for name in _TIMES:
         if name in values:
             values[name] = _time(values[name])
-    if "digest_escalated" in values:
-        values["digest_escalated"] = bool(values["digest_escalated"])
+    for flag in ("digest_escalated", "parent_told"):
+        if flag in values:
+            values[flag] = bool(values[flag])
     if "activity" in values:
         values["activity"] = Activity(values["activity"])
     values["seen_rows"] = tuple(values.get("seen_rows", "").split())

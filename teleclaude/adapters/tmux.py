@@ -98,8 +98,11 @@ class Tmux:
         import libtmux
         import libtmux.exc
 
-        if self._server is None:
-            self._server = libtmux.Server(socket_name=self.socket)
+        if self._server is None:  # a path (an orchestrator's server, from its $TMUX) or a name under -L
+            path = "/" in self.socket
+            self._server = (
+                libtmux.Server(socket_path=self.socket) if path else libtmux.Server(socket_name=self.socket)
+            )
         try:
             result = self._server.cmd(*args)
         except libtmux.exc.TmuxCommandNotFound:
@@ -205,7 +208,7 @@ class Tmux:
         """A `tmux wait-for CHANNEL` client that ends when the channel is signalled; poll() it, kill() it."""
         binary = shutil.which("tmux") or "tmux"
         return subprocess.Popen(
-            [binary, "-L", self.socket, "wait-for", channel],
+            [binary, "-S" if "/" in self.socket else "-L", self.socket, "wait-for", channel],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from teleclaude.agents import NAMES
-from teleclaude.cli.base import Command, add_cwd, write
+from teleclaude.cli.base import Command, add_cwd, print_value, write
 from teleclaude.errors import Error
 
 
@@ -159,8 +159,38 @@ def _answer(args: argparse.Namespace, method: str, *arguments: object) -> int:
     return 0
 
 
+def _add_supervise(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--project", metavar="DIR", default=".", help="the project (default: here)")
+
+
+def _run_supervise(args: argparse.Namespace) -> int:
+    """Runs detached, started by the first dispatch with a parent; exits when nothing is left to watch."""
+    import logging
+
+    from teleclaude.adapters.git import NotAGitRepo, find_repo
+    from teleclaude.runtime.api import guarded, open_runtime
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    here = Path(args.project).resolve()
+    try:
+        project = find_repo(here).root
+    except NotAGitRepo:
+        project = here
+    ran = guarded(lambda: open_runtime(project).supervise(str(project)))
+    if isinstance(ran, Error):
+        return print_value(ran)
+    write("OK: nothing left to supervise" if ran else "OK: the project's supervisor already runs")
+    return 0
+
+
 COMMANDS: tuple[Command, ...] = (
     Command(
         "sessions", "start, watch and end agent workers in tmux (the runtime)", _add_sessions, _run_sessions
+    ),
+    Command(
+        "supervise",
+        "remind workers and wake their parents with digests until none is left (started by a dispatch)",
+        _add_supervise,
+        _run_supervise,
     ),
 )

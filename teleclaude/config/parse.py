@@ -274,8 +274,12 @@ def _runtime(path: str, value: Any, earlier: RuntimeConfig | None) -> RuntimeCon
             runtime = replace(runtime, **{key: type(getattr(runtime, key))(item)})
         elif key == "agents":
             runtime = replace(runtime, profiles=_profiles(path, item, runtime.profiles))
+        elif key == "parent_digests":
+            if not isinstance(item, bool):
+                raise ConfigError(path, where, f"must be true or false, not {item!r}")
+            runtime = replace(runtime, parent_digests=item)
         else:
-            keys = ", ".join(("socket", "computers", "agents", *_RUNTIME_NUMBERS))
+            keys = ", ".join(("socket", "computers", "agents", "parent_digests", *_RUNTIME_NUMBERS))
             raise ConfigError(path, where, f"unknown key; the keys are {keys}")
     return runtime
 

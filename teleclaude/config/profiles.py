@@ -88,7 +88,10 @@ class RuntimeConfig:
     # 0: the session needs attention instead and is left running for a human
     unresponsive_pause: float = 3600.0
     digest_period: float = 600.0  # a digest per worker for the orchestrator's wait_for_sessions
-    digest_period_quiet: float = 300.0  # once a worker showed no progress between two digests
+    digest_period_quiet: float = 300.0  # once a digest found a worker without progress
+    # each digest, and a final one when a worker's turn ends, typed into its parent's pane by the supervisor
+    # (`teleclaude supervise`) at the parent's next idle moment; false: the orchestrator polls as before
+    parent_digests: bool = True
     spin_max: float = 45.0  # post-report cycle: the longest wait for the pane to be quiet
     wait_timeout: float = 600.0  # post-report cycle: the longest a wait_cmd may run
     # no output while the CLI shows it waits on its API (the profile's `api_wait`) this long: rate_limited

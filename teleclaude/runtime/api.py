@@ -8,6 +8,7 @@ SQLite (`adapters.sessions_db`), so a restarted server, or a CLI next to it, pic
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
@@ -25,6 +26,7 @@ from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, guard
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime import remote
+from teleclaude.runtime import supervisor as supervisors
 from teleclaude.runtime.context import Context
 from teleclaude.runtime.core.marks import same_key
 from teleclaude.runtime.core.sessions import Ended, Output, Reported, Session, Started, StartRequest, Waited
@@ -33,6 +35,9 @@ from teleclaude.runtime.cycle import Cycle
 from teleclaude.runtime.launcher import Launcher
 from teleclaude.runtime.observer import Observer
 from teleclaude.runtime.panes import Panes
+from teleclaude.runtime.supervisor import Supervisor
+
+log = logging.getLogger("teleclaude.runtime")
 
 
 class Runtime:
@@ -53,6 +58,11 @@ class Runtime:
         self.launcher = Launcher(self.context, panes)
         self.observer = Observer(self.context, panes)
         self.cycle = Cycle(self.context, panes)
+        self.supervisor = Supervisor(self.context, self.observer, self.launcher)
+        # starts the project's supervisor process (a test drives `supervisor.round` itself instead)
+        self.start_supervisor: Callable[[str], Error | None] = lambda project: supervisors.start(
+            project, self.store.path, self.context.env
+        )
 
     @property
     def config(self) -> RuntimeConfig:
@@ -86,7 +96,31 @@ class Runtime:
         )
 
     def run_agent_command(self, request: StartRequest) -> Started | Error:
-        return self.launcher.start(request)
+        """`request.parent` (core/parents.py `Parent.encode`): who is woken with the worker's digests, pushed
+        into its pane by the project's supervisor, started here when none runs."""
+        started = self.launcher.start(request)
+        if isinstance(started, Started) and started.session.parent:
+            self._supervise(started.session)
+        return started
+
+    def _supervise(self, session: Session) -> None:
+        failed = self.start_supervisor(session.project)
+        if failed is not None:  # the digests still reach wait_for_sessions
+            log.warning("session %s: %s", session.id, failed.message)
+
+    def adopt(self) -> None:
+        """Start the supervisor of each project whose sessions still need one (after a crash)."""
+        projects = {s.project for s in self.store.sessions() if supervisors.supervised(s)}
+        for project in sorted(projects):
+            failed = self.start_supervisor(project)
+            if failed is not None:
+                log.warning("%s: %s", project, failed.message)
+
+    def supervise(self, project: str) -> bool:
+        """`teleclaude supervise`: run the project's supervisor here until nothing is left to supervise;
+        False when another one runs."""
+        root = str(Path(project).resolve())
+        return supervisors.run(self.supervisor, root, self.config.poll_interval)
 
     # --- observing and waiting -----------------------------------------------------------------------------
 
@@ -129,7 +163,11 @@ class Runtime:
 
     def send_message(self, session_id: str, text: str, interrupt: bool = False) -> Output | Error:
         sent = self.launcher.send(session_id, text, interrupt)
-        return sent if isinstance(sent, Error) else self.observer.output(session_id)
+        if isinstance(sent, Error):
+            return sent
+        if sent.parent:  # it works again: its parent hears of it again
+            self._supervise(sent)
+        return self.observer.output(session_id)
 
     def end_session(self, session_id: str) -> Ended | Error:
         return self.launcher.end(session_id)

@@ -62,6 +62,7 @@ class Launcher:
     # --- starting ------------------------------------------------------------------------------------------
 
     def start(self, request: StartRequest) -> Started | Error:
+        """`request.parent` (core/parents.py): who is woken with the worker's digests, "" for nobody."""
         config = self.context.config
         config.check_trusted()  # nothing is started while the project file's settings for that are untrusted
         problem = self._check_request(request)
@@ -93,6 +94,8 @@ class Launcher:
             tmux_session=qualify(tmux, f"tc-{session_id}"),
             key=secrets.token_hex(16),
             run_id=self.context.run_id,
+            parent=request.parent if config.parent_digests else "",
+            parent_agent=request.parent_agent,
         )
         if remote and item_slug(subfolder) is None:
             return _not_an_item_worktree(remote, subfolder)
@@ -347,6 +350,7 @@ class Launcher:
         if session.state.is_final:
             return Ended(session)
         ended, _ = transition(session, Change.ENDED, self.context.clock())
+        ended = replace(ended, parent_pending="", parent_told=True)  # its parent ended it: no more digests
         return Ended(self.context.store.save(ended) or ended)
 
 

@@ -64,6 +64,7 @@ from teleclaude.runtime.core.supervision import (
     nudge,
     progressed,
     reminded,
+    worker_name,
 )
 from teleclaude.runtime.launcher import exit_channel
 from teleclaude.runtime.panes import Panes
@@ -500,6 +501,8 @@ class Observer:
                 session, now, screen, config, tools=self.recent_tools([session.id], now).get(session.id, ())
             )
             events.append(Event(session.id, EventKind.DIGEST, now, report.text()))
+            if session.parent and config.parent_digests:  # the supervisor types it at the parent's idle
+                session = replace(session, parent_pending=report.wake(worker_name(session)))
         if session == before:
             return session
         saved = self.context.store.save(session, expect=before.state, events=events)

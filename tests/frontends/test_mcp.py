@@ -95,6 +95,7 @@ def test_input_schemas_match_the_documented_signatures():
             "agent",
             "thinking_mode",
             "subfolder",
+            "parent",
         },
         "teleclaude__list_sessions": {"include_finished"},
         "teleclaude__get_session_output": {"session_id", "cursor", "max_lines", "max_bytes"},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
@@ -144,28 +145,32 @@ def test_progress_is_new_output_but_not_the_echo_of_a_reminder():
         assert len(text) <= 150  # its echo fits one row of an 80-column box in a 200-column pane
 
 
-def test_digests_every_ten_minutes_and_every_five_once_a_worker_shows_no_progress():
-    busy = worker(last_progress_at=at(550))
+def test_digests_every_ten_minutes_and_every_five_once_a_digest_finds_no_progress():
+    busy = worker(status_text="halfway", status_at=at(550))
     assert not digest_due(busy, at(599), CONFIG)
     assert digest_due(busy, at(600), CONFIG)
     busy, report = digest(busy, at(600), ["line 1", "", "line 2"], CONFIG)
     assert not report.no_progress and not busy.digest_escalated
     assert report.last_lines == ("line 1", "line 2")
-    # nothing for 300 s: the next one comes 300 s after the last, and they stay that frequent
-    assert digest_due(busy, at(900), CONFIG)
-    busy, report = digest(busy, at(900), [], CONFIG)
-    assert report.no_progress and busy.digest_escalated
-    busy = progressed(busy, at(950))
+    # it reported since the dispatch: the next one comes a full period later (seed 003 §B)
     assert not digest_due(busy, at(1199), CONFIG) and digest_due(busy, at(1200), CONFIG)
+    busy = progressed(busy, at(1100))  # output, but no report_status since the last digest
+    busy, report = digest(busy, at(1200), [], CONFIG)
+    assert report.no_progress and report.status_unchanged and busy.digest_escalated
+    # no progress found at a digest: every 300 s from then on, whatever it does (one-way)
+    busy = replace(busy, status_at=at(1250))
+    assert not digest_due(busy, at(1499), CONFIG) and digest_due(busy, at(1500), CONFIG)
+    assert not digest(busy, at(1500), [], CONFIG)[1].no_progress
 
 
 def test_a_worker_that_never_reported_escalates_at_its_first_digest():
     silent = worker()
-    assert not digest_due(silent, at(299), CONFIG)
-    assert digest_due(silent, at(300), CONFIG)
-    silent, report = digest(silent, at(300), ["thinking..."], CONFIG)
-    assert report.no_progress and report.status_age is None
+    assert not digest_due(silent, at(599), CONFIG)
+    assert digest_due(silent, at(600), CONFIG)
+    silent, report = digest(silent, at(600), ["thinking..."], CONFIG)
+    assert report.no_progress and report.status_age is None and silent.digest_escalated
     assert "never" in report.text() and "thinking..." in report.text()
+    assert not digest_due(silent, at(899), CONFIG) and digest_due(silent, at(900), CONFIG)
 
 
 def test_a_digest_says_what_the_orchestrator_needs():

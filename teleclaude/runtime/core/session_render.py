@@ -74,6 +74,16 @@ def session_dict(answer: Answer, tools: Tools | None = None) -> Any:
 def _started(session: Session, front_end: FrontEnd) -> str:
     wait = call("wait_for_sessions", session_ids=(session.id,)).spelled(front_end)
     watch = call("get_session_output", session_id=session.id).spelled(front_end)
+    if session.parent:  # the supervisor pushes its digests: nothing to poll
+        return "\n".join(
+            (
+                f"SESSION: {session.id} started",
+                _fields(_summary(session)),
+                "You are its parent: a digest of it (one line, starting `[teleclaude]`) will be typed into "
+                "your prompt every 10 minutes (5 once it shows no progress) and when its turn ends, so you "
+                f"may end your turn now. Or wait for it with {wait}.",
+            )
+        )
     return "\n".join(
         (
             f"SESSION: {session.id} started",

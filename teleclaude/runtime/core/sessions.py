@@ -102,6 +102,11 @@ class Session:
     # its worker's alone (TELECLAUDE_SESSION_KEY): a hook's record or pane mark counts only with it (marks.py)
     key: str = field(default="", repr=False)
     run_id: str = ""  # the `teleclaude run` that started it ("" for any other start): its report's rows
+    # who dispatched it and is woken with its digests (core/parents.py): `session:ID` or `pane:SOCKET:%N`
+    parent: str = ""
+    parent_agent: str = ""  # the parent's agent CLI (its prompt and dialogs), "" when not known
+    parent_pending: str = ""  # a digest line waiting for the parent's next idle moment
+    parent_told: bool = False  # the parent was given the final digest of the worker's last turn
     version: int = 0  # counts the saves: a save made from an older read is refused
 
     @property
@@ -460,6 +465,9 @@ class StartRequest:
     agent: str
     thinking_mode: str
     subfolder: str | None = None
+    # who is woken with the worker's digests (core/parents.py `Parent.encode`), "" for nobody; its agent CLI
+    parent: str = ""
+    parent_agent: str = ""
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from teleclaude.planner.core.timeparse import format_duration
 from teleclaude.runtime.core.sessions import Activity, Change, Event, Session, SessionState, transition
 
 MARK = "[teleclaude]"  # starts every line the supervisor types, so its echo never counts as progress
+STATUS_SHOWN = 160  # characters of a worker's own status words in a digest
 _SUPERVISED = (SessionState.RUNNING, SessionState.STALLED)
 _DIGESTED = (SessionState.RUNNING, SessionState.STALLED, SessionState.NEEDS_ATTENTION)
 _INTERRUPTED = re.compile(r"^\W*(interrupted|request cancelled|conversation interrupted)\b", re.IGNORECASE)
@@ -60,6 +61,7 @@ def resumed(
         screen_hash="",  # the first look after typing counts as a change
         prompt_polls=0,
         cycle_started_at=None,
+        parent_told=False,  # a new turn: its end is told to the parent again
     )
     return fresh, events
 
@@ -160,33 +162,71 @@ class Digest:
     status_age: float | None  # seconds since the last report_status; None: it never reported
     nudges: int
     last_lines: tuple[str, ...]
-    no_progress: bool  # nothing new for digest_period_quiet
+    no_progress: bool  # no report_status since the last digest (since the dispatch, for the first)
     tools: tuple[
         str, ...
     ] = ()  # its latest tool uses, `Read: src/x.py (1m ago)` (planner/core/tool_lines.py)
+    status_unchanged: bool = False  # no report_status since the last digest (seed 003 §C)
+    hard_reminded: float | None = None  # seconds since the interrupting reminder went out; None: none yet
 
     def text(self) -> str:
-        status = (
-            f'"{self.status}" ({format_duration(self.status_age)} ago)'
-            if self.status_age is not None
-            else "never"
-        )
         head = (
-            f"running {format_duration(self.running_for)}, state {self.state.value}, status {status}, "
-            f"{self.nudges} reminder(s) sent" + (", NO PROGRESS" if self.no_progress else "")
+            f"running {format_duration(self.running_for)}, state {self.state.value}, "
+            f"status {self._status()}, {self.nudges} reminder(s) sent"
+            + (", NO PROGRESS" if self.no_progress else "")
         )
         tools = ["  recent tools:", *(f"    {line}" for line in self.tools)] if self.tools else []
         return "\n".join([head, *tools, *(f"  | {line}" for line in self.last_lines)])
 
+    def _status(self) -> str:
+        if self.status_age is None:
+            return "never"
+        said = self.status if len(self.status) <= STATUS_SHOWN else self.status[: STATUS_SHOWN - 1] + "…"
+        return f'"{said}" ({format_duration(self.status_age)} ago)'
+
+    def wake(self, worker: str, final: str = "") -> str:
+        """The digest as one line for the parent's pane (seed 003 §C): who, how long, its status and its
+        age, NO PROGRESS DETECTED with how long ago the hard reminder went out, and its recent tools; a
+        `final` one says how the worker's turn ended instead. Escaped: a terminal obeys none of it."""
+        parts = [f"{MARK} worker {self.session_id} ({worker})"]
+        if final:
+            parts.append(f"{final} after {format_duration(self.running_for)}")
+        else:
+            alarm = " - NO PROGRESS DETECTED" if self.no_progress else ""
+            parts[0] += alarm
+            parts.append(f"running {format_duration(self.running_for)}, state {self.state.value}")
+        status = f"status {self._status()}" + (
+            ", unchanged since the last digest" if self.status_unchanged else ""
+        )
+        parts.append(status)
+        if self.no_progress and not final:
+            hard = (
+                f"hard reminder sent {format_duration(self.hard_reminded)} ago"
+                if self.hard_reminded is not None
+                else f"{self.nudges} reminder(s) sent"
+            )
+            parts.append(
+                f"no status update for {format_duration(self.status_age)}, {hard}"
+                if self.status_age is not None
+                else f"no status update yet, {hard}"
+            )
+        if self.tools:
+            parts.append("recent: " + "; ".join(self.tools))
+        next_step = (
+            "ask teleclaude__next_work what comes next" if final else "nothing to do unless it is stuck"
+        )
+        parts.append(next_step)
+        return printable(" | ".join(parts))
+
 
 def digest_due(session: Session, now: datetime, config: RuntimeConfig) -> bool:
-    """Every digest_period; every digest_period_quiet once the worker shows no progress for that long."""
+    """Every digest_period; every digest_period_quiet once a digest found the worker without progress
+    (seed 003 §B: the first comes after digest_period, the escalation is decided at a digest)."""
     since = session.last_digest_at or session.delivered_at
     if session.state not in _DIGESTED or since is None:
         return False
     age = (now - since).total_seconds()
-    quiet = session.digest_escalated or _silent_for(session, now) >= config.digest_period_quiet
-    return age >= (config.digest_period_quiet if quiet else config.digest_period)
+    return age >= (config.digest_period_quiet if session.digest_escalated else config.digest_period)
 
 
 def digest(
@@ -197,7 +237,10 @@ def digest(
     lines: int = 5,
     tools: tuple[str, ...] = (),
 ) -> tuple[Session, Digest]:
-    no_progress = _silent_for(session, now) >= config.digest_period_quiet
+    # seed 003 §B: no progress is no report_status since the last digest (since the dispatch, for the first)
+    before = session.last_digest_at
+    since = before or session.delivered_at or session.created_at
+    no_progress = session.status_at is None or session.status_at <= since
     report = Digest(
         session.id,
         session.state,
@@ -208,14 +251,49 @@ def digest(
         tuple(row.rstrip() for row in screen if row.strip())[-lines:],
         no_progress,
         tools,
+        status_unchanged=before is not None and no_progress,
+        hard_reminded=_hard_reminded(session, now),
     )
-    escalated = session.digest_escalated or no_progress  # one-way: a worker that went quiet stays watched
+    escalated = session.digest_escalated or no_progress  # one-way: a worker that went silent stays watched
     return replace(session, last_digest_at=now, digest_escalated=escalated), report
 
 
-def _silent_for(session: Session, now: datetime) -> float:
-    since = silent_since(session) or session.created_at
-    return (now - since).total_seconds()
+def _hard_reminded(session: Session, now: datetime) -> float | None:
+    """Seconds since the last interrupting reminder: from the second reminder on each one interrupts (the
+    reminders come every `hard_remind - soft_remind` after `soft_remind`)."""
+    if session.nudges < 2 or session.last_nudge_at is None:
+        return None
+    return (now - session.last_nudge_at).total_seconds()
+
+
+# --- the parent's wake-ups ---------------------------------------------------------------------------------
+
+# how a worker's turn ended, as its parent's final digest says it
+_ENDED = {
+    SessionState.TURN_ENDED: "turn ended",
+    SessionState.RATE_LIMITED: "rate-limited",
+    SessionState.DONE: "done",
+    SessionState.ERRORED: "errored",
+}
+
+
+def final_due(session: Session) -> bool:
+    """The worker's turn ended (its Stop hook, an exit, a limit, an error) and its parent has not been told:
+    a final digest. A session ended or killed by end_session (cancelled) is not told about."""
+    return bool(session.parent) and not session.parent_told and session.state in _ENDED
+
+
+def final_digest(session: Session, now: datetime, config: RuntimeConfig, tools: tuple[str, ...]) -> str:
+    """The parent's last digest of a turn: how it ended (with the error that ended it) and the digest."""
+    _, report = digest(session, now, [], config, tools=tools)
+    ended = _ENDED[session.state]
+    if session.last_error and session.state is not SessionState.TURN_ENDED:
+        ended += ": " + session.last_error.splitlines()[0][:160]
+    return report.wake(worker_name(session), ended)
+
+
+def worker_name(session: Session) -> str:
+    return f"{session.agent} /{bare_command(session.command)} {session.args}".strip()
 
 
 # --- the post-report cycle ---------------------------------------------------------------------------------

@@ -1,0 +1,45 @@
+"""Other processes of this user, as Linux's /proc shows them: their parent, command line and environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def parent_pid(pid: int) -> int:
+    """The process's parent (0 when it is gone or unreadable)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    fields = stat.rsplit(")", 1)[-1].split()  # after the command name, which may hold spaces
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0
+
+
+def cmdline(pid: int) -> list[str]:
+    try:
+        return [
+            part for part in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        ]
+    except OSError:
+        return []
+
+
+def environ(pid: int) -> dict[str, str]:
+    """The environment the process was started with ({} when it is not readable: another user's)."""
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    pairs = (item.decode(errors="replace").partition("=") for item in raw.split(b"\0") if b"=" in item)
+    return {key: value for key, _, value in pairs}
+
+
+def ancestors(pid: int, limit: int = 8) -> list[int]:
+    """The process's parent, its parent, and so on (up to `limit`, never init)."""
+    found: list[int] = []
+    while len(found) < limit:
+        pid = parent_pid(pid)
+        if pid <= 1:
+            break
+        found.append(pid)
+    return found
