@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -39,7 +41,8 @@ def open_page(url: str, expressions: list[str], seconds: float = 8.0, size=(1400
 async def _open(url: str, expressions: list[str], seconds: float, size: tuple[int, int]) -> Opened:
     assert CHROMIUM, "chromium is not installed"
     port = _free_port()
-    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+    # its helper processes may still write the profile while it is removed: never an error
+    with tempfile.TemporaryDirectory(prefix="chromium-", ignore_cleanup_errors=True) as profile:
         process = subprocess.Popen(
             [
                 CHROMIUM,
@@ -56,7 +59,7 @@ async def _open(url: str, expressions: list[str], seconds: float, size: tuple[in
         try:
             return await _drive(port, url, expressions, seconds)
         finally:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)  # chromium and every helper process it started
             process.wait()
 
 
