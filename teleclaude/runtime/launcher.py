@@ -214,7 +214,7 @@ class Launcher:
                 return self._fail(session, screen)
             sent_at = self.context.clock()  # before typing: a turn that fails at once is still this one
             self._type_command(session, profile, text)
-            time.sleep(self.context.config.settle)
+            time.sleep(self.context.config.settle_of(session.agent))
             if not self.panes.press_enter(session, typed=text.strip()):
                 refused = self._refused(session)
                 if refused is not None:
@@ -275,7 +275,7 @@ class Launcher:
                 stable_since = None
             elif screen != last or stable_since is None:
                 stable_since = time.monotonic()
-            elif time.monotonic() - stable_since >= config.prompt_stable:
+            elif time.monotonic() - stable_since >= config.prompt_stable_of(session.agent):
                 return screen
             last = screen
             if time.monotonic() > deadline:

@@ -13,6 +13,8 @@ import secrets
 import shlex
 import time
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import Enum
@@ -275,6 +277,8 @@ class Stop:
 
 StepKey = tuple[str, str]  # (bare command, slug): one step of the roadmap, whichever agent does it
 QUEUED = Stop(Outcome.SELF, "the merge queue is busy")  # a sentinel of `_start`: wait, then ask again
+STARTING = Stop(Outcome.SELF, "the worker is being started")  # a sentinel of `_launch`: under way
+START_LOOK = 0.2  # seconds per wait while a lane's worker is being started
 
 
 @dataclass
@@ -317,6 +321,7 @@ class RunState:
     retries: Retries = field(default_factory=Retries)
     digest: str = ""  # the first line of the last digest heard
     parked: dict[str, Stop] = field(default_factory=dict)  # --parallel: item -> why it cannot go on
+    starting: int = 0  # --parallel: worker starts under way in the background (count towards --max-steps)
 
 
 @dataclass
@@ -442,25 +447,35 @@ class _Loop:
     ) -> Session | Stop | None:
         """Start the worker of `action`: its session (or the live one already doing that step), QUEUED when
         another finalize is merging, None to ask again, or a `Stop`."""
-        state, step = self.state, (bare_command(action.command), action.slug)
+        held = self._may_start(action, retries)
+        if held is not None:
+            return held
+        return self._started(action, retries, guarded(self.runtime.start, action, args, computer))
+
+    def _may_start(self, action: Dispatch, retries: Retries) -> Session | Stop | None:
+        """None when a worker may be started for `action`; else the live one already doing that step, or
+        why not."""
+        step = (bare_command(action.command), action.slug)
         twin = self._twin(step)
         if twin:  # started by an earlier run, or by someone else: one worker per step
             self.show(f"    {twin.id} is already doing {action.command} {action.slug}: waiting for it")
             return twin
         if retries.repeating(step):
             return Stop(Outcome.NEEDS_ATTENTION, repeated_text(action))
-        if state.steps >= self.settings.max_steps:
+        if self.state.steps + self.state.starting >= self.settings.max_steps:
             return Stop(
                 Outcome.MAX_STEPS, f"--max-steps {self.settings.max_steps} reached before {describe(action)}"
             )
-        started = guarded(self.runtime.start, action, args, computer)
+        return None
+
+    def _started(self, action: Dispatch, retries: Retries, started: Started | Error) -> Session | Stop | None:
+        """What the runtime's answer to a start means for the run (as `_start` answers)."""
         if isinstance(started, Error):
             if started.code is ErrorCode.WORKER_BLOCKED:  # it did start: a dialog or its exit stopped it
-                state.steps += 1
-            return self._refused(started, step, retries)
-        assert isinstance(started, Started)
-        state.steps += 1
-        state.session = started.session
+                self.state.steps += 1
+            return self._refused(started, (bare_command(action.command), action.slug), retries)
+        self.state.steps += 1
+        self.state.session = started.session
         self.show(f"    {where(started.session, self.runtime.config)}")
         return started.session
 
@@ -613,6 +628,8 @@ class Lane:
     retries: Retries = field(default_factory=Retries)
     computer: str = "local"  # where its worktree steps run: this machine or a [computers.NAME] with lanes
     resting: Countdown | None = None  # every agent for its step is out: asked again once it is back
+    # its worker's start, under way in the background: the step, and the runtime's answer to come
+    starting: tuple[Dispatch, Future[Started | Error]] | None = None
 
 
 @dataclass
@@ -628,8 +645,16 @@ class _Lanes(_Loop):
 
     lanes: dict[str, Lane] = field(default_factory=dict)
     failed_waits: int = 0  # in a row
+    starter: ThreadPoolExecutor | None = None  # the lanes' worker starts (`_launch`)
 
     def go(self) -> Stop:
+        try:
+            return self._go()
+        finally:  # a start under way ends first (its worker gets its command), so the report lists it
+            if self.starter is not None:
+                self.starter.shutdown(wait=True)
+
+    def _go(self) -> Stop:
         for session in _live(self.runtime, self.settings.root, lambda s: True):
             lane = self.lanes.setdefault(session.slug, Lane(session.slug))
             if session.computer in self.runtime.config.remotes:
@@ -703,7 +728,7 @@ class _Lanes(_Loop):
         for lane in list(self.lanes.values()):
             if lane.resting and lane.resting.until + timedelta(seconds=LIMIT_MARGIN) > now:
                 continue
-            if lane.session is None:
+            if lane.session is None and lane.starting is None:
                 stop = self._advance(lane)
                 if stop:
                     return stop
@@ -719,7 +744,7 @@ class _Lanes(_Loop):
             self._answer(action)
         match action:
             case Dispatch():
-                begun = self._start(action, lane.retries, computer=self._computer_for(lane, action))
+                begun = self._launch(lane, action, computer=self._computer_for(lane, action))
             case Complete():  # its finalize cleaned up here and on the computers its workers ran on
                 del self.lanes[lane.slug]
                 return None
@@ -735,6 +760,8 @@ class _Lanes(_Loop):
                 begun = Stop(Outcome.ERROR, to_text(action))
         lane.resting = None
         lane.queued = begun is QUEUED
+        if begun is STARTING:
+            return None
         if isinstance(begun, Session):
             lane.session, lane.adopted = begun, begun is not self.state.session
             return None
@@ -742,12 +769,45 @@ class _Lanes(_Loop):
             return self._park(lane, begun)
         return None
 
+    def _launch(
+        self, lane: Lane, action: Dispatch, args: str | None = None, computer: str = "local"
+    ) -> Session | Stop | None:
+        """Start the lane's worker in the background (STARTING), so that its start (typing, waiting for the
+        prompt, the Enter check) overlaps the other lanes' starts and the wait on their workers; or, as
+        `_start` answers, why it is not started."""
+        held = self._may_start(action, lane.retries)
+        if held is not None:
+            return held
+        if self.starter is None:
+            self.starter = ThreadPoolExecutor(max(self.settings.parallel, 1), thread_name_prefix="start")
+        self.state.starting += 1
+        lane.starting = (action, self.starter.submit(guarded, self.runtime.start, action, args, computer))
+        return STARTING
+
+    def _collect(self) -> Stop | None:
+        """The lanes whose worker start has finished: their worker, or what the runtime's refusal means."""
+        for lane in list(self.lanes.values()):
+            if lane.starting is None or not lane.starting[1].done():
+                continue
+            action, answer = lane.starting
+            lane.starting = None
+            self.state.starting -= 1
+            begun = self._started(action, lane.retries, answer.result())
+            lane.queued = begun is QUEUED
+            if isinstance(begun, Session):
+                lane.session, lane.adopted = begun, begun is not self.state.session
+            elif isinstance(begun, Stop) and begun is not QUEUED:
+                stop = self._park(lane, begun)
+                if stop:
+                    return stop
+        return None
+
     def _start_architect(self, lane: Lane) -> Session | Stop | None:
         action = app.next_prepare(lane.slug, cwd=self.settings.root)
         self._answer(action)
         match action:
             case Dispatch():
-                return self._start(action, lane.retries, args=f"{lane.slug} {UNATTENDED}")
+                return self._launch(lane, action, args=f"{lane.slug} {UNATTENDED}")
             case RunYourself():
                 return Stop(Outcome.SELF, to_text(action))
             case _:
@@ -755,13 +815,22 @@ class _Lanes(_Loop):
 
     def _wait(self) -> Stop | None:
         """One wait on every worker in flight; a lane whose worker is through asks again next round."""
+        stop = self._collect()
+        if stop:
+            return stop
         busy = {lane.session.id: lane for lane in self.lanes.values() if lane.session is not None}
+        starts = [lane.starting[1] for lane in self.lanes.values() if lane.starting is not None]
+        if not busy and starts:
+            wait_futures(starts, timeout=self.settings.tick, return_when=FIRST_COMPLETED)
+            return None
         if not busy:  # every lane waits for the merge queue or for an agent's reset
             self._count_down()
             time.sleep(self.settings.tick)
             return None
         self._status([lane.session for lane in busy.values() if lane.session is not None])  # new starts too
-        waited = guarded(self.runtime.wait_for_sessions, list(busy), self.settings.tick)
+        # while a start is under way, look often: its worker joins the wait as soon as it has its command
+        timeout = min(self.settings.tick, START_LOOK) if starts else self.settings.tick
+        waited = guarded(self.runtime.wait_for_sessions, list(busy), timeout)
         if isinstance(waited, Error):
             self.failed_waits += 1
             return self._wait_failed(waited, self.failed_waits)
