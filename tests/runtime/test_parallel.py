@@ -249,3 +249,15 @@ def test_a_parallel_run_whose_waits_keep_failing_stops_with_the_error(
     report = orchestrator.run(project, None, False, 60, runtime, lines.append, lambda p: None, parallel=2)
     assert report.outcome is Outcome.ERROR, report.text + "\n" + "\n".join(lines)
     assert len(calls) == orchestrator.WAIT_ATTEMPTS
+
+
+def test_parallel_lanes_start_their_workers_at_once(project, fake_agents, tmux_socket, monkeypatch):
+    monkeypatch.setenv("FAKE_AGENT", "slowstart")  # each CLI takes a second to show its prompt
+    report, lines = run(project, parallel=2)
+    assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
+    assert_delivered(project, ("greeting", "farewell", "shouting"))
+    builds = sorted((s for s in SessionStore().sessions() if step(s)[0] == "next-build"), key=lambda s: s.id)
+    first, second = sorted(builds, key=lambda s: s.created_at)[:2]
+    assert first.delivered_at is not None
+    # the second lane's worker was opened while the first was still waiting for its prompt
+    assert second.created_at < first.delivered_at
