@@ -99,6 +99,21 @@ class Launcher:
         )
         if remote and item_slug(subfolder) is None:
             return _not_an_item_worktree(remote, subfolder)
+        # held until the session has its command (or failed): a starter that dies meanwhile (kill -9) lets go
+        # of it, and the next run restarts the step at once (`starter_gone`)
+        self.context.store.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with fs.holding(start_lock(self.context.store.path, session_id)):
+            return self._begin(session, profile, binary, remote, workdir, thinking_mode)
+
+    def _begin(
+        self,
+        session: Session,
+        profile: AgentProfile,
+        binary: str,
+        remote: Computer | None,
+        workdir: Path,
+        thinking_mode: str,
+    ) -> Started | Error:
         with step_lock(session.project):  # one live session per step, one finalize at a time
             holder = step_holder(session, self.context.store.sessions())
             if holder is not None:
@@ -407,6 +422,20 @@ def _not_an_item_worktree(remote: Computer, subfolder: str | None) -> Error:
         f"a worker on {remote.name} works in an item's worktree: subfolder must be trees/{{slug}}, "
         f'not {subfolder!r}.\nRun steps on the main checkout with computer="local".',
     )
+
+
+def start_lock(store: Path, session_id: str) -> Path:
+    """The file a session's starter holds while it starts the worker (beside the sessions database)."""
+    return Path(f"{store}.start-{session_id}")
+
+
+def starter_gone(store: Path, session: Session) -> bool:
+    """A PENDING session whose starter died before the worker had its command (its lock is free)."""
+    lock = start_lock(store, session.id)
+    if session.state is not SessionState.PENDING or fs.held(lock) is not False:
+        return False
+    lock.unlink(missing_ok=True)  # left by the starter that died
+    return True
 
 
 def exit_channel(session_id: str) -> str:

@@ -33,6 +33,7 @@ from teleclaude.planner.core.timeparse import format_duration, format_utc
 from teleclaude.runtime.api import Runtime, guarded
 from teleclaude.runtime.core.sessions import Ended, Event, EventKind, Session, SessionState, Started, Waited
 from teleclaude.runtime.core.supervision import bare_command
+from teleclaude.runtime.launcher import starter_gone
 from teleclaude.runtime.remote import item_slug
 
 UNATTENDED = "(unattended: nobody will answer questions; decide yourself and write the file)"
@@ -161,7 +162,7 @@ class Progress:
         if self.others:
             text += " | also " + ", ".join(f"{o.command} {o.slug} ({o.state.value})" for o in self.others)
         if self.digest:
-            text += f" | digest: {self.digest[:80]}"
+            text += f" | digest: {cut(self.digest, 80)}"
         if self.parked:
             text += " | parked: " + ", ".join(item[:60] for item in self.parked)
         return text
@@ -222,8 +223,7 @@ def run(
     untrusted = guarded(runtime.config.check_trusted)
     if isinstance(untrusted, Error):  # before the planner claims an item no worker can be started for
         return report(Stop(Outcome.ERROR, to_text(untrusted)), settings, state, runtime)
-    remote_lanes = any(computer.lanes for computer in runtime.config.remotes.values())
-    kind = _Lanes if (parallel > 1 or remote_lanes) and slug is None else _Loop
+    kind = _Lanes if slug is None else _Loop  # a whole roadmap: items go on while one is parked
     loop = kind(settings, state, runtime, show, status)
     run_id = _record_start(runtime, root, slug)
     try:
@@ -275,6 +275,7 @@ class Stop:
     next: str | None = None  # the report's `next:` line, when it is not the outcome's usual advice
 
 
+_GOOD = (EventKind.TURN_ENDED, EventKind.FINISHED)  # how a session that did its step ends
 StepKey = tuple[str, str]  # (bare command, slug): one step of the roadmap, whichever agent does it
 QUEUED = Stop(Outcome.SELF, "the merge queue is busy")  # a sentinel of `_start`: wait, then ask again
 STARTING = Stop(Outcome.SELF, "the worker is being started")  # a sentinel of `_launch`: under way
@@ -319,7 +320,8 @@ class RunState:
     session: Session | None = None  # the last worker session
     history: list[Handled] = field(default_factory=list)
     retries: Retries = field(default_factory=Retries)
-    digest: str = ""  # the first line of the last digest heard
+    digest: str = ""  # the first line of the last digest heard, while its worker is not through
+    digest_of: str = ""  # the session that digest is about
     parked: dict[str, Stop] = field(default_factory=dict)  # --parallel: item -> why it cannot go on
     starting: int = 0  # --parallel: worker starts under way in the background (count towards --max-steps)
 
@@ -584,19 +586,33 @@ class _Loop:
             state.history.append(Handled(session, kind, detail, adopted))
             text = attention_text(session, detail, self.settings.root, self.runtime.config.socket)
             return Stop(Outcome.NEEDS_ATTENTION, text)
+        if state.digest_of == session.id:  # its digest leaves the status line with it
+            state.digest = state.digest_of = ""
         ended = guarded(self.runtime.end_session, session.id)
         ended_session = ended.session if isinstance(ended, Ended) else session
         state.history.append(Handled(ended_session, kind, detail, adopted))
         step = (bare_command(session.command), session.slug)
         if retries.through(step, kind, failed=reaction is Reaction.FAILED):
-            return Stop(Outcome.ERROR, failed_twice_text(session, kind, detail))
+            works = any(  # the agent did steps of other items in this run: the item, not the agent, fails
+                h.session.agent == session.agent and h.session.slug != session.slug and h.kind in _GOOD
+                for h in state.history
+            )
+            return Stop(Outcome.ERROR, failed_twice_text(session, kind, detail, works_elsewhere=works))
         return True
 
     def _heard(self, event: Event, session: Session) -> None:
         detail = f": {event.detail}" if event.detail else ""
-        if event.kind is EventKind.DIGEST:  # the runtime's periodic report: on the status line until the next
-            self.state.digest = f"{session.command} {session.slug}: {event.detail.splitlines()[0]}"
-        self.show(f"    {session.id} {event.kind.value}{detail}".splitlines()[0][:200])
+        self.show(cut(f"    {session.id} {event.kind.value}{detail}".splitlines()[0], 200))
+        if event.kind is not EventKind.DIGEST:
+            return
+        # the runtime's periodic report: on the status line until the next, or until its worker is through
+        self.state.digest = f"{session.command} {session.slug}: {event.detail.splitlines()[0]}"
+        self.state.digest_of = session.id
+        lines = event.detail.splitlines()
+        if "  recent tools:" in lines:  # the worker's latest tool uses, named by its step
+            tools = lines[lines.index("  recent tools:") + 1 :]
+            for line in (line.strip() for line in tools if line.startswith("    ")):
+                self.show(cut(f"      {session.command} {session.slug} used {line}", 200))
 
     def _finished(self, action: Action) -> bool:
         """NO_WORK for the whole roadmap; it also answers a missing roadmap: an error, not a finished run."""
@@ -608,8 +624,12 @@ class _Loop:
         )
 
     def _stuck_pending(self, session: Session) -> bool:
+        """A session its starter left PENDING: it died (its start lock is free), or a start is long over."""
         if session.state is not SessionState.PENDING:
             return False
+        if starter_gone(self.runtime.store.path, session):
+            fresh = self.runtime.store.get(session.id)  # a starter saves RUNNING before it lets go
+            return fresh is not None and fresh.state is SessionState.PENDING
         limit = timedelta(seconds=self.runtime.config.startup_timeout * 2)
         return self.runtime.clock() - session.created_at > limit
 
@@ -655,13 +675,6 @@ class _Lanes(_Loop):
                 self.starter.shutdown(wait=True)
 
     def _go(self) -> Stop:
-        for session in _live(self.runtime, self.settings.root, lambda s: True):
-            lane = self.lanes.setdefault(session.slug, Lane(session.slug))
-            if session.computer in self.runtime.config.remotes:
-                lane.computer = session.computer
-            if lane.session is None:
-                self.show(f"adopting {session.id} ({session.command} {session.slug}, {session.state.value})")
-                lane.session, lane.adopted = session, True
         while True:
             stop = self._fill() or self._advance_all()
             if stop:
@@ -682,7 +695,20 @@ class _Lanes(_Loop):
             if stop:
                 return stop
 
+    def _adopt(self) -> None:
+        """The project's live workers no lane of this run waits on (left by an earlier run, or started by a
+        run beside this one) get a lane here too: so `parallel` caps the project's workers, not this run's."""
+        for session in _live(self.runtime, self.settings.root, lambda s: s.slug not in self.state.parked):
+            lane = self.lanes.setdefault(session.slug, Lane(session.slug))
+            if lane.session is not None or lane.starting is not None:
+                continue
+            if session.computer in self.runtime.config.remotes:
+                lane.computer = session.computer
+            self.show(f"adopting {session.id} ({session.command} {session.slug}, {session.state.value})")
+            lane.session, lane.adopted = session, True
+
     def _fill(self) -> Stop | None:
+        self._adopt()
         if len(self.lanes) >= self.settings.parallel:
             return None
         ready = app.ready_items(cwd=self.settings.root)
@@ -911,6 +937,16 @@ def report(stop: Stop, settings: RunSettings, state: RunState, runtime: Runtime)
     )
 
 
+def cut(text: str, length: int) -> str:
+    """`text` cut to `length` characters, but never its NO PROGRESS (a digest's warning, at its end)."""
+    if len(text) <= length:
+        return text
+    flag = ", NO PROGRESS"
+    if flag in text:
+        return text[: length - len(flag) - 1].rstrip() + "…" + flag
+    return text[: length - 1] + "…"
+
+
 def headline(stop: Stop) -> str:
     """The first line a report of `stop` would have."""
     first = stop.what.splitlines()[0] if stop.what else ""
@@ -980,13 +1016,21 @@ def repeated_text(action: Dispatch) -> str:
     )
 
 
-def failed_twice_text(session: Session, kind: EventKind, detail: str) -> str:
+def failed_twice_text(session: Session, kind: EventKind, detail: str, works_elsewhere: bool = False) -> str:
+    """`works_elsewhere`: the agent did other items' steps in this run, so taking it away from every item
+    (marking it unavailable) is not the advice."""
+    last = (
+        f"{session.agent} did other items' steps in this run: read what it said (teleclaude sessions list), "
+        "then do the step by hand or fix what makes it fail."
+        if works_elsewhere
+        else f"Or mark it unavailable (teleclaude agents unavailable {session.agent}) so the planner picks "
+        "another."
+    )
     return (
         f"ERROR: {ErrorCode.WORKER_FAILED.value}\n"
         f"{session.command} {session.slug} failed twice in a row "
         f"({session.agent}: {detail or session.last_error or kind.value}).\n"
-        f"Run the agent by hand in {session.workdir} to see why, or mark it unavailable "
-        f"(teleclaude agents unavailable {session.agent}) so the planner picks another."
+        f"Run the agent by hand in {session.workdir} to see why. {last}"
     )
 
 
