@@ -206,6 +206,10 @@ def test_digests_reach_the_log_and_the_status_line_of_a_run(project, fake_agents
     assert report.outcome is Outcome.COMPLETE, report.text
     assert any(re.match(r"\s+\w+ digest: running", line) for line in lines), lines
     assert any("digest: next-build shouting: running" in p.line() for p in progress)
+    for line in progress:  # a digest leaves the status line once its worker is through
+        if isinstance(line, orchestrator.Progress) and line.digest:
+            in_flight = {(s.command, s.slug) for s in (line.session, *line.others)}
+            assert tuple(line.digest.split(":")[0].split()) in in_flight, line.line()
 
 
 def test_an_item_that_fails_is_parked_and_the_other_lanes_deliver_theirs(

@@ -196,8 +196,8 @@ def test_a_serial_run_parks_an_item_that_fails_and_delivers_the_independent_ones
     report, lines = run(project)
     assert report.outcome is Outcome.PARKED and report.exit_code == 1, report.text
     assert parked_lines(report) == {"shouting": "ERROR: WORKER_FAILED"}
-    assert_delivered(project, ("greeting", "farewell"))
-    assert markers(project)["shouting"] is Marker.ACTIVE
+    assert markers(project) == {"greeting": Marker.DONE, "farewell": Marker.DONE, "shouting": Marker.ACTIVE}
+    assert [re.sub(r"^\d{3}-", "", name) for name in archives(project)] == ["greeting", "farewell"]
     # the agent did the other items' steps: the advice is not to take it away from every item
     assert "agents unavailable" not in report.text
     assert_no_workers(tmux_socket)
@@ -248,7 +248,7 @@ def test_a_worker_that_never_answers_is_replaced_by_the_next_agent_and_the_item_
     assert_delivered(project, ("greeting",))
 
 
-def test_with_unresponsive_pause_0_a_stuck_worker_stops_the_run_and_is_left_running_for_a_human(
+def test_with_unresponsive_pause_0_stuck_workers_park_their_items_and_are_left_running_for_a_human(
     project, fake_agents, tmux_socket, monkeypatch
 ):
     settings = project / "teleclaude.toml"
@@ -332,7 +332,7 @@ def test_a_worker_whose_starter_was_killed_mid_start_is_restarted_at_once_by_the
     assert_no_workers(tmux_socket)
 
 
-def test_no_agent_for_a_step_and_no_wait_stops_the_run_with_self(project, fake_agents, tmux_socket):
+def test_no_agent_for_a_step_and_no_wait_parks_each_item_with_self(project, fake_agents, tmux_socket):
     for agent in ("gemini", "claude", "codex"):
         app.mark_agent_unavailable(agent, "1h", "quota_exhausted", cwd=project)
     report = orchestrator.run(
@@ -343,7 +343,7 @@ def test_no_agent_for_a_step_and_no_wait_stops_the_run_with_self(project, fake_a
     assert SessionStore().sessions() == []
 
 
-def test_a_reset_further_away_than_limit_wait_stops_the_run_with_self(project, fake_agents, tmux_socket):
+def test_a_reset_further_away_than_limit_wait_parks_each_item_with_self(project, fake_agents, tmux_socket):
     settings = project / "teleclaude.toml"
     settings.write_text(settings.read_text() + "limit_wait = 600\n")
     commit_all(project, "Wait ten minutes at most")
@@ -553,6 +553,15 @@ def test_elsewhere_a_status_line_is_printed_only_when_more_than_the_clock_change
         console.status(orchestrator.Progress(1, session(), seconds))
     console.status(orchestrator.Progress(1, session(SessionState.STALLED), 4))
     assert len(err.text.splitlines()) == 2 and "\r" not in err.text
+
+
+def test_a_long_digest_on_the_status_line_keeps_its_no_progress():
+    digest = (
+        'next-build x: running 12m, state stalled, status "reading the big module" (9m ago), '
+        "1 reminder(s) sent, NO PROGRESS"
+    )
+    line = orchestrator.Progress(1, session(), 3, digest=digest).line()
+    assert "NO PROGRESS" in line and len(line) < len(digest) + 40
 
 
 # --- the policy --------------------------------------------------------------------------------------------
