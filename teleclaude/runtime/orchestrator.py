@@ -1,10 +1,10 @@
 """`teleclaude run`: the orchestrator loop, unattended. Ask `next_work`, start the worker it names, wait for
 the worker's events, end its session, ask again, until the roadmap is done or a human is needed.
 
-The files decide every step; this loop only keeps the worker count at one and reacts to events (`react`,
-one table). It keeps no state of its own between runs: a restarted run adopts the live sessions of the
-project from the runtime's database before it asks the planner anything, so a killed run that is started
-again neither loses a worker nor starts a second one for the same step.
+The files decide every step; this loop only keeps the project's worker count at `--parallel` (default one)
+and reacts to events (`react`, one table). It keeps no state of its own between runs: a restarted run
+adopts the live sessions of the project from the runtime's database before it asks the planner anything,
+so a killed run that is started again neither loses a worker nor starts a second one for the same step.
 """
 
 from __future__ import annotations
