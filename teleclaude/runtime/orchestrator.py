@@ -708,6 +708,8 @@ class _Lanes(_Loop):
             lane.session, lane.adopted = session, True
 
     def _fill(self) -> Stop | None:
+        if len(self.lanes) >= self.settings.parallel:
+            return None
         self._adopt()
         if len(self.lanes) >= self.settings.parallel:
             return None
