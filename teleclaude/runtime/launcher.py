@@ -103,7 +103,7 @@ class Launcher:
         # of it, and the next run restarts the step at once (`starter_gone`)
         self.context.store.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with fs.holding(start_lock(self.context.store.path, session_id)):
-            return self._begin(session, profile, binary, remote, workdir, thinking_mode)
+            return self._begin(session, profile, binary, remote, workdir, request.thinking_mode)
 
     def _begin(
         self,
@@ -120,7 +120,7 @@ class Launcher:
                 return holder
             self.context.store.add(session)  # the PENDING row holds the step from here on
         # Outside the lock: a push over ssh can take seconds, and every planner call waits on that lock.
-        opened = self._open(session, profile, binary, remote, workdir, request.thinking_mode)
+        opened = self._open(session, profile, binary, remote, workdir, thinking_mode)
         if isinstance(opened, Error):
             self.context.change(session, Change.ERRORED, opened.message, error=opened.message)
             return opened
