@@ -214,8 +214,10 @@ def test_a_cli_that_exits_before_its_prompt_counts_as_a_session_started(
         (folder / name).chmod(0o755)
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
     report, _ = run(project)
-    assert report.outcome is Outcome.ERROR and report.text.splitlines()[0] == "ERROR: WORKER_BLOCKED"
-    assert report.steps == 1
+    assert report.outcome is Outcome.PARKED, report.text  # each independent item tried, and parked
+    parked = parked_lines(report)
+    assert parked and set(parked.values()) == {"ERROR: WORKER_BLOCKED"}
+    assert report.steps == len(parked)  # one session started for each
     assert_no_workers(tmux_socket)
 
 
@@ -302,7 +304,8 @@ def test_a_session_left_pending_by_a_killed_starter_is_ended_and_the_step_starte
 
 STARTER = """import sys
 from teleclaude.runtime.api import open_runtime
-open_runtime(".").run_agent_command("local", *sys.argv[1:6], sys.argv[6] or None)
+from teleclaude.runtime.core.sessions import StartRequest
+open_runtime(".").run_agent_command(StartRequest("local", *sys.argv[1:6], sys.argv[6] or None))
 """
 
 
