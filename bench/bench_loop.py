@@ -40,7 +40,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from teleclaude.adapters.sessions_db import EVENTS, SessionStore  # noqa: E402
+from teleclaude.adapters.sessions_db import EVENTS, SESSIONS, SessionStore  # noqa: E402
 from teleclaude.adapters.tmux import Tmux  # noqa: E402
 from teleclaude.demo import stand_in  # noqa: E402
 from teleclaude.demo.workers import PLAN, commit_all, git  # noqa: E402
@@ -86,9 +86,16 @@ def cpu_ms(pid: int) -> float:
     return ticks * 1000 / os.sysconf("SC_CLK_TCK")
 
 
-def all_busy(store: SessionStore) -> bool:
-    live = [s for s in store.sessions() if not s.state.is_final]
-    return bool(live) and all(s.state is SessionState.RUNNING for s in live)
+def all_busy(db: Path) -> bool:
+    """Every live session of the run is `running`. Read-only and outside SessionStore: a reader that caught
+    the file while the run creates it must not take it for a corrupt one and move it aside."""
+    try:
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)) as conn:
+            states = [SessionState(row[0]) for row in conn.execute(f"SELECT state FROM {SESSIONS}")]
+    except (sqlite3.Error, ValueError):
+        return False
+    live = [state for state in states if not state.is_final]
+    return bool(live) and all(state is SessionState.RUNNING for state in live)
 
 
 def timed_run(name: str, project: Path, env: dict[str, str], args: list[str]) -> Result:
@@ -108,7 +115,7 @@ def timed_run(name: str, project: Path, env: dict[str, str], args: list[str]) ->
         while process.poll() is None:
             try:
                 now, used = time.monotonic(), cpu_ms(process.pid)
-                busy = db.exists() and all_busy(SessionStore(db))
+                busy = db.exists() and all_busy(db)
             except (OSError, ValueError):
                 break
             if last is not None and last[2] and busy:
