@@ -111,7 +111,8 @@ def make_private(*paths: Path) -> None:
         except FileNotFoundError:
             continue
         if info.st_mode & 0o077 and info.st_uid == os.getuid():
-            os.chmod(path, stat.S_IMODE(info.st_mode) & ~0o077)
+            with suppress(FileNotFoundError):  # SQLite removes its -wal file when its last connection closes
+                os.chmod(path, stat.S_IMODE(info.st_mode) & ~0o077)
 
 
 def atomic_write(path: Path, data: bytes, *, follow: bool = True, mode: int | None = None) -> None:
