@@ -90,9 +90,7 @@ class RuntimeConfig:
     # 0: the session needs attention instead and is left running for a human
     unresponsive_pause: float = 3600.0
     digest_period: float = 600.0  # a digest per worker for the orchestrator's wait_for_sessions
-    # once a digest found a worker without progress (that long): below soft_remind, so its orchestrator hears
-    # of a stalled worker before the first reminder (which, answered, is progress again)
-    digest_period_quiet: float = 180.0
+    digest_period_quiet: float = 300.0  # once a digest found a worker without progress
     # each digest, and a final one when a worker's turn ends, typed into its parent's pane by the supervisor
     # (`teleclaude supervise`) at the parent's next idle moment; false: the orchestrator polls as before
     parent_digests: bool = True

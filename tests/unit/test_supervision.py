@@ -157,10 +157,10 @@ def test_digests_every_ten_minutes_and_every_five_once_a_digest_finds_no_progres
     busy = progressed(busy, at(1100))  # output, but no report_status since the last digest
     busy, report = digest(busy, at(1200), [], CONFIG)
     assert report.no_progress and report.status_unchanged and busy.digest_escalated
-    # no progress found at a digest: every 180 s from then on, whatever it does (one-way)
+    # no progress found at a digest: every 300 s from then on, whatever it does (one-way)
     busy = replace(busy, status_at=at(1250))
-    assert not digest_due(busy, at(1379), CONFIG) and digest_due(busy, at(1380), CONFIG)
-    assert not digest(busy, at(1380), [], CONFIG)[1].no_progress
+    assert not digest_due(busy, at(1499), CONFIG) and digest_due(busy, at(1500), CONFIG)
+    assert not digest(busy, at(1500), [], CONFIG)[1].no_progress
 
 
 def test_a_worker_that_never_reported_escalates_at_its_first_digest():
