@@ -111,7 +111,8 @@ def make_private(*paths: Path) -> None:
         except FileNotFoundError:
             continue
         if info.st_mode & 0o077 and info.st_uid == os.getuid():
-            os.chmod(path, stat.S_IMODE(info.st_mode) & ~0o077)
+            with suppress(FileNotFoundError):  # SQLite removes its -wal file when its last connection closes
+                os.chmod(path, stat.S_IMODE(info.st_mode) & ~0o077)
 
 
 def atomic_write(path: Path, data: bytes, *, follow: bool = True, mode: int | None = None) -> None:
@@ -246,3 +247,35 @@ def try_lock(path: Path) -> Iterator[bool]:
             yield True
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
+def holding(path: Path) -> Iterator[None]:
+    """An exclusive lock on `path` (made, then removed) while the block runs: `held` tells another process
+    whether its holder is still alive, as the kernel drops the lock when the holder dies, even by kill -9.
+    A file that cannot be made leaves the block unguarded (`held` then says None)."""
+    try:
+        handle = open(path, "a+b")  # noqa: SIM115 - closed below
+    except OSError:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            path.unlink(missing_ok=True)
+
+
+def held(path: Path) -> bool | None:
+    """Whether a live process holds `path` (`holding`); None when there is no such file."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below, whichever way the lock goes
+    except FileNotFoundError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        return False

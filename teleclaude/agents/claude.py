@@ -96,4 +96,7 @@ PROFILE = AgentProfile(
         ".claude.json", ("projects", "{root}", "hasTrustDialogAccepted"), True, default=False
     ),
     colour="#d97757",
+    # no dialog follows its prompt once the folder is trusted (`teleclaude init`)
+    prompt_stable=0.3,
+    settle=0.1,
 )

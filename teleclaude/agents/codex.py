@@ -189,4 +189,7 @@ PROFILE = AgentProfile(
         hooks_file="{folder}/hooks.json",
     ),
     colour="#10a37f",
+    # a dialog can replace its prompt ~0.8 s after it shows
+    prompt_stable=1.0,
+    settle=0.1,
 )

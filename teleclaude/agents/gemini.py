@@ -97,4 +97,7 @@ PROFILE = AgentProfile(
         ".gemini", command_file="{folder}/commands/{name}.toml", command_text=command_toml, named_hooks=True
     ),
     colour="#4285f4",
+    # "Trust this folder?" replaces its prompt ~0.25 s after it shows
+    prompt_stable=0.5,
+    settle=0.1,
 )

@@ -271,7 +271,9 @@ def _runtime(path: str, value: Any, earlier: RuntimeConfig | None) -> RuntimeCon
                 raise ConfigError(path, where, f"must be {least}, not {item!r}")
             if item == 0 and key not in _MAY_BE_ZERO:
                 raise ConfigError(path, where, f"must be {least}, not {item!r}")
-            runtime = replace(runtime, **{key: type(getattr(runtime, key))(item)})
+            whole = isinstance(getattr(RuntimeConfig(), key), int)  # else seconds (None: the agent's own)
+            number: Any = int(item) if whole else float(item)
+            runtime = replace(runtime, **{key: number})
         elif key == "agents":
             runtime = replace(runtime, profiles=_profiles(path, item, runtime.profiles))
         elif key == "parent_digests":

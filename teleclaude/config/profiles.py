@@ -74,11 +74,13 @@ class RuntimeConfig:
     width: int = 200
     height: int = 50
     startup_timeout: float = 60.0  # for the CLI's prompt to appear
-    prompt_stable: float = 1.0  # the prompt must stay on an unchanged screen this long before typing
-    settle: float = 0.3  # between pasting the command and pressing Enter
+    # the prompt must stay on an unchanged screen this long before typing, and the pause between pasting a
+    # command and pressing Enter: None, each agent's own (its driver's `prompt_stable`, `settle`)
+    prompt_stable: float | None = None
+    settle: float | None = None
     command_wait: float = 30.0  # for the CLI to list a typed command (profile's `command_listed`); then sent
     idle_threshold: float = 5.0
-    poll_interval: float = 0.5
+    poll_interval: float = 1.0  # a look at busy workers; their hooks and exits wake a wait at once
     tmux_timeout: float = 10.0
     # supervision (seconds without progress, counted from the last progress)
     soft_remind: float = 210.0  # a reminder typed at the worker's next idle
@@ -110,6 +112,17 @@ class RuntimeConfig:
     def ssh_timeout(self) -> float:
         """For one git push, fetch or clean-up in another computer's clone over ssh."""
         return self.tmux_timeout * 6
+
+    def prompt_stable_of(self, agent: str) -> float:
+        """How long `agent`'s prompt must stay on an unchanged screen before the launcher types."""
+        return self.prompt_stable if self.prompt_stable is not None else self._profile(agent).prompt_stable
+
+    def settle_of(self, agent: str) -> float:
+        """The pause between typing a line into `agent`'s pane and pressing Enter."""
+        return self.settle if self.settle is not None else self._profile(agent).settle
+
+    def _profile(self, agent: str) -> AgentProfile:
+        return self.profiles.get(agent) or AgentProfile(agent, (agent,))
 
     def elsewhere(self, computer: str) -> bool:
         """Whether a session's `computer` is another machine; the names in `computers` mean this one."""

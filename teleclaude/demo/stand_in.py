@@ -30,6 +30,8 @@ A line that is not a command is an instruction: one that says to commit makes it
 tick makes it tick its build tasks and commit, one that says its check failed makes it write
 `check-fixed.txt` (and commit); anything else (a reminder) gets a status line back.
 `/emit N` prints N numbered rows, 20 ms apart (for reading output while it grows).
+`FAKE_AGENT_STEP_SECONDS=W` makes every step (a command of the planner) take W seconds of "work" first, as
+a model's turn would (bench/bench_loop.py measures the loop's own time around it).
 """
 
 from __future__ import annotations
@@ -150,6 +152,10 @@ def respond(agent: str, chosen: set[str], command: str, args: str, lines) -> int
             },
         )
         return None
+    work = float(os.environ.get("FAKE_AGENT_STEP_SECONDS") or 0)
+    if work > 0 and command in {step.command for step in Step}:
+        say("working...")
+        time.sleep(work)
     done = do_step(command, args.split()[0] if args.split() else "")
     say(done)
     if "hook" in chosen:

@@ -99,13 +99,28 @@ class Launcher:
         )
         if remote and item_slug(subfolder) is None:
             return _not_an_item_worktree(remote, subfolder)
+        # held until the session has its command (or failed): a starter that dies meanwhile (kill -9) lets go
+        # of it, and the next run restarts the step at once (`starter_gone`)
+        self.context.store.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with fs.holding(start_lock(self.context.store.path, session_id)):
+            return self._begin(session, profile, binary, remote, workdir, request.thinking_mode)
+
+    def _begin(
+        self,
+        session: Session,
+        profile: AgentProfile,
+        binary: str,
+        remote: Computer | None,
+        workdir: Path,
+        thinking_mode: str,
+    ) -> Started | Error:
         with step_lock(session.project):  # one live session per step, one finalize at a time
             holder = step_holder(session, self.context.store.sessions())
             if holder is not None:
                 return holder
             self.context.store.add(session)  # the PENDING row holds the step from here on
         # Outside the lock: a push over ssh can take seconds, and every planner call waits on that lock.
-        opened = self._open(session, profile, binary, remote, workdir, request.thinking_mode)
+        opened = self._open(session, profile, binary, remote, workdir, thinking_mode)
         if isinstance(opened, Error):
             self.context.change(session, Change.ERRORED, opened.message, error=opened.message)
             return opened
@@ -214,7 +229,7 @@ class Launcher:
                 return self._fail(session, screen)
             sent_at = self.context.clock()  # before typing: a turn that fails at once is still this one
             self._type_command(session, profile, text)
-            time.sleep(self.context.config.settle)
+            time.sleep(self.context.config.settle_of(session.agent))
             if not self.panes.press_enter(session, typed=text.strip()):
                 refused = self._refused(session)
                 if refused is not None:
@@ -275,7 +290,7 @@ class Launcher:
                 stable_since = None
             elif screen != last or stable_since is None:
                 stable_since = time.monotonic()
-            elif time.monotonic() - stable_since >= config.prompt_stable:
+            elif time.monotonic() - stable_since >= config.prompt_stable_of(session.agent):
                 return screen
             last = screen
             if time.monotonic() > deadline:
@@ -407,6 +422,20 @@ def _not_an_item_worktree(remote: Computer, subfolder: str | None) -> Error:
         f"a worker on {remote.name} works in an item's worktree: subfolder must be trees/{{slug}}, "
         f'not {subfolder!r}.\nRun steps on the main checkout with computer="local".',
     )
+
+
+def start_lock(store: Path, session_id: str) -> Path:
+    """The file a session's starter holds while it starts the worker (beside the sessions database)."""
+    return Path(f"{store}.start-{session_id}")
+
+
+def starter_gone(store: Path, session: Session) -> bool:
+    """A PENDING session whose starter died before the worker had its command (its lock is free)."""
+    lock = start_lock(store, session.id)
+    if session.state is not SessionState.PENDING or fs.held(lock) is not False:
+        return False
+    lock.unlink(missing_ok=True)  # left by the starter that died
+    return True
 
 
 def exit_channel(session_id: str) -> str:

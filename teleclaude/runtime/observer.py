@@ -153,8 +153,20 @@ class Observer:
                 f"prompt. Run `teleclaude install --{session.agent}` so that the role commands exist."
             )
             saved = self.context.change(session, Change.ERRORED, why, expect=session.state, error=why)
-            return saved.state not in WORKING
-        return self._turn_ended(session, source, session.state).state not in WORKING
+        else:
+            saved = self._turn_ended(session, source, session.state)
+        if saved.state in WORKING:
+            return False
+        self._wake(session)
+        return True
+
+    def _wake(self, session: Session) -> None:
+        """A hook's news is saved: whoever waits on the session (`wait`, in another process) looks at once,
+        not at its next poll: through the channel they listen on, which its pane's exit also signals."""
+        try:
+            self.context.tmux.cmd("wait-for", "-S", exit_channel(session.id), check=False)
+        except TmuxError as error:
+            log.info("session %s: could not wake its waiters (%s)", session.id, error)
 
     def _turn_ended(self, session: Session, source: str, expect: SessionState) -> Session:
         """A stop hook said the turn is over: a stalled or neglected worker runs again, then ends its turn."""

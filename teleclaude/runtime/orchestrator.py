@@ -1,10 +1,10 @@
 """`teleclaude run`: the orchestrator loop, unattended. Ask `next_work`, start the worker it names, wait for
 the worker's events, end its session, ask again, until the roadmap is done or a human is needed.
 
-The files decide every step; this loop only keeps the worker count at one and reacts to events (`react`,
-one table). It keeps no state of its own between runs: a restarted run adopts the live sessions of the
-project from the runtime's database before it asks the planner anything, so a killed run that is started
-again neither loses a worker nor starts a second one for the same step.
+The files decide every step; this loop only keeps the project's worker count at `--parallel` (default one)
+and reacts to events (`react`, one table). It keeps no state of its own between runs: a restarted run
+adopts the live sessions of the project from the runtime's database before it asks the planner anything,
+so a killed run that is started again neither loses a worker nor starts a second one for the same step.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import secrets
 import shlex
 import time
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import Enum
@@ -31,6 +33,7 @@ from teleclaude.planner.core.timeparse import format_duration, format_utc
 from teleclaude.runtime.api import Runtime, guarded
 from teleclaude.runtime.core.sessions import Ended, Event, EventKind, Session, SessionState, Started, Waited
 from teleclaude.runtime.core.supervision import bare_command
+from teleclaude.runtime.launcher import starter_gone
 from teleclaude.runtime.remote import item_slug
 
 UNATTENDED = "(unattended: nobody will answer questions; decide yourself and write the file)"
@@ -159,7 +162,7 @@ class Progress:
         if self.others:
             text += " | also " + ", ".join(f"{o.command} {o.slug} ({o.state.value})" for o in self.others)
         if self.digest:
-            text += f" | digest: {self.digest[:80]}"
+            text += f" | digest: {cut(self.digest, 80)}"
         if self.parked:
             text += " | parked: " + ", ".join(item[:60] for item in self.parked)
         return text
@@ -220,8 +223,7 @@ def run(
     untrusted = guarded(runtime.config.check_trusted)
     if isinstance(untrusted, Error):  # before the planner claims an item no worker can be started for
         return report(Stop(Outcome.ERROR, to_text(untrusted)), settings, state, runtime)
-    remote_lanes = any(computer.lanes for computer in runtime.config.remotes.values())
-    kind = _Lanes if (parallel > 1 or remote_lanes) and slug is None else _Loop
+    kind = _Lanes if slug is None else _Loop  # a whole roadmap: items go on while one is parked
     loop = kind(settings, state, runtime, show, status)
     run_id = _record_start(runtime, root, slug)
     try:
@@ -273,8 +275,11 @@ class Stop:
     next: str | None = None  # the report's `next:` line, when it is not the outcome's usual advice
 
 
+_GOOD = (EventKind.TURN_ENDED, EventKind.FINISHED)  # how a session that did its step ends
 StepKey = tuple[str, str]  # (bare command, slug): one step of the roadmap, whichever agent does it
 QUEUED = Stop(Outcome.SELF, "the merge queue is busy")  # a sentinel of `_start`: wait, then ask again
+STARTING = Stop(Outcome.SELF, "the worker is being started")  # a sentinel of `_launch`: under way
+START_LOOK = 0.2  # seconds per wait while a lane's worker is being started
 
 
 @dataclass
@@ -315,8 +320,10 @@ class RunState:
     session: Session | None = None  # the last worker session
     history: list[Handled] = field(default_factory=list)
     retries: Retries = field(default_factory=Retries)
-    digest: str = ""  # the first line of the last digest heard
+    digest: str = ""  # the first line of the last digest heard, while its worker is not through
+    digest_of: str = ""  # the session that digest is about
     parked: dict[str, Stop] = field(default_factory=dict)  # --parallel: item -> why it cannot go on
+    starting: int = 0  # --parallel: worker starts under way in the background (count towards --max-steps)
 
 
 @dataclass
@@ -442,25 +449,35 @@ class _Loop:
     ) -> Session | Stop | None:
         """Start the worker of `action`: its session (or the live one already doing that step), QUEUED when
         another finalize is merging, None to ask again, or a `Stop`."""
-        state, step = self.state, (bare_command(action.command), action.slug)
+        held = self._may_start(action, retries)
+        if held is not None:
+            return held
+        return self._started(action, retries, guarded(self.runtime.start, action, args, computer))
+
+    def _may_start(self, action: Dispatch, retries: Retries) -> Session | Stop | None:
+        """None when a worker may be started for `action`; else the live one already doing that step, or
+        why not."""
+        step = (bare_command(action.command), action.slug)
         twin = self._twin(step)
         if twin:  # started by an earlier run, or by someone else: one worker per step
             self.show(f"    {twin.id} is already doing {action.command} {action.slug}: waiting for it")
             return twin
         if retries.repeating(step):
             return Stop(Outcome.NEEDS_ATTENTION, repeated_text(action))
-        if state.steps >= self.settings.max_steps:
+        if self.state.steps + self.state.starting >= self.settings.max_steps:
             return Stop(
                 Outcome.MAX_STEPS, f"--max-steps {self.settings.max_steps} reached before {describe(action)}"
             )
-        started = guarded(self.runtime.start, action, args, computer)
+        return None
+
+    def _started(self, action: Dispatch, retries: Retries, started: Started | Error) -> Session | Stop | None:
+        """What the runtime's answer to a start means for the run (as `_start` answers)."""
         if isinstance(started, Error):
             if started.code is ErrorCode.WORKER_BLOCKED:  # it did start: a dialog or its exit stopped it
-                state.steps += 1
-            return self._refused(started, step, retries)
-        assert isinstance(started, Started)
-        state.steps += 1
-        state.session = started.session
+                self.state.steps += 1
+            return self._refused(started, (bare_command(action.command), action.slug), retries)
+        self.state.steps += 1
+        self.state.session = started.session
         self.show(f"    {where(started.session, self.runtime.config)}")
         return started.session
 
@@ -569,19 +586,33 @@ class _Loop:
             state.history.append(Handled(session, kind, detail, adopted))
             text = attention_text(session, detail, self.settings.root, self.runtime.config.socket)
             return Stop(Outcome.NEEDS_ATTENTION, text)
+        if state.digest_of == session.id:  # its digest leaves the status line with it
+            state.digest = state.digest_of = ""
         ended = guarded(self.runtime.end_session, session.id)
         ended_session = ended.session if isinstance(ended, Ended) else session
         state.history.append(Handled(ended_session, kind, detail, adopted))
         step = (bare_command(session.command), session.slug)
         if retries.through(step, kind, failed=reaction is Reaction.FAILED):
-            return Stop(Outcome.ERROR, failed_twice_text(session, kind, detail))
+            works = any(  # the agent did steps of other items in this run: the item, not the agent, fails
+                h.session.agent == session.agent and h.session.slug != session.slug and h.kind in _GOOD
+                for h in state.history
+            )
+            return Stop(Outcome.ERROR, failed_twice_text(session, kind, detail, works_elsewhere=works))
         return True
 
     def _heard(self, event: Event, session: Session) -> None:
         detail = f": {event.detail}" if event.detail else ""
-        if event.kind is EventKind.DIGEST:  # the runtime's periodic report: on the status line until the next
-            self.state.digest = f"{session.command} {session.slug}: {event.detail.splitlines()[0]}"
-        self.show(f"    {session.id} {event.kind.value}{detail}".splitlines()[0][:200])
+        self.show(cut(f"    {session.id} {event.kind.value}{detail}".splitlines()[0], 200))
+        if event.kind is not EventKind.DIGEST:
+            return
+        # the runtime's periodic report: on the status line until the next, or until its worker is through
+        self.state.digest = f"{session.command} {session.slug}: {event.detail.splitlines()[0]}"
+        self.state.digest_of = session.id
+        lines = event.detail.splitlines()
+        if "  recent tools:" in lines:  # the worker's latest tool uses, named by its step
+            tools = lines[lines.index("  recent tools:") + 1 :]
+            for line in (line.strip() for line in tools if line.startswith("    ")):
+                self.show(cut(f"      {session.command} {session.slug} used {line}", 200))
 
     def _finished(self, action: Action) -> bool:
         """NO_WORK for the whole roadmap; it also answers a missing roadmap: an error, not a finished run."""
@@ -593,8 +624,12 @@ class _Loop:
         )
 
     def _stuck_pending(self, session: Session) -> bool:
+        """A session its starter left PENDING: it died (its start lock is free), or a start is long over."""
         if session.state is not SessionState.PENDING:
             return False
+        if starter_gone(self.runtime.store.path, session):
+            fresh = self.runtime.store.get(session.id)  # a starter saves RUNNING before it lets go
+            return fresh is not None and fresh.state is SessionState.PENDING
         limit = timedelta(seconds=self.runtime.config.startup_timeout * 2)
         return self.runtime.clock() - session.created_at > limit
 
@@ -613,6 +648,8 @@ class Lane:
     retries: Retries = field(default_factory=Retries)
     computer: str = "local"  # where its worktree steps run: this machine or a [computers.NAME] with lanes
     resting: Countdown | None = None  # every agent for its step is out: asked again once it is back
+    # its worker's start, under way in the background: the step, and the runtime's answer to come
+    starting: tuple[Dispatch, Future[Started | Error]] | None = None
 
 
 @dataclass
@@ -628,15 +665,16 @@ class _Lanes(_Loop):
 
     lanes: dict[str, Lane] = field(default_factory=dict)
     failed_waits: int = 0  # in a row
+    starter: ThreadPoolExecutor | None = None  # the lanes' worker starts (`_launch`)
 
     def go(self) -> Stop:
-        for session in _live(self.runtime, self.settings.root, lambda s: True):
-            lane = self.lanes.setdefault(session.slug, Lane(session.slug))
-            if session.computer in self.runtime.config.remotes:
-                lane.computer = session.computer
-            if lane.session is None:
-                self.show(f"adopting {session.id} ({session.command} {session.slug}, {session.state.value})")
-                lane.session, lane.adopted = session, True
+        try:
+            return self._go()
+        finally:  # a start under way ends first (its worker gets its command), so the report lists it
+            if self.starter is not None:
+                self.starter.shutdown(wait=True)
+
+    def _go(self) -> Stop:
         while True:
             stop = self._fill() or self._advance_all()
             if stop:
@@ -657,7 +695,22 @@ class _Lanes(_Loop):
             if stop:
                 return stop
 
+    def _adopt(self) -> None:
+        """The project's live workers no lane of this run waits on (left by an earlier run, or started by a
+        run beside this one) get a lane here too: so `parallel` caps the project's workers, not this run's."""
+        for session in _live(self.runtime, self.settings.root, lambda s: s.slug not in self.state.parked):
+            lane = self.lanes.setdefault(session.slug, Lane(session.slug))
+            if lane.session is not None or lane.starting is not None:
+                continue
+            if session.computer in self.runtime.config.remotes:
+                lane.computer = session.computer
+            self.show(f"adopting {session.id} ({session.command} {session.slug}, {session.state.value})")
+            lane.session, lane.adopted = session, True
+
     def _fill(self) -> Stop | None:
+        if len(self.lanes) >= self.settings.parallel:
+            return None
+        self._adopt()
         if len(self.lanes) >= self.settings.parallel:
             return None
         ready = app.ready_items(cwd=self.settings.root)
@@ -703,7 +756,7 @@ class _Lanes(_Loop):
         for lane in list(self.lanes.values()):
             if lane.resting and lane.resting.until + timedelta(seconds=LIMIT_MARGIN) > now:
                 continue
-            if lane.session is None:
+            if lane.session is None and lane.starting is None:
                 stop = self._advance(lane)
                 if stop:
                     return stop
@@ -719,7 +772,7 @@ class _Lanes(_Loop):
             self._answer(action)
         match action:
             case Dispatch():
-                begun = self._start(action, lane.retries, computer=self._computer_for(lane, action))
+                begun = self._launch(lane, action, computer=self._computer_for(lane, action))
             case Complete():  # its finalize cleaned up here and on the computers its workers ran on
                 del self.lanes[lane.slug]
                 return None
@@ -735,6 +788,8 @@ class _Lanes(_Loop):
                 begun = Stop(Outcome.ERROR, to_text(action))
         lane.resting = None
         lane.queued = begun is QUEUED
+        if begun is STARTING:
+            return None
         if isinstance(begun, Session):
             lane.session, lane.adopted = begun, begun is not self.state.session
             return None
@@ -742,12 +797,45 @@ class _Lanes(_Loop):
             return self._park(lane, begun)
         return None
 
+    def _launch(
+        self, lane: Lane, action: Dispatch, args: str | None = None, computer: str = "local"
+    ) -> Session | Stop | None:
+        """Start the lane's worker in the background (STARTING), so that its start (typing, waiting for the
+        prompt, the Enter check) overlaps the other lanes' starts and the wait on their workers; or, as
+        `_start` answers, why it is not started."""
+        held = self._may_start(action, lane.retries)
+        if held is not None:
+            return held
+        if self.starter is None:
+            self.starter = ThreadPoolExecutor(max(self.settings.parallel, 1), thread_name_prefix="start")
+        self.state.starting += 1
+        lane.starting = (action, self.starter.submit(guarded, self.runtime.start, action, args, computer))
+        return STARTING
+
+    def _collect(self) -> Stop | None:
+        """The lanes whose worker start has finished: their worker, or what the runtime's refusal means."""
+        for lane in list(self.lanes.values()):
+            if lane.starting is None or not lane.starting[1].done():
+                continue
+            action, answer = lane.starting
+            lane.starting = None
+            self.state.starting -= 1
+            begun = self._started(action, lane.retries, answer.result())
+            lane.queued = begun is QUEUED
+            if isinstance(begun, Session):
+                lane.session, lane.adopted = begun, begun is not self.state.session
+            elif isinstance(begun, Stop) and begun is not QUEUED:
+                stop = self._park(lane, begun)
+                if stop:
+                    return stop
+        return None
+
     def _start_architect(self, lane: Lane) -> Session | Stop | None:
         action = app.next_prepare(lane.slug, cwd=self.settings.root)
         self._answer(action)
         match action:
             case Dispatch():
-                return self._start(action, lane.retries, args=f"{lane.slug} {UNATTENDED}")
+                return self._launch(lane, action, args=f"{lane.slug} {UNATTENDED}")
             case RunYourself():
                 return Stop(Outcome.SELF, to_text(action))
             case _:
@@ -755,13 +843,22 @@ class _Lanes(_Loop):
 
     def _wait(self) -> Stop | None:
         """One wait on every worker in flight; a lane whose worker is through asks again next round."""
+        stop = self._collect()
+        if stop:
+            return stop
         busy = {lane.session.id: lane for lane in self.lanes.values() if lane.session is not None}
+        starts = [lane.starting[1] for lane in self.lanes.values() if lane.starting is not None]
+        if not busy and starts:
+            wait_futures(starts, timeout=self.settings.tick, return_when=FIRST_COMPLETED)
+            return None
         if not busy:  # every lane waits for the merge queue or for an agent's reset
             self._count_down()
             time.sleep(self.settings.tick)
             return None
         self._status([lane.session for lane in busy.values() if lane.session is not None])  # new starts too
-        waited = guarded(self.runtime.wait_for_sessions, list(busy), self.settings.tick)
+        # while a start is under way, look often: its worker joins the wait as soon as it has its command
+        timeout = min(self.settings.tick, START_LOOK) if starts else self.settings.tick
+        waited = guarded(self.runtime.wait_for_sessions, list(busy), timeout)
         if isinstance(waited, Error):
             self.failed_waits += 1
             return self._wait_failed(waited, self.failed_waits)
@@ -842,6 +939,16 @@ def report(stop: Stop, settings: RunSettings, state: RunState, runtime: Runtime)
     )
 
 
+def cut(text: str, length: int) -> str:
+    """`text` cut to `length` characters, but never its NO PROGRESS (a digest's warning, at its end)."""
+    if len(text) <= length:
+        return text
+    flag = ", NO PROGRESS"
+    if flag in text:
+        return text[: length - len(flag) - 1].rstrip() + "…" + flag
+    return text[: length - 1] + "…"
+
+
 def headline(stop: Stop) -> str:
     """The first line a report of `stop` would have."""
     first = stop.what.splitlines()[0] if stop.what else ""
@@ -911,13 +1018,21 @@ def repeated_text(action: Dispatch) -> str:
     )
 
 
-def failed_twice_text(session: Session, kind: EventKind, detail: str) -> str:
+def failed_twice_text(session: Session, kind: EventKind, detail: str, works_elsewhere: bool = False) -> str:
+    """`works_elsewhere`: the agent did other items' steps in this run, so taking it away from every item
+    (marking it unavailable) is not the advice."""
+    last = (
+        f"{session.agent} did other items' steps in this run: read what it said (teleclaude sessions list), "
+        "then do the step by hand or fix what makes it fail."
+        if works_elsewhere
+        else f"Or mark it unavailable (teleclaude agents unavailable {session.agent}) so the planner picks "
+        "another."
+    )
     return (
         f"ERROR: {ErrorCode.WORKER_FAILED.value}\n"
         f"{session.command} {session.slug} failed twice in a row "
         f"({session.agent}: {detail or session.last_error or kind.value}).\n"
-        f"Run the agent by hand in {session.workdir} to see why, or mark it unavailable "
-        f"(teleclaude agents unavailable {session.agent}) so the planner picks another."
+        f"Run the agent by hand in {session.workdir} to see why. {last}"
     )
 
 

@@ -107,7 +107,7 @@ class Panes:
         refused = refused_text("the text", text)
         if refused is not None:
             raise Untypable(refused.message)
-        tmux, settle = self.context.tmux, self.context.config.settle
+        tmux, settle = self.context.tmux, self.context.config.settle_of(session.agent)
         view = tmux.views().get(session.pane_id)
         screen = tmux.screen(session.pane_id, view) if view else []
         blocker = find_blocker(session.agent, screen)

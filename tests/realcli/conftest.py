@@ -33,13 +33,13 @@ REPO = Path(__file__).resolve().parents[2]
 VERSIONS = Path(__file__).with_name("versions.txt")
 
 # the idle rule is kept out of the way (5 minutes): a turn end here must come from the CLI's hook; a CLI
-# started cold on a loaded machine may take several times its usual few seconds to show its prompt
+# started cold on a loaded machine may take several times its usual few seconds to show its prompt; the
+# launcher's prompt_stable and settle are each agent driver's own (the shortest its CLI allows)
 SETTINGS = """[runtime]
 socket = "{socket}"
 idle_threshold = 300
 poll_interval = 0.2
 startup_timeout = 120
-settle = 0.3
 """
 
 

@@ -206,6 +206,10 @@ def test_digests_reach_the_log_and_the_status_line_of_a_run(project, fake_agents
     assert report.outcome is Outcome.COMPLETE, report.text
     assert any(re.match(r"\s+\w+ digest: running", line) for line in lines), lines
     assert any("digest: next-build shouting: running" in p.line() for p in progress)
+    for line in progress:  # a digest leaves the status line once its worker is through
+        if isinstance(line, orchestrator.Progress) and line.digest:
+            in_flight = {(s.command, s.slug) for s in (line.session, *line.others)}
+            assert tuple(line.digest.split(":")[0].split()) in in_flight, line.line()
 
 
 def test_an_item_that_fails_is_parked_and_the_other_lanes_deliver_theirs(
@@ -249,3 +253,15 @@ def test_a_parallel_run_whose_waits_keep_failing_stops_with_the_error(
     report = orchestrator.run(project, None, False, 60, runtime, lines.append, lambda p: None, parallel=2)
     assert report.outcome is Outcome.ERROR, report.text + "\n" + "\n".join(lines)
     assert len(calls) == orchestrator.WAIT_ATTEMPTS
+
+
+def test_parallel_lanes_start_their_workers_at_once(project, fake_agents, tmux_socket, monkeypatch):
+    monkeypatch.setenv("FAKE_AGENT", "slowstart")  # each CLI takes a second to show its prompt
+    report, lines = run(project, parallel=2)
+    assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
+    assert_delivered(project, ("greeting", "farewell", "shouting"))
+    builds = sorted((s for s in SessionStore().sessions() if step(s)[0] == "next-build"), key=lambda s: s.id)
+    first, second = sorted(builds, key=lambda s: s.created_at)[:2]
+    assert first.delivered_at is not None
+    # the second lane's worker was opened while the first was still waiting for its prompt
+    assert second.created_at < first.delivered_at

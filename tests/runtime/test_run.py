@@ -170,14 +170,36 @@ def test_max_steps_stops_the_run_with_exit_1(project, fake_agents, tmux_socket):
     assert_no_workers(tmux_socket)
 
 
-def test_a_crashing_worker_stops_the_run_after_its_second_failure(
+def parked_lines(report) -> dict[str, str]:
+    """A PARKED report's items: slug -> the first line of why it could not go on."""
+    found = (re.match(r"- (\S+): (.*)", line) for line in report.text.splitlines())
+    return {match[1]: match[2] for match in found if match}
+
+
+def test_a_crashing_worker_parks_its_item_after_its_second_failure(
     project, fake_agents, tmux_socket, monkeypatch
 ):
     monkeypatch.setenv("FAKE_AGENT", "crash")
     report, _ = run(project)
-    assert report.outcome is Outcome.ERROR and report.exit_code == 1
-    assert report.text.splitlines()[0] == "ERROR: WORKER_FAILED"
-    assert [h.session.state for h in report.history] == [SessionState.ERRORED] * 2
+    assert report.outcome is Outcome.PARKED and report.exit_code == 1, report.text
+    # farewell waits for greeting; greeting and shouting each failed twice
+    assert parked_lines(report) == dict.fromkeys(("greeting", "shouting"), "ERROR: WORKER_FAILED")
+    assert [h.session.state for h in report.history] == [SessionState.ERRORED] * 4
+    assert "agents unavailable" in report.text  # the agent failed every item it got: take it away
+    assert_no_workers(tmux_socket)
+
+
+def test_a_serial_run_parks_an_item_that_fails_and_delivers_the_independent_ones(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    monkeypatch.setenv("FAKE_AGENT_CRASH", "shouting")  # every worker of shouting crashes
+    report, lines = run(project)
+    assert report.outcome is Outcome.PARKED and report.exit_code == 1, report.text
+    assert parked_lines(report) == {"shouting": "ERROR: WORKER_FAILED"}
+    assert markers(project) == {"greeting": Marker.DONE, "farewell": Marker.DONE, "shouting": Marker.ACTIVE}
+    assert [re.sub(r"^\d{3}-", "", name) for name in archives(project)] == ["greeting", "farewell"]
+    # the agent did the other items' steps: the advice is not to take it away from every item
+    assert "agents unavailable" not in report.text
     assert_no_workers(tmux_socket)
 
 
@@ -192,8 +214,10 @@ def test_a_cli_that_exits_before_its_prompt_counts_as_a_session_started(
         (folder / name).chmod(0o755)
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
     report, _ = run(project)
-    assert report.outcome is Outcome.ERROR and report.text.splitlines()[0] == "ERROR: WORKER_BLOCKED"
-    assert report.steps == 1
+    assert report.outcome is Outcome.PARKED, report.text  # each independent item tried, and parked
+    parked = parked_lines(report)
+    assert parked and set(parked.values()) == {"ERROR: WORKER_BLOCKED"}
+    assert report.steps == len(parked)  # one session started for each
     assert_no_workers(tmux_socket)
 
 
@@ -226,7 +250,7 @@ def test_a_worker_that_never_answers_is_replaced_by_the_next_agent_and_the_item_
     assert_delivered(project, ("greeting",))
 
 
-def test_with_unresponsive_pause_0_a_stuck_worker_stops_the_run_and_is_left_running_for_a_human(
+def test_with_unresponsive_pause_0_stuck_workers_park_their_items_and_are_left_running_for_a_human(
     project, fake_agents, tmux_socket, monkeypatch
 ):
     settings = project / "teleclaude.toml"
@@ -237,12 +261,13 @@ def test_with_unresponsive_pause_0_a_stuck_worker_stops_the_run_and_is_left_runn
     commit_all(project, "Remind quickly")
     monkeypatch.setenv("FAKE_AGENT_GEMINI", "hang")
     report, _ = run(project)
-    assert report.outcome is Outcome.NEEDS_ATTENTION and report.exit_code == 1, report.text
-    assert report.text.startswith("NEEDS_ATTENTION:")
-    stuck = report.session
-    assert stored(stuck.id).state is SessionState.NEEDS_ATTENTION
-    assert Tmux(tmux_socket).session_names() == {stuck.tmux_session}
-    assert stuck.id in report.text  # and how to look at it
+    assert report.outcome is Outcome.PARKED and report.exit_code == 1, report.text
+    stuck = [s for s in SessionStore().sessions() if s.state is SessionState.NEEDS_ATTENTION]
+    assert {slug: line.split(":")[0] for slug, line in parked_lines(report).items()} == {
+        s.slug: "NEEDS_ATTENTION" for s in stuck
+    }
+    assert stuck and Tmux(tmux_socket).session_names() == {s.tmux_session for s in stuck}
+    assert all(s.id in report.text for s in stuck)  # and how to look at each
 
 
 def test_a_session_left_pending_by_a_killed_starter_is_ended_and_the_step_started_again(
@@ -277,25 +302,59 @@ def test_a_session_left_pending_by_a_killed_starter_is_ended_and_the_step_starte
     assert_no_workers(tmux_socket)
 
 
-def test_no_agent_for_a_step_and_no_wait_stops_the_run_with_self(project, fake_agents, tmux_socket):
+STARTER = """import sys
+from teleclaude.runtime.api import open_runtime
+from teleclaude.runtime.core.sessions import StartRequest
+open_runtime(".").run_agent_command(StartRequest("local", *sys.argv[1:6], sys.argv[6] or None))
+"""
+
+
+def test_a_worker_whose_starter_was_killed_mid_start_is_restarted_at_once_by_the_next_run(
+    project, fake_agents, tmux_socket, monkeypatch, teleclaude_cli
+):
+    settings = project / "teleclaude.toml"
+    settings.write_text(settings.read_text().replace("startup_timeout = 15", "startup_timeout = 600"))
+    commit_all(project, "A long startup_timeout")
+    monkeypatch.setenv("FAKE_AGENT", "slowstart")  # a second before each CLI shows its prompt
+    build = app.next_work(cwd=project)
+    assert isinstance(build, Dispatch), build
+    what = (build.command, build.slug, build.project, build.agent, build.thinking_mode, build.subfolder or "")
+    starter = subprocess.Popen([sys.executable, "-c", STARTER, *what], cwd=project)
+    pending = wait_until(lambda: next((s for s in SessionStore().sessions() if s.pane_id), None))
+    os.kill(starter.pid, signal.SIGKILL)  # while it waits for the worker's prompt
+    starter.wait()
+    assert stored(pending.id).state is SessionState.PENDING
+
+    # not after 2 × startup_timeout (20 minutes): its starter is known to be gone
+    code, out, err = finish(teleclaude_cli(project, "run", "greeting"), seconds=120)
+    assert code == 0, out + err
+    assert stored(pending.id).state is SessionState.CANCELLED
+    builds = [s for s in SessionStore().sessions() if s.command == "next-build"]
+    assert len(builds) == 2 and builds[1].state is SessionState.DONE
+    assert_delivered(project, ("greeting",))
+    assert_no_workers(tmux_socket)
+
+
+def test_no_agent_for_a_step_and_no_wait_parks_each_item_with_self(project, fake_agents, tmux_socket):
     for agent in ("gemini", "claude", "codex"):
         app.mark_agent_unavailable(agent, "1h", "quota_exhausted", cwd=project)
     report = orchestrator.run(
         project, None, False, 40, open_runtime(project), print, print, wait_for_limits=False
     )
-    assert report.outcome is Outcome.SELF and report.exit_code == 1
-    assert report.text.startswith("SELF:")
+    assert report.outcome is Outcome.PARKED and report.exit_code == 1
+    assert parked_lines(report) == dict.fromkeys(("greeting", "shouting"), "SELF:")
     assert SessionStore().sessions() == []
 
 
-def test_a_reset_further_away_than_limit_wait_stops_the_run_with_self(project, fake_agents, tmux_socket):
+def test_a_reset_further_away_than_limit_wait_parks_each_item_with_self(project, fake_agents, tmux_socket):
     settings = project / "teleclaude.toml"
     settings.write_text(settings.read_text() + "limit_wait = 600\n")
     commit_all(project, "Wait ten minutes at most")
     for agent in ("gemini", "claude", "codex"):
         app.mark_agent_unavailable(agent, "1h", "quota_exhausted", cwd=project)
     report, lines = run(project)
-    assert report.outcome is Outcome.SELF, report.text
+    assert report.outcome is Outcome.PARKED, report.text
+    assert parked_lines(report) == dict.fromkeys(("greeting", "shouting"), "SELF:")
     assert SessionStore().sessions() == []
 
 
@@ -497,6 +556,15 @@ def test_elsewhere_a_status_line_is_printed_only_when_more_than_the_clock_change
         console.status(orchestrator.Progress(1, session(), seconds))
     console.status(orchestrator.Progress(1, session(SessionState.STALLED), 4))
     assert len(err.text.splitlines()) == 2 and "\r" not in err.text
+
+
+def test_a_long_digest_on_the_status_line_keeps_its_no_progress():
+    digest = (
+        'next-build x: running 12m, state stalled, status "reading the big module" (9m ago), '
+        "1 reminder(s) sent, NO PROGRESS"
+    )
+    line = orchestrator.Progress(1, session(), 3, digest=digest).line()
+    assert "NO PROGRESS" in line and len(line) < len(digest) + 40
 
 
 # --- the policy --------------------------------------------------------------------------------------------
