@@ -103,7 +103,6 @@ def three_clis(agent_clis, tmp_path, tmux_socket, monkeypatch):
                 monkeypatch.delenv(name, raising=False)
             else:
                 monkeypatch.setenv(name, value)
-        monkeypatch.setenv("TZ", "UTC")  # codex prints its reset in local time, read here in local time
         project = make_repository(base / "project")
         rows = "\n".join(
             f"{task} = {json.dumps([f'{a}:{DEFAULT_MATRIX[task][0].thinking_mode}' for a in agents])}"
