@@ -28,11 +28,17 @@ from teleclaude.setup.scaffold import init
 from .conftest import trusted
 
 AGENTS = ("claude", "codex", "gemini")
-ROLES = {"build": "You are the **builder**", "review": "You are the **reviewer**"}
-ROLES["finalize"] = "You are the **finalizer**"
+ROLES = {  # the first words of each role command's file (commands/next-*.md)
+    "build": "You are the **builder**",
+    "review": "You are the **reviewer**",
+    "finalize": "You are the **finalizer**",
+}
 # each step's agents in order: every CLI does a step before its limit (item 1), then runs out (item 2)
-MATRIX = {"build": ("gemini", "claude", "codex"), "review": ("claude", "codex", "gemini")}
-MATRIX["finalize"] = ("codex", "claude", "gemini")
+MATRIX = {
+    "build": ("gemini", "claude", "codex"),
+    "review": ("claude", "codex", "gemini"),
+    "finalize": ("codex", "claude", "gemini"),
+}
 SETTINGS = """agents = ["claude", "codex", "gemini"]
 
 [matrix]
