@@ -7,6 +7,8 @@ from teleclaude.agents.profile import AgentProfile, Blocker, Hooks, Install, Kin
 CLAUDE_STATE = "~/.claude.json"
 CLAUDE_SETTINGS = "~/.claude/settings.json"
 
+RETRYING = r"\bRetrying in \d+\w*.*\battempt \d+/\d+"  # "API error · Retrying in 26s · attempt 7/10"
+
 PROFILE = AgentProfile(
     "claude",
     ("claude",),
@@ -24,7 +26,10 @@ PROFILE = AgentProfile(
         r"\b(overloaded_error|rate_limit_error)\b",
     ),
     busy=r"\besc to interrupt\b",  # the footer while it works: "… · esc to interrupt · ← for agents"
-    retry=r"\bRetrying in \d+\w*.*\battempt \d+/\d+",  # "API error · Retrying in 26s · attempt 7/10"
+    retry=RETRYING,
+    # with its default 10 attempts it retries a refused request for minutes (NOTES.md): past api_wait_limit of
+    # that countdown, with no output, it is limited like gemini's silent retries
+    api_wait=RETRYING,
     # every dialog of the CLI ends with this row; a worker's output that quotes a dialog does not
     dialog_footer=r"Enter to confirm · Esc to (cancel|exit)",
     blockers=(

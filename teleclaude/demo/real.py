@@ -151,7 +151,7 @@ def run(console: Console, agent: str = "claude", keep: bool = False, verbose: bo
         with (
             throwaway("teleclaude-demo-real-", keep) as (base, socket),
             ModelServer(then=ScriptedWorkers(demo)) as server,
-            environment(_prepare(base, found, server.url)),
+            environment(prepare_environment(base, found, server.url)),
         ):
             project = _project(base, socket, demo)
             for name, path in found.items():
@@ -173,7 +173,7 @@ def run(console: Console, agent: str = "claude", keep: bool = False, verbose: bo
         return 130
 
 
-def _prepare(base: Path, clis: dict[str, Path], server_url: str) -> dict[str, str | None]:
+def prepare_environment(base: Path, clis: dict[str, Path], server_url: str) -> dict[str, str | None]:
     """The demo's own HOME, with each CLI's login pre-answered there (`agent_homes.prepare_home`); returns
     the variables to run with: that HOME, the demo's database and PATH, what each CLI needs to use the
     scripted server, and none of the variables that would point a CLI at the user's own configuration."""

@@ -121,6 +121,22 @@ def test_a_limit_makes_claude_unavailable_until_its_reset_and_next_work_falls_ba
         assert isinstance(typed, Error) and typed.code is ErrorCode.WORKER_BLOCKED, typed
 
 
+def test_claude_retrying_with_its_defaults_is_still_seen_as_limited(runtime, project, model_server):
+    """Without CLAUDE_CODE_MAX_RETRIES claude retries a refused request 10 times with growing waits (minutes;
+    NOTES.md), showing its retry countdown: after api_wait_limit of that (shortened from 300 s) the session
+    is rate_limited and claude unavailable, while claude is still retrying."""
+    with_env(runtime, "claude", CLAUDE_CODE_MAX_RETRIES=None)
+    runtime.context.config = replace(runtime.config, api_wait_limit=10)
+    model_server.add(Fail("rate_limit", repeat=1000, retry_after=2))
+    started = start(runtime, project)
+    screen_shows(runtime, started.session, "attempt 1/10")  # its own default: 10 attempts
+    events = events_until(runtime, started.session.id, EventKind.RATE_LIMITED, seconds=90)
+    assert events[-1].detail.startswith("rate_limited"), events[-1].detail
+    assert runtime.store.get(started.session.id).state is SessionState.RATE_LIMITED
+    assert "claude" in AvailabilityStore().unavailable(datetime.now(UTC))
+    assert model_server.turns()[-1].answer.startswith("fail rate_limit")  # no answer got through
+
+
 def test_a_stop_hook_refusal_makes_the_worker_commit(runtime, project, model_server):
     """The Stop hook refuses a stop with uncommitted work; the refusal is the model's next prompt."""
     model_server.add(

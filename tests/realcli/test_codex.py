@@ -136,6 +136,19 @@ def test_a_transient_429_codex_retries_is_not_a_limit(codex_runtime, project, mo
     assert [r.answer for r in model_server.turns()][-1] == "text"
 
 
+def test_codex_retrying_a_503_with_its_defaults_is_still_seen_as_limited(
+    codex_runtime, project, model_server
+):
+    """With codex's own retry settings (no request_max_retries/stream_max_retries): the server keeps
+    refusing, codex retries under `Reconnecting... k/5`, then gives up with a `■` row: codex is
+    unavailable."""
+    model_server.add(Fail("unavailable", repeat=1000, retry_after=1))
+    started = start(codex_runtime, project)
+    events = events_until(codex_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=120)
+    assert events[-1].detail.startswith("overloaded"), events[-1].detail
+    assert "codex" in codex_runtime.context.availability.unavailable(codex_runtime.clock())
+
+
 FEW_RETRIES = (
     "-c",
     "model_providers.scripted.request_max_retries=0",

@@ -1,4 +1,4 @@
-"""The api_wait_limit rule: gemini's silent retries (only its spinner row shows) become a limit."""
+"""The api_wait_limit rule: silent retries (gemini's spinner row, claude's retry countdown) become a limit."""
 
 from __future__ import annotations
 
@@ -82,3 +82,20 @@ def test_the_wait_after_a_long_tool_counts_from_the_last_look_that_saw_it_runnin
     assert hit(session, FINISHED, LIMIT * 10 + 1) is None
     assert hit(session, FINISHED, LIMIT * 11) is not None  # retrying silently after the tool
     assert hit(gemini(), FINISHED, LIMIT * 10 + 1) is not None  # never seen running: from the last output
+
+
+def test_claudes_retry_countdown_for_the_limit_is_a_rate_limit():
+    """Claude Code retries a refused request 10 times by default (~3 min): its countdown is the API wait."""
+    claude = PROFILES["claude"]
+    screen = ["❯ /next-build greeting", "✻ API error · Retrying in 16s · attempt 8/10", "  ⎿  Tip: …", "❯ "]
+    session = running_session(T0, agent="claude", last_progress_at=T0)
+    at = partial(api_wait_limit, session, screen, limit=LIMIT, api_wait=claude.api_wait)
+    assert at(now=T0 + timedelta(seconds=LIMIT - 1)) is None
+    found = at(now=T0 + timedelta(seconds=LIMIT))
+    assert found is not None and found.reason == "rate_limited"
+    assert (
+        api_wait_limit(
+            session, ["✻ Thinking… (12s · esc to interrupt)"], T0 + timedelta(hours=1), LIMIT, claude.api_wait
+        )
+        is None
+    )

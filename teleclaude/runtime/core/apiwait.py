@@ -8,6 +8,8 @@ hooks carries the error (BeforeModel fires before each attempt without it, After
 Notification only for tool permissions). So: the profile's `api_wait` row on screen, no tool running (the
 same row shows while a shell command runs, under the tool's `tool_running` box), and no new output since the
 last progress for `api_wait_limit` seconds means the agent is limited: `rate_limited`, for the default pause.
+Claude Code shows its retries (`Retrying in 16s · attempt 8/10`), but with its default 10 attempts they
+last ~3 minutes: its profile's `api_wait` is that countdown, so the same rule bounds them.
 
 A tool prints nothing while it runs, and once it is done (`✓` in its box) the spinner can show on for a
 moment before the CLI writes the box into its history: the silence is counted from the last look that saw a

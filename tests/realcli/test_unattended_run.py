@@ -1,0 +1,145 @@
+"""`teleclaude run` unattended with the real claude, codex and gemini as workers, each limited on purpose.
+
+The HOME is set up only as the README says (each CLI's login, `teleclaude install`, `teleclaude init`:
+`teleclaude.demo.real.prepare_environment`), and the scripted model has each CLI do its step through its own
+shell tool (the `--real` demo's `ScriptedWorkers`). The server answers some first turns with each
+provider's limit instead; nobody touches the run.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+
+import pytest
+
+from teleclaude.config.matrix import DEFAULT_MATRIX
+from teleclaude.demo.model_server import Fail, ModelServer, Step, body_text, provider_of, tool_result_sent
+from teleclaude.demo.real import RealDemo, ScriptedWorkers, prepare_environment
+from teleclaude.demo.scenario import commit_all, make_repository
+from teleclaude.runtime import orchestrator
+from teleclaude.runtime.api import open_runtime
+from teleclaude.runtime.orchestrator import Outcome
+from teleclaude.setup.install import Scope, install
+from teleclaude.setup.scaffold import init
+
+from .conftest import trusted
+
+AGENTS = ("claude", "codex", "gemini")
+ROLES = {  # the first words of each role command's file (commands/next-*.md)
+    "build": "You are the **builder**",
+    "review": "You are the **reviewer**",
+    "finalize": "You are the **finalizer**",
+}
+# each step's agents in order: every CLI does a step before its limit (item 1), then runs out (item 2)
+MATRIX = {
+    "build": ("gemini", "claude", "codex"),
+    "review": ("claude", "codex", "gemini"),
+    "finalize": ("codex", "claude", "gemini"),
+}
+SETTINGS = """agents = ["claude", "codex", "gemini"]
+
+[matrix]
+{matrix}
+
+[runtime]
+socket = "{socket}"
+idle_threshold = 300
+poll_interval = 0.2
+startup_timeout = 120
+settle = 0.3
+
+[runtime.agents.claude]
+env = {{CLAUDE_CODE_MAX_RETRIES = "0"}}
+"""
+
+
+class LimitedOnce:
+    """The demo's scripted workers, except that a provider's first turn of a role, the `nth` time, gets its
+    limit: gemini's daily quota on its second build, claude's rate limit (429) on its second review, then
+    codex's usage limit on its first review, with a reset printed for the next minute: by then the other two
+    are out for an hour, so the run waits for codex's reset and resumes without a human."""
+
+    PLAN = {"gemini": ("build", 2), "anthropic": ("review", 2), "openai": ("review", 1)}
+
+    def __init__(self) -> None:
+        self.work = ScriptedWorkers(RealDemo("claude"))  # no limit of its own: every turn does the step
+        self.firsts: Counter[tuple[str, str]] = Counter()
+        self.limited: dict[str, Fail] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict) -> Step:
+        provider, text = provider_of(body), body_text(body)
+        with self.lock:
+            if provider in self.limited and provider != "openai":
+                return self.limited[provider]  # a spent quota stays spent (gemini's "Keep trying")
+            role = next((name for name, words in ROLES.items() if words in text), "")
+            if role and not tool_result_sent(body):
+                self.firsts[provider, role] += 1
+                if self.PLAN.get(provider) == (role, self.firsts[provider, role]):
+                    self.limited[provider] = self._limit(provider)
+                    return self.limited[provider]
+        return self.work(body)
+
+    @staticmethod
+    def _limit(provider: str) -> Fail:
+        if provider == "gemini":
+            return Fail("quota")
+        if provider == "anthropic":
+            return Fail("rate_limit")
+        # codex prints the reset to the minute ("try again at 2:31 AM"): just past the next minute, at least
+        # 8 s ahead, so that what the runtime reads is still to come
+        now = time.time()
+        boundary = (int(now) // 60 + 1) * 60 + (60 if 60 - now % 60 < 8 else 0)
+        return Fail("session_limit", resets_in=boundary + 1 - int(now))
+
+
+@pytest.fixture
+def three_clis(agent_clis, tmp_path, tmux_socket, monkeypatch):
+    """(project, model server): the demo's roadmap of three items, the three real CLIs set up in a fresh HOME
+    against a server scripted by LimitedOnce."""
+    with ModelServer(then=LimitedOnce()) as server:
+        base = tmp_path / "base"
+        base.mkdir()
+        clis = {name: agent_clis[name] / name for name in AGENTS}
+        for name, value in prepare_environment(base, clis, server.url).items():
+            if value is None:
+                monkeypatch.delenv(name, raising=False)
+            else:
+                monkeypatch.setenv(name, value)
+        project = make_repository(base / "project")
+        rows = "\n".join(
+            f"{task} = {json.dumps([f'{a}:{DEFAULT_MATRIX[task][0].thinking_mode}' for a in agents])}"
+            for task, agents in MATRIX.items()
+        )
+        (project / "teleclaude.toml").write_text(SETTINGS.format(matrix=rows, socket=tmux_socket))
+        trusted(project)
+        commit_all(project, "Three real CLIs, each first on one step")
+        for done in (install(list(AGENTS), Scope.USER), init(project)):
+            assert not hasattr(done, "code"), done
+        yield project, server
+
+
+def test_three_real_clis_deliver_a_roadmap_through_their_limits_waiting_for_the_last_reset(three_clis):
+    project, server = three_clis
+    lines: list[str] = []
+    shown: list[orchestrator.StatusLine] = []
+    report = orchestrator.run(project, None, False, 40, open_runtime(project), lines.append, shown.append)
+    log = "\n".join(lines)
+    assert report.outcome is Outcome.COMPLETE, log + "\n" + report.text
+    done = sorted(p.name for p in (project / "done").iterdir())
+    assert [name for name in done if name.endswith(("-greeting", "-farewell", "-shouting"))] == done, done
+    assert len(done) == 3, done
+    steps = [(h.session.command, h.session.agent, h.kind.value if h.kind else "") for h in report.history]
+    limited = [agent for _, agent, kind in steps if kind == "rate_limited"]
+    assert sorted(limited) == sorted(AGENTS), steps  # each CLI's limit read off its own screen or hook
+    done_by = {(command, agent) for command, agent, kind in steps if kind == "turn_ended"}
+    assert {agent for _, agent in done_by} == set(AGENTS), steps  # each did a step before its limit
+    assert ("next-finalize", "codex") in done_by, steps  # codex's shell found `teleclaude` for the finalize
+    countdowns = [line for line in shown if isinstance(line, orchestrator.Countdown)]
+    assert countdowns and {c.agent for c in countdowns} == {"codex"}, log
+    assert "waiting for codex" in log, log
+    refused = [r.provider for r in server.requests if r.turn and r.answer.startswith("fail")]
+    assert refused.count("openai") == 1, refused  # codex was asked again only once its reset had come
