@@ -20,7 +20,7 @@ from teleclaude.demo.model_server import (
     tool_result_sent,
 )
 
-TOOLS: dict[str, dict[str, list[dict]]] = {
+TOOLS: dict[str, dict[str, object]] = {
     "anthropic": {"tools": [{"name": "Bash"}, {"name": "mcp__teleclaude__teleclaude__next_work"}]},
     "openai": {
         "tools": [{"type": "function", "name": "shell"}, {"name": "teleclaude__teleclaude__next_work"}]
