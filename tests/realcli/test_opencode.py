@@ -17,7 +17,7 @@ from teleclaude.runtime.core.sessions import EventKind, SessionState, Started, S
 from teleclaude.setup.install import Scope, install
 
 from .test_codex import build_row_first
-from .watching import events_until, screen, sessions_list
+from .watching import events_until, screen, sessions_list, with_profile
 
 
 def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med"):
@@ -48,7 +48,9 @@ def test_an_opencode_limit_makes_it_unavailable_and_the_next_step_falls_back(
     opencode_runtime, project, model_server
 ):
     """opencode retries a 429 five times (honouring Retry-After), then gives up: its plugin sees the
-    `session.error` (statusCode 429) and runs `teleclaude hook stop-failure` with `rate_limit`."""
+    `session.error` (statusCode 429) and runs `teleclaude hook stop-failure` with `rate_limit`: that alone
+    (no screen pattern) is the signal."""
+    with_profile(opencode_runtime, "opencode", limit_patterns=())
     build_row_first(project, "opencode", "gemini")
     first = next_work(cwd=project)
     assert isinstance(first, Dispatch) and first.agent == "opencode"
