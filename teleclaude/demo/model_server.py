@@ -151,10 +151,12 @@ def provider_of(body: dict) -> str:
     """Which provider's request a turn's body is (a `then` model may serve several CLIs at once)."""
     if "contents" in body:
         return "gemini"
+    if "system" in body or "max_tokens" in body and "stream_options" not in body:
+        return "anthropic"  # its system prompt is a field of its own, its tool results user messages
     if "stream_options" in body or any(
         isinstance(m, dict) and m.get("role") in ("system", "tool") for m in body.get("messages") or ()
     ):
-        return "chat"  # Anthropic's system prompt is a field of its own, its tool results user messages
+        return "chat"
     return "openai" if "input" in body else "anthropic"
 
 

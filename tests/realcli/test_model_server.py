@@ -105,7 +105,10 @@ def test_codex_exec_command_gets_the_command_as_cmd():
 # what a `then` model reads of a turn: whose request it is, and whether its last tool call was carried out
 ASKED: dict[str, tuple[dict, dict]] = {
     "anthropic": (
-        {"messages": [{"role": "user", "content": "/next-build x"}]},
+        {
+            "system": [{"type": "text", "text": "You are Claude Code"}],
+            "messages": [{"role": "user", "content": "/next-build x"}],
+        },
         {"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}]},
     ),
     "openai": (
