@@ -62,7 +62,7 @@ class Install:
 
     folder: str
     folder_env: str = ""  # a variable that names the user-scope folder instead of `~/{folder}`
-    project_folder: str = ""  # its folder in a project, when not `folder` (opencode: .opencode)
+    project_folder: str = ""  # its folder in a project, when not `folder`
     command_file: str = "{folder}/commands/{name}.md"
     command_text: Callable[[str, str], str] = as_is  # (name, the command's markdown) -> the file's text
     mcp_file: tuple[str, str] = ("{folder}/settings.json", "{folder}/settings.json")  # user, project scope
