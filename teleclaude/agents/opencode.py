@@ -125,6 +125,8 @@ ENV = {
     "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
 }
 
+RETRYING = r"\[retrying (in \d+\w* )?attempt #\d+\]"
+
 PROFILE = AgentProfile(
     "opencode",
     ("opencode",),
@@ -144,7 +146,9 @@ PROFILE = AgentProfile(
     # its footer while it works: `⬝⬝⬝⬝⬝⬝⬝⬝  esc interrupt` (`esc again to interrupt` after one Escape)
     busy=r"\besc (again to )?interrupt\b",
     # `Rate limit reached (scripted) [retrying in 2s attempt #2]`, or without `in 2s` under a Retry-After
-    retry=r"\[retrying (in \d+\w* )?attempt #\d+\]",
+    retry=RETRYING,
+    # it honours a Retry-After with no cap, five times: past api_wait_limit of that row it is limited
+    api_wait=RETRYING,
     env=ENV,
     # its commands load seconds after its prompt shows (a `/next-build x` typed before goes to the model as
     # typed); once loaded, its popup under a typed `/next-build` lists `┃ /next-build   Builder - do …`
