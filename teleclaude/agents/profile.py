@@ -62,12 +62,17 @@ class Install:
 
     folder: str
     folder_env: str = ""  # a variable that names the user-scope folder instead of `~/{folder}`
+    project_folder: str = ""  # its folder in a project, when not `folder`
     command_file: str = "{folder}/commands/{name}.md"
     command_text: Callable[[str, str], str] = as_is  # (name, the command's markdown) -> the file's text
     mcp_file: tuple[str, str] = ("{folder}/settings.json", "{folder}/settings.json")  # user, project scope
     mcp_key: str = "mcpServers"  # the table of servers (JSON, or TOML for a .toml file)
-    mcp_entry: Mapping[str, str] = field(default_factory=dict)  # more fields of the server's entry
+    mcp_entry: Mapping[str, object] = field(default_factory=dict)  # more fields of the server's entry
+    mcp_argv: bool = False  # the entry's `command` is the whole argv list (no `args`)
     hooks_file: str = "{folder}/settings.json"
+    # the hooks as one file of the CLI's own (a plugin) instead of entries of a JSON `hooks` table: its
+    # text from {verb: the argv that runs `teleclaude hook VERB`}
+    hooks_text: Callable[[Mapping[str, Sequence[str]]], str] | None = None
     named_hooks: bool = False  # each hook entry carries "name": "teleclaude-VERB"
 
 
@@ -128,6 +133,9 @@ class AgentProfile:
     # then the arguments and Enter (a CLI may load its commands after its prompt shows, and take a
     # `/name x` typed before as a plain prompt for the model)
     command_listed: str = ""
+    # once it is listed, erase the typed name and type the whole line (a CLI whose list takes the space
+    # after a listed name, and drops the line)
+    command_retype: bool = False
     # what keeps it from working on its own (dialogs, refusals: runtime/core/blockers.py reads them); when
     # every dialog of the CLI ends with one row, `dialog_footer` (a worker quoting a dialog shows none)
     blockers: tuple[Blocker, ...] = ()

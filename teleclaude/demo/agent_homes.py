@@ -111,6 +111,40 @@ def prepare_codex_home(home: Path, server_url: str) -> None:
     )
 
 
+# --- opencode 1.18.33 --------------------------------------------------------------------------------------
+# - no login: a provider of its own (`@ai-sdk/openai-compatible`, bundled) with a dummy key;
+# - at each start it installs `@opencode-ai/plugin` into each of its config folders with npm (64 MB; only the
+#   plugin's types: teleclaude's plugin imports nothing of it), unless the folder's package-lock.json lists
+#   it and node_modules exists: a throwaway HOME says so, and starts in seconds, offline too.
+
+OPENCODE_MODEL = "scripted/scripted-model"
+
+
+def plugin_dependency_stub(folder: Path, version: str = "1.18.33") -> None:
+    (folder / "node_modules").mkdir(parents=True, exist_ok=True)
+    lock = {"lockfileVersion": 3, "packages": {"": {"dependencies": {"@opencode-ai/plugin": version}}}}
+    _save(folder / "package-lock.json", lock)
+
+
+def prepare_opencode_home(home: Path, server_url: str) -> None:
+    folder = home / ".config" / "opencode"
+    config = _load(folder / "opencode.json")
+    config.setdefault("provider", {})["scripted"] = {
+        "npm": "@ai-sdk/openai-compatible",
+        "name": "Scripted",
+        "options": {"baseURL": f"{server_url}/v1", "apiKey": "teleclaude-scripted-key"},
+        "models": {"scripted-model": {"name": "Scripted Model", "tool_call": True}},
+    }
+    config |= {
+        "model": OPENCODE_MODEL,
+        "small_model": OPENCODE_MODEL,
+        "autoupdate": False,
+        "share": "disabled",
+    }
+    _save(folder / "opencode.json", config)
+    plugin_dependency_stub(folder)
+
+
 def prepare_home(agent: str, home: Path, server_url: str) -> dict[str, str]:
     """Pre-answer in `home` what the user's own first start of `agent` settles, pointed at the scripted
     server; returns what the agent's workers need in their environment (before `teleclaude install`, which
@@ -124,4 +158,7 @@ def prepare_home(agent: str, home: Path, server_url: str) -> dict[str, str]:
     if agent == "codex":
         prepare_codex_home(home, server_url)
         return codex_environment()
-    raise ValueError(f"no home for {agent!r}: one of claude, gemini, codex")
+    if agent == "opencode":
+        prepare_opencode_home(home, server_url)
+        return {}
+    raise ValueError(f"no home for {agent!r}: one of claude, gemini, codex, opencode")

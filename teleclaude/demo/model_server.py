@@ -1,11 +1,13 @@
 """A scripted model server: real agent CLIs talk to it instead of a provider, and it plays a script.
 
-One small threaded HTTP server on 127.0.0.1 speaks enough of three providers' APIs for their CLIs to work:
+One small threaded HTTP server on 127.0.0.1 speaks enough of four providers' APIs for their CLIs to work:
 - Anthropic Messages (`POST /v1/messages`, streaming SSE, `count_tokens`): Claude Code via
   `ANTHROPIC_BASE_URL`;
 - OpenAI Responses (`POST /v1/responses`, streaming SSE): Codex via a `model_providers` entry in its config;
 - Gemini (`…:generateContent`, `…:streamGenerateContent?alt=sse`, `…:countTokens`): Gemini CLI via
-  `GOOGLE_GEMINI_BASE_URL`.
+  `GOOGLE_GEMINI_BASE_URL`;
+- OpenAI Chat Completions (`POST /v1/chat/completions`, streaming SSE): opencode via an
+  `@ai-sdk/openai-compatible` provider in its config.
 
 A script is a list of steps, one per model turn the CLI asks for (a request that offers tools: the agent's
 own loop); the CLI's side requests (titles, quota probes, summaries) get a short reply and leave the script
@@ -14,7 +16,7 @@ among the tools the CLI offered), `Fail` (answer with the provider's real error 
 429, the subscription limits, 529/503, quota), each optionally held until the test releases a
 `threading.Event` (a "slow" model without sleeping). When the script runs out, every turn is answered "Done.",
 or by `then(request body)` (a model that decides from what it was sent, e.g. `teleclaude demo --real`;
-`provider_of`, `tool_result_sent` and `body_text` read a body of any of the three providers).
+`provider_of`, `tool_result_sent` and `body_text` read a body of any of the four providers).
 
 Every request is recorded (`requests`, `turns()`), and `wait_for` blocks until one matches, so a test waits
 on what the CLI sent instead of sleeping.
@@ -112,7 +114,7 @@ def mcp(server: str, tool: str, **arguments: object) -> Tool:
 
 @dataclass(frozen=True)
 class Recorded:
-    provider: str  # anthropic, openai, gemini, or "" for a path no provider knows
+    provider: str  # anthropic, openai, gemini, chat, or "" for a path no provider knows
     method: str
     path: str
     headers: dict[str, str]
@@ -149,6 +151,12 @@ def provider_of(body: dict) -> str:
     """Which provider's request a turn's body is (a `then` model may serve several CLIs at once)."""
     if "contents" in body:
         return "gemini"
+    if "system" in body or "max_tokens" in body and "stream_options" not in body:
+        return "anthropic"  # its system prompt is a field of its own, its tool results user messages
+    if "stream_options" in body or any(
+        isinstance(m, dict) and m.get("role") in ("system", "tool") for m in body.get("messages") or ()
+    ):
+        return "chat"
     return "openai" if "input" in body else "anthropic"
 
 
@@ -329,6 +337,9 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                     head = f"event: {event}\n" if event else ""
                     self.wfile.write(f"{head}data: {json.dumps(data)}\n\n".encode())
                     self.wfile.flush()
+                if reply.done:
+                    self.wfile.write(f"data: {reply.done}\n\n".encode())
+                    self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the CLI gave up on this answer (interrupted, or timed out)
 
@@ -343,6 +354,7 @@ class Reply:
     body: object = None
     headers: dict[str, str] = field(default_factory=dict)
     events: list[tuple[str, dict]] | None = None  # a server-sent event stream instead of a JSON body
+    done: str = ""  # a last `data:` line that is no JSON (Chat Completions' `[DONE]`)
     hold: threading.Event | None = None
     chunk_delay: float = 0.0
 
@@ -874,6 +886,95 @@ class Gemini(Dialect):
         )
 
 
+class ChatCompletions(Dialect):
+    """The Chat Completions API as opencode's `@ai-sdk/openai-compatible` provider streams it (`POST
+    /v1/chat/completions`, `stream: true`): its first turn of a session also asks for a title, with no
+    tools (a side request)."""
+
+    name = "chat"
+    shell_tools = ("bash",)
+
+    def answer(self, server: ModelServer, path: str, body: dict) -> Reply:
+        stream = body.get("stream") is True
+        if self.offered_tools(body):
+            return self.play(server, body, stream)
+        return self.text_reply("OK", stream, False)
+
+    def offered_tools(self, body: dict) -> list[str]:
+        return [
+            str((tool.get("function") or {}).get("name", ""))
+            for tool in body.get("tools") or ()
+            if isinstance(tool, dict)
+        ]
+
+    def tool_result_sent(self, body: dict) -> bool:
+        messages = [m for m in body.get("messages") or () if isinstance(m, dict)]
+        return bool(messages) and messages[-1].get("role") == "tool"
+
+    def _reply(
+        self,
+        label: str,
+        turn: bool,
+        deltas: list[dict],
+        finish: str,
+        stream: bool,
+        hold: threading.Event | None,
+        delay: float,
+    ) -> Reply:
+        chat_id = _id("chatcmpl-")
+        usage = {"prompt_tokens": 10, "completion_tokens": 12, "total_tokens": 22}
+
+        def chunk(delta: dict, finish_reason: str | None) -> dict:
+            return {
+                "id": chat_id,
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": "scripted-model",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+            }
+
+        if not stream:
+            message: dict = {"role": "assistant", "content": "".join(d.get("content", "") for d in deltas)}
+            calls = [call for d in deltas for call in d.get("tool_calls", ())]
+            if calls:
+                message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"} for c in calls]
+            body = {
+                "id": chat_id,
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": "scripted-model",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": usage,
+            }
+            return Reply(label, turn, body=body, hold=hold)
+        events = [("", chunk({"role": "assistant", **delta}, None)) for delta in deltas]
+        events += [("", chunk({}, finish) | {"usage": usage})]
+        return Reply(label, turn, events=events, hold=hold, chunk_delay=delay, done="[DONE]")
+
+    def text_reply(
+        self, text: str, stream: bool, turn: bool, hold: threading.Event | None = None, delay: float = 0.0
+    ) -> Reply:
+        deltas = [{"content": piece} for piece in _pieces(text)]
+        return self._reply("text" if turn else "side", turn, deltas, "stop", stream, hold, delay)
+
+    def tool_reply(
+        self, name: str, arguments: dict, stream: bool, hold: threading.Event | None, delay: float
+    ) -> Reply:
+        if name == "bash" and "description" not in arguments:  # opencode's bash tool requires one
+            arguments = arguments | {"description": str(arguments.get("command", ""))[:60]}
+        call = {
+            "index": 0,
+            "id": _id("call_"),
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
+        return self._reply(f"tool {name}", True, [{"tool_calls": [call]}], "tool_calls", stream, hold, delay)
+
+    def failure(self, step: Fail) -> tuple[int, dict[str, str], dict]:
+        status, headers, body = OpenAIResponses().failure(step)  # the same API family: the same errors
+        return status, headers, body
+
+
 def _sample(schema: dict) -> object:
     """A value that fits a JSON schema (Gemini's upper-case types too): what a side request asked for."""
     kind = str(schema.get("type", "object")).lower()
@@ -890,7 +991,7 @@ def _sample(schema: dict) -> object:
     return "scripted"
 
 
-_DIALECTS = (Anthropic(), OpenAIResponses(), Gemini())
+_DIALECTS = (Anthropic(), OpenAIResponses(), Gemini(), ChatCompletions())
 
 
 def _dialect_for(method: str, path: str) -> Dialect | None:
@@ -900,6 +1001,8 @@ def _dialect_for(method: str, path: str) -> Dialect | None:
         return _DIALECTS[0]
     if path.endswith("/responses"):
         return _DIALECTS[1]
+    if path.endswith("/chat/completions"):
+        return _DIALECTS[3]
     if ":generateContent" in path or ":streamGenerateContent" in path or ":countTokens" in path:
         return _DIALECTS[2]
     return None

@@ -47,7 +47,8 @@ from teleclaude.setup.scaffold import init
 
 SLUG = "greeting"
 MAX_STEPS = 12
-PROVIDERS = {"claude": "anthropic", "gemini": "gemini", "codex": "openai"}  # model_server.provider_of names
+# model_server.provider_of names
+PROVIDERS = {"claude": "anthropic", "gemini": "gemini", "codex": "openai", "opencode": "chat"}
 LIMITED_ROLE = "You are the **finalizer**"  # commands/next-finalize.md: the step the limit hits
 
 
@@ -91,6 +92,13 @@ DEMOS = {
     "gemini": RealDemo("gemini", "claude", Fail("quota"), "its daily quota (429 RESOURCE_EXHAUSTED)"),
     "codex": RealDemo(
         "codex", "claude", Fail("session_limit", resets_in=5 * 3600), "its usage limit (usage_limit_reached)"
+    ),
+    # opencode retries a 429 five times, each after the Retry-After: one second each
+    "opencode": RealDemo(
+        "opencode",
+        "claude",
+        Fail("session_limit", retry_after=1, resets_in=5 * 3600),
+        "its usage limit (429 usage_limit_reached)",
     ),
 }
 CACHE = Path(__file__).resolve().parents[2] / ".cache" / "agent-clis"  # scripts/agent-clis, in a checkout

@@ -265,7 +265,15 @@ class Launcher:
         tmux.send_text(pane, head)
         listed = partial(command_listed, listed_pattern=profile.command_listed, name=name)
         self.panes.until_screen(session, listed, self.context.config.command_wait, pause=0.05)
-        if text[len(head) :]:
+        if profile.command_retype:  # the name erased, and once the list is gone the line typed whole
+            for _ in head:
+                tmux.send_key(pane, "BSpace")
+            emptied = partial(waiting_for_input, prompt_pattern=profile.prompt, busy_pattern=profile.busy)
+            self.panes.until_screen(
+                session, lambda rows: emptied(rows) and not listed(rows), self.context.config.command_wait
+            )
+            tmux.send_text(pane, text)
+        elif text[len(head) :]:
             tmux.send_text(pane, text[len(head) :])
 
     def _wait_for_prompt(self, session: Session, profile: AgentProfile) -> list[str] | Error:

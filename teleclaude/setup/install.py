@@ -147,7 +147,9 @@ _INSTALLED = tuple(name for name in NAMES if PROFILES[name].install is not None)
 
 def _folder(layout: Install, scope: Scope, base: Path, home: Path) -> Path:
     """The CLI's folder: in the project (project scope), else the one its variable names, else in home."""
-    named = os.environ.get(layout.folder_env) if layout.folder_env and scope is Scope.USER else None
+    if scope is Scope.PROJECT:
+        return base / (layout.project_folder or layout.folder)
+    named = os.environ.get(layout.folder_env) if layout.folder_env else None
     return Path(named) if named else base / layout.folder
 
 
@@ -186,7 +188,7 @@ def agent_targets(agent: str, scope: Scope, base: Path, home: Path, with_hook: b
         for name, text in _markdown()
     ]
     mcp_file = _path(layout.mcp_file[scope is Scope.PROJECT], base, folder)
-    server = {**layout.mcp_entry, **_server(scope)}
+    server = {**layout.mcp_entry, **_server(scope, layout.mcp_argv)}
     if mcp_file.suffix == ".toml":
         targets.append(TomlTable(agent, mcp_file, (layout.mcp_key, SERVER), server))
     else:
@@ -195,6 +197,10 @@ def agent_targets(agent: str, scope: Scope, base: Path, home: Path, with_hook: b
         targets.append(Skip(agent, "stop hook: this teleclaude has no `teleclaude hook stop` command yet"))
         return targets
     hooks_file = _path(layout.hooks_file, base, folder)
+    if layout.hooks_text is not None:
+        verbs = {verb: [*launcher(scope), "hook", verb, "--agent", agent] for _, verb in driver.hooks.events}
+        targets.append(CommandFile(agent, hooks_file, layout.hooks_text(verbs).encode()))
+        return targets
     for event, verb in driver.hooks.events:
         hook = _hook(agent, scope, verb)
         entry = {"hooks": [{"name": f"teleclaude-{verb}", **hook} if layout.named_hooks else hook]}
@@ -202,9 +208,9 @@ def agent_targets(agent: str, scope: Scope, base: Path, home: Path, with_hook: b
     return targets
 
 
-def _server(scope: Scope = Scope.USER) -> dict:
+def _server(scope: Scope = Scope.USER, argv: bool = False) -> dict:
     run = launcher(scope)
-    return {"command": run[0], "args": [*run[1:], "mcp"]}
+    return {"command": [*run, "mcp"]} if argv else {"command": run[0], "args": [*run[1:], "mcp"]}
 
 
 def _hook(agent: str, scope: Scope = Scope.USER, verb: str = "stop") -> dict:

@@ -181,3 +181,15 @@ def codex(agent_clis, model_server, project, isolated_environment, monkeypatch) 
 @pytest.fixture
 def codex_runtime(project, codex) -> Runtime:
     return open_runtime(project)
+
+
+@pytest.fixture
+def opencode(agent_clis, model_server, project, isolated_environment, monkeypatch) -> Path:
+    """An opencode on PATH, its HOME given a provider for the server, teleclaude installed (commands, MCP,
+    plugin)."""
+    return _installed("opencode", agent_clis, model_server.url, isolated_environment, monkeypatch)
+
+
+@pytest.fixture
+def opencode_runtime(project, opencode) -> Runtime:
+    return open_runtime(project)

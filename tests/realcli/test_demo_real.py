@@ -39,7 +39,7 @@ def test_the_real_demo_delivers_one_item_with_claude(agent_clis, isolated_enviro
     assert not list(isolated_environment.iterdir())  # the demo kept to its own HOME and database
 
 
-@pytest.mark.parametrize("agent", ["gemini", "codex"])
+@pytest.mark.parametrize("agent", ["gemini", "codex", "opencode"])
 def test_the_real_demo_moves_a_rate_limited_step_to_claude(agent_clis, isolated_environment, agent):
     """The agent builds and reviews with its own shell tool; its provider runs out on the finalize (gemini:
     the daily-quota dialog, codex: the usage limit), the runtime reads the limit off its screen, and the

@@ -20,17 +20,22 @@ from teleclaude.demo.model_server import (
     tool_result_sent,
 )
 
-TOOLS: dict[str, dict[str, list[dict]]] = {
+TOOLS: dict[str, dict[str, object]] = {
     "anthropic": {"tools": [{"name": "Bash"}, {"name": "mcp__teleclaude__teleclaude__next_work"}]},
     "openai": {
         "tools": [{"type": "function", "name": "shell"}, {"name": "teleclaude__teleclaude__next_work"}]
     },
     "gemini": {"tools": [{"functionDeclarations": [{"name": "run_shell_command"}]}]},
+    "chat": {
+        "stream_options": {"include_usage": True},
+        "tools": [{"type": "function", "function": {"name": "bash"}}],
+    },
 }
 PATHS = {
     "anthropic": "/v1/messages",
     "openai": "/v1/responses",
     "gemini": "/v1beta/models/gemini-2.5-pro:streamGenerateContent",
+    "chat": "/v1/chat/completions",
 }
 
 
@@ -47,7 +52,11 @@ def post(server: ModelServer, path: str, body: dict) -> tuple[int, dict[str, str
         return (
             status,
             headers,
-            [json.loads(line[6:]) for line in data.splitlines() if line.startswith("data: ")],
+            [
+                json.loads(line[6:])
+                for line in data.splitlines()
+                if line.startswith("data: ") and line != "data: [DONE]"
+            ],
         )
     return status, headers, json.loads(data)
 
@@ -76,13 +85,13 @@ def test_an_mcp_tool_is_found_among_the_offered_tools_whatever_the_cli_calls_it(
         assert events[-1]["response"]["output"][0]["name"] == "teleclaude__teleclaude__next_work"
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai", "gemini"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "gemini", "chat"])
 def test_each_provider_answers_a_turn_and_a_shell_call(provider):
     with ModelServer([Text("hi"), Tool("shell", {"command": "ls"})]) as server:
         status, _, events = post(server, PATHS[provider], {"stream": True, **TOOLS[provider]})
         assert status == 200 and events
         _, _, events = post(server, PATHS[provider], {"stream": True, **TOOLS[provider]})
-        assert server.turns()[-1].answer in ("tool Bash", "tool shell", "tool run_shell_command")
+        assert server.turns()[-1].answer in ("tool Bash", "tool shell", "tool run_shell_command", "tool bash")
 
 
 def test_codex_exec_command_gets_the_command_as_cmd():
@@ -96,7 +105,10 @@ def test_codex_exec_command_gets_the_command_as_cmd():
 # what a `then` model reads of a turn: whose request it is, and whether its last tool call was carried out
 ASKED: dict[str, tuple[dict, dict]] = {
     "anthropic": (
-        {"messages": [{"role": "user", "content": "/next-build x"}]},
+        {
+            "system": [{"type": "text", "text": "You are Claude Code"}],
+            "messages": [{"role": "user", "content": "/next-build x"}],
+        },
         {"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}]},
     ),
     "openai": (
@@ -119,10 +131,20 @@ ASKED: dict[str, tuple[dict, dict]] = {
             ]
         },
     ),
+    "chat": (
+        {"messages": [{"role": "system", "content": "You are opencode"}, {"role": "user", "content": "/x"}]},
+        {
+            "messages": [
+                {"role": "user", "content": "/x"},
+                {"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "bash"}}]},
+                {"role": "tool", "tool_call_id": "c", "content": "ok"},
+            ]
+        },
+    ),
 }
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai", "gemini"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "gemini", "chat"])
 def test_a_turn_says_whose_it_is_and_whether_it_carries_a_tool_result(provider):
     asked, answered = ASKED[provider]
     assert provider_of(asked) == provider_of(answered) == provider
@@ -146,6 +168,28 @@ def test_anthropic_failures_carry_the_real_status_headers_and_body(kind, status,
             assert isinstance(body, dict) and (got, body["type"]) == (status, "error")
             assert header in headers
         assert post(server, PATHS["anthropic"], TOOLS["anthropic"])[0] == 200  # then the script goes on
+
+
+def test_chat_completions_streams_text_and_a_bash_call_the_way_opencode_reads_them():
+    """opencode's provider: a title request (no tools) is a side request; a turn streams chunks, a tool call
+    is one delta of `tool_calls` with `finish_reason: tool_calls`, and a 429 keeps its Retry-After."""
+    with ModelServer([Text("Hello from the script."), shell("touch done.txt"), Fail("rate_limit")]) as server:
+        _, _, side = post(server, PATHS["chat"], {"stream": True, "messages": []})
+        _, headers, events = post(server, PATHS["chat"], {"stream": True, **TOOLS["chat"]})
+        assert isinstance(events, list) and headers["content-type"] == "text/event-stream"
+        text = "".join(e["choices"][0]["delta"].get("content", "") for e in events)
+        assert text == "Hello from the script." and events[-1]["choices"][0]["finish_reason"] == "stop"
+        _, _, events = post(server, PATHS["chat"], {"stream": True, **TOOLS["chat"]})
+        assert isinstance(events, list)
+        call = events[0]["choices"][0]["delta"]["tool_calls"][0]
+        assert (
+            call["function"]["name"] == "bash" and events[-1]["choices"][0]["finish_reason"] == "tool_calls"
+        )
+        assert json.loads(call["function"]["arguments"])["command"] == "touch done.txt"
+        status, headers, error = post(server, PATHS["chat"], {"stream": True, **TOOLS["chat"]})
+        assert (status, headers["retry-after"]) == (429, "20") and isinstance(error, dict) and error["error"]
+        assert [r.answer for r in server.requests] == ["side", "text", "tool bash", "fail rate_limit 429"]
+        assert all(r.provider == "chat" for r in server.requests) and isinstance(side, list)
 
 
 def test_a_held_step_answers_when_the_test_releases_it_and_wait_for_sees_the_request():
