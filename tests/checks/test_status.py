@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from teleclaude.agents import NAMES
 from teleclaude.planner import api as app
 from teleclaude.planner import checks
 from teleclaude.planner.core.phase import Board, render_board
@@ -134,8 +135,8 @@ def test_the_text_board_fits_80_columns_and_ends_with_agents(board_repo, cli):
     for line, (slug, (marker, phase, tree)) in zip(rows(done.stdout), EXPECTED.items(), strict=True):
         assert line.startswith(f"[{marker}] {slug} ")
         assert phase in line and tree in line
-    tail = lines[-3:]
-    assert [line.split()[0] for line in tail] == ["claude", "gemini", "codex"]
+    tail = lines[-len(NAMES) :]
+    assert [line.split()[0] for line in tail] == list(NAMES)
     assert "unavailable" in tail[2] and "m left" in tail[2] and "quota_exhausted" in tail[2]
 
 

@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from teleclaude.agents import NAMES
+
 PREPARED = "alpha-feature"
 UNPREPARED = "beta-feature"
 JSON_KEYS = {"kind", "code", "slug", "command", "args", "agent", "thinking_mode", "subfolder", "project"}
@@ -157,7 +159,7 @@ def test_agents_table_marking_and_unmarking(project, cli):
     done = cli("agents", "--cwd", str(project))
     assert done.returncode == 0, done.stderr
     rows = agent_rows(done.stdout)
-    assert set(rows) == {"claude", "gemini", "codex"}
+    assert set(rows) == set(NAMES)  # every agent CLI teleclaude knows
     assert all(row[0] == "available" for row in rows.values())
 
     until = (datetime.now(UTC) + timedelta(hours=5)).replace(microsecond=0)

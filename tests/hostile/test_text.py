@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from teleclaude.agents import NAMES
 from teleclaude.cli.run import Console
 from teleclaude.planner.core.model import AgentReport, Unavailability
 from teleclaude.planner.core.render import to_text
@@ -71,7 +72,7 @@ def test_agents_and_the_ok_line_print_a_hostile_reason_escaped(cli, reason):
     assert _obeyed(marked.stdout) == []
     table = cli("agents").stdout
     assert _obeyed(table) == []
-    assert [line.split()[0] for line in table.splitlines()] == ["AGENT", "claude", "gemini", "codex"]
+    assert [line.split()[0] for line in table.splitlines()] == ["AGENT", *NAMES]
 
 
 def test_status_prints_a_hostile_reason_escaped(cli, tmp_path):
