@@ -18,6 +18,7 @@ import pytest
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.adapters.tmux import Tmux
+from teleclaude.agents import NAMES
 from teleclaude.demo.scenario import commit_all, git
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Marker
@@ -429,7 +430,7 @@ def test_run_stand_ins_rehearses_on_a_clone_and_leaves_the_checkout_and_the_real
     agent CLIs are untouched and no tmux server is left."""
     real = tmp_path / "real-agents"  # the user's own agent CLIs, first on PATH: none of them may start
     real.mkdir()
-    for name in ("claude", "gemini", "codex"):
+    for name in NAMES:
         (real / name).write_text(f"#!/bin/sh\ntouch {tmp_path / 'a-real-agent-ran'}\n")
         (real / name).chmod(0o755)
     monkeypatch.setenv("PATH", f"{real}{os.pathsep}{os.environ['PATH']}")
