@@ -1,7 +1,7 @@
 """The `teleclaude` command line: the same answers as the MCP tools, as text or JSON, with exit codes.
 
 Exit codes: 0 for an action to carry out (TOOL_CALL, SELF, PREPARED, COMPLETE, OK), 1 for `ERROR: CODE`,
-2 for bad usage. The planner paths (`next-*`, `agents`) import only the library: fastmcp, GitPython and
+2 for bad usage. The planner paths (`next-*`, `agents`) import only the library: fastmcp and
 sqlite-utils are loaded by the commands (or the rare write paths) that need them.
 
 To add a command, write `_add_<name>(parser)` and `_run_<name>(args) -> int` and list them in a `COMMANDS`

@@ -49,6 +49,12 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
         help="stop (SELF) when every agent for a step is rate-limited, instead of waiting for the first to "
         "come back ([runtime] limit_wait, default 12 h)",
     )
+    parser.add_argument(
+        "--stand-ins",
+        action="store_true",
+        help="rehearse: the run on a temporary clone of the project's last commit, with the stand-in CLIs "
+        "(no model; your checkout, sessions and settings are not touched; the clone is kept)",
+    )
     add_cwd(parser)
 
 
@@ -57,6 +63,11 @@ def _run_run(args: argparse.Namespace) -> int:
     from teleclaude.runtime.api import open_runtime
 
     console = Console()
+    if args.stand_ins:
+        from teleclaude.demo import scenario
+
+        project = Path(args.cwd or ".").resolve()
+        return scenario.rehearse(project, args.slug, args.prepare, args.max_steps, args.parallel, console)
     try:
         project = Path(args.cwd or ".").resolve()
         report = orchestrator.run(
@@ -128,7 +139,8 @@ def _install_stand_ins(folder: Path) -> int:
         f"OK: the stand-in CLIs claude, gemini and codex are in {installed}.\n"
         "They do each step on the files and commit, with no model: rehearse on a copy of your project,\n"
         f"  git clone YOUR-PROJECT /tmp/rehearsal && cd /tmp/rehearsal\n"
-        f"  PATH={path}:$PATH teleclaude run --prepare"
+        f"  PATH={path}:$PATH teleclaude run --prepare\n"
+        "(`teleclaude run --stand-ins` does all of this for you, on a temporary clone)"
     )
     return 0
 

@@ -17,10 +17,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
+from teleclaude.adapters.git import find_repo
 from teleclaude.adapters.tmux import Tmux, TmuxError
 from teleclaude.demo import stand_in as fake_agent
 from teleclaude.demo.workers import Workers, commit_all, git, make_repository
-from teleclaude.errors import Error, ErrorCode
+from teleclaude.errors import Error, ErrorCode, guard
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Action, Complete, Dispatch, Marker
 from teleclaude.planner.core.render import to_text
@@ -30,7 +31,7 @@ from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind
 from teleclaude.runtime.orchestrator import Outcome
 
-__all__ = ["Workers", "commit_all", "drive", "git", "make_repository", "run"]
+__all__ = ["Workers", "commit_all", "drive", "git", "make_repository", "rehearse", "run"]
 
 
 class Console(Protocol):
@@ -104,11 +105,7 @@ DEMO_MAX_STEPS = 40
 
 def run(console: Console, keep: bool = False, verbose: bool = False) -> int:
     """Drive the demo roadmap to done/ with `teleclaude run`; 0 when all three items were delivered."""
-    if shutil.which("tmux") is None:
-        print(
-            "ERROR: TMUX_FAILED\ntmux is not installed, and the demo runs its workers in tmux.\n"
-            "Install it (apt install tmux, brew install tmux), then run the demo again."
-        )
+    if not _has_tmux():
         return 1
     started = time.monotonic()
     try:
@@ -124,6 +121,62 @@ def run(console: Console, keep: bool = False, verbose: bool = False) -> int:
             return _summary_of_run(project, report, time.monotonic() - started)
     except KeyboardInterrupt:
         print("\nDemo interrupted.")
+        return 130
+
+
+def _has_tmux() -> bool:
+    if shutil.which("tmux") is not None:
+        return True
+    print(
+        "ERROR: TMUX_FAILED\ntmux is not installed, and the demo runs its workers in tmux.\n"
+        "Install it (apt install tmux, brew install tmux), then run the demo again."
+    )
+    return False
+
+
+def rehearse(
+    project: Path, slug: str | None, prepare: bool, max_steps: int, parallel: int, console: Console
+) -> int:
+    """`teleclaude run --stand-ins`: the run on a temporary clone of `project`'s last commit, with the
+    stand-in CLIs, its own database, no user settings and a private tmux server. The stand-ins commit and
+    merge, so the user's checkout is only read (cloned); the clone is kept for looking at."""
+    repo = guard(find_repo)(project)
+    if isinstance(repo, Error):
+        print(to_text(repo))
+        return 1
+    if not _has_tmux():
+        return 1
+    try:
+        with throwaway("teleclaude-rehearsal-", keep=True) as (base, socket):
+            clone = base / "project"
+            git(base, "clone", "-q", "--no-hardlinks", "--", str(repo.root), str(clone))
+            git(clone, "remote", "remove", "origin")  # nothing the rehearsal does can reach the user's repo
+            (clone / "teleclaude.toml").write_text(DEMO_SETTINGS.format(socket=socket))
+            commit_all(clone, "Rehearsal settings: a private tmux server, short timings")
+            variables = {**_demo_variables(base), **{name: None for name in DEMO_AGENTS}}
+            variables["XDG_CONFIG_HOME"] = str(base / "config")  # the user's own teleclaude.toml is not read
+            print(f"rehearsal on a clone of {repo.root}'s last commit (uncommitted changes are not in it):")
+            print(f"  {clone}; stand-in CLIs in {base / 'bin'}; watch: tmux -L {socket} attach -t tc-ID\n")
+            with environment(variables):
+                report = orchestrator.run(
+                    clone,
+                    slug,
+                    prepare,
+                    max_steps,
+                    open_runtime(clone),
+                    console.show,
+                    console.status,
+                    parallel=parallel,
+                    wait_for_limits=False,
+                )
+                console.clear()
+            print("\n" + report.text)
+            done = sorted(p.name for p in (clone / "done").iterdir()) if (clone / "done").is_dir() else []
+            print(f"\ndone/ in the clone: {', '.join(done) or 'nothing'}; your checkout was not changed.")
+            print(f"look: git -C {clone} log --oneline --first-parent")
+            return report.exit_code
+    except KeyboardInterrupt:
+        print("\nRehearsal interrupted.")
         return 130
 
 

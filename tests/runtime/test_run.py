@@ -18,6 +18,7 @@ import pytest
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.adapters.tmux import Tmux
+from teleclaude.agents import NAMES
 from teleclaude.demo.scenario import commit_all, git
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Marker
@@ -420,6 +421,37 @@ def test_the_stand_ins_from_demo_stand_ins_drive_a_run_of_ones_own_project(
     code, out, err = finish(teleclaude_cli(project, "run", "greeting"))
     assert code == 0 and report_line(out).startswith("COMPLETE"), out + err
     assert_delivered(project, ("greeting",))
+
+
+def test_run_stand_ins_rehearses_on_a_clone_and_leaves_the_checkout_and_the_real_agents_alone(
+    project, teleclaude_cli, tmp_path, monkeypatch
+):
+    """`teleclaude run --stand-ins`: the item is delivered in a kept clone; the user's checkout, sessions and
+    agent CLIs are untouched and no tmux server is left."""
+    real = tmp_path / "real-agents"  # the user's own agent CLIs, first on PATH: none of them may start
+    real.mkdir()
+    for name in NAMES:
+        (real / name).write_text(f"#!/bin/sh\ntouch {tmp_path / 'a-real-agent-ran'}\n")
+        (real / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{real}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))  # where the rehearsal makes its clone
+    (tmp_path / "tmp").mkdir()
+    before = (git(project, "rev-parse", "HEAD"), (project / "todos" / "roadmap.md").read_bytes())
+    code, out, err = finish(teleclaude_cli(project, "run", "greeting", "--stand-ins"))
+    assert code == 0 and report_line(out).startswith("COMPLETE"), out + err
+    [clone] = (tmp_path / "tmp").glob("teleclaude-rehearsal-*/project")
+    assert_delivered(clone, ("greeting",))
+    assert (git(project, "rev-parse", "HEAD"), (project / "todos" / "roadmap.md").read_bytes()) == before
+    assert git(project, "status", "--porcelain") == "" and not (project / "done").exists()
+    assert not (tmp_path / "a-real-agent-ran").exists()
+    assert SessionStore().sessions() == []  # the user's database never heard of the rehearsal
+    socket = re.search(r"tmux -L (tc-demo-[0-9a-f]+)", out)
+    assert socket and Tmux(socket[1]).session_names() == set(), out
+
+
+def test_run_stand_ins_outside_a_repository_is_not_a_git_repo(tmp_path, teleclaude_cli):
+    code, out, err = finish(teleclaude_cli(tmp_path, "run", "--stand-ins"))
+    assert (code, out.splitlines()[0]) == (1, "ERROR: NOT_A_GIT_REPO"), out + err
 
 
 def test_a_missing_roadmap_is_an_error_not_a_finished_run(project, fake_agents, tmux_socket):
