@@ -11,6 +11,7 @@ import contextlib
 import os
 import secrets
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -151,6 +152,7 @@ def rehearse(
             clone = base / "project"
             git(base, "clone", "-q", "--no-hardlinks", "--", str(repo.root), str(clone))
             git(clone, "remote", "remove", "origin")  # nothing the rehearsal does can reach the user's repo
+            _same_identity(repo.root, clone)
             (clone / "teleclaude.toml").write_text(DEMO_SETTINGS.format(socket=socket))
             commit_all(clone, "Rehearsal settings: a private tmux server, short timings")
             variables = {**_demo_variables(base), **{name: None for name in DEMO_AGENTS}}
@@ -178,6 +180,32 @@ def rehearse(
     except KeyboardInterrupt:
         print("\nRehearsal interrupted.")
         return 130
+    except subprocess.CalledProcessError as error:  # making the clone failed (disk, permissions, git)
+        said = (error.stderr or b"").decode("utf-8", "replace").strip().splitlines()[-1:]
+        why = f"`{' '.join(error.cmd)}` failed" + (f": {said[0]}" if said else "")
+        print(
+            to_text(
+                Error(
+                    ErrorCode.FILE_ERROR,
+                    f"The rehearsal clone could not be made: {why}.\nFix that, then run it again.",
+                )
+            )
+        )
+        return 1
+
+
+def _same_identity(source: Path, clone: Path) -> None:
+    """The clone commits as the user does (their git identity from any level of their config), else as the
+    rehearsal: a clone keeps no repository-level settings of the original."""
+    for key, fallback in (
+        ("user.name", "teleclaude rehearsal"),
+        ("user.email", "rehearsal@teleclaude.invalid"),
+    ):
+        try:
+            value = git(source, "config", "--get", key).strip()
+        except subprocess.CalledProcessError:  # not set anywhere
+            value = ""
+        git(clone, "config", key, value or fallback)
 
 
 @contextlib.contextmanager

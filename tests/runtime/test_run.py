@@ -449,6 +449,22 @@ def test_run_stand_ins_rehearses_on_a_clone_and_leaves_the_checkout_and_the_real
     assert socket and Tmux(socket[1]).session_names() == set(), out
 
 
+def test_run_stand_ins_commits_as_the_user_whose_identity_is_only_in_the_repository(
+    project, teleclaude_cli, tmp_path, monkeypatch
+):
+    """A clone keeps no repository-level git settings: the rehearsal gives it the user's identity."""
+    for role in ("AUTHOR", "COMMITTER"):
+        monkeypatch.delenv(f"GIT_{role}_NAME")
+        monkeypatch.delenv(f"GIT_{role}_EMAIL")
+    git(project, "config", "user.name", "Only Here")  # no global identity: HOME is the test's own
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    code, out, err = finish(teleclaude_cli(project, "run", "greeting", "--stand-ins"))
+    assert code == 0 and report_line(out).startswith("COMPLETE"), out + err
+    [clone] = (tmp_path / "tmp").glob("teleclaude-rehearsal-*/project")
+    assert git(clone, "log", "-1", "--format=%an").strip() == "Only Here"
+
+
 def test_run_stand_ins_outside_a_repository_is_not_a_git_repo(tmp_path, teleclaude_cli):
     code, out, err = finish(teleclaude_cli(tmp_path, "run", "--stand-ins"))
     assert (code, out.splitlines()[0]) == (1, "ERROR: NOT_A_GIT_REPO"), out + err
