@@ -41,7 +41,9 @@ def timers(project):
     shortened = (
         f"digest_period = {PERIOD}\ndigest_period_quiet = {QUIET}\nsoft_remind = 900\nhard_remind = 1800\n"
     )
-    settings.write_text(settings.read_text().replace("settle = 0.3\n", f"settle = 0.3\n{shortened}"))
+    text = settings.read_text()
+    assert "[runtime]\n" in text
+    settings.write_text(text.replace("[runtime]\n", f"[runtime]\n{shortened}", 1))
     trusted(project)
     commit_all(project, "Short digest timers for the test")
 
