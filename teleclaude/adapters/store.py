@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ COLUMNS = {"agent": str, "available": int, "unavailable_until": str, "reason": s
 BUSY_TIMEOUT_MS = 15_000
 READ_TIMEOUT_MS = 3_000  # a reader waits less: availability is soft state, and the planner holds its lock
 _CORRUPTION_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+CORRUPT_RECHECK_PAUSES = (0.05, 0.2)  # seconds before reading a file that looked corrupt again
 _LOCKED_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _WRONG_SCHEMA = ("no such column", "has no column named", "does not match any PRIMARY KEY")
 
@@ -137,7 +139,16 @@ class SqliteStore:
             try:
                 return operation()
             except sqlite3.DatabaseError as error:
-                if getattr(error, "sqlite_errorcode", 0) & 0xFF in _CORRUPTION_CODES:
+                if _corrupt(error):
+                    # a file another process is just creating can read as not a database for an instant,
+                    # and moving it aside then would break that process's connection: look again first
+                    for pause in CORRUPT_RECHECK_PAUSES:
+                        time.sleep(pause)
+                        try:
+                            return operation()
+                        except sqlite3.DatabaseError as again:
+                            if not _corrupt(again):
+                                raise
                     self._move_aside(error)
                 elif not any(text in str(error) for text in _WRONG_SCHEMA):
                     raise
@@ -154,6 +165,10 @@ class SqliteStore:
             source = Path(f"{self.path}{suffix}")
             if source.exists():
                 os.replace(source, f"{target}{suffix}")
+
+
+def _corrupt(error: sqlite3.DatabaseError) -> bool:
+    return getattr(error, "sqlite_errorcode", 0) & 0xFF in _CORRUPTION_CODES
 
 
 def ensure_table(db: sqlite_utils.Database, name: str, columns: Mapping[str, type], pk: str) -> None:
