@@ -1,5 +1,5 @@
 """opencode (`opencode-ai`, pinned in tests/realcli/versions.txt): its TUI in tmux, and a plugin instead of
-hooks. Measured on 1.18.33 (/work/shared/notes/opencode.md, tests/realcli/NOTES.md)."""
+hooks. Measured on 1.18.33 (../shared/notes/opencode.md beside the repository, tests/realcli/NOTES.md)."""
 
 from __future__ import annotations
 
