@@ -1,4 +1,5 @@
-"""Agent availability in SQLite: which agents are out, until when, and why.
+"""Agent availability in SQLite: which agents are out, until when, and why; and how much of each agent's
+rate-limit windows its CLI last reported used.
 
 Reads use the stdlib `sqlite3` (they run on every planner call, and importing sqlite-utils costs more than a
 whole decision); the schema and the writes go through sqlite-utils, imported only when writing. Every
@@ -14,7 +15,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from teleclaude.adapters import fs
 from teleclaude.errors import ErrorCode, Failure
-from teleclaude.planner.core.model import Unavailability
+from teleclaude.planner.core.model import Unavailability, UsageWindow
 from teleclaude.planner.core.timeparse import format_utc
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 
 TABLE = "agent_availability"
 COLUMNS = {"agent": str, "available": int, "unavailable_until": str, "reason": str}
+USAGE_TABLE = "agent_usage"
+USAGE_COLUMNS = {"agent": str, "window": str, "used_percent": float, "resets_at": str, "seen_at": str}
 BUSY_TIMEOUT_MS = 15_000
 READ_TIMEOUT_MS = 3_000  # a reader waits less: availability is soft state, and the planner holds its lock
 _CORRUPTION_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
@@ -171,11 +174,13 @@ def _corrupt(error: sqlite3.DatabaseError) -> bool:
     return getattr(error, "sqlite_errorcode", 0) & 0xFF in _CORRUPTION_CODES
 
 
-def ensure_table(db: sqlite_utils.Database, name: str, columns: Mapping[str, type], pk: str) -> None:
+def ensure_table(
+    db: sqlite_utils.Database, name: str, columns: Mapping[str, type], pk: str | tuple[str, ...]
+) -> None:
     """Table `name` with `columns` keyed by `pk`: missing columns are added (a file from an older teleclaude);
     a table keyed otherwise was not made by us and is renamed aside, like a corrupt file."""
     table = db.table(name)
-    if table.exists() and table.pks != [pk]:
+    if table.exists() and table.pks != ([pk] if isinstance(pk, str) else list(pk)):
         aside = f"{name}_moved_{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
         log.warning("table %s has the wrong shape: renamed it to %s and made a new one", name, aside)
         db.rename_table(name, aside)
@@ -187,6 +192,7 @@ def ensure_table(db: sqlite_utils.Database, name: str, columns: Mapping[str, typ
 class AvailabilityStore(SqliteStore):
     def create_tables(self, db: sqlite_utils.Database) -> None:
         ensure_table(db, TABLE, COLUMNS, "agent")
+        ensure_table(db, USAGE_TABLE, USAGE_COLUMNS, ("agent", "window"))
 
     def unavailable(self, now: datetime) -> dict[str, Unavailability]:
         """The agents that are out at `now` (a `StoreError` when the file cannot be read)."""
@@ -214,7 +220,34 @@ class AvailabilityStore(SqliteStore):
         row = {"agent": agent, "available": 1, "unavailable_until": None, "reason": None}
         self._write(lambda db: db.table(TABLE).upsert(row, pk="agent"))
 
+    def record_usage(self, windows: Iterable[UsageWindow]) -> None:
+        """Store each window's usage; a report older than the one on record is dropped (hooks may race)."""
+        rows = [
+            (w.agent, w.window, float(w.used_percent), _stored_or_none(w.resets_at), format_utc(w.seen_at))
+            for w in windows
+        ]
+        if rows:
+            self._write(lambda db: db.conn.executemany(_UPSERT_USAGE, rows))
+
+    def usage(self, now: datetime) -> dict[str, tuple[UsageWindow, ...]]:
+        """Each agent's windows that have not reset by `now`, by window name."""
+        if not self.path.exists():
+            return {}
+        windows = self._survive(self._read_usage)
+        current: dict[str, list[UsageWindow]] = {}
+        for window in windows:
+            if window.current(now):
+                current.setdefault(window.agent, []).append(window)
+        return {agent: tuple(found) for agent, found in current.items()}
+
     # --- reading ---------------------------------------------------------------------------------------
+
+    def _read_usage(self) -> list[UsageWindow]:
+        with closing(self._connect(writing=False)) as conn:
+            if not _has_table(conn, USAGE_TABLE):
+                return []
+            query = f"SELECT agent, window, used_percent, resets_at, seen_at FROM {USAGE_TABLE} ORDER BY 1, 2"
+            return [_usage_window(*columns) for columns in conn.execute(query)]
 
     def _read_and_reset(self, now: datetime) -> list[AgentRow]:
         with closing(self._connect(writing=False)) as conn:
@@ -241,9 +274,25 @@ def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
     conn.commit()
 
 
-def _has_table(conn: sqlite3.Connection) -> bool:
+def _has_table(conn: sqlite3.Connection, name: str = TABLE) -> bool:
     query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
-    return conn.execute(query, (TABLE,)).fetchone() is not None
+    return conn.execute(query, (name,)).fetchone() is not None
+
+
+_UPSERT_USAGE = (
+    f"INSERT INTO {USAGE_TABLE} (agent, window, used_percent, resets_at, seen_at) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (agent, window) DO UPDATE SET used_percent = excluded.used_percent, "
+    "resets_at = excluded.resets_at, seen_at = excluded.seen_at WHERE excluded.seen_at >= seen_at"
+)
+
+
+def _stored_or_none(when: datetime | None) -> str | None:
+    return None if when is None else format_utc(when)
+
+
+def _usage_window(agent: str, window: str, used: float, resets: str | None, seen: str | None) -> UsageWindow:
+    seen_at = _parse_stored(seen) or datetime.fromtimestamp(0, UTC)
+    return UsageWindow(agent, window, float(used or 0), _parse_stored(resets), seen_at)
 
 
 def _reset(conn: sqlite3.Connection, expired: list[tuple[str, str | None]]) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from teleclaude.adapters.sessions_db import FAILED_STATES, FINAL_STATES
 from teleclaude.adapters.store import AgentRow, AvailabilityStore, default_db_path
-from teleclaude.planner.core.model import Unavailability
+from teleclaude.planner.core.model import Unavailability, UsageWindow
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
@@ -185,6 +185,33 @@ def test_six_processes_marking_at_once_all_land(db, tmp_path):
         _, stderr = process.communicate(timeout=60)
         assert process.returncode == 0, stderr
     assert set(AvailabilityStore(db).unavailable(NOW)) == set(agents)
+
+
+def test_usage_is_kept_per_agent_and_window_and_forgotten_once_its_window_resets(db):
+    store = AvailabilityStore(db)
+    five_hours = UsageWindow("claude", "5h", 83.0, LATER, NOW)
+    week = UsageWindow("claude", "7d", 41.0, LATER + timedelta(days=3), NOW)
+    codex = UsageWindow("codex", "primary", 12.5, None, NOW)
+    store.record_usage([five_hours, week, codex])
+    assert store.usage(NOW) == {"claude": (five_hours, week), "codex": (codex,)}
+    assert store.usage(LATER) == {"claude": (week,), "codex": (codex,)}
+
+
+def test_a_newer_usage_report_replaces_the_old_and_a_late_older_one_does_not(db):
+    store = AvailabilityStore(db)
+    newer = UsageWindow("claude", "5h", 95.0, LATER, NOW + timedelta(minutes=2))
+    store.record_usage([UsageWindow("claude", "5h", 50.0, LATER, NOW)])
+    store.record_usage([newer])
+    store.record_usage([UsageWindow("claude", "5h", 60.0, LATER, NOW + timedelta(minutes=1))])
+    assert store.usage(NOW) == {"claude": (newer,)}
+
+
+def test_recording_usage_leaves_availability_alone(db):
+    store = AvailabilityStore(db)
+    store.mark_unavailable("claude", LATER, "rate limit")
+    store.record_usage([UsageWindow("claude", "5h", 100.0, LATER, NOW)])
+    assert store.unavailable(NOW) == {"claude": Unavailability("claude", LATER, "rate limit")}
+    assert AvailabilityStore(db.with_name("other.db")).usage(NOW) == {}
 
 
 def test_default_db_path():

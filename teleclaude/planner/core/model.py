@@ -174,6 +174,25 @@ class Unavailability:
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class UsageWindow:
+    """How much of one of an agent's rate-limit windows is used, as its CLI last reported it.
+
+    `window` is the CLI's own name for it (claude `5h`/`7d`, codex `primary`/`secondary`); `resets_at` is
+    None when the CLI did not say. All times aware UTC.
+    """
+
+    agent: str
+    window: str
+    used_percent: float
+    resets_at: datetime | None
+    seen_at: datetime
+
+    def current(self, now: datetime) -> bool:
+        """False once the window has reset: its usage then says nothing about the agent any more."""
+        return self.resets_at is None or self.resets_at > now
+
+
 # --- actions: what a call returns --------------------------------------------------------------------
 
 
