@@ -178,7 +178,7 @@ class Unavailability:
 class UsageWindow:
     """How much of one of an agent's rate-limit windows is used, as its CLI last reported it.
 
-    `window` is the CLI's own name for it (claude `5h`/`7d`, codex `primary`/`secondary`); `resets_at` is
+    `window` is the CLI's own name for it (`5h`/`7d`, `primary`/`secondary`: its driver says); `resets_at` is
     None when the CLI did not say. All times aware UTC.
     """
 
