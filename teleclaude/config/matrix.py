@@ -1,19 +1,21 @@
-"""The agent matrix (docs/design.md §3) and the choice of an agent given who is unavailable."""
+"""The agent matrix (docs/design.md §3) and the choice of an agent given who is unavailable and how much of
+each agent's rate-limit windows is used."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from teleclaude.agents import NAMES
-from teleclaude.planner.core.model import AgentChoice, Step, Unavailability
+from teleclaude.planner.core.model import AgentChoice, Step, Unavailability, UsageWindow
 
 if TYPE_CHECKING:
     from teleclaude.config.profiles import RuntimeConfig
 
 THINKING_MODES: tuple[str, ...] = ("fast", "med", "slow")
+DEFAULT_HEADROOM = 90.0  # percent of any one window: above it, an agent goes after those below it
 
 
 def _row(*pairs: str) -> tuple[AgentChoice, ...]:
@@ -39,6 +41,7 @@ class Config:
     matrix: Mapping[str, tuple[AgentChoice, ...]] = field(default_factory=lambda: dict(DEFAULT_MATRIX))
     agents: tuple[str, ...] = NAMES
     max_review_rounds: int = 3
+    headroom: float = DEFAULT_HEADROOM  # [matrix] headroom
     runtime: RuntimeConfig | None = None  # None: the defaults (the planner never needs them)
 
     def row(self, step: Step) -> tuple[AgentChoice, ...]:
@@ -51,9 +54,23 @@ def active_unavailability(rows: Mapping[str, Unavailability], now: datetime) -> 
     return {agent: u for agent, u in rows.items() if u.until > now}
 
 
+def over_headroom(windows: Iterable[UsageWindow], headroom: float, now: datetime) -> tuple[UsageWindow, ...]:
+    """The windows that have not reset by `now` and are used `headroom` percent or more."""
+    return tuple(w for w in windows if w.current(now) and w.used_percent >= headroom)
+
+
 def choose_agent(
-    config: Config, step: Step, unavailable: Mapping[str, Unavailability], now: datetime
+    config: Config,
+    step: Step,
+    unavailable: Mapping[str, Unavailability],
+    now: datetime,
+    usage: Mapping[str, Iterable[UsageWindow]] | None = None,
 ) -> AgentChoice | None:
-    """The first agent of the step's row that is not unavailable at `now`; None means nobody is."""
+    """In the step's row, the first agent that is not unavailable at `now` and whose every window is under
+    the headroom; when each is over it, the first that is not unavailable; None means nobody is. An agent
+    with no usage on record counts as under."""
     blocked = active_unavailability(unavailable, now)
-    return next((c for c in config.row(step) if c.agent not in blocked), None)
+    free = [c for c in config.row(step) if c.agent not in blocked]
+    usage = usage or {}
+    roomy = (c for c in free if not over_headroom(usage.get(c.agent, ()), config.headroom, now))
+    return next(roomy, free[0] if free else None)

@@ -47,6 +47,7 @@ def parse_config(sources: Sequence[tuple[str, str]], untrusted: Collection[str] 
         return Config()
     agents: tuple[str, ...] = NAMES
     max_review_rounds = Config().max_review_rounds
+    headroom = Config().headroom
     runtime = None
     remotes: dict[str, Computer] = {}
     withheld = None
@@ -63,6 +64,8 @@ def parse_config(sources: Sequence[tuple[str, str]], untrusted: Collection[str] 
             max_review_rounds = _max_review_rounds(path, data["max_review_rounds"])
         for task, row in _matrix(path, data.get("matrix", {})).items():
             rows[task] = _Row(path, row)
+        if "headroom" in data.get("matrix", {}):
+            headroom = _headroom(path, data["matrix"]["headroom"])
         if "runtime" in data:
             runtime = _runtime(path, data["runtime"], runtime)
         if "computers" in data:
@@ -77,6 +80,7 @@ def parse_config(sources: Sequence[tuple[str, str]], untrusted: Collection[str] 
         matrix={task: row.choices for task, row in rows.items()},
         agents=agents,
         max_review_rounds=max_review_rounds,
+        headroom=headroom,
         runtime=runtime,
     )
 
@@ -163,13 +167,21 @@ def _max_review_rounds(path: str, value: object) -> int:
 def _matrix(path: str, value: Any) -> dict[str, tuple[AgentChoice, ...]]:
     if not isinstance(value, dict):
         raise ConfigError(path, "matrix", "must be a table: [matrix] with one row per task")
-    return {task: _matrix_row(path, task, row) for task, row in value.items()}
+    return {task: _matrix_row(path, task, row) for task, row in value.items() if task != "headroom"}
+
+
+def _headroom(path: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 1 <= value <= 100:
+        raise ConfigError(path, "matrix.headroom", f"must be a percentage from 1 to 100, not {value!r}")
+    return float(value)
 
 
 def _matrix_row(path: str, task: str, row: Any) -> tuple[AgentChoice, ...]:
     key = f"matrix.{task}"
     if task not in DEFAULT_MATRIX:
-        raise ConfigError(path, key, f"unknown task; the tasks are {', '.join(DEFAULT_MATRIX)}")
+        raise ConfigError(
+            path, key, f"unknown task; the tasks are {', '.join(DEFAULT_MATRIX)} (and the key headroom)"
+        )
     if not isinstance(row, list) or not row:
         raise ConfigError(
             path, key, f'must be a non-empty list such as ["{NAMES[0]}:med", "{NAMES[-1]}:fast"]'

@@ -39,6 +39,7 @@ from teleclaude.planner.core.model import (
     Review,
     Roadmap,
     Unavailability,
+    UsageWindow,
     Worktree,
     WorktreeState,
 )
@@ -78,7 +79,7 @@ def next_work(slug: str | None = None, cwd: str | os.PathLike | None = None, dry
             if failure:
                 return failure
             if decision.action is not None:
-                action = _with_note(decision.action, facts.availability_problem)
+                action = _with_note(decision.action, facts.store_problems())
                 return _with_note(action, _last_error(action, repo.root))
             slug = decision.slug
     raise RuntimeError(f"no action after {MAX_ROUNDS_OF_EFFECTS} rounds of effects for {slug}")
@@ -91,7 +92,7 @@ def _dry_run(repo: gitx.Repo, config: Config, slug: str | None) -> Action:
         facts = _WithWorktree(repo, config, decision.slug or "")
         decision = decide_work(facts, decision.slug)
     assert decision.action is not None  # a made worktree leaves no effect before an action
-    action = _with_note(decision.action, facts.availability_problem)
+    action = _with_note(decision.action, facts.store_problems())
     return _with_note(action, _last_error(action, repo.root))
 
 
@@ -292,6 +293,7 @@ class RepoFacts:
         self.config = config
         self.now = now or datetime.now(UTC)
         self.availability_problem: str | None = None  # set when the availability store could not be read
+        self.usage_problem: str | None = None  # set when the agents' usage could not be read
         self._answers: dict[tuple, object] = {}
 
     @_memo
@@ -400,6 +402,21 @@ class RepoFacts:
                 f"Agent availability could not be read ({error}), so every agent was taken as available."
             )
             return {}
+
+    @_memo
+    def usage(self) -> Mapping[str, tuple[UsageWindow, ...]]:
+        try:
+            return AvailabilityStore().usage(self.now)
+        except StoreError as error:
+            log.warning("%s: taking every agent as under its headroom", error)
+            self.usage_problem = (
+                f"Agent usage could not be read ({error}), so every agent was taken as under its headroom."
+            )
+            return {}
+
+    def store_problems(self) -> str | None:
+        """The note for what the availability store could not tell, if anything."""
+        return "\n".join(p for p in (self.availability_problem, self.usage_problem) if p) or None
 
 
 class _WithWorktree(RepoFacts):

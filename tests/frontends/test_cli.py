@@ -209,6 +209,48 @@ def test_unavailable_builder_makes_next_work_fall_back(project, cli, tool_call_f
     assert fields["agent"] == "claude"
 
 
+def record_usage(agent: str, window: str, percent: float, resets_in: timedelta | None) -> datetime | None:
+    """`agent`'s `window` used `percent`, as its CLI would report it, into the test's own $TELECLAUDE_DB."""
+    from teleclaude.adapters.store import AvailabilityStore
+    from teleclaude.planner.core.model import UsageWindow
+
+    now = datetime.now(UTC)
+    resets = None if resets_in is None else (now + resets_in).replace(microsecond=0)
+    AvailabilityStore().record_usage([UsageWindow(agent, window, percent, resets, now)])
+    return resets
+
+
+def test_a_builder_over_its_headroom_hands_the_build_on_until_its_window_resets(
+    project, cli, tool_call_fields
+):
+    record_usage("gemini", "5h", 95, timedelta(hours=2))
+    done = cli("next-work", "--dry-run", cwd=project)
+    assert tool_call_fields(done.stdout)["agent"] == "claude"
+    assert "NOTE:" not in done.stdout
+    record_usage("gemini", "5h", 95, timedelta(seconds=-1))  # the window reset: no human action needed
+    assert tool_call_fields(cli("next-work", "--dry-run", cwd=project).stdout)["agent"] == "gemini"
+
+
+def test_the_headroom_of_the_projects_file_applies(project, cli, tool_call_fields):
+    record_usage("gemini", "5h", 95, timedelta(hours=2))
+    (project / "teleclaude.toml").write_text("[matrix]\nheadroom = 97\n")
+    assert tool_call_fields(cli("next-work", "--dry-run", cwd=project).stdout)["agent"] == "gemini"
+    (project / "teleclaude.toml").write_text("[matrix]\nheadroom = 101\n")
+    done = cli("next-work", "--dry-run", cwd=project)
+    assert (done.returncode, first_line(done.stdout)) == (1, "ERROR: INVALID_CONFIG")
+
+
+def test_every_builder_over_its_headroom_still_builds_with_the_first_and_says_so(
+    project, cli, tool_call_fields
+):
+    for agent in NAMES:
+        record_usage(agent, "7d", 99, timedelta(days=3))
+    done = cli("next-work", "--dry-run", cwd=project)
+    assert tool_call_fields(done.stdout)["agent"] == "gemini"
+    note = done.stdout.split("NOTE:", 1)[1]
+    assert "gemini" in note and "99%" in note
+
+
 @pytest.mark.parametrize(
     ("argv", "code"),
     [

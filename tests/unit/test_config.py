@@ -64,6 +64,15 @@ def test_the_project_file_overrides_the_user_file_key_by_key_and_row_by_row():
     assert config.matrix["fix"] == DEFAULT_MATRIX["fix"]
 
 
+def test_headroom_is_a_percentage_under_matrix_and_the_project_file_wins():
+    assert Config().headroom == 90
+    user = "[matrix]\nheadroom = 75\nbuild = ['claude:med']"
+    assert parse_config([(USER, user)]).headroom == 75
+    config = parse_config([(USER, user), (PROJECT, "[matrix]\nheadroom = 99.5")])
+    assert (config.headroom, config.matrix["build"]) == (99.5, (AgentChoice("claude", "med"),))
+    assert parse_config([(USER, user), (PROJECT, "max_review_rounds = 2")]).headroom == 75
+
+
 def test_a_new_agent_listed_in_agents_may_staff_a_row():
     text = """
     agents = ["claude", "agy"]
@@ -102,6 +111,10 @@ def test_a_new_agent_may_be_listed_in_the_user_file_and_used_in_the_project():
         ("[matrix]\nbuild = ['Claude Code:med']", "matrix.build[0]"),
         ("[matrix]\nbuild = [':med']", "matrix.build[0]"),
         ("[matrix]\nbuild = ['cluade:med']", "matrix.build[0]"),
+        ("[matrix]\nheadroom = 0", "matrix.headroom"),
+        ("[matrix]\nheadroom = 101", "matrix.headroom"),
+        ("[matrix]\nheadroom = '90'", "matrix.headroom"),
+        ("[matrix]\nheadroom = true", "matrix.headroom"),
     ],
 )
 def test_a_bad_file_names_itself_and_the_bad_key(text, key):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -24,6 +24,7 @@ from teleclaude.planner.core.model import (
     RunYourself,
     Step,
     Unavailability,
+    UsageWindow,
     Verdict,
     Worktree,
     WorktreeState,
@@ -52,6 +53,7 @@ class Facts:
     tree_changes: tuple[str, ...] = ()
     rounds: int = 0
     down: dict[str, Unavailability] = field(default_factory=dict)
+    used: dict[str, tuple[UsageWindow, ...]] = field(default_factory=dict)
     config: Config = field(default_factory=Config)
     project: str = "/srv/project"
     now: datetime = NOW
@@ -101,6 +103,9 @@ class Facts:
 
     def unavailable(self):
         return self.down
+
+    def usage(self):
+        return self.used
 
     def merge_conflicts(self, slug):
         return self.conflicts
@@ -383,6 +388,70 @@ def test_no_agent_available_asks_the_orchestrator_to_do_it_itself():
     assert isinstance(result, RunYourself)
     assert (result.step, result.subfolder) == (Step.BUILD, "trees/feat")
     assert {u.agent for u in result.unavailable} == {"gemini", "claude", "codex"}
+
+
+def used(agent: str, *percents: float, resets_in: int = 120) -> tuple[str, tuple[UsageWindow, ...]]:
+    """`agent`'s windows `w0`, `w1`, ... used `percents`, each resetting `resets_in` minutes after NOW."""
+    resets = NOW + timedelta(minutes=resets_in)
+    seen = NOW - timedelta(minutes=1)
+    return agent, tuple(UsageWindow(agent, f"w{i}", p, resets, seen) for i, p in enumerate(percents))
+
+
+@pytest.mark.parametrize(
+    ("usage", "agent"),
+    [
+        ([used("gemini", 50, 20)], "gemini"),  # under the headroom (90) in every window
+        ([used("gemini", 95)], "claude"),  # over: the next agent of the row, under (no usage on record)
+        ([used("gemini", 90)], "claude"),  # at the headroom is not under it
+        ([used("gemini", 10, 92)], "claude"),  # one window over is enough
+        ([used("gemini", 95), used("claude", 91, 5)], "codex"),
+        ([used("gemini", 95), used("claude", 89.9)], "claude"),
+        ([used("gemini", 95, resets_in=-1)], "gemini"),  # its window reset: preferred again
+        ([used("gemini", 95), used("claude", 100, resets_in=0)], "claude"),  # resets exactly now
+        ([used("codex", 99)], "gemini"),  # an agent further down the row changes nothing
+        ([], "gemini"),
+    ],
+)
+def test_an_agent_under_its_headroom_goes_before_one_over_it(usage, agent):
+    result = action(work(Facts(used=dict(usage))))
+    assert isinstance(result, Dispatch)
+    assert result.agent == agent
+    assert result.note is None  # the agent chosen is under its headroom
+
+
+def test_when_every_available_agent_is_over_the_first_still_takes_the_step_with_a_note():
+    over = dict([used("gemini", 95), used("claude", 93), used("codex", 99)])
+    result = action(work(Facts(used=over)))
+    assert isinstance(result, Dispatch)
+    assert (result.agent, result.thinking_mode) == ("gemini", "med")
+    assert result.note is not None and "gemini" in result.note and "95%" in result.note
+
+    result = action(work(Facts(used=over, down=dict([down("gemini")]))))
+    assert result.agent == "claude" and "claude" in (result.note or "")
+
+
+def test_the_near_limit_note_comes_after_the_steps_own_note():
+    approved = Facts(
+        reviews={"feat": Review(Verdict.APPROVED)}, plans={"feat": BUILT_PLAN, "other": OPEN_PLAN}
+    )
+    over = dict([used("claude", 95), used("gemini", 95), used("codex", 95)])
+    result = action(work(replace(approved, used=over)))
+    assert result.step is Step.FINALIZE
+    own, near = result.note.splitlines()
+    assert own == action(work(approved)).note and "claude" in near
+
+
+def test_usage_never_brings_back_an_unavailable_agent():
+    facts = Facts(down=dict([down("gemini"), down("claude"), down("codex")]), used=dict([used("gemini", 1)]))
+    assert isinstance(action(work(facts)), RunYourself)
+
+
+@pytest.mark.parametrize(
+    ("headroom", "agent"), [(96, "gemini"), (95, "claude"), (50, "claude"), (100, "gemini")]
+)
+def test_the_headroom_comes_from_config(headroom, agent):
+    facts = Facts(used=dict([used("gemini", 95), used("claude", 40)]), config=Config(headroom=headroom))
+    assert action(work(facts)).agent == agent
 
 
 def test_config_agent_list_removes_agents_from_every_row():

@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
 
-from teleclaude.config.matrix import Config, choose_agent
+from teleclaude.config.matrix import Config, choose_agent, over_headroom
 from teleclaude.errors import Call, Error, ErrorCode, call
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import (
@@ -35,10 +35,12 @@ from teleclaude.planner.core.model import (
     RunYourself,
     Step,
     Unavailability,
+    UsageWindow,
     Worktree,
     WorktreeState,
 )
 from teleclaude.planner.core.roadmap import blocking_problems, slug_problem
+from teleclaude.planner.core.timeparse import format_utc
 
 ARCHITECT_NOTE = "Engage as collaborator - this is an architect session requiring discussion."
 WORK_AGAIN = call("next_work")
@@ -68,6 +70,7 @@ class Facts(Protocol):
     def review_rounds(self, slug: str) -> int: ...  # deletions of review-findings.md on the branch
     def merge_conflicts(self, slug: str) -> tuple[str, ...]: ...  # files main and the branch both changed
     def unavailable(self) -> Mapping[str, Unavailability]: ...
+    def usage(self) -> Mapping[str, tuple[UsageWindow, ...]]: ...  # agent -> its windows as last reported
 
 
 def decide_work(facts: Facts, slug: str | None = None) -> Decision:
@@ -281,12 +284,28 @@ def _dispatch(
     facts: Facts, step: Step, slug: str, subfolder: str | None, again: Call, note: str | None = None
 ) -> Action:
     unavailable = facts.unavailable()
-    choice = choose_agent(facts.config, step, unavailable, facts.now)
+    usage = facts.usage()
+    choice = choose_agent(facts.config, step, unavailable, facts.now, usage)
     if choice is None:
         row = facts.config.row(step)
         who = tuple(unavailable[c.agent] for c in row if c.agent in unavailable)
         return RunYourself(step, slug, facts.project, subfolder, who, again)
+    near = over_headroom(usage.get(choice.agent, ()), facts.config.headroom, facts.now)
+    if near:
+        note = "\n".join(line for line in (note, _near_limit(choice.agent, near, facts.config)) if line)
     return Dispatch(step, slug, facts.project, choice.agent, choice.thinking_mode, subfolder, note)
+
+
+def _near_limit(agent: str, windows: tuple[UsageWindow, ...], config: Config) -> str:
+    used = ", ".join(
+        f"{w.window} {w.used_percent:.0f}% used"
+        + (f" until {format_utc(w.resets_at)}" if w.resets_at is not None else "")
+        for w in windows
+    )
+    return (
+        f"{agent} is near its usage limit ({used}; headroom {config.headroom:g}%), "
+        "and no other agent for this step is under it."
+    )
 
 
 def _invalid_slug(problem: str) -> Error:
