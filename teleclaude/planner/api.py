@@ -171,9 +171,14 @@ def mark_agent_available(agent: str, cwd: str | os.PathLike | None = None) -> Ag
 def agent_status(cwd: str | os.PathLike | None = None) -> AgentReport | Error:
     config = _config_near(cwd)
     now = datetime.now(UTC)
-    unavailable = AvailabilityStore().unavailable(now)
+    store = AvailabilityStore()
+    unavailable = store.unavailable(now)
+    usage = store.usage(now)
     agents = tuple(dict.fromkeys((*config.agents, *unavailable)))
-    return AgentReport(agents, tuple(unavailable[a] for a in agents if a in unavailable), now)
+    zone = now.astimezone().tzinfo or UTC
+    windows = tuple(w for found in usage.values() for w in found)
+    out = tuple(unavailable[a] for a in agents if a in unavailable)
+    return AgentReport(agents, out, now, windows, config.headroom, zone)
 
 
 def _config_near(cwd: str | os.PathLike | None) -> Config:

@@ -10,13 +10,16 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
+from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.agents import NAMES
 from teleclaude.planner import api as app
 from teleclaude.planner import checks
+from teleclaude.planner.core.model import UsageWindow
 from teleclaude.planner.core.phase import Board, render_board
 
 from ..sqlite_lock import exclusive_lock
@@ -156,6 +159,40 @@ def test_json(board_repo, cli):
     codex = next(a for a in data["agents"] if a["agent"] == "codex")
     assert (codex["available"], codex["reason"]) == (False, "quota_exhausted")
     assert 110 <= codex["minutes_left"] <= 120
+
+
+# the reader's zone: POSIX TZ spelling (no tz database needed); "-" means east of Greenwich
+READER_TZ, READER_ZONE = "XYZ-5:30", timezone(timedelta(hours=5, minutes=30))
+
+
+def record_usage(agent: str, window: str, percent: float, resets_in: timedelta | None) -> datetime | None:
+    now = datetime.now(UTC)
+    resets = None if resets_in is None else (now + resets_in).replace(second=0, microsecond=0)
+    AvailabilityStore().record_usage([UsageWindow(agent, window, percent, resets, now)])
+    return resets
+
+
+def test_each_agents_usage_follows_it_with_reset_times_in_the_readers_zone(board_repo, cli):
+    five_hours = record_usage("claude", "5h", 83.4, timedelta(hours=3))
+    seven_days = record_usage("claude", "7d", 41, timedelta(days=3))
+    record_usage("codex", "primary", 97, None)
+    record_usage("gemini", "5h", 99, timedelta(minutes=-1))  # reset already: says nothing any more
+    assert five_hours and seven_days
+    done = cli("status", "--cwd", str(board_repo), env={"TZ": READER_TZ})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
+    agents = lines[lines.index("") + 1 :]
+    claude = next(line for line in agents if line.startswith("claude"))
+    assert f"5h 83% ↺ {five_hours.astimezone(READER_ZONE):%H:%M}" in claude
+    assert f"7d 41% ↺ {seven_days.astimezone(READER_ZONE):%a %d %H:%M}" in claude
+    assert "primary 97%" in done.stdout  # codex is out too: its usage still shows (on a line of its own)
+    assert next(line for line in agents if line.startswith("gemini")).split() == ["gemini", "available"]
+
+    data = json.loads(cli("status", "--json", "--cwd", str(board_repo)).stdout)
+    usage = {a["agent"]: a["usage"] for a in data["agents"]}
+    assert [(w["window"], w["used_percent"]) for w in usage["claude"]] == [("5h", 83.4), ("7d", 41)]
+    assert usage["codex"][0]["resets_at"] is None and usage["gemini"] == []
 
 
 def test_long_slugs_are_clipped_to_80_columns(repo, tools, cli):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -150,9 +150,15 @@ def test_json_of_an_error(not_a_repo, cli):
 
 
 def agent_rows(table: str) -> dict[str, list[str]]:
-    lines = table.splitlines()
+    lines = table.split("\n\n")[0].splitlines()  # the usage, when any is known, follows a blank line
     assert lines[0].split() == ["AGENT", "STATUS", "UNTIL", "LEFT", "REASON"]
     return {line.split()[0]: line.split()[1:] for line in lines[1:]}
+
+
+def usage_rows(table: str) -> dict[str, str]:
+    """Each agent's usage as `agents` prints it below the table: `claude -> 5h 83% ↺ 19:00 · 7d 41%`."""
+    _, _, below = table.partition("\n\n")
+    return {line.split()[0]: line.split(maxsplit=1)[1] for line in below.splitlines()[1:]}
 
 
 def test_agents_table_marking_and_unmarking(project, cli):
@@ -215,9 +221,28 @@ def record_usage(agent: str, window: str, percent: float, resets_in: timedelta |
     from teleclaude.planner.core.model import UsageWindow
 
     now = datetime.now(UTC)
-    resets = None if resets_in is None else (now + resets_in).replace(microsecond=0)
+    resets = None if resets_in is None else (now + resets_in).replace(second=0, microsecond=0)
     AvailabilityStore().record_usage([UsageWindow(agent, window, percent, resets, now)])
     return resets
+
+
+def test_agents_shows_each_agents_usage_in_the_readers_zone(project, cli, subprocess_env, monkeypatch):
+    monkeypatch.setitem(subprocess_env, "TZ", "XYZ-5:30")  # POSIX spelling of UTC+05:30, no tz database
+    zone = timezone(timedelta(hours=5, minutes=30))
+    five_hours = record_usage("claude", "5h", 83.4, timedelta(hours=3))
+    seven_days = record_usage("claude", "7d", 41, timedelta(days=3))
+    record_usage("gemini", "5h", 95, timedelta(minutes=50))
+    record_usage("codex", "primary", 70, timedelta(minutes=-1))  # reset already
+    assert five_hours and seven_days
+    done = cli("agents", "--cwd", str(project), process=True)
+    assert done.returncode == 0, done.stderr
+    assert set(agent_rows(done.stdout)) == set(NAMES)
+    usage = usage_rows(done.stdout)
+    assert set(usage) == {"claude", "gemini"}
+    five, seven = usage["claude"].split(" · ")
+    assert five == f"5h 83% ↺ {five_hours.astimezone(zone):%H:%M}"
+    assert seven == f"7d 41% ↺ {seven_days.astimezone(zone):%a %d %H:%M}"
+    assert usage["gemini"].startswith("5h 95% ↺ ") and "90%" in usage["gemini"]  # over the headroom
 
 
 def test_a_builder_over_its_headroom_hands_the_build_on_until_its_window_resets(

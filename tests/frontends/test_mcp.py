@@ -183,6 +183,27 @@ def test_marking_the_builder_unavailable_falls_back(project, call_tool, tool_cal
     assert fields["agent"] == "gemini"
 
 
+def test_agent_status_returns_each_agents_usage_and_next_work_plans_around_it(
+    project, call_tool, tool_call_fields, monkeypatch
+):
+    from teleclaude.adapters.store import AvailabilityStore
+    from teleclaude.planner.core.model import UsageWindow
+
+    monkeypatch.chdir(project)
+    now = datetime.now(UTC)
+    AvailabilityStore().record_usage(
+        [
+            UsageWindow("gemini", "5h", 96, now + timedelta(hours=2), now),
+            UsageWindow("claude", "7d", 12, now + timedelta(days=4), now),
+        ]
+    )
+    status = call_tool("teleclaude__agent_status")
+    usage = status.split("\n\n")[1].splitlines()[1:]
+    assert [line.split()[:3] for line in usage] == [["claude", "7d", "12%"], ["gemini", "5h", "96%"]]
+    fields = tool_call_fields(call_tool("teleclaude__next_work", cwd=str(project)))
+    assert (fields["command"], fields["agent"]) == ("next-build", "claude")
+
+
 def test_every_builder_unavailable_answers_self(project, call_tool, monkeypatch):
     monkeypatch.chdir(project)
     until = (datetime.now(UTC) + timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -6,7 +6,7 @@ Everything here is a small frozen value. Parsers produce them, `decide` consumes
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 from enum import Enum
 
 from teleclaude.errors import Call, Error
@@ -253,11 +253,16 @@ class AgentMarked:
 
 @dataclass(frozen=True)
 class AgentReport:
-    """Every known agent and, for the unavailable ones, until when and why."""
+    """Every known agent and, for the unavailable ones, until when and why; each agent's windows its CLI
+    last reported (those not yet reset), the headroom the planner holds them to, and the zone the reader's
+    clock shows."""
 
     agents: tuple[str, ...]
     unavailable: tuple[Unavailability, ...]
     now: datetime
+    usage: tuple[UsageWindow, ...] = ()
+    headroom: float | None = None
+    zone: tzinfo = UTC
 
 
 # --- effects: file and git changes the app applies under the project lock -----------------------------

@@ -25,6 +25,7 @@ from teleclaude.planner.core.model import (
     Step,
     WorktreeState,
 )
+from teleclaude.planner.core.render import usage_by_agent, usage_text
 from teleclaude.planner.core.terminal import printable
 from teleclaude.planner.core.timeparse import format_duration, format_utc
 
@@ -187,21 +188,30 @@ def render_board(data: Board, width: int = 80, color: bool = False) -> str:
     if data.problems:
         lines.append(_fit(f"{data.problems} roadmap line(s) cannot be read: run `teleclaude lint`", width))
     if data.agents is not None:
-        lines += ["", *(_fit(line, width) for line in _agent_lines(data.agents))]
+        lines += ["", *(_fit(line, width) for line in _agent_lines(data.agents, width))]
     return "\n".join(lines)
 
 
-def _agent_lines(report: AgentReport) -> list[str]:
+def _agent_lines(report: AgentReport, width: int) -> list[str]:
+    """One line per agent, its usage after it, or on a line of its own below when both do not fit."""
     out = {u.agent: u for u in report.unavailable}
+    usage = usage_by_agent(report)
     lines = []
     for agent in report.agents:
         u = out.get(agent)
         if u is None:
-            lines.append(f"{printable(agent):<8} available")
+            line = f"{printable(agent):<8} available"
         else:
             why = f", {printable(u.reason)}" if u.reason else ""
             left = format_duration((u.until - report.now).total_seconds(), "m")
-            lines.append(f"{printable(agent):<8} unavailable, {left} left (until {format_utc(u.until)}{why})")
+            line = f"{printable(agent):<8} unavailable, {left} left (until {format_utc(u.until)}{why})"
+        used = usage_text(usage.get(agent, ()), report.now, report.zone)
+        if not used:
+            lines.append(line)
+        elif len(line) + 3 + len(used) <= width:
+            lines.append(f"{line} · {used}")
+        else:
+            lines += [line, f"{'':<8} {used}"]
     return lines
 
 
@@ -209,6 +219,7 @@ def board_dict(data: Board) -> dict[str, object]:
     agents: list[dict[str, object]] = []
     if data.agents is not None:
         out = {u.agent: u for u in data.agents.unavailable}
+        usage = usage_by_agent(data.agents)
         for agent in data.agents.agents:
             u = out.get(agent)
             agents.append(
@@ -220,6 +231,15 @@ def board_dict(data: Board) -> dict[str, object]:
                     if u
                     else None,
                     "reason": u.reason if u else None,
+                    "usage": [
+                        {
+                            "window": w.window,
+                            "used_percent": w.used_percent,
+                            "resets_at": format_utc(w.resets_at) if w.resets_at else None,
+                            "seen_at": format_utc(w.seen_at),
+                        }
+                        for w in usage.get(agent, ())
+                    ],
                 }
             )
     return {

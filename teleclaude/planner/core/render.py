@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Iterable
+from datetime import datetime, timedelta, tzinfo
 
 from teleclaude.errors import Error, FrontEnd, call
 from teleclaude.planner.core.model import (
@@ -14,6 +15,7 @@ from teleclaude.planner.core.model import (
     Prepared,
     RunYourself,
     Unavailability,
+    UsageWindow,
 )
 from teleclaude.planner.core.terminal import printable
 from teleclaude.planner.core.timeparse import format_duration, format_utc
@@ -150,7 +152,47 @@ def _agent_table(report: AgentReport) -> str:
         lines.append(
             f"{printable(agent):<10} {'unavailable':<12} {until:<21} {left:>6}  {printable(u.reason)}"
         )
+    lines += _usage_table(report)
     return "\n".join(line.rstrip() for line in lines)
+
+
+def _usage_table(report: AgentReport) -> list[str]:
+    by_agent = usage_by_agent(report)
+    if not by_agent:
+        return []
+    lines = ["", f"{'USAGE':<10} (as each CLI last reported it; ↺ the window resets, local time)"]
+    for agent, windows in by_agent.items():
+        text = usage_text(windows, report.now, report.zone)
+        over = report.headroom is not None and any(w.used_percent >= report.headroom for w in windows)
+        over_text = f"  over the headroom ({report.headroom:g}%): agents under it go first" if over else ""
+        lines.append(f"{printable(agent):<10} {text}{over_text}")
+    return lines
+
+
+def usage_by_agent(report: AgentReport) -> dict[str, tuple[UsageWindow, ...]]:
+    """The report's windows that have not reset, by agent: the report's agents first, in its order."""
+    current = [w for w in report.usage if w.current(report.now)]
+    order = {agent: i for i, agent in enumerate(report.agents)}
+    by_agent: dict[str, list[UsageWindow]] = {}
+    for window in sorted(current, key=lambda w: (order.get(w.agent, len(order)), w.agent)):
+        by_agent.setdefault(window.agent, []).append(window)
+    return {agent: tuple(windows) for agent, windows in by_agent.items()}
+
+
+def usage_text(windows: Iterable[UsageWindow], now: datetime, zone: tzinfo) -> str:
+    """`5h 83% ↺ 19:00 · 7d 41% ↺ Sat 29 09:00`: each window not yet reset, the share used and, when its CLI
+    said, when it resets (in `zone`; the day too when that is 20 hours or more away)."""
+    parts = []
+    for w in windows:
+        if not w.current(now):
+            continue
+        text = f"{printable(w.window)} {w.used_percent:.0f}%"
+        if w.resets_at is not None:
+            here = w.resets_at.astimezone(zone)
+            soon = w.resets_at - now < timedelta(hours=20)
+            text += f" ↺ {here:%H:%M}" if soon else f" ↺ {here:%a %d %H:%M}"
+        parts.append(text)
+    return " · ".join(parts)
 
 
 def _who(unavailable: tuple[Unavailability, ...]) -> str:
