@@ -20,11 +20,11 @@ from teleclaude.adapters import git as gitx
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.adapters.settings import load_config
 from teleclaude.adapters.ssh import Fleet
-from teleclaude.adapters.store import AvailabilityStore
+from teleclaude.adapters.store import AvailabilityStore, StoreError
 from teleclaude.adapters.tmux import Tmux
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, guard
-from teleclaude.planner.core.model import Dispatch
+from teleclaude.planner.core.model import Dispatch, UsageWindow
 from teleclaude.runtime import remote
 from teleclaude.runtime import supervisor as supervisors
 from teleclaude.runtime.context import Context
@@ -126,6 +126,15 @@ class Runtime:
 
     def list_sessions(self, include_finished: bool = True) -> list[Session]:
         return self.observer.list_sessions(include_finished)
+
+    def usage(self) -> dict[str, tuple[UsageWindow, ...]]:
+        """Each agent's rate-limit windows not yet reset, as its CLI last reported them (none when the store
+        cannot be read: only the status line shows them)."""
+        try:
+            return self.context.availability.usage(self.clock())
+        except StoreError as error:
+            log.debug("usage not read: %s", error)
+            return {}
 
     def recent_tools(self, sessions: Iterable[Session]) -> dict[str, tuple[str, ...]]:
         """session id -> its latest tool uses, `Read: src/x.py (1m ago)` (sessions without any left out)."""

@@ -28,12 +28,13 @@ from teleclaude.planner import api as app
 from teleclaude.planner.checks import describe
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Action, Complete, Dispatch, Prepared, RunYourself, Step
-from teleclaude.planner.core.render import to_text
+from teleclaude.planner.core.render import to_text, usage_text
 from teleclaude.planner.core.timeparse import format_duration, format_utc
 from teleclaude.runtime.api import Runtime, guarded
 from teleclaude.runtime.core.sessions import Ended, Event, EventKind, Session, SessionState, Started, Waited
 from teleclaude.runtime.core.supervision import bare_command
 from teleclaude.runtime.launcher import starter_gone
+from teleclaude.runtime.observer import local_zone
 from teleclaude.runtime.remote import item_slug
 
 UNATTENDED = "(unattended: nobody will answer questions; decide yourself and write the file)"
@@ -146,6 +147,7 @@ class Progress:
     digest: str = ""  # the first line of the last digest the runtime sent about a worker
     parked: tuple[str, ...] = ()  # --parallel: the items parked, each `SLUG (its first report line)`
     computers: tuple[str, ...] = ("local",)  # the names meaning this machine ([runtime] computers)
+    usage: str = ""  # the agents in use, each with its windows: `AGENT 5h 83% ↺ 19:00 · 7d 41%`
 
     def line(self) -> str:
         return f"{self.key()} · {format_duration(self.elapsed)}"
@@ -165,6 +167,8 @@ class Progress:
             text += f" | digest: {cut(self.digest, 80)}"
         if self.parked:
             text += " | parked: " + ", ".join(item[:60] for item in self.parked)
+        if self.usage:  # last: a narrow terminal cuts it before anything above
+            text += f" | usage: {self.usage}"
         return text
 
 
@@ -562,8 +566,24 @@ class _Loop:
         parked = tuple(f"{_item(slug)} ({headline(stop)})" for slug, stop in self.state.parked.items())
         computers = self.runtime.config.computers
         self.status(
-            Progress(max(self.state.steps, 1), first, elapsed, others, self.state.digest, parked, computers)
+            Progress(
+                max(self.state.steps, 1),
+                first,
+                elapsed,
+                others,
+                self.state.digest,
+                parked,
+                computers,
+                self._usage(sessions),
+            )
         )
+
+    def _usage(self, sessions: list[Session]) -> str:
+        """The usage of the agents `sessions` run on, as `agents` shows it."""
+        now, usage = self.runtime.clock(), self.runtime.usage()
+        zone = local_zone(now)
+        texts = {s.agent: usage_text(usage.get(s.agent, ()), now, zone) for s in sessions}
+        return "; ".join(f"{agent} {text}" for agent, text in texts.items() if text)
 
     def _resolve(
         self,

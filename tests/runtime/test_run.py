@@ -21,7 +21,7 @@ from teleclaude.adapters.tmux import Tmux
 from teleclaude.agents import NAMES
 from teleclaude.demo.scenario import commit_all, git
 from teleclaude.planner import api as app
-from teleclaude.planner.core.model import Dispatch, Marker
+from teleclaude.planner.core.model import Dispatch, Marker, UsageWindow
 from teleclaude.planner.core.roadmap import parse_roadmap
 from teleclaude.planner.core.timeparse import format_utc
 from teleclaude.runtime import orchestrator
@@ -378,6 +378,29 @@ def test_a_run_whose_agents_are_all_out_waits_for_the_first_back_and_delivers(
     assert any("waiting for gemini" in line for line in lines), lines
 
 
+def test_a_builder_over_its_headroom_is_passed_over_and_the_status_line_shows_the_usage_in_use(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "1")  # each step lasts a few status lines
+    now = datetime.now(UTC)
+    AvailabilityStore().record_usage(
+        [
+            UsageWindow("gemini", "5h", 96, now + timedelta(hours=2), now),  # the row's first builder
+            UsageWindow("claude", "5h", 40, now + timedelta(hours=2), now),
+            UsageWindow("claude", "7d", 12, now + timedelta(days=4), now),
+        ]
+    )
+    shown: list[orchestrator.StatusLine] = []
+    runtime = open_runtime(project)
+    report = orchestrator.run(project, "greeting", False, 40, runtime, print, shown.append, tick=0.2)
+    assert report.outcome is Outcome.COMPLETE, report.text
+    assert [s.agent for s in SessionStore().sessions() if s.command == "next-build"] == ["claude"]
+    building = [
+        p.line() for p in shown if isinstance(p, orchestrator.Progress) and p.session.agent == "claude"
+    ]
+    assert any(" | usage: claude 5h 40% ↺ " in line and " · 7d 12% ↺ " in line for line in building), building
+
+
 def test_a_run_killed_while_it_waits_for_a_reset_waits_for_the_same_time_when_started_again(
     project, fake_agents, tmux_socket, teleclaude_cli
 ):
@@ -613,6 +636,15 @@ def test_a_long_digest_on_the_status_line_keeps_its_no_progress():
     )
     line = orchestrator.Progress(1, session(), 3, digest=digest).line()
     assert "NO PROGRESS" in line and len(line) < len(digest) + 40
+
+
+def test_the_usage_comes_last_on_the_status_line_so_a_narrow_terminal_cuts_it_first():
+    progress = orchestrator.Progress(
+        1, session(), 3, digest="a digest", parked=("x (SELF:)",), usage="claude 5h 83%"
+    )
+    key = progress.key()
+    assert key.endswith(" | usage: claude 5h 83%") and "digest: a digest" in key and "parked: x" in key
+    assert progress.key() != replace(progress, usage="claude 5h 84%").key()  # a plain log prints it again
 
 
 # --- the policy --------------------------------------------------------------------------------------------
