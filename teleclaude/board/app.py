@@ -103,7 +103,7 @@ class BoardApp(App[None]):
         self.sub_title = str(self.source.root)
         workers = self.query_one("#workers-table", DataTable)
         workers.add_columns("session", "item", "step", "agent", "activity", "status", "reminders")
-        self.query_one("#agents-table", DataTable).add_columns("agent", "availability")
+        self.query_one("#agents-table", DataTable).add_columns("agent", "availability", "usage")
         for lane in Lane:
             self.query_one(f"#lane-{lane.name.lower()}", Static).border_title = lane.value
         self.query_one("#output", VerticalScroll).border_title = "output"
@@ -182,7 +182,8 @@ class BoardApp(App[None]):
         for line in view.agents:
             text = "available" if line.available else f"out, {line.left} left"
             text += f" ({line.reason})" if line.reason else ""
-            rows.append((line.agent, (line.agent, Text(text, style="" if line.available else "red"))))
+            availability = Text(text, style="" if line.available else "red")
+            rows.append((line.agent, (line.agent, availability, line.usage)))
         _fill(self.query_one("#agents-table", DataTable), rows)
 
     def _fill_side(self, output: tuple[str, ...] | Error | None) -> None:
@@ -285,7 +286,7 @@ def _fill(table: DataTable, rows: Sequence[tuple[str, tuple[object, ...]]]) -> b
         columns = list(table.columns)
         for key, values in rows:
             for column, value in zip(columns, values, strict=True):
-                table.update_cell(key, column, value)
+                table.update_cell(key, column, value, update_width=True)
         return False
     row = table.cursor_row
     table.clear()

@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import time
+from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -19,12 +20,13 @@ import aiohttp
 import pytest
 from textual.widgets import DataTable, Static
 
+from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.adapters.token import token_path
 from teleclaude.agents import PROFILES
 from teleclaude.board.app import BoardApp
 from teleclaude.board.gather import Source
 from teleclaude.planner import api as app
-from teleclaude.planner.core.model import AgentReport
+from teleclaude.planner.core.model import AgentReport, UsageWindow
 from teleclaude.runtime.core.sessions import SessionState, Started, StartRequest
 
 from ..browser import CHROMIUM, open_page
@@ -69,6 +71,9 @@ def text_of(board: BoardApp, widget_id: str) -> str:
 
 
 def test_the_board_shows_lanes_live_workers_and_a_countdown(project, workers):
+    now = datetime.now(UTC)
+    AvailabilityStore().record_usage([UsageWindow("claude", "5h", 83, now + timedelta(hours=2), now)])
+
     async def drive() -> None:
         board = BoardApp(Source(project), interval=0.5)
         async with board.run_test(size=SIZE) as pilot:
@@ -82,6 +87,8 @@ def test_the_board_shows_lanes_live_workers_and_a_countdown(project, workers):
             assert {row[3] for row in rows} == {"claude@local", "gemini@local"}
             agents = {row[0]: row[1] for row in cells(board, "agents-table")}
             assert agents["claude"] == "available"
+            usage = {row[0]: row[2] for row in cells(board, "agents-table")}
+            assert usage["claude"].startswith("5h 83% ↺ ") and usage["gemini"] == ""
             assert agents["codex"].startswith("out, 1h59m") or agents["codex"].startswith("out, 2h")
             await loaded(board, pilot)  # the first worker is selected: its screen is read
             first = text_of(board, "output-text")

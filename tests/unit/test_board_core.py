@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from html.parser import HTMLParser
 
 from teleclaude.agents import PROFILES
 from teleclaude.board.core.timeline import MarkKind, render_html, timeline
 from teleclaude.board.core.view import Lane, build_view
-from teleclaude.planner.core.model import AgentReport, Marker, RoadmapItem, Unavailability
+from teleclaude.planner.core.model import AgentReport, Marker, RoadmapItem, Unavailability, UsageWindow
 from teleclaude.planner.core.phase import Board, Phase, Row, Stage
 from teleclaude.runtime.core.sessions import Activity, Event, EventKind, Session, SessionState
 
@@ -135,3 +135,19 @@ def test_the_view_puts_each_stage_in_its_lane_and_marks_the_items_worked_on():
     assert view.workers[0].tools == ("Read: x (1s ago)",)
     codex = view.agents[1]
     assert codex.left == "1h00m" and codex.reason == "quota\\x1b"
+
+
+def test_the_agents_panel_shows_each_agents_usage_in_the_reports_zone():
+    zone = timezone(timedelta(hours=-3))
+    usage = (
+        UsageWindow("claude", "5h", 83.4, at(120), at(-5)),
+        UsageWindow("claude", "7d", 41, at(3 * 24 * 60), at(-5)),
+        UsageWindow("codex", "primary", 99, at(-1), at(-5)),  # reset a minute ago: no longer counts
+    )
+    report = AgentReport(("claude", "codex"), (), at(0), usage, 90, zone)
+    view = build_view(Board("/p", (), report), {}, [], {}, at(0))
+    five, seven = at(120).astimezone(zone), at(3 * 24 * 60).astimezone(zone)
+    assert [(a.agent, a.usage) for a in view.agents] == [
+        ("claude", f"5h 83% ↺ {five:%H:%M} · 7d 41% ↺ {seven:%a %d %H:%M}"),
+        ("codex", ""),
+    ]

@@ -14,6 +14,7 @@ from enum import Enum
 
 from teleclaude.planner.core.model import AgentReport
 from teleclaude.planner.core.phase import Board, Stage
+from teleclaude.planner.core.render import usage_by_agent, usage_text
 from teleclaude.planner.core.terminal import printable
 from teleclaude.planner.core.timeparse import format_duration
 from teleclaude.planner.core.tool_lines import ago
@@ -90,6 +91,7 @@ class AgentLine:
     out_until: datetime | None  # None: available
     left: str  # the countdown, "1h05m"; "" when available
     reason: str
+    usage: str = ""  # its windows as `agents` shows them, `5h 83% ↺ 19:00 · 7d 41%`; "" when none is known
 
     @property
     def available(self) -> bool:
@@ -191,12 +193,14 @@ def activity(session: Session) -> str:
 
 def agent_lines(report: AgentReport, now: datetime) -> tuple[AgentLine, ...]:
     out = {u.agent: u for u in report.unavailable}
+    usage = usage_by_agent(report)
     lines = []
     for agent in report.agents:
         gone = out.get(agent)
+        used = usage_text(usage.get(agent, ()), now, report.zone)
         if gone is None:
-            lines.append(AgentLine(printable(agent), None, "", ""))
+            lines.append(AgentLine(printable(agent), None, "", "", used))
         else:
             left = format_duration((gone.until - now).total_seconds())
-            lines.append(AgentLine(printable(agent), gone.until, left, printable(gone.reason)))
+            lines.append(AgentLine(printable(agent), gone.until, left, printable(gone.reason), used))
     return tuple(lines)
