@@ -110,7 +110,9 @@ MARK_AVAILABLE = f"""Report that an agent (e.g. {AGENTS}) can take work again, e
 
 Answers `OK: <agent> is available.` or `ERROR: UNKNOWN_AGENT`."""
 
-AGENT_STATUS = """Show every agent and, for the unavailable ones, until when (UTC), the minutes left and why.
+AGENT_STATUS = """Show every agent and, for the unavailable ones, until when (UTC), the minutes left and why;
+then each agent's usage per window as its CLI last reported it (`5h 83% ↺ 19:00`: used, resets at, local
+time), and which agents are over the headroom (the planner gives steps to those under it first).
 
 Read-only. Expired entries are reset as they are read, so the table is always current."""
 
