@@ -14,7 +14,8 @@ import pytest
 
 from teleclaude.agents import NAMES
 from teleclaude.cli.run import Console
-from teleclaude.planner.core.model import AgentReport, Unavailability
+from teleclaude.planner.core.model import AgentReport, Unavailability, UsageWindow
+from teleclaude.planner.core.phase import Board, render_board
 from teleclaude.planner.core.render import to_text
 from teleclaude.runtime.core.session_render import session_text
 from teleclaude.runtime.core.sessions import Session, SessionState
@@ -54,6 +55,16 @@ def test_the_agent_table_shows_a_hostile_reason_escaped_on_one_row(reason):
     text = to_text(report)
     assert _obeyed(text) == []
     assert len(text.splitlines()) == 3
+
+
+@pytest.mark.parametrize("window", HOSTILE)
+def test_a_hostile_window_name_a_cli_reported_is_shown_escaped_on_its_agents_row(window):
+    usage = (UsageWindow("claude", window, 50, NOW + timedelta(hours=1), NOW),)
+    report = AgentReport(("claude", "gemini"), (), NOW, usage, 90)
+    for text in (to_text(report), render_board(Board("/p", (), report))):
+        assert _obeyed(text) == []
+        assert len([line for line in text.splitlines() if "50%" in line]) == 1
+    assert len(to_text(report).splitlines()) == 6  # the table, a blank line, the usage heading and row
 
 
 @pytest.mark.parametrize("status", HOSTILE)
