@@ -173,7 +173,7 @@ class BoardApp(App[None]):
         self.workers_shown = view.workers
         if ids and self.selected not in ids:
             self.selected = ids[0]
-            self.action_reload()  # with its screen
+            self.action_reload()  # with its output
         elif rebuilt and self.selected in ids:
             self.query_one("#workers-table", DataTable).move_cursor(row=ids.index(self.selected))
 
@@ -193,12 +193,15 @@ class BoardApp(App[None]):
         if isinstance(output, Error):
             text = to_text(output)
         elif output is None:
-            text = "(select a live worker to see its screen)"
+            text = "(select a live worker to see its output)"
         else:
             text = "\n".join(output)
         box = self.query_one("#output", VerticalScroll)
         box.border_title = f"output of {worker.id}" if worker else "output"
+        following = box.scroll_y >= box.max_scroll_y  # at the newest rows: stay (else the user scrolled up)
         self.query_one("#output-text", Static).update(Text(text))
+        if following:
+            self.call_after_refresh(box.scroll_end, animate=False)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id != "workers-table" or event.cursor_row != event.data_table.cursor_row:

@@ -2,7 +2,8 @@
 read a run from the session store, build its timeline and write its page.
 
 Read-only: the sessions are read from the store as the runtime left them (the board never observes a pane
-or changes a state); the one pane read is the selected worker's screen, through the runtime's own call.
+or changes a state); the one pane read is the selected worker's output, through the runtime's own call
+(`sessions output`), from the cursor the board stored at its last read of that worker.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from teleclaude.adapters import git as gitx
 from teleclaude.adapters.sessions_db import RunRow, SessionStore
 from teleclaude.adapters.store import user_folder
 from teleclaude.board.core.timeline import Timeline, render_html, timeline
-from teleclaude.board.core.view import View, build_view
+from teleclaude.board.core.view import Tail, View, build_view, follow
 from teleclaude.errors import Error, ErrorCode, guard
 from teleclaude.planner import checks
 from teleclaude.planner.core.terminal import printable
@@ -24,7 +25,9 @@ from teleclaude.planner.core.tool_lines import tool_lines
 from teleclaude.runtime.api import Runtime, open_runtime
 from teleclaude.runtime.core.sessions import Session
 
-OUTPUT_LINES = 40  # of the selected worker's screen
+OUTPUT_LINES = 200  # of the selected worker's output, the newest kept
+READ_LINES, READ_BYTES = 400, 64_000  # one read's bounds (`sessions output --max-lines --max-bytes`)
+READS = 5  # reads at most per refresh while the output is truncated: a fast worker's rest comes next time
 
 
 class Source:
@@ -34,6 +37,7 @@ class Source:
         self.root = Path(gitx.find_repo(cwd).root).resolve()
         self.store = store or SessionStore()
         self._runtime: Runtime | None = None
+        self._tails: dict[str, Tail] = {}  # session id -> what was read of its output, and its cursor
 
     @property
     def runtime(self) -> Runtime:
@@ -54,6 +58,8 @@ class Source:
             if row.worktree and row.worktree != "broken"
         }
         sessions = self.sessions()
+        live = {s.id for s in sessions if not s.state.is_final}
+        self._tails = {sid: tail for sid, tail in self._tails.items() if sid in live}
         now = datetime.now(UTC)
         uses = self.store.recent_tool_uses(s.id for s in sessions if not s.state.is_final)
         tools = {sid: tuple(tool_lines(found, now)) for sid, found in uses.items()}
@@ -70,12 +76,24 @@ class Source:
         return [s for s in self.store.sessions() if _same_path(s.project, self.root)]
 
     def output(self, session_id: str) -> tuple[str, ...] | Error:
-        """The worker's screen as `sessions output SESSION` reads it, each line escaped."""
-        read = guard(self.runtime.get_session_output)(session_id, None, OUTPUT_LINES)
-        if isinstance(read, Error):
-            return read
-        rows = (*read.chunk.rows, read.chunk.partial) if read.chunk.partial else read.chunk.rows
-        return tuple(printable(row) for row in rows[-OUTPUT_LINES:])
+        """The worker's recent output, each line escaped: read as `sessions output SESSION --cursor CURSOR`
+        reads it, from the cursor stored at the board's last read of it (the first read: the screen)."""
+        tail = self._tails.pop(session_id, None)
+        for _ in range(READS):
+            cursor = tail.cursor if tail else None
+            read = guard(self.runtime.get_session_output)(session_id, cursor, READ_LINES, READ_BYTES)
+            if isinstance(read, Error):
+                if read.code is ErrorCode.INVALID_CURSOR and tail is not None:
+                    tail = None  # its pane was respawned: start again from the screen
+                    continue
+                return read
+            tail = follow(tail, read.chunk, OUTPUT_LINES)
+            if not read.chunk.truncated:
+                break
+        if tail is None:
+            return ()
+        self._tails[session_id] = tail
+        return tail.lines
 
 
 def _same_path(one: str, root: Path) -> bool:

@@ -209,6 +209,36 @@ def test_worker_text_reaches_the_board_escaped(project, runtime, workers):
     asyncio.run(drive())
 
 
+def test_the_selected_worker_shows_its_output_since_the_cursor_escaped(project, runtime, workers):
+    """The first read shows the screen and stores the cursor; what the worker writes after it is shown in
+    full, even more rows than its screen holds, and what a terminal would obey is escaped."""
+
+    async def drive() -> None:
+        board = BoardApp(Source(project), interval=0.3)
+        async with board.run_test(size=SIZE) as pilot:
+            await loaded(board, pilot, 2)  # the first worker selected, its screen read: the cursor stored
+            session = runtime.store.get(board.selected or "")
+            assert session is not None and session.id in workers
+            height = runtime.tmux.views()[session.pane_id].height
+            (tty,) = runtime.tmux.cmd("display-message", "-p", "-t", session.pane_id, "#{pane_tty}")
+            written = [f"row {i} after the cursor" for i in range(height + 10)]
+            assert "row 0 after the cursor" not in text_of(board, "output-text")
+            with open(tty, "w") as terminal:  # the worker's terminal: what its CLI or a tool prints
+                terminal.write("".join(f"{row}\r\n" for row in written))  # raw: no CR added
+                terminal.write("\x1b[31mred\x1b[0m \u202egnp.exe\r\n")
+            deadline = time.monotonic() + 20
+            while "gnp.exe" not in text_of(board, "output-text"):
+                assert time.monotonic() < deadline, text_of(board, "output-text")
+                await pilot.pause(0.1)
+            shown = text_of(board, "output-text").splitlines()
+            start = shown.index(written[0])
+            assert shown[start : start + len(written)] == written  # every row after the cursor, in order
+            assert "red \\u202egnp.exe" in shown  # the colour obeyed by tmux, the override escaped
+            assert not any(char in "\n".join(shown) for char in "\x1b\u202e")
+
+    asyncio.run(drive())
+
+
 def test_a_project_outside_git_is_an_error_not_a_traceback(tmp_path, teleclaude_cli):
     outside = tmp_path / "plain"
     outside.mkdir()

@@ -7,10 +7,18 @@ from html.parser import HTMLParser
 
 from teleclaude.agents import PROFILES
 from teleclaude.board.core.timeline import MarkKind, render_html, timeline
-from teleclaude.board.core.view import Lane, build_view
+from teleclaude.board.core.view import Lane, build_view, follow
 from teleclaude.planner.core.model import AgentReport, Marker, RoadmapItem, Unavailability, UsageWindow
 from teleclaude.planner.core.phase import Board, Phase, Row, Stage
-from teleclaude.runtime.core.sessions import Activity, Event, EventKind, Session, SessionState
+from teleclaude.runtime.core.sessions import (
+    Activity,
+    Chunk,
+    Cursor,
+    Event,
+    EventKind,
+    Session,
+    SessionState,
+)
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -151,3 +159,24 @@ def test_the_agents_panel_shows_each_agents_usage_in_the_reports_zone():
         ("claude", f"5h 83% ↺ {five:%H:%M} · 7d 41% ↺ {seven:%a %d %H:%M}"),
         ("codex", ""),
     ]
+
+
+def chunk(rows: list[str], line: int, partial: str = "", **kw) -> Chunk:
+    return Chunk(tuple(rows), partial, Cursor("%1", 7, line, 0), **kw)
+
+
+def test_the_output_followed_from_the_cursor_keeps_the_newest_rows_escaped():
+    first = follow(None, chunk(["$ claude", "thinking"], 2, "> typ"), keep=4)
+    assert first.lines == ("$ claude", "thinking", "> typ") and first.cursor == "%1:7:2:0::"
+    later = follow(first, chunk(["> typed", "\x1b[2Jrow\u202e", "three"], 5), keep=4)
+    assert later.lines == ("thinking", "> typed", "\\x1b[2Jrow\\u202e", "three")  # partial done
+    gap = follow(later, chunk(["after"], 9, lines_missed=2), keep=3)
+    assert gap.rows[-1] == "after" and "2" in gap.rows[-2]  # the rows never read are said, where they were
+    assert follow(later, chunk([], 5, truncated=True, partial="x"), keep=4).partial == ""
+
+
+def test_an_alternate_screen_read_replaces_the_rows_kept():
+    shown = follow(None, chunk(["codex", "working"], 0, alternate_screen=True), keep=10)
+    changed = follow(shown, chunk(["codex", "done"], 0, alternate_screen=True), keep=10)
+    assert changed.rows == ("codex", "done")
+    assert follow(shown, chunk([], 0, alternate_screen=True), keep=10).rows == shown.rows  # unchanged

@@ -18,7 +18,7 @@ from teleclaude.planner.core.render import usage_by_agent, usage_text
 from teleclaude.planner.core.terminal import printable
 from teleclaude.planner.core.timeparse import format_duration
 from teleclaude.planner.core.tool_lines import ago
-from teleclaude.runtime.core.sessions import Activity, Session, SessionState
+from teleclaude.runtime.core.sessions import Activity, Chunk, Session, SessionState
 from teleclaude.runtime.core.supervision import bare_command
 
 SHOWN_FINISHED = 6  # finished sessions shown under the live ones, newest first
@@ -204,3 +204,35 @@ def agent_lines(report: AgentReport, now: datetime) -> tuple[AgentLine, ...]:
             left = format_duration((gone.until - now).total_seconds())
             lines.append(AgentLine(printable(agent), gone.until, left, printable(gone.reason), used))
     return tuple(lines)
+
+
+@dataclass(frozen=True)
+class Tail:
+    """A worker's recent output as the board follows it: the rows read so far (the screen at the first read,
+    then what came after), the newest kept, escaped; and the cursor the next read starts from, as
+    `sessions output SESSION --cursor CURSOR` takes it."""
+
+    cursor: str
+    rows: tuple[str, ...] = ()
+    partial: str = ""  # the unfinished row under the terminal cursor: shown last, until it is finished
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        return (*self.rows, self.partial) if self.partial else self.rows
+
+
+def follow(tail: Tail | None, chunk: Chunk, keep: int) -> Tail:
+    """`tail` and the rows of `chunk`, read from its cursor (the first read: `tail` None). An alternate
+    screen has no history and is read whole when it changed: its rows replace those kept. Rows that
+    scrolled away before they were read are said where they were."""
+    rows = tail.rows if tail else ()
+    fresh = tuple(printable(row) for row in chunk.rows)
+    if chunk.alternate_screen:
+        rows = fresh or rows
+    else:
+        if tail is not None and chunk.lines_missed != 0:
+            missed = "some" if chunk.lines_missed is None else str(chunk.lines_missed)
+            rows += (f"[{missed} rows scrolled away before the board read them]",)
+        rows += fresh
+    partial = "" if chunk.truncated else printable(chunk.partial)
+    return Tail(chunk.cursor.encode(), rows[-keep:], partial)
