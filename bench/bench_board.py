@@ -27,6 +27,8 @@ import termios
 import time
 from pathlib import Path
 
+from tests.servers import stop  # PYTHONPATH=. as above
+
 STEPS = [
     ("claude", "next-build", "greeting"),
     ("gemini", "next-build", "shouting"),
@@ -70,12 +72,7 @@ def measure(argv: list[str], env: dict[str, str], cwd: Path, warm: float, second
         drain(master, seconds)
         used, elapsed = cpu_seconds(process.pid) - before, time.monotonic() - start
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
         os.close(master)
     return 1000 * used / elapsed
 

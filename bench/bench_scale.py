@@ -40,6 +40,8 @@ sys.path.insert(0, str(REPO_ROOT / "bench"))
 
 from bench_next_work import default_tmpdir, git, plan_text, slug_for  # noqa: E402
 
+from tests.servers import stop  # noqa: E402
+
 
 def timed(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str, float]:
     """(wall ms, CPU ms of the child, its stdout's first line, its peak memory in MB)."""
@@ -145,11 +147,7 @@ def run_cpu(base: Path, seconds: float, env: dict[str, str]) -> tuple[float, flo
         floor = statistics.median(timed([*tmux, "list-panes", "-a"], base, env)[1] for _ in range(15))
         return used, floor, "1 busy worker"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process, 15)
         subprocess.run([*tmux, "kill-server"], capture_output=True, check=False)
 
 

@@ -9,13 +9,14 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+
+from .servers import free_port
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -28,19 +29,13 @@ class Opened:
     blocked: list[str]  # the URLs the browser refused to ask for (the page's Content-Security-Policy)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def open_page(url: str, expressions: list[str], seconds: float = 8.0, size=(1400, 800)) -> Opened:
     return asyncio.run(_open(url, expressions, seconds, size))
 
 
 async def _open(url: str, expressions: list[str], seconds: float, size: tuple[int, int]) -> Opened:
     assert CHROMIUM, "chromium is not installed"
-    port = _free_port()
+    port = free_port()
     # its helper processes may still write the profile while it is removed: never an error
     with tempfile.TemporaryDirectory(prefix="chromium-", ignore_cleanup_errors=True) as profile:
         process = subprocess.Popen(

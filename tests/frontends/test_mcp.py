@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import socket
-import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 from teleclaude.mcp import build_server
+
+from ..servers import http_mcp
 
 PREPARED = "alpha-feature"
 UNPREPARED = "beta-feature"
@@ -279,51 +277,15 @@ def test_stdio_server_uses_its_own_cwd(project, subprocess_env, tool_call_fields
     assert (project / "trees" / PREPARED / ".git").is_file()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _wait_for_port(port: int, process: subprocess.Popen, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the server exited with {process.returncode}")
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"nothing listens on port {port} after {timeout} s")
-
-
 def test_http_server_answers_agent_status(project, subprocess_env, tmp_path):
-    port = _free_port()
-    with open(tmp_path / "http-server.log", "wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "teleclaude", "mcp", "--http", "--host", "127.0.0.1", "--port", str(port)],
-            cwd=project,
-            env=subprocess_env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            _wait_for_port(port, process)
-            token = (Path(subprocess_env["TELECLAUDE_DB"]).parent / "http-token").read_text().strip()
+    log = tmp_path / "http-server.log"
+    with http_mcp(project, subprocess_env, log, "--host", "127.0.0.1") as (url, token):
 
-            async def go():
-                async with Client(f"http://127.0.0.1:{port}/mcp", auth=token) as client:
-                    return await client.call_tool("teleclaude__agent_status", {})
+        async def go():
+            async with Client(url, auth=token) as client:
+                return await client.call_tool("teleclaude__agent_status", {})
 
-            result = asyncio.run(go())
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        result = asyncio.run(go())
     text = result.content[0].text
     assert first_line(text).split() == ["AGENT", "STATUS", "UNTIL", "LEFT", "REASON"]
     assert {line.split()[0] for line in text.splitlines()[1:]} >= {"claude", "gemini", "codex"}

@@ -7,9 +7,6 @@ import asyncio
 import json
 import socket
 import stat
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx2
@@ -20,16 +17,8 @@ from mcp.client.streamable_http import streamable_http_client
 from teleclaude.errors import Error
 from teleclaude.mcp import HttpAccess, http_access
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "attacker", "version": "1"},
-    },
-}
+from ..servers import INITIALIZE, http_mcp
+
 MARK = {  # what a hostile page would call: it changes the database, so "nothing ran" can be checked
     "jsonrpc": "2.0",
     "id": 2,
@@ -39,46 +28,11 @@ MARK = {  # what a hostile page would call: it changes the database, so "nothing
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) == 0
-
-
 @pytest.fixture
 def server(subprocess_env, tmp_path):
     """A real `teleclaude mcp --http` on 127.0.0.1: (its URL, the token it made)."""
-    port = _free_port()
-    log = open(tmp_path / "http-server.log", "wb")  # noqa: SIM115 - closed below
-    process = subprocess.Popen(
-        [sys.executable, "-m", "teleclaude", "mcp", "--http", "--port", str(port)],
-        cwd=tmp_path,
-        env=subprocess_env,
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while not _listening(port):
-            assert process.poll() is None, (tmp_path / "http-server.log").read_text()
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
-        token = (Path(subprocess_env["TELECLAUDE_DB"]).parent / "http-token").read_text().strip()
-        yield f"http://127.0.0.1:{port}/mcp", token
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    with http_mcp(tmp_path, subprocess_env, tmp_path / "http-server.log") as found:
+        yield found
 
 
 def _attack(url: str, headers: dict[str, str]) -> list[int]:

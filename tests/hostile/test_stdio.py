@@ -6,45 +6,21 @@ from __future__ import annotations
 import json
 import select
 import subprocess
-import sys
 
 import pytest
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+from ..servers import INITIALIZE, stdio_mcp
 
 
 @pytest.fixture
 def stdio_server(subprocess_env, tmp_path):
     """`teleclaude mcp` as an MCP client starts it, spoken to in raw JSON-RPC lines; initialized."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "teleclaude", "mcp"],
-        cwd=tmp_path,
-        env=subprocess_env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    server = Lines(process)
-    server.send(json.dumps(INITIALIZE))
-    assert server.answer()["id"] == 1
-    server.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-    yield server
-    server.stdin.close()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    server.stdout.close()
+    with stdio_mcp(tmp_path, subprocess_env) as process:
+        server = Lines(process)
+        server.send(json.dumps(INITIALIZE))
+        assert server.answer()["id"] == 1
+        server.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        yield server
 
 
 class Lines:
