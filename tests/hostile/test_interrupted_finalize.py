@@ -6,21 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from teleclaude.demo.workers import Workers, git, make_repository
+from teleclaude.demo.workers import git, make_repository
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
-from teleclaude.planner.core.model import Dispatch, Step
+from teleclaude.planner.core.model import Dispatch
 from teleclaude.planner.finalize import Finalized, finalize
 
-
-def approve(project: Path, slug: str) -> None:
-    workers = Workers(project)
-    while True:
-        action = app.next_work(slug, cwd=project)
-        assert isinstance(action, Dispatch), action
-        if action.step is Step.FINALIZE:
-            return
-        workers.run(action)
+from ..scripted import approve
 
 
 def killed_during_the_merge(project: Path, slug: str, teleclaude_cli) -> None:

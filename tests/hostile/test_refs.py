@@ -4,21 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from teleclaude.demo.workers import Workers, git, make_repository
+from teleclaude.demo.workers import git, make_repository
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.planner.finalize import Finalized, finalize
 
+from ..scripted import approve
+
 
 def approved(tmp_path: Path, slug: str) -> Path:
     project = make_repository(tmp_path / "project")
-    workers = Workers(project)
-    while True:
-        action = app.next_work(slug, cwd=project)
-        assert isinstance(action, Dispatch), action
-        if action.step is Step.FINALIZE:
-            return project
-        workers.run(action)
+    approve(project, slug)
+    return project
 
 
 def unreviewed_commit(project: Path, path: str) -> str:

@@ -11,22 +11,13 @@ import pytest
 from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
 from teleclaude.cli import main as cli_main
-from teleclaude.demo.workers import Workers, git, make_repository
+from teleclaude.demo.workers import git, make_repository
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Complete, Dispatch, Step
 from teleclaude.planner.finalize import Finalized, _merge, finalize
 
-
-def approve(project: Path, slug: str) -> None:
-    """Build and review `slug` with the scripted workers until its next step is the finalize."""
-    workers = Workers(project)
-    while True:
-        action = app.next_work(slug, cwd=project)
-        assert isinstance(action, Dispatch), action
-        if action.step is Step.FINALIZE:
-            return
-        workers.run(action)
+from ..scripted import approve
 
 
 def holding_the_lock(process: subprocess.Popen, lock: Path) -> bool:
