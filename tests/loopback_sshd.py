@@ -12,7 +12,6 @@ import getpass
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -22,9 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from teleclaude.adapters import ssh
+from teleclaude.adapters import ssh, trust_store
 from teleclaude.config.profiles import Computer
+from teleclaude.demo.scenario import commit_all
 
+from .servers import free_port
 from .tmux_reaper import reaper, stop
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
@@ -39,12 +40,6 @@ class Loopback:
     tmux_dir: Path  # the "remote" tmux servers' folder
     db: Path  # the "remote" teleclaude database: nothing of this machine's sessions may land there
     home: Path  # the "remote" HOME (the login is this machine's user's: its own HOME is not touched)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _keygen(path: Path) -> None:
@@ -64,7 +59,7 @@ def sshd(tmp_path) -> Iterator[Loopback]:
     tmux_dir = Path(tempfile.mkdtemp(prefix="tc-tmux-", dir="/tmp"))
     home = tmp_path / "remote-home"
     home.mkdir()
-    port = _free_port()
+    port = free_port()
     (keys / "sshd_config").write_text(
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys / 'host_key'}\nPidFile {keys / 'sshd.pid'}\n"
         f"AuthorizedKeysFile {keys / 'authorized_keys'}\nStrictModes no\nUsePAM no\n"
@@ -143,3 +138,11 @@ path = "{bin_dir}:/usr/local/bin:/usr/bin:/bin"
 agents = {{ claude = "claude", gemini = "gemini", codex = "codex" }}
 ssh_options = ["UserKnownHostsFile={loopback.known_hosts}", "StrictHostKeyChecking=yes"]
 """
+
+
+def settle_settings(project: Path, text: str, message: str) -> None:
+    """`text` as the project's teleclaude.toml, trusted (`teleclaude trust`: computers need it), committed."""
+    settings = project / "teleclaude.toml"
+    settings.write_text(text)
+    trust_store.record(settings, settings.read_bytes())
+    commit_all(project, message)

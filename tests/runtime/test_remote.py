@@ -5,7 +5,6 @@ holds a clone of the project, with the stand-in CLI on that side's PATH.
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -16,12 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from teleclaude.adapters import fs, ssh, trust_store
+from teleclaude.adapters import fs, ssh
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.demo import stand_in as fake_agent
-from teleclaude.demo.scenario import commit_all
-from teleclaude.demo.workers import Workers
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
@@ -30,8 +27,10 @@ from teleclaude.runtime.api import Runtime, open_runtime
 from teleclaude.runtime.core.sessions import Ended, EventKind, Session, SessionState, Started, StartRequest
 from teleclaude.runtime.orchestrator import Outcome
 
-from ..loopback_sshd import NAME, clone, computer, toml
+from ..loopback_sshd import NAME, clone, computer, settle_settings, toml
 from ..loopback_sshd import sshd as sshd  # noqa: F401 (the fixture)
+from ..scripted import approve
+from ..servers import free_port
 
 
 def test_arguments_reach_the_remote_tmux_exactly_as_given(sshd, tmp_path, tmux_socket):
@@ -51,10 +50,7 @@ def remote_project(project, sshd, tmp_path, tmux_socket):
     """The main checkout names the loopback computer; the remote folder holds a clone and the stand-ins."""
     remote = tmp_path / "remote" / "project"
     remote_bin = fake_agent.install(tmp_path / "remote" / "bin", python=sys.executable)
-    settings = project / "teleclaude.toml"
-    settings.write_text(toml(tmux_socket, sshd, remote, remote_bin))
-    trust_store.record(settings, settings.read_bytes())  # `teleclaude trust`: computers need it
-    commit_all(project, "A remote computer")
+    settle_settings(project, toml(tmux_socket, sshd, remote, remote_bin), "A remote computer")
     clone(project, remote)
     return remote
 
@@ -86,17 +82,7 @@ def test_a_worker_on_another_computer_completes_a_step_through_sshd(
     runtime = open_runtime(project)
     action = app.next_work(cwd=project)
     assert isinstance(action, Dispatch) and action.step is Step.BUILD, action
-    started = runtime.run_agent_command(
-        StartRequest(
-            NAME,
-            action.command,
-            action.slug,
-            action.project,
-            action.agent,
-            action.thinking_mode,
-            action.subfolder,
-        )
-    )
+    started = runtime.start(action, computer=NAME)
     assert isinstance(started, Started), started.message
     session = started.session
     assert (session.computer, session.pane_id.split(":")[0]) == (NAME, NAME)
@@ -138,9 +124,11 @@ def hooks_only(project: Path, agent: str, stand_in_mode: str) -> None:
     settings = project / "teleclaude.toml"
     text = settings.read_text().replace("idle_threshold = 0.4", "idle_threshold = 600")
     assert "idle_threshold = 600" in text  # else the idle rule, not a hook, would end the turns
-    settings.write_text(text + f'\n[runtime.agents.{agent}]\nenv = {{ FAKE_AGENT = "{stand_in_mode}" }}\n')
-    trust_store.record(settings, settings.read_bytes())
-    commit_all(project, f"{agent}: {stand_in_mode} over there, and no idle rule")
+    settle_settings(
+        project,
+        text + f'\n[runtime.agents.{agent}]\nenv = {{ FAKE_AGENT = "{stand_in_mode}" }}\n',
+        f"{agent}: {stand_in_mode} over there, and no idle rule",
+    )
 
 
 def test_the_remote_stop_hook_ends_the_turn_through_the_pane_not_the_idle_rule(
@@ -171,12 +159,12 @@ def test_the_remote_stop_hook_ends_the_turn_through_the_pane_not_the_idle_rule(
 def test_a_parallel_run_puts_a_lane_on_the_ssh_computer_and_delivers_its_item(
     project, remote_project, fake_agents
 ):
-    settings = project / "teleclaude.toml"
-    settings.write_text(
-        settings.read_text().replace("[computers.loopback-ssh]", f"[computers.{NAME}]\nlanes = 1")
+    text = (
+        (project / "teleclaude.toml")
+        .read_text()
+        .replace(f"[computers.{NAME}]", f"[computers.{NAME}]\nlanes = 1")
     )
-    trust_store.record(settings, settings.read_bytes())
-    commit_all(project, "One lane of the run on the ssh computer")
+    settle_settings(project, text, "One lane of the run on the ssh computer")
     lines: list[str] = []
     report = orchestrator.run(
         project, None, False, 60, open_runtime(project), lines.append, lambda p: None, parallel=2
@@ -286,18 +274,6 @@ def built_over_there(project: Path, watch) -> None:
     assert ended(runtime, started.session.id).state.is_final
 
 
-def approved_here(project: Path) -> None:
-    """greeting's remaining steps (the review) by the scripted workers here, until its next step is the
-    finalize."""
-    workers = Workers(project)
-    while True:
-        action = app.next_work("greeting", cwd=project)
-        assert isinstance(action, Dispatch), action
-        if action.step is Step.FINALIZE:
-            return
-        workers.run(action)
-
-
 def test_a_finalize_run_as_the_cli_removes_the_items_worktree_and_branch_from_the_remote_clone(
     project, remote_project, watch, monkeypatch, teleclaude_cli
 ):
@@ -305,7 +281,7 @@ def test_a_finalize_run_as_the_cli_removes_the_items_worktree_and_branch_from_th
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     built_over_there(project, watch)
     assert (remote_project / "trees" / "greeting").is_dir()
-    approved_here(project)
+    approve(project, "greeting")  # its review, here
     finalizing = teleclaude_cli(project, "finalize", "greeting")
     out, err = finalizing.communicate(timeout=120)
     assert finalizing.returncode == 0, out + err
@@ -323,7 +299,7 @@ def test_a_remote_branch_with_work_not_on_main_here_is_left_and_the_finalize_sti
     (tree / "only-there.txt").write_text("never brought back\n")
     git(tree, "add", "-A")
     git(tree, "commit", "-q", "-m", "Work only over there")
-    approved_here(project)
+    approve(project, "greeting")  # its review, here
     finalizing = teleclaude_cli(project, "finalize", "greeting")
     out, err = finalizing.communicate(timeout=120)
     assert finalizing.returncode == 0, out + err  # the merge here is done: the finalize succeeded
@@ -348,7 +324,7 @@ def test_the_remote_clean_up_runs_after_the_finalize_released_the_project_lock(
     """The clean-up over ssh may be slow: the planner does not wait for it."""
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     built_over_there(project, watch)
-    approved_here(project)
+    approve(project, "greeting")  # its review, here
     entered, release = remote_project.parent / "clean-up-entered", remote_project.parent / "clean-up-release"
     hook = remote_project / ".git" / "hooks" / "reference-transaction"  # runs as the branch there is deleted
     hook.write_text(
@@ -375,15 +351,11 @@ def test_a_computer_that_cannot_be_reached_leaves_its_clone_as_it_is_and_the_fin
 ):
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     built_over_there(project, watch)
-    approved_here(project)
-    with socket.socket() as probe:  # a port nothing listens on: the computer is gone
-        probe.bind(("127.0.0.1", 0))
-        closed = probe.getsockname()[1]
-    settings = project / "teleclaude.toml"
-    settings.write_text(settings.read_text().replace(f"port = {sshd.port}\n", f"port = {closed}\n"))
-    assert f"port = {closed}\n" in settings.read_text()
-    trust_store.record(settings, settings.read_bytes())
-    commit_all(project, "The ssh computer moved away")
+    approve(project, "greeting")  # its review, here
+    closed = free_port()  # nothing listens there: the computer is gone
+    text = (project / "teleclaude.toml").read_text().replace(f"port = {sshd.port}\n", f"port = {closed}\n")
+    assert f"port = {closed}\n" in text
+    settle_settings(project, text, "The ssh computer moved away")
     finalizing = teleclaude_cli(project, "finalize", "greeting")
     out, err = finalizing.communicate(timeout=120)
     assert finalizing.returncode == 0 and out.startswith("FINALIZED:"), out + err
