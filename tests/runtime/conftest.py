@@ -6,6 +6,7 @@ import os
 import secrets
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,19 @@ poll_interval = 0.05
 startup_timeout = 15
 settle = 0.1
 """
+
+
+class FakeClock:
+    """The runtime's clock, moved on by the test (`runtime.context.clock = clock`)."""
+
+    def __init__(self) -> None:
+        self.offset = timedelta()
+
+    def __call__(self) -> datetime:
+        return datetime.now(UTC) + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.offset += timedelta(seconds=seconds)
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -25,18 +24,9 @@ from teleclaude.runtime.core.parents import Parent
 from teleclaude.runtime.core.sessions import SessionState, Started, StartRequest
 from teleclaude.runtime.core.supervision import MARK
 
+from .conftest import FakeClock
+
 WAKE = f"{MARK} worker "
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.offset = timedelta()
-
-    def __call__(self) -> datetime:
-        return datetime.now(UTC) + self.offset
-
-    def advance(self, seconds: float) -> None:
-        self.offset += timedelta(seconds=seconds)
 
 
 @pytest.fixture
@@ -257,8 +247,18 @@ def test_a_second_supervisor_of_a_project_is_a_no_op(project, runtime):
 # --- through the MCP tool -----------------------------------------------------------------------------------
 
 
-def dispatch_over_mcp(**arguments) -> list[str]:
-    """`run_agent_command` answers, through an in-memory MCP client, one per set of arguments."""
+def dispatch_over_mcp(project: Path, **more: str) -> list[str]:
+    """Two answers of `run_agent_command` for a stand-in claude's `emit 1` in `project` (and `more`
+    arguments), through an in-memory MCP client."""
+    arguments = dict(
+        computer="local",
+        command="emit",
+        args="1",
+        project=str(project),
+        agent="claude",
+        thinking_mode="fast",
+        **more,
+    )
     from fastmcp import Client
 
     from teleclaude import mcp as mcp_server
@@ -291,9 +291,7 @@ def mcp_in_project(project, fake_agents, monkeypatch):
 def test_an_orchestrator_not_in_tmux_is_told_so_once_and_gets_no_parent(mcp_in_project, monkeypatch):
     project = mcp_in_project
     monkeypatch.setenv("FAKE_AGENT", "hang")
-    first, second = dispatch_over_mcp(
-        computer="local", command="emit", args="1", project=str(project), agent="claude", thinking_mode="fast"
-    )
+    first, second = dispatch_over_mcp(project)
     assert first.startswith("SESSION:") and "NOTE: this orchestrator does not run in tmux" in first
     assert second.startswith("SESSION:") and "NOTE:" not in second
     assert all(not s.parent for s in SessionStore().sessions())
@@ -304,25 +302,9 @@ def test_a_parent_named_explicitly_gets_the_final_digest_in_its_pane(
 ):
     project = mcp_in_project
     monkeypatch.setenv("TMUX", f"{parent.socket},1,0")  # the orchestrator's tmux server; the pane is named
-    first, _ = dispatch_over_mcp(
-        computer="local",
-        command="emit",
-        args="1",
-        project=str(project),
-        agent="claude",
-        thinking_mode="fast",
-        parent=parent.pane,
-    )
+    first, _ = dispatch_over_mcp(project, parent=parent.pane)
     assert first.startswith("SESSION:") and "You are its parent" in first and "NOTE:" not in first
     until_shown(runtime, parent.pane, lambda rows: len(wakes(runtime, parent.pane)) >= 1, seconds=60)
     assert "turn ended" in wakes(runtime, parent.pane)[0]
-    refused = dispatch_over_mcp(
-        computer="local",
-        command="emit",
-        args="1",
-        project=str(project),
-        agent="claude",
-        thinking_mode="fast",
-        parent="somebody",
-    )
+    refused = dispatch_over_mcp(project, parent="somebody")
     assert refused[0].startswith("ERROR: INVALID_ARGUMENT")

@@ -23,16 +23,7 @@ from teleclaude.runtime.api import Runtime, open_runtime
 from teleclaude.runtime.core.sessions import Activity, EventKind, Session, SessionState, Started, Waited
 from teleclaude.runtime.core.supervision import MARK
 
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.offset = timedelta()
-
-    def __call__(self) -> datetime:
-        return datetime.now(UTC) + self.offset
-
-    def advance(self, seconds: float) -> None:
-        self.offset += timedelta(seconds=seconds)
+from .conftest import FakeClock
 
 
 def pane_goes(runtime: Runtime, pane_id: str, seconds: float = 30) -> bool:
