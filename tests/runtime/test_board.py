@@ -9,15 +9,16 @@ import http.client
 import os
 import pty
 import signal
-import socket
 import subprocess
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 
 import aiohttp
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from teleclaude.adapters.store import AvailabilityStore
@@ -30,6 +31,7 @@ from teleclaude.planner.core.model import AgentReport, UsageWindow
 from teleclaude.runtime.core.sessions import SessionState, Started, StartRequest
 
 from ..browser import CHROMIUM, open_page
+from ..servers import free_port
 
 SIZE = (180, 50)
 
@@ -57,6 +59,26 @@ async def loaded(board: BoardApp, pilot, count: int = 1) -> None:
         await pilot.pause(0.05)
 
 
+Steps = Callable[[BoardApp, Pilot], Awaitable[None]]
+
+
+@pytest.fixture
+def drive(project) -> Callable[..., None]:
+    """`drive(steps)`: the board over the project in Textual's pilot; once it has read the facts `loads`
+    times, `await steps(board, pilot)`."""
+
+    def run(steps: Steps, interval: float = 0.5, loads: int = 1) -> None:
+        async def go() -> None:
+            board = BoardApp(Source(project), interval=interval)
+            async with board.run_test(size=SIZE) as pilot:
+                await loaded(board, pilot, loads)
+                await steps(board, pilot)
+
+        asyncio.run(go())
+
+    return run
+
+
 def cells(board: BoardApp, table_id: str) -> list[list[str]]:
     table = board.query_one(f"#{table_id}", DataTable)
     return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
@@ -70,34 +92,33 @@ def text_of(board: BoardApp, widget_id: str) -> str:
     return str(board.query_one(f"#{widget_id}", Static).render())
 
 
-def test_the_board_shows_lanes_live_workers_and_a_countdown(project, workers):
+def test_the_board_shows_lanes_live_workers_and_a_countdown(drive, project, workers):
     now = datetime.now(UTC)
     AvailabilityStore().record_usage([UsageWindow("claude", "5h", 83, now + timedelta(hours=2), now)])
 
-    async def drive() -> None:
-        board = BoardApp(Source(project), interval=0.5)
-        async with board.run_test(size=SIZE) as pilot:
-            await loaded(board, pilot)
-            assert "farewell" in text_of(board, "lane-to_prepare")  # waits for greeting
-            assert "blocked by greeting" in text_of(board, "lane-to_prepare")
-            ready = text_of(board, "lane-ready")
-            assert "greeting" in ready and "shouting" in ready
-            rows = cells(board, "workers-table")
-            assert {row[0] for row in rows} == set(workers)
-            assert {row[3] for row in rows} == {"claude@local", "gemini@local"}
-            agents = {row[0]: row[1] for row in cells(board, "agents-table")}
-            assert agents["claude"] == "available"
-            usage = {row[0]: row[2] for row in cells(board, "agents-table")}
-            assert usage["claude"].startswith("5h 83% ↺ ") and usage["gemini"] == ""
-            assert agents["codex"].startswith("out, 1h59m") or agents["codex"].startswith("out, 2h")
-            await loaded(board, pilot)  # the first worker is selected: its screen is read
-            first = text_of(board, "output-text")
-            assert "thinking" in first.lower() or "next-build" in first  # the selected worker's screen
+    async def steps(board: BoardApp, pilot: Pilot) -> None:
+        assert "farewell" in text_of(board, "lane-to_prepare")  # waits for greeting
+        assert "blocked by greeting" in text_of(board, "lane-to_prepare")
+        ready = text_of(board, "lane-ready")
+        assert "greeting" in ready and "shouting" in ready
+        rows = cells(board, "workers-table")
+        assert {row[0] for row in rows} == set(workers)
+        assert {row[3] for row in rows} == {"claude@local", "gemini@local"}
+        agents = {row[0]: row[1] for row in cells(board, "agents-table")}
+        assert agents["claude"] == "available"
+        usage = {row[0]: row[2] for row in cells(board, "agents-table")}
+        assert usage["claude"].startswith("5h 83% ↺ ") and usage["gemini"] == ""
+        assert agents["codex"].startswith("out, 1h59m") or agents["codex"].startswith("out, 2h")
+        await loaded(board, pilot)  # the first worker is selected: its screen is read
+        first = text_of(board, "output-text")
+        assert "thinking" in first.lower() or "next-build" in first  # the selected worker's screen
 
-    asyncio.run(drive())
+    drive(steps)
 
 
-def test_attach_switches_the_tmux_client_to_the_selected_worker(project, runtime, workers, monkeypatch):
+def test_attach_switches_the_tmux_client_to_the_selected_worker(
+    drive, project, runtime, workers, monkeypatch
+):
     tmux = runtime.tmux
     tmux.cmd("new-session", "-d", "-s", "watcher", "sleep", "600")
     master, slave = pty.openpty()
@@ -122,18 +143,15 @@ def test_attach_switches_the_tmux_client_to_the_selected_worker(project, runtime
         target = runtime.store.get(workers[1])
         assert target is not None
 
-        async def drive() -> None:
-            board = BoardApp(Source(project), interval=0.5)
-            async with board.run_test(size=SIZE) as pilot:
-                await loaded(board, pilot)
-                ids = [row[0] for row in cells(board, "workers-table")]
-                board.query_one("#workers-table", DataTable).focus()
-                board.query_one("#workers-table", DataTable).move_cursor(row=ids.index(workers[1]))
-                await pilot.pause(0.1)
-                await pilot.press("a")
-                await pilot.pause(0.2)
+        async def steps(board: BoardApp, pilot: Pilot) -> None:
+            ids = [row[0] for row in cells(board, "workers-table")]
+            board.query_one("#workers-table", DataTable).focus()
+            board.query_one("#workers-table", DataTable).move_cursor(row=ids.index(workers[1]))
+            await pilot.pause(0.1)
+            await pilot.press("a")
+            await pilot.pause(0.2)
 
-        asyncio.run(drive())
+        drive(steps)
         deadline = time.monotonic() + 10
         while tmux.cmd("list-clients", "-F", "#{session_name}") != [target.tmux_session]:
             assert time.monotonic() < deadline, tmux.cmd("list-clients", "-F", "#{session_name}")
@@ -144,46 +162,40 @@ def test_attach_switches_the_tmux_client_to_the_selected_worker(project, runtime
         os.close(master)
 
 
-def test_agents_are_marked_from_the_board_as_the_cli_marks_them(project, workers):
-    async def drive() -> None:
-        board = BoardApp(Source(project), interval=0.5)
-        async with board.run_test(size=SIZE) as pilot:
-            await loaded(board, pilot)
-            table = board.query_one("#agents-table", DataTable)
-            table.focus()
-            names = [row[0] for row in cells(board, "agents-table")]
-            table.move_cursor(row=names.index("codex"))
-            await pilot.press("v")
-            await loaded(board, pilot)
-            assert agent_rows(board)["codex"] == "available"
-            table.move_cursor(row=names.index("gemini"))
-            await pilot.press("u")
-            await loaded(board, pilot)
-            assert agent_rows(board)["gemini"].startswith("out, ")
+def test_agents_are_marked_from_the_board_as_the_cli_marks_them(drive, project, workers):
+    async def steps(board: BoardApp, pilot: Pilot) -> None:
+        table = board.query_one("#agents-table", DataTable)
+        table.focus()
+        names = [row[0] for row in cells(board, "agents-table")]
+        table.move_cursor(row=names.index("codex"))
+        await pilot.press("v")
+        await loaded(board, pilot)
+        assert agent_rows(board)["codex"] == "available"
+        table.move_cursor(row=names.index("gemini"))
+        await pilot.press("u")
+        await loaded(board, pilot)
+        assert agent_rows(board)["gemini"].startswith("out, ")
 
-    asyncio.run(drive())
+    drive(steps)
     report = app.agent_status(cwd=project)
     assert isinstance(report, AgentReport)
     assert [u.agent for u in report.unavailable] == ["gemini"]
 
 
-def test_a_session_ends_on_the_second_press_only(project, runtime, workers):
-    async def drive() -> None:
-        board = BoardApp(Source(project), interval=0.5)
-        async with board.run_test(size=SIZE) as pilot:
-            await loaded(board, pilot)
-            table = board.query_one("#workers-table", DataTable)
-            table.focus()
-            ids = [row[0] for row in cells(board, "workers-table")]
-            table.move_cursor(row=ids.index(workers[0]))
-            await pilot.pause(0.1)
-            await pilot.press("e")
-            await pilot.pause(0.2)
-            assert runtime.store.get(workers[0]).state is not SessionState.CANCELLED
-            await pilot.press("e")
-            await loaded(board, pilot)
+def test_a_session_ends_on_the_second_press_only(drive, project, runtime, workers):
+    async def steps(board: BoardApp, pilot: Pilot) -> None:
+        table = board.query_one("#workers-table", DataTable)
+        table.focus()
+        ids = [row[0] for row in cells(board, "workers-table")]
+        table.move_cursor(row=ids.index(workers[0]))
+        await pilot.pause(0.1)
+        await pilot.press("e")
+        await pilot.pause(0.2)
+        assert runtime.store.get(workers[0]).state is not SessionState.CANCELLED
+        await pilot.press("e")
+        await loaded(board, pilot)
 
-    asyncio.run(drive())
+    drive(steps)
     ended = runtime.store.get(workers[0])
     assert ended is not None and ended.state is SessionState.CANCELLED
     assert ended.tmux_session not in runtime.tmux.session_names()
@@ -191,7 +203,7 @@ def test_a_session_ends_on_the_second_press_only(project, runtime, workers):
     assert still is not None and not still.state.is_final
 
 
-def test_worker_text_reaches_the_board_escaped(project, runtime, workers):
+def test_worker_text_reaches_the_board_escaped(drive, project, runtime, workers):
     session = runtime.store.get(workers[0])
     assert session is not None
     from dataclasses import replace
@@ -199,44 +211,39 @@ def test_worker_text_reaches_the_board_escaped(project, runtime, workers):
 
     runtime.store.save(replace(session, status_text="\x1b[2Jdone\u202egnp.exe", status_at=datetime.now(UTC)))
 
-    async def drive() -> None:
-        board = BoardApp(Source(project), interval=0.5)
-        async with board.run_test(size=SIZE) as pilot:
-            await loaded(board, pilot)
-            status = {row[0]: row[5] for row in cells(board, "workers-table")}[workers[0]]
-            assert status.startswith("\\x1b[2Jdone\\u202egnp.exe")
+    async def steps(board: BoardApp, pilot: Pilot) -> None:
+        status = {row[0]: row[5] for row in cells(board, "workers-table")}[workers[0]]
+        assert status.startswith("\\x1b[2Jdone\\u202egnp.exe")
 
-    asyncio.run(drive())
+    drive(steps)
 
 
-def test_the_selected_worker_shows_its_output_since_the_cursor_escaped(project, runtime, workers):
+def test_the_selected_worker_shows_its_output_since_the_cursor_escaped(drive, project, runtime, workers):
     """The first read shows the screen and stores the cursor; what the worker writes after it is shown in
     full, even more rows than its screen holds, and what a terminal would obey is escaped."""
 
-    async def drive() -> None:
-        board = BoardApp(Source(project), interval=0.3)
-        async with board.run_test(size=SIZE) as pilot:
-            await loaded(board, pilot, 2)  # the first worker selected, its screen read: the cursor stored
-            session = runtime.store.get(board.selected or "")
-            assert session is not None and session.id in workers
-            height = runtime.tmux.views()[session.pane_id].height
-            (tty,) = runtime.tmux.cmd("display-message", "-p", "-t", session.pane_id, "#{pane_tty}")
-            written = [f"row {i} after the cursor" for i in range(height + 10)]
-            assert "row 0 after the cursor" not in text_of(board, "output-text")
-            with open(tty, "w") as terminal:  # the worker's terminal: what its CLI or a tool prints
-                terminal.write("".join(f"{row}\r\n" for row in written))  # raw: no CR added
-                terminal.write("\x1b[31mred\x1b[0m \u202egnp.exe\r\n")
-            deadline = time.monotonic() + 20
-            while "gnp.exe" not in text_of(board, "output-text"):
-                assert time.monotonic() < deadline, text_of(board, "output-text")
-                await pilot.pause(0.1)
-            shown = text_of(board, "output-text").splitlines()
-            start = shown.index(written[0])
-            assert shown[start : start + len(written)] == written  # every row after the cursor, in order
-            assert "red \\u202egnp.exe" in shown  # the colour obeyed by tmux, the override escaped
-            assert not any(char in "\n".join(shown) for char in "\x1b\u202e")
+    async def steps(board: BoardApp, pilot: Pilot) -> None:
+        # the first worker selected, its screen read: the cursor stored
+        session = runtime.store.get(board.selected or "")
+        assert session is not None and session.id in workers
+        height = runtime.tmux.views()[session.pane_id].height
+        (tty,) = runtime.tmux.cmd("display-message", "-p", "-t", session.pane_id, "#{pane_tty}")
+        written = [f"row {i} after the cursor" for i in range(height + 10)]
+        assert "row 0 after the cursor" not in text_of(board, "output-text")
+        with open(tty, "w") as terminal:  # the worker's terminal: what its CLI or a tool prints
+            terminal.write("".join(f"{row}\r\n" for row in written))  # raw: no CR added
+            terminal.write("\x1b[31mred\x1b[0m \u202egnp.exe\r\n")
+        deadline = time.monotonic() + 20
+        while "gnp.exe" not in text_of(board, "output-text"):
+            assert time.monotonic() < deadline, text_of(board, "output-text")
+            await pilot.pause(0.1)
+        shown = text_of(board, "output-text").splitlines()
+        start = shown.index(written[0])
+        assert shown[start : start + len(written)] == written  # every row after the cursor, in order
+        assert "red \\u202egnp.exe" in shown  # the colour obeyed by tmux, the override escaped
+        assert not any(char in "\n".join(shown) for char in "\x1b\u202e")
 
-    asyncio.run(drive())
+    drive(steps, interval=0.3, loads=2)
 
 
 def test_a_project_outside_git_is_an_error_not_a_traceback(tmp_path, teleclaude_cli):
@@ -313,10 +320,16 @@ def test_report_without_a_run_is_an_error(project, teleclaude_cli):
     assert process.returncode == 1 and out.startswith("ERROR: NO_WORK"), out + err
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+def web_board(teleclaude_cli, project: Path, *args: str) -> tuple[subprocess.Popen, int]:
+    """`teleclaude board --web ARGS` on a free port, once it answers: (its process, the port)."""
+    port = free_port()
+    process = teleclaude_cli(project, "board", "--web", "--port", str(port), *args)
+    deadline = time.monotonic() + 30
+    while get_or_none(port) is None:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the board's server did not start"
+        time.sleep(0.1)
+    return process, port
 
 
 def get(port: int, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], str]:
@@ -333,13 +346,7 @@ def get(port: int, path: str, headers: dict[str, str]) -> tuple[int, dict[str, s
 
 
 def test_the_web_board_wants_a_loopback_host_its_own_origin_and_the_token(project, teleclaude_cli):
-    port = _free_port()
-    process = teleclaude_cli(project, "board", "--web", "--port", str(port))
-    deadline = time.monotonic() + 30
-    while get_or_none(port) is None:
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "the board's server did not start"
-        time.sleep(0.1)
+    process, port = web_board(teleclaude_cli, project)
     token = token_path().read_text().strip()
     here = {"Host": f"127.0.0.1:{port}"}
     assert get(port, f"/?token={token}", {"Host": f"evil.example:{port}"})[0] == 421
@@ -392,31 +399,22 @@ def test_the_web_board_refuses_a_remote_address_without_allow_remote(project, te
 
 
 def test_a_database_that_cannot_be_read_is_shown_as_its_error_and_the_board_stays_up(
-    project, tmp_path, monkeypatch
+    drive, project, tmp_path, monkeypatch
 ):
     folder = tmp_path / "a-folder"
     folder.mkdir()
     monkeypatch.setenv("TELECLAUDE_DB", str(folder))
 
-    async def drive() -> None:
-        board = BoardApp(Source(project), interval=0.3)
-        async with board.run_test(size=SIZE) as pilot:
-            await loaded(board, pilot, 2)
-            assert text_of(board, "output-text").startswith("ERROR: STORE_UNAVAILABLE")
-            assert board.is_running
+    async def steps(board: BoardApp, pilot: Pilot) -> None:
+        assert text_of(board, "output-text").startswith("ERROR: STORE_UNAVAILABLE")
+        assert board.is_running
 
-    asyncio.run(drive())
+    drive(steps, interval=0.3, loads=2)
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)")
 def test_the_web_board_opens_in_headless_chromium_and_draws_the_board(project, teleclaude_cli, tmp_path):
-    port = _free_port()
-    process = teleclaude_cli(project, "board", "--web", "--port", str(port))
-    deadline = time.monotonic() + 30
-    while get_or_none(port) is None:
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "the board's server did not start"
-        time.sleep(0.1)
+    process, port = web_board(teleclaude_cli, project)
     token = token_path().read_text().strip()
     opened = open_page(f"http://127.0.0.1:{port}/?token={token}", ["document.body.className"], seconds=10)
     assert "-first-byte" in opened.values[0]  # the app's screen arrived over the websocket
@@ -448,13 +446,7 @@ def _running(pid: int) -> bool:
 
 
 def test_the_apps_of_a_killed_web_board_quit_too(project, teleclaude_cli):
-    port = _free_port()
-    process = teleclaude_cli(project, "board", "--web", "--port", str(port), "--interval", "0.5")
-    deadline = time.monotonic() + 30
-    while get_or_none(port) is None:
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "the board's server did not start"
-        time.sleep(0.1)
+    process, port = web_board(teleclaude_cli, project, "--interval", "0.5")
     cookie = get(port, f"/?token={token_path().read_text().strip()}", {"Host": f"127.0.0.1:{port}"})[1]
     headers = {"Cookie": cookie["Set-Cookie"].split(";")[0], "Origin": f"http://127.0.0.1:{port}"}
 
