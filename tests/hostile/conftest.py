@@ -7,7 +7,7 @@ import os
 import secrets
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -42,6 +42,39 @@ def cli(subprocess_env, tmp_path) -> Callable[..., subprocess.CompletedProcess[s
 
 def first_line(text: str) -> str:
     return text.splitlines()[0] if text else ""
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+PREPARED = {  # a roadmap of one item, `feat`, prepared
+    "todos/roadmap.md": "- [ ] feat — the feature\n",
+    "todos/feat/requirements.md": "# feat\nDo it.\n",
+    "todos/feat/implementation-plan.md": "# Plan\n## Group 1\n- [ ] write it\n",
+}
+
+
+def committed_repo(root: Path, files: Mapping[str, str | bytes], message: str = "roadmap") -> Path:
+    """A git repository at `root` (branch main) whose one commit holds `files` (path: text or bytes)."""
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q", "-b", "main")
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+    return root
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    """A repository whose roadmap has one prepared item, `feat` (a test module may have its own `repo`)."""
+    return committed_repo(tmp_path / "project", PREPARED)
 
 
 @pytest.fixture

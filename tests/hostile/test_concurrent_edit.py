@@ -15,6 +15,8 @@ from teleclaude.adapters import fs
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Complete
 
+from .conftest import git
+
 EDITOR = textwrap.dedent(
     """
     import os, random, sys, time
@@ -29,10 +31,6 @@ EDITOR = textwrap.dedent(
     print(count)
     """
 )
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
 @pytest.fixture

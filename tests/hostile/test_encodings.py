@@ -6,7 +6,6 @@ read and rewritten in their own line ends and encoding; a roadmap with git confl
 from __future__ import annotations
 
 import codecs
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,22 +19,13 @@ from teleclaude.planner.core.markdown import decode
 from teleclaude.planner.core.model import Dispatch, Marker
 from teleclaude.planner.core.roadmap import parse_roadmap, rewrite_marker
 
+from .conftest import PREPARED, committed_repo
+
 ROADMAP = "# Roadmap\n\n- [x] old — done long ago\n- [ ] feat — the feature, café\n"
 
 
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
 def make_repo(root: Path, roadmap: bytes) -> Path:
-    (root / "todos/feat").mkdir(parents=True)
-    git(root, "init", "-q", "-b", "main")
-    (root / "todos/roadmap.md").write_bytes(roadmap)
-    (root / "todos/feat/requirements.md").write_text("# feat\nDo it.\n")
-    (root / "todos/feat/implementation-plan.md").write_text("# Plan\n## Group 1\n- [ ] write it\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "roadmap")
-    return root
+    return committed_repo(root, {**PREPARED, "todos/roadmap.md": roadmap})
 
 
 def lint_codes(root: Path) -> set[str]:

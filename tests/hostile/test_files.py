@@ -16,21 +16,15 @@ from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner import checks
 
+from .conftest import committed_repo
+
 ROADMAP = "todos/roadmap.md"
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
 @pytest.fixture
 def repo(tmp_path) -> Path:
-    root = tmp_path / "project"
-    (root / "todos").mkdir(parents=True)
-    git(root, "init", "-q", "-b", "main")
-    (root / "README.md").write_text("# project\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "start")
+    root = committed_repo(tmp_path / "project", {"README.md": "# project\n"}, "start")
+    (root / "todos").mkdir()
     return root
 
 

@@ -23,13 +23,11 @@ from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.planner.core.plan import parse_plan_chunks
 from teleclaude.planner.core.roadmap import parse_roadmap_chunks
 
+from .conftest import git
+
 ROADMAP = "todos/roadmap.md"
 PLAN = "# Plan\n## Group 1\n- [ ] write it\n- [ ] test it\n"
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
 def make_repo(root: Path, roadmap: str) -> Path:

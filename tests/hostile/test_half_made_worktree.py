@@ -18,27 +18,16 @@ from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
 
-ROADMAP = "- [ ] feat — the feature\n"
+from .conftest import PREPARED, committed_repo, git
 
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+ROADMAP = PREPARED["todos/roadmap.md"]
 
 
 @pytest.fixture
 def repo(tmp_path) -> Path:
     """`big.txt` comes before todos/ in a checkout and goes through the `stall` filter, once configured."""
-    root = tmp_path / "project"
-    (root / "todos/feat").mkdir(parents=True)
-    git(root, "init", "-q", "-b", "main")
-    (root / ".gitattributes").write_text("big.txt filter=stall\n")
-    (root / "big.txt").write_text("content\n")
-    (root / "todos/roadmap.md").write_text(ROADMAP)
-    (root / "todos/feat/requirements.md").write_text("# feat\nDo it.\n")
-    (root / "todos/feat/implementation-plan.md").write_text("# Plan\n## Group 1\n- [ ] write it\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "roadmap")
-    return root
+    files = {".gitattributes": "big.txt filter=stall\n", "big.txt": "content\n", **PREPARED}
+    return committed_repo(tmp_path / "project", files)
 
 
 def killed_during_checkout(root: Path, command: list[str], tmp_path: Path) -> None:

@@ -13,12 +13,10 @@ from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
 
+from .conftest import git
+
 ROADMAP = "- [ ] feat — the feature\n"
 PLAN = "# Plan\n## Group 1\n- [ ] write it\n"
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
 def fill_todos(todos: Path) -> None:

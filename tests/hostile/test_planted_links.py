@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,13 +19,9 @@ from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.setup import githooks, scaffold
 
-from .conftest import first_line
+from .conftest import first_line, git
 
 VICTIM = b"the user's own file\n"
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
 @pytest.fixture
@@ -35,19 +30,6 @@ def victim(tmp_path) -> Path:
     path.write_bytes(VICTIM)
     path.chmod(0o600)
     return path
-
-
-@pytest.fixture
-def repo(tmp_path) -> Path:
-    root = tmp_path / "project"
-    (root / "todos/feat").mkdir(parents=True)
-    git(root, "init", "-q", "-b", "main")
-    (root / "todos/roadmap.md").write_text("- [ ] feat — the feature\n")
-    (root / "todos/feat/requirements.md").write_text("# feat\nDo it.\n")
-    (root / "todos/feat/implementation-plan.md").write_text("# Plan\n## Group 1\n- [ ] write it\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "roadmap")
-    return root
 
 
 def untouched(victim: Path) -> bool:

@@ -24,26 +24,9 @@ from teleclaude.planner.core.model import AgentMarked, AgentReport, Dispatch
 from ..sqlite_lock import exclusive_lock
 
 
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture
 def db() -> Path:
     return Path(os.environ["TELECLAUDE_DB"])
-
-
-@pytest.fixture
-def repo(tmp_path) -> Path:
-    root = tmp_path / "project"
-    (root / "todos/feat").mkdir(parents=True)
-    git(root, "init", "-q", "-b", "main")
-    (root / "todos/roadmap.md").write_text("- [ ] feat — the feature\n")
-    (root / "todos/feat/requirements.md").write_text("# feat\nDo it.\n")
-    (root / "todos/feat/implementation-plan.md").write_text("# Plan\n## Group 1\n- [ ] write it\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "roadmap")
-    return root
 
 
 def code(result) -> ErrorCode | None:
