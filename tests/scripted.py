@@ -1,5 +1,6 @@
 """The demo's scripted workers (teleclaude/demo/workers.py) taking an item of the demo repository through
-its steps, for the tests that need it approved. Test modules import it from here, never from each other."""
+its steps, for the tests that need it approved, and a git hook of the project's for a finalize to meet.
+Test modules import these from here, never from each other."""
 
 from __future__ import annotations
 
@@ -19,3 +20,12 @@ def approve(project: Path, slug: str) -> None:
         if action.step is Step.FINALIZE:
             return
         workers.run(action)
+
+
+def git_hook(project: Path, name: str, script: str) -> Path:
+    """`script` as the project's own git hook `name` (in .git/hooks), executable."""
+    hook = project / ".git" / "hooks" / name
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(script)
+    hook.chmod(0o755)
+    return hook

@@ -12,16 +12,13 @@ from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.planner.finalize import Finalized, finalize
 
-from ..scripted import approve
+from ..scripted import approve, git_hook
 
 
 def killed_during_the_merge(project: Path, slug: str, teleclaude_cli) -> None:
     """`teleclaude finalize SLUG` whose pre-merge-commit hook SIGKILLs its whole process group: the CLI,
     git and the hook die together, as with `kill -9` on the group while the hook runs."""
-    hook = project / ".git" / "hooks" / "pre-merge-commit"
-    hook.parent.mkdir(exist_ok=True)
-    hook.write_text("#!/bin/sh\nkill -KILL 0\n")
-    hook.chmod(0o755)
+    hook = git_hook(project, "pre-merge-commit", "#!/bin/sh\nkill -KILL 0\n")
     process = teleclaude_cli(project, "finalize", slug)
     process.communicate(timeout=60)
     assert process.returncode == -9
@@ -83,10 +80,7 @@ def test_an_index_changed_after_the_killed_merge_is_refused_and_left_as_it_is(tm
 def test_a_pre_merge_commit_hook_that_refuses_is_refused_not_a_merge_conflict(tmp_path):
     project = make_repository(tmp_path / "project")
     approve(project, "greeting")
-    hook = project / ".git" / "hooks" / "pre-merge-commit"
-    hook.parent.mkdir(exist_ok=True)
-    hook.write_text("#!/bin/sh\necho 'no merges on Fridays' >&2\nexit 1\n")
-    hook.chmod(0o755)
+    git_hook(project, "pre-merge-commit", "#!/bin/sh\necho 'no merges on Fridays' >&2\nexit 1\n")
     head, status = git(project, "rev-parse", "HEAD"), git(project, "status", "--porcelain")
     refused = finalize("greeting", cwd=project)
     assert isinstance(refused, Error) and refused.code is ErrorCode.FINALIZE_REFUSED, refused

@@ -17,7 +17,7 @@ from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Complete, Dispatch, Step
 from teleclaude.planner.finalize import Finalized, _merge, finalize
 
-from ..scripted import approve
+from ..scripted import approve, git_hook
 
 
 def holding_the_lock(process: subprocess.Popen, lock: Path) -> bool:
@@ -137,10 +137,9 @@ def test_a_finalize_commit_refused_by_a_hook_says_so_and_the_next_finalize_compl
     and removes the worktree and branch (no reset, no second merge)."""
     project = make_repository(tmp_path / "project")
     approve(project, "greeting")
-    hook = project / ".git" / "hooks" / "pre-commit"
-    hook.parent.mkdir(exist_ok=True)
-    hook.write_text("#!/bin/sh\necho 'lint: greeting.py is not formatted' >&2\nexit 1\n")
-    hook.chmod(0o755)
+    hook = git_hook(
+        project, "pre-commit", "#!/bin/sh\necho 'lint: greeting.py is not formatted' >&2\nexit 1\n"
+    )
     assert cli_main(["finalize", "greeting", "--cwd", str(project)]) == 1
     said = capsys.readouterr().out
     assert said.splitlines()[0] == "ERROR: FINALIZE_REFUSED"
