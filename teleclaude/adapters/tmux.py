@@ -39,16 +39,19 @@ _VIEW_FORMAT = "\t".join(
         "@teleclaude_exit",
         "@teleclaude_turn_end",
         "@teleclaude_stop_failure",
+        "@teleclaude_usage",
     )
 )
 # A worker on another computer cannot reach this machine's database, so its stop hook marks its own pane
 # instead (`mark_own_pane`, when the launcher gave it this variable), and the observer reads the mark with
 # the pane's other facts, over the ssh connection it already uses, then clears it. Its StopFailure hook
-# (an API error ended the turn) does the same with the failure, as JSON in printable ASCII. Any process
+# (an API error ended the turn) does the same with the failure, as JSON in printable ASCII, and its usage
+# hook (a status line, a prompt or stop hook) with the usage its CLI reported. Any process
 # of the user can set these options: a mark counts only when sealed with its session's key
 # (runtime/core/marks.py).
 TURN_END_OPTION = "@teleclaude_turn_end"
 STOP_FAILURE_OPTION = "@teleclaude_stop_failure"
+USAGE_OPTION = "@teleclaude_usage"
 TURN_END_TO_PANE = "TELECLAUDE_TURN_END_TO_PANE"
 # Enters the folder, runs the agent, records its exit status on the pane (tmux 3.3 leaves
 # #{pane_dead_status} empty), then signals the session's wait-for channel. Inputs arrive as positional
@@ -235,8 +238,8 @@ def mark_own_pane(value: str, option: str = TURN_END_OPTION) -> bool:
 
 
 def _view(row: str) -> PaneView:
-    pane_id, pid, history, limit, cursor_y, height, alternate, dead, status, turn_end, failure = row.split(
-        "\t"
+    pane_id, pid, history, limit, cursor_y, height, alternate, dead, status, turn_end, failure, usage = (
+        row.split("\t")
     )
     return PaneView(
         pane_id,
@@ -250,6 +253,7 @@ def _view(row: str) -> PaneView:
         int(status) if status else None,
         turn_end,
         failure,
+        usage,
     )
 
 

@@ -2,12 +2,67 @@
 
 from __future__ import annotations
 
-from teleclaude.agents.profile import AgentProfile, Blocker, Hooks, Install, Kind, Setting
+import json
+import math
+from datetime import UTC, datetime
+
+from teleclaude.agents.profile import (
+    AgentProfile,
+    Blocker,
+    Hooks,
+    Install,
+    Kind,
+    Setting,
+    UsageReport,
+    UsageWindow,
+)
 
 CLAUDE_STATE = "~/.claude.json"
 CLAUDE_SETTINGS = "~/.claude/settings.json"
 
 RETRYING = r"\bRetrying in \d+\w*.*\battempt \d+/\d+"  # "API error · Retrying in 26s · attempt 7/10"
+
+# Its status-line command gets the session's JSON on stdin, and (2.1.197) `rate_limits` in it once a response
+# carried a subscriber's `anthropic-ratelimit-unified-{5h,7d}-utilization` (a fraction) and `-reset` (epoch
+# seconds) headers: `{"five_hour": {"used_percentage": utilization * 100, "resets_at": SECONDS}, "seven_day":
+# …}`, a window left out when its headers were not sent; no `rate_limits` at all with an API key (the CLI
+# reads those headers only for an OAuth login: tests/realcli/NOTES.md)
+WINDOWS = {"five_hour": "5h", "seven_day": "7d"}
+
+
+def statusline_usage(text: str, now: datetime) -> tuple[UsageWindow, ...]:
+    """The windows the status line's JSON reports (`rate_limits`), seen `now`; () for anything else."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return ()
+    limits = data.get("rate_limits") if isinstance(data, dict) else None
+    if not isinstance(limits, dict):
+        return ()
+    found = []
+    for key, window in WINDOWS.items():
+        report = limits.get(key)
+        if not isinstance(report, dict):
+            continue
+        used = report.get("used_percentage")
+        if isinstance(used, bool) or not isinstance(used, int | float) or not math.isfinite(used):
+            continue
+        found.append(UsageWindow("claude", window, float(used), _moment(report.get("resets_at")), now))
+    return tuple(found)
+
+
+def _moment(value: object) -> datetime | None:
+    """Epoch seconds (what 2.1.197 passes on), or an ISO 8601 time."""
+    try:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return datetime.fromtimestamp(value, UTC)
+        if isinstance(value, str):
+            moment = datetime.fromisoformat(value)
+            return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    except (ValueError, OverflowError, OSError):
+        pass
+    return None
+
 
 PROFILE = AgentProfile(
     "claude",
@@ -87,7 +142,13 @@ PROFILE = AgentProfile(
         )
     ),
     # its MCP servers: ~/.claude.json (user scope), the project's .mcp.json (project scope)
-    install=Install(".claude", mcp_file=(".claude.json", ".mcp.json"), mcp_entry={"type": "stdio"}),
+    install=Install(
+        ".claude",
+        mcp_file=(".claude.json", ".mcp.json"),
+        mcp_entry={"type": "stdio"},
+        status_line=("statusLine",),
+    ),
+    usage=UsageReport("statusline", statusline_usage),
     # - the "Bypass Permissions mode" warning: what accepting it writes (project settings are not read for it)
     # - project `.mcp.json` servers pending approval: where the CLI itself says to persist an approval
     #   (project settings cannot approve their own servers)

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from teleclaude.agents.formats import basic_string, split_front_matter
-from teleclaude.agents.profile import AgentProfile, Blocker, Hooks, Install, Kind, TurnError
+from teleclaude.agents.profile import (
+    AgentProfile,
+    Blocker,
+    Hooks,
+    Install,
+    Kind,
+    TurnError,
+    UsageReport,
+    UsageWindow,
+)
 
 
 def trust_flags(folders: Iterable[str]) -> list[str]:
@@ -94,6 +104,63 @@ def failure_kind(info: object) -> str:
     return kinds.get(str(info), str(info))
 
 
+# The same file records what the provider's `x-codex-primary-used-percent`, `-primary-window-minutes`,
+# `-primary-reset-at` (epoch seconds) and their `secondary` twins said, on each response: a `token_count`
+# event, `{"timestamp": ISO, "type": "event_msg", "payload": {"type": "token_count", "info": …,
+# "rate_limits": {"primary": {"used_percent": 42.0, "window_minutes": 300, "resets_at": SECONDS},
+# "secondary": …, "plan_type": …, …}}}`; `rate_limits` is null when the response carried none of them.
+USAGE_WINDOWS = ("primary", "secondary")
+
+
+def rollout_usage(text: str, now: datetime) -> tuple[UsageWindow, ...]:
+    """The windows of the last `token_count` event of these rollout lines that reports any, seen when that
+    event was written (else `now`); () when none does."""
+    for line in reversed(text.splitlines()):
+        if '"token_count"' not in line:
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # a line cut by the tail, or one being written
+        payload = event.get("payload") if isinstance(event, dict) else None
+        if not isinstance(payload, dict) or payload.get("type") != "token_count":
+            continue
+        limits = payload.get("rate_limits")
+        if not isinstance(limits, dict):
+            continue
+        seen = _when(event.get("timestamp")) or now
+        found = tuple(
+            UsageWindow("codex", name, float(used), _epoch(window.get("resets_at")), seen)
+            for name in USAGE_WINDOWS
+            if isinstance(window := limits.get(name), dict)
+            and isinstance(used := window.get("used_percent"), int | float)
+            and not isinstance(used, bool)
+            and math.isfinite(used)
+        )
+        if found:
+            return found
+    return ()
+
+
+def _when(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _epoch(value: object) -> datetime | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return datetime.fromtimestamp(value, UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
 PROFILE = AgentProfile(
     "codex",
     ("codex",),
@@ -136,6 +203,7 @@ PROFILE = AgentProfile(
     command_sign="$",  # codex 0.169 has no custom prompts; role commands are skills: `$next-build x`
     trust_flags=trust_flags,
     turn_error=last_turn_error,
+    usage=UsageReport("transcript", rollout_usage),
     blockers=(
         Blocker(
             "the folder trust dialog",

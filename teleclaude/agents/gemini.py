@@ -4,7 +4,7 @@ with the same profile when no `gemini` is on PATH."""
 from __future__ import annotations
 
 from teleclaude.agents.formats import basic_string, multiline_string, split_front_matter
-from teleclaude.agents.profile import AgentProfile, Blocker, Hooks, Install, Kind
+from teleclaude.agents.profile import AgentProfile, Blocker, Hooks, Install, Kind, UsageReport
 
 
 def command_toml(name: str, markdown: str) -> str:
@@ -95,6 +95,13 @@ PROFILE = AgentProfile(
     ),
     install=Install(
         ".gemini", command_file="{folder}/commands/{name}.toml", command_text=command_toml, named_hooks=True
+    ),
+    # 0.61 reads quota only for a Google login (Code Assist's `retrieveUserQuota`: per model a
+    # `remainingFraction` and `resetTime`), and shows it on screen only (`/stats model`); no hook input, file
+    # or response header carries it, and with an API key there is none (tests/realcli/NOTES.md)
+    usage=UsageReport(
+        lacking="gemini 0.61 reports no usage before a limit to anything outside its screen: only a Google "
+        "login's quota in /stats model; its limits are read from its errors and dialogs"
     ),
     colour="#4285f4",
     # "Trust this folder?" replaces its prompt ~0.25 s after it shows

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from teleclaude.agents.formats import split_front_matter
-from teleclaude.agents.profile import AgentProfile, Blocker, Hooks, Install, Kind
+from teleclaude.agents.profile import AgentProfile, Blocker, Hooks, Install, Kind, UsageReport
 
 
 def command_md(name: str, markdown: str) -> str:
@@ -192,6 +192,12 @@ PROFILE = AgentProfile(
         mcp_argv=True,
         hooks_file="{folder}/plugins/teleclaude.js",
         hooks_text=plugin,
+    ),
+    # 1.18.33 reads a provider's rate-limit headers only to time its retries (`retry-after`,
+    # `x-ratelimit-*`), and its plugin events carry no usage: only the error that ends a session
+    usage=UsageReport(
+        lacking="opencode 1.18 reports no usage before a limit: its plugin sees only the error "
+        "(session.error) that ends a turn"
     ),
     colour="#f59e0b",
 )

@@ -74,6 +74,10 @@ class Install:
     # text from {verb: the argv that runs `teleclaude hook VERB`}
     hooks_text: Callable[[Mapping[str, Sequence[str]]], str] | None = None
     named_hooks: bool = False  # each hook entry carries "name": "teleclaude-VERB"
+    # the keys of the hooks file that hold the CLI's one status-line command (it runs it with its session's
+    # JSON on stdin, usage included): `teleclaude hook statusline` goes there at user scope, running the
+    # user's own status line (if any) after it, which uninstall puts back
+    status_line: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,41 @@ class TurnError:
     completed_at: datetime  # aware UTC, to the second
     source: str  # where it was read, for the session's event (codex_error_info)
     info: object = None  # the CLI's own value
+
+
+@dataclass(frozen=True)
+class UsageWindow:
+    """How much of one of an agent's rate-limit windows is used, as its CLI last reported it.
+
+    `window` is the CLI's own name for it (`5h`/`7d`, `primary`/`secondary`: its driver's); `resets_at` is
+    None when the CLI did not say. All times aware UTC. (Made by the drivers' usage readers, so it lives on
+    the ground floor; the planner's model re-exports it.)
+    """
+
+    agent: str
+    window: str
+    used_percent: float
+    resets_at: datetime | None
+    seen_at: datetime
+
+    def current(self, now: datetime) -> bool:
+        """False once the window has reset: its usage then says nothing about the agent any more."""
+        return self.resets_at is None or self.resets_at > now
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    """Where the CLI reports how much of its rate-limit windows is used, before it hits one, and its reader.
+
+    `source`: `statusline` (the JSON its status-line command gets on stdin: `teleclaude hook statusline`),
+    `transcript` (its session file, which its prompt hook names). `read(text, now)` gives the windows that
+    text reports (`now`: when it was read, for a report that carries no time of its own); pure, never raises.
+    A CLI with no structured report has `read=None`, and `lacking` says what it offers instead.
+    """
+
+    source: str = ""
+    read: Callable[[str, datetime], tuple[UsageWindow, ...]] | None = None
+    lacking: str = "its usage before a limit was not looked for"
 
 
 @dataclass(frozen=True)
@@ -144,6 +183,9 @@ class AgentProfile:
     # the error that ended the last turn, typed, from the tail of the session's transcript (the file its
     # `prompt` hook named); for a CLI that runs no hook for such a turn
     turn_error: Callable[[list[str]], TurnError | None] | None = None
+    # how much of its rate-limit windows the CLI says is used, before a limit: where it says so, and how
+    # that reads (`UsageReport.read` None: it says nothing structured, only the limit's error)
+    usage: UsageReport = UsageReport()
     install: Install | None = None  # None: `teleclaude install` does not know the CLI
     # what install answers in the user's files so that the CLI's first-run dialogs never ask a detached
     # worker; `project_trust`: the value that trusts a project root (`teleclaude init`, project scope)

@@ -93,7 +93,7 @@ def _run_hooks(args: argparse.Namespace) -> int:
 
 def _add_hook(parser: argparse.ArgumentParser) -> None:
     events = parser.add_subparsers(
-        dest="event", metavar="{stop,stop-failure,tool-use,prompt,post-commit}", required=True
+        dest="event", metavar="{stop,stop-failure,tool-use,prompt,statusline,post-commit}", required=True
     )
     stop = events.add_parser(
         "stop",
@@ -131,6 +131,20 @@ def _add_hook(parser: argparse.ArgumentParser) -> None:
         "--agent", choices=prompting, default=prompting[0], help=f"the CLI (default: {prompting[0]})"
     )
     prompt.set_defaults(handler=_run_hook_prompt)
+    statusline = events.add_parser(
+        "statusline",
+        help="an agent CLI's status-line command: record the usage it reports, print a status line",
+        description="Read the status-line JSON on stdin, record the rate-limit usage in it and print a "
+        "status line: the output of --then's command when given (the user's own), else ours.",
+    )
+    lining = tuple(name for name, driver in PROFILES.items() if driver.usage.source == "statusline")
+    statusline.add_argument(
+        "--agent", choices=lining, default=lining[0], help=f"the CLI (default: {lining[0]})"
+    )
+    statusline.add_argument(
+        "--then", metavar="COMMAND", help="the status line to show, run with the same stdin (yours)"
+    )
+    statusline.set_defaults(handler=_run_hook_statusline)
     post = events.add_parser(
         "post-commit", help="git post-commit: print the planner's next step (changes nothing)"
     )
@@ -157,6 +171,12 @@ def _run_hook_prompt(args: argparse.Namespace) -> int:
     from teleclaude.runtime.hooks import prompt as hook
 
     return hook.main(args.agent)
+
+
+def _run_hook_statusline(args: argparse.Namespace) -> int:
+    from teleclaude.runtime.hooks import statusline as hook
+
+    return hook.main(args.agent, args.then)
 
 
 def _run_hook_stop_failure(args: argparse.Namespace) -> int:

@@ -16,7 +16,9 @@ among the tools the CLI offered), `Fail` (answer with the provider's real error 
 429, the subscription limits, 529/503, quota), each optionally held until the test releases a
 `threading.Event` (a "slow" model without sleeping). When the script runs out, every turn is answered "Done.",
 or by `then(request body)` (a model that decides from what it was sent, e.g. `teleclaude demo --real`;
-`provider_of`, `tool_result_sent` and `body_text` read a body of any of the four providers).
+`provider_of`, `tool_result_sent` and `body_text` read a body of any of the four providers). A step's `usage`
+(or `ModelServer(usage=…)`, `server.usage = …`) is what every answer from then on says in its headers of the
+provider's rate-limit windows, as the real provider says it before a limit (`Usage`).
 
 Every request is recorded (`requests`, `turns()`), and `wait_for` blocks until one matches, so a test waits
 on what the CLI sent instead of sleeping.
@@ -37,12 +39,28 @@ from urllib.parse import urlsplit
 
 
 @dataclass(frozen=True)
+class Usage:
+    """How much of its rate-limit windows a provider says is used, in the headers of every response (from
+    the one that takes it on): the five-hour window (claude's `5h`, codex's primary) and the weekly one
+    (`7d`, secondary), each a fraction used (None: not reported) and its reset in seconds from the response.
+    Anthropic sends `anthropic-ratelimit-unified-{5h,7d}-utilization` / `-reset` / `-status`, OpenAI's codex
+    backend `x-codex-{primary,secondary}-used-percent` / `-window-minutes` / `-reset-at`; the other two
+    providers report nothing of the kind."""
+
+    five_hour: float | None = None
+    seven_day: float | None = None
+    five_hour_resets_in: int = 3600
+    seven_day_resets_in: int = 5 * 86400
+
+
+@dataclass(frozen=True)
 class Text:
     """Reply with text and end the turn."""
 
     text: str
     hold: threading.Event | None = None  # answer only once the test sets it
     chunk_delay: float = 0.0  # seconds between streamed pieces (a slow, visibly working model)
+    usage: Usage | None = None  # the usage this answer (and every one after it) reports
 
 
 @dataclass(frozen=True)
@@ -54,6 +72,7 @@ class Tool:
     input: dict
     hold: threading.Event | None = None
     chunk_delay: float = 0.0
+    usage: Usage | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +87,7 @@ class Fail:
     retry_after: int | None = 20
     resets_in: int = 3600
     hold: threading.Event | None = None
+    usage: Usage | None = None
 
 
 Step = Text | Tool | Fail
@@ -188,8 +208,10 @@ class ModelServer:
         script: Iterable[Step] = (),
         default: str = "Done.",
         then: Callable[[dict], Step] | None = None,
+        usage: Usage | None = None,
     ) -> None:
         self._script: list[Step] = list(script)
+        self.usage = usage  # what the answers report of the rate-limit windows (a step's `usage` changes it)
         self.then = then  # once the script runs out: the step for a turn, from its request body
         self._uses: dict[int, int] = {}  # a Fail step's index -> the requests it answered
         self.default = default
@@ -228,6 +250,8 @@ class ModelServer:
             if not self._script:
                 return None
             step = self._script[0]
+            if step.usage is not None:
+                self.usage = step.usage
             if isinstance(step, Fail):
                 used = self._uses.get(id(step), 0) + 1
                 self._uses[id(step)] = used
@@ -305,6 +329,8 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             )
             if reply.hold is not None:
                 reply.hold.wait()
+            if server.usage is not None:  # a failure's own headers (a limit's 100 %) come last
+                reply.headers = dialect.usage_headers(server.usage) | reply.headers
             if reply.events is None:
                 self._send(reply.status, reply.body, reply.headers)
             else:
@@ -410,6 +436,10 @@ class Dialect:
     def failure(self, step: Fail) -> tuple[int, dict[str, str], dict]:
         raise NotImplementedError
 
+    def usage_headers(self, usage: Usage) -> dict[str, str]:
+        """What the provider's responses say of its rate-limit windows (nothing, for most)."""
+        return {}
+
 
 def _pieces(text: str, size: int = 24) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
@@ -510,6 +540,34 @@ class Anthropic(Dialect):
         block = {"type": "tool_use", "id": _id("toolu_"), "name": name, "input": {}}
         deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(json.dumps(arguments))]
         return self._reply(f"tool {name}", True, block, deltas, "tool_use", stream, hold, delay)
+
+    def usage_headers(self, usage: Usage) -> dict[str, str]:
+        """A subscriber's unified rate-limit headers (Claude Code 2.1 reads them only for an OAuth login)."""
+        now = int(time.time())
+        windows = [
+            (claim, short, used, now + resets)
+            for claim, short, used, resets in (
+                ("five_hour", "5h", usage.five_hour, usage.five_hour_resets_in),
+                ("seven_day", "7d", usage.seven_day, usage.seven_day_resets_in),
+            )
+            if used is not None
+        ]
+        if not windows:
+            return {}
+        claim, _, _, reset = max(windows, key=lambda window: window[2])
+        headers = {
+            "anthropic-ratelimit-unified-status": "allowed",
+            "anthropic-ratelimit-unified-reset": str(reset),
+            "anthropic-ratelimit-unified-representative-claim": claim,
+            "anthropic-ratelimit-unified-fallback": "unavailable",
+        }
+        for _, short, used, resets_at in windows:
+            headers[f"anthropic-ratelimit-unified-{short}-utilization"] = f"{used:g}"
+            headers[f"anthropic-ratelimit-unified-{short}-reset"] = str(resets_at)
+            headers[f"anthropic-ratelimit-unified-{short}-status"] = (
+                "allowed_warning" if used >= 0.8 else "allowed"
+            )
+        return headers
 
     def failure(self, step: Fail) -> tuple[int, dict[str, str], dict]:
         request_id = _id("req_")
@@ -709,6 +767,19 @@ class OpenAIResponses(Dialect):
             for piece in _pieces(text)
         ]
         return Reply(f"tool {name}", True, events=self._events(item, deltas), hold=hold, chunk_delay=delay)
+
+    def usage_headers(self, usage: Usage) -> dict[str, str]:
+        """What ChatGPT's codex backend sends on each response (codex 0.169 reads them for any provider)."""
+        now, headers = int(time.time()), {}
+        for name, used, minutes, resets in (
+            ("primary", usage.five_hour, 300, usage.five_hour_resets_in),
+            ("secondary", usage.seven_day, 7 * 24 * 60, usage.seven_day_resets_in),
+        ):
+            if used is not None:
+                headers[f"x-codex-{name}-used-percent"] = f"{used * 100:g}"
+                headers[f"x-codex-{name}-window-minutes"] = str(minutes)
+                headers[f"x-codex-{name}-reset-at"] = str(now + resets)
+        return headers
 
     def failure(self, step: Fail) -> tuple[int, dict[str, str], dict]:
         headers = {"x-request-id": _id("req_")}

@@ -15,7 +15,9 @@ from pathlib import Path
 from subprocess import Popen
 
 from teleclaude.adapters.fs import read_tail
-from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION, TmuxError
+from teleclaude.adapters.store import StoreError
+from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION, USAGE_OPTION, TmuxError
+from teleclaude.agents.profile import UsageWindow
 from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core.tool_lines import tool_lines
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
@@ -30,6 +32,7 @@ from teleclaude.runtime.core.blockers import (
 from teleclaude.runtime.core.limits import (
     DEFAULT_PAUSE,
     LimitHit,
+    decode_usage,
     failure_limit,
     find_limit,
     parse_failure,
@@ -93,6 +96,9 @@ class Observer:
         # after its first sleep of a full poll interval (so up to about two intervals after the look it
         # skipped), or at once when a watched pane exits.
         self._looked: tuple[frozenset[str], float] = (frozenset(), float("-inf"))
+        # (agent, window) -> when the usage this observer last kept was seen: a transcript read at every look
+        # writes only what is new
+        self._usage_seen: dict[tuple[str, str], datetime] = {}
 
     # --- looking -------------------------------------------------------------------------------------------
 
@@ -181,18 +187,53 @@ class Observer:
             return True
         return self.context.store.save(replace(session, transcript=path), expect=session.state) is not None
 
-    def _turn_error(self, session: Session) -> Session | None:
+    def _transcript(self, session: Session) -> list[str]:
+        """The tail of a working local session's transcript (the file its prompt hook named), when its driver
+        reads one (for the error that ended its turn, or its usage); [] otherwise."""
+        local = not self.context.config.elsewhere(session.computer)
+        profile = self.context.config.profiles.get(session.agent)
+        reads = profile is not None and (profile.turn_error or profile.usage.source == "transcript")
+        if not (reads and session.transcript and local and session.state in WORKING):
+            return []
+        return read_tail(Path(session.transcript), TRANSCRIPT_TAIL)
+
+    def _transcript_usage(self, session: Session, lines: list[str]) -> None:
+        """The usage of its agent's windows the transcript reports (the driver's `usage`), kept with the
+        availability table when newer than what this observer kept last."""
+        profile = self.context.config.profiles.get(session.agent)
+        reader = profile.usage.read if profile and profile.usage.source == "transcript" else None
+        if lines and reader is not None:
+            self._keep_usage(reader("\n".join(lines), self.context.clock()))
+
+    def _marked_usage(self, session: Session, view: PaneView) -> None:
+        """The usage hook of a worker on another computer marked its pane with its agent's usage: kept here as
+        a local hook keeps it, then the mark is taken away."""
+        sealed = self._sealed(session, USAGE_OPTION, view.usage)
+        if sealed is None:
+            return
+        self._keep_usage(decode_usage(session.agent, sealed))
+        self.context.tmux.clear_mark(session.pane_id, USAGE_OPTION)
+
+    def _keep_usage(self, windows: tuple[UsageWindow, ...]) -> None:
+        fresh = [w for w in windows if self._usage_seen.get((w.agent, w.window)) != w.seen_at]
+        if not fresh:
+            return
+        try:
+            self.context.availability.record_usage(fresh)
+        except StoreError as error:  # soft state: the next report brings it again
+            log.info("could not keep the usage of %s: %s", fresh[0].agent, error)
+            return
+        self._usage_seen.update({(w.agent, w.window): w.seen_at for w in fresh})
+
+    def _turn_error(self, session: Session, lines: list[str]) -> Session | None:
         """The API error that ended the turn, typed, from the session's transcript (the driver's `turn_error`:
         no hook runs for such a turn): recorded as a StopFailure hook's would be (a limit makes the agent
         unavailable until its reset)."""
-        local = not self.context.config.elsewhere(session.computer)
         profile = self.context.config.profiles.get(session.agent)
         reader = profile.turn_error if profile else None
-        if not (
-            reader and session.transcript and local and session.state in WORKING and session.delivered_at
-        ):
+        if not (reader and lines and session.delivered_at):
             return None
-        error = reader(read_tail(Path(session.transcript), TRANSCRIPT_TAIL))
+        error = reader(lines)
         if error is None or error.completed_at < session.delivered_at.replace(microsecond=0):
             return None  # the turn goes on, completed, or is one from before the last message
         log.info(
@@ -334,7 +375,10 @@ class Observer:
             return context.change(session, Change.ERRORED, why, error=why)
         if session.state is SessionState.PENDING:
             return session  # still being delivered
-        failed = self._turn_error(session) or self._marked_failure(session, view)
+        transcript = self._transcript(session)
+        self._transcript_usage(session, transcript)
+        self._marked_usage(session, view)
+        failed = self._turn_error(session, transcript) or self._marked_failure(session, view)
         if failed is not None:  # typed errors come before the words on the screen
             return failed
         scanned, rows, partial = self._scan(session, view)

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import partial
 from pathlib import Path
 
 from teleclaude import assets
@@ -31,7 +32,7 @@ from teleclaude.agents.profile import AgentProfile, Install, Setting
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.setup import merges
 from teleclaude.setup.manifest import Manifest
-from teleclaude.setup.merges import CommandFile, JsonEntry, Line, Skip, Status, Target, TomlTable
+from teleclaude.setup.merges import Chained, CommandFile, JsonEntry, Line, Skip, Status, Target, TomlTable
 from teleclaude.setup.staging import Staging
 
 SERVER = "teleclaude"
@@ -205,7 +206,30 @@ def agent_targets(agent: str, scope: Scope, base: Path, home: Path, with_hook: b
         hook = _hook(agent, scope, verb)
         entry = {"hooks": [{"name": f"teleclaude-{verb}", **hook} if layout.named_hooks else hook]}
         targets.append(JsonEntry(agent, hooks_file, ("hooks", event), entry, in_list=True))
+    # a status line is the user's own view: only theirs (user scope) holds ours, never a shared project file
+    if layout.status_line and scope is Scope.USER:
+        targets.append(Chained(agent, hooks_file, layout.status_line, partial(status_line, agent)))
     return targets
+
+
+def status_line(agent: str, theirs: object) -> dict:
+    """The CLI's status-line entry that records the usage it reports (`teleclaude hook statusline`), running
+    the user's own status line (`theirs`, if any) after it: their command string is their own config, passed
+    on as one argument and run as the CLI would run it."""
+    argv = [*launcher(Scope.USER), "hook", "statusline", "--agent", agent]
+    fields = theirs if isinstance(theirs, dict) else {}
+    command = fields.get("command")
+    if not isinstance(command, str) or not command.strip() or _is_ours(command):
+        return {"type": "command", "command": shlex.join(argv)}
+    return {**fields, "type": "command", "command": shlex.join([*argv, "--then", command])}
+
+
+def _is_ours(command: str) -> bool:
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return any(words[i : i + 2] == ["hook", "statusline"] for i in range(len(words)))
 
 
 def _server(scope: Scope = Scope.USER, argv: bool = False) -> dict:

@@ -3,7 +3,9 @@
 The file is a JSON object, unchanged since the first release so every existing install can still uninstall:
 
     {"files":   {path: sha256 of the command file as installed},
-     "entries": {path: [{"keys": [...], "list": bool, "value": ..., "created": [[...], ...]}]},
+     "entries": {path: [{"keys": [...], "list": bool, "value": ..., "created": [[...], ...],
+                         "replaced": the user's value it took the place of, as JSON text (its keys in
+                                     their order; only when there was one)}]},
      "toml":    {path: the TOML text appended},
      "created": [files and folders teleclaude created, in the order it created them]}
 
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from teleclaude.adapters import fs
-from teleclaude.adapters.agent_config import parse_json
+from teleclaude.adapters.agent_config import MISSING, parse_json
 
 Keys = tuple[str, ...]
 
@@ -26,21 +28,38 @@ Keys = tuple[str, ...]
 @dataclass(frozen=True)
 class JsonRecord:
     """`value` set at `keys` of a JSON file (`in_list`: one item appended to the list at `keys`), and the
-    tables teleclaude had to create to hold it, so uninstall removes them once they are empty again."""
+    tables teleclaude had to create to hold it, so uninstall removes them once they are empty again; and the
+    user's own value it took the place of (`replaced`; MISSING: none), which uninstall puts back."""
 
     keys: Keys
     value: object
     in_list: bool
     created: tuple[Keys, ...] = ()
+    replaced: object = MISSING
 
     @classmethod
     def load(cls, data: dict) -> JsonRecord:
         created = tuple(tuple(keys) for keys in data.get("created", []))
-        return cls(tuple(data["keys"]), data["value"], bool(data.get("list", False)), created)
+        replaced = _json(data.get("replaced"))
+        return cls(tuple(data["keys"]), data["value"], bool(data.get("list", False)), created, replaced)
 
     def dump(self) -> dict:
         created = [list(keys) for keys in self.created]
-        return {"keys": list(self.keys), "list": self.in_list, "value": self.value, "created": created}
+        data: dict[str, object] = {
+            "keys": list(self.keys),
+            "list": self.in_list,
+            "value": self.value,
+            "created": created,
+        }
+        return data if self.replaced is MISSING else data | {"replaced": json.dumps(self.replaced)}
+
+
+def _json(text: object) -> object:
+    """A value kept as JSON text; MISSING when there is none (or it no longer reads)."""
+    try:
+        return json.loads(text) if isinstance(text, str) else MISSING
+    except ValueError:
+        return MISSING
 
 
 @dataclass

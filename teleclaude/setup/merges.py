@@ -1,9 +1,10 @@
 """What `teleclaude install` puts into an agent CLI's files, and how it merges it in and takes it out again.
 
-Four kinds of target, each with an install merge and an uninstall merge: a command file (whole file, known by
-its hash), a JSON value at a key path, a JSON item in a list at a key path, and a TOML table appended as
-text. A merge reads through the `Staging`, stages new bytes and keeps the `Manifest` up to date; it never
-writes. What differs from the recorded version is the user's and is kept.
+Five kinds of target, each with an install merge and an uninstall merge: a command file (whole file, known by
+its hash), a JSON value at a key path, a JSON item in a list at a key path, a JSON value that takes the place
+of the user's own and runs it (chained), and a TOML table appended as text. A merge reads through the
+`Staging`, stages new bytes and keeps the `Manifest` up to date; it never writes. What differs from the
+recorded version is the user's and is kept.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 
@@ -73,6 +75,17 @@ class JsonEntry:
 
 
 @dataclass(frozen=True)
+class Chained:
+    """A JSON value at `keys` that takes the place of the user's own value there and runs it: `value(theirs)`
+    is ours, given theirs (MISSING: none). Uninstall puts theirs back exactly (the manifest keeps it)."""
+
+    agent: str
+    path: Path
+    keys: tuple[str, ...]
+    value: Callable[[object], object]
+
+
+@dataclass(frozen=True)
 class TomlTable:
     agent: str
     path: Path
@@ -86,7 +99,7 @@ class Skip:
     what: str
 
 
-Target = CommandFile | JsonEntry | TomlTable | Skip
+Target = CommandFile | JsonEntry | Chained | TomlTable | Skip
 
 YOURS = "you changed it, so it stays"
 
@@ -101,6 +114,8 @@ def install(target: Target, staging: Staging, manifest: Manifest) -> Line:
             return install_list_item(target, staging, manifest)
         case JsonEntry():
             return install_json(target, staging, manifest)
+        case Chained():
+            return install_chained(target, staging, manifest)
         case TomlTable():
             return install_toml(target, staging, manifest)
     raise TypeError(target)
@@ -114,6 +129,8 @@ def uninstall(target: Target, staging: Staging, manifest: Manifest) -> Line:
             return uninstall_file(target, staging, manifest)
         case JsonEntry():
             return uninstall_json(target, staging, manifest)
+        case Chained():
+            return uninstall_chained(target, staging, manifest)
         case TomlTable():
             return uninstall_toml(target, staging, manifest)
     raise TypeError(target)
@@ -217,6 +234,43 @@ def uninstall_json(t: JsonEntry, staging: Staging, manifest: Manifest) -> Line:
     else:
         _stage_json(t.path, data, style, staging)
     return Line(t.agent, status, what, YOURS if status is Status.KEPT else "")
+
+
+def install_chained(t: Chained, staging: Staging, manifest: Manifest) -> Line:
+    """Ours in the place of the user's value (which ours runs). Installed again, ours is rebuilt from the
+    value it replaced; a value the user put there since is theirs now, and ours runs that one instead."""
+    data, style = parse_json(t.path, staging.current(t.path))
+    existing, record = get_at(data, t.keys), manifest.record(t.path, t.keys)
+    what = f"{t.path} {'.'.join(t.keys)}"
+    ours_before = record is not None and existing == record.value
+    theirs = record.replaced if ours_before and record is not None else existing
+    value = t.value(theirs)
+    if existing == value:
+        return Line(t.agent, Status.UNCHANGED, what)
+    created = set_at(t.path, data, t.keys, value)
+    entry = JsonEntry(t.agent, t.path, t.keys, value)
+    _record_json(entry, created, record if ours_before else None, staging, manifest)
+    recorded = manifest.record(t.path, t.keys)
+    if recorded is not None and theirs is not MISSING:
+        manifest.set_record(t.path, replace(recorded, replaced=copy.deepcopy(theirs)))
+    _stage_json(t.path, data, style, staging)
+    detail = "" if theirs is MISSING else "yours runs inside it, and comes back with --uninstall"
+    return Line(t.agent, Status.UPDATED if ours_before else Status.CREATED, what, detail)
+
+
+def uninstall_chained(t: Chained, staging: Staging, manifest: Manifest) -> Line:
+    """The user's value back where ours is; ours changed by the user since stays theirs."""
+    record, current = manifest.record(t.path, t.keys), staging.current(t.path)
+    if record is None or record.replaced is MISSING or current is None:
+        return uninstall_json(JsonEntry(t.agent, t.path, t.keys, None), staging, manifest)
+    what = f"{t.path} {'.'.join(t.keys)}"
+    data, style = parse_json(t.path, current)
+    manifest.drop_record(t.path, t.keys)
+    if get_at(data, t.keys) != record.value:
+        return Line(t.agent, Status.KEPT, what, YOURS)
+    set_at(t.path, data, t.keys, copy.deepcopy(record.replaced))
+    _stage_json(t.path, data, style, staging)
+    return Line(t.agent, Status.REMOVED, what, "yours is back")
 
 
 def _record_json(

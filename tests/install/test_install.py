@@ -588,3 +588,102 @@ def test_install_as_a_process(home, run_process, tmp_path):
     assert tomllib.loads((home / ".gemini" / "commands" / "next-build.toml").read_text())["prompt"]
     done = run_process("install", "--gemini", "--uninstall", cwd=tmp_path)
     assert done.returncode == 0 and list(home.iterdir()) == []
+
+
+# --- claude's status line: the usage it reports, recorded; a user's own status line kept working --------
+
+STATUS_INPUT = {  # what Claude Code 2.1.197 gives a status-line command, for a subscriber (a part of it)
+    "session_id": "s1",
+    "cwd": "/home/dev/project",
+    "model": {"id": "claude-opus-4-8", "display_name": "Opus 4.8"},
+    "rate_limits": {
+        "five_hour": {"used_percentage": 83.0, "resets_at": 4102444800},  # 2100-01-01
+        "seven_day": {"used_percentage": 41.5, "resets_at": 4103049600},
+    },
+}
+
+
+def status_line(home: Path, stdin: str) -> subprocess.CompletedProcess[str]:
+    """Run the installed status line as Claude Code runs it: its command string through /bin/sh."""
+    command = load(home / ".claude" / "settings.json")["statusLine"]["command"]
+    return subprocess.run(
+        ["/bin/sh", "-c", command], input=stdin, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def recorded_usage(home: Path) -> dict[str, float]:
+    from datetime import UTC, datetime
+
+    from teleclaude.adapters.store import AvailabilityStore
+
+    windows = AvailabilityStore(home / "teleclaude.db").usage(datetime(2026, 1, 1, tzinfo=UTC))
+    return {w.window: w.used_percent for w in windows.get("claude", ())}
+
+
+def test_claudes_status_line_records_its_usage_and_uninstall_takes_it_away(home, run):
+    (home / ".claude").mkdir()
+    before = b'{\n  "model": "opus"\n}\n'
+    (home / ".claude" / "settings.json").write_bytes(before)
+    assert run("install", "--claude")[0] == 0
+    shown = status_line(home, json.dumps(STATUS_INPUT))
+    assert (shown.returncode, shown.stdout) == (0, "Opus 4.8 · 5h 83% · 7d 42%\n")
+    assert recorded_usage(home) == {"5h": 83.0, "7d": 41.5}
+    assert run("install", "--claude", "--uninstall")[0] == 0
+    assert (home / ".claude" / "settings.json").read_bytes() == before
+
+
+def test_a_users_own_status_line_keeps_working_inside_ours_and_comes_back_on_uninstall(home, run):
+    script = home / "bin" / "my-status"
+    script.parent.mkdir()
+    script.write_text('#!/bin/sh\ncat > "$HOME/their-input.json"\necho "my branch | my model"\n')
+    script.chmod(0o755)
+    (home / ".claude").mkdir()
+    theirs = {"type": "command", "command": f"{script} --short", "padding": 0}
+    before = (json.dumps({"statusLine": theirs, "model": "opus"}, indent=2) + "\n").encode()
+    (home / ".claude" / "settings.json").write_bytes(before)
+    code, out = run("install", "--claude")
+    assert code == 0 and "statusLine" in out
+    ours = load(home / ".claude" / "settings.json")["statusLine"]
+    assert ours["padding"] == 0 and ours["command"] != theirs["command"]
+    stdin = json.dumps(STATUS_INPUT)
+    shown = status_line(home, stdin)
+    assert (shown.returncode, shown.stdout) == (0, "my branch | my model\n")  # theirs, as before
+    assert (home / "their-input.json").read_text() == stdin  # with the same input claude gave
+    assert recorded_usage(home) == {"5h": 83.0, "7d": 41.5}  # and the usage recorded all the same
+    code, out = run("install", "--claude")
+    assert code == 0 and "0 created, 0 updated" in first_line(out)  # installed again: the same
+    assert run("install", "--claude", "--uninstall")[0] == 0
+    assert (home / ".claude" / "settings.json").read_bytes() == before
+
+
+def test_a_status_line_the_user_changed_after_install_is_theirs(home, run):
+    assert run("install", "--claude")[0] == 0
+    settings_file = home / ".claude" / "settings.json"
+    settings = load(settings_file)
+    settings["statusLine"] = {"type": "command", "command": "echo mine"}
+    settings_file.write_text(json.dumps(settings))
+    code, out = run("install", "--claude")  # installed again: theirs runs inside ours
+    assert code == 0
+    assert status_line(home, "{}").stdout == "mine\n"
+    assert run("install", "--claude", "--uninstall")[0] == 0
+    assert load(settings_file)["statusLine"] == {"type": "command", "command": "echo mine"}
+
+
+def test_the_status_line_prints_a_line_whatever_its_input_or_theirs_does(home, run):
+    assert run("install", "--claude")[0] == 0
+    for stdin in ("", "not json", "[]", '{"rate_limits": {"five_hour": {"used_percentage": "x"}}}'):
+        shown = status_line(home, stdin)
+        assert (shown.returncode, shown.stdout) == (0, "claude\n")
+    assert recorded_usage(home) == {}
+    settings_file = home / ".claude" / "settings.json"
+    settings = load(settings_file)
+    settings["statusLine"] = {"type": "command", "command": "exit 3"}
+    settings_file.write_text(json.dumps(settings))
+    assert run("install", "--claude")[0] == 0
+    shown = status_line(home, json.dumps(STATUS_INPUT))  # theirs fails: ours is shown
+    assert (shown.returncode, shown.stdout) == (0, "Opus 4.8 · 5h 83% · 7d 42%\n")
+
+
+def test_project_scope_installs_no_status_line(home, repo, run):
+    assert run("install", "--claude", "--scope", "project", "--cwd", str(repo))[0] == 0
+    assert "statusLine" not in load(repo / ".claude" / "settings.json")

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from enum import Enum
 
+# re-exported: made by the agent drivers' usage readers, read by the planner
+from teleclaude.agents.profile import UsageWindow as UsageWindow
 from teleclaude.errors import Call, Error
 
 # --- parsed files -----------------------------------------------------------------------------------
@@ -172,25 +174,6 @@ class Unavailability:
     agent: str
     until: datetime  # aware, UTC
     reason: str = ""
-
-
-@dataclass(frozen=True)
-class UsageWindow:
-    """How much of one of an agent's rate-limit windows is used, as its CLI last reported it.
-
-    `window` is the CLI's own name for it (`5h`/`7d`, `primary`/`secondary`: its driver says); `resets_at` is
-    None when the CLI did not say. All times aware UTC.
-    """
-
-    agent: str
-    window: str
-    used_percent: float
-    resets_at: datetime | None
-    seen_at: datetime
-
-    def current(self, now: datetime) -> bool:
-        """False once the window has reset: its usage then says nothing about the agent any more."""
-        return self.resets_at is None or self.resets_at > now
 
 
 # --- actions: what a call returns --------------------------------------------------------------------

@@ -7,12 +7,14 @@ The patterns are data: each agent driver's `limit_patterns` (teleclaude/agents/)
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
 from teleclaude.agents import PROFILES
+from teleclaude.agents.profile import UsageWindow
 
 DEFAULT_PAUSE = timedelta(hours=1)
 
@@ -250,3 +252,47 @@ def _zone(name: str | None) -> tzinfo | None:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
         return None
+
+
+# --- usage before a limit: the pane mark of a worker on another computer ----------------------------------
+
+
+def encode_usage(windows: Iterable[UsageWindow]) -> str:
+    """A driver's usage windows as the pane mark of a worker on another computer (its hook cannot reach this
+    machine's database), in printable ASCII on one row: `[[window, used %, reset or null, seen], …]`, times
+    in epoch seconds. The observer reads it for the session's own agent (`decode_usage`)."""
+    rows = [
+        [
+            w.window[:40],
+            w.used_percent,
+            w.resets_at.timestamp() if w.resets_at else None,
+            w.seen_at.timestamp(),
+        ]
+        for w in windows
+    ]
+    return json.dumps(rows)
+
+
+def decode_usage(agent: str, mark: str) -> tuple[UsageWindow, ...]:
+    """A pane's usage mark as `agent`'s windows; () for anything that is not one."""
+    try:
+        rows = json.loads(mark)
+    except ValueError:
+        return ()
+    found = []
+    for row in rows if isinstance(rows, list) else ():
+        if not (isinstance(row, list) and len(row) == 4 and isinstance(row[0], str)):
+            continue
+        window, used, resets, seen = row
+        if not all(_number(value) for value in (used, seen)) or not (resets is None or _number(resets)):
+            continue
+        try:
+            reset = None if resets is None else datetime.fromtimestamp(resets, UTC)
+            found.append(UsageWindow(agent, window, float(used), reset, datetime.fromtimestamp(seen, UTC)))
+        except (ValueError, OverflowError, OSError):
+            continue
+    return tuple(found)
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

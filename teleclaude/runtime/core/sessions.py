@@ -250,6 +250,9 @@ class PaneView:
     dead_status: int | None = None
     turn_end: str = ""  # the stop hook's mark on the pane (a worker on another computer), until cleared
     stop_failure: str = ""  # its StopFailure hook's mark: the failure as JSON (core/limits.py), until cleared
+    usage: str = (
+        ""  # its usage hook's mark: its agent's windows (core/limits.py `encode_usage`), until cleared
+    )
 
 
 class InvalidCursor(ValueError):

@@ -3,11 +3,13 @@
 The CLI (a driver whose `Hooks` run `prompt`) runs it for each message it is given, before the model is asked,
 with JSON on stdin: `{"session_id", "turn_id", "cwd", "hook_event_name": "UserPromptSubmit",
 "transcript_path", "prompt", …}`. `transcript_path` is the session's own record, where the CLI writes, typed,
-an API error that ends the turn (no hook runs for such a turn: the driver's `turn_error` reads it). For a
-worker of the runtime (TELECLAUDE_SESSION_ID set) the path is kept on its session. A worker on another
-computer (TELECLAUDE_TURN_END_TO_PANE set) keeps nothing: its file is over there, out of the observer's reach,
-and this machine's database is too; its limits are read from its screen. The hook prints nothing (the prompt
-goes ahead) and always exits 0.
+an API error that ends the turn (no hook runs for such a turn: the driver's `turn_error` reads it), and the
+usage of its rate-limit windows the provider reported on each response (the driver's `usage`, source
+`transcript`). For a worker of the runtime (TELECLAUDE_SESSION_ID set) the path is kept on its session. The
+usage the file holds so far is recorded for every session, worker or not (record.py; a worker on another
+computer marks its pane with it). A worker on another computer (TELECLAUDE_TURN_END_TO_PANE set) keeps no
+path: its file is over there, out of the observer's reach, and this machine's database is too; its limits are
+read from its screen. The hook prints nothing (the prompt goes ahead) and always exits 0.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import os
 import sys
 from typing import TextIO
 
-from teleclaude.runtime.hooks.record import record
+from teleclaude.runtime.hooks.record import record, record_transcript_usage
 
 
 def transcript_path(raw: str) -> str:
@@ -30,13 +32,13 @@ def transcript_path(raw: str) -> str:
 
 
 def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
-    if os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # TURN_END_TO_PANE of adapters/tmux.py: remote
-        return 0
     try:
         path = transcript_path((stdin or sys.stdin).read())
     except (OSError, ValueError):  # unreadable or not UTF-8: nothing to keep, and the prompt goes ahead
         return 0
-    if path:
+    if path and agent:
+        record_transcript_usage(agent, path, "prompt")
+    if path and not os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # TURN_END_TO_PANE: remote
         record(
             lambda runtime, session_id: runtime.record_transcript(session_id, path),
             "the rollout file",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from teleclaude.agents.profile import UsageWindow
     from teleclaude.runtime.api import Runtime
 
 
@@ -63,3 +64,53 @@ def mark_pane(option: str, payload: str) -> bool:
 
 def warn(message: str, hook: str = "stop") -> None:
     sys.stderr.write(f"teleclaude hook {hook}: {message}\n")
+
+
+USAGE_BUSY_MS = 1000  # a usage hook waits at most this long for the database: its CLI waits on it
+
+
+def record_usage(windows: tuple[UsageWindow, ...], hook: str) -> None:
+    """Keep the usage an agent CLI reported (its driver's `usage` reader): with the availability table, for
+    every process of this user's, worker or not; a worker on another computer marks its pane instead
+    (sealed, as its stop hook does), which the observer reads over ssh and records here. Never raises."""
+    if not windows:
+        return
+    try:
+        if os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # TURN_END_TO_PANE of adapters/tmux.py: remote
+            if os.environ.get("TELECLAUDE_SESSION_ID"):
+                from teleclaude.adapters.tmux import USAGE_OPTION
+                from teleclaude.runtime.core.limits import encode_usage
+
+                if not mark_pane(USAGE_OPTION, encode_usage(windows)):
+                    warn("could not mark the usage on the tmux pane", hook)
+            return
+        from teleclaude.adapters.store import AvailabilityStore
+
+        store = AvailabilityStore()
+        store.busy_timeout_ms = USAGE_BUSY_MS
+        store.record_usage(windows)
+    except Exception as error:  # never break the agent over bookkeeping
+        warn(f"could not record the usage: {type(error).__name__}: {error}", hook)
+
+
+TRANSCRIPT_TAIL = 64 * 1024  # bytes of a transcript read for its latest usage
+
+
+def record_transcript_usage(agent: str, path: str, hook: str) -> None:
+    """The usage the CLI's transcript (a hook input's `transcript_path`) reports so far, kept as
+    `record_usage` keeps it, when the driver reads its usage there. Never raises."""
+    try:
+        from teleclaude.agents import PROFILES
+
+        usage = PROFILES[agent].usage if agent in PROFILES else None
+        if usage is None or usage.read is None or usage.source != "transcript":
+            return
+        from datetime import UTC, datetime
+        from pathlib import Path
+
+        from teleclaude.adapters.fs import read_tail
+
+        lines = read_tail(Path(path), TRANSCRIPT_TAIL)
+        record_usage(usage.read("\n".join(lines), datetime.now(UTC)), hook)
+    except Exception as error:  # never hold up the CLI over bookkeeping
+        warn(f"could not read the usage: {type(error).__name__}: {error}", hook)

@@ -26,7 +26,7 @@ from teleclaude.agents import PROFILES
 from teleclaude.agents.profile import AgentProfile
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import WorktreeState
-from teleclaude.runtime.hooks.record import mark_pane, record, warn
+from teleclaude.runtime.hooks.record import mark_pane, record, record_transcript_usage, warn
 
 MAX_LISTED = 20
 
@@ -38,6 +38,7 @@ class StopEvent:
     active: bool  # stop_hook_active: this turn already continues because a stop hook refused a stop
     session_id: str = ""
     prompt: str = ""  # what the model was sent, when the CLI's stop input says (`Hooks.stop_prompt`)
+    transcript: str = ""  # the CLI's record of the session (`transcript_path`): its usage, for some
 
 
 @dataclass(frozen=True)
@@ -64,13 +65,14 @@ def parse_event(raw: str, agent: str | None = None) -> StopEvent:
     if not isinstance(cwd, str) or not cwd:
         raise MalformedInput("`cwd` is not a path")
     driver = PROFILES[agent] if agent is not None and agent in PROFILES else dialect(data)
-    session, prompt = data.get("session_id"), data.get("prompt")
+    session, prompt, transcript = data.get("session_id"), data.get("prompt"), data.get("transcript_path")
     return StopEvent(
         driver.name,
         Path(cwd),
         data.get("stop_hook_active") is True,
         session if isinstance(session, str) else "",
         prompt if driver.hooks.stop_prompt and isinstance(prompt, str) else "",
+        transcript if isinstance(transcript, str) else "",
     )
 
 
@@ -138,6 +140,8 @@ def main(agent: str | None = None, stdin: TextIO | None = None, stdout: TextIO |
     except Exception as error:  # never break the agent: let the stop through
         warn(f"{type(error).__name__}: {error}")
         return 0
+    if event.transcript:  # the usage the turn's responses reported, for a driver that reads it there
+        record_transcript_usage(event.agent, event.transcript, "stop")
     if not decision.block:
         _record_turn_end(event.prompt)
         return 0
