@@ -1,5 +1,6 @@
 """Any process of the user may set any tmux pane's options and name any session to a hook: a worker's hooks
-speak for its own session only. A pane mark (`@teleclaude_turn_end`, `@teleclaude_stop_failure`) counts
+speak for its own session only. A pane mark (`@teleclaude_turn_end`, `@teleclaude_stop_failure`,
+`@teleclaude_usage`) counts
 only when sealed with the session's key, and a hook's record on the database only with that key in its
 environment: one worker cannot end another's turn or make its agent unavailable (a forged stop failure once
 kept codex out for 16 hours)."""
@@ -16,8 +17,9 @@ from datetime import UTC, datetime
 import pytest
 
 from teleclaude.adapters.store import AvailabilityStore
-from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION
-from teleclaude.runtime.core.limits import parse_failure
+from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION, USAGE_OPTION
+from teleclaude.agents.profile import UsageWindow
+from teleclaude.runtime.core.limits import encode_usage, parse_failure
 from teleclaude.runtime.core.marks import SESSION_KEY, seal, unseal
 from teleclaude.runtime.core.sessions import EventKind, SessionState
 
@@ -118,3 +120,29 @@ def test_a_mark_opens_only_with_its_key_for_its_session_and_option():
         ("k1", "s1", TURN_END_OPTION, "\udcff 123"),  # not even text
     ]:
         assert unseal(key, session_id, option, value) is None
+
+
+@pytest.mark.slow  # the worker runtime in tmux
+def test_a_usage_mark_counts_only_sealed_with_the_sessions_key_and_for_its_own_agent(
+    worker_runtime, start_worker
+):
+    """A worker on another computer marks its pane with its CLI's usage (its status line or prompt hook):
+    the observer keeps it for the session's own agent, and only from that session's own hook."""
+    runtime = worker_runtime
+    other, target = start_worker("x"), start_worker("y")
+    now = datetime.now(UTC)
+    mark = encode_usage([UsageWindow("codex", "5h", 97.0, None, now)])  # names another agent: ignored
+    for value in (
+        mark,
+        seal(other.key, target.id, USAGE_OPTION, mark),
+        seal(target.key, target.id, "x", mark),
+    ):
+        _set_option(runtime, target.pane_id, USAGE_OPTION, value)
+        runtime.wait_for_sessions([target.id], timeout=0.5)
+        assert AvailabilityStore().usage(datetime.now(UTC)) == {}
+        assert runtime.tmux.views()[target.pane_id].usage == ""  # taken away unread
+    _set_option(runtime, target.pane_id, USAGE_OPTION, seal(target.key, target.id, USAGE_OPTION, mark))
+    runtime.wait_for_sessions([target.id], timeout=0.5)
+    (kept,) = AvailabilityStore().usage(datetime.now(UTC))[target.agent]
+    assert (kept.window, kept.used_percent) == ("5h", 97.0)
+    assert runtime.tmux.views()[target.pane_id].usage == ""  # recorded: taken away
