@@ -18,6 +18,13 @@ a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a comm
                command in `FAKE_AGENT_WAIT_CMD`)
     deaf       take commands, but drop every Enter under a line that is not one (a message stays in the
                input, as behind a CLI that redraws or is busy)
+    usage      (claude) after each step, report its rate-limit window through `teleclaude hook statusline`
+               the way Claude Code runs its status line (`rate_limits.five_hour`)
+
+The window: `FAKE_AGENT_WINDOW_<NAME>=PERCENT:SECONDS` gives that agent a window every turn of which uses
+PERCENT of it, and which resets SECONDS after its first turn; its state is shared by every stand-in of a run
+through the file `FAKE_AGENT_WINDOW_FILE`. A turn that starts on a used-up window is lost to the limit: no
+step, and the StopFailure hook with `You've hit your session limit · resets in Ns`, as `failure` does.
 
 Per item: `FAKE_AGENT_FORGET=slug,...` makes the builder of those slugs leave its work uncommitted (while
 the branch has no build commit), `FAKE_AGENT_REJECT=slug,...` makes the first review of those slugs
@@ -36,7 +43,9 @@ a model's turn would (bench/bench_loop.py measures the loop's own time around it
 
 from __future__ import annotations
 
+import fcntl
 import json
+import math
 import os
 import re
 import subprocess
@@ -44,6 +53,7 @@ import sys
 import termios
 import time
 import tty
+from dataclasses import dataclass
 from pathlib import Path
 
 from teleclaude.agents import NAMES
@@ -141,15 +151,15 @@ def respond(agent: str, chosen: set[str], command: str, args: str, lines) -> int
     if "limit" in chosen:
         say(LIMIT_MESSAGES.get(agent, LIMIT_MESSAGES["claude"]))
         return None
-    if "failure" in chosen:
+    window = take_turn(agent) if command != "emit" else None
+    if "failure" in chosen or (window is not None and window.lost):
+        message = (
+            FAILURE_MESSAGE if window is None else f"You've hit your session limit · resets in {window.left}s"
+        )
         say("the turn failed (see the StopFailure hook)")
         run_hook(
             "stop-failure",
-            {
-                "hook_event_name": "StopFailure",
-                "error": "rate_limit",
-                "last_assistant_message": FAILURE_MESSAGE,
-            },
+            {"hook_event_name": "StopFailure", "error": "rate_limit", "last_assistant_message": message},
         )
         return None
     work = float(os.environ.get("FAKE_AGENT_STEP_SECONDS") or 0)
@@ -158,11 +168,61 @@ def respond(agent: str, chosen: set[str], command: str, args: str, lines) -> int
         time.sleep(work)
     done = do_step(command, args.split()[0] if args.split() else "")
     say(done)
+    if "usage" in chosen and window is not None:
+        run_hook("statusline", window.status_line(), "--agent", agent)
     if "hook" in chosen:
         run_stop_hook()
     if "report" in chosen:
         report(done)
     return None
+
+
+@dataclass(frozen=True)
+class Window:
+    """The agent's rate-limit window after this turn took its share (or was refused)."""
+
+    used: float  # percent
+    resets_at: float  # epoch seconds
+    lost: bool  # the window was used up when the turn started
+
+    @property
+    def left(self) -> int:
+        return max(1, math.ceil(self.resets_at - time.time()))
+
+    def status_line(self) -> dict[str, object]:
+        """What Claude Code gives its status line for a subscriber (tests/realcli/NOTES.md)."""
+        five_hour = {"used_percentage": self.used, "resets_at": int(self.resets_at)}
+        return {"model": {"display_name": "stand-in"}, "rate_limits": {"five_hour": five_hour}}
+
+
+def take_turn(agent: str) -> Window | None:
+    """One turn of the agent's window (`FAKE_AGENT_WINDOW_<NAME>`, kept in `FAKE_AGENT_WINDOW_FILE`): a window
+    past its reset starts again; a used-up one refuses the turn. None when the agent has no window."""
+    spec, path = (
+        os.environ.get(f"FAKE_AGENT_WINDOW_{agent.upper()}", ""),
+        os.environ.get("FAKE_AGENT_WINDOW_FILE"),
+    )
+    if not spec or not path:
+        return None
+    share, _, seconds = spec.partition(":")
+    with open(path, "a+") as handle:  # every stand-in of the run: one turn at a time
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        try:
+            windows = json.loads(handle.read() or "{}")
+        except ValueError:
+            windows = {}
+        now = time.time()
+        used, resets_at = windows.get(agent, (0.0, 0.0))
+        if now >= resets_at:
+            used, resets_at = 0.0, now + float(seconds or 60)
+        lost = used >= 100
+        used = used if lost else min(100.0, used + float(share))
+        windows[agent] = (used, resets_at)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps(windows))
+    return Window(used, resets_at, lost)
 
 
 def do_step(command: str, slug: str) -> str:
@@ -273,11 +333,11 @@ def run_stop_hook() -> None:
     run_hook("stop", {"hook_event_name": "Stop", "stop_hook_active": False})
 
 
-def run_hook(name: str, payload: dict[str, object]) -> None:
-    """`teleclaude hook NAME` with the hook's JSON on stdin, as Claude Code runs it."""
+def run_hook(name: str, payload: dict[str, object], *args: str) -> None:
+    """`teleclaude hook NAME ARGS` with the hook's JSON on stdin, as Claude Code runs it."""
     payload = {**payload, "cwd": str(Path.cwd()), "session_id": "fake"}
     subprocess.run(
-        [sys.executable, "-m", "teleclaude", "hook", name],
+        [sys.executable, "-m", "teleclaude", "hook", name, *args],
         input=json.dumps(payload),
         text=True,
         capture_output=True,
