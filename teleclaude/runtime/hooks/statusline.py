@@ -45,9 +45,10 @@ def main(
         from teleclaude.agents import PROFILES
 
         reader = PROFILES[agent].usage.read
-        windows = reader(text, datetime.now(UTC)) if reader else ()
+        now = datetime.now(UTC)
+        windows = reader(text, now) if reader else ()
         record_usage(windows, "statusline")
-        line = our_line(agent, text, windows)
+        line = our_line(agent, text, windows, now)
     except Exception as error:  # record nothing; the line is still printed
         warn(f"{type(error).__name__}: {error}", "statusline")
     if then:
@@ -78,14 +79,16 @@ def theirs(command: str, raw: bytes) -> str:
     return done.stdout.decode("utf-8", "replace").rstrip("\n")
 
 
-def our_line(agent: str, raw: str, windows: Sequence[UsageWindow]) -> str:
-    """The model's name, then each window's use: `Opus 4.8 · 5h 83% · 7d 41%`."""
+def our_line(agent: str, raw: str, windows: Sequence[UsageWindow], now: datetime) -> str:
+    """The model's name, then each window's use as `teleclaude agents` shows it: `Opus 4.8 · 5h 83% ↺ 19:00 ·
+    7d 41% ↺ Sun 29 09:00` (resets in local time)."""
+    from teleclaude.planner.core.render import usage_text
+
     try:
         data = json.loads(raw)
     except ValueError:
         data = None
     model = data.get("model") if isinstance(data, dict) else None
     name = model.get("display_name") if isinstance(model, dict) else None
-    parts = [name if isinstance(name, str) and name else agent]
-    parts += [f"{w.window} {w.used_percent:.0f}%" for w in windows]
-    return " · ".join(parts)
+    usage = usage_text(windows, now, now.astimezone().tzinfo or UTC)
+    return " · ".join(part for part in (name if isinstance(name, str) and name else agent, usage) if part)
