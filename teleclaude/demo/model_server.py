@@ -42,7 +42,8 @@ from urllib.parse import urlsplit
 class Usage:
     """How much of its rate-limit windows a provider says is used, in the headers of every response (from
     the one that takes it on): the five-hour window (claude's `5h`, codex's primary) and the weekly one
-    (`7d`, secondary), each a fraction used (None: not reported) and its reset in seconds from the response.
+    (`7d`, secondary), each a fraction used (None: not reported) and its reset, in seconds from the moment
+    the server took this usage on (a step's, or one set): the same reset on every response after it.
     Anthropic sends `anthropic-ratelimit-unified-{5h,7d}-utilization` / `-reset` / `-status`, OpenAI's codex
     backend `x-codex-{primary,secondary}-used-percent` / `-window-minutes` / `-reset-at`; the other two
     providers report nothing of the kind."""
@@ -211,7 +212,7 @@ class ModelServer:
         usage: Usage | None = None,
     ) -> None:
         self._script: list[Step] = list(script)
-        self.usage = usage  # what the answers report of the rate-limit windows (a step's `usage` changes it)
+        self._usage: tuple[Usage, float] | None = None if usage is None else (usage, time.time())
         self.then = then  # once the script runs out: the step for a turn, from its request body
         self._uses: dict[int, int] = {}  # a Fail step's index -> the requests it answered
         self.default = default
@@ -237,6 +238,19 @@ class ModelServer:
     def close(self) -> None:
         self._http.shutdown()
         self._http.server_close()
+
+    @property
+    def usage(self) -> Usage | None:
+        """What the answers report of the rate-limit windows (a step's `usage` changes it)."""
+        return self._usage[0] if self._usage else None
+
+    @usage.setter
+    def usage(self, usage: Usage | None) -> None:
+        self._usage = None if usage is None else (usage, time.time())
+
+    def usage_since(self) -> tuple[Usage, float] | None:
+        """The usage the answers report, and when the server took it on (its resets count from then)."""
+        return self._usage
 
     # the script
 
@@ -329,8 +343,9 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             )
             if reply.hold is not None:
                 reply.hold.wait()
-            if server.usage is not None:  # a failure's own headers (a limit's 100 %) come last
-                reply.headers = dialect.usage_headers(server.usage) | reply.headers
+            reported = server.usage_since()
+            if reported is not None:  # a failure's own headers (a limit's 100 %) come last
+                reply.headers = dialect.usage_headers(*reported) | reply.headers
             if reply.events is None:
                 self._send(reply.status, reply.body, reply.headers)
             else:
@@ -436,8 +451,9 @@ class Dialect:
     def failure(self, step: Fail) -> tuple[int, dict[str, str], dict]:
         raise NotImplementedError
 
-    def usage_headers(self, usage: Usage) -> dict[str, str]:
-        """What the provider's responses say of its rate-limit windows (nothing, for most)."""
+    def usage_headers(self, usage: Usage, since: float) -> dict[str, str]:
+        """What the provider's responses say of its rate-limit windows (nothing, for most); the resets count
+        from `since` (epoch seconds)."""
         return {}
 
 
@@ -541,9 +557,9 @@ class Anthropic(Dialect):
         deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(json.dumps(arguments))]
         return self._reply(f"tool {name}", True, block, deltas, "tool_use", stream, hold, delay)
 
-    def usage_headers(self, usage: Usage) -> dict[str, str]:
+    def usage_headers(self, usage: Usage, since: float) -> dict[str, str]:
         """A subscriber's unified rate-limit headers (Claude Code 2.1 reads them only for an OAuth login)."""
-        now = int(time.time())
+        now = int(since)
         windows = [
             (claim, short, used, now + resets)
             for claim, short, used, resets in (
@@ -768,9 +784,9 @@ class OpenAIResponses(Dialect):
         ]
         return Reply(f"tool {name}", True, events=self._events(item, deltas), hold=hold, chunk_delay=delay)
 
-    def usage_headers(self, usage: Usage) -> dict[str, str]:
+    def usage_headers(self, usage: Usage, since: float) -> dict[str, str]:
         """What ChatGPT's codex backend sends on each response (codex 0.169 reads them for any provider)."""
-        now, headers = int(time.time()), {}
+        now, headers = int(since), {}
         for name, used, minutes, resets in (
             ("primary", usage.five_hour, 300, usage.five_hour_resets_in),
             ("secondary", usage.seven_day, 7 * 24 * 60, usage.seven_day_resets_in),

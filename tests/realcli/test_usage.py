@@ -9,6 +9,7 @@ Claude Code reads the unified headers only for a subscriber (an OAuth login), so
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime
 
@@ -17,9 +18,13 @@ import pytest
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.agents import NAMES, PROFILES
 from teleclaude.demo.model_server import Text, Usage
+from teleclaude.demo.scenario import commit_all
 from teleclaude.errors import Error
+from teleclaude.planner import api as app
+from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.core.sessions import Started, StartRequest
 
+from .conftest import trusted
 from .watching import screen, turn_ended, with_env
 
 OAUTH_TOKEN = "sk-ant-oat01-teleclaude-scripted-model-server"  # a subscriber's login
@@ -77,3 +82,55 @@ def test_the_recorded_usage_follows_the_providers_headers_turn_by_turn(agent, re
     windows = {w.window: w for w in AvailabilityStore().usage(datetime.now(UTC))[agent]}
     resets = windows[five_hour].resets_at
     assert resets is not None and 3500 < (resets - windows[five_hour].seen_at).total_seconds() < 3700
+
+
+# --- planned around: the next build goes to the next agent before any 429, and back at the reset ----------
+
+RESET_IN = 75  # seconds: the claude window's reset, long enough for a claude turn and a codex start
+
+
+def build_by(project, *agents: str) -> None:
+    with (project / "teleclaude.toml").open("a") as settings:
+        settings.write(f"[matrix]\nbuild = {json.dumps([f'{a}:med' for a in agents])}\n")
+    trusted(project)  # the file changed: trusted again in its new content
+    commit_all(project, "Builds by " + ", then ".join(agents))
+
+
+def build(runtime, project, model_server, provider: str, turns: int) -> None:
+    """The planner's next step, started: its CLI's request reaches the server as turn `turns`, from
+    `provider`; then its turn ends and the session is ended (the build is not done: it is asked again)."""
+    dispatch = app.next_work(cwd=project)
+    assert isinstance(dispatch, Dispatch) and dispatch.command == "next-build", dispatch
+    started = runtime.start(dispatch)
+    assert isinstance(started, Started), started
+    model_server.wait_for(lambda r: r.turn and len(model_server.turns()) >= turns, timeout=120)
+    assert model_server.turns()[turns - 1].provider == provider  # which agent's server got the step
+    turn_ended(runtime, started.session.id)
+    ended = runtime.end_session(started.session.id)
+    assert not isinstance(ended, Error), ended
+
+
+def test_at_95_percent_the_next_build_goes_to_the_next_agent_before_any_429_and_comes_back_at_the_reset(
+    runtime, codex, project, model_server
+):
+    """claude's answer says its five-hour window is 95 % used (over the default headroom, 90 %): the next
+    build goes to codex, the row's next agent, though claude was never refused; once that window has reset,
+    builds go to claude again, with no one touching anything."""
+    with_env(runtime, "claude", ANTHROPIC_API_KEY=None, CLAUDE_CODE_OAUTH_TOKEN=OAUTH_TOKEN)
+    build_by(project, "claude", "codex")
+    model_server.add(
+        Text("Not built yet.", usage=Usage(five_hour=0.95, five_hour_resets_in=RESET_IN)),
+        Text("Not built yet either.", usage=Usage()),  # codex's answer reports no window
+        Text("Back on claude."),
+    )
+    build(runtime, project, model_server, "anthropic", 1)
+    wait_recorded("claude", {"5h": 95.0})
+    (window,) = AvailabilityStore().usage(datetime.now(UTC))["claude"]
+    build(runtime, project, model_server, "openai", 2)  # at 95 %: codex, before any 429
+    assert window.resets_at is not None and window.resets_at > datetime.now(
+        UTC
+    )  # claude's window is still on
+    time.sleep(max(0.0, (window.resets_at - datetime.now(UTC)).total_seconds()) + 1)
+    build(runtime, project, model_server, "anthropic", 3)  # the window reset: claude again
+    assert [r.provider for r in model_server.turns()] == ["anthropic", "openai", "anthropic"]
+    assert not [r.answer for r in model_server.requests if r.answer.startswith("fail")]  # no 429 ever
