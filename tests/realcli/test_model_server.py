@@ -14,6 +14,7 @@ from teleclaude.demo.model_server import (
     ModelServer,
     Text,
     Tool,
+    Usage,
     mcp,
     provider_of,
     shell,
@@ -207,3 +208,45 @@ def test_a_held_step_answers_when_the_test_releases_it_and_wait_for_sees_the_req
         assert answers[0][2][-1]["candidates"][0]["finishReason"] == "STOP"
         with pytest.raises(TimeoutError, match="no matching request"):
             server.wait_for(lambda r: r.path == "/never", timeout=0.1)
+
+
+def test_each_answer_carries_the_usage_headers_its_provider_sends_from_the_turn_that_takes_them_on():
+    """claude's and codex's providers report their windows on every response; the reset stays where it was
+    set (a real window's reset does not move); gemini's and opencode's providers report nothing."""
+    script = [
+        Text("a"),
+        Text("b", usage=Usage(five_hour=0.5, seven_day=0.25, five_hour_resets_in=600)),
+        Text("c"),
+    ]
+    with ModelServer(script * 2) as server:
+        heard = {}
+        for provider in ("anthropic", "openai"):
+            answers = [
+                post(server, PATHS[provider], {"stream": True, **TOOLS[provider]})[1] for _ in range(3)
+            ]
+            heard[provider] = [{k.lower(): v for k, v in h.items()} for h in answers]
+            server.usage = None
+        claude = heard["anthropic"]
+        assert not any(k.startswith("anthropic-ratelimit") for k in claude[0])  # before the step that sets it
+        assert (
+            claude[1]["anthropic-ratelimit-unified-5h-utilization"],
+            claude[1]["anthropic-ratelimit-unified-7d-utilization"],
+        ) == ("0.5", "0.25")
+        assert (
+            claude[2]["anthropic-ratelimit-unified-5h-reset"]
+            == claude[1]["anthropic-ratelimit-unified-5h-reset"]
+        )
+        codex = heard["openai"]
+        assert (codex[1]["x-codex-primary-used-percent"], codex[1]["x-codex-secondary-used-percent"]) == (
+            "50",
+            "25",
+        )
+        assert (codex[1]["x-codex-primary-window-minutes"], codex[1]["x-codex-secondary-window-minutes"]) == (
+            "300",
+            "10080",
+        )
+        assert codex[2]["x-codex-primary-reset-at"] == codex[1]["x-codex-primary-reset-at"]
+        server.usage = Usage(five_hour=0.9)
+        for provider in ("gemini", "chat"):
+            _, headers, _ = post(server, PATHS[provider], {**TOOLS[provider]})
+            assert not any("ratelimit" in k.lower() or k.lower().startswith("x-codex") for k in headers)
