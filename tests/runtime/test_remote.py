@@ -4,6 +4,7 @@ holds a clone of the project, with the stand-in CLI on that side's PATH.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -119,14 +120,17 @@ def test_an_unknown_computer_a_step_outside_an_item_worktree_and_an_agent_not_th
     assert isinstance(answer, Error) and answer.code is ErrorCode.AGENT_NOT_INSTALLED, answer
 
 
-def hooks_only(project: Path, agent: str, stand_in_mode: str) -> None:
-    """No idle rule (a turn end must come from a hook), and `agent`'s stand-in in `stand_in_mode`."""
+def hooks_only(project: Path, agent: str, stand_in_mode: str, **env: str) -> None:
+    """No idle rule (a turn end must come from a hook); `agent`'s stand-in in `stand_in_mode`, with `env`."""
     settings = project / "teleclaude.toml"
     text = settings.read_text().replace("idle_threshold = 0.4", "idle_threshold = 600")
     assert "idle_threshold = 600" in text  # else the idle rule, not a hook, would end the turns
+    table = ", ".join(
+        f"{key} = {json.dumps(value)}" for key, value in {"FAKE_AGENT": stand_in_mode, **env}.items()
+    )
     settle_settings(
         project,
-        text + f'\n[runtime.agents.{agent}]\nenv = {{ FAKE_AGENT = "{stand_in_mode}" }}\n',
+        text + f"\n[runtime.agents.{agent}]\nenv = {{ {table} }}\n",
         f"{agent}: {stand_in_mode} over there, and no idle rule",
     )
 
@@ -209,6 +213,30 @@ def test_a_limit_the_remote_stop_failure_hook_reports_reaches_this_machine(
     assert "claude" in unavailable  # on this machine: the planner gives the next step to another agent
     assert unavailable["claude"].until.astimezone(UTC).strftime("%H:%M") == "15:48"  # the hook's own reset
     assert runtime.tmux.views()[session.pane_id].stop_failure == ""  # the mark was taken away
+    assert not sshd.db.exists()  # nothing was written into the database over there
+    assert ended(runtime, session.id).state.is_final
+
+
+def test_the_usage_a_remote_worker_reports_reaches_this_machine_through_its_pane(
+    project, remote_project, sshd, watch, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    # the stand-in runs `teleclaude hook statusline` over there after its step, as Claude Code runs its
+    # status line, then its Stop hook
+    window = {"FAKE_AGENT_WINDOW_CLAUDE": "40:600", "FAKE_AGENT_WINDOW_FILE": str(tmp_path / "window.json")}
+    hooks_only(project, "claude", "work,hook,usage", **window)
+    runtime = open_runtime(project)
+    action = app.next_work(cwd=project)
+    assert isinstance(action, Dispatch) and action.step is Step.BUILD, action
+    started = runtime.run_agent_command(
+        StartRequest(NAME, action.command, action.slug, action.project, "claude", "med", action.subfolder)
+    )
+    assert isinstance(started, Started), started.message
+    session = started.session
+    watch(runtime, session.id).until(EventKind.TURN_ENDED, seconds=60)
+    (kept,) = runtime.context.availability.usage(datetime.now(UTC))["claude"]  # on this machine
+    assert (kept.window, kept.used_percent) == ("5h", 40.0)
+    assert runtime.tmux.views()[session.pane_id].usage == ""  # the mark was taken away
     assert not sshd.db.exists()  # nothing was written into the database over there
     assert ended(runtime, session.id).state.is_final
 
