@@ -14,6 +14,7 @@ from teleclaude.agents.profile import (
     Kind,
     Setting,
     UsageReport,
+    UsageSource,
     UsageWindow,
 )
 
@@ -148,7 +149,7 @@ PROFILE = AgentProfile(
         mcp_entry={"type": "stdio"},
         status_line=("statusLine",),
     ),
-    usage=UsageReport("statusline", statusline_usage),
+    usage=UsageReport(UsageSource.STATUSLINE, statusline_usage),
     # - the "Bypass Permissions mode" warning: what accepting it writes (project settings are not read for it)
     # - project `.mcp.json` servers pending approval: where the CLI itself says to persist an approval
     #   (project settings cannot approve their own servers)

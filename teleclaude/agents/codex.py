@@ -16,6 +16,7 @@ from teleclaude.agents.profile import (
     Kind,
     TurnError,
     UsageReport,
+    UsageSource,
     UsageWindow,
 )
 
@@ -203,7 +204,7 @@ PROFILE = AgentProfile(
     command_sign="$",  # codex 0.169 has no custom prompts; role commands are skills: `$next-build x`
     trust_flags=trust_flags,
     turn_error=last_turn_error,
-    usage=UsageReport("transcript", rollout_usage),
+    usage=UsageReport(UsageSource.TRANSCRIPT, rollout_usage),
     blockers=(
         Blocker(
             "the folder trust dialog",

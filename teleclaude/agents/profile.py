@@ -123,17 +123,22 @@ class UsageWindow:
         return self.resets_at is None or self.resets_at > now
 
 
+class UsageSource(Enum):
+    NONE = "none"
+    STATUSLINE = "statusline"  # the JSON its status-line command gets on stdin: `teleclaude hook statusline`
+    TRANSCRIPT = "transcript"  # its session file, which its prompt and stop hooks name
+
+
 @dataclass(frozen=True)
 class UsageReport:
     """Where the CLI reports how much of its rate-limit windows is used, before it hits one, and its reader.
 
-    `source`: `statusline` (the JSON its status-line command gets on stdin: `teleclaude hook statusline`),
-    `transcript` (its session file, which its prompt hook names). `read(text, now)` gives the windows that
-    text reports (`now`: when it was read, for a report that carries no time of its own); pure, never raises.
-    A CLI with no structured report has `read=None`, and `lacking` says what it offers instead.
+    `read(text, now)` gives the windows that text reports (`now`: when it was read, for a report that carries
+    no time of its own); pure, never raises. A CLI with no structured report has `read=None`, and `lacking`
+    says what it offers instead.
     """
 
-    source: str = ""
+    source: UsageSource = UsageSource.NONE
     read: Callable[[str, datetime], tuple[UsageWindow, ...]] | None = None
     lacking: str = "its usage before a limit was not looked for"
 

@@ -15,6 +15,7 @@ import shutil
 import sys
 
 from teleclaude.agents import NAMES, PROFILES
+from teleclaude.agents.profile import UsageSource
 from teleclaude.cli.base import Command, add_cwd, print_value, write
 from teleclaude.errors import Error
 
@@ -137,7 +138,7 @@ def _add_hook(parser: argparse.ArgumentParser) -> None:
         description="Read the status-line JSON on stdin, record the rate-limit usage in it and print a "
         "status line: the output of --then's command when given (the user's own), else ours.",
     )
-    lining = tuple(name for name, driver in PROFILES.items() if driver.usage.source == "statusline")
+    lining = tuple(name for name, d in PROFILES.items() if d.usage.source is UsageSource.STATUSLINE)
     statusline.add_argument(
         "--agent", choices=lining, default=lining[0], help=f"the CLI (default: {lining[0]})"
     )

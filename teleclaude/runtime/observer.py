@@ -17,7 +17,7 @@ from subprocess import Popen
 from teleclaude.adapters.fs import read_tail
 from teleclaude.adapters.store import StoreError
 from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION, USAGE_OPTION, TmuxError
-from teleclaude.agents.profile import UsageWindow
+from teleclaude.agents.profile import UsageSource, UsageWindow
 from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core.tool_lines import tool_lines
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
@@ -192,7 +192,7 @@ class Observer:
         reads one (for the error that ended its turn, or its usage); [] otherwise."""
         local = not self.context.config.elsewhere(session.computer)
         profile = self.context.config.profiles.get(session.agent)
-        reads = profile is not None and (profile.turn_error or profile.usage.source == "transcript")
+        reads = profile is not None and (profile.turn_error or profile.usage.source is UsageSource.TRANSCRIPT)
         if not (reads and session.transcript and local and session.state in WORKING):
             return []
         return read_tail(Path(session.transcript), TRANSCRIPT_TAIL)
@@ -201,7 +201,7 @@ class Observer:
         """The usage of its agent's windows the transcript reports (the driver's `usage`), kept with the
         availability table when newer than what this observer kept last."""
         profile = self.context.config.profiles.get(session.agent)
-        reader = profile.usage.read if profile and profile.usage.source == "transcript" else None
+        reader = profile.usage.read if profile and profile.usage.source is UsageSource.TRANSCRIPT else None
         if lines and reader is not None:
             self._keep_usage(reader("\n".join(lines), self.context.clock()))
 

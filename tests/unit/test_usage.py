@@ -11,7 +11,7 @@ import pytest
 from teleclaude.agents import PROFILES
 from teleclaude.agents.claude import statusline_usage
 from teleclaude.agents.codex import rollout_usage
-from teleclaude.agents.profile import UsageWindow
+from teleclaude.agents.profile import UsageSource, UsageWindow
 from teleclaude.runtime.core.limits import decode_usage, encode_usage
 
 NOW = datetime(2030, 5, 1, 12, 0, tzinfo=UTC)
@@ -132,7 +132,7 @@ def test_every_driver_reads_its_usage_or_says_why_not(name):
     if usage.read is None:
         assert usage.lacking and name in usage.lacking  # the real-CLI scenario skips with this reason
     else:
-        assert usage.source in ("statusline", "transcript")
+        assert usage.source in (UsageSource.STATUSLINE, UsageSource.TRANSCRIPT)
         assert usage.read("", NOW) == ()
 
 

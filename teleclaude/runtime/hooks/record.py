@@ -101,9 +101,10 @@ def record_transcript_usage(agent: str, path: str, hook: str) -> None:
     `record_usage` keeps it, when the driver reads its usage there. Never raises."""
     try:
         from teleclaude.agents import PROFILES
+        from teleclaude.agents.profile import UsageSource
 
         usage = PROFILES[agent].usage if agent in PROFILES else None
-        if usage is None or usage.read is None or usage.source != "transcript":
+        if usage is None or usage.read is None or usage.source is not UsageSource.TRANSCRIPT:
             return
         from datetime import UTC, datetime
         from pathlib import Path

@@ -27,7 +27,7 @@ from teleclaude.runtime.hooks.record import record_usage, warn
 if TYPE_CHECKING:
     from teleclaude.agents.profile import UsageWindow
 
-THEIRS_TIMEOUT = 4.0  # Claude Code gives a status-line command 5 s in all
+THEIRS_TIMEOUT = 3.5  # Claude Code gives a status-line command 5 s in all (ours: up to 1 s more)
 SHELL = "/bin/sh"  # what Claude Code (Node's `spawn(…, {shell: true})`) runs a command string with
 
 
