@@ -30,6 +30,8 @@ from teleclaude.setup.scaffold import init
 from ..tmux_reaper import reaper, stop
 
 REPO = Path(__file__).resolve().parents[2]
+# a subscriber's login: claude then shows subscription limits and reads the usage headers (NOTES.md)
+OAUTH_TOKEN = "sk-ant-oat01-teleclaude-scripted-model-server"
 VERSIONS = Path(__file__).with_name("versions.txt")
 
 # the idle rule is kept out of the way (5 minutes): a turn end here must come from the CLI's hook; a CLI

@@ -24,10 +24,9 @@ from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.core.sessions import Started, StartRequest
 
-from .conftest import trusted
+from .conftest import OAUTH_TOKEN, trusted
 from .watching import screen, turn_ended, with_env
 
-OAUTH_TOKEN = "sk-ant-oat01-teleclaude-scripted-model-server"  # a subscriber's login
 RUNTIMES = {
     "claude": "runtime",
     "codex": "codex_runtime",
