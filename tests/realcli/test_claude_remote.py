@@ -34,7 +34,7 @@ def test_a_real_claudes_usage_over_ssh_reaches_this_machine_through_its_pane(
     with_env(runtime, "claude", ANTHROPIC_API_KEY=None, CLAUDE_CODE_OAUTH_TOKEN=OAUTH_TOKEN)  # a subscriber
     _, started = start_build(runtime, project, "claude")
     turn_ended(runtime, started.session.id)
-    deadline, recorded = time.monotonic() + 60, {}
+    deadline, recorded = time.monotonic() + 60, dict[str, float]()
     while time.monotonic() < deadline and recorded != {"5h": 93.0, "7d": 40.0}:
         runtime.list_sessions()  # a look: the pane's marks are read
         windows = AvailabilityStore().usage(datetime.now(UTC)).get("claude", ())

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from teleclaude.adapters.store import AvailabilityStore
     from teleclaude.agents.profile import UsageWindow
     from teleclaude.runtime.api import Runtime
 
@@ -88,9 +89,17 @@ def record_usage(windows: tuple[UsageWindow, ...], hook: str) -> None:
 
         store = AvailabilityStore()
         store.busy_timeout_ms = USAGE_BUSY_MS
-        store.record_usage(windows)
+        # a status line runs at every change of the screen, mostly with what is on record already: a read
+        # (the stdlib's sqlite3) is far cheaper than a write (sqlite-utils), so only news is written
+        known = {(w.agent, w.window, w.used_percent, w.resets_at) for w in _on_record(store, windows)}
+        fresh = [w for w in windows if (w.agent, w.window, w.used_percent, w.resets_at) not in known]
+        store.record_usage(fresh)
     except Exception as error:  # never break the agent over bookkeeping
         warn(f"could not record the usage: {type(error).__name__}: {error}", hook)
+
+
+def _on_record(store: AvailabilityStore, windows: tuple[UsageWindow, ...]) -> tuple[UsageWindow, ...]:
+    return tuple(w for agent_windows in store.usage(windows[0].seen_at).values() for w in agent_windows)
 
 
 TRANSCRIPT_TAIL = 64 * 1024  # bytes of a transcript read for its latest usage
