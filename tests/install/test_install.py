@@ -687,6 +687,19 @@ def test_the_status_line_prints_a_line_whatever_its_input_or_theirs_does(home, r
     assert shown.returncode == 0 and shown.stdout.startswith("Opus 4.8 · 5h 83% ↺ ")
 
 
+def test_a_status_line_of_theirs_that_hangs_is_ended_with_its_children_and_ours_shown(home, run):
+    settings_file = home / ".claude" / "settings.json"
+    settings_file.parent.mkdir()
+    settings_file.write_text(
+        json.dumps({"statusLine": {"type": "command", "command": "sleep 31.4159; echo late"}})
+    )
+    assert run("install", "--claude")[0] == 0
+    shown = status_line(home, json.dumps(STATUS_INPUT))
+    assert shown.returncode == 0 and shown.stdout.startswith("Opus 4.8 · 5h 83%")
+    left = subprocess.run(["pgrep", "-f", "sleep 31.4159"], capture_output=True, text=True, check=False)
+    assert left.stdout == ""  # no process of theirs left behind
+
+
 def test_project_scope_installs_no_status_line(home, repo, run):
     assert run("install", "--claude", "--scope", "project", "--cwd", str(repo))[0] == 0
     assert "statusLine" not in load(repo / ".claude" / "settings.json")

@@ -16,6 +16,8 @@ exits 0: the status line is never what breaks the CLI.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -66,17 +68,29 @@ def _read(stream: BinaryIO) -> bytes:
 
 
 def theirs(command: str, raw: bytes) -> str:
-    """What the user's own status line prints for this input; "" when it fails, hangs or prints nothing."""
+    """What the user's own status line prints for this input; "" when it fails, hangs or prints nothing. One
+    that hangs is ended with every process it started (its own process group), as Claude Code would."""
     try:
-        done = subprocess.run(
-            [SHELL, "-c", command], input=raw, capture_output=True, timeout=THEIRS_TIMEOUT, check=False
+        process = subprocess.Popen(
+            [SHELL, "-c", command],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
-    except (OSError, subprocess.SubprocessError) as error:
+    except OSError as error:
         warn(f"your status line did not run: {error}", "statusline")
         return ""
-    if done.returncode != 0:
+    try:
+        out, _ = process.communicate(raw, timeout=THEIRS_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        warn(f"your status line took more than {THEIRS_TIMEOUT:g} s: ended", "statusline")
         return ""
-    return done.stdout.decode("utf-8", "replace").rstrip("\n")
+    if process.returncode != 0:
+        return ""
+    return out.decode("utf-8", "replace").rstrip("\n")
 
 
 def our_line(agent: str, raw: str, windows: Sequence[UsageWindow], now: datetime) -> str:
