@@ -8,6 +8,10 @@ import time
 from pathlib import Path
 
 from teleclaude.adapters.tmux import Tmux
+from teleclaude.demo.stand_in import LIMIT_MESSAGES
+from teleclaude.planner import api as app
+from teleclaude.planner.core.model import Dispatch
+from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 
 from .conftest import assert_gone
 
@@ -136,3 +140,42 @@ def test_no_client_is_left_when_the_process_that_started_it_is_killed(tmux_socke
         follower.kill()
         follower.communicate()
     assert_gone(clients)
+
+
+def test_a_following_observer_reads_only_panes_that_printed_and_still_sees_their_new_output(
+    project, runtime, monkeypatch, watch
+):
+    """`teleclaude run` follows its workers' output: a worker that printed nothing since the last look is
+    not captured again, and a limit it prints later still limits it."""
+    monkeypatch.setenv("FAKE_AGENT", "hang")  # busy after its command: what is typed shows as queued
+    action = app.next_work(cwd=project)
+    assert isinstance(action, Dispatch), action
+    runtime.tmux.follow()
+    try:
+        started = runtime.start(action)
+        assert isinstance(started, Started), started
+        session_id, pane = started.session.id, started.session.pane_id
+        captures: list[str] = []
+        capture = runtime.tmux.capture
+
+        def counted(pane_id: str, *args, **kwargs) -> list[str]:
+            captures.append(pane_id)
+            return capture(pane_id, *args, **kwargs)
+
+        monkeypatch.setattr(runtime.tmux, "capture", counted)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # looks until one finds the pane quiet since the last
+            before = len(captures)
+            runtime.list_sessions()
+            if len(captures) == before:
+                break
+            time.sleep(0.3)
+        assert len(captures) == before, "a quiet pane was captured at every look"
+        assert runtime.store.get(session_id).state is SessionState.RUNNING
+        runtime.tmux.send_text(pane, LIMIT_MESSAGES[action.agent])
+        runtime.tmux.send_key(pane, "Enter")
+        watch(runtime, session_id).until(EventKind.RATE_LIMITED)
+        assert len(captures) > before
+        runtime.end_session(session_id)
+    finally:
+        runtime.tmux.unfollow()
