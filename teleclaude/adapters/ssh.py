@@ -135,6 +135,9 @@ class RemoteTmux(Tmux):
             stderr=subprocess.DEVNULL,
         )
 
+    def signal(self, channel: str) -> None:
+        self.cmd("wait-for", "-S", channel, check=False)
+
     def control_argv(self, session: str) -> list[str]:
         """The control client runs there, through the same ssh connection the commands use; closing its
         stdin here ends ssh's, which detaches it there."""

@@ -216,6 +216,20 @@ class Tmux:
             stderr=subprocess.DEVNULL,
         )
 
+    def signal(self, channel: str) -> None:
+        """`tmux wait-for -S CHANNEL`: wakes whoever waits on it. Run directly, not through libtmux: it is
+        the one tmux command of a hook's process, where importing libtmux costs more than the command."""
+        try:
+            subprocess.run(
+                [*self._client(), "wait-for", "-S", channel],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=self.timeout,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as error:
+            raise TmuxError(f"tmux wait-for failed: {error}") from None
+
     def _client(self) -> list[str]:
         """A tmux client of this server, up to its command."""
         return [shutil.which("tmux") or "tmux", "-S" if "/" in self.socket else "-L", self.socket]

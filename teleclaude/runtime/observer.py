@@ -170,7 +170,7 @@ class Observer:
         """A hook's news is saved: whoever waits on the session (`wait`, in another process) looks at once,
         not at its next poll: through the channel they listen on, which its pane's exit also signals."""
         try:
-            self.context.tmux.cmd("wait-for", "-S", exit_channel(session.id), check=False)
+            self.context.tmux.signal(exit_channel(session.id))
         except TmuxError as error:
             log.info("session %s: could not wake its waiters (%s)", session.id, error)
 
