@@ -246,6 +246,10 @@ class Tmux:
         if self._events is None:
             self._events = PaneEvents(self.control_argv)
 
+    @property
+    def following(self) -> bool:
+        return self._events is not None
+
     def unfollow(self) -> None:
         """End every control client (`follow` again to start over)."""
         if self._events is not None:
