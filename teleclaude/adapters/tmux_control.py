@@ -81,6 +81,8 @@ class PaneEvents:
 
     def close(self, session: str | None = None) -> None:
         """End the client of `session` (every client without one) and wait for it to exit."""
+        if session is None:
+            atexit.unregister(self.close)
         with self._lock:
             names = list(self._clients) if session is None else [session]
             clients = [client for name in names if (client := self._clients.pop(name, None)) is not None]
