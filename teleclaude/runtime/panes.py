@@ -76,8 +76,9 @@ class Panes:
             tmux.send_key(pane, "Enter")
             deadline = time.monotonic() + 1.0
             while (left := deadline - time.monotonic()) > 0:
-                if not tmux.await_output(pane, mark, left, poll=0.02):
-                    break  # it printed nothing: the screen is as it was
+                # looked at again when it printed, and every 0.25 s all the same: an event that comes late
+                # (a loaded machine) must not make a taken Enter look dropped, and be pressed again
+                tmux.await_output(pane, mark, min(left, 0.25), poll=0.02)
                 mark = tmux.output_mark(pane)
                 view = tmux.views().get(pane)
                 if view is None or view.dead or _where(tmux.screen(pane, view), typed) != before:
