@@ -141,7 +141,7 @@ class RemoteTmux(Tmux):
     def control_argv(self, session: str) -> list[str]:
         """The control client runs there, through the same ssh connection the commands use; closing its
         stdin here ends ssh's, which detaches it there."""
-        return ssh_argv(self.computer, [*self._tmux(), "-C", "attach-session", "-t", f"={session}"])
+        return ssh_argv(self.computer, [*self._tmux(), "-N", "-C", "attach-session", "-t", f"={session}"])
 
 
 class Fleet(Tmux):

@@ -238,17 +238,13 @@ class Tmux:
 
     def control_argv(self, session: str) -> list[str]:
         """A control-mode client attached to `session` (by its exact name)."""
-        return [*self._client(), "-C", "attach-session", "-t", f"={session}"]
+        return [*self._client(), "-N", "-C", "attach-session", "-t", f"={session}"]
 
     def follow(self) -> None:
         """From here on, panes that are `watch`ed report their output as events (a long-lived observer
         such as `teleclaude run`: a single look is cheaper with a capture than with a client)."""
         if self._events is None:
             self._events = PaneEvents(self.control_argv)
-
-    @property
-    def following(self) -> bool:
-        return self._events is not None
 
     def unfollow(self) -> None:
         """End every control client (`follow` again to start over)."""

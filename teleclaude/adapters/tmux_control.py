@@ -9,7 +9,15 @@ make this side do anything. What the observer gets is a mark per pane (it change
 printed) and a wait for the next output; the screen itself is still read with `capture-pane`.
 
 A client ends by itself when its session ends or its server exits, and when its stdin closes, so also when
-this process is killed; `close` ends them at once (and at exit).
+this process is killed; `close` ends them at once (and at exit). It is started with `-N`, so it never
+starts a server of its own.
+
+Nothing follows by default, and `teleclaude run` does not: tmux 3.3a's server segfaults (a NULL session,
+"segfault at 20" in the kernel log) when a control client attaches while another client creates a session,
+which five concurrent worker starts each followed by its client's attach hit in 2 to 6 of 15 to 20 tries,
+and the crash ends every worker of that server. Other tmux clients, of other runs, the MCP server or a
+worker's own `tmux` calls, cannot be kept from creating sessions at that moment, so the run reads its panes
+with captures until a tmux without the fault can be told apart.
 """
 
 from __future__ import annotations

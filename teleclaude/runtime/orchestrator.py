@@ -230,14 +230,12 @@ def run(
     kind = _Lanes if slug is None else _Loop  # a whole roadmap: items go on while one is parked
     loop = kind(settings, state, runtime, show, status)
     run_id = _record_start(runtime, root, slug)
-    runtime.tmux.follow()  # the workers' output as events: a quiet pane is not read again at every look
     try:
         stop = loop.go()
     except KeyboardInterrupt:
         stop = Stop(Outcome.INTERRUPTED, "stopped by Ctrl-C; the workers keep running")
     finally:
         runtime.context.run_id = ""
-        runtime.tmux.unfollow()
     finished = report(stop, settings, state, runtime)
     if run_id and not isinstance(
         guarded(runtime.store.end_run, run_id, runtime.clock(), stop.outcome.value), Error

@@ -145,13 +145,8 @@ def claude(claude_cli, project) -> Path:
 
 
 @pytest.fixture
-def runtime(project, claude) -> Iterator[Runtime]:
-    """Following its workers' output as events, as `teleclaude run` does: the starts (the prompt, the Enter
-    check) and the looks the real CLIs get are the ones a run gives them."""
-    runtime = open_runtime(project)
-    runtime.tmux.follow()
-    yield runtime
-    runtime.tmux.unfollow()
+def runtime(project, claude) -> Runtime:
+    return open_runtime(project)
 
 
 def _installed(agent: str, agent_clis, url: str, home: Path, monkeypatch) -> Path:

@@ -341,4 +341,3 @@ def test_a_post_report_cycle_goes_on_once_the_stop_hook_ended_the_turn_without_w
     cycle.join(timeout=120)
     assert not cycle.is_alive(), "the cycle still waits for a quiet it was told of by the hook"
     assert runtime.store.get(session_id).cycle_started_at is None
-    assert not runtime.tmux.following
