@@ -13,6 +13,9 @@ ratio of the serial one measured beside it. Printed per subject:
   a time);
 - dispatch latency: from a worker's Stop hook (its turn-end event) to the next worker's first typed byte
   (the next session's `delivered_at`; same item under --parallel), p50 and p95 from the stored sessions;
+- the serial wall time by part, from the stored timestamps: the workers' starts (session created to command
+  typed), their turns (typed to the Stop hook: W and the stand-in's own work), the loop's step from a hook to
+  the next session, and the rest;
 - `run`'s own CPU (with its reaped children, e.g. tmux clients) per second, over the intervals where every
   live worker was running (none starting, none at its prompt), sampled from /proc every 0.25 s.
 
@@ -57,6 +60,7 @@ class Result:
     code: int
     steps: int
     latencies: tuple[float, ...]
+    parts: dict[str, float]  # the serial wall time cut at the stored timestamps (`breakdown`)
     busy_cpu: float  # ms of CPU per second while every live worker was running
     busy_seconds: float
 
@@ -131,18 +135,46 @@ def timed_run(name: str, project: Path, env: dict[str, str], args: list[str]) ->
     if process.returncode != 0:
         first = next((line for line in out.splitlines() if line[:1].isupper() and ":" in line), "")
         print(f"run {' '.join(args) or '(serial)'} exited {process.returncode}: {first}", file=sys.stderr)
-    steps, latencies = dispatches(SessionStore(db), per_item=bool(args))
-    return Result(name, wall, process.returncode or 0, steps, latencies, busy_cpu, busy_seconds)
+    store = SessionStore(db)
+    steps, latencies = dispatches(store, per_item=bool(args))
+    parts = {} if args else breakdown(store, wall)
+    return Result(name, wall, process.returncode or 0, steps, latencies, parts, busy_cpu, busy_seconds)
 
 
-def dispatches(store: SessionStore, per_item: bool) -> tuple[int, tuple[float, ...]]:
-    """(sessions delivered, seconds from each Stop-hook turn end to the next worker's first typed byte)."""
-    sessions = [s for s in store.sessions() if s.delivered_at is not None]
+def turn_ends(store: SessionStore) -> dict[str, datetime]:
+    """session id -> when its Stop hook ended its first turn."""
     ends: dict[str, datetime] = {}
     with closing(sqlite3.connect(store.path)) as db:
         query = f"SELECT session_id, at FROM {EVENTS} WHERE kind = ? AND detail LIKE '%hook%' ORDER BY id"
         for session_id, at in db.execute(query, [EventKind.TURN_ENDED.value]):
             ends.setdefault(session_id, datetime.fromisoformat(at))
+    return ends
+
+
+def breakdown(store: SessionStore, wall: float) -> dict[str, float]:
+    """A serial run's wall time in its parts, summed over its sessions (in order of creation): each worker's
+    start (session created to command typed), its turn (typed to its Stop hook: W and the stand-in's own),
+    the loop's step to the next session (the hook to the next session created), and the rest (the run's
+    own start and end, retries)."""
+    sessions = sorted(store.sessions(), key=lambda s: s.created_at)
+    ends = turn_ends(store)
+    parts = dict.fromkeys(("start", "turn", "to next", "rest"), 0.0)
+    for session, following in zip(sessions, [*sessions[1:], None], strict=True):
+        end = ends.get(session.id)
+        if session.delivered_at is None or end is None:
+            continue
+        parts["start"] += (session.delivered_at - session.created_at).total_seconds()
+        parts["turn"] += (end - session.delivered_at).total_seconds()
+        if following is not None:
+            parts["to next"] += (following.created_at - end).total_seconds()
+    parts["rest"] = wall - sum(parts.values())
+    return parts
+
+
+def dispatches(store: SessionStore, per_item: bool) -> tuple[int, tuple[float, ...]]:
+    """(sessions delivered, seconds from each Stop-hook turn end to the next worker's first typed byte)."""
+    sessions = [s for s in store.sessions() if s.delivered_at is not None]
+    ends = turn_ends(store)
     latencies = []
     for session in sessions:
         end = ends.get(session.id)
@@ -232,6 +264,13 @@ def main() -> int:
             f"{percentile(r.latencies, 0.5):>12.2f} {percentile(r.latencies, 0.95):>6.2f} {cpu:>13.1f}"
             + ("" if r.code == 0 else f"  (exit {r.code})")
         )
+    for r in results:
+        if r.parts:
+            steps = max(r.steps, 1)
+            cut = ", ".join(
+                f"{name} {value:.1f} s ({value / steps:.2f} s a step)" for name, value in r.parts.items()
+            )
+            print(f"{r.name} wall time by part: {cut}")
     busy = [f"{r.name} {r.busy_seconds:.0f} s" for r in results]
     print("time with every live worker running (the CPU line's window): " + ", ".join(busy))
     print("aims: overhead ≤ 10 % serial; --parallel 3 ≤ 0.40 × serial; dispatch p95 ≤ 1 s; CPU ≤ 15 ms/s")

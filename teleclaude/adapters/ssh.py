@@ -135,6 +135,14 @@ class RemoteTmux(Tmux):
             stderr=subprocess.DEVNULL,
         )
 
+    def signal(self, channel: str) -> None:
+        self.cmd("wait-for", "-S", channel, check=False)
+
+    def control_argv(self, session: str) -> list[str]:
+        """The control client runs there, through the same ssh connection the commands use; closing its
+        stdin here ends ssh's, which detaches it there."""
+        return ssh_argv(self.computer, [*self._tmux(), "-N", "-C", "attach-session", "-t", f"={session}"])
+
 
 class Fleet(Tmux):
     """This machine's tmux server and the remote ones as one: remote pane ids and session names carry
@@ -153,6 +161,37 @@ class Fleet(Tmux):
 
     def on(self, computer: str) -> Tmux:
         return self.remotes.get(computer, self)
+
+    def follow(self) -> None:
+        super().follow()
+        for remote in self.remotes.values():
+            remote.follow()
+
+    def unfollow(self) -> None:
+        super().unfollow()
+        for remote in self.remotes.values():
+            remote.unfollow()
+
+    def watch(self, session: str, pane_id: str) -> None:
+        tmux, bare = self._route(pane_id)
+        if tmux is self:
+            super().watch(session, pane_id)
+        else:
+            tmux.watch(self._route(session)[1], bare)
+
+    def unwatch(self, session: str) -> None:
+        tmux, bare = self._route(session)
+        (super().unwatch if tmux is self else tmux.unwatch)(bare)
+
+    def output_mark(self, pane_id: str) -> int | None:
+        tmux, bare = self._route(pane_id)
+        return super().output_mark(pane_id) if tmux is self else tmux.output_mark(bare)
+
+    def await_output(self, pane_id: str, mark: int | None, timeout: float, poll: float = 0.05) -> bool:
+        tmux, bare = self._route(pane_id)
+        if tmux is self:
+            return super().await_output(pane_id, mark, timeout, poll)
+        return tmux.await_output(bare, mark, timeout, poll)
 
     def views(self) -> dict[str, PaneView]:
         views = super().views()

@@ -12,10 +12,12 @@ import logging
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from teleclaude.adapters.tmux_control import PaneEvents
 from teleclaude.errors import ErrorCode, Failure
 from teleclaude.runtime.core.sessions import PaneView, StaleView
 
@@ -79,6 +81,7 @@ class Tmux:
         self.socket = socket
         self.timeout = timeout
         self._server: libtmux.Server | None = None
+        self._events: PaneEvents | None = None
 
     def on(self, computer: str) -> Tmux:
         """The tmux server of `computer`: this one (adapters.ssh.Fleet also answers for other computers)."""
@@ -209,13 +212,70 @@ class Tmux:
 
     def wait_for(self, channel: str) -> subprocess.Popen[bytes]:
         """A `tmux wait-for CHANNEL` client that ends when the channel is signalled; poll() it, kill() it."""
-        binary = shutil.which("tmux") or "tmux"
         return subprocess.Popen(
-            [binary, "-S" if "/" in self.socket else "-L", self.socket, "wait-for", channel],
+            [*self._client(), "wait-for", channel],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
+
+    def signal(self, channel: str) -> None:
+        """`tmux wait-for -S CHANNEL`: wakes whoever waits on it. Run directly, not through libtmux: it is
+        the one tmux command of a hook's process, where importing libtmux costs more than the command."""
+        try:
+            subprocess.run(
+                [*self._client(), "wait-for", "-S", channel],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=self.timeout,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as error:
+            raise TmuxError(f"tmux wait-for failed: {error}") from None
+
+    def _client(self) -> list[str]:
+        """A tmux client of this server, up to its command."""
+        return [shutil.which("tmux") or "tmux", "-S" if "/" in self.socket else "-L", self.socket]
+
+    # --- output as events (adapters/tmux_control.py) -------------------------------------------------------
+
+    def control_argv(self, session: str) -> list[str]:
+        """A control-mode client attached to `session` (by its exact name)."""
+        return [*self._client(), "-N", "-C", "attach-session", "-t", f"={session}"]
+
+    def follow(self) -> None:
+        """From here on, panes that are `watch`ed report their output as events (a long-lived observer
+        such as `teleclaude run`: a single look is cheaper with a capture than with a client)."""
+        if self._events is None:
+            self._events = PaneEvents(self.control_argv)
+
+    def unfollow(self) -> None:
+        """End every control client (`follow` again to start over)."""
+        if self._events is not None:
+            self._events.close()
+            self._events = None
+
+    def watch(self, session: str, pane_id: str) -> None:
+        """Report `pane_id`'s output (a pane of `session`) as events, when following."""
+        if self._events is not None:
+            self._events.watch(session, pane_id)
+
+    def unwatch(self, session: str) -> None:
+        if self._events is not None:
+            self._events.close(session)
+
+    def output_mark(self, pane_id: str) -> int | None:
+        """A number that changes whenever the pane prints; None when its output is not reported as events
+        (not following, not watched, or its client not attached yet): only a capture can tell."""
+        return self._events.mark(pane_id) if self._events is not None else None
+
+    def await_output(self, pane_id: str, mark: int | None, timeout: float, poll: float = 0.05) -> bool:
+        """Up to `timeout` seconds for the pane to print after `mark`; without a mark, `poll` seconds (the
+        caller looks again). True when it printed or nothing can be said."""
+        if mark is None or self._events is None:
+            time.sleep(max(0.0, min(poll, timeout)))
+            return True
+        return self._events.wait(pane_id, mark, timeout)
 
 
 def mark_own_pane(value: str, option: str = TURN_END_OPTION) -> bool:

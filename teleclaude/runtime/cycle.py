@@ -19,8 +19,6 @@ from teleclaude.adapters import git as gitx
 from teleclaude.adapters.settings import load_config
 from teleclaude.adapters.tmux import TmuxError
 from teleclaude.errors import Error, ErrorCode, guard
-from teleclaude.planner.api import RepoFacts
-from teleclaude.planner.core.decide import decide_work
 from teleclaude.runtime.context import Context, bad_argument, refused_text, unknown_session
 from teleclaude.runtime.core.sessions import Change, Reported, Session, SessionState, transition
 from teleclaude.runtime.core.supervision import Directive, Finished, WaitOutcome, assess, progressed, resumed
@@ -194,13 +192,17 @@ class Cycle:
         return WaitOutcome(argv[0], code, tuple(last))
 
     def _spin_until_quiet(self, session: Session) -> None:
-        """Until the screen has not changed for idle_threshold, or spin_max has passed."""
+        """Until the screen has not changed for idle_threshold, the session's turn has ended (its Stop hook
+        said so: no need to wait for the quiet), or spin_max has passed."""
         config, tmux = self.context.config, self.context.tmux
         deadline = time.monotonic() + config.spin_max
         last, quiet_since = None, time.monotonic()
         while time.monotonic() < deadline:
             view = self.panes.views().get(session.pane_id)
             if view is None or view.dead:
+                return
+            stored = self.context.store.get(session.id)
+            if stored is None or stored.state is SessionState.TURN_ENDED or stored.state.is_final:
                 return
             screen = tmux.screen(session.pane_id, view)
             if screen != last:
@@ -215,6 +217,10 @@ def _assess(session: Session, wait: WaitOutcome, max_sent_back: int) -> Verdict:
     worker's own check passed)."""
 
     def ask() -> Finished | Directive:
+        # here, not at the top: every hook's process imports this module, and only a cycle asks the planner
+        from teleclaude.planner.api import RepoFacts
+        from teleclaude.planner.core.decide import decide_work
+
         repo = gitx.find_repo(session.project)
         facts = RepoFacts(repo, load_config(repo.root))
         decision = decide_work(facts, session.slug)

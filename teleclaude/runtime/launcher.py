@@ -157,6 +157,7 @@ class Launcher:
             return Error(ErrorCode.TMUX_FAILED, f"{error}\nCheck that `ssh {remote and remote.host}` works.")
         except TmuxError as error:
             return Error(ErrorCode.TMUX_FAILED, f"{error}\nIs tmux installed and working? Try: tmux -V")
+        tmux.watch(f"tc-{session.id}", started.pane_id)  # its output as events, when the caller follows
         opened = replace(session, pane_id=qualify(tmux, started.pane_id), pane_pid=started.pane_pid)
         return self.context.store.save(opened, expect=SessionState.PENDING) or opened
 
@@ -284,7 +285,9 @@ class Launcher:
         config, tmux = self.context.config, self.context.tmux
         deadline = time.monotonic() + config.startup_timeout
         stable_since, last = None, None
+        stable = config.prompt_stable_of(session.agent)
         while True:
+            mark = tmux.output_mark(session.pane_id)  # before the screen is read: output after it wakes us
             view = tmux.views().get(session.pane_id)
             if view is None or view.dead:
                 return self._exited(session, view)
@@ -298,12 +301,15 @@ class Launcher:
                 stable_since = None
             elif screen != last or stable_since is None:
                 stable_since = time.monotonic()
-            elif time.monotonic() - stable_since >= config.prompt_stable_of(session.agent):
+            elif time.monotonic() - stable_since >= stable:
                 return screen
             last = screen
             if time.monotonic() > deadline:
                 return _delivery_failed(session, "", f"no prompt after {config.startup_timeout:g}s", screen)
-            time.sleep(0.05)
+            # the next look when the pane prints, or when the prompt has stood unchanged for `stable` (a pane
+            # that died prints nothing: looked at every 0.25 s); every 50 ms without events
+            quiet = stable_since + stable - time.monotonic() if stable_since is not None else 0.25
+            tmux.await_output(session.pane_id, mark, max(0.0, min(quiet, 0.25)), poll=0.05)
 
     def _refused(self, session: Session) -> Error | None:
         """The CLI answered the command with its "unknown command" (it may keep the text in its input box)."""

@@ -9,7 +9,7 @@ import os
 import select
 import time
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 from subprocess import Popen
@@ -99,6 +99,9 @@ class Observer:
         # (agent, window) -> when the usage this observer last kept was seen: a transcript read at every look
         # writes only what is new
         self._usage_seen: dict[tuple[str, str], datetime] = {}
+        # What the last look read of each pane, kept while its output is reported as events (`Tmux.follow`):
+        # a pane that printed nothing since is not read again (its screen and rows cannot have changed).
+        self._read: dict[str, _Read] = {}
 
     # --- looking -------------------------------------------------------------------------------------------
 
@@ -139,6 +142,9 @@ class Observer:
             return sessions
         views = self.panes.views()
         fresh = {s.id: self._observe_safely(s, views.get(s.pane_id)) for s in live}
+        watched = {s.pane_id for s in fresh.values() if not s.state.is_final}
+        for pane_id in [p for p in self._read if p not in watched]:
+            del self._read[pane_id]
         return [fresh.get(s.id, s) for s in sessions]
 
     def record_turn_end(self, session_id: str, source: str = "stop hook", prompt: str = "") -> bool:
@@ -170,7 +176,7 @@ class Observer:
         """A hook's news is saved: whoever waits on the session (`wait`, in another process) looks at once,
         not at its next poll: through the channel they listen on, which its pane's exit also signals."""
         try:
-            self.context.tmux.cmd("wait-for", "-S", exit_channel(session.id), check=False)
+            self.context.tmux.signal(exit_channel(session.id))
         except TmuxError as error:
             log.info("session %s: could not wake its waiters (%s)", session.id, error)
 
@@ -381,7 +387,7 @@ class Observer:
         failed = self._turn_error(session, transcript) or self._marked_failure(session, view)
         if failed is not None:  # typed errors come before the words on the screen
             return failed
-        scanned, rows, partial = self._scan(session, view)
+        scanned, rows, partial, screen = self._look(session, view)
         if is_progress(rows):
             scanned = progressed(scanned, now)
         limited = self._limit_in(scanned, [*rows, partial], now)
@@ -398,7 +404,6 @@ class Observer:
             if hooked is not None:
                 return hooked  # still working: another writer saved first, the mark stays for the next look
         profile = context.config.profiles.get(session.agent)
-        screen = context.tmux.screen(session.pane_id, view)
         blocked = self._blocked(scanned, [*rows, partial], screen, now, expect=session.state)
         if blocked is not None:
             return blocked
@@ -415,6 +420,28 @@ class Observer:
         if ended:
             return context.change(watched, Change.TURN_ENDED, "idle at its prompt", expect=session.state)
         return self._supervise(session, watched, screen, now)
+
+    def _look(self, session: Session, view: PaneView) -> tuple[Session, list[str], str, list[str]]:
+        """`_scan` and the screen; of a pane whose output is reported as events and that printed nothing since
+        the last look (same view, same reading position), what that look read, without a capture."""
+        tmux = self.context.tmux
+        tmux.watch(session.tmux_session, session.pane_id)
+        mark = tmux.output_mark(session.pane_id)  # before the capture: output during it changes the mark
+        shape = (view.pane_pid, view.history_size, view.cursor_y, view.height, view.alternate)
+        last = self._read.get(session.pane_id)
+        if (
+            mark is not None
+            and last is not None
+            and last == _Read(mark, shape, session.scan_cursor, last.partial, last.screen)
+        ):
+            return session, [], last.partial, list(last.screen)
+        scanned, rows, partial = self._scan(session, view)
+        screen = tmux.screen(session.pane_id, view)
+        if mark is not None:
+            self._read[session.pane_id] = _Read(mark, shape, scanned.scan_cursor, partial, tuple(screen))
+        else:
+            self._read.pop(session.pane_id, None)
+        return scanned, rows, partial, screen
 
     def _scan(self, session: Session, view: PaneView) -> tuple[Session, list[str], str]:
         """Finished rows new to the runtime (its own reading position, apart from any orchestrator's), and the
@@ -571,6 +598,18 @@ class Observer:
         if unresponsive is not None:  # as a limit: the planner falls back to the step's next agent
             self.context.availability.mark_unavailable(saved.agent, unresponsive, "unresponsive")
         return saved
+
+
+@dataclass(frozen=True)
+class _Read:
+    """One look's reading of a pane: its output mark then, its view's shape, the reading position after it,
+    the unfinished row and the screen."""
+
+    mark: int
+    shape: tuple[int, int, int, int, bool]
+    scan_cursor: str
+    partial: str
+    screen: tuple[str, ...]
 
 
 def local_zone(now: datetime) -> tzinfo:

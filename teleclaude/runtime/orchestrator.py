@@ -32,7 +32,7 @@ from teleclaude.planner.core.render import to_text, usage_text
 from teleclaude.planner.core.timeparse import format_duration, format_utc
 from teleclaude.runtime.api import Runtime, guarded
 from teleclaude.runtime.core.sessions import Ended, Event, EventKind, Session, SessionState, Started, Waited
-from teleclaude.runtime.core.supervision import bare_command
+from teleclaude.runtime.core.supervision import bare_command, step_of
 from teleclaude.runtime.launcher import starter_gone
 from teleclaude.runtime.observer import local_zone
 from teleclaude.runtime.remote import item_slug
@@ -665,6 +665,9 @@ class Lane:
     session: Session | None = None
     adopted: bool = False
     queued: bool = False  # its finalize waits for the merge queue
+    # when it asks again: once no finalize of this run merges (0.0), or a tick after a refusal by another
+    # run's finalize; not at every look (each ask was a next_work and a start refused again)
+    queued_until: float = 0.0
     retries: Retries = field(default_factory=Retries)
     computer: str = "local"  # where its worktree steps run: this machine or a [computers.NAME] with lanes
     resting: Countdown | None = None  # every agent for its step is out: asked again once it is back
@@ -776,6 +779,8 @@ class _Lanes(_Loop):
         for lane in list(self.lanes.values()):
             if lane.resting and lane.resting.until + timedelta(seconds=LIMIT_MARGIN) > now:
                 continue
+            if lane.queued and (self._merging() or time.monotonic() < lane.queued_until):
+                continue
             if lane.session is None and lane.starting is None:
                 stop = self._advance(lane)
                 if stop:
@@ -807,7 +812,7 @@ class _Lanes(_Loop):
             case _:
                 begun = Stop(Outcome.ERROR, to_text(action))
         lane.resting = None
-        lane.queued = begun is QUEUED
+        self._queue(lane, begun is QUEUED)
         if begun is STARTING:
             return None
         if isinstance(begun, Session):
@@ -841,7 +846,7 @@ class _Lanes(_Loop):
             lane.starting = None
             self.state.starting -= 1
             begun = self._started(action, lane.retries, answer.result())
-            lane.queued = begun is QUEUED
+            self._queue(lane, begun is QUEUED)
             if isinstance(begun, Session):
                 lane.session, lane.adopted = begun, begun is not self.state.session
             elif isinstance(begun, Stop) and begun is not QUEUED:
@@ -849,6 +854,19 @@ class _Lanes(_Loop):
                 if stop:
                     return stop
         return None
+
+    def _queue(self, lane: Lane, queued: bool) -> None:
+        lane.queued = queued
+        lane.queued_until = time.monotonic() + self.settings.tick if queued and not self._merging() else 0.0
+
+    def _merging(self) -> bool:
+        """A finalize of this run's lanes is running or being started: it holds the merge queue."""
+        return any(
+            step_of(lane.session.command) is Step.FINALIZE
+            if lane.session is not None
+            else lane.starting is not None and step_of(lane.starting[0].command) is Step.FINALIZE
+            for lane in self.lanes.values()
+        )
 
     def _start_architect(self, lane: Lane) -> Session | Stop | None:
         action = app.next_prepare(lane.slug, cwd=self.settings.root)

@@ -66,17 +66,22 @@ class Panes:
         tmux = self.context.tmux
         if typed:
             self._until_shown(session, typed)
+        pane = session.pane_id
         for _ in range(attempts):
-            view = tmux.views().get(session.pane_id)
+            mark = tmux.output_mark(pane)
+            view = tmux.views().get(pane)
             if view is None or view.dead:
                 return True  # nothing left to press Enter in; observing says what happened
-            before = _where(tmux.screen(session.pane_id, view), typed)
-            tmux.send_key(session.pane_id, "Enter")
+            before = _where(tmux.screen(pane, view), typed)
+            tmux.send_key(pane, "Enter")
             deadline = time.monotonic() + 1.0
-            while time.monotonic() < deadline:
-                time.sleep(0.02)
-                view = tmux.views().get(session.pane_id)
-                if view is None or view.dead or _where(tmux.screen(session.pane_id, view), typed) != before:
+            while (left := deadline - time.monotonic()) > 0:
+                # looked at again when it printed, and every 0.25 s all the same: an event that comes late
+                # (a loaded machine) must not make a taken Enter look dropped, and be pressed again
+                tmux.await_output(pane, mark, min(left, 0.25), poll=0.02)
+                mark = tmux.output_mark(pane)
+                view = tmux.views().get(pane)
+                if view is None or view.dead or _where(tmux.screen(pane, view), typed) != before:
                     return True
         return False
 
@@ -87,14 +92,17 @@ class Panes:
     def until_screen(
         self, session: Session, shows: Callable[[list[str]], bool], seconds: float, pause: float = 0.02
     ) -> None:
-        """Up to `seconds` for the pane's screen to satisfy `shows` (or for the pane to be gone or dead)."""
-        tmux = self.context.tmux
+        """Up to `seconds` for the pane's screen to satisfy `shows` (or for the pane to be gone or dead):
+        looked at again when it printed, every `pause` when its output is not reported as events."""
+        tmux, pane = self.context.tmux, session.pane_id
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            view = tmux.views().get(session.pane_id)
-            if view is None or view.dead or shows(tmux.screen(session.pane_id, view)):
+            mark = tmux.output_mark(pane)
+            view = tmux.views().get(pane)
+            if view is None or view.dead or shows(tmux.screen(pane, view)):
                 return
-            time.sleep(pause)
+            # a pane that died prints nothing: looked at every 0.25 s all the same
+            tmux.await_output(pane, mark, min(0.25, deadline - time.monotonic()), poll=pause)
 
     def type_line(
         self, session: Session, text: str, interrupt: bool = False

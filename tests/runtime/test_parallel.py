@@ -265,3 +265,17 @@ def test_parallel_lanes_start_their_workers_at_once(project, fake_agents, tmux_s
     assert first.delivered_at is not None
     # the second lane's worker was opened while the first was still waiting for its prompt
     assert second.created_at < first.delivered_at
+
+
+def test_a_finalize_queued_behind_this_runs_own_asks_again_once_that_one_ended(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    """Two items in lockstep: the second finalize waits for the first to end, asking again only then (not
+    at every look, each ask a planner call and a refused start, each said again in the run's output)."""
+    monkeypatch.setenv("FAKE_AGENT", "hook")
+    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "1.5")
+    report, lines = run(project, parallel=2)
+    assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
+    assert_delivered(project, ("greeting", "farewell", "shouting"))
+    queued = [line for line in lines if "one at a time" in line]
+    assert 1 <= len(queued) <= 2, "\n".join(lines)

@@ -32,6 +32,7 @@ from ..loopback_sshd import NAME, clone, computer, settle_settings, toml
 from ..loopback_sshd import sshd as sshd  # noqa: F401 (the fixture)
 from ..scripted import approve
 from ..servers import free_port
+from .conftest import assert_gone
 
 
 def test_arguments_reach_the_remote_tmux_exactly_as_given(sshd, tmp_path, tmux_socket):
@@ -44,6 +45,35 @@ def test_arguments_reach_the_remote_tmux_exactly_as_given(sshd, tmp_path, tmux_s
         remote.cmd("set-buffer", "-b", "probe", "--", hostile)
         assert remote.cmd("show-buffer", "-b", "probe") == [hostile]
     assert not Path("/tmp/pwned").exists()
+
+
+def test_a_remote_panes_output_arrives_as_events_through_ssh_and_its_client_ends_there_too(
+    sshd, tmp_path, tmux_socket
+):
+    remote = ssh.RemoteTmux(computer(sshd, "/unused", tmp_path), tmux_socket)
+    pane = remote.cmd("new-session", "-d", "-s", "probe", "-P", "-F", "#{pane_id}", "cat")[0]
+    planted = tmp_path / "planted"
+    remote.follow()
+    try:
+        remote.watch("probe", pane)
+        deadline = time.monotonic() + 30
+        while (mark := remote.output_mark(pane)) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert mark is not None, "the control client never attached over ssh"
+        remote.send_text(pane, f"$(touch {planted}) %exit")
+        remote.send_key(pane, "Enter")
+        assert remote.await_output(pane, mark, timeout=30)
+        assert remote.output_mark(pane) not in (None, mark)
+        assert not planted.exists()
+        assert remote.cmd("list-clients", "-F", "#{client_control_mode}") == ["1"]
+    finally:
+        local = [c.process.pid for c in remote._events._clients.values()] if remote._events else []  # noqa: SLF001
+        remote.unfollow()
+    assert_gone(local)
+    deadline = time.monotonic() + 10
+    while remote.cmd("list-clients") and time.monotonic() < deadline:  # its tmux -C there ends with ssh
+        time.sleep(0.1)
+    assert remote.cmd("list-clients") == []
 
 
 @pytest.fixture

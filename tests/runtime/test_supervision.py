@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 import subprocess
+import threading
 import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -318,3 +319,25 @@ def test_a_session_file_from_an_older_teleclaude_is_read_and_upgraded(tmp_path, 
     assert store.save(replace(again, key="k"), expect=SessionState.ERRORED)
     keyed = store.get("old1")
     assert keyed is not None and keyed.key == "k"  # the column was added
+
+
+def test_a_post_report_cycle_goes_on_once_the_stop_hook_ended_the_turn_without_waiting_for_quiet(
+    project, runtime, monkeypatch
+):
+    """The worker reported and its Stop hook ended the turn: the cycle concludes then, not after
+    `idle_threshold` of quiet (here longer than the test may take) or `spin_max`."""
+    monkeypatch.setenv("FAKE_AGENT", "hang")
+    runtime.context.config = replace(runtime.config, idle_threshold=600.0, spin_max=600.0)
+    started = start(runtime, project)
+    session_id = started.session.id
+    runtime.cycle.spawn = lambda session, argv: None
+    reported = runtime.report_status(session_id, "built it", wait_cmd="true")
+    assert reported.cycle
+    assert runtime.record_turn_end(session_id)
+    cycle = threading.Thread(
+        target=runtime.run_cycle, args=(session_id, ["true"], reported.session.cycle_started_at), daemon=True
+    )
+    cycle.start()
+    cycle.join(timeout=120)
+    assert not cycle.is_alive(), "the cycle still waits for a quiet it was told of by the hook"
+    assert runtime.store.get(session_id).cycle_started_at is None
