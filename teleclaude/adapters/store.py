@@ -16,7 +16,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -115,9 +115,8 @@ class SqliteStore:
             return change(db)
 
     def _connect(self, writing: bool = True) -> sqlite3.Connection:
-        if writing:  # made 0600 before SQLite makes it (0644 under the usual umask); -wal and -shm follow it
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o600))
+        if writing and not self.path.exists():
+            self._create_private()
         # older installs made them 0755 and 0644; a folder $TELECLAUDE_DB names is left as it is
         ours = (self.path.parent,) if self.path.parent == user_folder() else ()
         fs.make_private(*ours, *(Path(f"{self.path}{suffix}") for suffix in ("", "-wal", "-shm")))
@@ -132,6 +131,18 @@ class SqliteStore:
             conn.close()
             raise
         return conn
+
+    def _create_private(self) -> None:
+        """The file, made 0600 before SQLite makes it (0644 under the usual umask); -wal and -shm follow it.
+
+        Only when it is missing: closing any descriptor of the file drops every POSIX lock this process holds
+        on it, so opening and closing it beside another thread's live connection broke that connection's
+        locks (a lasting `disk I/O error`, SQLITE_IOERR_SHORT_READ, in the threaded run)."""
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with suppress(FileExistsError):
+            os.close(
+                os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+            )
 
     # --- faults ----------------------------------------------------------------------------------------
 

@@ -187,6 +187,31 @@ def test_six_processes_marking_at_once_all_land(db, tmp_path):
     assert set(AvailabilityStore(db).unavailable(NOW)) == set(agents)
 
 
+def test_threads_of_several_processes_writing_at_once_all_land(db):
+    """`teleclaude run` starts its lanes in threads, each with its own connections, beside other runs."""
+    code = (
+        "import sys, threading; from datetime import datetime, UTC\n"
+        "from teleclaude.adapters.store import AvailabilityStore\n"
+        "from teleclaude.planner.core.model import UsageWindow\n"
+        "def work(agent):\n"
+        "    store, now = AvailabilityStore(sys.argv[1]), datetime(2026, 1, 1, tzinfo=UTC)\n"
+        "    for used in range(100):\n"
+        "        store.record_usage([UsageWindow(agent, '5h', used, None, now)])\n"
+        "        store.usage(now)\n"
+        "        store.mark_unavailable(agent, datetime(2030, 1, 1, tzinfo=UTC), 'busy')\n"
+        "        store.unavailable(now)\n"
+        "threads = [threading.Thread(target=work, args=(f'{sys.argv[2]}-{n}',)) for n in range(3)]\n"
+        "[thread.start() for thread in threads]\n"
+        "[thread.join() for thread in threads]\n"
+    )
+    processes = [run_python(code, str(db), name) for name in ("one", "two", "three")]
+    for process in processes:
+        _, stderr = process.communicate(timeout=120)
+        assert process.returncode == 0, stderr
+    assert len(AvailabilityStore(db).unavailable(NOW)) == 9
+    assert all(window.used_percent == 99 for (window,) in AvailabilityStore(db).usage(NOW).values())
+
+
 def test_usage_is_kept_per_agent_and_window_and_forgotten_once_its_window_resets(db):
     store = AvailabilityStore(db)
     five_hours = UsageWindow("claude", "5h", 83.0, LATER, NOW)
