@@ -22,11 +22,14 @@ def demo(agent: str) -> subprocess.CompletedProcess:
 
 
 def tool_calls(printed: str) -> list[tuple[str, str]]:
-    """(command, agent) of every TOOL_CALL the planner answered, in order."""
-    calls = []
+    """(command, agent) of every TOOL_CALL the planner answered, in order; the same call again right after
+    it is one step whose start the run tried again (a CLI slow to take its Enter on a loaded machine)."""
+    calls: list[tuple[str, str]] = []
     for block in printed.split("TOOL_CALL:")[1:]:
         fields = dict(re.findall(r'^\s*(\w+)="([^"]*)",?$', block.split(")", 1)[0], re.MULTILINE))
-        calls.append((fields["command"], fields["agent"]))
+        call = (fields["command"], fields["agent"])
+        if not calls or calls[-1] != call:
+            calls.append(call)
     return calls
 
 
