@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from teleclaude.adapters import ssh, trust_store
+from teleclaude.agents import NAMES
 from teleclaude.config.profiles import Computer
 from teleclaude.demo.scenario import commit_all
 
@@ -135,7 +136,7 @@ port = {loopback.port}
 identity_file = "{loopback.user_key}"
 project = "{remote}"
 path = "{bin_dir}:/usr/local/bin:/usr/bin:/bin"
-agents = {{ claude = "claude", gemini = "gemini", codex = "codex" }}
+agents = {{ {", ".join(f'{name} = "{name}"' for name in NAMES)} }}
 ssh_options = ["UserKnownHostsFile={loopback.known_hosts}", "StrictHostKeyChecking=yes"]
 """
 

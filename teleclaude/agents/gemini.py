@@ -4,7 +4,7 @@ with the same profile when no `gemini` is on PATH."""
 from __future__ import annotations
 
 from teleclaude.agents.formats import basic_string, multiline_string, split_front_matter
-from teleclaude.agents.profile import AgentProfile, Blocker, Hooks, Install, Kind, UsageReport
+from teleclaude.agents.profile import AgentProfile, Blocker, Capability, Hooks, Install, Kind, UsageReport
 
 
 def command_toml(name: str, markdown: str) -> str:
@@ -107,4 +107,9 @@ PROFILE = AgentProfile(
     # "Trust this folder?" replaces its prompt ~0.25 s after it shows
     prompt_stable=0.5,
     settle=0.1,
+    lacks={
+        Capability.LIMIT_BY_HOOK: "none of its hooks reports a turn its API refused (AfterAgent runs for a "
+        "turn that ended, BeforeTool before a tool), and it keeps no typed error teleclaude reads: its "
+        "limits are read from its screen (its quota dialog) and by the api_wait rule",
+    },
 )

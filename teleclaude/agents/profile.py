@@ -20,6 +20,20 @@ class Kind(Enum):
     COMMAND = "command"  # the CLI's answer to a typed command it refuses; nothing reached the model
 
 
+class Capability(Enum):
+    """What the real-CLI contract suite (tests/realcli/test_contract.py) proves of every driver's CLI. A
+    driver whose CLI lacks one says so in `AgentProfile.lacks`, with the reason: that scenario skips with
+    it."""
+
+    UNATTENDED_START = "starts unattended, its role command expanded, the turn ended by its own hook"
+    TURN_ENDS = "twenty turns, each ended by its own hook"
+    LIMIT = "a limit makes it unavailable and the next step falls back"
+    LIMIT_BY_HOOK = "its own hook or event alone tells a limit (no screen pattern)"
+    TOOL_ACTIVITY = "its tool hook shows the worker's last tool uses"
+    REFUSED_STOP = "its stop hook's refusal reaches the model, which goes on"
+    OVER_SSH = "a worker on another computer over ssh, its turn ended by its hook there"
+
+
 @dataclass(frozen=True)
 class Blocker:
     name: str  # what the user sees on the screen, e.g. "the workspace trust dialog"
@@ -203,6 +217,8 @@ class AgentProfile:
     # one dropped anyway is pressed again)
     prompt_stable: float = 1.0
     settle: float = 0.3
+    # what of the contract its CLI cannot do, and why (none: it does all of it)
+    lacks: Mapping[Capability, str] = field(default_factory=dict)
 
     def argv(self, binary: str, thinking_mode: str, trust: Sequence[str] = ()) -> list[str]:
         """`trust`: the flags that trust the worker's folders (`trust_flags`)."""

@@ -23,7 +23,9 @@ from teleclaude.adapters.tmux import Tmux
 from teleclaude.demo.agent_homes import claude_environment, prepare_claude_login, prepare_home
 from teleclaude.demo.model_server import ModelServer
 from teleclaude.demo.scenario import commit_all, make_repository
+from teleclaude.errors import Error
 from teleclaude.runtime.api import Runtime, open_runtime
+from teleclaude.runtime.core.sessions import Started, StartRequest
 from teleclaude.setup.install import Scope, install
 from teleclaude.setup.scaffold import init
 
@@ -99,6 +101,30 @@ def give_env(project: Path, agent: str, env: dict[str, str]) -> None:
     commit_all(project, f"Worker environment for {agent}")
 
 
+def start(
+    runtime: Runtime,
+    project: Path,
+    agent: str,
+    command: str = "next-build",
+    args: str = "greeting",
+    mode: str = "med",
+) -> Started:
+    """`agent` started on the role command in the project; the test fails with the CLI's last words if not."""
+    started = runtime.run_agent_command(StartRequest("local", command, args, str(project), agent, mode))
+    if isinstance(started, Error):
+        pytest.fail(started.message)  # the CLI's own last output, whole
+    assert isinstance(started, Started), started
+    return started
+
+
+def build_row_first(project: Path, agent: str, then: str) -> None:
+    """`[matrix] build = [agent, then]` in the project's teleclaude.toml (trusted, committed)."""
+    settings = project / "teleclaude.toml"
+    settings.write_text(settings.read_text() + f'\n[matrix]\nbuild = ["{agent}:med", "{then}:med"]\n')
+    trusted(project)  # the file changed: trusted again in its new content
+    commit_all(project, "Build row for the test")
+
+
 def trusted(project: Path) -> None:
     """`teleclaude trust` for the teleclaude.toml the test wrote: what starts processes needs it."""
     settings = project / "teleclaude.toml"
@@ -149,6 +175,12 @@ def claude(claude_cli, project) -> Path:
 @pytest.fixture
 def runtime(project, claude) -> Runtime:
     return open_runtime(project)
+
+
+@pytest.fixture
+def claude_runtime(runtime) -> Runtime:
+    """`runtime` by the name the other CLIs' fixtures have (`{agent}_runtime`)."""
+    return runtime
 
 
 def _installed(agent: str, agent_clis, url: str, home: Path, monkeypatch) -> Path:

@@ -1,4 +1,5 @@
-"""The real Claude Code as a worker on another computer (the loopback sshd, set up by over_ssh.py)."""
+"""The real Claude Code as a worker on another computer (the loopback sshd, set up by over_ssh.py): what only
+claude reports there. Every CLI's build over ssh: test_contract.py."""
 
 from __future__ import annotations
 
@@ -11,16 +12,9 @@ from teleclaude.runtime.api import open_runtime
 
 from ..loopback_sshd import sshd as sshd  # noqa: F401 (the fixture)
 from .conftest import OAUTH_TOKEN
-from .over_ssh import build_over_ssh, start_build
 from .over_ssh import remote_clone as remote_clone  # noqa: F401 (the fixture)
+from .over_ssh import start_build
 from .watching import turn_ended, with_env
-
-
-def test_a_real_claude_over_ssh_commits_and_its_stop_hook_ends_the_turn(
-    remote_clone, model_server, project, sshd
-):
-    remote = remote_clone("claude")
-    build_over_ssh("claude", model_server, project, remote, sshd)
 
 
 def test_a_real_claudes_usage_over_ssh_reaches_this_machine_through_its_pane(

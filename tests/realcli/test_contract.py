@@ -1,0 +1,263 @@
+"""The contract every agent CLI of the registry keeps under teleclaude's runtime, each scenario written once
+and run with each driver's real CLI against the scripted model server. A driver whose CLI lacks a capability
+says so in its `lacks` (agents/profile.py): the scenario skips with that reason. What only one CLI does (its
+dialogs, its retry habits, its project-scope layout, its orchestrator's MCP names) is in test_NAME.py.
+
+What differs between the CLIs' answers (the name of their shell tool, how their command reads expanded, the
+limit their provider refuses with) is `SEEN` below: facts of each CLI, as these tests saw them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+
+import pytest
+
+from teleclaude.agents import NAMES, PROFILES
+from teleclaude.agents.profile import Capability
+from teleclaude.demo.model_server import Fail, Text, edit_and_commit, shell
+from teleclaude.demo.workers import git
+from teleclaude.errors import Error
+from teleclaude.planner.api import next_work
+from teleclaude.planner.core.model import Dispatch
+from teleclaude.runtime.core.sessions import EventKind, SessionState
+
+from ..loopback_sshd import sshd as sshd  # noqa: F401 (the fixture)
+from .conftest import build_row_first, start
+from .over_ssh import build_over_ssh
+from .over_ssh import remote_clone as remote_clone  # noqa: F401 (the fixture)
+from .watching import events_until, screen, screen_shows, sessions_list, turn_ended, with_profile
+
+
+@dataclass(frozen=True)
+class Limit:
+    """The limit a CLI's provider refuses with in a limit scenario, and what the runtime makes of it."""
+
+    failure: Fail
+    reason: str  # how the session's rate_limited event starts
+    until: tuple[timedelta, timedelta] = (timedelta(0), timedelta(days=1))  # after the session's start
+    source: str = ""  # in the event's detail: where the signal was read
+    shows: str = ""  # what stays on its screen, never answered
+    refused: int | None = None  # the requests refused (its own retries included)
+
+
+@dataclass(frozen=True)
+class Seen:
+    expanded: tuple[str, ...]  # in the first turn's request: the role command, expanded with its arguments
+    shell_tool: str  # the shell tool offered to the model
+    tool_row: str  # the name its tool hook gives that tool (`teleclaude sessions list`)
+    limit: Limit  # with everything it shows and runs
+    hook_limit: Limit | None = None  # with no screen pattern: its own hook or event alone (LIMIT_BY_HOOK)
+    # one of these is offered in the first turn (empty: the CLI may send it before its MCP servers connect)
+    mcp: tuple[str, ...] = field(default=())
+
+
+BUILDER = "You are the **builder** for the work item"
+# claude: 429 with a reset 3.5 h ahead (an API key's login prints no reset: the default pause applies)
+CLAUDE_429 = Limit(Fail("rate_limit", resets_in=3 * 3600 + 30 * 60), "rate_limited")
+# codex: HTTP 429 usage_limit_reached, "try again at 2:21 AM." (to the minute)
+CODEX_USAGE = Limit(
+    Fail("session_limit", resets_in=3 * 3600),
+    "quota_exhausted",
+    until=(timedelta(hours=3, minutes=-2), timedelta(hours=3, minutes=2)),
+)
+# opencode: a 429 it retries five times (honouring Retry-After), then gives up; the wait its error names
+# ("Please try again in 20s."), from when it gave up
+OPENCODE_429 = Limit(
+    Fail("rate_limit", repeat=10, retry_after=1), "rate_limited", until=(timedelta(0), timedelta(minutes=10))
+)
+SEEN = {
+    "claude": Seen(
+        (f"{BUILDER} `greeting`",),
+        "Bash",
+        "Bash",
+        CLAUDE_429,
+        CLAUDE_429,  # its StopFailure hook
+        # its MCP servers connect in the background: until then it offers WaitForMcpServers
+        mcp=("mcp__teleclaude__teleclaude__next_work", "WaitForMcpServers"),
+    ),
+    "codex": Seen(
+        # a skill: the user's message names it with the arguments; the skill's text keeps `$ARGUMENTS`
+        ("$next-build greeting", f"{BUILDER} `$ARGUMENTS`", "`$ARGUMENTS` stands for the text after"),
+        "exec_command",
+        "Bash",
+        CODEX_USAGE,
+        # the typed error in its rollout file, found through its UserPromptSubmit hook
+        replace(CODEX_USAGE, source="codex_error_info"),
+    ),
+    "gemini": Seen(
+        (f"{BUILDER} `greeting`",),
+        "run_shell_command",
+        "run_shell_command",
+        # "Usage limit reached for gemini-3.8-flash." in a Keep trying / Stop dialog; no reset is printed for
+        # a daily quota, so the default pause applies
+        Limit(
+            Fail("quota", repeat=20),
+            "quota_exhausted",
+            until=(timedelta(minutes=50), timedelta(days=1)),
+            shows="Keep trying",
+        ),
+    ),
+    "opencode": Seen(
+        (f"{BUILDER} `greeting`",),
+        "bash",
+        "bash",
+        OPENCODE_429,
+        replace(OPENCODE_429, refused=6),  # its plugin's session.error (statusCode 429), after 1 + 5 tries
+        mcp=("teleclaude_teleclaude__next_work",),
+    ),
+}
+
+
+def drivers(capability: Capability):
+    """Parametrise over the registry; a driver that lacks `capability` skips with its own reason."""
+    params = [
+        pytest.param(
+            name,
+            marks=[pytest.mark.skip(reason=f"{name}: {PROFILES[name].lacks[capability]}")]
+            if capability in PROFILES[name].lacks
+            else [],
+        )
+        for name in NAMES
+    ]
+    return pytest.mark.parametrize("agent", params)
+
+
+@pytest.fixture
+def agent_runtime(agent, request):
+    """The agent's CLI on PATH, its HOME set up and teleclaude installed (conftest's `{agent}_runtime`)."""
+    return request.getfixturevalue(f"{agent}_runtime")
+
+
+def test_every_driver_has_what_its_cli_was_seen_to_do():
+    assert set(SEEN) == set(NAMES)
+
+
+@drivers(Capability.UNATTENDED_START)
+def test_it_starts_unattended_and_its_role_command_reaches_the_model_expanded(
+    agent, agent_runtime, project, model_server
+):
+    """No dialog to answer; `/next-build greeting` (a skill for codex) expanded by the CLI from the file
+    `teleclaude install` wrote; the turn ends by the CLI's own hook (the idle rule is 300 s)."""
+    runtime, seen = agent_runtime, SEEN[agent]
+    model_server.add(Text("DONE: next-build greeting - nothing to build"))
+    started = start(runtime, project, agent)
+    assert started.session.state is SessionState.RUNNING
+    turn = model_server.wait_for(lambda r: r.turn, timeout=90)
+    sent = turn.text()
+    for expanded in seen.expanded:
+        assert expanded in sent
+    if agent != "codex":  # the skill's text names `$ARGUMENTS`: the text after its name
+        assert "$ARGUMENTS" not in sent and "{{args}}" not in sent
+    assert seen.shell_tool in turn.tools()
+    if seen.mcp:
+        assert set(seen.mcp) & set(turn.tools()), turn.tools()
+    events = events_until(runtime, started.session.id, EventKind.TURN_ENDED)
+    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
+    assert "DONE: next-build greeting" in screen(runtime, started.session)
+
+
+@drivers(Capability.TURN_ENDS)
+def test_twenty_turns_end_by_its_own_hook(agent, agent_runtime, project, model_server):
+    """The idle rule is set to 300 s (conftest.SETTINGS): each of these turn ends can only be the hook's."""
+    runtime = agent_runtime
+    started = start(runtime, project, agent)
+    details = [event.detail for event in turn_ended(runtime, started.session.id)]
+    for turn in range(2, 21):
+        sent = runtime.send_message(started.session.id, f"Turn {turn}: say done.")
+        assert not isinstance(sent, Error), sent
+        details += [event.detail for event in turn_ended(runtime, started.session.id)]
+    assert details == ["stop hook"] * 20
+    assert len(model_server.turns()) == 20
+
+
+@drivers(Capability.LIMIT)
+def test_a_limit_makes_it_unavailable_and_the_next_step_falls_back(
+    agent, agent_runtime, project, model_server
+):
+    limited(agent, agent_runtime, project, model_server, SEEN[agent].limit)
+
+
+@drivers(Capability.LIMIT_BY_HOOK)
+def test_its_own_hook_alone_tells_a_limit(agent, agent_runtime, project, model_server):
+    """No screen pattern (the profile's `limit_patterns` emptied): the CLI's hook or event is the signal."""
+    limit = SEEN[agent].hook_limit
+    assert limit is not None, f"{agent} tells a limit by its hook: what its provider refuses with is in SEEN"
+    with_profile(agent_runtime, agent, limit_patterns=())
+    limited(agent, agent_runtime, project, model_server, limit)
+
+
+def limited(agent: str, runtime, project, model_server, limit: Limit) -> None:
+    """The build row `agent, then the next driver`; the provider refuses with `limit`: the session is
+    rate_limited, the agent unavailable until the reset, and the next step goes to the next driver."""
+    then = NAMES[(NAMES.index(agent) + 1) % len(NAMES)]
+    build_row_first(project, agent, then)
+    first = next_work(cwd=project)
+    assert isinstance(first, Dispatch) and first.agent == agent, first
+    model_server.add(limit.failure)
+    started = start(runtime, project, agent)
+    events = events_until(runtime, started.session.id, EventKind.RATE_LIMITED, seconds=120)
+    assert events[-1].detail.startswith(limit.reason), events[-1].detail
+    assert limit.source in events[-1].detail, events[-1].detail
+    stored = runtime.store.get(started.session.id)
+    assert stored is not None and stored.state is SessionState.RATE_LIMITED
+    until = runtime.context.availability.unavailable(runtime.clock())[agent].until
+    earliest, latest = limit.until
+    assert started.session.created_at + earliest < until < started.session.created_at + latest, until
+    if limit.refused is not None:
+        assert len([r for r in model_server.turns() if r.answer.startswith("fail")]) == limit.refused
+    if limit.shows:  # a dialog may be read by its title row before its options are drawn
+        screen_shows(runtime, started.session, limit.shows)
+    fallback = next_work(cwd=project)
+    assert isinstance(fallback, Dispatch) and fallback.agent == then, fallback
+
+
+@drivers(Capability.TOOL_ACTIVITY)
+def test_its_tool_hook_shows_the_workers_last_tool_uses(agent, agent_runtime, project, model_server):
+    """Two shell calls through the CLI's own shell tool, the second editing a file and committing it: each is
+    a row of `teleclaude sessions list` under its tool's name, the long one cut short."""
+    runtime, row = agent_runtime, SEEN[agent].tool_row
+    model_server.add(
+        shell("git status --short", "Look at the worktree"),
+        edit_and_commit("src/greeting.py", 'print("hello")', "Build greeting"),
+        Text("DONE: next-build greeting - 1 task built"),
+    )
+    started = start(runtime, project, agent)
+    events = events_until(runtime, started.session.id, EventKind.TURN_ENDED)
+    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
+    assert "Build greeting" in git(project, "log", "--oneline", "-1")
+    assert (project / "src" / "greeting.py").read_text() == 'print("hello")\n'
+    lines = runtime.recent_tools(runtime.list_sessions())[started.session.id]
+    assert len(lines) == 2 and lines[0].startswith(f"{row}: git status --short ("), lines
+    assert lines[1].startswith(f"{row}: mkdir -p src && printf"), lines
+    assert all(re.search(r" \(\d+[smh] ago\)$", line) for line in lines), lines
+    listed = sessions_list(project)
+    assert f"    {row}: git status --short (" in listed, listed
+
+
+@drivers(Capability.REFUSED_STOP)
+def test_a_refused_stop_makes_the_worker_commit(agent, agent_runtime, project, model_server):
+    """The stop hook refuses a stop with uncommitted work (todos/greeting/ is dirty); the CLI goes on with the
+    refusal as the model's next prompt."""
+    runtime = agent_runtime
+    model_server.add(
+        shell("printf 'notes\\n' > todos/greeting/notes.md", "Write notes"),
+        Text("Notes written."),  # the turn would end here: the hook refuses
+        shell("git add todos && git commit -q -m 'Add greeting notes'", "Commit the notes"),
+        Text("Committed."),
+    )
+    started = start(runtime, project, agent)
+    assert [e.detail for e in turn_ended(runtime, started.session.id)] == ["stop hook"]
+    assert "Add greeting notes" in git(project, "log", "--oneline", "-1")
+    assert git(project, "status", "--porcelain", "todos") == ""
+    refused = model_server.turns()[2]  # the request after "Notes written."
+    assert "todos/greeting/notes.md" in refused.text()  # the hook's refusal reached the model
+
+
+@drivers(Capability.OVER_SSH)
+def test_over_ssh_it_commits_and_its_own_hook_ends_the_turn(agent, remote_clone, model_server, project, sshd):
+    """The build step on the loopback computer (over_ssh.py): the CLI edits and commits there, its hook marks
+    the pane, the observer reads the mark over ssh and the commit comes back to this machine."""
+    remote = remote_clone(agent)
+    build_over_ssh(agent, model_server, project, remote, sshd)
