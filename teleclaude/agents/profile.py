@@ -92,6 +92,10 @@ class Install:
     # JSON on stdin, usage included): `teleclaude hook statusline` goes there at user scope, running the
     # user's own status line (if any) after it, which uninstall puts back
     status_line: tuple[str, ...] = ()
+    # what the CLI writes into its project folder for itself (not the project's: e.g. the npm packages of its
+    # plugins): project scope writes a `.gitignore` there listing them, so a checkout never shows them as
+    # untracked and `git add -A` never commits them
+    project_ignore: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

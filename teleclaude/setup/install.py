@@ -188,6 +188,8 @@ def agent_targets(agent: str, scope: Scope, base: Path, home: Path, with_hook: b
         )
         for name, text in _markdown()
     ]
+    if scope is Scope.PROJECT and layout.project_ignore:
+        targets.append(CommandFile(agent, folder / ".gitignore", _ignore_text(agent, layout.project_ignore)))
     mcp_file = _path(layout.mcp_file[scope is Scope.PROJECT], base, folder)
     server = {**layout.mcp_entry, **_server(scope, layout.mcp_argv)}
     if mcp_file.suffix == ".toml":
@@ -230,6 +232,11 @@ def _is_ours(command: str) -> bool:
     except ValueError:
         return False
     return any(words[i : i + 2] == ["hook", "statusline"] for i in range(len(words)))
+
+
+def _ignore_text(agent: str, ignored: Sequence[str]) -> bytes:
+    head = f"# Installed by `teleclaude install`: what {agent} writes here for itself, never the project's.\n"
+    return (head + "".join(f"{name}\n" for name in ignored)).encode()
 
 
 def _server(scope: Scope = Scope.USER, argv: bool = False) -> dict:

@@ -18,6 +18,7 @@ import pytest
 
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.cli import setup as cli_setup
+from teleclaude.demo.workers import git
 from teleclaude.setup import install
 from teleclaude.setup.manifest import Manifest
 
@@ -232,6 +233,31 @@ def test_project_scope_files_hold_no_path_of_this_machine(home, repo, run):
     assert hook_commands(codex["PreToolUse"]) == ["teleclaude hook tool-use --agent codex"]
     gemini = load(repo / ".gemini" / "settings.json")["hooks"]
     assert hook_commands(gemini["BeforeTool"]) == ["teleclaude hook tool-use --agent gemini"]
+
+
+def test_what_opencode_writes_into_its_project_folder_is_never_the_projects(home, repo, tmp_path, run):
+    """opencode npm-installs its plugins' package into the project's .opencode/ at each start (node_modules,
+    package.json, its lock file): neither the checkout nor a worktree of it shows them as untracked (what the
+    planner and the stop hook see), `git add -A` never commits them, and uninstall takes the list back."""
+    code, out = run("install", "--opencode", "--scope", "project", "--cwd", str(repo))
+    assert code == 0, out
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "teleclaude for opencode")
+    tree = tmp_path / "tree"
+    git(repo, "worktree", "add", "-q", "-b", "greeting", str(tree))
+    for checkout in (repo, tree):
+        folder = checkout / ".opencode"
+        package = folder / "node_modules" / "@opencode-ai" / "plugin"
+        package.mkdir(parents=True)
+        (package / "index.js").write_text("export {}\n")
+        (folder / "package.json").write_text('{"dependencies": {"@opencode-ai/plugin": "1.18.33"}}\n')
+        (folder / "package-lock.json").write_text('{"lockfileVersion": 3}\n')
+        assert git(checkout, "status", "--porcelain", "--untracked-files=all") == ""
+    git(repo, "add", "-A")
+    assert not [path for path in git(repo, "ls-files").split() if "node_modules" in path or "package" in path]
+    code, out = run("install", "--opencode", "--scope", "project", "--uninstall", "--cwd", str(repo))
+    assert code == 0, out
+    assert not (repo / ".opencode" / ".gitignore").exists()
 
 
 # --- claude's first-run dialogs, answered visibly and undone by --uninstall ---------------------------------
