@@ -195,6 +195,8 @@ PROFILE = AgentProfile(
         # at each start it npm-installs `@opencode-ai/plugin` into every config folder it reads, the project's
         # .opencode/ too (64 MB of node_modules), with its package.json and lock file
         project_ignore=("node_modules/", "package.json", "package-lock.json", "bun.lock"),
+        # it adds its schema's address to an opencode.json that lacks it
+        mcp_own_keys={"$schema": "https://opencode.ai/config.json"},
     ),
     # 1.18.33 reads a provider's rate-limit headers only to time its retries (`retry-after`,
     # `x-ratelimit-*`), and its plugin events carry no usage: only the error that ends a session

@@ -96,6 +96,9 @@ class Install:
     # plugins): project scope writes a `.gitignore` there listing them, so a checkout never shows them as
     # untracked and `git add -A` never commits them
     project_ignore: tuple[str, ...] = ()
+    # keys the CLI adds by itself to its MCP file when it starts: written with the server, so that a file
+    # committed at project scope does not change under each worker
+    mcp_own_keys: Mapping[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -196,6 +196,7 @@ def agent_targets(agent: str, scope: Scope, base: Path, home: Path, with_hook: b
         targets.append(TomlTable(agent, mcp_file, (layout.mcp_key, SERVER), server))
     else:
         targets.append(JsonEntry(agent, mcp_file, (layout.mcp_key, SERVER), server))
+        targets += [JsonEntry(agent, mcp_file, (key,), value) for key, value in layout.mcp_own_keys.items()]
     if not with_hook:
         targets.append(Skip(agent, "stop hook: this teleclaude has no `teleclaude hook stop` command yet"))
         return targets

@@ -238,9 +238,12 @@ def test_project_scope_files_hold_no_path_of_this_machine(home, repo, run):
 def test_what_opencode_writes_into_its_project_folder_is_never_the_projects(home, repo, tmp_path, run):
     """opencode npm-installs its plugins' package into the project's .opencode/ at each start (node_modules,
     package.json, its lock file): neither the checkout nor a worktree of it shows them as untracked (what the
-    planner and the stop hook see), `git add -A` never commits them, and uninstall takes the list back."""
+    planner and the stop hook see), `git add -A` never commits them, and uninstall takes the list back. (The
+    real opencode in such a checkout: test_opencode.py.)"""
     code, out = run("install", "--opencode", "--scope", "project", "--cwd", str(repo))
     assert code == 0, out
+    # and the schema's address opencode would add to its opencode.json at each start, changing the file
+    assert load(repo / ".opencode" / "opencode.json")["$schema"] == "https://opencode.ai/config.json"
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "teleclaude for opencode")
     tree = tmp_path / "tree"

@@ -9,7 +9,7 @@ limit their provider refuses with) is `SEEN` below: facts of each CLI, as these 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 import pytest
@@ -50,7 +50,10 @@ class Seen:
     limit: Limit  # with everything it shows and runs
     hook_limit: Limit | None = None  # with no screen pattern: its own hook or event alone (LIMIT_BY_HOOK)
     # one of these is offered in the first turn (empty: the CLI may send it before its MCP servers connect)
-    mcp: tuple[str, ...] = field(default=())
+    mcp: tuple[str, ...] = ()
+    # placeholders the CLI substitutes: none left in the first turn (a codex skill keeps `$ARGUMENTS`: the
+    # model reads the arguments after the skill's name)
+    substituted: tuple[str, ...] = ("$ARGUMENTS", "{{args}}")
 
 
 BUILDER = "You are the **builder** for the work item"
@@ -85,6 +88,7 @@ SEEN = {
         CODEX_USAGE,
         # the typed error in its rollout file, found through its UserPromptSubmit hook
         replace(CODEX_USAGE, source="codex_error_info"),
+        substituted=(),
     ),
     "gemini": Seen(
         (f"{BUILDER} `greeting`",),
@@ -148,8 +152,8 @@ def test_it_starts_unattended_and_its_role_command_reaches_the_model_expanded(
     sent = turn.text()
     for expanded in seen.expanded:
         assert expanded in sent
-    if agent != "codex":  # the skill's text names `$ARGUMENTS`: the text after its name
-        assert "$ARGUMENTS" not in sent and "{{args}}" not in sent
+    for placeholder in seen.substituted:
+        assert placeholder not in sent
     assert seen.shell_tool in turn.tools()
     if seen.mcp:
         assert set(seen.mcp) & set(turn.tools()), turn.tools()
