@@ -1,25 +1,20 @@
-"""The real Claude Code, started by teleclaude's runtime, against the scripted Anthropic server."""
+"""The real Claude Code, started by teleclaude's runtime, against the scripted Anthropic server: what only
+claude does (its MCP tool names and WaitForMcpServers, its trust of a worktree under the root's, its
+project-scope files). What every CLI does is test_contract.py."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
 
-from teleclaude.demo.model_server import Step, Text, Tool, edit_and_commit, mcp, shell
+from teleclaude.demo.model_server import Step, Text, Tool, mcp
 from teleclaude.runtime.api import open_runtime
-from teleclaude.runtime.core.sessions import EventKind, SessionState, Started, StartRequest
+from teleclaude.runtime.core.sessions import EventKind, Started, StartRequest
 from teleclaude.setup.install import Scope
 
-from .watching import events_until, screen
-
-
-def start(runtime, project, command: str = "next-build", args: str = "greeting") -> Started:
-    started = runtime.run_agent_command(StartRequest("local", command, args, str(project), "claude", "med"))
-    assert isinstance(started, Started), started
-    return started
-
+from .conftest import start
+from .watching import events_until
 
 NEXT_WORK = "mcp__teleclaude__teleclaude__next_work"
 WAIT = "WaitForMcpServers"
@@ -65,69 +60,9 @@ def tool_result(turn) -> str:
     return content if isinstance(content, str) else "".join(part.get("text", "") for part in content)
 
 
-def test_claude_starts_unattended_and_its_command_reaches_the_model_expanded(runtime, project, model_server):
-    started = start(runtime, project)
-    assert started.session.state is SessionState.RUNNING
-    turn = model_server.wait_for(lambda r: r.turn, timeout=90)
-    sent = turn.last_user_text()
-    assert "You are the **builder** for the work item `greeting`" in sent
-    assert "$ARGUMENTS" not in sent
-    assert turn.headers["x-api-key"].startswith("sk-ant-")
-    offered = [tool["name"] for tool in turn.body["tools"]]
-    assert "Bash" in offered
-    # MCP servers connect in the background: until then the model gets WaitForMcpServers, then their tools
-    # (the launcher's prompt_stable wait before typing often lets them connect before the first turn)
-    assert "WaitForMcpServers" in offered or any(name.startswith("mcp__teleclaude") for name in offered)
-
-
-def test_the_stop_hook_reports_the_turn_end(runtime, project, model_server):
-    model_server.add(Text("DONE: next-build greeting - nothing to build"))
-    started = start(runtime, project)
-    events = events_until(runtime, started.session.id, EventKind.TURN_ENDED)
-    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
-    assert "DONE: next-build greeting" in screen(runtime, started.session)
-
-
-def test_a_shell_tool_call_edits_a_file_and_commits(runtime, project, model_server):
-    model_server.add(
-        edit_and_commit("src/greeting.py", 'print("hello")', "Build greeting"),
-        Text("DONE: next-build greeting - 1 task built"),
-    )
-    started = start(runtime, project)
-    events_until(runtime, started.session.id, EventKind.TURN_ENDED)
-    log = subprocess.run(["git", "log", "--oneline", "-1"], cwd=project, capture_output=True, text=True)
-    assert "Build greeting" in log.stdout
-    assert (project / "src" / "greeting.py").read_text() == 'print("hello")\n'
-    result = model_server.turns()[1].body["messages"][-1]["content"]
-    assert any(block.get("type") == "tool_result" for block in result)
-
-
-def test_the_tool_hook_shows_the_workers_last_tool_uses(runtime, project, model_server):
-    model_server.add(
-        shell("git status --short", "Look at the worktree"),
-        edit_and_commit("src/greeting.py", 'print("hello")', "Build greeting"),
-        Text("DONE: next-build greeting - 1 task built"),
-    )
-    started = start(runtime, project)
-    events_until(runtime, started.session.id, EventKind.TURN_ENDED)
-    listing = runtime.list_sessions()
-    lines = runtime.recent_tools(listing)[started.session.id]
-    assert len(lines) == 2 and lines[0].startswith("Bash: git status --short ("), lines
-    assert lines[1].startswith("Bash: mkdir -p src && printf"), lines  # cut short
-    assert all(re.search(r" \(\d+[smh] ago\)$", line) for line in lines), lines
-    shown = subprocess.run(
-        [sys.executable, "-m", "teleclaude", "sessions", "list", "--cwd", str(project)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert shown.returncode == 0, shown.stderr
-    assert "    Bash: git status --short (" in shown.stdout, shown.stdout
-
-
 def test_a_claude_orchestrator_runs_next_work_and_gets_a_tool_call(runtime, project, model_server):
     model_server.then = orchestrator_model
-    started = start(runtime, project, "next-work", "")
+    started = start(runtime, project, "claude", "next-work", "")
     events_until(runtime, started.session.id, EventKind.TURN_ENDED, seconds=180)  # waits up to 10 x 5 s
     called, answered = next_work_turns(model_server)
     assert NEXT_WORK in [tool["name"] for tool in called.body["tools"]]
@@ -168,7 +103,7 @@ def test_project_scope_names_no_path_of_this_machine_and_claude_connects(
     assert line.endswith("Connected"), listed.stdout + listed.stderr  # by name, approved
     runtime = open_runtime(project)
     model_server.then = orchestrator_model
-    started = start(runtime, project, "next-work", "")
+    started = start(runtime, project, "claude", "next-work", "")
     events = events_until(runtime, started.session.id, EventKind.TURN_ENDED, seconds=180)
     assert (EventKind.TURN_ENDED, "stop hook") in [(e.kind, e.detail) for e in events]  # the hook by name
     assert tool_result(next_work_turns(model_server)[1]).startswith("TOOL_CALL:")

@@ -1,5 +1,6 @@
 """The real Claude Code under teleclaude's runtime when things go wrong: dialogs, refusals, API errors and
-limits, and turn ends reported by its hooks."""
+limits as only claude shows them (its subscription limits and their dialog, either signal alone, its retry
+countdown). A 429 by its hook alone, twenty turns ended by its Stop hook and its refusal: test_contract.py."""
 
 from __future__ import annotations
 
@@ -13,16 +14,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from teleclaude.adapters.store import AvailabilityStore
-from teleclaude.demo.model_server import Fail, Text, shell
-from teleclaude.demo.scenario import commit_all
-from teleclaude.demo.workers import git
+from teleclaude.demo.model_server import Fail
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.render import to_text
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started, StartRequest
 
-from .conftest import trusted
-from .watching import events_until, screen_shows, turn_ended, with_env, with_profile
+from .conftest import build_row_first, start
+from .watching import events_until, screen_shows, with_env, with_profile
 
 
 def blocked(runtime, project) -> Error:
@@ -58,21 +57,6 @@ def test_as_root_without_is_sandbox_claudes_refusal_and_the_fix_reach_the_user(r
     assert 'env = {IS_SANDBOX = "1"}' in answer.message
 
 
-# --- turn ends from the hooks -------------------------------------------------------------------------------
-
-
-def test_twenty_turns_end_by_the_stop_hook(runtime, project, model_server):
-    """The idle rule is set to 300 s (conftest.SETTINGS): each of these turn ends can only be the hook's."""
-    started = start(runtime, project)
-    details = [event.detail for event in turn_ended(runtime, started.session.id)]
-    for turn in range(2, 21):
-        sent = runtime.send_message(started.session.id, f"Turn {turn}: say done.")
-        assert not isinstance(sent, Error), sent
-        details += [event.detail for event in turn_ended(runtime, started.session.id)]
-    assert details == ["stop hook"] * 20
-    assert len(model_server.turns()) == 20
-
-
 # --- API errors and limits ----------------------------------------------------------------------------------
 
 OAUTH_TOKEN = (
@@ -83,7 +67,6 @@ OAUTH_TOKEN = (
 @pytest.mark.parametrize(
     ("failure", "subscriber", "signal"),
     [
-        ("rate_limit", False, "hook"),
         ("rate_limit", False, "screen"),
         ("overloaded", False, "hook"),
         ("session_limit", True, "hook"),
@@ -93,8 +76,9 @@ OAUTH_TOKEN = (
 def test_a_limit_makes_claude_unavailable_until_its_reset_and_next_work_falls_back(
     runtime, project, model_server, isolated_environment, failure, subscriber, signal
 ):
-    """Either signal alone is enough: the StopFailure hook (no screen patterns), or the screen (no hook)."""
-    prefer_claude_for_builds(project)
+    """Either signal alone is enough: the StopFailure hook (no screen patterns), or the screen (no hook). (A
+    429 told by the hook alone: test_contract.py.)"""
+    build_row_first(project, "claude", "codex")
     assert called_agent(project) == "claude"
     if subscriber:
         with_env(runtime, "claude", ANTHROPIC_API_KEY=None, CLAUDE_CODE_OAUTH_TOKEN=OAUTH_TOKEN)
@@ -128,7 +112,7 @@ def test_claude_retrying_with_its_defaults_is_still_seen_as_limited(runtime, pro
     with_env(runtime, "claude", CLAUDE_CODE_MAX_RETRIES=None)
     runtime.context.config = replace(runtime.config, api_wait_limit=10)
     model_server.add(Fail("rate_limit", repeat=1000, retry_after=2))
-    started = start(runtime, project)
+    started = start(runtime, project, "claude")
     screen_shows(runtime, started.session, "attempt 1/10")  # its own default: 10 attempts
     events = events_until(runtime, started.session.id, EventKind.RATE_LIMITED, seconds=90)
     assert events[-1].detail.startswith("rate_limited"), events[-1].detail
@@ -137,39 +121,7 @@ def test_claude_retrying_with_its_defaults_is_still_seen_as_limited(runtime, pro
     assert model_server.turns()[-1].answer.startswith("fail rate_limit")  # no answer got through
 
 
-def test_a_stop_hook_refusal_makes_the_worker_commit(runtime, project, model_server):
-    """The Stop hook refuses a stop with uncommitted work; the refusal is the model's next prompt."""
-    model_server.add(
-        shell("printf 'notes\\n' > todos/greeting/notes.md", "Write notes"),
-        Text("Notes written."),  # the turn would end here: the hook refuses (todos/greeting/ is dirty)
-        shell("git add todos && git commit -q -m 'Add greeting notes'", "Commit the notes"),
-        Text("Committed."),
-    )
-    started = start(runtime, project)
-    events = turn_ended(runtime, started.session.id)
-    assert [e.detail for e in events] == ["stop hook"]
-    assert "Add greeting notes" in git(project, "log", "--oneline", "-1")
-    assert git(project, "status", "--porcelain", "todos") == ""
-    refused = model_server.turns()[2]  # the request after "Notes written."
-    assert "todos/greeting/notes.md" in refused.text()  # the hook's refusal reached the model
-
-
 # --- helpers ------------------------------------------------------------------------------------------------
-
-
-def start(runtime, project) -> Started:
-    started = runtime.run_agent_command(
-        StartRequest("local", "next-build", "greeting", str(project), "claude", "med")
-    )
-    assert isinstance(started, Started), started
-    return started
-
-
-def prefer_claude_for_builds(project) -> None:
-    with (project / "teleclaude.toml").open("a") as settings:
-        settings.write('[matrix]\nbuild = ["claude:med", "codex:med"]\n')
-    trusted(project)  # the file changed: trusted again in its new content
-    commit_all(project, "Builds by claude, else codex")
 
 
 def called_agent(project) -> str:

@@ -1,10 +1,11 @@
-"""The real Codex CLI (0.169), started by teleclaude's runtime, against the scripted Responses API."""
+"""The real Codex CLI (0.169), started by teleclaude's runtime, against the scripted Responses API: what only
+codex does (its refused `/prompts:`, its hooks review, its retries and typed errors, its busy screen, its MCP
+namespace, its project-scope files, its alternate screen). What every CLI does is test_contract.py."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import threading
 from dataclasses import replace
@@ -15,7 +16,6 @@ import pytest
 
 from teleclaude.demo.model_server import Fail, Step, Text, mcp, shell
 from teleclaude.demo.scenario import commit_all
-from teleclaude.demo.workers import git
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch
@@ -23,31 +23,8 @@ from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started, StartRequest
 from teleclaude.setup.install import Scope, install
 
-from .conftest import trusted
-from .watching import events_until, screen, screen_shows, sessions_list, turn_ended, with_profile
-
-
-def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med"):
-    started = runtime.run_agent_command(StartRequest("local", command, args, str(project), "codex", mode))
-    assert isinstance(started, Started), started
-    return started
-
-
-def test_codex_starts_unattended_and_its_skill_reaches_the_model_with_its_arguments(
-    codex_runtime, project, model_server
-):
-    model_server.add(Text("DONE: next-build greeting - nothing to build"))
-    started = start(codex_runtime, project)
-    assert started.session.state is SessionState.RUNNING
-    turn = model_server.wait_for(lambda r: r.turn, timeout=90)
-    sent = turn.text()
-    assert "$next-build greeting" in sent  # the user's message: the arguments follow the skill's name
-    assert "You are the **builder** for the work item `$ARGUMENTS`" in sent  # the skill, expanded
-    assert "`$ARGUMENTS` stands for the text after `$next-build`" in sent
-    assert "exec_command" in turn.tools()
-    events = events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
-    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
-    assert "DONE: next-build greeting" in screen(codex_runtime, started.session)
+from .conftest import build_row_first, start, trusted
+from .watching import events_until, screen, screen_shows, with_profile
 
 
 def test_a_command_codex_refuses_errs_the_session_with_its_words(codex, project, model_server):
@@ -91,36 +68,18 @@ def test_the_hooks_review_dialog_is_reported_never_answered(codex, project):
     assert "hooks review" in started.message
 
 
-def build_row_first(project, agent: str, then: str) -> None:
-    settings = project / "teleclaude.toml"
-    settings.write_text(settings.read_text() + f'\n[matrix]\nbuild = ["{agent}:med", "{then}:med"]\n')
-    trusted(project)  # the file changed: trusted again in its new content
-    commit_all(project, "Build row for the test")
-
-
-@pytest.mark.parametrize(
-    ("failure", "reason"),
-    [
-        (Fail("session_limit", resets_in=3 * 3600), "quota_exhausted"),  # HTTP 429 usage_limit_reached
-        (Fail("rate_limit", repeat=10, retry_after=1), "rate_limited"),  # retried, then given up
-    ],
-    ids=["usage-limit", "429-retried-then-given-up"],
-)
-def test_a_codex_limit_makes_it_unavailable_until_the_reset_and_the_next_step_falls_back(
-    codex_runtime, project, model_server, failure, reason
+def test_a_429_codex_gave_up_on_makes_it_unavailable_and_the_next_step_falls_back(
+    codex_runtime, project, model_server
 ):
+    """A 429 codex retries with its own defaults, then gives up on. (Its usage limit: test_contract.py.)"""
     build_row_first(project, "codex", "gemini")
     first = next_work(cwd=project)
     assert isinstance(first, Dispatch) and first.agent == "codex"
-    model_server.add(failure)
-    started = start(codex_runtime, project)
+    model_server.add(Fail("rate_limit", repeat=10, retry_after=1))
+    started = start(codex_runtime, project, "codex")
     events = events_until(codex_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=120)
-    assert events[-1].detail.startswith(reason), events[-1].detail
-    until = codex_runtime.context.availability.unavailable(codex_runtime.clock())["codex"].until
-    if reason == "quota_exhausted":  # "try again at Nov 26th, 2026 2:21 AM." (to the minute)
-        assert abs(until - (started.session.created_at + timedelta(seconds=failure.resets_in))) < timedelta(
-            minutes=2
-        )
+    assert events[-1].detail.startswith("rate_limited"), events[-1].detail
+    assert "codex" in codex_runtime.context.availability.unavailable(codex_runtime.clock())
     fallback = next_work(cwd=project)
     assert isinstance(fallback, Dispatch) and fallback.agent == "gemini", fallback
 
@@ -129,7 +88,7 @@ def test_a_transient_429_codex_retries_is_not_a_limit(codex_runtime, project, mo
     """While codex retries it shows `└ Exceeded retry limit, last status: 429 …` under `Server is busy,
     reconnecting 1/5`: not yet a limit. It got through: the turn ends, and codex stays available."""
     model_server.add(Fail("rate_limit", repeat=2, retry_after=1), Text("DONE: next-build greeting"))
-    started = start(codex_runtime, project)
+    started = start(codex_runtime, project, "codex")
     events = events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
     assert [e.kind for e in events] == [EventKind.TURN_ENDED]
     assert "codex" not in codex_runtime.context.availability.unavailable(codex_runtime.clock())
@@ -143,7 +102,7 @@ def test_codex_retrying_a_503_with_its_defaults_is_still_seen_as_limited(
     refusing, codex retries under `Reconnecting... k/5`, then gives up with a `■` row: codex is
     unavailable."""
     model_server.add(Fail("unavailable", repeat=1000, retry_after=1))
-    started = start(codex_runtime, project)
+    started = start(codex_runtime, project, "codex")
     events = events_until(codex_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=120)
     assert events[-1].detail.startswith("overloaded"), events[-1].detail
     assert "codex" in codex_runtime.context.availability.unavailable(codex_runtime.clock())
@@ -177,7 +136,7 @@ def test_a_5xx_codex_gives_up_on_makes_it_unavailable(
     with_profile(codex_runtime, "codex", args=(*profile.args, *FEW_RETRIES))
     build_row_first(project, "codex", "gemini")
     model_server.add(failure)
-    started = start(codex_runtime, project)
+    started = start(codex_runtime, project, "codex")
     events = events_until(codex_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=120)
     assert events[-1].detail.startswith(reason), events[-1].detail
     assert ": ■ " in events[-1].detail  # the error codex gave up with, not one it was retrying
@@ -188,19 +147,18 @@ def test_a_5xx_codex_gives_up_on_makes_it_unavailable(
 @pytest.mark.parametrize(
     ("failure", "reason"),
     [
-        (Fail("session_limit", resets_in=3 * 3600), "quota_exhausted"),  # "usage_limit_exceeded"
         (Fail("rate_limit", repeat=50, retry_after=1), "rate_limited"),  # {"response_too_many_…": {…: 429}}
         (Fail("unavailable", repeat=50, retry_after=1), "overloaded"),  # "server_overloaded"
     ],
-    ids=["usage-limit", "429-given-up", "503-given-up"],
+    ids=["429-given-up", "503-given-up"],
 )
 def test_codexs_typed_error_alone_makes_it_unavailable(codex_runtime, project, model_server, failure, reason):
     """No screen pattern: the `codex_error_info` codex writes to its rollout file (found through the
-    UserPromptSubmit hook `teleclaude install` adds) is the signal."""
+    UserPromptSubmit hook `teleclaude install` adds) is the signal. (Its usage limit so: test_contract.py.)"""
     profile = codex_runtime.config.profiles["codex"]
     with_profile(codex_runtime, "codex", limit_patterns=(), args=(*profile.args, *FEW_RETRIES))
     model_server.add(failure)
-    started = start(codex_runtime, project)
+    started = start(codex_runtime, project, "codex")
     events = events_until(codex_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=120)
     assert events[-1].detail.startswith(reason), events[-1].detail
     assert "codex_error_info" in events[-1].detail
@@ -210,47 +168,7 @@ def test_codexs_typed_error_alone_makes_it_unavailable(codex_runtime, project, m
         assert abs(until - expected) < timedelta(minutes=2)
 
 
-def test_codexs_pre_tool_use_hook_shows_the_workers_last_tool_uses(codex_runtime, project, model_server):
-    """Codex 0.169 runs `PreToolUse` before each tool call with claude's fields (its shell is `Bash`)."""
-    model_server.add(shell("git status --short", "Look at the worktree"), Text("DONE: next-build greeting"))
-    started = start(codex_runtime, project)
-    events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
-    lines = codex_runtime.recent_tools(codex_runtime.list_sessions())[started.session.id]
-    assert len(lines) == 1 and re.fullmatch(r"Bash: git status --short \(\d+[smh] ago\)", lines[0]), lines
-    listed = sessions_list(project)
-    assert "    Bash: git status --short (" in listed, listed
-
-
-# --- turn ends, refusals, the busy screen -----------------------------------------------------------------
-
-
-def test_twenty_turns_end_by_codexs_stop_hook(codex_runtime, project, model_server):
-    """The idle rule is set to 300 s (conftest.SETTINGS): each of these turn ends can only be the hook's."""
-    started = start(codex_runtime, project)
-    details = [e.detail for e in turn_ended(codex_runtime, started.session.id)]
-    for turn in range(2, 21):
-        sent = codex_runtime.send_message(started.session.id, f"Turn {turn}: say done.")
-        assert not isinstance(sent, Error), sent
-        details += [e.detail for e in turn_ended(codex_runtime, started.session.id)]
-    assert details == ["stop hook"] * 20
-    assert len(model_server.turns()) == 20
-
-
-def test_codexs_stop_hook_refusal_makes_the_worker_commit(codex_runtime, project, model_server):
-    """Codex's Stop hook takes `{"decision": "block", "reason": …}`: the reason is the model's next prompt."""
-    model_server.add(
-        shell("printf 'notes\\n' > todos/greeting/notes.md", "Write notes"),
-        Text("Notes written."),  # the turn would end here: the hook refuses (todos/greeting/ is dirty)
-        shell("git add todos && git commit -q -m 'Add greeting notes'", "Commit the notes"),
-        Text("Committed."),
-    )
-    started = start(codex_runtime, project)
-    events = turn_ended(codex_runtime, started.session.id)
-    assert [e.detail for e in events] == ["stop hook"]
-    assert "Add greeting notes" in git(project, "log", "--oneline", "-1")
-    assert git(project, "status", "--porcelain", "todos") == ""
-    refused = model_server.turns()[2]  # the request after "Notes written."
-    assert "todos/greeting/notes.md" in refused.text()  # the hook's refusal reached the model
+# --- the busy screen -------------------------------------------------------------------------------------
 
 
 def test_a_busy_codex_is_not_idle_though_its_prompt_line_shows(codex_runtime, project, model_server):
@@ -259,7 +177,7 @@ def test_a_busy_codex_is_not_idle_though_its_prompt_line_shows(codex_runtime, pr
     codex_runtime.context.config = replace(codex_runtime.config, idle_threshold=0.1, poll_interval=0.05)
     hold = threading.Event()
     model_server.add(Text("DONE: next-build greeting", hold=hold))
-    started = start(codex_runtime, project)
+    started = start(codex_runtime, project, "codex")
     model_server.wait_for(lambda r: r.turn, timeout=90)
     screen_shows(codex_runtime, started.session, "esc to interrupt")
     held = []
@@ -322,7 +240,7 @@ def test_a_codex_orchestrator_runs_next_work_over_mcp_and_gets_a_tool_call(
 ):
     model_server.then = orchestrator_model
     started = start(
-        codex_runtime, project, "next-work", ""
+        codex_runtime, project, "codex", "next-work", ""
     )  # `$next-work ` : the space closes the skill list
     events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
     result = next_work_result(model_server)
@@ -344,7 +262,7 @@ def test_project_scope_alone_gives_codex_its_skills_mcp_server_and_hooks(
     commit_all(project, "teleclaude for codex, project scope")
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     model_server.add(shell("git status --short", "Look at the worktree"), Text("DONE: next-build greeting"))
-    started = start(codex_runtime, project)
+    started = start(codex_runtime, project, "codex")
     events = events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
     assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
     (line,) = codex_runtime.recent_tools(codex_runtime.list_sessions())[started.session.id]
@@ -377,7 +295,7 @@ def test_an_old_usage_limit_row_does_not_limit_the_next_turn_again(
     if signal == "screen-alone":
         without_prompt_hook(isolated_environment)
     model_server.add(Fail("session_limit", resets_in=3 * 3600))
-    started = start(codex_runtime, project)
+    started = start(codex_runtime, project, "codex")
     session_id = started.session.id
     events = events_until(codex_runtime, session_id, EventKind.RATE_LIMITED, seconds=60)
     assert events[-1].detail.startswith("quota_exhausted"), events[-1].detail

@@ -1,5 +1,6 @@
-"""The real Codex CLI as a worker on another computer (the loopback sshd, set up by over_ssh.py): its Stop
-hook ends the turn through the pane's mark."""
+"""The real Codex CLI as a worker on another computer (the loopback sshd, set up by over_ssh.py): what only
+codex shows there. Every CLI's build over ssh, its hook ending the turn through the pane's mark:
+test_contract.py."""
 
 from __future__ import annotations
 
@@ -10,16 +11,9 @@ from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import Ended, EventKind, SessionState
 
 from ..loopback_sshd import sshd as sshd  # noqa: F401 (the fixture)
-from .over_ssh import build_over_ssh, start_build
 from .over_ssh import remote_clone as remote_clone  # noqa: F401 (the fixture)
+from .over_ssh import start_build
 from .watching import events_until
-
-
-def test_a_real_codex_over_ssh_commits_and_its_stop_hook_ends_the_turn(
-    remote_clone, model_server, project, sshd
-):
-    remote = remote_clone("codex")
-    build_over_ssh("codex", model_server, project, remote, sshd)
 
 
 def test_a_remote_codexs_usage_limit_reaches_this_machine_from_its_screen(

@@ -1,77 +1,30 @@
-"""The real Gemini CLI (0.61), started by teleclaude's runtime, against the scripted Gemini API."""
+"""The real Gemini CLI (0.61), started by teleclaude's runtime, against the scripted Gemini API: what only
+gemini does (its silent retries and high-demand dialog, its long shell commands, its modes, its unknown
+commands, its loop detection, its MCP names, its project-scope files, its late commands). What every CLI
+does is test_contract.py."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from teleclaude.demo.model_server import Fail, Step, Text, Tool, body_text, mcp, shell
 from teleclaude.demo.scenario import commit_all
-from teleclaude.demo.workers import git
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started, StartRequest
 from teleclaude.setup.install import Scope, install
 
-from .watching import events_until, screen, screen_shows, sessions_list, turn_ended
-
-
-def start(runtime, project, command: str = "next-build", args: str = "greeting", mode: str = "med"):
-    started = runtime.run_agent_command(StartRequest("local", command, args, str(project), "gemini", mode))
-    if isinstance(started, Error):
-        pytest.fail(started.message)  # the CLI's own last output, whole
-    assert isinstance(started, Started), started
-    return started
-
-
-def test_gemini_starts_unattended_and_its_command_reaches_the_model_expanded(
-    gemini_runtime, project, model_server
-):
-    model_server.add(Text("DONE: next-build greeting - nothing to build"))
-    started = start(gemini_runtime, project)
-    assert started.session.state is SessionState.RUNNING
-    turn = model_server.wait_for(lambda r: r.turn, timeout=90)
-    sent = turn.text()
-    assert "You are the **builder** for the work item `greeting`" in sent
-    assert "{{args}}" not in sent and "$ARGUMENTS" not in sent
-    assert "run_shell_command" in turn.tools()
-    events = events_until(gemini_runtime, started.session.id, EventKind.TURN_ENDED)
-    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
-    assert "DONE: next-build greeting" in screen(gemini_runtime, started.session)
-
-
-@pytest.mark.parametrize(
-    ("failure", "reason"),
-    [(Fail("quota", repeat=20), "quota_exhausted")],
-    ids=["daily-quota"],
-)
-def test_a_gemini_limit_makes_it_unavailable_and_the_next_step_falls_back(
-    gemini_runtime, project, model_server, failure, reason
-):
-    first = next_work(cwd=project)
-    assert isinstance(first, Dispatch) and first.agent == "gemini"  # the build row: gemini, claude, codex
-    model_server.add(failure)
-    started = start(gemini_runtime, project)
-    events = events_until(gemini_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=120)
-    assert events[-1].detail.startswith(reason), events[-1].detail
-    # "Usage limit reached for gemini-3.8-flash." in a Keep trying / Stop dialog; no reset time is printed
-    # for a daily quota (RetryInfo or not), so the default pause applies
-    until = gemini_runtime.context.availability.unavailable(gemini_runtime.clock())["gemini"].until
-    assert until > started.session.created_at + timedelta(minutes=50)
-    # the dialog was not answered (its title row may be read before its options are drawn: wait for them)
-    screen_shows(gemini_runtime, started.session, "Keep trying")
-    fallback = next_work(cwd=project)
-    assert isinstance(fallback, Dispatch) and fallback.agent == "claude", fallback
+from .conftest import start
+from .watching import events_until, screen_shows, turn_ended
 
 
 @pytest.mark.parametrize("failure", ["rate_limit", "overloaded"], ids=["429-per-minute", "503-overloaded"])
@@ -81,7 +34,7 @@ def test_gemini_retrying_silently_past_api_wait_limit_is_rate_limited_and_the_ne
     """gemini 0.61 retries these for minutes showing only its spinner: the api_wait_limit rule sees it."""
     gemini_runtime.context.config = replace(gemini_runtime.config, api_wait_limit=6)
     model_server.add(Fail(failure, repeat=1000, retry_after=2))
-    started = start(gemini_runtime, project)
+    started = start(gemini_runtime, project, "gemini")
     events = events_until(gemini_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=120)
     assert events[-1].detail.startswith("rate_limited until"), events[-1].detail
     assert gemini_runtime.store.get(started.session.id).state is SessionState.RATE_LIMITED
@@ -103,7 +56,7 @@ def test_with_full_error_verbosity_gemini_gives_up_in_a_dialog_that_is_a_limit(
     settings["general"] = {"maxAttempts": 2}
     settings_file.write_text(json.dumps(settings))
     model_server.add(Fail(failure, repeat=1000, retry_after=1))
-    started = start(gemini_runtime, project)
+    started = start(gemini_runtime, project, "gemini")
     events = events_until(gemini_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=120)
     # "high demand" is an overload, whether its row or the dialog under it was read first
     assert events[-1].detail.startswith("overloaded until"), events[-1].detail
@@ -121,7 +74,7 @@ def test_a_long_shell_command_under_gemini_is_not_an_api_wait(gemini_runtime, pr
     gemini_runtime.context.config = replace(gemini_runtime.config, api_wait_limit=6)
     answer = threading.Event()
     model_server.add(shell("sleep 10", "Wait for the build"), Text("DONE: next-build greeting", hold=answer))
-    started = start(gemini_runtime, project)
+    started = start(gemini_runtime, project, "gemini")
     seen = []
     while not any(r.turn and r.answer == "text" for r in model_server.requests):  # watched, as by `run`
         waited = gemini_runtime.wait_for_sessions([started.session.id], timeout=0.5)
@@ -145,7 +98,7 @@ def test_a_long_shell_command_under_gemini_is_not_an_api_wait(gemini_runtime, pr
 def test_each_thinking_mode_reaches_the_model_it_names(gemini_runtime, project, model_server, mode, model):
     """The profile's modes are aliases 0.61 resolves itself (VALID_GEMINI_MODELS: tests/realcli/NOTES.md)."""
     model_server.add(Text("DONE: next-build greeting - nothing to build"))
-    start(gemini_runtime, project, mode=mode)
+    start(gemini_runtime, project, "gemini", mode=mode)
     turn = model_server.wait_for(lambda r: r.turn, timeout=90)
     assert turn.path.split("/models/", 1)[1].split(":", 1)[0] == model, turn.path
 
@@ -175,7 +128,7 @@ def test_geminis_loop_detection_dialog_is_never_typed_into(gemini_runtime, proje
     """gemini stops a model that repeats the same call and asks, in a dialog, whether to keep loop detection
     on; its AfterAgent hook ends the turn. A message for the worker is refused rather than typed into it."""
     model_server.then = lambda body: Tool("no_such_tool", {"again": True})  # the same call, again and again
-    started = start(gemini_runtime, project)
+    started = start(gemini_runtime, project, "gemini")
     turn_ended(gemini_runtime, started.session.id)
     screen_shows(gemini_runtime, started.session, "Keep loop detection enabled")
     typed = gemini_runtime.send_message(started.session.id, "continue")
@@ -219,7 +172,7 @@ def test_a_gemini_orchestrator_runs_next_work_over_mcp_and_gets_a_tool_call(
     gemini_runtime, project, model_server
 ):
     model_server.then = orchestrator_model
-    started = start(gemini_runtime, project, "next-work", "")
+    started = start(gemini_runtime, project, "gemini", "next-work", "")
     events = events_until(gemini_runtime, started.session.id, EventKind.TURN_ENDED)
     assert (EventKind.TURN_ENDED, "stop hook") in [(e.kind, e.detail) for e in events]
     answers = [turn.answer for turn in model_server.turns()]
@@ -236,18 +189,6 @@ def test_a_gemini_orchestrator_runs_next_work_over_mcp_and_gets_a_tool_call(
     assert 'agent="gemini"' in result, result
 
 
-def test_geminis_before_tool_hook_shows_the_workers_last_tool_uses(gemini_runtime, project, model_server):
-    """Gemini CLI 0.61 runs `BeforeTool` before each tool call: `tool_name`, `tool_input` as claude's."""
-    model_server.add(shell("git status --short", "Look at the worktree"), Text("DONE: next-build greeting"))
-    started = start(gemini_runtime, project)
-    events_until(gemini_runtime, started.session.id, EventKind.TURN_ENDED)
-    lines = gemini_runtime.recent_tools(gemini_runtime.list_sessions())[started.session.id]
-    pattern = r"run_shell_command: git status --short \(\d+[smh] ago\)"
-    assert len(lines) == 1 and re.fullmatch(pattern, lines[0]), lines
-    listed = sessions_list(project)
-    assert "    run_shell_command: git status --short (" in listed, listed
-
-
 def test_project_scope_alone_gives_gemini_its_commands_and_hooks(
     gemini_runtime, project, model_server, monkeypatch
 ):
@@ -261,7 +202,7 @@ def test_project_scope_alone_gives_gemini_its_commands_and_hooks(
     commit_all(project, "teleclaude for gemini, project scope")
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     model_server.add(shell("git status --short", "Look at the worktree"), Text("DONE: next-build greeting"))
-    started = start(gemini_runtime, project)
+    started = start(gemini_runtime, project, "gemini")
     events = events_until(gemini_runtime, started.session.id, EventKind.TURN_ENDED)
     assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
     assert "You are the **builder** for the work item `greeting`" in model_server.turns()[0].text()
@@ -269,36 +210,7 @@ def test_project_scope_alone_gives_gemini_its_commands_and_hooks(
     assert line.startswith("run_shell_command: git status --short ("), line
 
 
-# --- turn ends from the AfterAgent hook ---------------------------------------------------------------------
-
-
-def test_twenty_gemini_turns_end_by_the_after_agent_hook(gemini_runtime, project, model_server):
-    """The idle rule is set to 300 s (conftest.SETTINGS): each of these turn ends can only be the hook's."""
-    started = start(gemini_runtime, project)
-    details = [event.detail for event in turn_ended(gemini_runtime, started.session.id)]
-    for turn in range(2, 21):
-        sent = gemini_runtime.send_message(started.session.id, f"Turn {turn}: say done.")
-        assert not isinstance(sent, Error), sent
-        details += [event.detail for event in turn_ended(gemini_runtime, started.session.id)]
-    assert details == ["stop hook"] * 20
-    assert len(model_server.turns()) == 20
-
-
-def test_an_after_agent_refusal_makes_the_gemini_worker_commit(gemini_runtime, project, model_server):
-    """The AfterAgent hook denies the stop with uncommitted work; gemini goes on with the reason as prompt."""
-    model_server.add(
-        shell("printf 'notes\\n' > todos/greeting/notes.md", "Write notes"),
-        Text("Notes written."),  # the turn would end here: the hook denies it (todos/greeting/ is dirty)
-        shell("git add todos && git commit -q -m 'Add greeting notes'", "Commit the notes"),
-        Text("Committed."),
-    )
-    started = start(gemini_runtime, project)
-    events = turn_ended(gemini_runtime, started.session.id)
-    assert [e.detail for e in events] == ["stop hook"]
-    assert "Add greeting notes" in git(project, "log", "--oneline", "-1")
-    assert git(project, "status", "--porcelain", "todos") == ""
-    refused = model_server.turns()[2]  # the request after "Notes written."
-    assert "todos/greeting/notes.md" in refused.text()  # the hook's reason reached the model
+# --- its commands, loaded late ---------------------------------------------------------------------------
 
 
 @contextmanager
@@ -342,7 +254,7 @@ def test_a_command_typed_while_gemini_still_loads_its_commands_reaches_the_model
     would go to the model as plain text (its handleSlashCommand says "not a command" until they are)."""
     model_server.add(Text("DONE: next-build greeting - nothing to build"))
     with command_loading_held(isolated_environment, gemini_runtime, typed="/next-build"):
-        started = start(gemini_runtime, project)
+        started = start(gemini_runtime, project, "gemini")
         turn = model_server.wait_for(lambda r: r.turn, timeout=90)
     assert "You are the **builder** for the work item `greeting`" in turn.text()
     events = events_until(gemini_runtime, started.session.id, EventKind.TURN_ENDED)
