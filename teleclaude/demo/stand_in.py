@@ -18,6 +18,7 @@ a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a comm
                command in `FAKE_AGENT_WAIT_CMD`)
     deaf       take commands, but drop every Enter under a line that is not one (a message stays in the
                input, as behind a CLI that redraws or is busy)
+    sluggish   show a taken Enter only 3.5 s later (as a slow CLI on a loaded machine does)
     usage      (claude) after each step, report its rate-limit window through `teleclaude hook statusline`
                the way Claude Code runs its status line (`rate_limits.five_hour`)
 
@@ -71,6 +72,7 @@ LIMIT_MESSAGES = {
 # what Claude Code's StopFailure hook gets for a subscription limit (tests/realcli/NOTES.md)
 FAILURE_MESSAGE = "You've hit your session limit · resets 3:48pm (UTC)"
 SWALLOW_WINDOW = 0.05
+SLUGGISH_SECONDS = 3.5  # longer than the 3 s over which the launcher pressed Enter three times before
 PROMPT = "> "
 
 
@@ -110,7 +112,7 @@ def main(argv: list[str]) -> int:
     say(f"fake {agent} ({', '.join(sorted(chosen))}) in {Path.cwd()}")
     if "slowstart" in chosen:
         time.sleep(1.0)
-    lines = read_lines(lists_commands=agent == "gemini", deaf="deaf" in chosen)
+    lines = read_lines(lists_commands=agent == "gemini", deaf="deaf" in chosen, sluggish="sluggish" in chosen)
     for line in lines:
         match = re.fullmatch(r"[/$](?:prompts:)?([a-z0-9-]+)\s*(.*)", line.strip())
         if not match:
@@ -351,11 +353,11 @@ def say(text: str) -> None:
     sys.stdout.flush()
 
 
-def read_lines(lists_commands: bool = False, deaf: bool = False):
+def read_lines(lists_commands: bool = False, deaf: bool = False, sluggish: bool = False):
     """Lines typed at the prompt, key by key; an Enter within 50 ms of the last key is dropped. With
     `lists_commands`, a command typed alone is listed below the input row, as gemini lists a command it
     knows (the launcher waits for that row before typing the arguments). `deaf` drops every Enter under a
-    line that is not a command."""
+    line that is not a command; `sluggish` shows a taken Enter only after SLUGGISH_SECONDS."""
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd) if os.isatty(fd) else None
     if saved is not None:
@@ -367,6 +369,11 @@ def read_lines(lists_commands: bool = False, deaf: bool = False):
             line = _read_line(fd, lists_commands, deaf)
             if line is None:
                 return
+            if sluggish and line:
+                time.sleep(SLUGGISH_SECONDS)
+                if saved is not None:  # the Enters pressed again meanwhile land in an empty input: nothing
+                    termios.tcflush(fd, termios.TCIFLUSH)
+            sys.stdout.write("\r\n")
             yield line
     finally:
         if saved is not None:
@@ -389,7 +396,6 @@ def _read_line(fd: int, lists_commands: bool = False, deaf: bool = False) -> str
                     continue
                 if listed:
                     _unlist(typed)
-                sys.stdout.write("\r\n")
                 return typed
             if char == "\x03":
                 raise SystemExit(130)

@@ -59,22 +59,23 @@ class Panes:
         return read_since(view, cursor, capture, lines, size)  # a pane that never stops: take it as it is
 
     def press_enter(self, session: Session, attempts: int = 3, typed: str = "") -> bool:
-        """Enter, then up to 1 s for the screen to change: agent CLIs drop an Enter that comes too soon. With
-        `typed`, the typed line must move or new rows appear (a footer that changes by itself, as a git branch
-        appearing, is not a taken Enter), and is first awaited on the screen: its echo arriving after
-        the Enter was pressed is not the Enter taken either."""
+        """Enter, then up to 1 s for the screen to change, pressed again with twice the wait each time: agent
+        CLIs drop an Enter that comes too soon, and on a loaded machine a slow one (opencode) takes seconds to
+        show a taken Enter. With `typed`, the typed line must move or new rows appear (a footer that changes
+        by itself, as a git branch appearing, is not a taken Enter), and is first awaited on the screen:
+        its echo arriving after the Enter was pressed is not the Enter taken either."""
         tmux = self.context.tmux
         if typed:
             self._until_shown(session, typed)
         pane = session.pane_id
-        for _ in range(attempts):
+        for attempt in range(attempts):
             mark = tmux.output_mark(pane)
             view = tmux.views().get(pane)
             if view is None or view.dead:
                 return True  # nothing left to press Enter in; observing says what happened
             before = _where(tmux.screen(pane, view), typed)
             tmux.send_key(pane, "Enter")
-            deadline = time.monotonic() + 1.0
+            deadline = time.monotonic() + 2.0**attempt
             while (left := deadline - time.monotonic()) > 0:
                 # looked at again when it printed, and every 0.25 s all the same: an event that comes late
                 # (a loaded machine) must not make a taken Enter look dropped, and be pressed again

@@ -134,6 +134,15 @@ def test_a_message_whose_enter_is_dropped_is_pressed_again(project, runtime, wat
     assert "status: still working on it" in runtime.get_session_output(started.session.id).chunk.rows
 
 
+def test_a_worker_slow_to_show_a_taken_enter_gets_its_command_once(project, runtime, monkeypatch, watch):
+    monkeypatch.setenv("FAKE_AGENT_CLAUDE", "sluggish")  # a taken Enter shows 3.5 s later
+    started = runtime.run_agent_command(StartRequest("local", "emit", "2", str(project), "claude", "med"))
+    assert isinstance(started, Started), started
+    watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
+    screen = runtime.get_session_output(started.session.id).chunk.rows
+    assert screen.count("running /emit 2") == 1 and "row 2" in screen
+
+
 def test_a_message_the_worker_never_takes_is_an_error_not_sent(project, runtime, monkeypatch, watch):
     monkeypatch.setenv("FAKE_AGENT_CLAUDE", "deaf")  # every Enter under a message is dropped
     started = runtime.run_agent_command(StartRequest("local", "emit", "1", str(project), "claude", "med"))
