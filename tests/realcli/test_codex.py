@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import threading
+import time
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -188,6 +189,52 @@ def test_a_busy_codex_is_not_idle_though_its_prompt_line_shows(codex_runtime, pr
     assert [e.kind for e in events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)] == [
         EventKind.TURN_ENDED
     ]
+
+
+def slowed_launcher(runtime, monkeypatch) -> None:
+    """The launcher on a loaded machine: it sees the Enter of a line it typed taken only once the turn the
+    line started is over and codex's Stop hook has run (the hook saved the session's row, or 10 s went by)."""
+    press_enter = runtime.launcher.panes.press_enter
+
+    def late(session, *args, **kwargs):
+        taken = press_enter(session, *args, **kwargs)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and runtime.store.get(session.id).version == session.version:
+            time.sleep(0.05)
+        return taken
+
+    monkeypatch.setattr(runtime.launcher.panes, "press_enter", late)
+
+
+@pytest.mark.parametrize("before", ["first-turn", "turn-ended", "rate-limited"])
+def test_a_turn_over_before_the_launcher_saw_its_line_taken_still_ends(
+    codex_runtime, project, model_server, monkeypatch, before
+):
+    """A turn can end (`Worked for <1s`) before the launcher has seen its line taken and made the session work
+    again: codex's Stop hook then finds it pending, ended or rate-limited, not working. That turn still ends
+    by the hook (the idle rule is at 300 s: nothing else would end it)."""
+    if before == "first-turn":
+        slowed_launcher(codex_runtime, monkeypatch)
+    else:
+        model_server.add(
+            Fail("session_limit", resets_in=3 * 3600) if before == "rate-limited" else Text("Done.")
+        )
+    started = start(codex_runtime, project)
+    session_id = started.session.id
+    if before == "rate-limited":
+        events_until(codex_runtime, session_id, EventKind.RATE_LIMITED, seconds=60)
+        screen_shows(codex_runtime, started.session, "■ You’ve hit your usage limit")
+        codex_runtime.context.availability.mark_available("codex")
+    if before != "first-turn":
+        if before == "turn-ended":
+            events_until(codex_runtime, session_id, EventKind.TURN_ENDED, seconds=60)
+        slowed_launcher(codex_runtime, monkeypatch)
+        model_server.add(Text("DONE: next-build greeting"))
+        sent = codex_runtime.send_message(session_id, "Go on.")
+        assert not isinstance(sent, Error), sent
+    events = events_until(codex_runtime, session_id, EventKind.TURN_ENDED, seconds=60)
+    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
+    assert codex_runtime.store.get(session_id).state is SessionState.TURN_ENDED
 
 
 # --- codex as the orchestrator ----------------------------------------------------------------------------
