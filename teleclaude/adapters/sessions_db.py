@@ -39,6 +39,7 @@ _TIMES = (
     "last_digest_at",
     "cycle_started_at",
     "tool_seen_at",
+    "stopped_at",
 )
 _SESSION_COLUMNS = {
     "id": str,
@@ -74,6 +75,7 @@ _SESSION_COLUMNS = {
     "transcript": str,
     "tool_seen_at": str,
     "seen_rows": str,  # row hashes, space-separated
+    "stopped_at": str,
     "key": str,  # the session's own, given to its worker only (runtime/core/marks.py)
     "run_id": str,  # the `teleclaude run` that started it (a file from an older teleclaude gets it added)
     "parent": str,

@@ -8,9 +8,10 @@ import secrets
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 
@@ -37,6 +38,7 @@ from teleclaude.runtime.core.sessions import (
     Change,
     Cursor,
     Ended,
+    Event,
     PaneView,
     Session,
     SessionState,
@@ -52,6 +54,7 @@ from teleclaude.runtime.panes import NotSent, Panes, Untypable, WorkerBlocked
 from teleclaude.runtime.remote import item_slug, send
 
 _COMMAND = re.compile(r"[a-z0-9][a-z0-9:._-]{0,80}")
+SAVE_ATTEMPTS = 20  # saves of a typed line refused by other writers of the row before giving up
 
 
 class Launcher:
@@ -241,17 +244,20 @@ class Launcher:
         except TmuxError as error:
             return self._fail(session, Error(ErrorCode.TMUX_FAILED, str(error)))
         view = tmux.views()[session.pane_id]
-        now = self.context.clock()
-        running, _ = transition(session, Change.DELIVERED, now)
-        running = replace(
-            running,
-            delivered_at=sent_at,
-            scan_cursor=Cursor.start(view).encode(),
-            screen_hash="",  # so the first look after delivery counts as a change
-            last_change_at=sent_at,
-            last_progress_at=now,
-        )
-        return Started(self.context.store.save(running, expect=SessionState.PENDING) or running)
+
+        def delivered(stored: Session, now: datetime) -> tuple[Session, tuple[Event, ...]]:
+            running, events = transition(stored, Change.DELIVERED, now)
+            running = replace(
+                running,
+                delivered_at=sent_at,
+                scan_cursor=Cursor.start(view).encode(),
+                screen_hash="",  # so the first look after delivery counts as a change
+                last_change_at=sent_at,
+                last_progress_at=now,
+            )
+            return running, events
+
+        return Started(self._save_typed(session, sent_at, delivered))
 
     def _type_command(self, session: Session, profile: AgentProfile, text: str) -> None:
         """Type the command line; with the profile's `command_listed`, the command's name first and the rest
@@ -354,19 +360,48 @@ class Launcher:
             return bad_argument(f"session {session_id} is {session.state.value}: start a new one instead")
         if not text.strip() or "\n" in text.strip():
             return bad_argument("text must be one non-empty line")
+        sent_at = self.context.clock()
         try:
             view, screen = self.panes.type_line(session, text.strip(), interrupt)
         except (WorkerBlocked, NotSent, Untypable) as error:
             return Error(error.code, str(error))
         except TmuxError as error:
             return Error(ErrorCode.TMUX_FAILED, str(error))
-        # refused only if an observer saved meanwhile; the worker's new output tells the next look anyway
-        typed, _ = resumed(session, self.context.clock())
-        if view is not None and view.alternate:
-            # the alternate screen's rows before the message are not the new turn's output (an old limit row
-            # still shown must not limit it), whether an observer read them or not
-            typed = replace(typed, seen_rows=seen_of(screen))
-        return self.context.store.save(typed, expect=session.state) or typed
+
+        def typed(stored: Session, now: datetime) -> tuple[Session, tuple[Event, ...]]:
+            working, events = resumed(stored, now)
+            if view is not None and view.alternate:
+                # the alternate screen's rows before the message are not the new turn's output (an old limit
+                # row still shown must not limit it), whether an observer read them or not
+                working = replace(working, seen_rows=seen_of(screen))
+            return working, events
+
+        return self._save_typed(session, sent_at, typed)
+
+    def _save_typed(
+        self,
+        session: Session,
+        sent_at: datetime,
+        change: Callable[[Session, datetime], tuple[Session, tuple[Event, ...]]],
+    ) -> Session:
+        """Save `change` (the session works: its line was taken) on the stored row, read again while other
+        writers save first without changing its state. A stop hook that ran since `sent_at` found the session
+        not working (`stopped_at`): the line's turn is over already, and ends here. A state another writer
+        saved (the observer's limit, exit, a hook's turn end) stands."""
+        for _ in range(SAVE_ATTEMPTS):
+            stored = self.context.store.get(session.id)
+            if stored is None or stored.state is not session.state:
+                return stored or session
+            now = self.context.clock()
+            working, events = change(stored, now)
+            if stored.stopped_at is not None and stored.stopped_at >= sent_at:
+                self.context.before_turn_end(working)
+                working, ended = transition(working, Change.TURN_ENDED, now, "stop hook")
+                events = (*events, *ended)
+            saved = self.context.store.save(working, expect=stored.state, events=events)
+            if saved is not None:
+                return saved
+        return self.context.store.get(session.id) or session
 
     def end(self, session_id: str) -> Ended | Error:
         session = self.context.store.get(session_id)

@@ -155,8 +155,13 @@ class Observer:
         is the session's command line as typed, the CLI did not know the command: the session errs, the step
         never ran."""
         session = self.context.store.get(session_id)
-        if session is None or session.state not in WORKING:
+        if session is None or session.state.is_final:
             return True
+        if session.state not in WORKING:
+            # the turn of a line typed in may be over before the launcher saw the line taken (a loaded
+            # machine): it ends the turn by this time, once it makes the session work; else a late stop
+            stopped = replace(session, stopped_at=self.context.clock())
+            return self.context.store.save(stopped, expect=session.state) is not None
         profile = self.context.config.profiles.get(session.agent)
         typed = profile.slash_command(session.command, session.args) if profile else ""
         if prompt and unexpanded_command(prompt, typed):

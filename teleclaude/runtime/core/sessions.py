@@ -99,6 +99,9 @@ class Session:
     # the alternate screen's rows the runtime last read (`row_hash`; blank rows left out): that screen is read
     # whole whenever it changes, and a row still shown is not new output (`unseen_rows`)
     seen_rows: tuple[str, ...] = ()
+    # when its stop hook last ran while the session was not working: the turn of a line typed in can end
+    # before the launcher sees the line taken and makes the session work again; the launcher ends it by this
+    stopped_at: datetime | None = None
     # its worker's alone (TELECLAUDE_SESSION_KEY): a hook's record or pane mark counts only with it (marks.py)
     key: str = field(default="", repr=False)
     run_id: str = ""  # the `teleclaude run` that started it ("" for any other start): its report's rows
