@@ -320,6 +320,30 @@ def test_project_scope_alone_gives_codex_its_skills_mcp_server_and_hooks(
     assert "mcp__teleclaude.teleclaude__next_work" in turn.tools()
 
 
+def test_codex_waits_for_a_slow_teleclaude_mcp_server_before_its_first_turn(
+    codex_runtime, project, model_server, tmp_path, monkeypatch
+):
+    """`teleclaude mcp` slow to start (a loaded machine: here 8 s): codex does not send the first turn of a
+    worker before teleclaude's MCP server is connected, so its tools are offered from the first request on
+    (codex would otherwise send the turn without them: NOTES.md)."""
+    undone = install(["codex"], Scope.USER, uninstall=True)
+    assert not hasattr(undone, "code"), undone
+    report = install(["codex"], Scope.PROJECT, cwd=project)  # `teleclaude` by name: the slow one below
+    assert not hasattr(report, "code"), report
+    commit_all(project, "teleclaude for codex, project scope")
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    real = Path(sys.executable).parent / "teleclaude"
+    (slow / "teleclaude").write_text(f'#!/bin/sh\n[ "$1" = mcp ] && sleep 8\nexec {real} "$@"\n')
+    (slow / "teleclaude").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{slow}{os.pathsep}{os.environ['PATH']}")
+    model_server.add(Text("DONE: next-build greeting"))
+    started = start(codex_runtime, project)
+    events = events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
+    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
+    assert "mcp__teleclaude.teleclaude__next_work" in model_server.turns()[0].tools()
+
+
 # --- rows already seen on the alternate screen ------------------------------------------------------------
 
 
