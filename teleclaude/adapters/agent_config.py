@@ -142,11 +142,13 @@ def parse_toml(path: Path, data: bytes | None) -> dict:
         raise BrokenConfig(path, f"is not valid TOML ({error})") from None
 
 
-def toml_table(keys: tuple[str, ...], values: dict[str, str | list[str]], eol: str = "\n") -> str:
-    """`[a.b]` and its `key = value` lines; values are strings or lists of strings."""
+def toml_table(keys: tuple[str, ...], values: dict[str, str | bool | list[str]], eol: str = "\n") -> str:
+    """`[a.b]` and its `key = value` lines; values are strings, booleans or lists of strings."""
     lines = ["[" + ".".join(_toml_key(key) for key in keys) + "]"]
     for key, value in values.items():
-        if isinstance(value, list):
+        if isinstance(value, bool):
+            rendered = "true" if value else "false"
+        elif isinstance(value, list):
             rendered = "[" + ", ".join(basic_string(item) for item in value) + "]"
         else:
             rendered = basic_string(value)

@@ -255,6 +255,9 @@ PROFILE = AgentProfile(
         command_text=skill,
         mcp_file=("{folder}/config.toml", "{folder}/config.toml"),
         mcp_key="mcp_servers",
+        # codex 0.169 sends a turn without the tools of a server still starting, and waits for a required
+        # one before its first turn (exiting with the server's error should it fail to start)
+        mcp_entry={"required": True},
         hooks_file="{folder}/hooks.json",
     ),
     colour="#10a37f",
