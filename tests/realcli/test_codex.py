@@ -219,7 +219,7 @@ def test_a_turn_over_before_the_launcher_saw_its_line_taken_still_ends(
         model_server.add(
             Fail("session_limit", resets_in=3 * 3600) if before == "rate-limited" else Text("Done.")
         )
-    started = start(codex_runtime, project)
+    started = start(codex_runtime, project, "codex")
     session_id = started.session.id
     if before == "rate-limited":
         events_until(codex_runtime, session_id, EventKind.RATE_LIMITED, seconds=60)
@@ -338,7 +338,7 @@ def test_codex_waits_for_a_slow_teleclaude_mcp_server_before_its_first_turn(
     (slow / "teleclaude").chmod(0o755)
     monkeypatch.setenv("PATH", f"{slow}{os.pathsep}{os.environ['PATH']}")
     model_server.add(Text("DONE: next-build greeting"))
-    started = start(codex_runtime, project)
+    started = start(codex_runtime, project, "codex")
     events = events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
     assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
     assert "mcp__teleclaude.teleclaude__next_work" in model_server.turns()[0].tools()
