@@ -366,21 +366,18 @@ def read_lines(lists_commands: bool = False, deaf: bool = False, sluggish: bool 
         while True:
             sys.stdout.write(PROMPT)
             sys.stdout.flush()
-            line = _read_line(fd, lists_commands, deaf)
+            line = _read_line(fd, lists_commands, deaf, sluggish)
             if line is None:
                 return
-            if sluggish and line:
-                time.sleep(SLUGGISH_SECONDS)
-                if saved is not None:  # the Enters pressed again meanwhile land in an empty input: nothing
-                    termios.tcflush(fd, termios.TCIFLUSH)
-            sys.stdout.write("\r\n")
             yield line
     finally:
         if saved is not None:
             termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
-def _read_line(fd: int, lists_commands: bool = False, deaf: bool = False) -> str | None:
+def _read_line(
+    fd: int, lists_commands: bool = False, deaf: bool = False, sluggish: bool = False
+) -> str | None:
     typed = ""
     last_key = 0.0
     listed = False
@@ -396,6 +393,11 @@ def _read_line(fd: int, lists_commands: bool = False, deaf: bool = False) -> str
                     continue
                 if listed:
                     _unlist(typed)
+                if sluggish and typed:
+                    time.sleep(SLUGGISH_SECONDS)
+                    if os.isatty(fd):  # the Enters pressed again meanwhile land in an empty input: nothing
+                        termios.tcflush(fd, termios.TCIFLUSH)
+                sys.stdout.write("\r\n")
                 return typed
             if char == "\x03":
                 raise SystemExit(130)
