@@ -8,19 +8,15 @@ server in the project). Tools never raise: every answer, errors included, is pla
 from __future__ import annotations
 
 import asyncio
-import errno
 import hmac
 import io
-import ipaddress
 import json
 import logging
 import os
 import re
-import socket
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from fastmcp import FastMCP
@@ -32,6 +28,7 @@ from pydantic import ValidationError as PydanticValidationError
 from starlette.middleware import Middleware
 
 from teleclaude import __version__
+from teleclaude.adapters.http_guard import HttpAccess
 from teleclaude.agents import NAMES
 from teleclaude.errors import Error, ErrorCode, FrontEnd, guard
 from teleclaude.planner import api as app
@@ -507,76 +504,7 @@ def build_server() -> FastMCP:
 
 
 # --- HTTP: loopback names only, a bearer token, and a remote address only when asked for ---------------
-
-
-@dataclass(frozen=True)
-class HttpAccess:
-    """Who may talk to the HTTP server: Host names beyond loopback, and the bearer token (None: off)."""
-
-    token: str | None
-    allowed_hosts: tuple[str, ...] = ()
-
-
-def http_access(
-    host: str,
-    *,
-    allow_remote: bool = False,
-    no_token: bool = False,
-    allowed_hosts: tuple[str, ...] = (),
-    token_file: Path | None = None,
-) -> HttpAccess | Error:
-    """The guard for serving on `host`, or why that is refused: a non-loopback address needs both
-    `allow_remote` and the token, since whoever reaches the server can start agents that run commands."""
-    if not is_loopback(host) and not allow_remote:
-        return Error(
-            ErrorCode.INVALID_ARGUMENT,
-            f"{host} is not a loopback address: anyone who reaches it could start agents as you.\n"
-            "Serve on 127.0.0.1, or add --allow-remote (the bearer token stays required).",
-        )
-    if no_token and not is_loopback(host):
-        return Error(
-            ErrorCode.INVALID_ARGUMENT,
-            f"--no-token is for loopback addresses only, not {host}.\nDrop --no-token.",
-        )
-    if no_token:
-        return HttpAccess(None, allowed_hosts)
-    from teleclaude.adapters.token import read_or_create, token_path
-
-    token = guard(read_or_create)(token_file or token_path())
-    return token if isinstance(token, Error) else HttpAccess(token, allowed_hosts)
-
-
-def is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def can_listen(host: str, port: int) -> Error | None:
-    """Why the HTTP server could not listen on `host`:`port`, or None when it can. Checked by binding a
-    socket (with SO_REUSEADDR, as uvicorn does) before the CLI says it serves there: uvicorn itself would
-    say so only after that line, and exit 3."""
-    try:
-        family, kind, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        with socket.socket(family, kind) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind(address)
-    except OSError as error:
-        if error.errno == errno.EADDRINUSE:
-            return Error(
-                ErrorCode.PORT_IN_USE,
-                f"another program listens on {host}:{port}.\n"
-                f"Pick another --port (e.g. --port {port % 65535 + 1}), or stop that program.",
-            )
-        return Error(
-            ErrorCode.INVALID_ARGUMENT,
-            f"cannot listen on {host}:{port}: {error.strerror or error}.\n"
-            "Give a --host address of this machine and a --port you may use (1024 and above).",
-        )
-    return None
+# (who may connect: adapters/http_guard.py, which the CLI checks before it imports fastmcp)
 
 
 class BearerToken:

@@ -4,9 +4,11 @@ the CLI as a child process and kills what is left of it afterwards."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -42,6 +44,24 @@ def isolated_environment(tmp_path_factory, monkeypatch):
         monkeypatch.setenv(f"GIT_{role}_EMAIL", "tests@teleclaude.invalid")
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     return home
+
+
+@pytest.fixture(scope="session")
+def copy_repository(tmp_path_factory) -> Callable[[Callable[[Path], object], Path], Path]:
+    """`copy_repository(build, root)`: the repository `build(folder)` makes, built once per run (per worker,
+    by the first test that asks, in its isolated environment) and copied to `root` for each test: the git
+    commands that make it would otherwise be most of a small test's time."""
+    templates: dict[tuple[Callable[[Path], object], str], Path] = {}
+
+    def copy(build: Callable[[Path], object], root: Path) -> Path:
+        key = (build, root.name)
+        if key not in templates:
+            templates[key] = tmp_path_factory.mktemp("template") / root.name
+            build(templates[key])
+        shutil.copytree(templates[key], root, symlinks=True)
+        return root
+
+    return copy
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from textual_serve.server import Server
 
+from teleclaude.adapters.http_guard import HttpAccess, is_loopback
 from teleclaude.board.app import SERVER_PID
-from teleclaude.mcp import HttpAccess, is_loopback
 
 COOKIE = "teleclaude_board"
 # the page loads its own scripts, styles and images and talks to its own websocket, nothing else (textual-

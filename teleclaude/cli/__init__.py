@@ -122,12 +122,12 @@ def _add_mcp(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_mcp(args: argparse.Namespace) -> int:
-    from teleclaude import mcp as mcp_server  # fastmcp costs ~0.6 s: only this command pays for it
+    from teleclaude.adapters.http_guard import can_listen, http_access
     from teleclaude.errors import Error
 
     access = None
     if args.http:
-        allowed = mcp_server.http_access(
+        allowed = http_access(
             args.host,
             allow_remote=args.allow_remote,
             no_token=args.no_token,
@@ -135,11 +135,14 @@ def _run_mcp(args: argparse.Namespace) -> int:
         )
         if isinstance(allowed, Error):
             return print_value(allowed)
-        refused = mcp_server.can_listen(args.host, args.port)  # before saying it serves there
+        refused = can_listen(args.host, args.port)  # before saying it serves there
         if refused is not None:
             return print_value(refused)
         access = allowed
         _explain_http(args, access)
+    # fastmcp costs ~1 s: only this command pays for it, and only once its arguments are found good
+    from teleclaude import mcp as mcp_server
+
     with contextlib.suppress(KeyboardInterrupt):
         mcp_server.serve(http=args.http, host=args.host, port=args.port, access=access)
     return 0
@@ -149,8 +152,8 @@ def _explain_http(args: argparse.Namespace, access) -> None:
     """On stderr: where the server listens and how a client gets in (the token itself is never printed)."""
     import shlex
 
+    from teleclaude.adapters.http_guard import is_loopback
     from teleclaude.adapters.token import token_path
-    from teleclaude.mcp import is_loopback
 
     host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{host}:{args.port}/mcp"

@@ -54,22 +54,20 @@ def _run_board(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace, root) -> int:
-    from teleclaude import mcp
+    from teleclaude.adapters.http_guard import can_listen, http_access, is_loopback
     from teleclaude.adapters.token import token_path
     from teleclaude.board import web
 
-    access = mcp.http_access(
-        args.host, allow_remote=args.allow_remote, allowed_hosts=tuple(args.allowed_host)
-    )
+    access = http_access(args.host, allow_remote=args.allow_remote, allowed_hosts=tuple(args.allowed_host))
     if isinstance(access, Error):
         return print_value(access)
-    refused = mcp.can_listen(args.host, args.port)
+    refused = can_listen(args.host, args.port)
     if refused is not None:
         return print_value(refused)
     host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{host}:{args.port}/"
     lines = [f"teleclaude: serving the board of {root} on {url}"]
-    if not mcp.is_loopback(args.host):
+    if not is_loopback(args.host):
         lines.append(
             f"teleclaude: WARNING: {args.host} is reachable from other machines; whoever holds the token can "
             "end sessions and mark agents. Plain HTTP: use it only on a network you trust."

@@ -42,10 +42,7 @@ def cli_env(isolated_environment) -> dict[str, str]:
     return env
 
 
-@pytest.fixture
-def repo(tmp_path, cli_env) -> Path:
-    """A repository on main with a committed roadmap of two items; `feat` is prepared."""
-    root = tmp_path / "project"
+def _build_repo(root: Path) -> None:
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "commit.gpgsign", "false")
@@ -54,7 +51,12 @@ def repo(tmp_path, cli_env) -> Path:
     write(root, "todos/feat/requirements.md", REQUIREMENTS)
     write(root, "todos/feat/implementation-plan.md", PLAN)
     commit(root, "Initial commit")
-    return root
+
+
+@pytest.fixture
+def repo(tmp_path, cli_env, copy_repository) -> Path:
+    """A repository on main with a committed roadmap of two items; `feat` is prepared."""
+    return copy_repository(_build_repo, tmp_path / "project")
 
 
 @pytest.fixture

@@ -59,8 +59,11 @@ def isolated_env(isolated_environment) -> dict[str, str]:
 
 
 @pytest.fixture
-def project(tmp_path, isolated_env) -> Path:
-    root = tmp_path / "project"
+def project(tmp_path, isolated_env, copy_repository) -> Path:
+    return copy_repository(_build_project, tmp_path / "project")
+
+
+def _build_project(root: Path) -> None:
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "user.name", "Test User")
@@ -74,7 +77,6 @@ def project(tmp_path, isolated_env) -> Path:
     (todos / PREPARED / "implementation-plan.md").write_text(PLAN)
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "Initial commit with a prepared item")
-    return root
 
 
 @pytest.fixture

@@ -71,10 +71,14 @@ def committed_repo(root: Path, files: Mapping[str, str | bytes], message: str = 
     return root
 
 
+def _prepared_repo(root: Path) -> None:
+    committed_repo(root, PREPARED)
+
+
 @pytest.fixture
-def repo(tmp_path) -> Path:
+def repo(tmp_path, copy_repository) -> Path:
     """A repository whose roadmap has one prepared item, `feat` (a test module may have its own `repo`)."""
-    return committed_repo(tmp_path / "project", PREPARED)
+    return copy_repository(_prepared_repo, tmp_path / "project")
 
 
 @pytest.fixture
@@ -90,7 +94,7 @@ def tmux(tmp_path):
 
 
 @pytest.fixture
-def worker_project(tmp_path, monkeypatch):
+def worker_project(tmp_path, monkeypatch, copy_repository):
     """A prepared demo repository whose runtime has a private tmux server (killed afterwards, with every
     process it ran) and the stand-in agent CLI as every agent (`hang`: it takes lines, shows them as queued
     and never ends a turn by itself); as tests/runtime/conftest.py sets it up."""
@@ -107,7 +111,7 @@ def worker_project(tmp_path, monkeypatch):
         monkeypatch.delenv(f"FAKE_AGENT_{name}", raising=False)
     socket = f"tc-hostile-{secrets.token_hex(4)}"
     watcher = reaper(socket)
-    root = make_repository(tmp_path / "project")
+    root = copy_repository(make_repository, tmp_path / "project")
     (root / "teleclaude.toml").write_text(
         f'[runtime]\nsocket = "{socket}"\nidle_threshold = 3600\npoll_interval = 0.05\n'
         "startup_timeout = 15\nsettle = 0.1\n"

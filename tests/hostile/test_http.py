@@ -4,9 +4,13 @@ client with a wrong one send is refused before any tool runs; the right token wo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import stat
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -14,8 +18,8 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from teleclaude.adapters.http_guard import HttpAccess, http_access
 from teleclaude.errors import Error
-from teleclaude.mcp import HttpAccess, http_access
 
 from ..servers import INITIALIZE, http_mcp
 
@@ -28,9 +32,27 @@ MARK = {  # what a hostile page would call: it changes the database, so "nothing
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
+@pytest.fixture(scope="module")
+def _shared() -> Iterator[tuple[contextlib.ExitStack, dict[str, tuple[str, str, dict[str, str]]]]]:
+    with contextlib.ExitStack() as stack:
+        yield stack, {}
+
+
 @pytest.fixture
-def server(subprocess_env, tmp_path):
-    """A real `teleclaude mcp --http` on 127.0.0.1: (its URL, the token it made)."""
+def server(_shared, subprocess_env, tmp_path) -> tuple[str, str, dict[str, str]]:
+    """A real `teleclaude mcp --http` on 127.0.0.1, shared by this module's tests that it refuses (they
+    change nothing; it takes a second to start), started by the first in its environment: (its URL, the
+    token it made, that environment)."""
+    stack, started = _shared
+    if "server" not in started:
+        url, token = stack.enter_context(http_mcp(tmp_path, subprocess_env, tmp_path / "http-server.log"))
+        started["server"] = (url, token, subprocess_env)
+    return started["server"]
+
+
+@pytest.fixture
+def own_server(subprocess_env, tmp_path):
+    """A real `teleclaude mcp --http` on 127.0.0.1 for one test: (its URL, the token it made)."""
     with http_mcp(tmp_path, subprocess_env, tmp_path / "http-server.log") as found:
         yield found
 
@@ -47,13 +69,16 @@ def _attack(url: str, headers: dict[str, str]) -> list[int]:
     return statuses
 
 
-def _claude_still_available(cli) -> bool:
-    table = cli("agents").stdout
+def _claude_still_available(env: dict[str, str]) -> bool:
+    """In the database of the server that had `env` (`teleclaude agents`, run in its HOME)."""
+    agents = [sys.executable, "-m", "teleclaude", "agents"]
+    done = subprocess.run(agents, cwd=env["HOME"], env=env, capture_output=True, text=True, timeout=60)
+    table = done.stdout
     return any(line.split()[:2] == ["claude", "available"] for line in table.splitlines())
 
 
-def test_a_dns_rebinding_request_is_refused_even_with_the_token(server, cli):
-    url, token = server
+def test_a_dns_rebinding_request_is_refused_even_with_the_token(server):
+    url, token, env = server
     port = url.split(":")[2].split("/")[0]
     hostile = {
         "Host": f"evil.example:{port}",
@@ -61,28 +86,28 @@ def test_a_dns_rebinding_request_is_refused_even_with_the_token(server, cli):
         "Authorization": f"Bearer {token}",
     }
     assert all(status in (403, 421) for status in _attack(url, hostile))
-    assert _claude_still_available(cli)
+    assert _claude_still_available(env)
 
 
-def test_a_foreign_origin_is_refused_even_with_the_token(server, cli):
-    url, token = server
+def test_a_foreign_origin_is_refused_even_with_the_token(server):
+    url, token, env = server
     hostile = {"Origin": "http://evil.example", "Authorization": f"Bearer {token}"}
     assert all(status == 403 for status in _attack(url, hostile))
-    assert _claude_still_available(cli)
+    assert _claude_still_available(env)
 
 
 @pytest.mark.parametrize(
     "authorization", [None, "Bearer wrong-token-0123456789", "Basic Zm9vOmJhcg==", "Bearer"]
 )
-def test_a_request_without_the_right_token_is_refused(server, cli, authorization):
-    url, _ = server
+def test_a_request_without_the_right_token_is_refused(server, authorization):
+    url, _, env = server
     headers = {"Authorization": authorization} if authorization else {}
     assert _attack(url, headers) == [401, 401]
-    assert _claude_still_available(cli)
+    assert _claude_still_available(env)
 
 
-def test_the_official_client_with_the_token_works(server, cli):
-    url, token = server
+def test_the_official_client_with_the_token_works(own_server, subprocess_env):
+    url, token = own_server
 
     async def go():
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
@@ -96,12 +121,12 @@ def test_the_official_client_with_the_token_works(server, cli):
 
     result = asyncio.run(go())
     assert result.content[0].text.startswith("OK: claude is unavailable")
-    assert not _claude_still_available(cli)
+    assert not _claude_still_available(subprocess_env)
 
 
-def test_the_token_is_made_once_and_only_its_owner_can_read_it(server, subprocess_env):
-    _, token = server
-    path = Path(subprocess_env["TELECLAUDE_DB"]).parent / "http-token"
+def test_the_token_is_made_once_and_only_its_owner_can_read_it(server):
+    _, token, env = server
+    path = Path(env["TELECLAUDE_DB"]).parent / "http-token"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     again = http_access("127.0.0.1", token_file=path)
     assert again == HttpAccess(token)

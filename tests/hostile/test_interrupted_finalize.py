@@ -25,8 +25,10 @@ def killed_during_the_merge(project: Path, slug: str, teleclaude_cli) -> None:
     hook.unlink()
 
 
-def test_a_finalize_killed_in_its_merge_is_undone_and_done_by_the_next_finalize(tmp_path, teleclaude_cli):
-    project = make_repository(tmp_path / "project")
+def test_a_finalize_killed_in_its_merge_is_undone_and_done_by_the_next_finalize(
+    tmp_path, teleclaude_cli, copy_repository
+):
+    project = copy_repository(make_repository, tmp_path / "project")
     approve(project, "greeting")
     roadmap = project / "todos" / "roadmap.md"
     edited = roadmap.read_text() + "- [ ] polish — a user's line, not committed\n"
@@ -46,8 +48,8 @@ def test_a_finalize_killed_in_its_merge_is_undone_and_done_by_the_next_finalize(
     assert isinstance(following, Dispatch) and following.slug != "greeting", following
 
 
-def test_another_items_finalize_undoes_the_killed_merge_first(tmp_path, teleclaude_cli):
-    project = make_repository(tmp_path / "project")
+def test_another_items_finalize_undoes_the_killed_merge_first(tmp_path, teleclaude_cli, copy_repository):
+    project = copy_repository(make_repository, tmp_path / "project")
     approve(project, "greeting")
     approve(project, "shouting")
     killed_during_the_merge(project, "greeting", teleclaude_cli)
@@ -57,8 +59,10 @@ def test_another_items_finalize_undoes_the_killed_merge_first(tmp_path, teleclau
     assert sorted(path.name for path in (project / "done").iterdir()) == ["001-shouting", "002-greeting"]
 
 
-def test_an_index_changed_after_the_killed_merge_is_refused_and_left_as_it_is(tmp_path, teleclaude_cli):
-    project = make_repository(tmp_path / "project")
+def test_an_index_changed_after_the_killed_merge_is_refused_and_left_as_it_is(
+    tmp_path, teleclaude_cli, copy_repository
+):
+    project = copy_repository(make_repository, tmp_path / "project")
     approve(project, "greeting")
     killed_during_the_merge(project, "greeting", teleclaude_cli)
     (project / "notes.txt").write_text("someone's work\n")
@@ -77,8 +81,8 @@ def test_an_index_changed_after_the_killed_merge_is_refused_and_left_as_it_is(tm
     assert isinstance(done, Finalized) and done.merged, done
 
 
-def test_a_pre_merge_commit_hook_that_refuses_is_refused_not_a_merge_conflict(tmp_path):
-    project = make_repository(tmp_path / "project")
+def test_a_pre_merge_commit_hook_that_refuses_is_refused_not_a_merge_conflict(tmp_path, copy_repository):
+    project = copy_repository(make_repository, tmp_path / "project")
     approve(project, "greeting")
     git_hook(project, "pre-merge-commit", "#!/bin/sh\necho 'no merges on Fridays' >&2\nexit 1\n")
     head, status = git(project, "rev-parse", "HEAD"), git(project, "status", "--porcelain")

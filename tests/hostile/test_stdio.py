@@ -3,24 +3,50 @@ answered with `ERROR: INVALID_ARGUMENT`, and the server goes on answering; it us
 
 from __future__ import annotations
 
+import contextlib
 import json
 import select
 import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from ..servers import INITIALIZE, stdio_mcp
 
 
-@pytest.fixture
-def stdio_server(subprocess_env, tmp_path):
+@contextlib.contextmanager
+def initialized(cwd: Path, env: dict[str, str]) -> Iterator[Lines]:
     """`teleclaude mcp` as an MCP client starts it, spoken to in raw JSON-RPC lines; initialized."""
-    with stdio_mcp(tmp_path, subprocess_env) as process:
+    with stdio_mcp(cwd, env) as process:
         server = Lines(process)
         server.send(json.dumps(INITIALIZE))
         assert server.answer()["id"] == 1
         server.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         yield server
+
+
+@pytest.fixture
+def stdio_server(subprocess_env, tmp_path):
+    with initialized(tmp_path, subprocess_env) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def _shared() -> Iterator[tuple[contextlib.ExitStack, dict[str, tuple[Lines, dict[str, str]]]]]:
+    with contextlib.ExitStack() as stack:
+        yield stack, {}
+
+
+@pytest.fixture
+def shared_server(_shared, subprocess_env, tmp_path) -> tuple[Lines, dict[str, str]]:
+    """One `stdio_server` for this module's tests whose calls change nothing (it takes a second to start),
+    started by the first in its environment: (the server, that environment)."""
+    stack, started = _shared
+    if "server" not in started:
+        started["server"] = (stack.enter_context(initialized(tmp_path, subprocess_env)), subprocess_env)
+    return started["server"]
 
 
 class Lines:
@@ -52,15 +78,17 @@ def call(request_id: int, tool: str, arguments_json: str) -> str:
         ("teleclaude__next_work", r'{"cwd": "\ud800\ud800"}'),
     ],
 )
-def test_a_lone_surrogate_in_an_argument_is_answered_invalid_argument(stdio_server, tool, arguments, cli):
+def test_a_lone_surrogate_in_an_argument_is_answered_invalid_argument(shared_server, tool, arguments):
+    stdio_server, env = shared_server
     stdio_server.send(call(2, tool, arguments))
     answer = stdio_server.answer()
     assert answer["id"] == 2
     assert answer["result"]["content"][0]["text"].splitlines()[0] == "ERROR: INVALID_ARGUMENT"
     stdio_server.send(call(3, "teleclaude__agent_status", "{}"))  # the server goes on answering
     assert stdio_server.answer()["id"] == 3
-    rows = [line.split()[:2] for line in cli("agents").stdout.splitlines()]
-    assert ["claude", "available"] in rows  # nothing was marked
+    agents = [sys.executable, "-m", "teleclaude", "agents"]
+    done = subprocess.run(agents, cwd=env["HOME"], env=env, capture_output=True, text=True, timeout=60)
+    assert ["claude", "available"] in [line.split()[:2] for line in done.stdout.splitlines()]  # none marked
 
 
 def test_a_surrogate_pair_is_text_and_reaches_the_tool(stdio_server, cli):

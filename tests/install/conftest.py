@@ -31,8 +31,11 @@ def git(cwd: Path, *args: str) -> str:
 
 
 @pytest.fixture
-def repo(tmp_path) -> Path:
-    root = tmp_path / "project"
+def repo(tmp_path, copy_repository) -> Path:
+    return copy_repository(_build_repo, tmp_path / "project")
+
+
+def _build_repo(root: Path) -> None:
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "commit.gpgsign", "false")
@@ -40,7 +43,6 @@ def repo(tmp_path) -> Path:
     (root / "src").mkdir()
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "initial")
-    return root
 
 
 @pytest.fixture

@@ -34,14 +34,18 @@ def prepare(root: Path, slug: str, plan: str = PLAN) -> None:
     write(root, f"todos/{slug}/implementation-plan.md", plan)
 
 
-@pytest.fixture
-def repo(git_repo) -> Path:
-    """A committed repository with one prepared item `feat` and an unprepared `other`."""
-    root = Path(git_repo.workspace)
+def _build_repo(root: Path) -> None:
+    root.mkdir()
+    git(root, "init", "-q")  # as pytest-git's `git_repo` makes one: git's default branch
     write(root, "todos/roadmap.md", "# Roadmap\n- [ ] feat — the feature\n- [ ] other — later\n")
     prepare(root, "feat")
     commit(root, "roadmap")
-    return root
+
+
+@pytest.fixture
+def repo(tmp_path, copy_repository) -> Path:
+    """A committed repository with one prepared item `feat` and an unprepared `other`."""
+    return copy_repository(_build_repo, tmp_path / "project")
 
 
 def tree(root: Path, slug: str = "feat") -> Path:

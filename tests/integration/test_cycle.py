@@ -27,8 +27,8 @@ def steps(actions):
     return out
 
 
-def test_full_cycle_from_pending_to_done_with_a_forgotten_commit_and_a_rejection(tmp_path):
-    project = demo.make_repository(tmp_path / "project")
+def test_full_cycle_from_pending_to_done_with_a_forgotten_commit_and_a_rejection(tmp_path, copy_repository):
+    project = copy_repository(demo.make_repository, tmp_path / "project")
     workers = demo.Workers(project, forget_commit="greeting", reject_first="greeting")
     actions = demo.drive(project, workers, say=lambda line: None)
     assert steps(actions)[:8] == [
@@ -54,8 +54,8 @@ def test_full_cycle_from_pending_to_done_with_a_forgotten_commit_and_a_rejection
     assert (project / "src/greeting.py").exists() and not (project / "trees/greeting").exists()
 
 
-def test_fallback_when_the_builder_is_rate_limited_mid_run(tmp_path):
-    project = demo.make_repository(tmp_path / "project")
+def test_fallback_when_the_builder_is_rate_limited_mid_run(tmp_path, copy_repository):
+    project = copy_repository(demo.make_repository, tmp_path / "project")
     workers = demo.Workers(project)
 
     def gemini_runs_out(step, action):
@@ -72,8 +72,8 @@ def run_cli(project: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
 
 
-def test_eight_processes_at_once_make_one_worktree_and_one_claim(tmp_path):
-    project = demo.make_repository(tmp_path / "project")
+def test_eight_processes_at_once_make_one_worktree_and_one_claim(tmp_path, copy_repository):
+    project = copy_repository(demo.make_repository, tmp_path / "project")
     before = (project / "todos/roadmap.md").read_bytes()
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     with ThreadPoolExecutor(max_workers=8) as pool:

@@ -39,9 +39,9 @@ def wait_until(check, seconds: float = 60) -> None:
 
 
 def test_two_finalizes_started_together_merge_one_after_the_other_with_their_own_numbers(
-    tmp_path, teleclaude_cli
+    tmp_path, teleclaude_cli, copy_repository
 ):
-    project = make_repository(tmp_path / "project")
+    project = copy_repository(make_repository, tmp_path / "project")
     approve(project, "greeting")
     approve(project, "shouting")
     repo = gitx.find_repo(project)
@@ -65,8 +65,10 @@ def test_two_finalizes_started_together_merge_one_after_the_other_with_their_own
     assert isinstance(app.next_work("greeting", cwd=project), Complete)
 
 
-def test_a_finalize_of_an_item_that_is_not_approved_is_refused_and_changes_nothing(tmp_path, capsys):
-    project = make_repository(tmp_path / "project")
+def test_a_finalize_of_an_item_that_is_not_approved_is_refused_and_changes_nothing(
+    tmp_path, capsys, copy_repository
+):
+    project = copy_repository(make_repository, tmp_path / "project")
     build = app.next_work("greeting", cwd=project)
     assert isinstance(build, Dispatch) and build.step is Step.BUILD
     head = git(project, "rev-parse", "HEAD")
@@ -77,8 +79,8 @@ def test_a_finalize_of_an_item_that_is_not_approved_is_refused_and_changes_nothi
     assert capsys.readouterr().out.splitlines()[0] == "ERROR: FINALIZE_REFUSED"
 
 
-def test_a_dirty_main_checkout_is_refused_and_a_second_finalize_does_nothing(tmp_path):
-    project = make_repository(tmp_path / "project")
+def test_a_dirty_main_checkout_is_refused_and_a_second_finalize_does_nothing(tmp_path, copy_repository):
+    project = copy_repository(make_repository, tmp_path / "project")
     approve(project, "greeting")
     (project / "scratch.txt").write_text("someone else's work\n")
     refused = finalize("greeting", cwd=project)
@@ -92,9 +94,11 @@ def test_a_dirty_main_checkout_is_refused_and_a_second_finalize_does_nothing(tmp
     assert (git(project, "rev-parse", "HEAD"), git(project, "status", "--porcelain")) == (head, "")
 
 
-def test_next_work_sends_no_finalizer_while_the_main_checkout_holds_a_users_file(tmp_path, capsys):
+def test_next_work_sends_no_finalizer_while_the_main_checkout_holds_a_users_file(
+    tmp_path, capsys, copy_repository
+):
     """The finalize would refuse, three times over; the planner sees the dirty main before sending one."""
-    project = make_repository(tmp_path / "project")
+    project = copy_repository(make_repository, tmp_path / "project")
     approve(project, "greeting")
     (project / "scratch.txt").write_text("the user's own work\n")
     refused = app.next_work("greeting", cwd=project)
@@ -107,10 +111,10 @@ def test_next_work_sends_no_finalizer_while_the_main_checkout_holds_a_users_file
     assert isinstance(action, Dispatch) and action.step is Step.FINALIZE
 
 
-def test_a_merge_that_conflicts_is_aborted_and_sends_the_merge_fixer(tmp_path, capsys):
+def test_a_merge_that_conflicts_is_aborted_and_sends_the_merge_fixer(tmp_path, capsys, copy_repository):
     """main can move between the planner's pre-merge check and the merge (another finalize, a person): the
     merge itself then meets the conflict. It is aborted, main is left as it was, the fixer is sent."""
-    project = make_repository(tmp_path / "project")
+    project = copy_repository(make_repository, tmp_path / "project")
     approve(project, "greeting")
     (project / "src").mkdir(exist_ok=True)
     (project / "src" / "greeting.py").write_text('"""greeting, written on main meanwhile."""\n')
@@ -131,11 +135,13 @@ def test_a_merge_that_conflicts_is_aborted_and_sends_the_merge_fixer(tmp_path, c
     assert capsys.readouterr().out.splitlines()[0] == "ERROR: FINALIZE_REFUSED"
 
 
-def test_a_finalize_commit_refused_by_a_hook_says_so_and_the_next_finalize_completes_it(tmp_path, capsys):
+def test_a_finalize_commit_refused_by_a_hook_says_so_and_the_next_finalize_completes_it(
+    tmp_path, capsys, copy_repository
+):
     """The merge is committed, then a pre-commit hook refuses `Finalize greeting`: the error names the state
     main is in and the next step; once the hook is fixed, finalizing again commits the archive and the [x]
     and removes the worktree and branch (no reset, no second merge)."""
-    project = make_repository(tmp_path / "project")
+    project = copy_repository(make_repository, tmp_path / "project")
     approve(project, "greeting")
     hook = git_hook(
         project, "pre-commit", "#!/bin/sh\necho 'lint: greeting.py is not formatted' >&2\nexit 1\n"
@@ -167,8 +173,9 @@ def test_a_finalize_commit_refused_by_a_hook_says_so_and_the_next_finalize_compl
 
 def test_the_finalize_commit_takes_only_the_items_x_from_the_roadmap_and_leaves_a_users_edit_uncommitted(
     tmp_path,
+    copy_repository,
 ):
-    project = make_repository(tmp_path / "project")
+    project = copy_repository(make_repository, tmp_path / "project")
     approve(project, "greeting")
     approve(project, "shouting")  # its [>] is next_work's uncommitted marker
     roadmap = project / "todos" / "roadmap.md"
@@ -187,8 +194,8 @@ def test_the_finalize_commit_takes_only_the_items_x_from_the_roadmap_and_leaves_
     assert git(project, "status", "--porcelain").split() == ["M", "todos/roadmap.md"]
 
 
-def test_a_delivered_items_plan_leaves_the_parse_cache(tmp_path):
-    project = make_repository(tmp_path / "project")
+def test_a_delivered_items_plan_leaves_the_parse_cache(tmp_path, copy_repository):
+    project = copy_repository(make_repository, tmp_path / "project")
     approve(project, "greeting")
     cache = Path(gitx.find_repo(project).common_dir) / "teleclaude-cache"
     assert (cache / "plan-greeting.json").exists()  # next_work parsed its plan on the way

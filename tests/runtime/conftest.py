@@ -88,8 +88,8 @@ def fake_agents(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture
-def project(tmp_path, tmux_socket) -> Path:
-    root = make_repository(tmp_path / "project")
+def project(tmp_path, tmux_socket, copy_repository) -> Path:
+    root = copy_repository(make_repository, tmp_path / "project")
     (root / "teleclaude.toml").write_text(FAST.format(socket=tmux_socket))
     commit_all(root, "Runtime settings for the tests")
     return root
