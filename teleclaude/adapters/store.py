@@ -40,6 +40,10 @@ _CORRUPTION_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 CORRUPT_RECHECK_PAUSES = (0.05, 0.2)  # seconds before reading a file that looked corrupt again
 _LOCKED_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _WRONG_SCHEMA = ("no such column", "has no column named", "does not match any PRIMARY KEY")
+# (store class, file) -> the file's schema version (`PRAGMA schema_version`, counted up by every change of its
+# schema) when this process last made sure of that store's tables: a write runs the schema again only when
+# it changed since (a table dropped or added, the file deleted or moved aside and made anew)
+_ENSURED: dict[tuple[type, str], int] = {}
 
 log = logging.getLogger("teleclaude")
 T = TypeVar("T")
@@ -109,10 +113,17 @@ class SqliteStore:
     def _apply(self, change: Callable[[sqlite_utils.Database], T]) -> T:
         import sqlite_utils
 
-        with closing(self._connect()) as conn, _immediate(conn):
-            db = sqlite_utils.Database(conn, execute_plugins=False)
-            self.create_tables(db)
-            return change(db)
+        key = (type(self), str(self.path))
+        with closing(self._connect()) as conn:
+            with _immediate(conn):  # the write lock: no other process changes the schema from here on
+                db = sqlite_utils.Database(conn, execute_plugins=False)
+                version = _schema_version(conn)
+                if _ENSURED.get(key) != version:
+                    self.create_tables(db)
+                    version = _schema_version(conn)
+                done = change(db)
+            _ENSURED[key] = version  # once committed: a rollback takes the schema's changes with it
+            return done
 
     def _connect(self, writing: bool = True) -> sqlite3.Connection:
         if writing and not self.path.exists():
@@ -166,6 +177,8 @@ class SqliteStore:
                     self._move_aside(error)
                 elif not any(text in str(error) for text in _WRONG_SCHEMA):
                     raise
+                for key in [key for key in _ENSURED if key[1] == str(self.path)]:
+                    del _ENSURED[key]  # make sure of the schema again, whatever its version says
             self._apply(lambda db: None)  # recreate the empty tables, or repair them (`ensure_table`)
             return operation()
         except (sqlite3.Error, OSError) as error:
@@ -283,6 +296,10 @@ def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
         conn.rollback()
         raise
     conn.commit()
+
+
+def _schema_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA schema_version").fetchone()[0])
 
 
 def _has_table(conn: sqlite3.Connection, name: str = TABLE) -> bool:

@@ -286,3 +286,44 @@ def test_the_rows_a_session_has_seen_are_kept_and_read_back(tmp_path):
     saved = store.save(replace(session, seen_rows=seen), expect=session.state)
     stored = store.get("s1")
     assert saved is not None and stored is not None and stored.seen_rows == seen
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "DROP TABLE sessions",
+        "ALTER TABLE sessions DROP COLUMN run_id",  # as a file an older teleclaude made has it
+        "DROP TABLE agent_availability",
+        "DROP TABLE session_events",
+        "delete the file",
+    ],
+)
+def test_a_table_a_column_or_the_file_lost_under_a_running_process_is_made_again_at_its_next_write(
+    tmp_path, damage
+):
+    """A process makes sure of the schema at its first write only: what another program takes away under it
+    afterwards is made again when a write finds it missing, and nothing the process writes is lost."""
+    from dataclasses import replace
+
+    from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.runtime.core.sessions import Event, EventKind, Session, SessionState
+
+    path = tmp_path / "teleclaude.db"
+    sessions, availability = SessionStore(path), AvailabilityStore(path)
+    at = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    first = Session("s1", "claude", "next-build", "greeting", "/p", None, SessionState.RUNNING, at, at)
+    sessions.add(first)
+    availability.mark_unavailable("codex", LATER, "first")
+    if damage == "delete the file":
+        path.unlink()
+    else:
+        with closing(sqlite3.connect(path)) as conn:
+            conn.execute(damage)
+    second = replace(first, id="s2", run_id="r1")
+    sessions.add(second)
+    sessions.save(second, events=[Event("s2", EventKind.TURN_ENDED, at, "stop hook")])
+    availability.mark_unavailable("gemini", LATER, "second")
+    stored = sessions.get("s2")
+    assert stored is not None and stored.run_id == "r1"
+    assert [event.kind for event in sessions.events(["s2"])] == [EventKind.TURN_ENDED]
+    assert "gemini" in availability.unavailable(NOW)
