@@ -38,6 +38,7 @@ _VIEW_FORMAT = "\t".join(
         "pane_height",
         "alternate_on",
         "pane_dead",
+        "window_activity",
         "@teleclaude_exit",
         "@teleclaude_turn_end",
         "@teleclaude_stop_failure",
@@ -167,14 +168,17 @@ class Tmux:
     # --- panes ---------------------------------------------------------------------------------------------
 
     def views(self) -> dict[str, PaneView]:
-        """Every pane of this server by id; empty when the server is not running."""
+        """Every pane of this server by id; empty when the server is not running. Listed with the server's
+        clock, which the panes' activity times are on (in one invocation: no output is read in between)."""
         try:
-            rows = self.cmd("list-panes", "-a", "-F", _VIEW_FORMAT)
+            lines = self.cmd("display-message", "-p", "%s", ";", "list-panes", "-a", "-F", _VIEW_FORMAT)
         except TmuxError as error:
             if _no_server(error):
                 return {}
             raise
-        return {view.pane_id: view for view in map(_view, rows)}
+        clock = lines.pop(0) if lines and "\t" not in lines[0] else ""
+        listed_at = int(clock) if clock.isdigit() else 0
+        return {view.pane_id: view for view in (_view(row, listed_at) for row in lines)}
 
     def capture(self, pane_id: str, start: int, end: int, history_size: int | None = None) -> list[str]:
         """Rows start..end inclusive in tmux numbering (0 = top visible row, negative = history).
@@ -297,10 +301,22 @@ def mark_own_pane(value: str, option: str = TURN_END_OPTION) -> bool:
     return done.returncode == 0
 
 
-def _view(row: str) -> PaneView:
-    pane_id, pid, history, limit, cursor_y, height, alternate, dead, status, turn_end, failure, usage = (
-        row.split("\t")
-    )
+def _view(row: str, listed_at: int) -> PaneView:
+    (
+        pane_id,
+        pid,
+        history,
+        limit,
+        cursor_y,
+        height,
+        alternate,
+        dead,
+        activity,
+        status,
+        turn_end,
+        failure,
+        usage,
+    ) = row.split("\t")
     return PaneView(
         pane_id,
         int(pid or 0),
@@ -314,6 +330,8 @@ def _view(row: str) -> PaneView:
         turn_end,
         failure,
         usage,
+        int(activity or 0),
+        listed_at,
     )
 
 

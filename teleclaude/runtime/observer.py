@@ -52,6 +52,7 @@ from teleclaude.runtime.core.sessions import (
     SessionState,
     Waited,
     observe_idle,
+    output_stamp,
     transition,
     unseen_rows,
     waiting_for_input,
@@ -99,8 +100,9 @@ class Observer:
         # (agent, window) -> when the usage this observer last kept was seen: a transcript read at every look
         # writes only what is new
         self._usage_seen: dict[tuple[str, str], datetime] = {}
-        # What the last look read of each pane, kept while its output is reported as events (`Tmux.follow`):
-        # a pane that printed nothing since is not read again (its screen and rows cannot have changed).
+        # What the last look read of each pane: a pane that printed nothing since (by its output events, when
+        # `Tmux.follow`s, or by tmux's time of its last output) is not read again (its screen and rows cannot
+        # have changed).
         self._read: dict[str, _Read] = {}
 
     # --- looking -------------------------------------------------------------------------------------------
@@ -427,11 +429,14 @@ class Observer:
         return self._supervise(session, watched, screen, now)
 
     def _look(self, session: Session, view: PaneView) -> tuple[Session, list[str], str, list[str]]:
-        """`_scan` and the screen; of a pane whose output is reported as events and that printed nothing since
-        the last look (same view, same reading position), what that look read, without a capture."""
+        """`_scan` and the screen; of a pane that printed nothing since the last look (by its output events or
+        by tmux's time of its last output) with the same view and reading position, what that look read,
+        without a capture."""
         tmux = self.context.tmux
         tmux.watch(session.tmux_session, session.pane_id)
-        mark = tmux.output_mark(session.pane_id)  # before the capture: output during it changes the mark
+        events = tmux.output_mark(session.pane_id)  # before the capture: output during it changes the mark
+        stamp = output_stamp(view)
+        mark = ("events", events) if events is not None else None if stamp is None else ("activity", stamp)
         shape = (view.pane_pid, view.history_size, view.cursor_y, view.height, view.alternate)
         last = self._read.get(session.pane_id)
         if (
@@ -607,10 +612,10 @@ class Observer:
 
 @dataclass(frozen=True)
 class _Read:
-    """One look's reading of a pane: its output mark then, its view's shape, the reading position after it,
-    the unfinished row and the screen."""
+    """One look's reading of a pane: its output mark then (an events count or an output time), its view's
+    shape, the reading position after it, the unfinished row and the screen."""
 
-    mark: int
+    mark: tuple[str, int]
     shape: tuple[int, int, int, int, bool]
     scan_cursor: str
     partial: str

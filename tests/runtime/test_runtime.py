@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,11 +14,13 @@ from pathlib import Path
 import pytest
 
 from teleclaude.adapters.store import AvailabilityStore
+from teleclaude.adapters.tmux import Tmux
+from teleclaude.demo.stand_in import LIMIT_MESSAGES
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.runtime.api import open_runtime
-from teleclaude.runtime.core.sessions import EventKind, SessionState, Started, StartRequest
+from teleclaude.runtime.core.sessions import EventKind, SessionState, Started, StartRequest, output_stamp
 
 
 def dispatch(project) -> Dispatch:
@@ -360,3 +363,86 @@ def test_a_tmux_server_whose_last_session_just_ended_has_no_panes(runtime):
     runtime.tmux.kill_session("last")
     assert runtime.tmux.views() == {}
     assert runtime.tmux.session_names() == set()
+
+
+def test_a_quiet_worker_is_not_captured_at_every_look_and_what_it_prints_later_is_seen(
+    project, runtime, monkeypatch, watch
+):
+    """A look does not capture a pane that printed nothing since the last (tmux's time of its last output,
+    listed with the panes), and output after a quiet spell is read: a limit printed then still limits."""
+    monkeypatch.setenv("FAKE_AGENT", "hang")  # busy after its command: what is typed shows as queued
+    started = start(runtime, dispatch(project))
+    session_id, pane, agent = started.session.id, started.session.pane_id, started.session.agent
+    captures: list[str] = []
+    capture = runtime.tmux.capture
+
+    def counted(pane_id: str, *args, **kwargs) -> list[str]:
+        captures.append(pane_id)
+        return capture(pane_id, *args, **kwargs)
+
+    monkeypatch.setattr(runtime.tmux, "capture", counted)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # looks until one finds the pane quiet since the last
+        before = len(captures)
+        runtime.list_sessions()
+        if len(captures) == before:
+            break
+        time.sleep(0.3)
+    assert len(captures) == before, "a quiet pane was captured at every look"
+    runtime.list_sessions()
+    assert len(captures) == before and runtime.store.get(session_id).state is SessionState.RUNNING
+    runtime.tmux.send_text(pane, LIMIT_MESSAGES[agent])
+    runtime.tmux.send_key(pane, "Enter")
+    watch(runtime, session_id).until(EventKind.RATE_LIMITED)
+    assert len(captures) > before
+    runtime.end_session(session_id)
+
+
+# Draws `frame N` at the top left of the alternate screen, the cursor put back there, anew at every line typed
+# (not echoed): the screen changes in place, and the pane's cursor, history and mode stay as they were.
+_REDRAW = """
+import sys, termios
+mode = termios.tcgetattr(0)
+mode[3] &= ~termios.ECHO
+termios.tcsetattr(0, termios.TCSANOW, mode)
+sys.stdout.write("\\x1b[?1049h")
+frame = 0
+while True:
+    sys.stdout.write(f"\\x1b[Hframe {frame}\\x1b[H")
+    sys.stdout.flush()
+    if not sys.stdin.readline():
+        break
+    frame += 1
+"""
+
+
+def test_a_pane_redrawn_in_place_on_the_alternate_screen_is_seen_to_print_and_a_quiet_one_is_not(
+    tmux_socket,
+):
+    """What tells a look that a pane printed (`output_stamp`) moves with any output, also a redraw in place
+    on the alternate screen (as codex draws), and stays while the pane prints nothing."""
+    tmux = Tmux(tmux_socket)
+    size = ("-x", "80", "-y", "20")
+    pane = tmux.cmd(
+        "new-session", "-d", "-s", "redraw", *size, "-P", "-F", "#{pane_id}", sys.executable, "-c", _REDRAW
+    )[0]
+
+    def settled(text: str) -> object:
+        """The pane's view once it shows `text` and a second has passed since it printed."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            view = tmux.views()[pane]
+            if output_stamp(view) is not None and tmux.screen(pane, view)[0].startswith(text):
+                return view
+            time.sleep(0.1)
+        pytest.fail(f"the pane never showed {text!r} and went quiet")
+
+    first = settled("frame 0")
+    time.sleep(1.1)
+    quiet = tmux.views()[pane]
+    assert output_stamp(quiet) == output_stamp(first)
+    tmux.send_key(pane, "Enter")
+    second = settled("frame 1")
+    shape = [(v.cursor_y, v.history_size, v.alternate) for v in (first, second)]
+    assert shape[0] == shape[1] == (0, 0, True)  # nothing but the output time tells
+    assert output_stamp(second) != output_stamp(first)

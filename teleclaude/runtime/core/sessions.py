@@ -256,6 +256,14 @@ class PaneView:
     usage: str = (
         ""  # its usage hook's mark: its agent's windows (core/limits.py `encode_usage`), until cleared
     )
+    activity: int = 0  # when its window last printed, in whole seconds of the tmux server's clock
+    listed_at: int = 0  # that clock when this view was listed (0: unknown)
+
+
+def output_stamp(view: PaneView) -> int | None:
+    """A number that changes whenever the pane prints from now on: its last output's time, once the second of
+    that output is over (output later in the same second would leave the time as it is); else None."""
+    return view.activity if 0 < view.activity < view.listed_at else None
 
 
 class InvalidCursor(ValueError):
