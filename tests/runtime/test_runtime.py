@@ -428,12 +428,13 @@ def test_a_pane_redrawn_in_place_on_the_alternate_screen_is_seen_to_print_and_a_
     )[0]
 
     def settled(text: str) -> object:
-        """The pane's view once it shows `text` and a second has passed since it printed."""
+        """The pane's view, listed after it showed `text`, once a second has passed since it printed."""
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            view = tmux.views()[pane]
-            if output_stamp(view) is not None and tmux.screen(pane, view)[0].startswith(text):
-                return view
+            if tmux.screen(pane, tmux.views()[pane])[0].startswith(text):
+                view = tmux.views()[pane]
+                if output_stamp(view) is not None:
+                    return view
             time.sleep(0.1)
         pytest.fail(f"the pane never showed {text!r} and went quiet")
 
