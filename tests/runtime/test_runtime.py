@@ -20,7 +20,14 @@ from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.runtime.api import open_runtime
-from teleclaude.runtime.core.sessions import EventKind, SessionState, Started, StartRequest, output_stamp
+from teleclaude.runtime.core.sessions import (
+    EventKind,
+    PaneView,
+    SessionState,
+    Started,
+    StartRequest,
+    output_stamp,
+)
 
 
 def dispatch(project) -> Dispatch:
@@ -427,7 +434,7 @@ def test_a_pane_redrawn_in_place_on_the_alternate_screen_is_seen_to_print_and_a_
         "new-session", "-d", "-s", "redraw", *size, "-P", "-F", "#{pane_id}", sys.executable, "-c", _REDRAW
     )[0]
 
-    def settled(text: str) -> object:
+    def settled(text: str) -> PaneView:
         """The pane's view, listed after it showed `text`, once a second has passed since it printed."""
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
