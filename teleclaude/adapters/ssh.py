@@ -111,6 +111,8 @@ class Unreachable(RemoteError):
 class RemoteTmux(Tmux):
     """A private tmux server (`tmux -L SOCKET`) on another computer, driven through ssh."""
 
+    local_processes = False
+
     def __init__(self, computer: Computer, socket: str, timeout: float = 10.0) -> None:
         super().__init__(socket, timeout)
         self.computer = computer

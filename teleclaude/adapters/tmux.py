@@ -11,9 +11,11 @@ import concurrent.futures
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     import libtmux
 
 log = logging.getLogger("teleclaude")
+STRAGGLER_GRACE = 1.0  # seconds a pane's process has to end after tmux hung up on it
 
 _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="tmux")
 _VIEW_FORMAT = "\t".join(
@@ -152,7 +155,9 @@ class Tmux:
         return Started(pane_id, int(pid))
 
     def kill_session(self, name: str) -> None:
+        groups = self._pane_groups("-t", f"={name}")
         self.cmd("kill-session", "-t", f"={name}", check=False)
+        self._end_stragglers(groups)
 
     def session_names(self) -> set[str]:
         try:
@@ -163,7 +168,33 @@ class Tmux:
             raise
 
     def kill_server(self) -> None:
+        groups = self._pane_groups("-a")
         self.cmd("kill-server", check=False)
+        self._end_stragglers(groups)
+
+    local_processes = True  # the panes' processes are this computer's (not over ssh)
+
+    def _pane_groups(self, *target: str) -> list[int]:
+        """The process groups of the panes of `target`: tmux makes each pane's process a group leader."""
+        if not self.local_processes:
+            return []
+        try:
+            return [int(pid) for pid in self.cmd("list-panes", *target, "-F", "#{pane_pid}") if pid.isdigit()]
+        except TmuxError:
+            return []
+
+    @staticmethod
+    def _end_stragglers(groups: list[int], grace: float = STRAGGLER_GRACE) -> None:
+        """tmux hangs up on a killed pane's process; a CLI that lives on after that (one blocked in a read, or
+        handling SIGHUP) would be left running with no pane: after `grace` its group is killed."""
+        deadline = time.monotonic() + grace
+        while groups and time.monotonic() < deadline:
+            groups = [group for group in groups if _group_alive(group)]
+            if groups:
+                time.sleep(0.05)
+        for group in groups:
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
 
     # --- panes ---------------------------------------------------------------------------------------------
 
@@ -340,3 +371,13 @@ def _no_server(error: TmuxError) -> bool:
     text = str(error)
     signs = ("no server running", "error connecting to", "No such file", "server exited", "no current target")
     return any(sign in text for sign in signs)
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

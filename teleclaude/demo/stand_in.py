@@ -19,6 +19,7 @@ a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a comm
     deaf       take commands, but drop every Enter under a line that is not one (a message stays in the
                input, as behind a CLI that redraws or is busy)
     sluggish   show a taken Enter only 3.5 s later (as a slow CLI on a loaded machine does)
+    stubborn   live on when tmux hangs up on it (as a CLI blocked in a read did, with no pane left)
     usage      (claude) after each step, report its rate-limit window through `teleclaude hook statusline`
                the way Claude Code runs its status line (`rate_limits.five_hour`)
 
@@ -49,6 +50,7 @@ import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 import termios
@@ -110,6 +112,16 @@ def main(argv: list[str]) -> int:
     agent = argv[0] if argv else "claude"
     chosen = modes(agent)
     say(f"fake {agent} ({', '.join(sorted(chosen))}) in {Path.cwd()}")
+    if "stubborn" not in chosen:
+        return serve(agent, chosen)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        return serve(agent, chosen)
+    finally:
+        time.sleep(3600)  # its terminal gone too, it lives on until something kills it
+
+
+def serve(agent: str, chosen: set[str]) -> int:
     if "slowstart" in chosen:
         time.sleep(1.0)
     lines = read_lines(lists_commands=agent == "gemini", deaf="deaf" in chosen, sluggish="sluggish" in chosen)

@@ -120,6 +120,31 @@ def test_a_hanging_worker_times_the_wait_out_and_can_be_ended(project, runtime, 
     assert runtime.tmux.session_names() == set()
 
 
+def test_an_ended_session_leaves_no_process_even_one_that_outlives_the_hang_up(project, runtime, monkeypatch):
+    monkeypatch.setenv("FAKE_AGENT", "stubborn")  # ignores SIGHUP and lives on once its terminal is gone
+    started = start(runtime, dispatch(project))
+    group = started.session.pane_pid  # tmux makes each pane's process the leader of its own group
+    assert _group_members(group)
+    runtime.end_session(started.session.id)
+    deadline = time.monotonic() + 10
+    while _group_members(group) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _group_members(group)
+
+
+def _group_members(group: int) -> list[int]:
+    """The live (not zombie) processes of process group `group`."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, _, pgrp = stat.read_text().rsplit(") ", 1)[1].split()[:3]
+        except (OSError, IndexError, ValueError):
+            continue
+        if int(pgrp) == group and state != "Z":
+            members.append(int(stat.parent.name))
+    return members
+
+
 def test_an_enter_pasted_with_the_text_is_pressed_again(project, runtime, monkeypatch, watch):
     from dataclasses import replace
 
