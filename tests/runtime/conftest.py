@@ -131,6 +131,27 @@ class Watch:
         return [event.kind for event in self.seen]
 
 
+def looks_until_quiet(runtime: Runtime, monkeypatch) -> list[str]:
+    """Counts the runtime's pane captures from here on (the list returned), and looks at the sessions until
+    one look captures nothing: a pane quiet since the last look is not read again."""
+    captures: list[str] = []
+    capture = runtime.tmux.capture
+
+    def counted(pane_id: str, *args, **kwargs) -> list[str]:
+        captures.append(pane_id)
+        return capture(pane_id, *args, **kwargs)
+
+    monkeypatch.setattr(runtime.tmux, "capture", counted)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        before = len(captures)
+        runtime.list_sessions()
+        if len(captures) == before:
+            return captures
+        time.sleep(0.3)
+    pytest.fail("a quiet pane was captured at every look")
+
+
 @pytest.fixture
 def watch() -> type[Watch]:
     """`watch(runtime, session_id, ...)`: a `Watch` (a fixture, since test modules cannot import conftest)."""

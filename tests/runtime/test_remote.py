@@ -171,14 +171,8 @@ def test_the_remote_stop_hook_ends_the_turn_through_the_pane_not_the_idle_rule(
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     # the stand-in runs `teleclaude hook stop` over there after its step, as Claude Code runs its Stop hook
     hooks_only(project, "gemini", "work,hook")
-    runtime = open_runtime(project)
-    action = app.next_work(cwd=project)
-    assert isinstance(action, Dispatch) and action.agent == "gemini", action
-    started = runtime.run_agent_command(
-        StartRequest(NAME, action.command, action.slug, action.project, action.agent, "med", action.subfolder)
-    )
-    assert isinstance(started, Started), started.message
-    session = started.session
+    runtime, action, session = build_started_there(project)
+    assert action.agent == "gemini", action
     events = watch(runtime, session.id).until(EventKind.TURN_ENDED, seconds=60)  # idle would take 600 s
     assert [e.detail for e in events if e.kind is EventKind.TURN_ENDED] == ["stop hook"]
     stored = runtime.store.get(session.id)
@@ -227,14 +221,7 @@ def test_a_limit_the_remote_stop_failure_hook_reports_reaches_this_machine(
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     # the stand-in runs `teleclaude hook stop-failure` over there, as Claude Code runs its StopFailure hook
     hooks_only(project, "claude", "failure")
-    runtime = open_runtime(project)
-    action = app.next_work(cwd=project)
-    assert isinstance(action, Dispatch) and action.step is Step.BUILD, action
-    started = runtime.run_agent_command(
-        StartRequest(NAME, action.command, action.slug, action.project, "claude", "med", action.subfolder)
-    )
-    assert isinstance(started, Started), started.message
-    session = started.session
+    runtime, _, session = build_started_there(project, "claude")
     watch(runtime, session.id).until(EventKind.RATE_LIMITED, seconds=60)
     limited = runtime.store.get(session.id)
     assert limited is not None and limited.state is SessionState.RATE_LIMITED
@@ -255,14 +242,7 @@ def test_the_usage_a_remote_worker_reports_reaches_this_machine_through_its_pane
     # status line, then its Stop hook
     window = {"FAKE_AGENT_WINDOW_CLAUDE": "40:600", "FAKE_AGENT_WINDOW_FILE": str(tmp_path / "window.json")}
     hooks_only(project, "claude", "work,hook,usage", **window)
-    runtime = open_runtime(project)
-    action = app.next_work(cwd=project)
-    assert isinstance(action, Dispatch) and action.step is Step.BUILD, action
-    started = runtime.run_agent_command(
-        StartRequest(NAME, action.command, action.slug, action.project, "claude", "med", action.subfolder)
-    )
-    assert isinstance(started, Started), started.message
-    session = started.session
+    runtime, _, session = build_started_there(project, "claude")
     watch(runtime, session.id).until(EventKind.TURN_ENDED, seconds=60)
     (kept,) = runtime.context.availability.usage(datetime.now(UTC))["claude"]  # on this machine
     assert (kept.window, kept.used_percent) == ("5h", 40.0)
@@ -321,15 +301,23 @@ def test_a_slow_push_to_the_remote_clone_does_not_hold_the_planner_but_holds_its
 def built_over_there(project: Path, watch) -> None:
     """greeting's build done by a worker on the ssh computer, as an orchestrator agent starts it over MCP
     (`run_agent_command` with the computer's name); its turn brought back, its session ended."""
+    runtime, _, session = build_started_there(project, slug="greeting")
+    watch(runtime, session.id).until(EventKind.TURN_ENDED)
+    assert ended(runtime, session.id).state.is_final
+
+
+def build_started_there(
+    project: Path, agent: str | None = None, slug: str | None = None
+) -> tuple[Runtime, Dispatch, Session]:
+    """A build's worker (the next, or `slug`'s) started on the ssh computer, as an orchestrator agent starts
+    it over MCP (`run_agent_command` with the computer's name), by the planner's agent or `agent`."""
     runtime = open_runtime(project)
-    action = app.next_work("greeting", cwd=project)
+    action = app.next_work(slug, cwd=project)
     assert isinstance(action, Dispatch) and action.step is Step.BUILD, action
-    started = runtime.run_agent_command(
-        StartRequest(NAME, action.command, action.slug, action.project, action.agent, "med", action.subfolder)
-    )
+    request = StartRequest(NAME, action.command, action.slug, action.project, agent or action.agent, "med")
+    started = runtime.run_agent_command(replace(request, subfolder=action.subfolder))
     assert isinstance(started, Started), started.message
-    watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
-    assert ended(runtime, started.session.id).state.is_final
+    return runtime, action, started.session
 
 
 def test_a_finalize_run_as_the_cli_removes_the_items_worktree_and_branch_from_the_remote_clone(

@@ -29,6 +29,8 @@ from teleclaude.runtime.core.sessions import (
     output_stamp,
 )
 
+from .conftest import looks_until_quiet
+
 
 def dispatch(project) -> Dispatch:
     action = app.next_work(cwd=project)
@@ -405,22 +407,8 @@ def test_a_quiet_worker_is_not_captured_at_every_look_and_what_it_prints_later_i
     monkeypatch.setenv("FAKE_AGENT", "hang")  # busy after its command: what is typed shows as queued
     started = start(runtime, dispatch(project))
     session_id, pane, agent = started.session.id, started.session.pane_id, started.session.agent
-    captures: list[str] = []
-    capture = runtime.tmux.capture
-
-    def counted(pane_id: str, *args, **kwargs) -> list[str]:
-        captures.append(pane_id)
-        return capture(pane_id, *args, **kwargs)
-
-    monkeypatch.setattr(runtime.tmux, "capture", counted)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:  # looks until one finds the pane quiet since the last
-        before = len(captures)
-        runtime.list_sessions()
-        if len(captures) == before:
-            break
-        time.sleep(0.3)
-    assert len(captures) == before, "a quiet pane was captured at every look"
+    captures = looks_until_quiet(runtime, monkeypatch)
+    before = len(captures)
     runtime.list_sessions()
     assert len(captures) == before and runtime.store.get(session_id).state is SessionState.RUNNING
     runtime.tmux.send_text(pane, LIMIT_MESSAGES[agent])

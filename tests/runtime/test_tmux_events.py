@@ -13,7 +13,7 @@ from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 
-from .conftest import assert_gone
+from .conftest import assert_gone, looks_until_quiet
 
 
 def _pane(tmux: Tmux, name: str) -> str:
@@ -155,22 +155,8 @@ def test_a_following_observer_reads_only_panes_that_printed_and_still_sees_their
         started = runtime.start(action)
         assert isinstance(started, Started), started
         session_id, pane = started.session.id, started.session.pane_id
-        captures: list[str] = []
-        capture = runtime.tmux.capture
-
-        def counted(pane_id: str, *args, **kwargs) -> list[str]:
-            captures.append(pane_id)
-            return capture(pane_id, *args, **kwargs)
-
-        monkeypatch.setattr(runtime.tmux, "capture", counted)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:  # looks until one finds the pane quiet since the last
-            before = len(captures)
-            runtime.list_sessions()
-            if len(captures) == before:
-                break
-            time.sleep(0.3)
-        assert len(captures) == before, "a quiet pane was captured at every look"
+        captures = looks_until_quiet(runtime, monkeypatch)
+        before = len(captures)
         assert runtime.store.get(session_id).state is SessionState.RUNNING
         runtime.tmux.send_text(pane, LIMIT_MESSAGES[action.agent])
         runtime.tmux.send_key(pane, "Enter")
