@@ -97,6 +97,7 @@ def our_line(agent: str, raw: str, windows: Sequence[UsageWindow], now: datetime
     """The model's name, then each window's use as `teleclaude agents` shows it: `Opus 4.8 · 5h 83% ↺ 19:00 ·
     7d 41% ↺ Sun 29 09:00` (resets in local time)."""
     from teleclaude.planner.core.render import usage_text
+    from teleclaude.planner.core.terminal import printable
 
     try:
         data = json.loads(raw)
@@ -105,4 +106,5 @@ def our_line(agent: str, raw: str, windows: Sequence[UsageWindow], now: datetime
     model = data.get("model") if isinstance(data, dict) else None
     name = model.get("display_name") if isinstance(model, dict) else None
     usage = usage_text(windows, now, now.astimezone().tzinfo or UTC)
-    return " · ".join(part for part in (name if isinstance(name, str) and name else agent, usage) if part)
+    shown = printable(name) if isinstance(name, str) and name else agent  # the model's name is the provider's
+    return " · ".join(part for part in (shown, usage) if part)
