@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from teleclaude.adapters.tmux_control import PaneEvents
@@ -189,7 +190,8 @@ class Tmux:
         handling SIGHUP) would be left running with no pane: after `grace` its group is killed."""
         deadline = time.monotonic() + grace
         while groups and time.monotonic() < deadline:
-            groups = [group for group in groups if _group_alive(group)]
+            alive = _live_groups(groups)
+            groups = [group for group in groups if group in alive]
             if groups:
                 time.sleep(0.05)
         for group in groups:
@@ -373,7 +375,23 @@ def _no_server(error: TmuxError) -> bool:
     return any(sign in text for sign in signs)
 
 
-def _group_alive(group: int) -> bool:
+def _live_groups(candidates: list[int]) -> set[int]:
+    """Those of `candidates` that have a process not yet ended. On Linux a zombie does not count: once its
+    tmux server is gone, a pane's process is a child of init, which in a container may never reap it."""
+    if not Path("/proc/self/stat").exists():
+        return {group for group in candidates if _signalable(group)}
+    groups = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, _, group = stat.read_text().rsplit(") ", 1)[1].split()[:3]
+        except (OSError, IndexError, ValueError):
+            continue  # ended meanwhile
+        if state != "Z" and int(group) in candidates:
+            groups.add(int(group))
+    return groups
+
+
+def _signalable(group: int) -> bool:
     try:
         os.killpg(group, 0)
     except ProcessLookupError:
