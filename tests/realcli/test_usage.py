@@ -95,9 +95,17 @@ def build_by(project, *agents: str) -> None:
     commit_all(project, "Builds by " + ", then ".join(agents))
 
 
-def build(runtime, project, model_server, provider: str, turns: int) -> None:
+def build(
+    runtime,
+    project,
+    model_server,
+    provider: str,
+    turns: int,
+    usage: tuple[str, dict[str, float]] | None = None,
+) -> None:
     """The planner's next step, started: its CLI's request reaches the server as turn `turns`, from
-    `provider`; then its turn ends and the session is ended (the build is not done: it is asked again)."""
+    `provider`; then its turn ends, the `usage` it reports is recorded (claude runs its status line a moment
+    after the answer), and the session is ended (the build is not done: it is asked again)."""
     dispatch = app.next_work(cwd=project)
     assert isinstance(dispatch, Dispatch) and dispatch.command == "next-build", dispatch
     started = runtime.start(dispatch)
@@ -105,6 +113,8 @@ def build(runtime, project, model_server, provider: str, turns: int) -> None:
     model_server.wait_for(lambda r: r.turn and len(model_server.turns()) >= turns, timeout=120)
     assert model_server.turns()[turns - 1].provider == provider  # which agent's server got the step
     turn_ended(runtime, started.session.id)
+    if usage is not None:
+        wait_recorded(*usage)
     ended = runtime.end_session(started.session.id)
     assert not isinstance(ended, Error), ended
 
@@ -122,8 +132,7 @@ def test_at_95_percent_the_next_build_goes_to_the_next_agent_before_any_429_and_
         Text("Not built yet either.", usage=Usage()),  # codex's answer reports no window
         Text("Back on claude."),
     )
-    build(runtime, project, model_server, "anthropic", 1)
-    wait_recorded("claude", {"5h": 95.0})
+    build(runtime, project, model_server, "anthropic", 1, usage=("claude", {"5h": 95.0}))
     (window,) = AvailabilityStore().usage(datetime.now(UTC))["claude"]
     build(runtime, project, model_server, "openai", 2)  # at 95 %: codex, before any 429
     assert window.resets_at is not None and window.resets_at > datetime.now(
