@@ -503,11 +503,13 @@ class Observer:
         detail = f"{hit.reason} until {hit.until.isoformat(timespec='seconds')}: {source}"
         log.info("session %s: %s", session.id, detail)
         saved = None
+        if wins:  # marked before the RATE_LIMITED event is published: whoever sees it finds the agent out
+            self.context.availability.mark_unavailable(session.agent, hit.until, hit.reason)
         if limitable:
             now = self.context.clock()
             limited, events = transition(session, Change.RATE_LIMITED, now, detail, error=error or detail)
             saved = self.context.store.save(limited, expect=expect, events=events)
-        if saved is not None or wins:
+        if saved is not None and not wins:
             self.context.availability.mark_unavailable(session.agent, hit.until, hit.reason)
         return saved or self.context.store.get(session.id) or session
 
