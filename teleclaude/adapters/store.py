@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -220,11 +221,7 @@ class AvailabilityStore(SqliteStore):
 
     def unavailable(self, now: datetime) -> dict[str, Unavailability]:
         """The agents that are out at `now` (a `StoreError` when the file cannot be read)."""
-        return {
-            row.agent: Unavailability(row.agent, row.until, row.reason)
-            for row in self.all_rows(now)
-            if not row.available and row.until is not None
-        }
+        return _out(self.all_rows(now))
 
     def all_rows(self, now: datetime) -> list[AgentRow]:
         """Every agent on record, after putting back those whose time has passed."""
@@ -257,34 +254,71 @@ class AvailabilityStore(SqliteStore):
         """Each agent's windows that have not reset by `now`, by window name."""
         if not self.path.exists():
             return {}
-        windows = self._survive(self._read_usage)
-        current: dict[str, list[UsageWindow]] = {}
-        for window in windows:
-            if window.current(now):
-                current.setdefault(window.agent, []).append(window)
-        return {agent: tuple(found) for agent, found in current.items()}
+        return _current(self._survive(lambda: self._with_reader(_read_usage)), now)
+
+    def on_record(self, now: datetime) -> AgentsOnRecord:
+        """`unavailable(now)` and `usage(now)` in one read of the file (the planner's hot path)."""
+        if not self.path.exists():
+            return AgentsOnRecord({}, {})
+
+        def read(conn: sqlite3.Connection) -> tuple[list[AgentRow], list[UsageWindow]]:
+            return _read_and_reset(conn, now), _read_usage(conn)
+
+        rows, windows = self._survive(lambda: self._with_reader(read))
+        return AgentsOnRecord(_out(rows), _current(windows, now))
 
     # --- reading ---------------------------------------------------------------------------------------
 
-    def _read_usage(self) -> list[UsageWindow]:
+    def _with_reader(self, read: Callable[[sqlite3.Connection], T]) -> T:
         with closing(self._connect(writing=False)) as conn:
-            if not _has_table(conn, USAGE_TABLE):
-                return []
-            query = f"SELECT agent, window, used_percent, resets_at, seen_at FROM {USAGE_TABLE} ORDER BY 1, 2"
-            return [_usage_window(*columns) for columns in conn.execute(query)]
+            return read(conn)
 
     def _read_and_reset(self, now: datetime) -> list[AgentRow]:
-        with closing(self._connect(writing=False)) as conn:
-            if not _has_table(conn):
-                return []
-            stored = conn.execute(
-                f"SELECT agent, available, unavailable_until, reason FROM {TABLE} ORDER BY agent"
-            ).fetchall()
-            rows = [_agent_row(*columns) for columns in stored]
-            expired = {row.agent for row in rows if _expired(row, now)}
-            if expired:
-                _reset(conn, [(agent, until_text) for agent, _, until_text, _ in stored if agent in expired])
-            return [AgentRow(row.agent, True, None) if row.agent in expired else row for row in rows]
+        return self._with_reader(partial(_read_and_reset, now=now))
+
+
+@dataclass(frozen=True)
+class AgentsOnRecord:
+    """What the store knows of the agents at one moment: who is out, and each one's current usage."""
+
+    unavailable: Mapping[str, Unavailability]
+    usage: Mapping[str, tuple[UsageWindow, ...]]
+
+
+def _out(rows: Iterable[AgentRow]) -> dict[str, Unavailability]:
+    return {
+        row.agent: Unavailability(row.agent, row.until, row.reason)
+        for row in rows
+        if not row.available and row.until is not None
+    }
+
+
+def _current(windows: Iterable[UsageWindow], now: datetime) -> dict[str, tuple[UsageWindow, ...]]:
+    current: dict[str, list[UsageWindow]] = {}
+    for window in windows:
+        if window.current(now):
+            current.setdefault(window.agent, []).append(window)
+    return {agent: tuple(found) for agent, found in current.items()}
+
+
+def _read_usage(conn: sqlite3.Connection) -> list[UsageWindow]:
+    if not _has_table(conn, USAGE_TABLE):
+        return []
+    query = f"SELECT agent, window, used_percent, resets_at, seen_at FROM {USAGE_TABLE} ORDER BY 1, 2"
+    return [_usage_window(*columns) for columns in conn.execute(query)]
+
+
+def _read_and_reset(conn: sqlite3.Connection, now: datetime) -> list[AgentRow]:
+    """Every agent on record, putting back (in the file too) those whose time has passed."""
+    if not _has_table(conn):
+        return []
+    query = f"SELECT agent, available, unavailable_until, reason FROM {TABLE} ORDER BY agent"
+    stored = conn.execute(query).fetchall()
+    rows = [_agent_row(*columns) for columns in stored]
+    expired = {row.agent for row in rows if _expired(row, now)}
+    if expired:
+        _reset(conn, [(agent, until_text) for agent, _, until_text, _ in stored if agent in expired])
+    return [AgentRow(row.agent, True, None) if row.agent in expired else row for row in rows]
 
 
 @contextmanager

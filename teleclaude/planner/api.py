@@ -16,7 +16,7 @@ from pathlib import Path
 from teleclaude.adapters import fs, parse_cache
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.settings import load_config
-from teleclaude.adapters.store import AvailabilityStore, StoreError
+from teleclaude.adapters.store import AgentsOnRecord, AvailabilityStore, StoreError
 from teleclaude.config.matrix import Config
 from teleclaude.errors import Error, ErrorCode, Failure, guard
 from teleclaude.planner.core import layout
@@ -171,9 +171,8 @@ def mark_agent_available(agent: str, cwd: str | os.PathLike | None = None) -> Ag
 def agent_status(cwd: str | os.PathLike | None = None) -> AgentReport | Error:
     config = _config_near(cwd)
     now = datetime.now(UTC)
-    store = AvailabilityStore()
-    unavailable = store.unavailable(now)
-    usage = store.usage(now)
+    on_record = AvailabilityStore().on_record(now)
+    unavailable, usage = on_record.unavailable, on_record.usage
     agents = tuple(dict.fromkeys((*config.agents, *unavailable)))
     zone = now.astimezone().tzinfo or UTC
     windows = tuple(w for found in usage.values() for w in found)
@@ -297,8 +296,7 @@ class RepoFacts:
         self.project = str(repo.root)
         self.config = config
         self.now = now or datetime.now(UTC)
-        self.availability_problem: str | None = None  # set when the availability store could not be read
-        self.usage_problem: str | None = None  # set when the agents' usage could not be read
+        self.store_problem: str | None = None  # set when the availability store could not be read
         self._answers: dict[tuple, object] = {}
 
     @_memo
@@ -398,30 +396,26 @@ class RepoFacts:
         return gitx.merge_conflicts(self.repo, slug)
 
     @_memo
-    def unavailable(self) -> Mapping[str, Unavailability]:
+    def _agents_on_record(self) -> AgentsOnRecord:
         try:
-            return AvailabilityStore().unavailable(self.now)
+            return AvailabilityStore().on_record(self.now)
         except StoreError as error:
-            log.warning("%s: taking every agent as available", error)
-            self.availability_problem = (
-                f"Agent availability could not be read ({error}), so every agent was taken as available."
+            log.warning("%s: taking every agent as available and under its headroom", error)
+            self.store_problem = (
+                f"Agent availability and usage could not be read ({error}), so every agent was taken as "
+                "available and under its headroom."
             )
-            return {}
+            return AgentsOnRecord({}, {})
 
-    @_memo
+    def unavailable(self) -> Mapping[str, Unavailability]:
+        return self._agents_on_record().unavailable
+
     def usage(self) -> Mapping[str, tuple[UsageWindow, ...]]:
-        try:
-            return AvailabilityStore().usage(self.now)
-        except StoreError as error:
-            log.warning("%s: taking every agent as under its headroom", error)
-            self.usage_problem = (
-                f"Agent usage could not be read ({error}), so every agent was taken as under its headroom."
-            )
-            return {}
+        return self._agents_on_record().usage
 
     def store_problems(self) -> str | None:
         """The note for what the availability store could not tell, if anything."""
-        return "\n".join(p for p in (self.availability_problem, self.usage_problem) if p) or None
+        return self.store_problem
 
 
 class _WithWorktree(RepoFacts):
