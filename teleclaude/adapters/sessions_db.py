@@ -7,7 +7,7 @@ the change that causes it: two observers of one pane (the MCP server and a CLI) 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import closing
 from dataclasses import asdict, dataclass, fields, replace
 from datetime import UTC, datetime
@@ -178,12 +178,17 @@ class SessionStore(SqliteStore):
         return found[0]["command"], found[0]["agent"], found[0]["last_error"]
 
     def save(
-        self, session: Session, expect: SessionState | None = None, events: Iterable[Event] = ()
+        self,
+        session: Session,
+        expect: SessionState | None = None,
+        events: Iterable[Event] = (),
+        also: Callable[[sqlite_utils.Database], None] | None = None,
     ) -> Session | None:
         """Store `session` and `events`; the stored copy (its version counted up), or None when refused.
 
         With `expect`, only if the stored row is still the one `session` was made from: the state is
         `expect` and nobody saved since (the same `version`). A stale observer never overwrites a newer row.
+        `also` is written in the same transaction, only when the session is.
         """
         events = list(events)
 
@@ -200,6 +205,8 @@ class SessionStore(SqliteStore):
             db.table(SESSIONS).upsert(_row(saved), pk="id")
             if events:
                 db.table(EVENTS).insert_all(_event_row(event) for event in events)
+            if also is not None:
+                also(db)
             return saved
 
         return self._write(change)

@@ -230,10 +230,8 @@ class AvailabilityStore(SqliteStore):
         return self._survive(lambda: self._read_and_reset(now))
 
     def mark_unavailable(self, agent: str, until: datetime, reason: str) -> Unavailability:
-        stored = format_utc(until)
-        row = {"agent": agent, "available": 0, "unavailable_until": stored, "reason": reason}
-        self._write(lambda db: db.table(TABLE).upsert(row, pk="agent"))
-        parsed = _parse_stored(stored)
+        self._write(marking_unavailable(agent, until, reason))
+        parsed = _parse_stored(format_utc(until))
         assert parsed is not None  # format_utc writes what _parse_stored reads
         return Unavailability(agent, parsed, reason)
 
@@ -275,6 +273,18 @@ class AvailabilityStore(SqliteStore):
 
     def _read_and_reset(self, now: datetime) -> list[AgentRow]:
         return self._with_reader(partial(_read_and_reset, now=now))
+
+
+def marking_unavailable(agent: str, until: datetime, reason: str) -> Callable[[sqlite_utils.Database], None]:
+    """The write that marks `agent` out until `until`, to run in any store's transaction on the same file
+    (a session's RATE_LIMITED change and its agent's mark are one write: whoever sees one sees both)."""
+    row = {"agent": agent, "available": 0, "unavailable_until": format_utc(until), "reason": reason}
+
+    def mark(db: sqlite_utils.Database) -> None:
+        ensure_table(db, TABLE, COLUMNS, "agent")
+        db.table(TABLE).upsert(row, pk="agent")
+
+    return mark
 
 
 @dataclass(frozen=True)

@@ -45,12 +45,13 @@ class Runtime:
         self,
         config: RuntimeConfig,
         store: SessionStore,
-        availability: AvailabilityStore,
         tmux: Tmux | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         env: Mapping[str, str] | None = None,
     ) -> None:
         tmux = tmux or _tmux(config, store)
+        # the agents' availability lives in the sessions' file: a limit and its session's change are one write
+        availability = AvailabilityStore(store.path)
         self.context = Context(config, store, availability, tmux, clock, os.environ if env is None else env)
         if config.remotes:
             self.context.before_turn_end = partial(remote.bring_back_logged, dict(config.remotes))
@@ -204,7 +205,7 @@ def open_runtime(project: str | Path | None = None) -> Runtime:
         except (gitx.NotAGitRepo, OSError):
             root = None
     config = load_config(root).runtime or RuntimeConfig()
-    return Runtime(config, SessionStore(), AvailabilityStore())
+    return Runtime(config, SessionStore())
 
 
 # --- the front ends' door ---------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 from subprocess import Popen
 
 from teleclaude.adapters.fs import read_tail
-from teleclaude.adapters.store import StoreError
+from teleclaude.adapters.store import StoreError, marking_unavailable
 from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION, USAGE_OPTION, TmuxError
 from teleclaude.agents.profile import UsageSource, UsageWindow
 from teleclaude.errors import Error, ErrorCode, call
@@ -496,22 +496,23 @@ class Observer:
         wins: bool = False,
         limitable: bool = True,
     ) -> Session:
-        """The one way a limit is recorded: the session's RATE_LIMITED change saved (when `limitable`), then
-        its agent marked unavailable until the reset. When another writer saved first (say the StopFailure
-        hook, which knew the CLI's own reset), its row and its time stay, unless this limit `wins` (it is
-        the hook's)."""
+        """The one way a limit is recorded: the session's RATE_LIMITED change (when `limitable`) and its
+        agent's mark until the reset, saved in one transaction, so whoever sees the event finds the agent out.
+        When another writer saved first (say the StopFailure hook, which knew the CLI's own reset), its row
+        and its time stay, unless this limit `wins` (it is the hook's)."""
         detail = f"{hit.reason} until {hit.until.isoformat(timespec='seconds')}: {source}"
         log.info("session %s: %s", session.id, detail)
-        saved = None
-        if wins:  # marked before the RATE_LIMITED event is published: whoever sees it finds the agent out
-            self.context.availability.mark_unavailable(session.agent, hit.until, hit.reason)
-        if limitable:
-            now = self.context.clock()
-            limited, events = transition(session, Change.RATE_LIMITED, now, detail, error=error or detail)
-            saved = self.context.store.save(limited, expect=expect, events=events)
-        if saved is not None and not wins:
-            self.context.availability.mark_unavailable(session.agent, hit.until, hit.reason)
-        return saved or self.context.store.get(session.id) or session
+        availability, store = self.context.availability, self.context.store
+        if not limitable:
+            if wins:
+                availability.mark_unavailable(session.agent, hit.until, hit.reason)
+            return store.get(session.id) or session
+        now, mark = self.context.clock(), marking_unavailable(session.agent, hit.until, hit.reason)
+        limited, events = transition(session, Change.RATE_LIMITED, now, detail, error=error or detail)
+        saved = store.save(limited, expect=expect, events=events, also=mark)  # one file holds both (Runtime)
+        if saved is None and wins:  # the session moved on, but the hook's reset is the CLI's own
+            availability.mark_unavailable(session.agent, hit.until, hit.reason)
+        return saved or store.get(session.id) or session
 
     def _blocked(
         self, session: Session, rows: list[str], screen: list[str], now: datetime, expect: SessionState

@@ -212,7 +212,7 @@ def bare_runtime(tmp_path) -> Runtime:
                 nudges=2,
             )
         )
-    return Runtime(RuntimeConfig(socket="tc-unused"), store, AvailabilityStore(), env={})
+    return Runtime(RuntimeConfig(socket="tc-unused"), store, env={})
 
 
 def test_report_status_is_progress_and_answers_the_reminders(bare_runtime):
