@@ -179,6 +179,15 @@ class Observer:
         self._wake(session)
         return True
 
+    def _hook_ended(self, session: Session, now: datetime, expect: SessionState) -> Session | None:
+        """A stop hook's news, told by a pane mark, saved as `record_turn_end` saves a local hook's: a working
+        session's turn ends; on one not working (a line typed in, the launcher not yet sure it was taken)
+        `stopped_at` is kept for the launcher. None when another writer saved first."""
+        if session.state in WORKING:
+            ended = self._turn_ended(session, "stop hook", expect)
+            return None if ended.state in WORKING else ended
+        return self.context.store.save(replace(session, stopped_at=now), expect=expect)
+
     def _wake(self, session: Session) -> None:
         """A hook's news is saved: whoever waits on the session (`wait`, in another process) looks at once,
         not at its next poll: through the channel they listen on, which its pane's exit also signals."""
@@ -403,13 +412,11 @@ class Observer:
         if view.dead:
             return self._after_exit(scanned, view, expect=session.state)
         if self._sealed(session, TURN_END_OPTION, view.turn_end) is not None:
-            # the stop hook of a worker on another computer marked its pane
-            working = scanned.state in WORKING
-            hooked = self._turn_ended(scanned, "stop hook", session.state) if working else None
-            if hooked is None or hooked.state not in WORKING:  # recorded: the mark has done its work
+            # the stop hook of a worker on another computer marked its pane: recorded as a local hook's is
+            hooked = self._hook_ended(scanned, now, session.state)
+            if hooked is not None:  # recorded: the mark has done its work
                 context.tmux.clear_mark(session.pane_id, TURN_END_OPTION)
-            if hooked is not None:
-                return hooked  # still working: another writer saved first, the mark stays for the next look
+            return hooked or context.store.get(session.id) or scanned  # else the mark stays for the next look
         profile = context.config.profiles.get(session.agent)
         blocked = self._blocked(scanned, [*rows, partial], screen, now, expect=session.state)
         if blocked is not None:

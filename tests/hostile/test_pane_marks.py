@@ -19,6 +19,7 @@ import pytest
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION, USAGE_OPTION
 from teleclaude.agents.profile import UsageWindow
+from teleclaude.errors import Error
 from teleclaude.runtime.core.limits import encode_usage, parse_failure
 from teleclaude.runtime.core.marks import SESSION_KEY, seal, unseal
 from teleclaude.runtime.core.sessions import EventKind, SessionState
@@ -146,3 +147,29 @@ def test_a_usage_mark_counts_only_sealed_with_the_sessions_key_and_for_its_own_a
     (kept,) = AvailabilityStore().usage(datetime.now(UTC))[target.agent]
     assert (kept.window, kept.used_percent) == ("5h", 97.0)
     assert runtime.tmux.views()[target.pane_id].usage == ""  # recorded: taken away
+
+
+@pytest.mark.slow  # the worker runtime in tmux
+def test_a_marked_turn_end_before_the_launcher_saw_its_line_taken_still_ends_the_turn(
+    worker_runtime, start_worker, monkeypatch
+):
+    """A worker on another computer tells its turn's end by a pane mark. On a loaded machine the mark can
+    come while the launcher has typed a line but not yet seen it taken (the session not working yet): the
+    look that reads the mark keeps it for the launcher, which then ends the turn the line started."""
+    runtime = worker_runtime
+    target = start_worker("x")
+    assert runtime.record_turn_end(target.id)
+    type_line = runtime.launcher.panes.type_line
+
+    def answered_at_once(session, *args, **kwargs):
+        typed = type_line(session, *args, **kwargs)
+        mark = seal(target.key, target.id, TURN_END_OPTION, str(time.time_ns()))
+        _set_option(runtime, target.pane_id, TURN_END_OPTION, mark)  # the remote Stop hook's mark
+        runtime.observer.refresh([runtime.store.get(target.id)])  # a look before the launcher saves
+        return typed
+
+    monkeypatch.setattr(runtime.launcher.panes, "type_line", answered_at_once)
+    sent = runtime.send_message(target.id, "Go on.")
+    assert not isinstance(sent, Error), sent
+    assert runtime.store.get(target.id).state is SessionState.TURN_ENDED
+    assert runtime.tmux.views()[target.pane_id].turn_end == ""  # the mark was taken
