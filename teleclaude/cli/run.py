@@ -111,7 +111,7 @@ def _add_demo(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stand-ins",
         metavar="DIR",
-        help="instead of a demo: put the stand-in CLIs (claude, gemini, codex) into DIR, to rehearse "
+        help=f"instead of a demo: put the stand-in CLIs ({', '.join(NAMES)}) into DIR, to rehearse "
         "`teleclaude run` on a copy of your own project with DIR first on PATH",
     )
 

@@ -20,6 +20,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from teleclaude.agents import NAMES
+
 CLAUDE_API_KEY = "sk-ant-api03-teleclaude-scripted-model-server"  # dummy: the scripted server takes any
 
 
@@ -161,4 +163,4 @@ def prepare_home(agent: str, home: Path, server_url: str) -> dict[str, str]:
     if agent == "opencode":
         prepare_opencode_home(home, server_url)
         return {}
-    raise ValueError(f"no home for {agent!r}: one of claude, gemini, codex, opencode")
+    raise ValueError(f"no home for {agent!r}: one of {', '.join(NAMES)}")
