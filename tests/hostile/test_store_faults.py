@@ -98,7 +98,7 @@ def test_a_database_locked_by_another_process_is_store_locked(locked_db, repo):
 def test_next_work_says_when_availability_could_not_be_read(locked_db, repo):
     action = app.next_work(cwd=repo)
     assert isinstance(action, Dispatch) and action.note, action
-    assert len(action.note.splitlines()) == 2  # neither who is out nor the agents' usage could be read
+    assert len(action.note.splitlines()) == 1  # one read of the store: one note for who is out and usage
 
 
 def test_availability_is_read_as_before_when_nothing_is_wrong(repo):
