@@ -5,9 +5,9 @@ Exit codes: 0 for an action to carry out (TOOL_CALL, SELF, PREPARED, COMPLETE, O
 sqlite-utils are loaded by the commands (or the rare write paths) that need them.
 
 To add a command, write `_add_<name>(parser)` and `_run_<name>(args) -> int` and list them in a `COMMANDS`
-tuple: the planner's here, the others in `cli.setup` (install, init, new), `cli.checks` (lint, hooks, hook,
-status), `cli.sessions` (the worker runtime), `cli.run` (run, demo) and `cli.board` (board, report). Wings
-are imported inside the
+tuple: the planner's here, the others in `cli.setup` (install, init, new, trust), `cli.checks` (lint, hooks,
+hook, status), `cli.sessions` (the worker runtime), `cli.run` (run, demo) and `cli.board` (board, report),
+whose names `FEATURES` lists. A call imports only its own command's module; wings are imported inside the
 commands: see `teleclaude.cli.base`.
 """
 
@@ -19,13 +19,9 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from importlib import import_module
 
 from teleclaude import __version__
-from teleclaude.cli import board as cli_board
-from teleclaude.cli import checks as cli_checks
-from teleclaude.cli import run as cli_run
-from teleclaude.cli import sessions as cli_sessions
-from teleclaude.cli import setup as cli_setup
 from teleclaude.cli.base import Command, add_cwd, print_action, print_value, tcp_port, write
 from teleclaude.errors import Error, guard
 
@@ -228,14 +224,31 @@ PLANNER_COMMANDS: tuple[Command, ...] = (
 )
 
 
-COMMANDS = (
-    PLANNER_COMMANDS
-    + cli_setup.COMMANDS
-    + cli_checks.COMMANDS
-    + cli_sessions.COMMANDS
-    + cli_run.COMMANDS
-    + cli_board.COMMANDS
+# The other commands' modules (`teleclaude.cli.NAME`) and the commands each has, in the order `--help` lists
+# them: a call imports its own command's module alone, so it pays only for what that module imports at its top
+# (`hook tool-use` runs on every tool an agent uses). `--help` and a usage error import them all.
+FEATURES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("setup", ("install", "init", "new", "trust")),
+    ("checks", ("lint", "hooks", "hook", "status")),
+    ("sessions", ("sessions", "supervise")),
+    ("run", ("run", "demo")),
+    ("board", ("board", "report")),
 )
+
+
+def commands(chosen: str | None = None) -> tuple[Command, ...]:
+    """The command named `chosen` alone, when there is one; else every command."""
+    for command in PLANNER_COMMANDS:
+        if command.name == chosen:
+            return (command,)
+    for module, names in FEATURES:
+        if chosen in names:
+            return tuple(command for command in feature_commands(module) if command.name == chosen)
+    return PLANNER_COMMANDS + tuple(command for module, _ in FEATURES for command in feature_commands(module))
+
+
+def feature_commands(module: str) -> tuple[Command, ...]:
+    return import_module(f"teleclaude.cli.{module}").COMMANDS
 
 
 # --- the parser ----------------------------------------------------------------------------------------
@@ -250,13 +263,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         description="A file-derived planner that tells teams of AI coding agents exactly one next step.",
     )
     parser.add_argument("--version", action="version", version=f"teleclaude {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    names = {command.name for command in COMMANDS}
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     chosen = next((arg for arg in argv if not arg.startswith("-")), None) if argv is not None else None
-    for command in COMMANDS:
-        if chosen in names and chosen != command.name:
-            continue
-        sub = commands.add_parser(command.name, help=command.help, description=command.help)
+    for command in commands(chosen):
+        sub = subparsers.add_parser(command.name, help=command.help, description=command.help)
         command.add_arguments(sub)
         sub.set_defaults(handler=command.run)
     return parser

@@ -1,4 +1,4 @@
-"""Fixtures for lint, hooks, the stop hook and status: real repositories and the CLI as a process."""
+"""Fixtures for lint, hooks, the stop hook and status: real repositories and the CLI, in process or as one."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from ..in_process import in_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,10 +76,20 @@ def add_tree() -> Callable[[Path, str], Path]:
 
 
 @pytest.fixture
-def cli(cli_env, tmp_path) -> Callable[..., subprocess.CompletedProcess[str]]:
-    """`cli("lint", "--cwd", str(repo))`: the CLI as a process; `stdin=` feeds it input."""
+def cli(cli_env, tmp_path, monkeypatch) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`cli("lint", "--cwd", str(repo))`: the CLI in this process (`teleclaude.cli.main`); `process=True`,
+    `stdin=` (what a hook reads) or `env=` start `python -m teleclaude` instead, for what a whole process
+    shows: its exit status, its stderr, its environment."""
 
-    def run(*args: str, cwd: Path | None = None, stdin: str | None = None, env: dict[str, str] | None = None):
+    def run(
+        *args: str,
+        cwd: Path | None = None,
+        stdin: str | None = None,
+        env: dict[str, str] | None = None,
+        process: bool = False,
+    ):
+        if not (process or stdin is not None or env):
+            return in_process(list(args), cwd or tmp_path, monkeypatch)
         return subprocess.run(
             [sys.executable, "-m", "teleclaude", *args],
             cwd=cwd or tmp_path,

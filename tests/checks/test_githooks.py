@@ -122,7 +122,7 @@ def test_a_worktree_shares_the_hooks_of_the_main_checkout(repo, add_tree):
 
 
 def test_not_a_repository_is_an_error_code(tmp_path, cli):
-    done = cli("hooks", "install", "--cwd", str(tmp_path))
+    done = cli("hooks", "install", "--cwd", str(tmp_path), process=True)
     assert done.returncode == 1
     assert done.stdout.splitlines()[0] == "ERROR: NOT_A_GIT_REPO"
 

@@ -159,7 +159,7 @@ def test_warnings_and_errors_are_told_apart():
 
 
 def test_a_clean_checkout_exits_0(repo, cli):
-    done = cli("lint", "--cwd", str(repo))
+    done = cli("lint", "--cwd", str(repo), process=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("OK")
 
@@ -177,7 +177,7 @@ def test_a_checkout_without_a_roadmap_is_not_ok(repo, cli):
 def test_errors_exit_1_one_line_each(repo, cli, tools):
     tools.write(repo, "todos/roadmap.md", "- [ ] feat\n- [ ] feat — twice\n- [ ] Bad\n")
     tools.write(repo, "todos/feat/review-findings.md", "- [x] APPROVE\n- [x] REQUEST CHANGES\n")
-    done = cli("lint", cwd=repo)
+    done = cli("lint", cwd=repo, process=True)
     assert done.returncode == 1
     lines = [parts(line) for line in done.stdout.splitlines()[:-1]]
     assert [(m["path"], m["line"], m["code"]) for m in lines] == [
@@ -248,7 +248,7 @@ def test_a_worktree_lints_its_own_copy(repo, cli, tools, add_tree):
 def test_operational_errors_are_error_codes(repo, cli, tmp_path, args, code):
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    done = cli("lint", *(a.format(outside=outside) for a in args), cwd=repo)
+    done = cli("lint", *(a.format(outside=outside) for a in args), cwd=repo, process=True)
     assert done.returncode == 1
     assert done.stdout.splitlines()[0] == f"ERROR: {code}"
     assert "Traceback" not in done.stderr
@@ -265,7 +265,7 @@ def test_the_pre_commit_framework_hook_runs_lint_on_the_files_it_matches(repo, c
     tools.write(repo, "todos/roadmap.md", "- [ ] Bad_Slug\n")
     command = hook["entry"].split()
     assert command[0] == "teleclaude"
-    done = cli(*command[1:], "todos/roadmap.md", cwd=repo)
+    done = cli(*command[1:], "todos/roadmap.md", cwd=repo, process=True)
     assert done.returncode == 1
     assert "INVALID_SLUG" in done.stdout
 

@@ -282,7 +282,7 @@ def test_errors(where, cli, tmp_path, tools):
     folder.mkdir()
     if where == "no-roadmap":
         tools.git(folder, "init", "-q")
-    done = cli("status", "--cwd", str(folder))
+    done = cli("status", "--cwd", str(folder), process=True)
     assert done.returncode == 1
     assert done.stdout.splitlines()[0] == (
         "ERROR: NO_WORK" if where == "no-roadmap" else "ERROR: NOT_A_GIT_REPO"

@@ -13,6 +13,7 @@ import pytest
 from teleclaude.adapters import trust_store
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.runtime.core.sessions import Session, SessionState
+from teleclaude.runtime.hooks import tool as tool_hook
 
 # what Claude Code 2.1 sends to a PreToolUse hook (the fields teleclaude reads, plus some it ignores)
 READ = {
@@ -84,9 +85,13 @@ def test_codex_and_gemini_tool_uses_are_recorded_and_the_call_goes_ahead(cli_env
 
 
 def test_only_the_latest_are_kept(cli_env):
+    """The first 24 through the hook's own `record`, in this process (the hook as a process is tested above),
+    the last through the process: it finds the 24 and keeps the latest."""
     store = SessionStore(cli_env["TELECLAUDE_DB"])
-    for number in range(25):
-        hook(cli_env, json.dumps({**READ, "tool_input": {"file_path": f"f{number}"}}))
+    for number in range(24):
+        tool_hook.record("w1", json.dumps({**READ, "tool_input": {"file_path": f"f{number}"}}))
+    done = hook(cli_env, json.dumps({**READ, "tool_input": {"file_path": "f24"}}))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     assert [u.target for u in store.recent_tool_uses(["w1"], limit=100)["w1"]] == [
         f"f{n}" for n in range(5, 25)
     ]

@@ -8,8 +8,6 @@ no files yet. Nothing touches the real home folder or ~/.teleclaude.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
 import os
 import re
 import subprocess
@@ -18,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from ..in_process import in_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PREPARED = "alpha-feature"
@@ -114,19 +114,6 @@ def cli(subprocess_env, tmp_path, monkeypatch) -> Callable[..., subprocess.Compl
         return in_process(list(args), cwd or tmp_path, monkeypatch)
 
     return run
-
-
-def in_process(
-    args: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch
-) -> subprocess.CompletedProcess[str]:
-    from teleclaude.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with monkeypatch.context() as patch:
-        patch.chdir(cwd)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(args)
-    return subprocess.CompletedProcess(["teleclaude", *args], code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture

@@ -114,6 +114,22 @@ def test_help_exits_0(cli):
         assert command in done.stdout
 
 
+def test_every_command_listed_by_help_has_its_own_help(capsys):
+    """A call builds only its own command's parser, importing that command's module alone (a command the
+    CLI's table lacks would still run, but every call would import every command's module)."""
+    from teleclaude.cli import commands, main
+
+    assert main(["--help"]) == 0
+    listed = capsys.readouterr().out
+    names = [command.name for command in commands()]
+    assert len(names) == len(set(names)) >= 19
+    for name in names:
+        assert re.search(rf"^    {re.escape(name)}(\s|$)", listed, re.MULTILINE), name
+        assert [command.name for command in commands(name)] == [name]
+        assert main([name, "--help"]) == 0, name
+        assert capsys.readouterr().out.startswith(f"usage: teleclaude {name} "), name
+
+
 # --- --json ----------------------------------------------------------------------------------------------
 
 

@@ -20,6 +20,7 @@ of violation in a throwaway tree and check that it is reported, so a rule cannot
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 import tomllib
 from pathlib import Path
@@ -54,6 +55,7 @@ class Source:
 
     def __init__(self, root: Path) -> None:
         self.trees: dict[str, ast.Module] = {}
+        self._imports: dict[str, list[tuple[int, str, list[str]]]] = {}  # the planner's chains ask again
         for path in sorted((root / "teleclaude").rglob("*.py")):
             parts = path.relative_to(root).with_suffix("").parts
             name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -62,7 +64,9 @@ class Source:
     def imports(self, module: str) -> list[tuple[int, str, list[str]]]:
         """(line, imported module, names imported from it) for every import in `module`; `from package
         import submodule` counts as an import of the submodule."""
-        found: list[tuple[int, str, list[str]]] = []
+        if module in self._imports:
+            return self._imports[module]
+        found = self._imports[module] = []
         for node in ast.walk(self.trees[module]):
             if isinstance(node, ast.Import):
                 found += [(node.lineno, alias.name, []) for alias in node.names]
@@ -93,6 +97,12 @@ class Source:
                     if f"{base}.{alias.name}" in self.trees:
                         aliases[alias.asname or alias.name] = f"{base}.{alias.name}"
         return {name: target for name, target in aliases.items() if target.startswith("teleclaude")}
+
+
+@functools.cache
+def parsed(root: Path) -> Source:
+    """The tree at `root`, parsed once for every test that reads it."""
+    return Source(root)
 
 
 def loaded_with(module: str) -> list[str]:
@@ -132,7 +142,7 @@ def is_private(name: str) -> bool:
 
 def violations(root: Path) -> list[str]:
     """Every broken rule in the tree at `root`, as `module:line: what`."""
-    source = Source(root)
+    source = parsed(root)
     found = []
     for module in source.trees:
         for line, imported, names in source.imports(module):
@@ -200,7 +210,7 @@ def test_each_agent_cli_is_named_in_few_modules():
 
 
 def test_the_rules_see_the_whole_tree():
-    source = Source(ROOT)
+    source = parsed(ROOT)
     pure = [name for name in source.trees if is_pure(name)]
     assert "teleclaude.planner.core.decide" in pure and "teleclaude.runtime.core.sessions" in pure
     assert "teleclaude.config.parse" in pure and "teleclaude.errors" in pure
