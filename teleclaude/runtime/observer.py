@@ -452,29 +452,30 @@ class Observer:
             and last == _Read(mark, shape, session.scan_cursor, last.partial, last.screen)
         ):
             return session, [], last.partial, list(last.screen)
-        scanned, rows, partial = self._scan(session, view)
-        screen = tmux.screen(session.pane_id, view)
+        scanned, rows, partial, screen = self._scan(session, view)
         if mark is not None:
             self._read[session.pane_id] = _Read(mark, shape, scanned.scan_cursor, partial, tuple(screen))
         else:
             self._read.pop(session.pane_id, None)
         return scanned, rows, partial, screen
 
-    def _scan(self, session: Session, view: PaneView) -> tuple[Session, list[str], str]:
-        """Finished rows new to the runtime (its own reading position, apart from any orchestrator's), and the
-        unfinished row under the terminal cursor. Of an alternate screen, read whole when it changed, only the
-        rows that were not on it at the last read (an old limit row must not limit the next turn again)."""
+    def _scan(self, session: Session, view: PaneView) -> tuple[Session, list[str], str, list[str]]:
+        """Finished rows new to the runtime (its own reading position, apart from any orchestrator's), the
+        unfinished row under the terminal cursor, and the screen. Of an alternate screen, read whole when it
+        changed, only the rows that were not on it at the last read (an old limit row must not limit the next
+        turn again)."""
         try:
             cursor = Cursor.decode(session.scan_cursor) if session.scan_cursor else Cursor.start(view)
-            chunk = self.panes.read(session, view, cursor, _SCAN_LINES, 1 << 20)
+            chunk, screen = self.panes.look(session, view, cursor, _SCAN_LINES, 1 << 20)
         except InvalidCursor:
-            return session, [], ""
+            return session, [], "", self.context.tmux.screen(session.pane_id, view)
         rows, seen = list(chunk.rows), session.seen_rows
         if not chunk.alternate_screen:
             seen = ()
         elif rows:  # the screen changed
             rows, seen = unseen_rows(rows, seen)
-        return replace(session, scan_cursor=chunk.cursor.encode(), seen_rows=seen), rows, chunk.partial
+        scanned = replace(session, scan_cursor=chunk.cursor.encode(), seen_rows=seen)
+        return scanned, rows, chunk.partial, screen
 
     def _limit_in(self, session: Session, rows: list[str], now: datetime) -> LimitHit | None:
         """A rate-limit message in new output."""

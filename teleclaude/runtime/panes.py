@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from teleclaude.adapters.tmux import TmuxError
+from teleclaude.adapters.tmux import Tmux, TmuxError
 from teleclaude.errors import ErrorCode, Failure, call
 from teleclaude.runtime.context import Context, refused_text
 from teleclaude.runtime.core.blockers import blocked_text, find_blocker
@@ -48,15 +48,25 @@ class Panes:
 
     def read(self, session: Session, view: PaneView, cursor: Cursor | None, lines: int, size: int) -> Chunk:
         """read_since on a consistent picture: again with a fresh view while the pane scrolls under us."""
+        return self.look(session, view, cursor, lines, size)[0]
+
+    def look(
+        self, session: Session, view: PaneView, cursor: Cursor | None, lines: int, size: int
+    ) -> tuple[Chunk, list[str]]:
+        """`read` and the screen of the same moment, usually in one tmux client (`_Block`): a look at a pane
+        that printed was ~4 clients (the rows at the reading position, the new rows, the cursor's row, the
+        screen), most of a run's own CPU."""
         tmux = self.context.tmux
         for _ in range(20):
             try:
-                capture = partial(tmux.capture, session.pane_id, history_size=view.history_size)
-                return read_since(view, cursor, capture, lines, size)
+                block = _Block(tmux, session.pane_id, view)
+                chunk = read_since(view, cursor, block.rows, lines, size)
+                return chunk, block.rows(0, view.height - 1)
             except StaleView:
                 view = tmux.views().get(session.pane_id) or view
         capture = partial(tmux.capture, session.pane_id)
-        return read_since(view, cursor, capture, lines, size)  # a pane that never stops: take it as it is
+        chunk = read_since(view, cursor, capture, lines, size)  # a pane that never stops: take it as it is
+        return chunk, tmux.screen(session.pane_id, view)
 
     def press_enter(self, session: Session, attempts: int = 3, typed: str = "") -> bool:
         """Enter, then up to 1 s for the screen to change, pressed again with twice the wait each time: agent
@@ -143,6 +153,28 @@ class Panes:
             self.type_line(session, text, interrupt)
         except (TmuxError, WorkerBlocked, NotSent, Untypable) as error:
             log.warning("session %s: could not type into its pane: %s", session.id, error)
+
+
+class _Block:
+    """A pane's rows from the first range asked for (or the screen's top row, when that is lower) to the
+    screen's bottom, captured once with the view's history size checked (`StaleView` when it scrolled);
+    later ranges inside it are cut from it, others captured on their own."""
+
+    def __init__(self, tmux: Tmux, pane_id: str, view: PaneView) -> None:
+        self.tmux, self.pane_id, self.view = tmux, pane_id, view
+        self.start: int | None = None
+        self.kept: list[str] = []
+
+    def rows(self, start: int, end: int) -> list[str]:
+        bottom = self.view.height - 1
+        if end < start:
+            return []
+        if self.start is None and end <= bottom:
+            self.start = min(start, 0)
+            self.kept = self.tmux.capture(self.pane_id, self.start, bottom, self.view.history_size)
+        if self.start is not None and self.start <= start and end <= bottom:
+            return self.kept[start - self.start : end - self.start + 1]
+        return self.tmux.capture(self.pane_id, start, end, self.view.history_size)
 
 
 def _where(screen: list[str], typed: str) -> object:

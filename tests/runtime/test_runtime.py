@@ -418,6 +418,38 @@ def test_a_quiet_worker_is_not_captured_at_every_look_and_what_it_prints_later_i
     runtime.end_session(session_id)
 
 
+def test_a_look_at_a_worker_that_printed_reads_it_in_one_tmux_client_beside_the_pane_list(
+    project, runtime, monkeypatch
+):
+    """A pane that printed since the last look is read (the rows at its reading position, its new rows, the
+    cursor's row, its screen) in one tmux client, not one per part: those clients were most of `run`'s own
+    CPU. What it printed is seen all the same: a limit it printed limits it."""
+    monkeypatch.setenv("FAKE_AGENT", "hang")  # busy after its command: what is typed shows as queued
+    started = start(runtime, dispatch(project))
+    session_id, pane, agent = started.session.id, started.session.pane_id, started.session.agent
+    looks_until_quiet(runtime, monkeypatch)
+    runtime.tmux.send_text(pane, LIMIT_MESSAGES[agent])
+    runtime.tmux.send_key(pane, "Enter")
+    deadline = time.monotonic() + 10
+    view = runtime.tmux.views()[pane]
+    shown = LIMIT_MESSAGES[agent][:30]
+    while not any(shown in row for row in runtime.tmux.screen(pane, view)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        view = runtime.tmux.views()[pane]
+    commands: list[str] = []
+    cmd = runtime.tmux.cmd
+
+    def counted(*args: str, check: bool = True) -> list[str]:
+        commands.append(args[0])
+        return cmd(*args, check=check)
+
+    monkeypatch.setattr(runtime.tmux, "cmd", counted)
+    runtime.list_sessions()
+    assert runtime.store.get(session_id).state is SessionState.RATE_LIMITED
+    assert len(commands) == 2  # the pane list, then the pane read
+    runtime.end_session(session_id)
+
+
 # Draws `frame N` at the top left of the alternate screen, the cursor put back there, anew at every line typed
 # (not echoed): the screen changes in place, and the pane's cursor, history and mode stay as they were.
 _REDRAW = """
