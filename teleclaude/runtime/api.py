@@ -150,9 +150,9 @@ class Runtime:
         return self.observer.refresh(sessions)
 
     def wait_for_sessions(
-        self, session_ids: Iterable[str] | None = None, timeout: float = 30.0
+        self, session_ids: Iterable[str] | None = None, timeout: float = 30.0, fresh: bool = True
     ) -> Waited | Error:
-        return self.observer.wait(session_ids, timeout)
+        return self.observer.wait(session_ids, timeout, fresh)
 
     def owns(self, session_id: str, key: str) -> bool:
         """`key` is the session's own (its worker's TELECLAUDE_SESSION_KEY), or there is no such session: a

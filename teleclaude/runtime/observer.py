@@ -322,8 +322,14 @@ class Observer:
 
     # --- waiting -------------------------------------------------------------------------------------------
 
-    def wait(self, session_ids: Iterable[str] | None = None, timeout: float = 30.0) -> Waited | Error:
-        """Events as they happen: returns as soon as there is one, or after `timeout` (at most 60 s)."""
+    def wait(
+        self, session_ids: Iterable[str] | None = None, timeout: float = 30.0, fresh: bool = True
+    ) -> Waited | Error:
+        """Events as they happen: returns as soon as there is one, or after `timeout` (at most 60 s).
+
+        `fresh=False` (a caller that waits again and again, as `run`'s loop, with short waits while a worker
+        starts): a look less than a poll interval old will do, whatever the timeout; a pane's exit or a hook's
+        news (their wake-up) is looked at at once all the same."""
         store, tmux = self.context.store, self.context.tmux
         timeout = max(0.0, min(float(timeout), MAX_WAIT))
         ids = list(session_ids) if session_ids else [s.id for s in store.sessions() if not s.state.is_final]
@@ -333,15 +339,13 @@ class Observer:
         if unknown:
             return unknown_session(", ".join(unknown))
         deadline = time.monotonic() + timeout
-        looked_ids, looked_at = self._looked
         poll = self.context.config.poll_interval
         # Only a wait that sleeps before its deadline skips its first look: a short one always looks.
-        just_looked = timeout >= poll and set(ids) <= looked_ids and time.monotonic() - looked_at < poll
+        just_looked = (timeout >= poll or not fresh) and self._looked_within(ids, poll)
         while True:
             if not just_looked:
                 sessions = self.refresh(sessions)
                 self._looked = (frozenset(ids), time.monotonic())
-            just_looked = False
             events = store.undelivered(ids)
             if events:
                 store.mark_delivered(events)
@@ -351,8 +355,14 @@ class Observer:
                 return Waited((), tuple(sessions), bool(ids) and not over)
             self._stop_waiters([s.id for s in sessions if s.state.is_final])
             waiters = [self._waiter(s.id, tmux) for s in sessions if not s.state.is_final]
-            _sleep_until_signal(waiters, min(poll, deadline - time.monotonic()))
+            woken = _sleep_until_signal(waiters, min(poll, deadline - time.monotonic()))
             sessions = store.sessions(ids)
+            just_looked = not (fresh or woken) and self._looked_within(ids, poll)
+
+    def _looked_within(self, ids: list[str], seconds: float) -> bool:
+        """The last look took in every one of `ids`, less than `seconds` ago."""
+        looked_ids, looked_at = self._looked
+        return set(ids) <= looked_ids and time.monotonic() - looked_at < seconds
 
     def _waiter(self, session_id: str, tmux) -> Popen[bytes]:
         """The session's wait-for client, started again once the last one saw its signal."""
@@ -638,8 +648,9 @@ def local_zone(now: datetime) -> tzinfo:
     return now.astimezone().tzinfo or UTC
 
 
-def _sleep_until_signal(waiters: Iterable[Popen[bytes]], seconds: float) -> None:
-    """Sleep `seconds`, or less when a waiter ends: in one select on pidfds where Linux has them."""
+def _sleep_until_signal(waiters: Iterable[Popen[bytes]], seconds: float) -> bool:
+    """Sleep `seconds`, or less when a waiter ends: in one select on pidfds where Linux has them. True when a
+    waiter ended."""
     waiters = list(waiters)
     try:
         pidfds = [os.pidfd_open(w.pid) for w in waiters]
@@ -647,14 +658,15 @@ def _sleep_until_signal(waiters: Iterable[Popen[bytes]], seconds: float) -> None
         pidfds = None
     if pidfds is not None:
         try:
-            if not any(w.poll() is not None for w in waiters):
-                select.select(pidfds, [], [], max(seconds, 0.0))
+            if any(w.poll() is not None for w in waiters):
+                return True
+            return bool(select.select(pidfds, [], [], max(seconds, 0.0))[0])
         finally:
             for fd in pidfds:
                 os.close(fd)
-        return
     deadline = time.monotonic() + max(seconds, 0.0)
     while time.monotonic() < deadline:
         if any(w.poll() is not None for w in waiters):
-            return
+            return True
         time.sleep(0.05)
+    return False

@@ -27,7 +27,7 @@ from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.checks import describe
 from teleclaude.planner.core import layout
-from teleclaude.planner.core.model import Action, Complete, Dispatch, Prepared, RunYourself, Step
+from teleclaude.planner.core.model import Action, Complete, Dispatch, Prepared, RunYourself, Step, UsageWindow
 from teleclaude.planner.core.render import to_text, usage_text
 from teleclaude.planner.core.timeparse import format_duration, format_utc
 from teleclaude.runtime.api import Runtime, guarded
@@ -284,6 +284,9 @@ StepKey = tuple[str, str]  # (bare command, slug): one step of the roadmap, whic
 QUEUED = Stop(Outcome.SELF, "the merge queue is busy")  # a sentinel of `_start`: wait, then ask again
 STARTING = Stop(Outcome.SELF, "the worker is being started")  # a sentinel of `_launch`: under way
 START_LOOK = 0.2  # seconds per wait while a lane's worker is being started
+# seconds between asks for the ready items (a planner call, git) while a lane is free and no lane left since
+# the last ask: only a change outside this run (a roadmap edited, another run's item delivered) is seen then
+READY_AGAIN = 10.0
 
 
 @dataclass
@@ -337,6 +340,7 @@ class _Loop:
     runtime: Runtime
     show: Callable[[str], None]
     status: Callable[[StatusLine], None]
+    usage_read: tuple[float, dict[str, tuple[UsageWindow, ...]]] = (float("-inf"), {})  # when, what
 
     def go(self) -> Stop:
         slug = self.settings.slug
@@ -510,7 +514,7 @@ class _Loop:
         watching = {s.id: s for s in sessions}
         failures = 0
         while watching:
-            waited = guarded(self.runtime.wait_for_sessions, list(watching), self.settings.tick)
+            waited = guarded(self.runtime.wait_for_sessions, list(watching), self.settings.tick, fresh=False)
             if isinstance(waited, Error):
                 failures += 1
                 stop = self._wait_failed(waited, failures)
@@ -579,8 +583,12 @@ class _Loop:
         )
 
     def _usage(self, sessions: list[Session]) -> str:
-        """The usage of the agents `sessions` run on, as `agents` shows it."""
-        now, usage = self.runtime.clock(), self.runtime.usage()
+        """The usage of the agents `sessions` run on, as `agents` shows it; read at most once a tick."""
+        read_at, usage = self.usage_read
+        if time.monotonic() - read_at >= self.settings.tick:
+            usage = self.runtime.usage()
+            self.usage_read = (time.monotonic(), usage)
+        now = self.runtime.clock()
         zone = local_zone(now)
         texts = {s.agent: usage_text(usage.get(s.agent, ()), now, zone) for s in sessions}
         return "; ".join(f"{agent} {text}" for agent, text in texts.items() if text)
@@ -689,6 +697,10 @@ class _Lanes(_Loop):
     lanes: dict[str, Lane] = field(default_factory=dict)
     failed_waits: int = 0  # in a row
     starter: ThreadPoolExecutor | None = None  # the lanes' worker starts (`_launch`)
+    asked: tuple[frozenset[str], float] = (
+        frozenset(),
+        float("-inf"),
+    )  # the lanes after the last `_fill`, when
 
     def go(self) -> Stop:
         try:
@@ -733,6 +745,9 @@ class _Lanes(_Loop):
     def _fill(self) -> Stop | None:
         if len(self.lanes) >= self.settings.parallel:
             return None
+        asked_lanes, asked_at = self.asked
+        if self.lanes and set(self.lanes) == asked_lanes and time.monotonic() - asked_at < READY_AGAIN:
+            return None  # no lane left since the last ask: what was not ready then is not ready now
         self._adopt()
         if len(self.lanes) >= self.settings.parallel:
             return None
@@ -745,6 +760,7 @@ class _Lanes(_Loop):
             if slug not in self.lanes and slug not in self.state.parked:
                 # the bug list is worked in the main checkout: never on another computer
                 self.lanes[slug] = Lane(slug, computer=self._free_computer() if slug else "local")
+        self.asked = (frozenset(self.lanes), time.monotonic())
         return None
 
     def _free_computer(self) -> str:
@@ -896,7 +912,7 @@ class _Lanes(_Loop):
         self._status([lane.session for lane in busy.values() if lane.session is not None])  # new starts too
         # while a start is under way, look often: its worker joins the wait as soon as it has its command
         timeout = min(self.settings.tick, START_LOOK) if starts else self.settings.tick
-        waited = guarded(self.runtime.wait_for_sessions, list(busy), timeout)
+        waited = guarded(self.runtime.wait_for_sessions, list(busy), timeout, fresh=False)
         if isinstance(waited, Error):
             self.failed_waits += 1
             return self._wait_failed(waited, self.failed_waits)

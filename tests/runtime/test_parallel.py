@@ -242,7 +242,7 @@ def test_a_parallel_run_whose_waits_keep_failing_stops_with_the_error(
     runtime = open_runtime(project)
     calls = []
 
-    def failing_wait(session_ids, timeout=30.0):
+    def failing_wait(session_ids, timeout=30.0, fresh=True):
         calls.append(session_ids)
         if len(calls) > 20:  # the run never gives up: stop the test instead of hanging
             raise KeyboardInterrupt
@@ -279,3 +279,27 @@ def test_a_finalize_queued_behind_this_runs_own_asks_again_once_that_one_ended(
     assert_delivered(project, ("greeting", "farewell", "shouting"))
     queued = [line for line in lines if "one at a time" in line]
     assert 1 <= len(queued) <= 2, "\n".join(lines)
+
+
+def test_a_free_lane_asks_for_ready_items_when_a_lane_left_not_at_every_look(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    """Three lanes, two items ready (farewell waits for greeting): the free lane asks the planner which items
+    are ready (git, a planner call) once a lane has left since its last ask, not once a second while it
+    waits; and farewell still goes as soon as greeting is delivered."""
+    monkeypatch.setenv("FAKE_AGENT", "hook")
+    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "1.5")
+    monkeypatch.setattr(orchestrator, "READY_AGAIN", 3600.0)  # so only a lane leaving asks again
+    asks: list[int] = []
+    ready_items = app.ready_items
+
+    def counted(*args, **kwargs):
+        asks.append(1)
+        return ready_items(*args, **kwargs)
+
+    monkeypatch.setattr(app, "ready_items", counted)
+    report, lines = run(project, parallel=3)
+    assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
+    assert_delivered(project, ("greeting", "farewell", "shouting"))
+    # the first ask, one after each of the three items left its lane, and the run's last look at an empty run
+    assert len(asks) <= 6, len(asks)
