@@ -144,6 +144,27 @@ class SqliteStore:
             raise
         return conn
 
+    @contextmanager
+    def kept_open(self) -> Iterator[None]:
+        """One connection to the file held open meanwhile, for a process that reads and writes it every second
+        (`teleclaude run`): the connection of each read and write is then not the file's last, whose close
+        checkpoints the WAL into the file and deletes it (half of a read's CPU; the next write makes it anew).
+        Nothing when the file does not exist yet or cannot be read."""
+        held = None
+        if self.path.exists():
+            try:
+                held = sqlite3.connect(self.path, timeout=READ_TIMEOUT_MS / 1000, check_same_thread=False)
+                held.execute("PRAGMA schema_version").fetchone()  # maps the WAL's index: the file is in use
+            except sqlite3.Error:
+                if held is not None:
+                    held.close()
+                held = None
+        try:
+            yield
+        finally:
+            if held is not None:
+                held.close()
+
     def _create_private(self) -> None:
         """The file, made 0600 before SQLite makes it (0644 under the usual umask); -wal and -shm follow it.
 

@@ -231,7 +231,8 @@ def run(
     loop = kind(settings, state, runtime, show, status)
     run_id = _record_start(runtime, root, slug)
     try:
-        stop = loop.go()
+        with runtime.store.kept_open():
+            stop = loop.go()
     except KeyboardInterrupt:
         stop = Stop(Outcome.INTERRUPTED, "stopped by Ctrl-C; the workers keep running")
     finally:
@@ -710,10 +711,19 @@ class _Lanes(_Loop):
                 self.starter.shutdown(wait=True)
 
     def _go(self) -> Stop:
+        refilled = False
         while True:
-            stop = self._fill() or self._advance_all()
+            stop = self._fill()
+            filled = set(self.lanes)
+            stop = stop or self._advance_all()
             if stop:
                 return stop
+            if self.lanes and set(self.lanes) < filled and not refilled:
+                refilled = (
+                    True  # a lane left (its item delivered or parked): its next item starts before a wait
+                )
+                continue
+            refilled = False
             if not self.lanes:
                 stop = self._fill()
                 if stop:
