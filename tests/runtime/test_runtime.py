@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -447,6 +448,36 @@ def test_a_look_at_a_worker_that_printed_reads_it_in_one_tmux_client_beside_the_
     runtime.list_sessions()
     assert runtime.store.get(session_id).state is SessionState.RATE_LIMITED
     assert len(commands) == 2  # the pane list, then the pane read
+    runtime.end_session(session_id)
+
+
+def test_waits_that_take_a_recent_look_list_no_panes_but_a_worker_that_exits_is_looked_at_at_once(
+    project, runtime, monkeypatch
+):
+    """`run`'s loop waits a fifth of a second at a time while a worker starts: a look less than a poll
+    interval old does for it (each look lists the panes, a tmux client), and a worker's exit, which wakes the
+    wait, is still looked at and reported at once."""
+    monkeypatch.setenv("FAKE_AGENT", "hang")
+    runtime.context.config = replace(runtime.config, poll_interval=30.0)
+    started = start(runtime, dispatch(project))
+    session_id = started.session.id
+    runtime.wait_for_sessions([session_id], timeout=0)  # a look
+    listed: list[int] = []
+    views = runtime.tmux.views
+
+    def counted():
+        listed.append(1)
+        return views()
+
+    monkeypatch.setattr(runtime.tmux, "views", counted)
+    for _ in range(5):
+        assert runtime.wait_for_sessions([session_id], timeout=0.05, fresh=False).events == ()
+    assert listed == []
+    pane_pid = started.session.pane_pid
+    for child in Path(f"/proc/{pane_pid}/task/{pane_pid}/children").read_text().split():
+        os.kill(int(child), signal.SIGTERM)  # the CLI exits; its pane's wrapper signals the session's waiters
+    waited = runtime.wait_for_sessions([session_id], timeout=20, fresh=False)
+    assert [event.kind for event in waited.events] == [EventKind.EXITED]
     runtime.end_session(session_id)
 
 
