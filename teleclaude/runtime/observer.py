@@ -93,9 +93,9 @@ class Observer:
         atexit.register(self._stop_waiters)
         # The sessions the last wait looked at, and when. A run loop returns from a wait every second to
         # redraw its status line and waits again at once: that wait starts from the stored rows of the look
-        # just taken rather than looking again (a look is ~5 tmux clients per session), and looks next
-        # after its first sleep of a full poll interval (so up to about two intervals after the look it
-        # skipped), or at once when a watched pane exits.
+        # just taken rather than looking again (a look lists the panes and reads those that printed), and
+        # looks next after its first sleep of a full poll interval (so up to about two intervals after the
+        # look it skipped), or at once when a watched pane exits or a hook wakes it.
         self._looked: tuple[frozenset[str], float] = (frozenset(), float("-inf"))
         # (agent, window) -> when the usage this observer last kept was seen: a transcript read at every look
         # writes only what is new
