@@ -54,17 +54,18 @@ import signal
 import subprocess
 import sys
 import termios
+import threading
 import time
 import tty
 from dataclasses import dataclass
 from pathlib import Path
 
-from teleclaude.agents import NAMES
-from teleclaude.demo.workers import PLAN, Workers, commit_all, git, tick_build_tasks
 from teleclaude.errors import ErrorCode, Failure
-from teleclaude.planner.core import layout
-from teleclaude.planner.core.model import Dispatch, Step
-from teleclaude.planner.core.roadmap import parse_roadmap
+
+# The rest of teleclaude (the demo's workers, the planner, the agents' registry: ~0.25 s, seconds on a loaded
+# machine) is imported where it is used, and loaded in the background once the CLI runs (`_preload`): like
+# a real CLI, the stand-in shows its prompt first, so a bench of the loop does not count teleclaude's
+# imports as the loop's own start.
 
 LIMIT_MESSAGES = {
     "claude": "Claude usage limit reached. Your limit will reset at 5pm (UTC).",
@@ -89,6 +90,8 @@ class NotAShim(Failure):
 def install(bin_dir: Path, python: str = sys.executable) -> Path:
     """Shims named claude, gemini and codex in `bin_dir` that run this module; returns `bin_dir`. A file of
     that name that is not a shim of ours is never overwritten (`NotAShim`)."""
+    from teleclaude.agents import NAMES
+
     bin_dir.mkdir(parents=True, exist_ok=True)
     for name in NAMES:
         shim = bin_dir / name
@@ -109,6 +112,7 @@ def modes(agent: str) -> set[str]:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--step"]:
         return do_session_step()
+    threading.Thread(target=_preload, daemon=True).start()
     agent = argv[0] if argv else "claude"
     chosen = modes(agent)
     say(f"fake {agent} ({', '.join(sorted(chosen))}) in {Path.cwd()}")
@@ -119,6 +123,11 @@ def main(argv: list[str]) -> int:
         return serve(agent, chosen)
     finally:
         time.sleep(3600)  # its terminal gone too, it lives on until something kills it
+
+
+def _preload() -> None:
+    import teleclaude.demo.workers
+    import teleclaude.planner.core.roadmap  # noqa: F401
 
 
 def serve(agent: str, chosen: set[str]) -> int:
@@ -176,6 +185,8 @@ def respond(agent: str, chosen: set[str], command: str, args: str, lines) -> int
             {"hook_event_name": "StopFailure", "error": "rate_limit", "last_assistant_message": message},
         )
         return None
+    from teleclaude.planner.core.model import Step
+
     work = float(os.environ.get("FAKE_AGENT_STEP_SECONDS") or 0)
     if work > 0 and command in {step.command for step in Step}:
         say("working...")
@@ -241,6 +252,9 @@ def take_turn(agent: str) -> Window | None:
 
 def do_step(command: str, slug: str) -> str:
     """Do what the worker for `command` does, on the files in the current directory."""
+    from teleclaude.demo.workers import Workers
+    from teleclaude.planner.core.model import Dispatch, Step
+
     steps = {step.command: step for step in Step}
     step = steps.get(command)
     here = Path.cwd()
@@ -281,6 +295,10 @@ def do_session_step() -> int:
 
 def write_preparation(main: Path, step, slug: str) -> str:
     """The architects: requirements from the roadmap's description, a plan from the demo's template."""
+    from teleclaude.demo.workers import PLAN, commit_all
+    from teleclaude.planner.core.model import Step
+    from teleclaude.planner.core.roadmap import parse_roadmap
+
     folder = main / "todos" / slug
     folder.mkdir(parents=True, exist_ok=True)
     if step is Step.REQUIREMENTS:
@@ -296,6 +314,8 @@ def write_preparation(main: Path, step, slug: str) -> str:
 
 def follow(line: str) -> str:
     """An instruction typed into the worker: do what it says, as far as a fake can."""
+    from teleclaude.demo.workers import commit_all, git, tick_build_tasks
+
     here = Path.cwd()
     lowered = line.lower()
     try:
@@ -319,6 +339,8 @@ def listed(variable: str) -> set[str]:
 
 def committed(tree: Path, message: str) -> bool:
     """A commit with this message exists on the current branch."""
+    from teleclaude.demo.workers import git
+
     found = git(tree, "log", "--format=%s", "--fixed-strings", f"--grep={message}")
     return message in found.splitlines()
 
@@ -339,6 +361,8 @@ def report(text: str) -> None:
 
 
 def next_archive(main: Path, slug: str) -> str:
+    from teleclaude.planner.core import layout
+
     done = main / layout.DONE
     return layout.next_archive([p.name for p in done.iterdir()] if done.is_dir() else [], slug)
 
