@@ -13,9 +13,10 @@ ratio of the serial one measured beside it. Printed per subject:
   a time);
 - dispatch latency: from a worker's Stop hook (its turn-end event) to the next worker's first typed byte
   (the next session's `delivered_at`; same item under --parallel), p50 and p95 from the stored sessions;
-- the serial wall time by part, from the stored timestamps: the workers' starts (session created to command
-  typed), their turns (typed to the Stop hook: W and the stand-in's own work), the loop's step from a hook to
-  the next session, and the rest;
+- the serial wall time by part, from the stored timestamps: the workers' starts (session created, or for a
+  worker started ahead of its step the last worker's Stop hook, to command typed), their turns (typed to the
+  Stop hook: W and the stand-in's own work), the loop's step from a hook to the next session, and the rest;
+  and how many workers were started ahead of their step (`[runtime] warm_start`), given it or ended unused;
 - `run`'s own CPU (with its reaped children, e.g. tmux clients) per second, over the intervals where every
   live worker was running (none starting, none at its prompt), sampled from /proc every 0.25 s.
 
@@ -37,7 +38,7 @@ import tempfile
 import time
 from contextlib import closing
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -51,6 +52,7 @@ from teleclaude.runtime.core.sessions import EventKind, SessionState  # noqa: E4
 
 NAMES: tuple[str, ...] = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india")
 NAMES += ("juliet", *(f"item-{n}" for n in range(11, 100)))
+AHEAD = 3.0  # seconds: a session PENDING longer is a worker started ahead, at its prompt (`all_busy`)
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class Result:
     steps: int
     latencies: tuple[float, ...]
     parts: dict[str, float]  # the serial wall time cut at the stored timestamps (`breakdown`)
+    ahead: tuple[int, int]  # workers started ahead: given their step, ended unused
     busy_cpu: float  # ms of CPU per second while every live worker was running
     busy_seconds: float
 
@@ -91,14 +94,22 @@ def cpu_ms(pid: int) -> float:
 
 
 def all_busy(db: Path) -> bool:
-    """Every live session of the run is `running`. Read-only and outside SessionStore: a reader that caught
-    the file while the run creates it must not take it for a corrupt one and move it aside."""
+    """Every live session of the run is `running`, but for a worker started ahead of its step (PENDING for
+    more than AHEAD seconds: at its prompt by then, waiting). Read-only and outside SessionStore: a reader
+    that caught the file while the run creates it must not take it for a corrupt one and move it aside."""
+    now = datetime.now(UTC)
     try:
         with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)) as conn:
-            states = [SessionState(row[0]) for row in conn.execute(f"SELECT state FROM {SESSIONS}")]
+            rows = conn.execute(f"SELECT state, created_at FROM {SESSIONS}").fetchall()
+        states = [(SessionState(state), datetime.fromisoformat(created)) for state, created in rows]
     except (sqlite3.Error, ValueError):
         return False
-    live = [state for state in states if not state.is_final]
+    live = [
+        state
+        for state, created in states
+        if not state.is_final
+        and not (state is SessionState.PENDING and (now - created).total_seconds() > AHEAD)
+    ]
     return bool(live) and all(state is SessionState.RUNNING for state in live)
 
 
@@ -138,7 +149,9 @@ def timed_run(name: str, project: Path, env: dict[str, str], args: list[str]) ->
     store = SessionStore(db)
     steps, latencies = dispatches(store, per_item=bool(args))
     parts = {} if args else breakdown(store, wall)
-    return Result(name, wall, process.returncode or 0, steps, latencies, parts, busy_cpu, busy_seconds)
+    return Result(
+        name, wall, process.returncode or 0, steps, latencies, parts, ahead(store), busy_cpu, busy_seconds
+    )
 
 
 def turn_ends(store: SessionStore) -> dict[str, datetime]:
@@ -152,23 +165,37 @@ def turn_ends(store: SessionStore) -> dict[str, datetime]:
 
 
 def breakdown(store: SessionStore, wall: float) -> dict[str, float]:
-    """A serial run's wall time in its parts, summed over its sessions (in order of creation): each worker's
-    start (session created to command typed), its turn (typed to its Stop hook: W and the stand-in's own),
-    the loop's step to the next session (the hook to the next session created), and the rest (the run's
-    own start and end, retries)."""
-    sessions = sorted(store.sessions(), key=lambda s: s.created_at)
+    """A serial run's wall time in its parts, summed over its delivered sessions (in order of delivery):
+    each worker's start (its session created, or the last worker's Stop hook if it was started ahead
+    before that, to its command typed), its turn (typed to its Stop hook: W and the stand-in's own), the
+    loop's step to the next session (the hook to the next session created; none for one started ahead),
+    and the rest (the run's own start and end, retries, workers started ahead and not used)."""
+    sessions = sorted((s for s in store.sessions() if s.delivered_at), key=lambda s: s.delivered_at or 0)
     ends = turn_ends(store)
     parts = dict.fromkeys(("start", "turn", "to next", "rest"), 0.0)
+    last_end = None
     for session, following in zip(sessions, [*sessions[1:], None], strict=True):
         end = ends.get(session.id)
         if session.delivered_at is None or end is None:
             continue
-        parts["start"] += (session.delivered_at - session.created_at).total_seconds()
+        began = max(session.created_at, last_end) if last_end else session.created_at
+        parts["start"] += (session.delivered_at - began).total_seconds()
         parts["turn"] += (end - session.delivered_at).total_seconds()
         if following is not None:
-            parts["to next"] += (following.created_at - end).total_seconds()
+            parts["to next"] += max((following.created_at - end).total_seconds(), 0.0)
+        last_end = end
     parts["rest"] = wall - sum(parts.values())
     return parts
+
+
+def ahead(store: SessionStore) -> tuple[int, int]:
+    """Workers started before the last worker's Stop hook (ahead of their step): (given their step, ended
+    unused)."""
+    sessions = store.sessions()
+    ends = sorted(turn_ends(store).values())
+    used = sum(1 for s in sessions if s.delivered_at and any(s.created_at < e < s.delivered_at for e in ends))
+    unused = sum(1 for s in sessions if s.delivered_at is None and s.state is SessionState.CANCELLED)
+    return used, unused
 
 
 def dispatches(store: SessionStore, per_item: bool) -> tuple[int, tuple[float, ...]]:
@@ -271,6 +298,9 @@ def main() -> int:
                 f"{name} {value:.1f} s ({value / steps:.2f} s a step)" for name, value in r.parts.items()
             )
             print(f"{r.name} wall time by part: {cut}")
+    for r in results[:1]:  # (under --parallel other items' hooks end meanwhile, and none is started ahead)
+        used, unused = r.ahead
+        print(f"{r.name}: workers started ahead of their step: {used} given it, {unused} ended unused")
     busy = [f"{r.name} {r.busy_seconds:.0f} s" for r in results]
     print("time with every live worker running (the CPU line's window): " + ", ".join(busy))
     print("aims: overhead ≤ 10 % serial; --parallel 3 ≤ 0.40 × serial; dispatch p95 ≤ 1 s; CPU ≤ 15 ms/s")

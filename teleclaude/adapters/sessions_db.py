@@ -108,6 +108,11 @@ class RunRow:
 _OF_ITEM = "project = ? AND (args = ? OR args LIKE ?)"
 
 
+# a worker started ahead of its step (`teleclaude run`'s warm start) is no item's newest worker while it waits
+# for its command, nor once it was ended without it
+_A_WORKER = "NOT (delivered_at IS NULL AND state IN ('pending', 'cancelled'))"
+
+
 def _of_item(project: str, slug: str) -> tuple[str, str, str]:
     return project, slug, f"{slug} %"
 
@@ -156,9 +161,11 @@ class SessionStore(SqliteStore):
         return {row["computer"] for row in rows}
 
     def latest(self, project: str, slug: str) -> Session | None:
-        """The newest session of `project` whose args start with `slug`."""
+        """The newest session of `project` whose args start with `slug` (one that got its command, or failed
+        or ended by itself without it)."""
         found = self._select(
-            f"SELECT * FROM {SESSIONS} WHERE {_OF_ITEM} ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            f"SELECT * FROM {SESSIONS} WHERE {_OF_ITEM} AND {_A_WORKER} "
+            "ORDER BY created_at DESC, rowid DESC LIMIT 1",
             _of_item(project, slug),
         )
         return _session(found[0]) if found else None
@@ -169,7 +176,7 @@ class SessionStore(SqliteStore):
         Read as plain columns: the planner asks on every dispatch and need not load the session model.
         """
         found = self._select(
-            f"SELECT state, command, agent, last_error FROM {SESSIONS} WHERE {_OF_ITEM} "
+            f"SELECT state, command, agent, last_error FROM {SESSIONS} WHERE {_OF_ITEM} AND {_A_WORKER} "
             "ORDER BY created_at DESC, rowid DESC LIMIT 1",
             _of_item(project, slug),
         )

@@ -288,12 +288,15 @@ def _runtime(path: str, value: Any, earlier: RuntimeConfig | None) -> RuntimeCon
             runtime = replace(runtime, **{key: number})
         elif key == "agents":
             runtime = replace(runtime, profiles=_profiles(path, item, runtime.profiles))
-        elif key == "parent_digests":
+        elif key in ("parent_digests", "warm_start"):
             if not isinstance(item, bool):
                 raise ConfigError(path, where, f"must be true or false, not {item!r}")
-            runtime = replace(runtime, parent_digests=item)
+            flag: Any = item
+            runtime = replace(runtime, **{key: flag})
         else:
-            keys = ", ".join(("socket", "computers", "agents", "parent_digests", *_RUNTIME_NUMBERS))
+            keys = ", ".join(
+                ("socket", "computers", "agents", "parent_digests", "warm_start", *_RUNTIME_NUMBERS)
+            )
             raise ConfigError(path, where, f"unknown key; the keys are {keys}")
     return runtime
 

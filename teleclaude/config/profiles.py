@@ -94,6 +94,10 @@ class RuntimeConfig:
     # each digest, and a final one when a worker's turn ends, typed into its parent's pane by the supervisor
     # (`teleclaude supervise`) at the parent's next idle moment; false: the orchestrator polls as before
     parent_digests: bool = True
+    # `teleclaude run` starts the agent most likely to take an item's next step to its prompt while the
+    # current step works (the step that followed the same step of an earlier item in this run), and types
+    # into it only when next_work names that step, agent and folder; else it ends it unused
+    warm_start: bool = True
     spin_max: float = 45.0  # post-report cycle: the longest wait for the pane to be quiet
     wait_timeout: float = 600.0  # post-report cycle: the longest a wait_cmd may run
     # no output while the CLI shows it waits on its API (the profile's `api_wait`) this long: rate_limited

@@ -32,7 +32,7 @@ from teleclaude.runtime.core.marks import same_key
 from teleclaude.runtime.core.sessions import Ended, Output, Reported, Session, Started, StartRequest, Waited
 from teleclaude.runtime.core.supervision import Directive, Finished
 from teleclaude.runtime.cycle import Cycle
-from teleclaude.runtime.launcher import Launcher
+from teleclaude.runtime.launcher import Launcher, Warm
 from teleclaude.runtime.observer import Observer
 from teleclaude.runtime.panes import Panes
 from teleclaude.runtime.supervisor import Supervisor
@@ -84,17 +84,18 @@ class Runtime:
 
     def start(self, dispatch: Dispatch, args: str | None = None, computer: str = "local") -> Started | Error:
         """Start the worker a `Dispatch` of the planner names (`args`: instead of the bare slug)."""
-        return self.run_agent_command(
-            StartRequest(
-                computer,
-                dispatch.command,
-                args or dispatch.slug,
-                dispatch.project,
-                dispatch.agent,
-                dispatch.thinking_mode,
-                dispatch.subfolder,
-            )
-        )
+        return self.run_agent_command(_request(dispatch, args, computer))
+
+    def warm(self, dispatch: Dispatch) -> Warm | Error:
+        """The worker of a step `next_work` will likely name, started to its prompt on this machine and not
+        typed into (`Launcher.warm`): `deliver_warm` once next_work names it, else `drop_warm`."""
+        return self.launcher.warm(_request(dispatch, None, "local"))
+
+    def deliver_warm(self, warm: Warm) -> Started | Error:
+        return self.launcher.deliver_warm(warm)
+
+    def drop_warm(self, warm: Warm) -> None:
+        self.launcher.drop_warm(warm)
 
     def run_agent_command(self, request: StartRequest) -> Started | Error:
         """`request.parent` (core/parents.py `Parent.encode`): who is woken with the worker's digests, pushed
@@ -187,6 +188,18 @@ class Runtime:
 
     def run_cycle(self, session_id: str, argv: list[str], started: datetime) -> Finished | Directive | Error:
         return self.cycle.run(session_id, argv, started)
+
+
+def _request(dispatch: Dispatch, args: str | None, computer: str) -> StartRequest:
+    return StartRequest(
+        computer,
+        dispatch.command,
+        args or dispatch.slug,
+        dispatch.project,
+        dispatch.agent,
+        dispatch.thinking_mode,
+        dispatch.subfolder,
+    )
 
 
 def _tmux(config: RuntimeConfig, store: SessionStore) -> Tmux:

@@ -9,8 +9,8 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import replace
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -57,6 +57,16 @@ _COMMAND = re.compile(r"[a-z0-9][a-z0-9:._-]{0,80}")
 SAVE_ATTEMPTS = 20  # saves of a typed line refused by other writers of the row before giving up
 
 
+@dataclass(frozen=True)
+class Warm:
+    """A worker at its prompt, its command not typed (`Launcher.warm`): its PENDING session, and the start
+    lock it holds until it is delivered or dropped."""
+
+    session: Session
+    profile: AgentProfile
+    lock: ExitStack
+
+
 class Launcher:
     def __init__(self, context: Context, panes: Panes) -> None:
         self.context = context
@@ -66,6 +76,63 @@ class Launcher:
 
     def start(self, request: StartRequest) -> Started | Error:
         """`request.parent` (core/parents.py): who is woken with the worker's digests, "" for nobody."""
+        prepared = self._prepare(request)
+        if isinstance(prepared, Error):
+            return prepared
+        session, profile, binary, remote, workdir = prepared
+        # held until the session has its command (or failed): a starter that dies meanwhile (kill -9) lets go
+        # of it, and the next run restarts the step at once (`starter_gone`)
+        with fs.holding(start_lock(self.context.store.path, session.id)):
+            opened = self._hold_and_open(session, profile, binary, remote, workdir, request.thinking_mode)
+            return opened if isinstance(opened, Error) else self._deliver(opened, profile)
+
+    def warm(self, request: StartRequest) -> Warm | Error:
+        """A worker started before its step is known (`teleclaude run` starts the agent most likely to take
+        the next step while the current one works): started and waited for as `start` does, but left at its
+        prompt, its command not typed. Its PENDING session holds the step and its start lock until
+        `deliver_warm` types the command or `drop_warm` ends it; a starter killed meanwhile lets go of the
+        lock, and the next run ends it (`starter_gone`). On this machine only."""
+        if request.computer in self.context.config.remotes:
+            return bad_argument("a warm worker is started on this machine only")
+        prepared = self._prepare(request)
+        if isinstance(prepared, Error):
+            return prepared
+        session, profile, binary, _, workdir = prepared
+        lock = ExitStack()
+        lock.enter_context(fs.holding(start_lock(self.context.store.path, session.id)))
+        with ExitStack() as unless_warm:  # the lock goes unless a Warm holds it
+            unless_warm.push(lock)
+            opened = self._hold_and_open(session, profile, binary, None, workdir, request.thinking_mode)
+            if isinstance(opened, Error):
+                return opened
+            try:
+                screen = self._wait_for_prompt(opened, profile)
+            except TmuxError as error:
+                screen = Error(ErrorCode.TMUX_FAILED, str(error))
+            except BaseException:
+                self.context.tmux.kill_session(opened.tmux_session)  # a Ctrl-C leaves no worker behind
+                raise
+            if isinstance(screen, Error):
+                return self._fail(opened, screen)
+            unless_warm.pop_all()
+            return Warm(opened, profile, lock)
+
+    def deliver_warm(self, warm: Warm) -> Started | Error:
+        """Type the warm worker's command: no `prompt_stable` wait (it has stood at its prompt since `warm`),
+        only its prompt looked at again (a dialog or its exit is reported as at a start). Its start lock
+        goes once the command is typed."""
+        with warm.lock:
+            return self._deliver(warm.session, warm.profile, stable=0.0)
+
+    def drop_warm(self, warm: Warm) -> None:
+        """End a warm worker that was not needed (its session CANCELLED), and let go of its start lock."""
+        with warm.lock:
+            self.end(warm.session.id)
+
+    def _prepare(
+        self, request: StartRequest
+    ) -> tuple[Session, AgentProfile, str, Computer | None, Path] | Error:
+        """The checked request as a PENDING session not yet stored, with what starting it needs."""
         config = self.context.config
         config.check_trusted()  # nothing is started while the project file's settings for that are untrusted
         problem = self._check_request(request)
@@ -102,13 +169,10 @@ class Launcher:
         )
         if remote and item_slug(subfolder) is None:
             return _not_an_item_worktree(remote, subfolder)
-        # held until the session has its command (or failed): a starter that dies meanwhile (kill -9) lets go
-        # of it, and the next run restarts the step at once (`starter_gone`)
         self.context.store.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with fs.holding(start_lock(self.context.store.path, session_id)):
-            return self._begin(session, profile, binary, remote, workdir, request.thinking_mode)
+        return session, profile, binary, remote, workdir
 
-    def _begin(
+    def _hold_and_open(
         self,
         session: Session,
         profile: AgentProfile,
@@ -116,7 +180,9 @@ class Launcher:
         remote: Computer | None,
         workdir: Path,
         thinking_mode: str,
-    ) -> Started | Error:
+    ) -> Session | Error:
+        """The session stored (it holds its step) and its worker's tmux session opened; called holding the
+        session's start lock."""
         with step_lock(session.project):  # one live session per step, one finalize at a time
             holder = step_holder(session, self.context.store.sessions())
             if holder is not None:
@@ -126,8 +192,7 @@ class Launcher:
         opened = self._open(session, profile, binary, remote, workdir, thinking_mode)
         if isinstance(opened, Error):
             self.context.change(session, Change.ERRORED, opened.message, error=opened.message)
-            return opened
-        return self._deliver(opened, profile)
+        return opened
 
     def _open(
         self,
@@ -223,12 +288,14 @@ class Launcher:
         send(remote, Path(session.project), slug, self.context.config.ssh_timeout)
         return f"{remote.project}/{layout.TREES}/{slug}"
 
-    def _deliver(self, session: Session, profile: AgentProfile) -> Started | Error:
+    def _deliver(
+        self, session: Session, profile: AgentProfile, stable: float | None = None
+    ) -> Started | Error:
         """Wait for the CLI's prompt, paste the command, settle, press Enter, and check the screen moved."""
         tmux = self.context.tmux
         text = profile.slash_command(session.command, session.args)
         try:
-            screen = self._wait_for_prompt(session, profile)
+            screen = self._wait_for_prompt(session, profile, stable)
             if isinstance(screen, Error):
                 return self._fail(session, screen)
             sent_at = self.context.clock()  # before typing: a turn that fails at once is still this one
@@ -283,15 +350,18 @@ class Launcher:
         elif text[len(head) :]:
             tmux.send_text(pane, text[len(head) :])
 
-    def _wait_for_prompt(self, session: Session, profile: AgentProfile) -> list[str] | Error:
-        """The screen once the CLI's prompt has stayed on an unchanged screen for `prompt_stable` seconds: a
-        CLI may paint its prompt and then replace it by a dialog (up to ~0.8 s before "Trust this folder?"),
-        and whatever is typed into a dialog answers it. A dialog, a refusal or an early exit
-        is reported at once (with the CLI's own last output), never waited out, never typed into."""
+    def _wait_for_prompt(
+        self, session: Session, profile: AgentProfile, stable: float | None = None
+    ) -> list[str] | Error:
+        """The screen once the CLI's prompt has stayed on an unchanged screen for `stable` seconds (by
+        default its `prompt_stable`): a CLI may paint its prompt and then replace it by a dialog (codex's
+        hooks review ~0.7 s later), and whatever is typed into a dialog answers it. A dialog, a refusal or
+        an early exit is reported at once (with the CLI's own last output), never waited out, never typed
+        into."""
         config, tmux = self.context.config, self.context.tmux
         deadline = time.monotonic() + config.startup_timeout
         stable_since, last = None, None
-        stable = config.prompt_stable_of(session.agent)
+        stable = config.prompt_stable_of(session.agent) if stable is None else stable
         while True:
             mark = tmux.output_mark(session.pane_id)  # before the screen is read: output after it wakes us
             view = tmux.views().get(session.pane_id)

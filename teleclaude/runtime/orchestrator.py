@@ -12,7 +12,8 @@ from __future__ import annotations
 import secrets
 import shlex
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field, replace
@@ -33,7 +34,7 @@ from teleclaude.planner.core.timeparse import format_duration, format_utc
 from teleclaude.runtime.api import Runtime, guarded
 from teleclaude.runtime.core.sessions import Ended, Event, EventKind, Session, SessionState, Started, Waited
 from teleclaude.runtime.core.supervision import bare_command, step_of
-from teleclaude.runtime.launcher import starter_gone
+from teleclaude.runtime.launcher import Warm, starter_gone
 from teleclaude.runtime.observer import local_zone
 from teleclaude.runtime.remote import item_slug
 
@@ -290,6 +291,28 @@ START_LOOK = 0.2  # seconds per wait while a lane's worker is being started
 READY_AGAIN = 10.0
 
 
+@dataclass(frozen=True)
+class Successor:
+    """The step next_work named after a step of the same item ended well in this run: the guess for the
+    step after that step of the next item (`likely_next`)."""
+
+    dispatch: Dispatch  # without its note
+    same_folder: bool  # in the finished step's folder (the item's worktree), else in the main checkout
+
+
+def likely_next(action: Dispatch, successors: Mapping[str, Successor]) -> Dispatch | None:
+    """The step most likely to follow `action` once its worker is through: the one that followed the same
+    step of an earlier item in this run, for `action`'s item, in its folder; None when none did."""
+    after = successors.get(action.command)
+    if after is None or (not after.same_folder and after.dispatch.subfolder is not None):
+        return None  # a folder of its own that is not the main checkout: another item's
+    folder = action.subfolder if after.same_folder else None
+    return replace(after.dispatch, slug=action.slug, project=action.project, subfolder=folder)
+
+
+Warming = tuple[Dispatch, Future["Warm | Error"]]  # a worker being started ahead for this step
+
+
 @dataclass
 class Retries:
     """The retry policy: a step that fails twice in a row, or ends its turn REPEAT_LIMIT times in a row
@@ -342,8 +365,19 @@ class _Loop:
     show: Callable[[str], None]
     status: Callable[[StatusLine], None]
     usage_read: tuple[float, dict[str, tuple[UsageWindow, ...]]] = (float("-inf"), {})  # when, what
+    # step -> how often each step followed it in this run (`_learn`)
+    successors: dict[str, Counter[Successor]] = field(default_factory=dict)
+    warming: Warming | None = None  # the worker started ahead for the step likely next
+    warmer: ThreadPoolExecutor | None = None  # where workers are started ahead (`_warm_after`)
 
     def go(self) -> Stop:
+        try:
+            return self._go_serial()
+        finally:  # a worker started ahead and never given its step ends with the run (Ctrl-C too)
+            self._claim_warm(self.warming, None)
+            self._stop_warmer()
+
+    def _go_serial(self) -> Stop:
         slug = self.settings.slug
         adopted = _live(self.runtime, self.settings.root, lambda s: slug is None or s.slug == slug)
         if adopted:
@@ -353,7 +387,11 @@ class _Loop:
             if stop:
                 return stop
         while True:
-            stop = self._next(self._ask())
+            action = self._ask()
+            if not isinstance(action, Dispatch):
+                self._claim_warm(self.warming, None)
+                self.warming = None
+            stop = self._next(action)
             if stop:
                 return stop
 
@@ -445,9 +483,23 @@ class _Loop:
     # --- workers -----------------------------------------------------------------------------------------
 
     def _dispatch(self, action: Dispatch, args: str | None = None) -> Stop | None:
-        begun = self._start(action, self.state.retries, args)
+        self._learn(action)
+        warm = self._claim_warm(self.warming, action if args is None else None)
+        self.warming = None
+        if warm is not None:
+            held = self._may_start(action, self.state.retries, besides=warm.session.id)
+            if held is not None:
+                guarded(self.runtime.drop_warm, warm)
+                begun: Session | Stop | None = held
+            else:
+                begun = self._started(action, self.state.retries, guarded(self.runtime.deliver_warm, warm))
+        else:
+            begun = self._start(action, self.state.retries, args)
         if isinstance(begun, Session):
-            return self._watch([begun], adopted=begun.id != getattr(self.state.session, "id", None))
+            fresh = begun.id == getattr(self.state.session, "id", None)
+            if fresh and args is None:
+                self.warming = self._warm_after(action)
+            return self._watch([begun], adopted=not fresh)
         if begun is QUEUED:
             time.sleep(self.settings.tick)
             return None
@@ -463,11 +515,11 @@ class _Loop:
             return held
         return self._started(action, retries, guarded(self.runtime.start, action, args, computer))
 
-    def _may_start(self, action: Dispatch, retries: Retries) -> Session | Stop | None:
-        """None when a worker may be started for `action`; else the live one already doing that step, or
-        why not."""
+    def _may_start(self, action: Dispatch, retries: Retries, besides: str = "") -> Session | Stop | None:
+        """None when a worker may be started for `action` (or the worker `besides`, started ahead for it, be
+        given it); else the live one already doing that step, or why not."""
         step = (bare_command(action.command), action.slug)
-        twin = self._twin(step)
+        twin = self._twin(step, besides)
         if twin:  # started by an earlier run, or by someone else: one worker per step
             self.show(f"    {twin.id} is already doing {action.command} {action.slug}: waiting for it")
             return twin
@@ -506,8 +558,12 @@ class _Loop:
                 return None
         return Stop(Outcome.ERROR, to_text(error))
 
-    def _twin(self, step: StepKey) -> Session | None:
-        twins = _live(self.runtime, self.settings.root, lambda s: (bare_command(s.command), s.slug) == step)
+    def _twin(self, step: StepKey, besides: str = "") -> Session | None:
+        twins = _live(
+            self.runtime,
+            self.settings.root,
+            lambda s: (bare_command(s.command), s.slug) == step and s.id != besides,
+        )
         return twins[0] if twins else None
 
     def _watch(self, sessions: list[Session], adopted: bool = False) -> Stop | None:
@@ -556,6 +612,59 @@ class _Loop:
             if watching:
                 self._status(list(watching.values()))
         return None
+
+    # --- workers started ahead ---------------------------------------------------------------------------
+
+    def _learn(self, action: Dispatch) -> None:
+        """`action` follows the step whose worker was through last, of the same item and ended well: counted
+        as what follows that step (`likely_next` takes the most frequent, the first seen of a tie: a
+        rejected review does not make a fix the guess after every review)."""
+        last = self.state.history[-1] if self.state.history else None
+        if last is None or last.adopted or last.kind not in _GOOD or last.session.slug != action.slug:
+            return
+        same_folder = action.subfolder == last.session.subfolder
+        followed = self.successors.setdefault(bare_command(last.session.command), Counter())
+        followed[Successor(replace(action, note=None), same_folder)] += 1
+
+    def _warm_after(self, action: Dispatch) -> Warming | None:
+        """While `action`'s worker works, the worker of the step likely next started to its prompt in the
+        background (`[runtime] warm_start`). Not with --parallel: a finalize started ahead would hold the
+        merge queue the other items wait on, and every item's CLI would run twice; nor with other computers
+        (a step of the item may go to another computer's clone: a worker is started ahead here only)."""
+        config = self.runtime.config
+        if not config.warm_start or self.settings.parallel > 1 or config.remotes:
+            return None
+        if self.state.steps + self.state.starting >= self.settings.max_steps:
+            return None  # it could never be given its step
+        counted = self.successors.get(action.command)
+        predicted = likely_next(action, {action.command: counted.most_common(1)[0][0]} if counted else {})
+        if predicted is None:
+            return None
+        if self.warmer is None:
+            self.warmer = ThreadPoolExecutor(1, thread_name_prefix="warm")
+        return predicted, self.warmer.submit(guarded, self.runtime.warm, predicted)
+
+    def _claim_warm(self, warming: Warming | None, action: Dispatch | None) -> Warm | None:
+        """The worker started ahead, when `action` is the step it was started for (same agent, thinking
+        mode and folder); else it is ended here, never given a step it was not started for."""
+        if warming is None:
+            return None
+        predicted, future = warming
+        warm = future.result()  # a start under way ends first: at most its CLI's start
+        step = f"{predicted.command} {predicted.slug}"
+        if isinstance(warm, Error):
+            self.show(f"    the worker started ahead for {step} failed: {warm.message.splitlines()[0]}")
+            return None
+        if action is not None and replace(action, note=None) == predicted:
+            self.show(f"    {warm.session.id} ({warm.session.agent}) was started ahead for {step}")
+            return warm
+        guarded(self.runtime.drop_warm, warm)
+        self.show(f"    {warm.session.id}, started ahead for {step}, was not needed: ended")
+        return None
+
+    def _stop_warmer(self) -> None:
+        if self.warmer is not None:
+            self.warmer.shutdown(wait=True)
 
     def _wait_failed(self, waited: Error, failures: int) -> Stop | None:
         """A wait that failed `failures` times in a row: look again (a pane that vanished while tmux was asked
@@ -682,6 +791,7 @@ class Lane:
     resting: Countdown | None = None  # every agent for its step is out: asked again once it is back
     # its worker's start, under way in the background: the step, and the runtime's answer to come
     starting: tuple[Dispatch, Future[Started | Error]] | None = None
+    warming: Warming | None = None  # the worker started ahead for its step likely next (`_warm_after`)
 
 
 @dataclass
@@ -709,6 +819,11 @@ class _Lanes(_Loop):
         finally:  # a start under way ends first (its worker gets its command), so the report lists it
             if self.starter is not None:
                 self.starter.shutdown(wait=True)
+            for lane in self.lanes.values():  # a worker started ahead ends with the run (Ctrl-C too)
+                self._claim_warm(lane.warming, None)
+                lane.warming = None
+            self._claim_warm(self.warming, None)
+            self._stop_warmer()
 
     def _go(self) -> Stop:
         refilled = False
@@ -733,6 +848,8 @@ class _Lanes(_Loop):
                 if self.state.parked:  # nothing can go on without the parked items
                     return parked_stop(self.state.parked)
                 stop = self._next(self._ask())  # nothing in flight and nothing ready: the planner says why
+                self._claim_warm(self.warming, None)  # started ahead by `_dispatch`: the lanes go on instead
+                self.warming = None
                 if stop:
                     return stop
                 continue
@@ -745,8 +862,8 @@ class _Lanes(_Loop):
         run beside this one) get a lane here too: so `parallel` caps the project's workers, not this run's."""
         for session in _live(self.runtime, self.settings.root, lambda s: s.slug not in self.state.parked):
             lane = self.lanes.setdefault(session.slug, Lane(session.slug))
-            if lane.session is not None or lane.starting is not None:
-                continue
+            if lane.session is not None or lane.starting is not None or lane.warming is not None:
+                continue  # a lane starting a worker ahead: that PENDING session is its own
             if session.computer in self.runtime.config.remotes:
                 lane.computer = session.computer
             self.show(f"adopting {session.id} ({session.command} {session.slug}, {session.state.value})")
@@ -792,6 +909,8 @@ class _Lanes(_Loop):
         carry on. A stop that is the whole run's (--max-steps, Ctrl-C) still ends the run."""
         if stop.outcome in (Outcome.MAX_STEPS, Outcome.INTERRUPTED):
             return stop
+        self._claim_warm(lane.warming, None)
+        lane.warming = None
         self.lanes.pop(lane.slug, None)
         self.state.parked[lane.slug] = stop
         self.show(f"    parked {_item(lane.slug)}: {headline(stop)}")
@@ -815,15 +934,20 @@ class _Lanes(_Loop):
 
     def _advance(self, lane: Lane) -> Stop | None:
         action = app.next_work(lane.slug or None, cwd=self.settings.root)
+        if isinstance(action, Dispatch):
+            self._learn(action)
         if lane.slug == "" and not (isinstance(action, Dispatch) and action.slug == ""):
+            self._claim_warm(lane.warming, None)
             del self.lanes[lane.slug]  # the bug list is done; the item answered is another lane's
             return None
         if not lane.queued:
             self.state.action = action
             self._answer(action)
+        warm = self._claim_warm(lane.warming, action if isinstance(action, Dispatch) else None)
+        lane.warming = None
         match action:
             case Dispatch():
-                begun = self._launch(lane, action, computer=self._computer_for(lane, action))
+                begun = self._launch(lane, action, computer=self._computer_for(lane, action), warm=warm)
             case Complete():  # its finalize cleaned up here and on the computers its workers ran on
                 del self.lanes[lane.slug]
                 return None
@@ -849,18 +973,30 @@ class _Lanes(_Loop):
         return None
 
     def _launch(
-        self, lane: Lane, action: Dispatch, args: str | None = None, computer: str = "local"
+        self,
+        lane: Lane,
+        action: Dispatch,
+        args: str | None = None,
+        computer: str = "local",
+        warm: Warm | None = None,
     ) -> Session | Stop | None:
         """Start the lane's worker in the background (STARTING), so that its start (typing, waiting for the
         prompt, the Enter check) overlaps the other lanes' starts and the wait on their workers; or, as
-        `_start` answers, why it is not started."""
-        held = self._may_start(action, lane.retries)
+        `_start` answers, why it is not started. `warm`: the worker started ahead for it, typed into."""
+        held = self._may_start(action, lane.retries, besides=warm.session.id if warm else "")
         if held is not None:
+            if warm is not None:
+                guarded(self.runtime.drop_warm, warm)
             return held
         if self.starter is None:
             self.starter = ThreadPoolExecutor(max(self.settings.parallel, 1), thread_name_prefix="start")
         self.state.starting += 1
-        lane.starting = (action, self.starter.submit(guarded, self.runtime.start, action, args, computer))
+        started = (
+            self.starter.submit(guarded, self.runtime.deliver_warm, warm)
+            if warm is not None
+            else self.starter.submit(guarded, self.runtime.start, action, args, computer)
+        )
+        lane.starting = (action, started)
         return STARTING
 
     def _collect(self) -> Stop | None:
@@ -875,6 +1011,8 @@ class _Lanes(_Loop):
             self._queue(lane, begun is QUEUED)
             if isinstance(begun, Session):
                 lane.session, lane.adopted = begun, begun is not self.state.session
+                if not lane.adopted and begun.args == action.slug:  # not an architect's unattended start
+                    lane.warming = self._warm_after(action)
             elif isinstance(begun, Stop) and begun is not QUEUED:
                 stop = self._park(lane, begun)
                 if stop:

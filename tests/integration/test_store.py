@@ -269,6 +269,33 @@ def test_the_latest_tool_uses_of_several_sessions_come_from_one_read(tmp_path):
     assert store.recent_tool_uses([]) == {}
 
 
+def test_a_worker_started_ahead_does_not_hide_the_items_last_worker_or_its_failure(tmp_path):
+    """While the reviewer started ahead waits for its command (or once it was ended without it), the item's
+    newest worker is the builder that failed: its error still reaches the next builder."""
+    from dataclasses import replace
+
+    from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.runtime.core.sessions import Session, SessionState
+
+    store = SessionStore(tmp_path / "sessions.db")
+    at = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    tree = "trees/greeting"
+    build = Session("b", "gemini", "next-build", "greeting", "/p", tree, SessionState.ERRORED, at, at)
+    store.add(replace(build, delivered_at=at, last_error="fatal: it crashed"))
+    later = at + timedelta(seconds=1)
+    ahead = Session("r", "codex", "next-review", "greeting", "/p", tree, SessionState.PENDING, later, later)
+    store.add(ahead)
+    for state in (SessionState.PENDING, SessionState.CANCELLED):
+        store.save(replace(ahead, state=state))
+        assert store.latest_failure("/p", "greeting") == ("next-build", "gemini", "fatal: it crashed")
+        latest = store.latest("/p", "greeting")
+        assert latest is not None and latest.id == "b"
+    store.save(replace(ahead, state=SessionState.RUNNING, delivered_at=later))
+    assert store.latest_failure("/p", "greeting") is None
+    latest = store.latest("/p", "greeting")
+    assert latest is not None and latest.id == "r"
+
+
 def test_the_rows_a_session_has_seen_are_kept_and_read_back(tmp_path):
     """The alternate screen's rows the observer read (`seen_rows`) survive a save, as a tuple again."""
     from dataclasses import replace

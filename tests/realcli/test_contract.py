@@ -9,6 +9,7 @@ limit their provider refuses with) is `SEEN` below: facts of each CLI, as these 
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
@@ -20,8 +21,9 @@ from teleclaude.demo.model_server import Fail, Text, edit_and_commit, shell
 from teleclaude.demo.workers import git
 from teleclaude.errors import Error
 from teleclaude.planner.api import next_work
-from teleclaude.planner.core.model import Dispatch
-from teleclaude.runtime.core.sessions import EventKind, SessionState
+from teleclaude.planner.core.model import Dispatch, Step
+from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
+from teleclaude.runtime.launcher import Warm
 
 from ..loopback_sshd import sshd as sshd  # noqa: F401 (the fixture)
 from .conftest import build_row_first, start
@@ -160,6 +162,29 @@ def test_it_starts_unattended_and_its_role_command_reaches_the_model_expanded(
     events = events_until(runtime, started.session.id, EventKind.TURN_ENDED)
     assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
     assert "DONE: next-build greeting" in screen(runtime, started.session)
+
+
+@drivers(Capability.UNATTENDED_START)
+def test_started_ahead_it_waits_at_its_prompt_untouched_and_takes_its_command_when_given_it(
+    agent, agent_runtime, project, model_server
+):
+    """`teleclaude run`'s warm start: the CLI started to its prompt and left there (its screen may change,
+    its MCP servers connect), then its command typed without a second `prompt_stable` wait."""
+    runtime, seen = agent_runtime, SEEN[agent]
+    model_server.add(Text("DONE: next-build greeting - nothing to build"))
+    warm = runtime.warm(Dispatch(Step.BUILD, "greeting", str(project), agent, "med"))
+    assert isinstance(warm, Warm), warm
+    assert runtime.store.get(warm.session.id).state is SessionState.PENDING
+    time.sleep(5)
+    assert not model_server.turns()  # nothing was typed into it
+    started = runtime.deliver_warm(warm)
+    assert isinstance(started, Started), started
+    assert started.session.state is SessionState.RUNNING
+    sent = model_server.wait_for(lambda r: r.turn, timeout=90).text()
+    for expanded in seen.expanded:
+        assert expanded in sent
+    events = events_until(runtime, started.session.id, EventKind.TURN_ENDED)
+    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
 
 
 @drivers(Capability.TURN_ENDS)

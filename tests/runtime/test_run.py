@@ -21,7 +21,7 @@ from teleclaude.adapters.tmux import Tmux
 from teleclaude.agents import NAMES
 from teleclaude.demo.scenario import commit_all, git
 from teleclaude.planner import api as app
-from teleclaude.planner.core.model import Dispatch, Marker, UsageWindow
+from teleclaude.planner.core.model import Dispatch, Marker, Step, UsageWindow
 from teleclaude.planner.core.roadmap import parse_roadmap
 from teleclaude.planner.core.timeparse import format_utc
 from teleclaude.runtime import orchestrator
@@ -126,8 +126,12 @@ def test_the_roadmap_is_driven_to_done_through_a_rejection_a_forgotten_commit_an
     steps = [(command, slug) for _, command, slug, _ in done]
     assert steps.count(("next-review", "greeting")) == 2 and ("next-fix-review", "greeting") in steps
     assert ("commit-pending", "farewell") in steps
-    assert report.steps == len(report.history) == len(SessionStore().sessions())
-    assert all(s.state.is_final for s in SessionStore().sessions())
+    sessions = SessionStore().sessions()
+    assert report.steps == len(report.history) == len([s for s in sessions if s.delivered_at is not None])
+    assert all(s.state.is_final for s in sessions)
+    # the others: workers started ahead for a step next_work did not name (a rejection, a limit), ended
+    # without their command
+    assert all(s.state is SessionState.CANCELLED for s in sessions if s.delivered_at is None)
 
 
 def test_a_slug_stops_the_run_after_that_item(project, fake_agents, tmux_socket):
@@ -690,3 +694,136 @@ def test_each_event_has_one_reaction(kind, worker, reaction):
 def test_every_event_kind_has_a_reaction():
     for kind in EventKind:
         assert isinstance(react(kind, session()), Reaction)
+
+
+# --- workers started ahead of their step (warm start) -------------------------------------------------------
+
+
+def test_the_step_likely_next_is_the_one_that_followed_the_same_step_of_an_earlier_item():
+    build = Dispatch(Step.BUILD, "b", "/p", "gemini", "med", "trees/b")
+    review = Dispatch(Step.REVIEW, "a", "/p", "codex", "slow", "trees/a")
+    finalize = Dispatch(Step.FINALIZE, "a", "/p", "claude", "med", None)
+    plan = Dispatch(Step.PLAN, "a", "/p", "claude", "slow", None)
+    successors = {
+        "next-build": orchestrator.Successor(review, same_folder=True),
+        "next-review": orchestrator.Successor(finalize, same_folder=False),
+        "next-plan": orchestrator.Successor(replace(build, slug="a", subfolder="trees/a"), same_folder=False),
+    }
+    likely = orchestrator.likely_next
+    assert likely(build, successors) == replace(review, slug="b", subfolder="trees/b")
+    assert likely(replace(review, slug="b", subfolder="trees/b"), successors) == replace(finalize, slug="b")
+    assert likely(replace(plan, slug="b"), successors) is None  # another item's worktree: not guessed
+    assert likely(finalize, successors) is None  # nothing followed it yet
+
+
+def turn_end(session: Session) -> datetime:
+    (end,) = [e.at for e in SessionStore().events([session.id]) if e.kind is EventKind.TURN_ENDED][:1]
+    return end
+
+
+def step_of(sessions: list[Session], command: str, slug: str) -> Session:
+    (session,) = [s for s in sessions if s.command == command and s.slug == slug and s.delivered_at]
+    return session
+
+
+def test_the_worker_of_an_items_next_step_is_started_while_its_step_works_and_given_that_step(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    """After the first item, each reviewer and finalizer is at its prompt before the worker before it is
+    through: the step's start is not waited for between the steps."""
+    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "1")
+    report, lines = run(project)
+    assert report.outcome is Outcome.COMPLETE, report.text
+    assert_delivered(project)
+    assert_no_workers(tmux_socket)
+    sessions = SessionStore().sessions()
+    assert len(sessions) == report.steps == 9  # none started ahead for nothing
+    for slug in SLUGS[1:]:
+        build, review, finalize = (
+            step_of(sessions, command, slug) for command in ("next-build", "next-review", "next-finalize")
+        )
+        assert review.created_at < turn_end(build) < review.delivered_at  # type: ignore[operator]
+        assert finalize.created_at < turn_end(review) < finalize.delivered_at  # type: ignore[operator]
+        assert review.subfolder == f"trees/{slug}" and finalize.subfolder is None
+    first = step_of(sessions, "next-review", SLUGS[0])
+    assert first.created_at > turn_end(step_of(sessions, "next-build", SLUGS[0]))  # nothing to go by yet
+    assert sum("started ahead" in line for line in lines) == 4
+
+
+def test_with_warm_start_false_each_worker_is_started_once_its_step_is_named(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    settings = project / "teleclaude.toml"
+    settings.write_text(settings.read_text() + "warm_start = false\n")
+    commit_all(project, "No workers started ahead")
+    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "1")
+    report, lines = run(project)
+    assert report.outcome is Outcome.COMPLETE, report.text
+    sessions = SessionStore().sessions()
+    for slug in SLUGS[1:]:
+        build, review = (step_of(sessions, command, slug) for command in ("next-build", "next-review"))
+        assert review.created_at > turn_end(build)
+    assert not any("started ahead" in line for line in lines)
+
+
+def test_a_worker_started_ahead_for_a_step_next_work_does_not_name_is_ended_without_its_command(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    """farewell's first review requests changes: the finalizer started ahead for it is ended unused."""
+    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "1")
+    monkeypatch.setenv("FAKE_AGENT_REJECT", "farewell")
+    report, lines = run(project)
+    assert report.outcome is Outcome.COMPLETE, report.text
+    assert_delivered(project)
+    assert_no_workers(tmux_socket)
+    sessions = SessionStore().sessions()
+    unused = [s for s in sessions if s.delivered_at is None]
+    assert [(s.command, s.slug, s.state) for s in unused] == [
+        ("next-finalize", "farewell", SessionState.CANCELLED)
+    ]
+    fix = step_of(sessions, "next-fix-review", "farewell")
+    assert unused[0].updated_at <= fix.created_at  # ended before anything else started
+    assert any(f"{unused[0].id}, started ahead for next-finalize farewell" in line for line in lines)
+
+
+def reviewer_ahead() -> tuple[Session, Session] | None:
+    """The second item's build, RUNNING, and its reviewer started ahead (PENDING, its pane open)."""
+    of_item = [s for s in SessionStore().sessions() if s.slug == SLUGS[1]]
+    building = [s for s in of_item if s.command == "next-build" and s.state is SessionState.RUNNING]
+    ahead = [s for s in of_item if s.command == "next-review" and s.state is SessionState.PENDING]
+    return (building[0], ahead[0]) if building and ahead and ahead[0].pane_id else None
+
+
+def test_ctrl_c_ends_the_worker_started_ahead_and_leaves_the_working_one_running(
+    project, fake_agents, tmux_socket, monkeypatch, teleclaude_cli
+):
+    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "3")
+    first = teleclaude_cli(project, "run")
+    build, ahead = wait_until(reviewer_ahead, 90)
+    first.send_signal(signal.SIGINT)
+    code, out, err = finish(first, 30)
+    assert code == 130, out + err
+    assert "Traceback" not in err
+    assert stored(ahead.id).state is SessionState.CANCELLED and stored(ahead.id).delivered_at is None
+    assert stored(build.id).state is SessionState.RUNNING
+    assert Tmux(tmux_socket).session_names() == {build.tmux_session}  # the worker started ahead: gone
+
+
+def test_a_worker_started_ahead_by_a_killed_run_is_ended_by_the_next_run_which_delivers_everything(
+    project, fake_agents, tmux_socket, monkeypatch, teleclaude_cli
+):
+    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "3")
+    first = teleclaude_cli(project, "run")
+    _, ahead = wait_until(reviewer_ahead, 90)
+    time.sleep(1.0)  # at its prompt, waiting
+    first.kill()  # SIGKILL: no chance to end it
+    first.wait(timeout=10)
+    assert stored(ahead.id).state is SessionState.PENDING
+
+    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "0")
+    code, out, err = finish(teleclaude_cli(project, "run"))
+    assert code == 0, out + err
+    assert stored(ahead.id).state is SessionState.CANCELLED and stored(ahead.id).delivered_at is None
+    assert_delivered(project)
+    assert all(s.state.is_final for s in SessionStore().sessions())
+    assert_no_workers(tmux_socket)

@@ -115,6 +115,7 @@ def test_a_new_agent_may_be_listed_in_the_user_file_and_used_in_the_project():
         ("[matrix]\nheadroom = 101", "matrix.headroom"),
         ("[matrix]\nheadroom = '90'", "matrix.headroom"),
         ("[matrix]\nheadroom = true", "matrix.headroom"),
+        ("[runtime]\nwarm_start = 'no'", "runtime.warm_start"),
     ],
 )
 def test_a_bad_file_names_itself_and_the_bad_key(text, key):
@@ -125,6 +126,12 @@ def test_a_bad_file_names_itself_and_the_bad_key(text, key):
     assert str(caught.value).startswith(PROJECT)
     if key:
         assert key in str(caught.value)
+
+
+def test_workers_are_started_ahead_unless_warm_start_is_false():
+    assert RuntimeConfig().warm_start
+    runtime = parse_config([(PROJECT, "[runtime]\nwarm_start = false\n")]).runtime
+    assert runtime is not None and not runtime.warm_start
 
 
 def test_the_error_names_the_file_that_is_wrong_not_the_last_one():
