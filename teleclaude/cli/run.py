@@ -136,7 +136,7 @@ def _install_stand_ins(folder: Path) -> int:
         return print_value(installed)
     path = shlex.quote(str(installed))
     write(
-        f"OK: the stand-in CLIs claude, gemini and codex are in {installed}.\n"
+        f"OK: the stand-in CLIs {', '.join(NAMES)} are in {installed}.\n"
         "They do each step on the files and commit, with no model: rehearse on a copy of your project,\n"
         f"  git clone YOUR-PROJECT /tmp/rehearsal && cd /tmp/rehearsal\n"
         f"  PATH={path}:$PATH teleclaude run --prepare\n"
