@@ -4,8 +4,9 @@ tmux daemonizes: its server, and the agent CLIs in its panes, are nobody's child
 kills it when the test ends, but a run that is itself killed (a CI timeout's SIGTERM, SIGKILL, a second
 Ctrl-C during teardown) runs no finalizer. `reaper(socket)` starts a small watcher in its own session that
 waits for the test process to end, however it ends, and then kills that server (tmux hangs up every pane,
-which ends the CLIs in them). The fixture stops the watcher after killing the server itself. The loopback
-sshd's fixture has it end that sshd and the tmux servers its logins started (`tmux_dir`) the same way.
+which ends the CLIs in them; one that outlives the hang-up is killed with its pane's process group). The
+fixture stops the watcher after killing the server itself. The loopback sshd's fixture has it end that sshd
+and the tmux servers its logins started (`tmux_dir`) the same way.
 """
 
 from __future__ import annotations
@@ -37,12 +38,24 @@ else:
 folder = os.path.join(os.environ.get("TMUX_TMPDIR") or "/tmp", f"tmux-{os.getuid()}")
 paths = [os.path.join(folder, socket)] if socket else []
 paths += glob.glob(os.path.join(tmux_dir, "tmux-*", "*")) if tmux_dir else []
+groups = []
 for path in paths:
+    listed = subprocess.run(
+        ["tmux", "-S", path, "list-panes", "-a", "-F", "#{pane_pid}"], capture_output=True, text=True
+    )
+    groups += [int(pid) for pid in listed.stdout.split() if pid.isdigit()]  # each pane leads its group
     subprocess.run(["tmux", "-S", path, "kill-server"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         os.unlink(path)  # a killed server can leave its socket file behind
     except OSError:
         pass
+if groups:
+    time.sleep(1)  # a CLI that ignores the hang-up (gemini, a hung one) is still in its pane's group
+    for group in groups:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except OSError:
+            pass
 for pid in pids:
     try:
         os.kill(int(pid), signal.SIGTERM)

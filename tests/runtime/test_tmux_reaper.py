@@ -15,8 +15,8 @@ import pytest
 from .. import tmux_reaper
 
 # argv: the path of tmux_reaper.py, the socket name, the folder of the server's socket or "" (`-L` then),
-# then a process of its own to end (like the loopback sshd). Starts a server with one long pane and its
-# reaper, prints the pids of the pane and the other process, then waits to be killed.
+# then a process of its own to end (like the loopback sshd). Starts a server with one long pane (deaf to the
+# hang-up) and its reaper, prints the pids of the pane and the other process, then waits to be killed.
 RUN = """
 import importlib.util, os, subprocess, sys, time
 spec = importlib.util.spec_from_file_location("tmux_reaper", sys.argv[1])
@@ -26,7 +26,8 @@ name, folder = sys.argv[2], sys.argv[3]
 if folder:
     os.makedirs(os.path.join(folder, "tmux-0"))
 server = ["-S", os.path.join(folder, "tmux-0", name)] if folder else ["-L", name]
-started = ["tmux", *server, "new-session", "-d", "-P", "-F", "#{pane_pid}", "sleep", "600"]
+deaf = ["sh", "-c", "trap '' HUP; exec sleep 600"]  # like a CLI that outlives its pane's hang-up
+started = ["tmux", *server, "new-session", "-d", "-P", "-F", "#{pane_pid}", *deaf]
 pane = subprocess.run(started, capture_output=True, text=True, check=True).stdout.strip()
 other = subprocess.Popen(["sleep", "600"])
 if folder:
