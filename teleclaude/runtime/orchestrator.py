@@ -808,10 +808,8 @@ class _Lanes(_Loop):
     lanes: dict[str, Lane] = field(default_factory=dict)
     failed_waits: int = 0  # in a row
     starter: ThreadPoolExecutor | None = None  # the lanes' worker starts (`_launch`)
-    asked: tuple[frozenset[str], float] = (
-        frozenset(),
-        float("-inf"),
-    )  # the lanes after the last `_fill`, when
+    # the lanes after the last `_fill`, and when it asked
+    asked: tuple[frozenset[str], float] = (frozenset(), float("-inf"))
 
     def go(self) -> Stop:
         try:
