@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from .signals import ctrl_c_as_at_a_terminal
+
 TESTS = Path(__file__).parent
 
 
@@ -78,6 +80,7 @@ def teleclaude_cli():
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,  # its own process group: whatever it started is killed with it
+            preexec_fn=ctrl_c_as_at_a_terminal,
         )
         started.append(process)
         return process

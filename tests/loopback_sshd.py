@@ -47,6 +47,13 @@ def _keygen(path: Path) -> None:
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
 
 
+def _faked_clock() -> str:
+    """A run under libfaketime (scripts/year-ahead) keeps its clock in the login, whose environment sshd
+    otherwise makes anew."""
+    names = ("LD_PRELOAD", "FAKETIME", "FAKETIME_DONT_FAKE_MONOTONIC")
+    return "".join(f" {name}={os.environ[name]}" for name in names if name in os.environ)
+
+
 @pytest.fixture
 def sshd(tmp_path) -> Iterator[Loopback]:
     if not os.access(SSHD, os.X_OK) or not shutil.which("ssh"):
@@ -66,7 +73,8 @@ def sshd(tmp_path) -> Iterator[Loopback]:
         f"AuthorizedKeysFile {keys / 'authorized_keys'}\nStrictModes no\nUsePAM no\n"
         "PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
         f"PermitRootLogin prohibit-password\n"
-        f"SetEnv TMUX_TMPDIR={tmux_dir} TELECLAUDE_DB={tmp_path / 'remote-teleclaude.db'} HOME={home}\n"
+        f"SetEnv TMUX_TMPDIR={tmux_dir} TELECLAUDE_DB={tmp_path / 'remote-teleclaude.db'} HOME={home}"
+        f"{_faked_clock()}\n"
     )
     if os.geteuid() == 0:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder

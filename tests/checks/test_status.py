@@ -22,6 +22,7 @@ from teleclaude.planner import checks
 from teleclaude.planner.core.model import UsageWindow
 from teleclaude.planner.core.phase import Board, render_board
 
+from ..signals import ctrl_c_as_at_a_terminal
 from ..sqlite_lock import exclusive_lock
 
 ROADMAP = """# Roadmap
@@ -261,6 +262,7 @@ def test_watch_as_a_process_stops_on_ctrl_c(board_repo, cli_env, tmp_path):
         stderr=subprocess.PIPE,
         env=cli_env,
         text=True,
+        preexec_fn=ctrl_c_as_at_a_terminal,
     )
     assert process.stdout is not None
     seen: list[str] = []

@@ -24,7 +24,7 @@ from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started, StartRequest
 from teleclaude.setup.install import Scope, install
 
-from .conftest import build_row_first, start, trusted
+from .conftest import build_row_first, codex_keeps_todays_clock, start, trusted
 from .watching import events_until, screen, screen_shows, with_profile
 
 
@@ -156,6 +156,7 @@ def test_a_5xx_codex_gives_up_on_makes_it_unavailable(
 def test_codexs_typed_error_alone_makes_it_unavailable(codex_runtime, project, model_server, failure, reason):
     """No screen pattern: the `codex_error_info` codex writes to its rollout file (found through the
     UserPromptSubmit hook `teleclaude install` adds) is the signal. (Its usage limit so: test_contract.py.)"""
+    codex_keeps_todays_clock("codex")
     profile = codex_runtime.config.profiles["codex"]
     with_profile(codex_runtime, "codex", limit_patterns=(), args=(*profile.args, *FEW_RETRIES))
     model_server.add(failure)

@@ -26,7 +26,7 @@ from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 from teleclaude.runtime.launcher import Warm
 
 from ..loopback_sshd import sshd as sshd  # noqa: F401 (the fixture)
-from .conftest import build_row_first, start
+from .conftest import build_row_first, codex_keeps_todays_clock, start
 from .over_ssh import build_over_ssh
 from .over_ssh import remote_clone as remote_clone  # noqa: F401 (the fixture)
 from .watching import events_until, screen, screen_shows, sessions_list, turn_ended, with_profile
@@ -211,6 +211,7 @@ def test_a_limit_makes_it_unavailable_and_the_next_step_falls_back(
 @drivers(Capability.LIMIT_BY_HOOK)
 def test_its_own_hook_alone_tells_a_limit(agent, agent_runtime, project, model_server):
     """No screen pattern (the profile's `limit_patterns` emptied): the CLI's hook or event is the signal."""
+    codex_keeps_todays_clock(agent)
     limit = SEEN[agent].hook_limit
     assert limit is not None, f"{agent} tells a limit by its hook: what its provider refuses with is in SEEN"
     with_profile(agent_runtime, agent, limit_patterns=())

@@ -24,7 +24,7 @@ from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime.core.sessions import Started, StartRequest
 
-from .conftest import OAUTH_TOKEN, trusted
+from .conftest import OAUTH_TOKEN, codex_keeps_todays_clock, trusted
 from .watching import screen, turn_ended, with_env
 
 RUNTIMES = {
@@ -56,6 +56,7 @@ def test_the_recorded_usage_follows_the_providers_headers_turn_by_turn(agent, re
     usage = PROFILES[agent].usage
     if usage.read is None:
         pytest.skip(usage.lacking)
+    codex_keeps_todays_clock(agent)
     runtime = request.getfixturevalue(RUNTIMES[agent])
     if agent == "claude":
         with_env(runtime, "claude", ANTHROPIC_API_KEY=None, CLAUDE_CODE_OAUTH_TOKEN=OAUTH_TOKEN)

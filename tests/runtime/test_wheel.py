@@ -41,6 +41,10 @@ def test_the_wheel_in_a_clean_venv_runs_the_demo_from_any_folder(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_AGENT") and k != "PYTHONPATH"}
+    # this checkout is not on the path (one that holds no teleclaude, such as scripts/year-ahead's, may be)
+    kept = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and not is_checkout(p)]
+    if kept:
+        env["PYTHONPATH"] = os.pathsep.join(kept)
     env["TMPDIR"] = str(elsewhere)
     located = subprocess.run(
         [str(venv / "bin" / "python"), "-c", "import teleclaude; print(teleclaude.__file__)"],
@@ -61,3 +65,7 @@ def test_the_wheel_in_a_clean_venv_runs_the_demo_from_any_folder(tmp_path):
     )
     assert demo.returncode == 0, demo.stdout + demo.stderr
     assert list(elsewhere.iterdir()) == []  # the demo's throwaway repository is gone
+
+
+def is_checkout(path: str) -> bool:
+    return Path(path, "teleclaude").is_dir()
