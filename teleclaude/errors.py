@@ -51,7 +51,6 @@ class ErrorCode(Enum):
     WORKER_BLOCKED = "WORKER_BLOCKED"  # a dialog or a refusal keeps the agent CLI from working on its own
     WORKER_FAILED = "WORKER_FAILED"  # teleclaude run: the same step failed twice in a row
     ALREADY_RUNNING = "ALREADY_RUNNING"  # a live session of the project already holds this step
-    MERGE_QUEUED = "MERGE_QUEUED"  # another finalize of the project is merging: one at a time
     MERGE_CONFLICT = "MERGE_CONFLICT"  # teleclaude finalize: the merge conflicts (aborted; next-fix-merge)
     FINALIZE_REFUSED = "FINALIZE_REFUSED"  # teleclaude finalize: not its next step, or a dirty main
     PORT_IN_USE = "PORT_IN_USE"  # teleclaude mcp --http: another program listens on the port

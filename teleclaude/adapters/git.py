@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,8 @@ class WorktreeError(Failure):
 # on its own locks with "initializing" until the checkout is done.
 LOCK_REASON = "teleclaude is creating this worktree"
 GIT_INITIALIZING = "initializing"
+INDEX_LOCK_WAIT = 5.0  # seconds a git command waits for another git process's index lock
+INDEX_LOCK_LOOK = 0.1  # seconds between its tries
 
 
 @dataclass(frozen=True)
@@ -108,12 +111,60 @@ def run_git(args: list[str], cwd: Path) -> str:
 
 
 def run_git_bytes(args: list[str], cwd: Path, given: bytes | None = None) -> bytes:
-    """git's output as bytes; `given` is its standard input."""
+    """git's output as bytes; `given` is its standard input.
+
+    A command git refused because another git process (an agent's `git status`, an editor) held the index
+    lock is run again until the lock is free, for up to INDEX_LOCK_WAIT seconds, then `IndexLocked`."""
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
-    done = subprocess.run(["git", *args], cwd=cwd, env=env, input=given, capture_output=True, check=False)
-    if done.returncode != 0:
-        raise subprocess.CalledProcessError(done.returncode, ["git", *args], done.stdout, done.stderr)
-    return done.stdout
+    starts_merge = args[:1] == ["merge"] and not {"--abort", "--continue", "--quit"} & set(args)
+    index = _index_file(cwd) if starts_merge else None
+    deadline = time.monotonic() + INDEX_LOCK_WAIT
+    while True:
+        before = _stat(index)
+        done = subprocess.run(["git", *args], cwd=cwd, env=env, input=given, capture_output=True, check=False)
+        if done.returncode == 0:
+            return done.stdout
+        if not _lock_refused(done.stderr, index, before):
+            raise subprocess.CalledProcessError(done.returncode, ["git", *args], done.stdout, done.stderr)
+        if index is not None:  # the refused merge wrote its merge state (MERGE_HEAD), and nothing else
+            subprocess.run(["git", "merge", "--quit"], cwd=cwd, env=env, capture_output=True, check=False)
+        if time.monotonic() >= deadline:
+            raise IndexLocked(done.returncode, ["git", *args], done.stdout, done.stderr)
+        time.sleep(INDEX_LOCK_LOOK)
+
+
+class IndexLocked(subprocess.CalledProcessError):
+    """git refused the command for INDEX_LOCK_WAIT seconds: another process held `index.lock`. Nothing was
+    changed."""
+
+
+def _lock_refused(said: bytes, index: Path | None, before: tuple[int, int, int] | None) -> bool:
+    """git refused for the index lock. Every command says so and dies before it changes anything; a merge
+    (`index`: the file it would write) may say it in other words by git version (its strategy could not
+    write the index, its stash of local changes failed) and write its merge state, so it counts only while
+    the index file is the one it found."""
+    if index is None:
+        return b"index.lock': File exists" in said
+    if before is None or _stat(index) != before:
+        return False
+    words = (b"index.lock", b"Unable to write index", b"stash failed", b"'stash' failed")
+    return any(word in said for word in words) or index.with_name("index.lock").exists()
+
+
+def _index_file(cwd: Path) -> Path | None:
+    """The index of the checkout whose top folder is `cwd` (None elsewhere: a merge there is not retried)."""
+    dot_git = Path(cwd) / ".git"
+    git_dir = dot_git if dot_git.is_dir() else _gitfile_target(dot_git)
+    return None if git_dir is None else git_dir / "index"
+
+
+def _stat(path: Path | None) -> tuple[int, int, int] | None:
+    """Which file `path` is (git replaces the index by renaming its lock over it), or None."""
+    try:
+        found = path.stat() if path is not None else None
+    except OSError:
+        return None
+    return found and (found.st_ino, found.st_size, found.st_mtime_ns)
 
 
 def branch_commit(root: Path, branch: str) -> str:

@@ -5,7 +5,8 @@ person), the merge into the main checkout, the archive folder `done/NNN-{slug}/`
 their commit happen here, in one step under the same lock next_work and the runtime's starts take. So two
 finalizes never merge at once, and the archive number is read after the previous finalize committed: it
 never collides. Before merging, the planner is asked (under that lock) whether finalize is the item's next
-step, so an unapproved branch, or one that no longer merges cleanly (next-fix-merge), is refused.
+step, so an unapproved branch is refused, and one that no longer merges cleanly is `MERGE_CONFLICT`
+(another finalize merged first: next_work sends next-fix-merge).
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ def finalize(slug: str, cwd: str | os.PathLike | None = None) -> Finalized | Err
                 return _finish(repo, slug, archive)
             case Dispatch(step=Step.FINALIZE) | RunYourself(step=Step.FINALIZE) if not decision.effects:
                 pass
+            case Dispatch(step=Step.FIX_MERGE) | RunYourself(step=Step.FIX_MERGE):  # main moved on meanwhile
+                return _conflict(slug, facts.merge_conflicts(slug))
             case Error() as error:
                 return error
             case None:
@@ -102,6 +105,15 @@ def _merge(repo: gitx.Repo, slug: str, archive: str) -> Finalized | Error:
 
 def _merge_failed(repo: gitx.Repo, slug: str, error: subprocess.CalledProcessError) -> Error:
     root = repo.root
+    if isinstance(error, gitx.IndexLocked):  # for longer than the adapter waits; git changed nothing
+        return Error(
+            ErrorCode.LOCK_TIMEOUT,
+            f"another git process held the main checkout's index lock (.git/index.lock) for over "
+            f"{gitx.INDEX_LOCK_WAIT:g} s, so {slug} was not merged; the main checkout is as it was.\nRun "
+            f"`teleclaude finalize {slug}` again. If it keeps failing while no git process runs, one that "
+            "crashed left the file: remove it.",
+            slug,
+        )
     if not (repo.common_dir / "MERGE_HEAD").exists():  # the main checkout's git dir is the common one
         return _refused(slug, f"git merge {slug} failed: {_why(error)}")
     conflicted = gitx.run_git(["diff", "--name-only", "--diff-filter=U"], root).split()
@@ -113,11 +125,15 @@ def _merge_failed(repo: gitx.Repo, slug: str, error: subprocess.CalledProcessErr
             f"main checkout is as it was. Fix what git said (a hook?), then run `teleclaude finalize {slug}` "
             "again.",
         )
+    return _conflict(slug, tuple(conflicted))
+
+
+def _conflict(slug: str, conflicted: tuple[str, ...]) -> Error:
     return Error(
         ErrorCode.MERGE_CONFLICT,
-        f"merging {slug} conflicts in {', '.join(conflicted)}; the merge was aborted "
-        f"and the main checkout is as it was.\nAsk for the next step: it sends a merge fixer "
-        f"(next-fix-merge) to resolve it in {layout.worktree(slug)}, then the finalize follows.",
+        f"merging {slug} conflicts in {', '.join(conflicted[:10])}; nothing was merged and the main checkout "
+        f"is as it was.\nAsk for the next step: it sends a merge fixer (next-fix-merge) to resolve it in "
+        f"{layout.worktree(slug)}, then the finalize follows.",
         slug,
         call("next_work", slug=slug),
     )

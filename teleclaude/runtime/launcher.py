@@ -24,7 +24,6 @@ from teleclaude.config.matrix import THINKING_MODES
 from teleclaude.config.profiles import Computer
 from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core import layout
-from teleclaude.planner.core.model import Step
 from teleclaude.runtime.context import Context, bad_argument, refused_text, unknown_session
 from teleclaude.runtime.core.blockers import (
     blocked_text,
@@ -505,8 +504,8 @@ def step_lock(project: str) -> Iterator[None]:
 
 
 def step_holder(session: Session, sessions: list[Session]) -> Error | None:
-    """Refuse a start of a planner step while a live session of the project holds it (same command, slug),
-    or, for a finalize, when another finalize is merging (the merge queue: one at a time per project)."""
+    """Refuse a start of a planner step while a live session of the project holds it (same command, slug).
+    Finalizes of different items may run at once: `teleclaude finalize` merges under the project lock."""
     step = step_of(session.command)
     if step is None:  # not a step of the planner (a user's own command): no step to hold
         return None
@@ -522,15 +521,6 @@ def step_holder(session: Session, sessions: list[Session]) -> Error | None:
                 "worker for the same step.",
                 session.slug or None,
                 call("wait_for_sessions", session_ids=(other.id,)),
-            )
-        if step is Step.FINALIZE and step_of(other.command) is Step.FINALIZE:
-            return Error(
-                ErrorCode.MERGE_QUEUED,
-                f"session {other.id} is finalizing {other.slug}: finalizes merge into the main checkout "
-                "one at a time.\nWait for it to end, then ask for the next step again (the archive number "
-                "may have moved on).",
-                session.slug or None,
-                call("next_work", slug=session.slug),
             )
     return None
 

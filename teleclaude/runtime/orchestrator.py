@@ -33,7 +33,7 @@ from teleclaude.planner.core.render import to_text, usage_text
 from teleclaude.planner.core.timeparse import format_duration, format_utc
 from teleclaude.runtime.api import Runtime, guarded
 from teleclaude.runtime.core.sessions import Ended, Event, EventKind, Session, SessionState, Started, Waited
-from teleclaude.runtime.core.supervision import bare_command, step_of
+from teleclaude.runtime.core.supervision import bare_command
 from teleclaude.runtime.launcher import Warm, starter_gone
 from teleclaude.runtime.observer import local_zone
 from teleclaude.runtime.remote import item_slug
@@ -283,7 +283,6 @@ class Stop:
 
 _GOOD = (EventKind.TURN_ENDED, EventKind.FINISHED)  # how a session that did its step ends
 StepKey = tuple[str, str]  # (bare command, slug): one step of the roadmap, whichever agent does it
-QUEUED = Stop(Outcome.SELF, "the merge queue is busy")  # a sentinel of `_start`: wait, then ask again
 STARTING = Stop(Outcome.SELF, "the worker is being started")  # a sentinel of `_launch`: under way
 START_LOOK = 0.2  # seconds per wait while a lane's worker is being started
 # seconds between asks for the ready items (a planner call, git) while a lane is free and no lane left since
@@ -500,16 +499,13 @@ class _Loop:
             if fresh and args is None:
                 self.warming = self._warm_after(action)
             return self._watch([begun], adopted=not fresh)
-        if begun is QUEUED:
-            time.sleep(self.settings.tick)
-            return None
         return begun
 
     def _start(
         self, action: Dispatch, retries: Retries, args: str | None = None, computer: str = "local"
     ) -> Session | Stop | None:
-        """Start the worker of `action`: its session (or the live one already doing that step), QUEUED when
-        another finalize is merging, None to ask again, or a `Stop`."""
+        """Start the worker of `action`: its session (or the live one already doing that step), None to ask
+        again, or a `Stop`."""
         held = self._may_start(action, retries)
         if held is not None:
             return held
@@ -543,16 +539,13 @@ class _Loop:
         return started.session
 
     def _refused(self, error: Error, step: StepKey, retries: Retries) -> Session | Stop | None:
-        """The runtime refused a start: another run got there first (wait for its worker), the merge queue is
-        busy (wait for it), or tmux or ssh failed (once: try again)."""
+        """The runtime refused a start: another run got there first (wait for its worker), or tmux or ssh
+        failed (once: try again)."""
         match error.code:
             case ErrorCode.ALREADY_RUNNING:
                 twin = self._twin(step)
                 self.show(f"    {error.message.splitlines()[0].rstrip('.')}: waiting for it")
                 return twin  # None when it ended meanwhile: ask again
-            case ErrorCode.MERGE_QUEUED:
-                self.show(f"    {error.message.splitlines()[0]}")
-                return QUEUED
             case ErrorCode.TMUX_FAILED | ErrorCode.COMPUTER_UNREACHABLE if not retries.start_failed(step):
                 self.show(f"    could not start it, trying again: {error.message.splitlines()[0]}")
                 return None
@@ -628,8 +621,8 @@ class _Loop:
 
     def _warm_after(self, action: Dispatch) -> Warming | None:
         """While `action`'s worker works, the worker of the step likely next started to its prompt in the
-        background (`[runtime] warm_start`). Not with --parallel: a finalize started ahead would hold the
-        merge queue the other items wait on, and every item's CLI would run twice; nor with other computers
+        background (`[runtime] warm_start`). Not with --parallel: every lane would keep a second agent CLI
+        beside its worker, on the cores the lanes already share (not measured yet); nor with other computers
         (a step of the item may go to another computer's clone: a worker is started ahead here only)."""
         config = self.runtime.config
         if not config.warm_start or self.settings.parallel > 1 or config.remotes:
@@ -782,10 +775,6 @@ class Lane:
     slug: str
     session: Session | None = None
     adopted: bool = False
-    queued: bool = False  # its finalize waits for the merge queue
-    # when it asks again: once no finalize of this run merges (0.0), or a tick after a refusal by another
-    # run's finalize; not at every look (each ask was a next_work and a start refused again)
-    queued_until: float = 0.0
     retries: Retries = field(default_factory=Retries)
     computer: str = "local"  # where its worktree steps run: this machine or a [computers.NAME] with lanes
     resting: Countdown | None = None  # every agent for its step is out: asked again once it is back
@@ -922,8 +911,6 @@ class _Lanes(_Loop):
         for lane in list(self.lanes.values()):
             if lane.resting and lane.resting.until + timedelta(seconds=LIMIT_MARGIN) > now:
                 continue
-            if lane.queued and (self._merging() or time.monotonic() < lane.queued_until):
-                continue
             if lane.session is None and lane.starting is None:
                 stop = self._advance(lane)
                 if stop:
@@ -938,9 +925,8 @@ class _Lanes(_Loop):
             self._claim_warm(lane.warming, None)
             del self.lanes[lane.slug]  # the bug list is done; the item answered is another lane's
             return None
-        if not lane.queued:
-            self.state.action = action
-            self._answer(action)
+        self.state.action = action
+        self._answer(action)
         warm = self._claim_warm(lane.warming, action if isinstance(action, Dispatch) else None)
         lane.warming = None
         match action:
@@ -960,13 +946,12 @@ class _Lanes(_Loop):
             case _:
                 begun = Stop(Outcome.ERROR, to_text(action))
         lane.resting = None
-        self._queue(lane, begun is QUEUED)
         if begun is STARTING:
             return None
         if isinstance(begun, Session):
             lane.session, lane.adopted = begun, begun is not self.state.session
             return None
-        if isinstance(begun, Stop) and begun is not QUEUED:
+        if isinstance(begun, Stop):
             return self._park(lane, begun)
         return None
 
@@ -1006,29 +991,15 @@ class _Lanes(_Loop):
             lane.starting = None
             self.state.starting -= 1
             begun = self._started(action, lane.retries, answer.result())
-            self._queue(lane, begun is QUEUED)
             if isinstance(begun, Session):
                 lane.session, lane.adopted = begun, begun is not self.state.session
                 if not lane.adopted and begun.args == action.slug:  # not an architect's unattended start
                     lane.warming = self._warm_after(action)
-            elif isinstance(begun, Stop) and begun is not QUEUED:
+            elif isinstance(begun, Stop):
                 stop = self._park(lane, begun)
                 if stop:
                     return stop
         return None
-
-    def _queue(self, lane: Lane, queued: bool) -> None:
-        lane.queued = queued
-        lane.queued_until = time.monotonic() + self.settings.tick if queued and not self._merging() else 0.0
-
-    def _merging(self) -> bool:
-        """A finalize of this run's lanes is running or being started: it holds the merge queue."""
-        return any(
-            step_of(lane.session.command) is Step.FINALIZE
-            if lane.session is not None
-            else lane.starting is not None and step_of(lane.starting[0].command) is Step.FINALIZE
-            for lane in self.lanes.values()
-        )
 
     def _start_architect(self, lane: Lane) -> Session | Stop | None:
         action = app.next_prepare(lane.slug, cwd=self.settings.root)
@@ -1051,7 +1022,7 @@ class _Lanes(_Loop):
         if not busy and starts:
             wait_futures(starts, timeout=self.settings.tick, return_when=FIRST_COMPLETED)
             return None
-        if not busy:  # every lane waits for the merge queue or for an agent's reset
+        if not busy:  # every lane waits for an agent's reset
             self._count_down()
             time.sleep(self.settings.tick)
             return None

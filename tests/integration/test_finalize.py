@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -131,8 +132,55 @@ def test_a_merge_that_conflicts_is_aborted_and_sends_the_merge_fixer(tmp_path, c
     assert not (project / "done").exists()
     fixer = app.next_work("greeting", cwd=project)
     assert isinstance(fixer, Dispatch) and fixer.command == "next-fix-merge", fixer
-    assert cli_main(["finalize", "greeting", "--cwd", str(project)]) == 1  # the check refuses it too
-    assert capsys.readouterr().out.splitlines()[0] == "ERROR: FINALIZE_REFUSED"
+    assert cli_main(["finalize", "greeting", "--cwd", str(project)]) == 1  # found before merging, too
+    assert capsys.readouterr().out.splitlines()[0] == "ERROR: MERGE_CONFLICT"
+    assert git(project, "rev-parse", "HEAD") == head and not (project / "done").exists()
+
+
+def test_a_finalize_waits_for_an_index_lock_another_git_process_holds_briefly(tmp_path, copy_repository):
+    """Another finalizer's agent runs `git status`, an editor stages a file: for that moment git refuses
+    every command that writes the index. The finalize tries again and delivers once the lock is gone."""
+    project = copy_repository(make_repository, tmp_path / "project")
+    approve(project, "greeting")
+    lock = project / ".git" / "index.lock"
+    lock.write_bytes(b"")
+    release = threading.Timer(0.5, lock.unlink)
+    release.start()
+    try:
+        done = finalize("greeting", cwd=project)
+    finally:
+        release.join()
+    assert isinstance(done, Finalized) and done.merged and done.archive == "done/001-greeting/", done
+    subjects = git(project, "log", "--first-parent", "--format=%s", "main").splitlines()
+    assert subjects[:2] == ["Finalize greeting", "Merge greeting"]
+    assert "[x] greeting" in git(project, "show", "HEAD:todos/roadmap.md")
+    assert git(project, "status", "--porcelain") == ""
+    assert git(project, "branch", "--list", "greeting").strip() == ""
+
+
+@pytest.mark.parametrize("markers", ["uncommitted", "committed"])
+def test_an_index_lock_held_past_the_wait_is_lock_timeout_and_changes_nothing(
+    tmp_path, capsys, copy_repository, monkeypatch, markers
+):
+    """With the roadmap's markers uncommitted git's merge fails stashing them; with a clean main checkout
+    it fails writing the index and leaves its merge state (MERGE_HEAD), which is taken back."""
+    project = copy_repository(make_repository, tmp_path / "project")
+    approve(project, "greeting")
+    if markers == "committed":
+        git(project, "commit", "-q", "-am", "Mark greeting")
+    monkeypatch.setattr(gitx, "INDEX_LOCK_WAIT", 1.0)
+    head, status = git(project, "rev-parse", "HEAD"), git(project, "status", "--porcelain")
+    (project / ".git" / "index.lock").write_bytes(b"")  # a git process that crashed, or a long one
+    assert cli_main(["finalize", "greeting", "--cwd", str(project)]) == 1
+    assert capsys.readouterr().out.splitlines()[0] == "ERROR: LOCK_TIMEOUT"
+    assert git(project, "rev-parse", "HEAD") == head
+    assert not (project / ".git" / "MERGE_HEAD").exists()  # git's merge state, taken back
+    assert not (project / "done").exists() and (project / "todos" / "greeting").is_dir()
+    (project / ".git" / "index.lock").unlink()
+    assert git(project, "status", "--porcelain") == status
+    assert git(project, "branch", "--list", "greeting").strip() != ""
+    done = finalize("greeting", cwd=project)  # once the lock is gone, the same command delivers
+    assert isinstance(done, Finalized) and done.merged, done
 
 
 def test_a_finalize_commit_refused_by_a_hook_says_so_and_the_next_finalize_completes_it(
