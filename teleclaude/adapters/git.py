@@ -160,11 +160,13 @@ def _index_file(cwd: Path) -> Path | None:
 
 def _stat(path: Path | None) -> tuple[int, int, int] | None:
     """Which file `path` is (git replaces the index by renaming its lock over it), or None."""
+    if path is None:
+        return None
     try:
-        found = path.stat() if path is not None else None
+        found = path.stat()
     except OSError:
         return None
-    return found and (found.st_ino, found.st_size, found.st_mtime_ns)
+    return found.st_ino, found.st_size, found.st_mtime_ns
 
 
 def branch_commit(root: Path, branch: str) -> str:
