@@ -158,6 +158,22 @@ def test_a_finalize_waits_for_an_index_lock_another_git_process_holds_briefly(tm
     assert git(project, "branch", "--list", "greeting").strip() == ""
 
 
+def test_a_git_command_refused_for_the_index_lock_runs_again_once_it_is_free(tmp_path, copy_repository):
+    """The finalize's later steps (`git mv`, `git add`, `git commit`) go through the same adapter."""
+    project = copy_repository(make_repository, tmp_path / "project")
+    (project / "notes.txt").write_text("a note\n")
+    lock = project / ".git" / "index.lock"
+    lock.write_bytes(b"")
+    release = threading.Timer(0.5, lock.unlink)
+    release.start()
+    try:
+        gitx.run_git(["add", "--", "notes.txt"], project)
+        gitx.run_git(["commit", "-q", "-m", "Add a note"], project)
+    finally:
+        release.join()
+    assert git(project, "log", "-1", "--format=%s").strip() == "Add a note"
+
+
 @pytest.mark.parametrize("markers", ["uncommitted", "committed"])
 def test_an_index_lock_held_past_the_wait_is_lock_timeout_and_changes_nothing(
     tmp_path, capsys, copy_repository, monkeypatch, markers
