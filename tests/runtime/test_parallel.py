@@ -88,7 +88,7 @@ def test_parallel_two_delivers_four_items_with_a_dependency_and_a_conflicting_fi
     # the first two items in flight both write NOTES.md: the second of them to be finalized conflicts
     monkeypatch.setenv("FAKE_AGENT_SHARED", "greeting,shouting")
     monkeypatch.setenv("FAKE_AGENT", "report")  # each worker reports its last line (`status_text`)
-    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "0.5")  # the two finalizers work side by side first
+    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "1.5")  # the two finalizers work side by side first
     report, lines = run(project, parallel=2)
     assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
     assert_delivered(project, FOUR)
