@@ -612,8 +612,8 @@ class _Loop:
         """`action` follows the step whose worker was through last, of the same item and ended well: counted
         as what follows that step (`likely_next` takes the most frequent, the first seen of a tie: a
         rejected review does not make a fix the guess after every review)."""
-        last = self.state.history[-1] if self.state.history else None
-        if last is None or last.adopted or last.kind not in _GOOD or last.session.slug != action.slug:
+        last = next((h for h in reversed(self.state.history) if h.session.slug == action.slug), None)
+        if last is None or last.adopted or last.kind not in _GOOD:
             return
         same_folder = action.subfolder == last.session.subfolder
         followed = self.successors.setdefault(bare_command(last.session.command), Counter())
@@ -621,11 +621,10 @@ class _Loop:
 
     def _warm_after(self, action: Dispatch) -> Warming | None:
         """While `action`'s worker works, the worker of the step likely next started to its prompt in the
-        background (`[runtime] warm_start`). Not with --parallel: every lane would keep a second agent CLI
-        beside its worker, on the cores the lanes already share (not measured yet); nor with other computers
-        (a step of the item may go to another computer's clone: a worker is started ahead here only)."""
+        background (`[runtime] warm_start`): with --parallel, one for each lane. Not with other computers (a
+        step of the item may go to another computer's clone: a worker is started ahead here only)."""
         config = self.runtime.config
-        if not config.warm_start or self.settings.parallel > 1 or config.remotes:
+        if not config.warm_start or config.remotes:
             return None
         if self.state.steps + self.state.starting >= self.settings.max_steps:
             return None  # it could never be given its step
@@ -634,7 +633,7 @@ class _Loop:
         if predicted is None:
             return None
         if self.warmer is None:
-            self.warmer = ThreadPoolExecutor(1, thread_name_prefix="warm")
+            self.warmer = ThreadPoolExecutor(self.settings.parallel, thread_name_prefix="warm")
         return predicted, self.warmer.submit(guarded, self.runtime.warm, predicted)
 
     def _claim_warm(self, warming: Warming | None, action: Dispatch | None) -> Warm | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import re
+from datetime import datetime
 from pathlib import Path
 
 from teleclaude import mcp
@@ -16,10 +17,11 @@ from teleclaude.planner.core.model import Dispatch, Marker
 from teleclaude.planner.core.roadmap import parse_roadmap
 from teleclaude.runtime import orchestrator
 from teleclaude.runtime.api import open_runtime
-from teleclaude.runtime.core.sessions import Session, Started, StartRequest
+from teleclaude.runtime.core.sessions import EventKind, Session, Started, StartRequest
 from teleclaude.runtime.orchestrator import Outcome
 
 FOUR = ("greeting", "farewell", "shouting", "whisper")  # farewell waits for greeting
+STEPS = ("next-build", "next-review", "next-finalize")
 
 
 def add_item(project: Path, slug: str, after: str = "") -> None:
@@ -250,7 +252,10 @@ def test_an_item_that_fails_is_parked_and_the_other_lanes_deliver_theirs(
     shown = [p.parked for p in progress if isinstance(p, orchestrator.Progress)]  # refreshed before each wait
     assert any(parked and parked[0].startswith("shouting (ERROR: WORKER_FAILED") for parked in shown), shown
     sessions = SessionStore().sessions()
-    assert [s.state.value for s in sessions if s.slug == "shouting"] == ["errored", "errored"]
+    shouting = [s for s in sessions if s.slug == "shouting"]
+    assert [s.state.value for s in shouting if s.delivered_at is not None] == ["errored", "errored"]
+    # a worker started ahead of its next step was ended with the item, never typed into
+    assert all(s.state.value == "cancelled" for s in shouting if s.delivered_at is None)
 
 
 def test_a_parallel_run_whose_waits_keep_failing_stops_with_the_error(
@@ -302,6 +307,31 @@ def test_the_finalizers_of_two_independent_items_work_at_once_and_both_deliver(
         for subject in (f"Build {slug}", f"Review {slug}", f"Merge {slug}", f"Finalize {slug}"):
             assert subjects.count(subject) == 1, (subject, subjects)
         assert (project / "src" / f"{slug}.py").is_file()
+
+
+def test_with_parallel_each_lane_starts_its_items_next_worker_while_the_step_before_works(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    """farewell waits for greeting, so it starts once the first two items taught the run what follows a
+    build and a review: its reviewer and its finalizer are at their prompts before the step before ends."""
+    monkeypatch.setenv("FAKE_AGENT", "hook")
+    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "1")
+    report, lines = run(project, parallel=2)
+    assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
+    assert_delivered(project, ("greeting", "farewell", "shouting"))
+    store = SessionStore()
+    sessions = store.sessions()
+    assert overlapping_twins(sessions) == []
+    delivered = {step(s): s for s in sessions if s.delivered_at is not None}
+    build, review, finalize = (delivered[(command, "farewell")] for command in STEPS)
+    assert review.created_at < turn_end(store, build) < review.delivered_at  # type: ignore[operator]
+    assert finalize.created_at < turn_end(store, review) < finalize.delivered_at  # type: ignore[operator]
+    assert len(sessions) == report.steps == 9  # none started ahead for nothing
+
+
+def turn_end(store: SessionStore, session: Session) -> datetime:
+    (end,) = [e.at for e in store.events([session.id]) if e.kind is EventKind.TURN_ENDED][:1]
+    return end
 
 
 def test_a_free_lane_asks_for_ready_items_when_a_lane_left_not_at_every_look(
