@@ -9,8 +9,8 @@ Stop hook (`FAKE_AGENT=hook`), and no timer set in teleclaude.toml (the defaults
 ratio of the serial one measured beside it. Printed per subject:
 
 - wall time, the steps done, Σ work (steps × W) and the loop's overhead, (wall − Σ work) / wall;
-- for the parallel runs, wall / serial wall (the ideal is about 1/N, plus the finalizes, which merge one at
-  a time);
+- for the parallel runs, wall / serial wall (the ideal is about ⌈items / N⌉ / items: 10 items on 3 lanes take
+  4 rounds);
 - dispatch latency: from a worker's Stop hook (its turn-end event) to the next worker's first typed byte
   (the next session's `delivered_at`; same item under --parallel), p50 and p95 from the stored sessions;
 - the serial wall time by part, from the stored timestamps: the workers' starts (session created, or for a
