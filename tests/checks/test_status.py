@@ -266,13 +266,16 @@ def test_watch_as_a_process_stops_on_ctrl_c(board_repo, cli_env, tmp_path):
     )
     assert process.stdout is not None
     seen: list[str] = []
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and len(seen) < 2:  # two frames drawn: the loop is running
-        line = process.stdout.readline()
-        if line.startswith("[>] building"):
-            seen.append(line)
-    process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=20)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(seen) < 2:  # two frames drawn: the loop is running
+            line = process.stdout.readline()
+            if line.startswith("[>] building"):
+                seen.append(line)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=20)
+    finally:
+        process.kill()  # a failed test leaves no watcher behind (no-op once it ended)
     assert process.returncode == 0, err
     assert "Traceback" not in err
     assert len(seen) == 2
