@@ -18,7 +18,9 @@ ratio of the serial one measured beside it. Printed per subject:
   Stop hook: W and the stand-in's own work), the loop's step from a hook to the next session, and the rest;
   and how many workers were started ahead of their step (`[runtime] warm_start`), given it or ended unused;
 - `run`'s own CPU (with its reaped children, e.g. tmux clients) per second, over the intervals where every
-  live worker was running (none starting, none at its prompt), sampled from /proc every 0.25 s.
+  live worker was running (none starting, none at its prompt), sampled from /proc every 0.25 s; a worker
+  started ahead counts as running once PENDING for AHEAD seconds, so typing its step into it falls in
+  that window too; and over the whole run (its starts, planner calls and git included).
 
 Never asserts; exits 0; deletes everything it made. The machine's load is printed: on a shared machine the
 ratios move by a few hundredths from run to run.
@@ -66,6 +68,7 @@ class Result:
     ahead: tuple[int, int]  # workers started ahead: given their step, ended unused
     busy_cpu: float  # ms of CPU per second while every live worker was running
     busy_seconds: float
+    cpu: float  # ms of CPU over the whole run (its last sample: its starts, its planner calls, its git)
 
 
 def build(root: Path, socket: str, items: int) -> Path:
@@ -126,6 +129,7 @@ def timed_run(name: str, project: Path, env: dict[str, str], args: list[str]) ->
     started = time.monotonic()
     busy_cpu = busy_seconds = 0.0
     last: tuple[float, float, bool] | None = None
+    used = 0.0
     try:
         while process.poll() is None:
             try:
@@ -149,9 +153,8 @@ def timed_run(name: str, project: Path, env: dict[str, str], args: list[str]) ->
     store = SessionStore(db)
     steps, latencies = dispatches(store, per_item=bool(args))
     parts = {} if args else breakdown(store, wall)
-    return Result(
-        name, wall, process.returncode or 0, steps, latencies, parts, ahead(store), busy_cpu, busy_seconds
-    )
+    code = process.returncode or 0
+    return Result(name, wall, code, steps, latencies, parts, ahead(store), busy_cpu, busy_seconds, used)
 
 
 def turn_ends(store: SessionStore) -> dict[str, datetime]:
@@ -276,7 +279,7 @@ def main() -> int:
     print(f"{os.cpu_count()} cores, load {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
     header = (
         f"{'subject':<13} {'wall s':>7} {'steps':>5} {'Σ work s':>8} {'overhead':>8} {'/ serial':>8} "
-        f"{'dispatch p50':>12} {'p95 s':>6} {'CPU ms/s busy':>13}"
+        f"{'dispatch p50':>12} {'p95 s':>6} {'CPU ms/s busy':>13} {'whole run':>9}"
     )
     print(header)
     serial = results[0].wall if results else float("nan")
@@ -288,8 +291,8 @@ def main() -> int:
         print(
             f"{r.name:<13} {r.wall:>7.1f} {r.steps:>5} {work:>8.1f} "
             f"{f'{overhead:.0%}' if r.name == 'serial' else '':>8} {ratio:>8.2f} "
-            f"{percentile(r.latencies, 0.5):>12.2f} {percentile(r.latencies, 0.95):>6.2f} {cpu:>13.1f}"
-            + ("" if r.code == 0 else f"  (exit {r.code})")
+            f"{percentile(r.latencies, 0.5):>12.2f} {percentile(r.latencies, 0.95):>6.2f} {cpu:>13.1f} "
+            f"{r.cpu / r.wall:>9.1f}" + ("" if r.code == 0 else f"  (exit {r.code})")
         )
     for r in results:
         if r.parts:

@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Protocol, TypeGuard
 
 from teleclaude.adapters.sessions_db import RunRow
+from teleclaude.adapters.settings import load_config
+from teleclaude.config.matrix import Config
+from teleclaude.config.parse import ConfigError
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
@@ -299,6 +302,29 @@ class Successor:
     same_folder: bool  # in the finished step's folder (the item's worktree), else in the main checkout
 
 
+# the step that follows one done well on the usual path (a build or a fix is reviewed; a reviewed item, or one
+# whose merge conflict was fixed, is finalized), and whether in the same folder: the guess before this run
+# has seen what follows it (`usual_next`)
+USUAL_NEXT: Mapping[Step, tuple[Step, bool]] = {
+    Step.BUILD: (Step.REVIEW, True),
+    Step.FIX: (Step.REVIEW, True),
+    Step.REVIEW: (Step.FINALIZE, False),
+    Step.FIX_MERGE: (Step.FINALIZE, False),
+}
+
+
+def usual_next(action: Dispatch, matrix: Config) -> Successor | None:
+    """The usual next step after `action`'s, by the first agent of its matrix row (the planner's choice
+    while every agent is in, and under its headroom); None after a step without one."""
+    step, same_folder = USUAL_NEXT.get(action.step, (None, False))
+    row = matrix.row(step) if step is not None else ()
+    if step is None or not row:
+        return None
+    folder = action.subfolder if same_folder else None
+    choice = Dispatch(step, action.slug, action.project, row[0].agent, row[0].thinking_mode, folder)
+    return Successor(choice, same_folder)
+
+
 def likely_next(action: Dispatch, successors: Mapping[str, Successor]) -> Dispatch | None:
     """The step most likely to follow `action` once its worker is through: the one that followed the same
     step of an earlier item in this run, for `action`'s item, in its folder; None when none did."""
@@ -368,6 +394,7 @@ class _Loop:
     successors: dict[str, Counter[Successor]] = field(default_factory=dict)
     warming: Warming | None = None  # the worker started ahead for the step likely next
     warmer: ThreadPoolExecutor | None = None  # where workers are started ahead (`_warm_after`)
+    matrix: Config | None = None  # the project's agent matrix, read once (`usual_next`)
 
     def go(self) -> Stop:
         try:
@@ -620,8 +647,9 @@ class _Loop:
         followed[Successor(replace(action, note=None), same_folder)] += 1
 
     def _warm_after(self, action: Dispatch) -> Warming | None:
-        """While `action`'s worker works, the worker of the step likely next started to its prompt in the
-        background (`[runtime] warm_start`): with --parallel, one for each lane. Not with other computers (a
+        """While `action`'s worker works, the worker of the step likely next (`likely_next`; before this run
+        saw one follow `action`'s step, `usual_next`) started to its prompt in the background (`[runtime]
+        warm_start`): with --parallel, one for each lane. Not with other computers (a
         step of the item may go to another computer's clone: a worker is started ahead here only)."""
         config = self.runtime.config
         if not config.warm_start or config.remotes:
@@ -629,12 +657,21 @@ class _Loop:
         if self.state.steps + self.state.starting >= self.settings.max_steps:
             return None  # it could never be given its step
         counted = self.successors.get(action.command)
-        predicted = likely_next(action, {action.command: counted.most_common(1)[0][0]} if counted else {})
+        after = counted.most_common(1)[0][0] if counted else usual_next(action, self._matrix())
+        predicted = likely_next(action, {action.command: after} if after else {})
         if predicted is None:
             return None
         if self.warmer is None:
             self.warmer = ThreadPoolExecutor(self.settings.parallel, thread_name_prefix="warm")
         return predicted, self.warmer.submit(guarded, self.runtime.warm, predicted)
+
+    def _matrix(self) -> Config:
+        if self.matrix is None:
+            try:
+                self.matrix = load_config(self.settings.root)
+            except ConfigError:  # changed since the run began: no guess (next_work says what is wrong)
+                self.matrix = Config(matrix={})
+        return self.matrix
 
     def _claim_warm(self, warming: Warming | None, action: Dispatch | None) -> Warm | None:
         """The worker started ahead, when `action` is the step it was started for (same agent, thinking

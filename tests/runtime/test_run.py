@@ -19,6 +19,7 @@ from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.adapters.tmux import Tmux
 from teleclaude.agents import NAMES
+from teleclaude.config.matrix import Config
 from teleclaude.demo.scenario import commit_all, git
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Marker, Step, UsageWindow
@@ -716,6 +717,19 @@ def test_the_step_likely_next_is_the_one_that_followed_the_same_step_of_an_earli
     assert likely(finalize, successors) is None  # nothing followed it yet
 
 
+def test_before_anything_followed_a_step_the_guess_is_its_usual_next_step_by_its_rows_first_agent():
+    usual, after = orchestrator.usual_next, orchestrator.Successor
+    build = Dispatch(Step.BUILD, "b", "/p", "gemini", "med", "trees/b")
+    review = usual(build, Config())
+    assert review == after(Dispatch(Step.REVIEW, "b", "/p", "codex", "slow", "trees/b"), same_folder=True)
+    assert review is not None
+    finalize = usual(review.dispatch, Config(agents=("gemini", "codex")))  # claude not installed
+    assert finalize == after(Dispatch(Step.FINALIZE, "b", "/p", "gemini", "med", None), same_folder=False)
+    assert finalize is not None
+    assert usual(finalize.dispatch, Config()) is None  # the item is delivered
+    assert usual(build, Config(matrix={})) is None  # no agent staffs a review
+
+
 def turn_end(session: Session) -> datetime:
     (end,) = [e.at for e in SessionStore().events([session.id]) if e.kind is EventKind.TURN_ENDED][:1]
     return end
@@ -729,8 +743,9 @@ def step_of(sessions: list[Session], command: str, slug: str) -> Session:
 def test_the_worker_of_an_items_next_step_is_started_while_its_step_works_and_given_that_step(
     project, fake_agents, tmux_socket, monkeypatch
 ):
-    """After the first item, each reviewer and finalizer is at its prompt before the worker before it is
-    through: the step's start is not waited for between the steps."""
+    """Each reviewer and finalizer is at its prompt before the worker before it is through: the step's start
+    is not waited for between the steps. The first item's are the usual next steps (a review after a build,
+    a finalize after a review) by their matrix rows' first agents; later items' are what followed before."""
     monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "1")
     report, lines = run(project)
     assert report.outcome is Outcome.COMPLETE, report.text
@@ -738,16 +753,14 @@ def test_the_worker_of_an_items_next_step_is_started_while_its_step_works_and_gi
     assert_no_workers(tmux_socket)
     sessions = SessionStore().sessions()
     assert len(sessions) == report.steps == 9  # none started ahead for nothing
-    for slug in SLUGS[1:]:
+    for slug in SLUGS:
         build, review, finalize = (
             step_of(sessions, command, slug) for command in ("next-build", "next-review", "next-finalize")
         )
         assert review.created_at < turn_end(build) < review.delivered_at  # type: ignore[operator]
         assert finalize.created_at < turn_end(review) < finalize.delivered_at  # type: ignore[operator]
         assert review.subfolder == f"trees/{slug}" and finalize.subfolder is None
-    first = step_of(sessions, "next-review", SLUGS[0])
-    assert first.created_at > turn_end(step_of(sessions, "next-build", SLUGS[0]))  # nothing to go by yet
-    assert sum("started ahead" in line for line in lines) == 4
+    assert sum("started ahead" in line for line in lines) == 6
 
 
 def test_with_warm_start_false_each_worker_is_started_once_its_step_is_named(
