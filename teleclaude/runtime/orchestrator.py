@@ -24,14 +24,24 @@ from typing import Protocol, TypeGuard
 
 from teleclaude.adapters.sessions_db import RunRow
 from teleclaude.adapters.settings import load_config
-from teleclaude.config.matrix import Config
+from teleclaude.adapters.store import StoreError
+from teleclaude.config.matrix import Config, choose_agent
 from teleclaude.config.parse import ConfigError
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.checks import describe
 from teleclaude.planner.core import layout
-from teleclaude.planner.core.model import Action, Complete, Dispatch, Prepared, RunYourself, Step, UsageWindow
+from teleclaude.planner.core.model import (
+    Action,
+    Complete,
+    Dispatch,
+    Prepared,
+    RunYourself,
+    Step,
+    Unavailability,
+    UsageWindow,
+)
 from teleclaude.planner.core.render import to_text, usage_text
 from teleclaude.planner.core.timeparse import format_duration, format_utc
 from teleclaude.runtime.api import Runtime, guarded
@@ -313,15 +323,21 @@ USUAL_NEXT: Mapping[Step, tuple[Step, bool]] = {
 }
 
 
-def usual_next(action: Dispatch, matrix: Config) -> Successor | None:
-    """The usual next step after `action`'s, by the first agent of its matrix row (the planner's choice
-    while every agent is in, and under its headroom); None after a step without one."""
+def usual_next(
+    action: Dispatch,
+    matrix: Config,
+    unavailable: Mapping[str, Unavailability],
+    usage: Mapping[str, tuple[UsageWindow, ...]],
+    now: datetime,
+) -> Successor | None:
+    """The usual next step after `action`'s, by the agent the planner would choose for it now (its matrix
+    row's first agent that is in and under the headroom); None after a step without one, or with nobody."""
     step, same_folder = USUAL_NEXT.get(action.step, (None, False))
-    row = matrix.row(step) if step is not None else ()
-    if step is None or not row:
+    chosen = choose_agent(matrix, step, unavailable, now, usage) if step is not None else None
+    if step is None or chosen is None:
         return None
     folder = action.subfolder if same_folder else None
-    choice = Dispatch(step, action.slug, action.project, row[0].agent, row[0].thinking_mode, folder)
+    choice = Dispatch(step, action.slug, action.project, chosen.agent, chosen.thinking_mode, folder)
     return Successor(choice, same_folder)
 
 
@@ -657,13 +673,21 @@ class _Loop:
         if self.state.steps + self.state.starting >= self.settings.max_steps:
             return None  # it could never be given its step
         counted = self.successors.get(action.command)
-        after = counted.most_common(1)[0][0] if counted else usual_next(action, self._matrix())
+        after = counted.most_common(1)[0][0] if counted else self._usual_next(action)
         predicted = likely_next(action, {action.command: after} if after else {})
         if predicted is None:
             return None
         if self.warmer is None:
             self.warmer = ThreadPoolExecutor(self.settings.parallel, thread_name_prefix="warm")
         return predicted, self.warmer.submit(guarded, self.runtime.warm, predicted)
+
+    def _usual_next(self, action: Dispatch) -> Successor | None:
+        now = self.runtime.clock()
+        try:
+            agents = self.runtime.context.availability.on_record(now)
+        except StoreError:  # no guess: next_work will say what is wrong with the file
+            return None
+        return usual_next(action, self._matrix(), agents.unavailable, agents.usage, now)
 
     def _matrix(self) -> Config:
         if self.matrix is None:

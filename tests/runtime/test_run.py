@@ -22,7 +22,7 @@ from teleclaude.agents import NAMES
 from teleclaude.config.matrix import Config
 from teleclaude.demo.scenario import commit_all, git
 from teleclaude.planner import api as app
-from teleclaude.planner.core.model import Dispatch, Marker, Step, UsageWindow
+from teleclaude.planner.core.model import Dispatch, Marker, Step, Unavailability, UsageWindow
 from teleclaude.planner.core.roadmap import parse_roadmap
 from teleclaude.planner.core.timeparse import format_utc
 from teleclaude.runtime import orchestrator
@@ -528,11 +528,14 @@ def test_a_run_killed_mid_run_and_started_again_finishes_without_dispatching_any
     assert report_line(out).startswith("COMPLETE:")
     assert adopted.id in out  # taken over, not started again
     assert_delivered(project)
-    sessions = SessionStore().sessions()
+    every = SessionStore().sessions()
+    sessions = [s for s in every if s.delivered_at is not None]  # the workers given a step
     twice = [pair for pair, n in collections.Counter((s.command, s.args) for s in sessions).items() if n > 1]
     assert twice == []
     assert len(sessions) == 9  # build, review, finalize for each of the three
-    assert all(s.state.is_final for s in sessions)
+    assert all(s.state.is_final for s in every)
+    # a worker the killed run had started ahead of its step was ended by the next one, never typed into
+    assert all(s.state is SessionState.CANCELLED for s in every if s.delivered_at is None)
     assert_no_workers(tmux_socket)
 
 
@@ -717,17 +720,23 @@ def test_the_step_likely_next_is_the_one_that_followed_the_same_step_of_an_earli
     assert likely(finalize, successors) is None  # nothing followed it yet
 
 
-def test_before_anything_followed_a_step_the_guess_is_its_usual_next_step_by_its_rows_first_agent():
-    usual, after = orchestrator.usual_next, orchestrator.Successor
+def test_before_anything_followed_a_step_the_guess_is_its_usual_next_step_by_the_agent_chosen_now():
+    after, now = orchestrator.Successor, datetime.now(UTC)
+
+    def usual(action: Dispatch, matrix: Config | None = None, out: tuple[str, ...] = ()):
+        unavailable = {agent: Unavailability(agent, now + timedelta(hours=1)) for agent in out}
+        return orchestrator.usual_next(action, matrix or Config(), unavailable, {}, now)
+
     build = Dispatch(Step.BUILD, "b", "/p", "gemini", "med", "trees/b")
-    review = usual(build, Config())
+    review = usual(build)
     assert review == after(Dispatch(Step.REVIEW, "b", "/p", "codex", "slow", "trees/b"), same_folder=True)
-    assert review is not None
+    assert usual(build, out=("codex",)) == after(replace(review.dispatch, agent="claude"), same_folder=True)
     finalize = usual(review.dispatch, Config(agents=("gemini", "codex")))  # claude not installed
     assert finalize == after(Dispatch(Step.FINALIZE, "b", "/p", "gemini", "med", None), same_folder=False)
     assert finalize is not None
-    assert usual(finalize.dispatch, Config()) is None  # the item is delivered
+    assert usual(finalize.dispatch) is None  # the item is delivered
     assert usual(build, Config(matrix={})) is None  # no agent staffs a review
+    assert usual(build, out=NAMES) is None  # every agent is out
 
 
 def turn_end(session: Session) -> datetime:
