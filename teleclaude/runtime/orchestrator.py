@@ -332,9 +332,12 @@ def usual_next(
 ) -> Successor | None:
     """The usual next step after `action`'s, by the agent the planner would choose for it now (its matrix
     row's first agent that is in and under the headroom); None after a step without one, or with nobody."""
-    step, same_folder = USUAL_NEXT.get(action.step, (None, False))
-    chosen = choose_agent(matrix, step, unavailable, now, usage) if step is not None else None
-    if step is None or chosen is None:
+    usual = USUAL_NEXT.get(action.step)
+    if usual is None:
+        return None
+    step, same_folder = usual
+    chosen = choose_agent(matrix, step, unavailable, now, usage)
+    if chosen is None:
         return None
     folder = action.subfolder if same_folder else None
     choice = Dispatch(step, action.slug, action.project, chosen.agent, chosen.thinking_mode, folder)

@@ -739,6 +739,15 @@ def test_before_anything_followed_a_step_the_guess_is_its_usual_next_step_by_the
     assert usual(build, out=NAMES) is None  # every agent is out
 
 
+def run_to_the_end(project: Path, socket: str) -> tuple[orchestrator.RunReport, list[str], list[Session]]:
+    """`run` of the whole roadmap: complete, every item delivered, no worker left; its sessions."""
+    report, lines = run(project)
+    assert report.outcome is Outcome.COMPLETE, report.text
+    assert_delivered(project)
+    assert_no_workers(socket)
+    return report, lines, SessionStore().sessions()
+
+
 def turn_end(session: Session) -> datetime:
     (end,) = [e.at for e in SessionStore().events([session.id]) if e.kind is EventKind.TURN_ENDED][:1]
     return end
@@ -754,13 +763,9 @@ def test_the_worker_of_an_items_next_step_is_started_while_its_step_works_and_gi
 ):
     """Each reviewer and finalizer is at its prompt before the worker before it is through: the step's start
     is not waited for between the steps. The first item's are the usual next steps (a review after a build,
-    a finalize after a review) by their matrix rows' first agents; later items' are what followed before."""
+    a finalize after a review) by the agents the planner chooses; later items' are what followed before."""
     monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "1")
-    report, lines = run(project)
-    assert report.outcome is Outcome.COMPLETE, report.text
-    assert_delivered(project)
-    assert_no_workers(tmux_socket)
-    sessions = SessionStore().sessions()
+    report, lines, sessions = run_to_the_end(project, tmux_socket)
     assert len(sessions) == report.steps == 9  # none started ahead for nothing
     for slug in SLUGS:
         build, review, finalize = (
@@ -782,7 +787,7 @@ def test_with_warm_start_false_each_worker_is_started_once_its_step_is_named(
     report, lines = run(project)
     assert report.outcome is Outcome.COMPLETE, report.text
     sessions = SessionStore().sessions()
-    for slug in SLUGS[1:]:
+    for slug in SLUGS:
         build, review = (step_of(sessions, command, slug) for command in ("next-build", "next-review"))
         assert review.created_at > turn_end(build)
     assert not any("started ahead" in line for line in lines)
@@ -794,11 +799,7 @@ def test_a_worker_started_ahead_for_a_step_next_work_does_not_name_is_ended_with
     """farewell's first review requests changes: the finalizer started ahead for it is ended unused."""
     monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "1")
     monkeypatch.setenv("FAKE_AGENT_REJECT", "farewell")
-    report, lines = run(project)
-    assert report.outcome is Outcome.COMPLETE, report.text
-    assert_delivered(project)
-    assert_no_workers(tmux_socket)
-    sessions = SessionStore().sessions()
+    report, lines, sessions = run_to_the_end(project, tmux_socket)
     unused = [s for s in sessions if s.delivered_at is None]
     assert [(s.command, s.slug, s.state) for s in unused] == [
         ("next-finalize", "farewell", SessionState.CANCELLED)
