@@ -54,7 +54,7 @@ from teleclaude.runtime.core.sessions import EventKind, SessionState  # noqa: E4
 
 NAMES: tuple[str, ...] = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india")
 NAMES += ("juliet", *(f"item-{n}" for n in range(11, 100)))
-AHEAD = 3.0  # seconds: a session PENDING longer is a worker started ahead, at its prompt (`all_busy`)
+AHEAD = 1.0  # seconds: a session PENDING longer is a worker started ahead, at its prompt (`all_busy`)
 
 
 @dataclass(frozen=True)

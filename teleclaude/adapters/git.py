@@ -327,6 +327,20 @@ def commits_ahead(repo: Repo, slug: str) -> int:
     return int(out.strip() or 0)
 
 
+def catch_up(repo: Repo, slug: str) -> bool:
+    """trees/{slug}'s branch fast-forwarded to what main has now, when it has no commit of its own (a worktree
+    made ahead of its build, before main moved on); False when it did not move (nothing to catch up, a
+    commit of its own, or git refused: local changes in the way)."""
+    tree, main = repo.tree(slug), main_head_ref(repo)
+    try:
+        if commits_ahead(repo, slug) or commit_of(tree, "HEAD") == commit_of(repo.root, main):
+            return False
+        run_git(["merge", "--ff-only", "--quiet", main], tree)
+    except subprocess.CalledProcessError:
+        return False
+    return True
+
+
 def add_worktree(repo: Repo, slug: str) -> None:
     """`git worktree add trees/{slug} -b {slug}`, reattaching the branch when it already exists.
 

@@ -39,8 +39,9 @@ A line that is not a command is an instruction: one that says to commit makes it
 tick makes it tick its build tasks and commit, one that says its check failed makes it write
 `check-fixed.txt` (and commit); anything else (a reminder) gets a status line back.
 `/emit N` prints N numbered rows, 20 ms apart (for reading output while it grows).
-`FAKE_AGENT_STEP_SECONDS=W` makes every step (a command of the planner) take W seconds of "work" first, as
-a model's turn would (bench/bench_loop.py measures the loop's own time around it).
+`FAKE_AGENT_STEP_SECONDS=W` makes every step (a command of the planner) take W seconds, its own git work
+included (done in the last OWN_WORK_SECONDS of them, as a model's turn commits at its end), as a model's
+turn would (bench/bench_loop.py measures the loop's own time around it).
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ LIMIT_MESSAGES = {
 FAILURE_MESSAGE = "You've hit your session limit · resets 3:48pm (UTC)"
 SWALLOW_WINDOW = 0.05
 SLUGGISH_SECONDS = 3.5  # longer than the 3 s over which the launcher pressed Enter three times before
+OWN_WORK_SECONDS = 0.5  # of a step's W (`FAKE_AGENT_STEP_SECONDS`): its git work, at the end of it
 PROMPT = "> "
 
 
@@ -185,13 +187,16 @@ def respond(agent: str, chosen: set[str], command: str, args: str, lines) -> int
             {"hook_event_name": "StopFailure", "error": "rate_limit", "last_assistant_message": message},
         )
         return None
+    began = time.monotonic()
     from teleclaude.planner.core.model import Step
 
-    work = float(os.environ.get("FAKE_AGENT_STEP_SECONDS") or 0)
-    if work > 0 and command in {step.command for step in Step}:
+    steps = {step.command for step in Step}
+    work = float(os.environ.get("FAKE_AGENT_STEP_SECONDS") or 0) if command in steps else 0.0
+    if work > 0:
         say("working...")
-        time.sleep(work)
+        time.sleep(max(0.0, work - OWN_WORK_SECONDS))
     done = do_step(command, args.split()[0] if args.split() else "")
+    time.sleep(max(0.0, began + work - time.monotonic()))  # the step, its own git work included, takes W
     say(done)
     if "usage" in chosen and window is not None:
         run_hook("statusline", window.status_line(), "--agent", agent)

@@ -122,11 +122,23 @@ def _last_error(action: Action, root: Path) -> str | None:
 
 
 @guard
-def ready_items(cwd: str | os.PathLike | None = None) -> tuple[str, ...]:
-    """The slugs `next_work(slug)` may be asked about side by side now ("" = the bug list, `next_work()`);
-    see `decide.ready_items`. Read-only: the claims happen when `next_work` is asked."""
+def ready_items(
+    cwd: str | os.PathLike | None = None, delivered: frozenset[str] = frozenset()
+) -> tuple[str, ...]:
+    """The slugs `next_work(slug)` may be asked about side by side now ("" = the bug list, `next_work()`),
+    or once the items `delivered` are; see `decide.ready_items`. Read-only: the claims happen when
+    `next_work` is asked."""
     repo = gitx.find_repo(cwd or os.getcwd())
-    return decide_ready(RepoFacts(repo, load_config(repo.root)))
+    return decide_ready(RepoFacts(repo, load_config(repo.root)), delivered)
+
+
+@guard
+def catch_up(slug: str, cwd: str | os.PathLike | None = None) -> bool:
+    """trees/{slug} moved up to main under the project lock when its branch has no commit of its own yet
+    (`gitx.catch_up`): a worktree made ahead of its build gets what was merged meanwhile."""
+    repo = gitx.find_repo(cwd or os.getcwd())
+    with fs.project_lock(repo.common_dir):
+        return gitx.catch_up(repo, slug)
 
 
 @guard

@@ -45,6 +45,7 @@ from teleclaude.runtime.core.sessions import (
     StartRequest,
     command_listed,
     seen_of,
+    shows_part_of,
     transition,
     waiting_for_input,
 )
@@ -305,7 +306,10 @@ class Launcher:
                 if refused is not None:
                     return self._fail(session, refused)
                 return self._fail(
-                    session, _delivery_failed(session, text, "the screen did not change after Enter")
+                    session,
+                    _delivery_failed(
+                        session, text, "the screen did not change after Enter", self._screen(session)
+                    ),
                 )
         except TmuxError as error:
             return self._fail(session, Error(ErrorCode.TMUX_FAILED, str(error)))
@@ -342,8 +346,11 @@ class Launcher:
             for _ in head:
                 tmux.send_key(pane, "BSpace")
             emptied = partial(waiting_for_input, prompt_pattern=profile.prompt, busy_pattern=profile.busy)
+            # the input empty again: a bare border row matches opencode's prompt while `/` is still typed
             self.panes.until_screen(
-                session, lambda rows: emptied(rows) and not listed(rows), self.context.config.command_wait
+                session,
+                lambda rows: emptied(rows) and not listed(rows) and not shows_part_of(rows, head),
+                self.context.config.command_wait,
             )
             tmux.send_text(pane, text)
         elif text[len(head) :]:
@@ -386,11 +393,13 @@ class Launcher:
             quiet = stable_since + stable - time.monotonic() if stable_since is not None else 0.25
             tmux.await_output(session.pane_id, mark, max(0.0, min(quiet, 0.25)), poll=0.05)
 
+    def _screen(self, session: Session) -> list[str]:
+        view = self.context.tmux.views().get(session.pane_id)
+        return self.context.tmux.screen(session.pane_id, view) if view else []
+
     def _refused(self, session: Session) -> Error | None:
         """The CLI answered the command with its "unknown command" (it may keep the text in its input box)."""
-        view = self.context.tmux.views().get(session.pane_id)
-        screen = self.context.tmux.screen(session.pane_id, view) if view else []
-        refusal = refused_command(session.agent, screen)
+        refusal = refused_command(session.agent, self._screen(session))
         if refusal is None:
             return None
         return Error(ErrorCode.INVALID_ARGUMENT, refusal_text(session.agent, refusal))

@@ -862,6 +862,9 @@ class _Lanes(_Loop):
     starter: ThreadPoolExecutor | None = None  # the lanes' worker starts (`_launch`)
     # the lanes after the last `_fill`, and when it asked
     asked: tuple[frozenset[str], float] = (frozenset(), float("-inf"))
+    # items claimed while a lane's item is finalized, each with its first worker started ahead
+    # (`_next_item_ahead`): the lanes that free up take them first
+    ahead: dict[str, Warming] = field(default_factory=dict)
 
     def go(self) -> Stop:
         try:
@@ -872,6 +875,9 @@ class _Lanes(_Loop):
             for lane in self.lanes.values():  # a worker started ahead ends with the run (Ctrl-C too)
                 self._claim_warm(lane.warming, None)
                 lane.warming = None
+            for warming in self.ahead.values():  # its item stays claimed, as any item in flight
+                self._claim_warm(warming, None)
+            self.ahead.clear()
             self._claim_warm(self.warming, None)
             self._stop_warmer()
 
@@ -920,6 +926,9 @@ class _Lanes(_Loop):
             lane.session, lane.adopted = session, True
 
     def _fill(self) -> Stop | None:
+        for slug in list(self.ahead):  # before anything else: no other lane adopts its worker
+            if len(self.lanes) < self.settings.parallel and slug not in self.lanes:
+                self.lanes[slug] = Lane(slug, warming=self.ahead.pop(slug))
         if len(self.lanes) >= self.settings.parallel:
             return None
         asked_lanes, asked_at = self.asked
@@ -992,6 +1001,8 @@ class _Lanes(_Loop):
         self._answer(action)
         warm = self._claim_warm(lane.warming, action if isinstance(action, Dispatch) else None)
         lane.warming = None
+        if warm is not None and isinstance(action, Dispatch) and action.step is Step.BUILD:
+            guarded(app.catch_up, action.slug, cwd=self.settings.root)  # made ahead: what merged meanwhile
         match action:
             case Dispatch():
                 begun = self._launch(lane, action, computer=self._computer_for(lane, action), warm=warm)
@@ -1058,11 +1069,50 @@ class _Lanes(_Loop):
                 lane.session, lane.adopted = begun, begun is not self.state.session
                 if not lane.adopted and begun.args == action.slug:  # not an architect's unattended start
                     lane.warming = self._warm_after(action)
+                if not lane.adopted and action.step is Step.FINALIZE:
+                    self._next_item_ahead()
             elif isinstance(begun, Stop):
                 stop = self._park(lane, begun)
                 if stop:
                     return stop
         return None
+
+    def _next_item_ahead(self) -> None:
+        """While a lane's item is finalized, the next ready item is claimed (`next_work` on it: its `[>]`,
+        its worktree) and its first worker started ahead (`[runtime] warm_start`), so the lane it frees goes
+        on without a cold start; its build is caught up with main before it is typed (`app.catch_up`). At
+        most one a finalizing lane, only when every lane is taken (a free one takes a ready item anyway), and
+        never the bug list (worked in the main checkout). A run that stops meanwhile leaves that item claimed,
+        as it leaves any item in flight."""
+        config, root = self.runtime.config, self.settings.root
+        if not config.warm_start or config.remotes or len(self.lanes) < self.settings.parallel:
+            return
+        if self.state.steps + self.state.starting >= self.settings.max_steps:
+            return  # its step could never be given
+        finalizing = frozenset(
+            slug
+            for slug, lane in self.lanes.items()
+            if lane.session is not None and bare_command(lane.session.command) == Step.FINALIZE.command
+        )
+        if len(self.ahead) >= len(finalizing):
+            return
+        # the item a free lane will take once the items finalized are delivered (roadmap order): none when
+        # that one still waits for them (next_work of a named item does not ask), or is the bug list
+        then, now = app.ready_items(cwd=root, delivered=finalizing), app.ready_items(cwd=root)
+        if isinstance(then, Error) or isinstance(now, Error):
+            return
+        taken = {*self.lanes, *self.ahead, *self.state.parked}
+        slug = next((s for s in then if s not in taken), "")
+        if not slug or slug not in now:
+            return
+        action = app.next_work(slug, cwd=root)
+        if not isinstance(action, Dispatch) or action.slug != slug:
+            return  # next_work says why when its lane asks
+        predicted = replace(action, note=None)
+        self.show(f"    ahead: {slug} claimed, its {action.command} worker starting")
+        if self.warmer is None:
+            self.warmer = ThreadPoolExecutor(self.settings.parallel, thread_name_prefix="warm")
+        self.ahead[slug] = (predicted, self.warmer.submit(guarded, self.runtime.warm, predicted))
 
     def _start_architect(self, lane: Lane) -> Session | Stop | None:
         action = app.next_prepare(lane.slug, cwd=self.settings.root)

@@ -774,7 +774,28 @@ def test_the_worker_of_an_items_next_step_is_started_while_its_step_works_and_gi
         assert review.created_at < turn_end(build) < review.delivered_at  # type: ignore[operator]
         assert finalize.created_at < turn_end(review) < finalize.delivered_at  # type: ignore[operator]
         assert review.subfolder == f"trees/{slug}" and finalize.subfolder is None
-    assert sum("started ahead" in line for line in lines) == 6
+    assert sum("started ahead" in line for line in lines) == 7  # and shouting's build (the test below)
+
+
+def test_the_next_items_build_is_claimed_and_started_while_an_item_is_finalized_and_gets_its_merge(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    """shouting is ready while farewell is finalized: claimed then, its builder at its prompt before the
+    finalizer is through, and its branch caught up with farewell's merge before the build is typed. farewell
+    waits for greeting, so nothing is claimed ahead of it, and the roadmap's order holds."""
+    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "2")  # the finalizer merges 1.5 s into its turn
+    report, lines, sessions = run_to_the_end(project, tmux_socket)
+    assert len(sessions) == report.steps == 9  # none started ahead for nothing
+    builds = [step_of(sessions, "next-build", slug) for slug in SLUGS]
+    finalizes = [step_of(sessions, "next-finalize", slug) for slug in SLUGS]
+    assert [b.slug for b in sorted(builds, key=lambda s: s.delivered_at or 0)] == list(SLUGS)
+    greeting_done, farewell_done = turn_end(finalizes[0]), turn_end(finalizes[1])
+    assert builds[1].created_at > greeting_done  # farewell waited for greeting: not claimed ahead
+    assert builds[2].created_at < farewell_done < builds[2].delivered_at  # type: ignore[operator]
+    merged = git(project, "log", "-1", "--format=%H", "--grep=^Finalize farewell$", "main").strip()
+    built = git(project, "log", "-1", "--format=%H", "--grep=^Build shouting$", "main").strip()
+    assert merged and built
+    git(project, "merge-base", "--is-ancestor", merged, built)  # built on main as it was after farewell
 
 
 def test_with_warm_start_false_each_worker_is_started_once_its_step_is_named(

@@ -9,7 +9,7 @@ import pytest
 
 from teleclaude.config.matrix import Config
 from teleclaude.errors import Error, ErrorCode, call
-from teleclaude.planner.core.decide import decide_prepare, decide_work
+from teleclaude.planner.core.decide import decide_prepare, decide_work, ready_items
 from teleclaude.planner.core.model import (
     ClaimItem,
     Complete,
@@ -514,3 +514,13 @@ def test_prepare_has_no_effects():
 
 def test_prepare_without_roadmap_is_no_work():
     assert action(decide_prepare(Facts(roadmap_text=None))).code is ErrorCode.NO_WORK
+
+
+def test_ready_items_once_the_items_finalized_are_delivered_come_in_roadmap_order():
+    """What a run claims ahead while `feat` is finalized: `after` waits for feat, so it is ready only once
+    feat is delivered, and then it comes before `last` (roadmap order), as it will for the lane feat frees."""
+    roadmap = "- [>] feat — the feature\n- [ ] after (after: feat) — next\n- [ ] last — later\n"
+    facts = Facts(roadmap_text=roadmap)
+    assert ready_items(facts) == ("feat", "last")
+    assert ready_items(facts, frozenset({"feat"})) == ("after", "last")
+    assert ready_items(replace(facts, bugs=1), frozenset({"feat"}))[0] == ""  # the bug list first

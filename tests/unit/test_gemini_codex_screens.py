@@ -13,7 +13,12 @@ from teleclaude.agents import PROFILES
 from teleclaude.agents.codex import failure_kind, last_turn_error
 from teleclaude.runtime.core.blockers import find_blocker, refused_command, unexpanded_command
 from teleclaude.runtime.core.limits import find_limit
-from teleclaude.runtime.core.sessions import command_listed, prompt_visible, waiting_for_input
+from teleclaude.runtime.core.sessions import (
+    command_listed,
+    prompt_visible,
+    shows_part_of,
+    waiting_for_input,
+)
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 HOUR = NOW + timedelta(hours=1)
@@ -174,6 +179,33 @@ def test_gemini_lists_a_typed_command_only_once_it_knows_it():
     prefixed = [row.replace("next-build", "my.next-build") for row in listed]
     assert command_listed(prefixed, pattern, "my.next-build")
     assert not command_listed(prefixed, pattern, "myXnext-build")  # the name is literal, not a regex
+
+
+# opencode 1.18's input box, its commands popup open over it, as a loaded machine showed it between the
+# launcher's Backspaces: nine of the ten typed after `/next-build` taken, the last on its way
+OPENCODE_ERASING = [
+    "  ┃ /agents              Switch agent                                       ┃",
+    "  ┃ /mcps                Toggle MCPs                                        ┃",
+    "  ┃",
+    "  ┃  /",
+    "  ┃",
+    "  ┃  Build · Scripted Model Scripted",
+    "  ╹▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀",
+    "                                                   tab agents  ctrl+p commands",
+]
+
+
+def test_an_opencode_input_still_holding_the_commands_slash_is_not_yet_empty():
+    """Its prompt pattern matches the box's bare border rows, so only the typed remnant tells that the line is
+    not erased yet: the command typed whole into the open popup would be lost (its space empties the line)."""
+    profile = PROFILES["opencode"]
+    assert waiting_for_input(OPENCODE_ERASING, profile.prompt, profile.busy)
+    assert shows_part_of(OPENCODE_ERASING, "/next-build")
+    erased = [row for row in OPENCODE_ERASING if "/" not in row]
+    empty = [*erased[:1], '  ┃  Ask anything… "What is the tech stack of this project?"', *erased[1:]]
+    assert not shows_part_of(empty, "/next-build")
+    assert shows_part_of(["  ┃  /next-bu"], "/next-build")
+    assert not shows_part_of(["  ┃  /next-build greeting"], "/next-build")  # the whole line is not a remnant
 
 
 def test_the_dialogs_are_recognised():

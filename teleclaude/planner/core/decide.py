@@ -215,18 +215,21 @@ def _choose_work_item(facts: Facts) -> str | Decision:
     return _done(None, _nothing_open())
 
 
-def ready_items(facts: Facts) -> tuple[str, ...]:
+def ready_items(facts: Facts, delivered: frozenset[str] = frozenset()) -> tuple[str, ...]:
     """What a parallel run may work on now, in order: the bug list ("") while bugs are open, the items in
     flight (`[>]`), then the pending items whose dependencies are delivered. A missing or malformed roadmap
-    offers the bug list only: `decide_work` without a slug says what is wrong with it."""
+    offers the bug list only: `decide_work` without a slug says what is wrong with it. With `delivered`:
+    what it will be once those items are."""
     bugs = ("",) if facts.open_bugs() else ()
     roadmap = facts.roadmap()
     if roadmap is None or blocking_problems(roadmap):
         return bugs
-    open_items = roadmap.open_items()
+    open_items = [i for i in roadmap.open_items() if i.slug not in delivered]
     active = [i.slug for i in open_items if i.marker is Marker.ACTIVE]
     ready = [
-        i.slug for i in open_items if i.marker is not Marker.ACTIVE and not _unsatisfied(facts, roadmap, i)
+        i.slug
+        for i in open_items
+        if i.marker is not Marker.ACTIVE and not _unsatisfied(facts, roadmap, i, delivered)
     ]
     return (*bugs, *active, *ready)
 
@@ -244,8 +247,10 @@ def _choose_prepare_item(facts: Facts) -> str | Decision:
     return next(unprepared, candidates[0])
 
 
-def _unsatisfied(facts: Facts, roadmap: Roadmap, item: RoadmapItem) -> list[str]:
-    return open_dependencies(roadmap, item, lambda dep: bool(facts.archive(dep)))
+def _unsatisfied(
+    facts: Facts, roadmap: Roadmap, item: RoadmapItem, delivered: frozenset[str] = frozenset()
+) -> list[str]:
+    return open_dependencies(roadmap, item, lambda dep: dep in delivered or bool(facts.archive(dep)))
 
 
 def open_dependencies(roadmap: Roadmap, item: RoadmapItem, archived: Callable[[str], bool]) -> list[str]:

@@ -530,6 +530,15 @@ def command_listed(rows: list[str], listed_pattern: str, name: str) -> bool:
     return any(pattern.search(row) for row in rows)
 
 
+def shows_part_of(rows: list[str], typed: str) -> bool:
+    """A row holds only a beginning of `typed` (box-drawing borders and blanks aside): a line typed into the
+    input and not yet wholly erased. opencode's `┃  /` while its last Backspace is on its way."""
+    return any((content := row.translate(_BORDERS).strip()) and typed.startswith(content) for row in rows)
+
+
+_BORDERS = {code: " " for code in range(0x2500, 0x25A0)}  # box drawing, block elements
+
+
 def waiting_for_input(rows: list[str], prompt_pattern: str, busy_pattern: str = "") -> bool:
     """The prompt is shown and nothing says the CLI is still working (a CLI may keep its input line while it
     works; only its footer tells, e.g. `esc to interrupt`)."""
