@@ -290,7 +290,7 @@ def main() -> int:
         cpu = r.busy_cpu / r.busy_seconds if r.busy_seconds else float("nan")
         print(
             f"{r.name:<13} {r.wall:>7.1f} {r.steps:>5} {work:>8.1f} "
-            f"{f'{overhead:.0%}' if r.name == 'serial' else '':>8} {ratio:>8.2f} "
+            f"{f'{overhead:.1%}' if r.name == 'serial' else '':>8} {ratio:>8.2f} "
             f"{percentile(r.latencies, 0.5):>12.2f} {percentile(r.latencies, 0.95):>6.2f} {cpu:>13.1f} "
             f"{r.cpu / r.wall:>9.1f}" + ("" if r.code == 0 else f"  (exit {r.code})")
         )

@@ -22,6 +22,7 @@ from teleclaude.errors import Error, ErrorCode, Failure, guard
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.bugs import open_bugs
 from teleclaude.planner.core.decide import decide_prepare, decide_work
+from teleclaude.planner.core.decide import next_item_after as decide_next_item_after
 from teleclaude.planner.core.decide import ready_items as decide_ready
 from teleclaude.planner.core.markdown import TooComplex, conflict_lines, decode
 from teleclaude.planner.core.model import (
@@ -122,14 +123,20 @@ def _last_error(action: Action, root: Path) -> str | None:
 
 
 @guard
-def ready_items(
-    cwd: str | os.PathLike | None = None, delivered: frozenset[str] = frozenset()
-) -> tuple[str, ...]:
-    """The slugs `next_work(slug)` may be asked about side by side now ("" = the bug list, `next_work()`),
-    or once the items `delivered` are; see `decide.ready_items`. Read-only: the claims happen when
-    `next_work` is asked."""
+def ready_items(cwd: str | os.PathLike | None = None) -> tuple[str, ...]:
+    """The slugs `next_work(slug)` may be asked about side by side now ("" = the bug list, `next_work()`);
+    see `decide.ready_items`. Read-only: the claims happen when `next_work` is asked."""
     repo = gitx.find_repo(cwd or os.getcwd())
-    return decide_ready(RepoFacts(repo, load_config(repo.root)), delivered)
+    return decide_ready(RepoFacts(repo, load_config(repo.root)))
+
+
+@guard
+def next_item_after(
+    delivered: frozenset[str], taken: frozenset[str], cwd: str | os.PathLike | None = None
+) -> str | None:
+    """`decide.next_item_after`: the item to claim ahead while the items `delivered` are finalized."""
+    repo = gitx.find_repo(cwd or os.getcwd())
+    return decide_next_item_after(RepoFacts(repo, load_config(repo.root)), delivered, taken)
 
 
 @guard

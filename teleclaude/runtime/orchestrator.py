@@ -1096,14 +1096,10 @@ class _Lanes(_Loop):
         )
         if len(self.ahead) >= len(finalizing):
             return
-        # the item a free lane will take once the items finalized are delivered (roadmap order): none when
-        # that one still waits for them (next_work of a named item does not ask), or is the bug list
-        then, now = app.ready_items(cwd=root, delivered=finalizing), app.ready_items(cwd=root)
-        if isinstance(then, Error) or isinstance(now, Error):
-            return
-        taken = {*self.lanes, *self.ahead, *self.state.parked}
-        slug = next((s for s in then if s not in taken), "")
-        if not slug or slug not in now:
+        # none when the item next still waits for them: next_work of a named item does not ask
+        taken = frozenset((*self.lanes, *self.ahead, *self.state.parked))
+        slug = app.next_item_after(finalizing, taken, cwd=root)
+        if not isinstance(slug, str):
             return
         action = app.next_work(slug, cwd=root)
         if not isinstance(action, Dispatch) or action.slug != slug:

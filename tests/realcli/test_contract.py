@@ -153,7 +153,7 @@ def test_it_starts_unattended_and_its_role_command_reaches_the_model_expanded(
     turn = model_server.wait_for(lambda r: r.turn, timeout=90)
     sent = turn.text()
     for expanded in seen.expanded:
-        assert expanded in sent
+        assert expanded in sent, f"the user's message: {turn.last_user_text()[-2000:]!r}"
     for placeholder in seen.substituted:
         assert placeholder not in sent
     assert seen.shell_tool in turn.tools()

@@ -9,7 +9,7 @@ import pytest
 
 from teleclaude.config.matrix import Config
 from teleclaude.errors import Error, ErrorCode, call
-from teleclaude.planner.core.decide import decide_prepare, decide_work, ready_items
+from teleclaude.planner.core.decide import decide_prepare, decide_work, next_item_after, ready_items
 from teleclaude.planner.core.model import (
     ClaimItem,
     Complete,
@@ -524,3 +524,9 @@ def test_ready_items_once_the_items_finalized_are_delivered_come_in_roadmap_orde
     assert ready_items(facts) == ("feat", "last")
     assert ready_items(facts, frozenset({"feat"})) == ("after", "last")
     assert ready_items(replace(facts, bugs=1), frozenset({"feat"}))[0] == ""  # the bug list first
+    feat = frozenset({"feat"})
+    assert next_item_after(facts, feat, feat) is None  # `after` is next, but it waits for feat
+    assert next_item_after(facts, feat, feat | {"after"}) == "last"  # `after` has a lane of its own
+    independent = Facts(roadmap_text="- [>] feat — the feature\n- [ ] after — next\n- [ ] last — later\n")
+    assert next_item_after(independent, feat, feat) == "after"
+    assert next_item_after(replace(independent, bugs=1), feat, feat) is None  # the bug list comes next

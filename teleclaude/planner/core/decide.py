@@ -234,6 +234,14 @@ def ready_items(facts: Facts, delivered: frozenset[str] = frozenset()) -> tuple[
     return (*bugs, *active, *ready)
 
 
+def next_item_after(facts: Facts, delivered: frozenset[str], taken: frozenset[str]) -> str | None:
+    """The item a lane takes next once the items `delivered` are (the first ready one not `taken`, in
+    roadmap order), when it may start now too; None when there is none, it is the bug list, or it still
+    waits for them (`teleclaude run` claims it ahead while they are finalized)."""
+    then = next((slug for slug in ready_items(facts, delivered) if slug not in taken), None)
+    return then if then and then in ready_items(facts) else None
+
+
 def _choose_prepare_item(facts: Facts) -> str | Decision:
     roadmap = facts.roadmap()
     if roadmap is None:
