@@ -108,8 +108,12 @@ def test_parallel_two_delivers_four_items_with_a_dependency_and_a_conflicting_fi
     blocked = [s for s in finalizes if s.slug == fixed[0]]
     assert len(blocked) == 2 and "MERGE_CONFLICT" in blocked[0].status_text, blocked[0].status_text
     assert "merged" in blocked[1].status_text
-    greeting_done = max(s.updated_at for s in sessions if step(s) == ("next-finalize", "greeting"))
-    assert min(s.created_at for s in sessions if s.slug == "farewell") >= greeting_done
+    # farewell waits for greeting: it is built on main with greeting delivered (its worker may be claimed
+    # and started ahead once greeting's finalize has merged it, while that finalizer ends its turn)
+    delivered = git(project, "log", "-1", "--format=%H", "--grep=^Finalize greeting$", "main").strip()
+    built = git(project, "log", "-1", "--format=%H", "--grep=^Build farewell$", "main").strip()
+    assert delivered and built
+    git(project, "merge-base", "--is-ancestor", delivered, built)
     builds = sorted((s for s in sessions if step(s)[0] == "next-build"), key=lambda s: s.created_at)
     assert builds[1].created_at < builds[0].updated_at  # two items really were in flight at once
 

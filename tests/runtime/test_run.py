@@ -782,20 +782,20 @@ def test_the_next_items_build_is_claimed_and_started_while_an_item_is_finalized_
 ):
     """shouting is ready while farewell is finalized: claimed then, its builder at its prompt before the
     finalizer is through, and its branch caught up with farewell's merge before the build is typed. farewell
-    waits for greeting, so nothing is claimed ahead of it, and the roadmap's order holds."""
+    waits for greeting: it is not claimed before greeting is merged, and the roadmap's order holds."""
     monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "2")  # the finalizer merges 1.5 s into its turn
     report, lines, sessions = run_to_the_end(project, tmux_socket)
     assert len(sessions) == report.steps == 9  # none started ahead for nothing
     builds = [step_of(sessions, "next-build", slug) for slug in SLUGS]
     finalizes = [step_of(sessions, "next-finalize", slug) for slug in SLUGS]
     assert [b.slug for b in sorted(builds, key=lambda s: s.delivered_at or 0)] == list(SLUGS)
-    greeting_done, farewell_done = turn_end(finalizes[0]), turn_end(finalizes[1])
-    assert builds[1].created_at > greeting_done  # farewell waited for greeting: not claimed ahead
+    farewell_done = turn_end(finalizes[1])
     assert builds[2].created_at < farewell_done < builds[2].delivered_at  # type: ignore[operator]
-    merged = git(project, "log", "-1", "--format=%H", "--grep=^Finalize farewell$", "main").strip()
-    built = git(project, "log", "-1", "--format=%H", "--grep=^Build shouting$", "main").strip()
-    assert merged and built
-    git(project, "merge-base", "--is-ancestor", merged, built)  # built on main as it was after farewell
+    for before, after in (("greeting", "farewell"), ("farewell", "shouting")):  # each built on the one before
+        merged = git(project, "log", "-1", "--format=%H", f"--grep=^Finalize {before}$", "main").strip()
+        built = git(project, "log", "-1", "--format=%H", f"--grep=^Build {after}$", "main").strip()
+        assert merged and built
+        git(project, "merge-base", "--is-ancestor", merged, built)
 
 
 def test_with_warm_start_false_each_worker_is_started_once_its_step_is_named(
