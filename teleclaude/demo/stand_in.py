@@ -51,6 +51,7 @@ import json
 import math
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -77,6 +78,7 @@ LIMIT_MESSAGES = {
 FAILURE_MESSAGE = "You've hit your session limit · resets 3:48pm (UTC)"
 SWALLOW_WINDOW = 0.05
 SLUGGISH_SECONDS = 3.5  # longer than the 3 s over which the launcher pressed Enter three times before
+LIST_LAG_SECONDS = 1.0  # lagging: how long the list stays after the arguments are typed
 OWN_WORK_SECONDS = 0.5  # of a step's W (`FAKE_AGENT_STEP_SECONDS`): its git work, at the end of it
 PROMPT = "> "
 
@@ -135,7 +137,12 @@ def _preload() -> None:
 def serve(agent: str, chosen: set[str]) -> int:
     if "slowstart" in chosen:
         time.sleep(1.0)
-    lines = read_lines(lists_commands=agent == "gemini", deaf="deaf" in chosen, sluggish="sluggish" in chosen)
+    lines = read_lines(
+        lists_commands=agent == "gemini",
+        deaf="deaf" in chosen,
+        sluggish="sluggish" in chosen,
+        lagging="lagging" in chosen,
+    )
     for line in lines:
         match = re.fullmatch(r"[/$](?:prompts:)?([a-z0-9-]+)\s*(.*)", line.strip())
         if not match:
@@ -394,11 +401,15 @@ def say(text: str) -> None:
     sys.stdout.flush()
 
 
-def read_lines(lists_commands: bool = False, deaf: bool = False, sluggish: bool = False):
+def read_lines(
+    lists_commands: bool = False, deaf: bool = False, sluggish: bool = False, lagging: bool = False
+):
     """Lines typed at the prompt, key by key; an Enter within 50 ms of the last key is dropped. With
     `lists_commands`, a command typed alone is listed below the input row, as gemini lists a command it
     knows (the launcher waits for that row before typing the arguments). `deaf` drops every Enter under a
-    line that is not a command; `sluggish` shows a taken Enter only after SLUGGISH_SECONDS."""
+    line that is not a command; `sluggish` shows a taken Enter only after SLUGGISH_SECONDS; `lagging`
+    keeps the list LIST_LAG_SECONDS after the arguments are typed, and an Enter meanwhile puts the listed
+    name in place of the last word and sends nothing (gemini on a loaded machine)."""
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd) if os.isatty(fd) else None
     if saved is not None:
@@ -407,7 +418,7 @@ def read_lines(lists_commands: bool = False, deaf: bool = False, sluggish: bool 
         while True:
             sys.stdout.write(PROMPT)
             sys.stdout.flush()
-            line = _read_line(fd, lists_commands, deaf, sluggish)
+            line = _read_line(fd, lists_commands, deaf, sluggish, lagging)
             if line is None:
                 return
             yield line
@@ -417,12 +428,19 @@ def read_lines(lists_commands: bool = False, deaf: bool = False, sluggish: bool 
 
 
 def _read_line(
-    fd: int, lists_commands: bool = False, deaf: bool = False, sluggish: bool = False
+    fd: int, lists_commands: bool = False, deaf: bool = False, sluggish: bool = False, lagging: bool = False
 ) -> str | None:
     typed = ""
     last_key = 0.0
-    listed = False
+    listed = ""  # the command listed below the input row
+    unlist_at: float | None = None  # lagging: when the list goes
     while True:
+        left = None if unlist_at is None else max(0.0, unlist_at - time.monotonic())
+        if left is not None and not select.select([fd], [], [], left)[0]:
+            _unlist(typed)
+            listed, unlist_at = "", None
+            sys.stdout.flush()
+            continue
         data = os.read(fd, 1024)
         if not data:
             return None
@@ -430,6 +448,10 @@ def _read_line(
             if char in "\r\n":
                 if typed and time.monotonic() - last_key < SWALLOW_WINDOW:
                     continue  # pasted text and its Enter arrived together: drop the Enter
+                if listed and unlist_at is not None:  # the list is behind the input: Enter takes its name
+                    typed = f"{typed.rsplit(' ', 1)[0]} {listed}"
+                    sys.stdout.write(f"\r\x1b[2K{PROMPT}{typed}")
+                    continue
                 if deaf and typed and typed[0] not in "/$":
                     continue
                 if listed:
@@ -456,10 +478,12 @@ def _read_line(
             # the row below the input, then back up to the input row (relative moves: right at the
             # bottom of the pane the new row scrolls the screen, and the input row with it)
             sys.stdout.write(f"\r\n  {command.group(1)}   stand-in command\x1b[1A\r{PROMPT}{typed}")
-            listed = True
+            listed, unlist_at = command.group(1), None
+        elif listed and not command and lagging:
+            unlist_at = unlist_at or time.monotonic() + LIST_LAG_SECONDS
         elif listed and not command:
             _unlist(typed)
-            listed = False
+            listed = ""
         sys.stdout.flush()
 
 

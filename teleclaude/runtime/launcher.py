@@ -355,6 +355,9 @@ class Launcher:
             tmux.send_text(pane, text)
         elif text[len(head) :]:
             tmux.send_text(pane, text[len(head) :])
+            # the arguments typed: Enter while the CLI still lists the command (gemini under load, its list
+            # behind its input) takes the listed name in place of the last word, and sends nothing
+            self.panes.until_screen(session, lambda rows: not listed(rows), self.context.config.command_wait)
 
     def _wait_for_prompt(
         self, session: Session, profile: AgentProfile, stable: float | None = None

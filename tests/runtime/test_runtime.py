@@ -181,6 +181,20 @@ def test_a_worker_slow_to_show_a_taken_enter_gets_its_command_once(project, runt
     assert screen.count("running /emit 2") == 1 and "row 2" in screen
 
 
+def test_an_enter_is_not_pressed_while_gemini_still_lists_the_command_its_arguments_follow(
+    project, runtime, monkeypatch, watch
+):
+    """gemini on a loaded machine lists `/emit` for a while after ` 2` is typed, and an Enter meanwhile puts
+    the listed name in place of the last word (`/emit emit`) and sends nothing: Enter waits for the list
+    to go."""
+    monkeypatch.setenv("FAKE_AGENT_GEMINI", "lagging")
+    started = runtime.run_agent_command(StartRequest("local", "emit", "2", str(project), "gemini", "fast"))
+    assert isinstance(started, Started), started
+    watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
+    screen = runtime.get_session_output(started.session.id).chunk.rows
+    assert "running /emit 2" in screen and "row 2" in screen, screen
+
+
 def test_a_message_the_worker_never_takes_is_an_error_not_sent(project, runtime, monkeypatch, watch):
     monkeypatch.setenv("FAKE_AGENT_CLAUDE", "deaf")  # every Enter under a message is dropped
     started = runtime.run_agent_command(StartRequest("local", "emit", "1", str(project), "claude", "med"))
