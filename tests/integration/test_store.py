@@ -200,9 +200,12 @@ def test_threads_of_several_processes_writing_at_once_all_land(db):
         "        store.usage(now)\n"
         "        store.mark_unavailable(agent, datetime(2030, 1, 1, tzinfo=UTC), 'busy')\n"
         "        store.unavailable(now)\n"
+        "failed = []\n"
+        "threading.excepthook = lambda hook: (failed.append(hook), sys.__excepthook__(*hook[:3]))\n"
         "threads = [threading.Thread(target=work, args=(f'{sys.argv[2]}-{n}',)) for n in range(3)]\n"
         "[thread.start() for thread in threads]\n"
         "[thread.join() for thread in threads]\n"
+        "sys.exit(1 if failed else 0)  # a thread that raised: its traceback is on stderr\n"
     )
     processes = [run_python(code, str(db), name) for name in ("one", "two", "three")]
     for process in processes:
