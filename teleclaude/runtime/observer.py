@@ -307,6 +307,10 @@ class Observer:
         limitable = session.state in (*WORKING, SessionState.TURN_ENDED)
         if hit is not None:  # the hook's reset is the CLI's own: it wins over a guess from the screen
             saved = self._record_limit(session, hit, source, expect, wins=True, limitable=limitable)
+            if saved.state is SessionState.PENDING:
+                # its line typed, the launcher not yet sure it was taken (a loaded machine): the agent is
+                # out; the session's limit is told again once it works
+                return False
             return not limitable or saved.state is SessionState.RATE_LIMITED or saved.state.is_final
         if not limitable:
             return True

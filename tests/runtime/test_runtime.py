@@ -355,6 +355,27 @@ def test_a_stop_failure_hook_report_limits_or_ends_the_session(project, runtime,
     assert [e.kind for e in waited.events] == [EventKind.RATE_LIMITED, EventKind.ERRORED]
 
 
+def test_a_limit_told_before_the_launcher_saw_the_line_taken_limits_the_session_once_it_works(
+    project, runtime, monkeypatch
+):
+    """On a loaded machine the StopFailure hook can run before the launcher has seen its Enter taken: the
+    agent is out at once, and the hook tells it again (`record`'s retries) until the session works."""
+    monkeypatch.setenv("FAKE_AGENT", "hang")
+    running = runtime.run_agent_command(
+        StartRequest("local", "emit", "1", str(project), "claude", "med")
+    ).session
+    typed = runtime.store.save(replace(running, state=SessionState.PENDING), expect=SessionState.RUNNING)
+    assert typed is not None
+    reset = in_two_days()
+    message = f"You've hit your session limit · resets {reset:%b} {reset.day}, {twelve_hour(reset)} (UTC)"
+    assert not runtime.record_stop_failure(typed.id, "rate_limit", message)  # told again later
+    assert AvailabilityStore().unavailable(datetime.now(UTC))["claude"].until == reset
+    taken = replace(runtime.store.get(typed.id), state=SessionState.RUNNING)  # the launcher saw it taken
+    assert runtime.store.save(taken, expect=SessionState.PENDING) is not None
+    assert runtime.record_stop_failure(typed.id, "rate_limit", message)
+    assert runtime.store.get(typed.id).state is SessionState.RATE_LIMITED
+
+
 def test_codexs_rollout_file_with_a_typed_error_limits_the_session(project, runtime, monkeypatch, tmp_path):
     """Codex records the API error that ended a turn in its rollout file (its UserPromptSubmit hook names the
     file); the runtime reads it as a StopFailure: a usage limit until the reset its words name."""
