@@ -1078,15 +1078,14 @@ class _Lanes(_Loop):
         return None
 
     def _next_item_ahead(self) -> None:
-        """While a lane's item is finalized, the next ready item is claimed (`next_work` on it: its `[>]`,
-        its worktree) and its first worker started ahead (`[runtime] warm_start`), so the lane it frees goes
-        on without a cold start; its build is caught up with main before it is typed (`app.catch_up`). At
-        most one a finalizing lane, only when every lane is taken (a free one takes a ready item anyway), and
-        never the bug list (worked in the main checkout). A run that stops meanwhile leaves that item claimed,
-        as it leaves any item in flight."""
+        """While the item of a run without --parallel is finalized, the next ready item is claimed
+        (`next_work` on it: its `[>]`, its worktree) and its first worker started ahead (`[runtime]
+        warm_start`), so the lane it frees goes on without a cold start; its build is caught up with main
+        before it is typed (`app.catch_up`). Never the bug list (worked in the main checkout). A run that
+        stops meanwhile leaves that item claimed, as it leaves any item in flight."""
         config, root = self.runtime.config, self.settings.root
-        if not config.warm_start or config.remotes or len(self.lanes) < self.settings.parallel:
-            return
+        if not config.warm_start or config.remotes or self.settings.parallel > 1 or not self.lanes:
+            return  # with --parallel: a claim beside two finalizes made a second merge fix (test_parallel)
         if self.state.steps + self.state.starting >= self.settings.max_steps:
             return  # its step could never be given
         finalizing = frozenset(
