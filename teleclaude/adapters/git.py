@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -327,18 +328,13 @@ def commits_ahead(repo: Repo, slug: str) -> int:
     return int(out.strip() or 0)
 
 
-def catch_up(repo: Repo, slug: str) -> bool:
+def catch_up(repo: Repo, slug: str) -> None:
     """trees/{slug}'s branch fast-forwarded to what main has now, when it has no commit of its own (a worktree
-    made ahead of its build, before main moved on); False when it did not move (nothing to catch up, a
-    commit of its own, or git refused: local changes in the way)."""
-    tree, main = repo.tree(slug), main_head_ref(repo)
-    try:
-        if commits_ahead(repo, slug) or commit_of(tree, "HEAD") == commit_of(repo.root, main):
-            return False
-        run_git(["merge", "--ff-only", "--quiet", main], tree)
-    except subprocess.CalledProcessError:
-        return False
-    return True
+    made ahead of its build, before main moved on); left as it is when git refuses (local changes in the
+    way)."""
+    with suppress(subprocess.CalledProcessError):
+        if not commits_ahead(repo, slug):
+            run_git(["merge", "--ff-only", "--quiet", main_head_ref(repo)], repo.tree(slug))
 
 
 def add_worktree(repo: Repo, slug: str) -> None:

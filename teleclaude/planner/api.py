@@ -140,12 +140,12 @@ def next_item_after(
 
 
 @guard
-def catch_up(slug: str, cwd: str | os.PathLike | None = None) -> bool:
+def catch_up(slug: str, cwd: str | os.PathLike | None = None) -> None:
     """trees/{slug} moved up to main under the project lock when its branch has no commit of its own yet
     (`gitx.catch_up`): a worktree made ahead of its build gets what was merged meanwhile."""
     repo = gitx.find_repo(cwd or os.getcwd())
     with fs.project_lock(repo.common_dir):
-        return gitx.catch_up(repo, slug)
+        gitx.catch_up(repo, slug)
 
 
 @guard
