@@ -138,7 +138,7 @@ class SqliteStore:
             return conn  # WAL mode is a property of the file, set by the first write
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(busy)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            _into_wal(conn, busy / 1000)
         except BaseException:
             conn.close()
             raise
@@ -350,6 +350,21 @@ def _read_and_reset(conn: sqlite3.Connection, now: datetime) -> list[AgentRow]:
     if expired:
         _reset(conn, [(agent, until_text) for agent, _, until_text, _ in stored if agent in expired])
     return [AgentRow(row.agent, True, None) if row.agent in expired else row for row in rows]
+
+
+def _into_wal(conn: sqlite3.Connection, seconds: float) -> None:
+    """WAL mode for the file (a no-op once it has it). The pragma can answer `database is locked` at once,
+    without waiting on the busy timeout, while another process's last connection checkpoints the file on its
+    close: it is tried again until the timeout."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 @contextmanager

@@ -360,7 +360,9 @@ def _view(row: str, listed_at: int) -> PaneView:
         int(cursor_y),
         int(height),
         alternate == "1",
-        dead == "1",
+        # the wrapper records its CLI's exit status, then signals the exit channel, then exits: a waiter woken
+        # by that signal can list the pane before tmux has seen the wrapper end
+        dead == "1" or status != "",
         int(status) if status else None,
         turn_end,
         failure,

@@ -9,6 +9,7 @@ or changes a state); the one pane read is the selected worker's output, through 
 from __future__ import annotations
 
 import os
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -38,6 +39,9 @@ class Source:
         self.store = store or SessionStore()
         self._runtime: Runtime | None = None
         self._tails: dict[str, Tail] = {}  # session id -> what was read of its output, and its cursor
+        # the board loads in threads, and a load that starts while another still reads must go on from the
+        # cursor that one stores, not start again from the screen (the rows between would never show)
+        self._tails_lock = threading.Lock()
 
     @property
     def runtime(self) -> Runtime:
@@ -59,7 +63,8 @@ class Source:
         }
         sessions = self.sessions()
         live = {s.id for s in sessions if not s.state.is_final}
-        self._tails = {sid: tail for sid, tail in self._tails.items() if sid in live}
+        with self._tails_lock:
+            self._tails = {sid: tail for sid, tail in self._tails.items() if sid in live}
         now = datetime.now(UTC)
         uses = self.store.recent_tool_uses(s.id for s in sessions if not s.state.is_final)
         tools = {sid: tuple(tool_lines(found, now)) for sid, found in uses.items()}
@@ -78,6 +83,10 @@ class Source:
     def output(self, session_id: str) -> tuple[str, ...] | Error:
         """The worker's recent output, each line escaped: read as `sessions output SESSION --cursor CURSOR`
         reads it, from the cursor stored at the board's last read of it (the first read: the screen)."""
+        with self._tails_lock:
+            return self._read_output(session_id)
+
+    def _read_output(self, session_id: str) -> tuple[str, ...] | Error:
         tail = self._tails.pop(session_id, None)
         for _ in range(READS):
             cursor = tail.cursor if tail else None

@@ -360,6 +360,7 @@ class Observer:
             self._stop_waiters([s.id for s in sessions if s.state.is_final])
             waiters = [self._waiter(s.id, tmux) for s in sessions if not s.state.is_final]
             woken = _sleep_until_signal(waiters, min(poll, deadline - time.monotonic()))
+            self._forget_signalled()
             sessions = store.sessions(ids)
             just_looked = not (fresh or woken) and self._looked_within(ids, poll)
 
@@ -369,11 +370,18 @@ class Observer:
         return set(ids) <= looked_ids and time.monotonic() - looked_at < seconds
 
     def _waiter(self, session_id: str, tmux) -> Popen[bytes]:
-        """The session's wait-for client, started again once the last one saw its signal."""
+        """The session's wait-for client. One that saw its signal between two waits is returned as it is: its
+        end is the wake-up of the next sleep (tmux wakes one waiter per signal; a new one would sleep on)."""
         waiter = self._waiters.get(session_id)
-        if waiter is None or waiter.poll() is not None:
+        if waiter is None:
             waiter = self._waiters[session_id] = tmux.wait_for(exit_channel(session_id))
         return waiter
+
+    def _forget_signalled(self) -> None:
+        """Waiters that saw their signal: the next wait starts new ones."""
+        for session_id, waiter in list(self._waiters.items()):
+            if waiter.poll() is not None:
+                del self._waiters[session_id]
 
     def _stop_waiters(self, session_ids: Iterable[str] | None = None) -> None:
         for session_id in list(self._waiters) if session_ids is None else session_ids:

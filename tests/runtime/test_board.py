@@ -10,6 +10,7 @@ import os
 import pty
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -26,6 +27,7 @@ from teleclaude.adapters.token import token_path
 from teleclaude.agents import PROFILES
 from teleclaude.board.app import BoardApp
 from teleclaude.board.gather import Source
+from teleclaude.errors import Error
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import AgentReport, UsageWindow
 from teleclaude.runtime.core.sessions import SessionState, Started, StartRequest
@@ -216,6 +218,44 @@ def test_worker_text_reaches_the_board_escaped(drive, project, runtime, workers)
         assert status.startswith("\\x1b[2Jdone\\u202egnp.exe")
 
     drive(steps)
+
+
+def test_a_load_that_starts_while_another_reads_goes_on_from_its_cursor(
+    project, runtime, workers, monkeypatch
+):
+    """The board loads in threads, one beside another when a load is slow: the second read goes on from the
+    cursor the first one stores, so no row written meanwhile is left out (it once started again from the
+    screen)."""
+    source = Source(project)
+    source._runtime = runtime
+    session_id = workers[0]
+    assert source.output(session_id) != ()  # the screen: the cursor stored
+    pane_id = runtime.store.get(session_id).pane_id
+    height = runtime.tmux.views()[pane_id].height
+    (tty,) = runtime.tmux.cmd("display-message", "-p", "-t", pane_id, "#{pane_tty}")
+    written = [f"row {i} after the cursor" for i in range(height + 10)]
+    with open(tty, "w") as terminal:
+        terminal.write("".join(f"{row}\r\n" for row in written))
+    deadline = time.monotonic() + 20
+    while written[-1] not in runtime.tmux.screen(pane_id, runtime.tmux.views()[pane_id]):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    read, first_reading = runtime.get_session_output, threading.Event()
+
+    def slow_read(*args, **kwargs):
+        done = read(*args, **kwargs)
+        first_reading.set()
+        time.sleep(0.5)  # a loaded machine: the next load starts meanwhile
+        return done
+
+    monkeypatch.setattr(runtime, "get_session_output", slow_read)
+    shown: list[tuple[str, ...] | Error] = []
+    first = threading.Thread(target=lambda: shown.append(source.output(session_id)))
+    first.start()
+    first_reading.wait(20)
+    shown.append(source.output(session_id))
+    first.join()
+    assert all(not isinstance(lines, Error) and written[0] in lines for lines in shown), shown
 
 
 def test_the_selected_worker_shows_its_output_since_the_cursor_escaped(drive, project, runtime, workers):

@@ -516,6 +516,25 @@ def test_waits_that_take_a_recent_look_list_no_panes_but_a_worker_that_exits_is_
     runtime.end_session(session_id)
 
 
+def test_a_worker_that_exits_between_two_waits_wakes_the_next_one(project, runtime, monkeypatch):
+    """tmux wakes one waiter per signal: the waiter that saw a pane's exit signal while nobody waited is the
+    next wait's wake-up, not replaced by a new waiter that would sleep through the whole wait."""
+    monkeypatch.setenv("FAKE_AGENT", "hang")
+    runtime.context.config = replace(runtime.config, poll_interval=30.0)
+    started = start(runtime, dispatch(project))
+    session_id = started.session.id
+    runtime.wait_for_sessions([session_id], timeout=0)  # a look
+    assert runtime.wait_for_sessions([session_id], timeout=0.05, fresh=False).events == ()  # a waiter
+    (waiter,) = runtime.observer._waiters.values()
+    pane_pid = started.session.pane_pid
+    for child in Path(f"/proc/{pane_pid}/task/{pane_pid}/children").read_text().split():
+        os.kill(int(child), signal.SIGTERM)
+    waiter.wait(timeout=20)  # the pane's wrapper signalled it, between two waits
+    waited = runtime.wait_for_sessions([session_id], timeout=20, fresh=False)
+    assert [event.kind for event in waited.events] == [EventKind.EXITED]
+    runtime.end_session(session_id)
+
+
 # Draws `frame N` at the top left of the alternate screen, the cursor put back there, anew at every line typed
 # (not echoed): the screen changes in place, and the pane's cursor, history and mode stay as they were.
 _REDRAW = """
