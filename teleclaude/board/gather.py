@@ -95,6 +95,8 @@ class Source:
                 if read.code is ErrorCode.INVALID_CURSOR and tail is not None:
                     tail = None  # its pane was respawned: start again from the screen
                     continue
+                if tail is not None:  # a read that failed (tmux or the database busy): the next goes on
+                    self._tails[session_id] = tail
                 return read
             tail = follow(tail, read.chunk, OUTPUT_LINES)
             if not read.chunk.truncated:

@@ -27,7 +27,7 @@ from teleclaude.adapters.token import token_path
 from teleclaude.agents import PROFILES
 from teleclaude.board.app import BoardApp
 from teleclaude.board.gather import Source
-from teleclaude.errors import Error
+from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import AgentReport, UsageWindow
 from teleclaude.runtime.core.sessions import SessionState, Started, StartRequest
@@ -220,16 +220,8 @@ def test_worker_text_reaches_the_board_escaped(drive, project, runtime, workers)
     drive(steps)
 
 
-def test_a_load_that_starts_while_another_reads_goes_on_from_its_cursor(
-    project, runtime, workers, monkeypatch
-):
-    """The board loads in threads, one beside another when a load is slow: the second read goes on from the
-    cursor the first one stores, so no row written meanwhile is left out (it once started again from the
-    screen)."""
-    source = Source(project)
-    source._runtime = runtime
-    session_id = workers[0]
-    assert source.output(session_id) != ()  # the screen: the cursor stored
+def written_past_the_screen(runtime, session_id: str) -> list[str]:
+    """More rows than the worker's screen holds, printed on its terminal as its CLI would; once shown."""
     pane_id = runtime.store.get(session_id).pane_id
     height = runtime.tmux.views()[pane_id].height
     (tty,) = runtime.tmux.cmd("display-message", "-p", "-t", pane_id, "#{pane_tty}")
@@ -240,6 +232,19 @@ def test_a_load_that_starts_while_another_reads_goes_on_from_its_cursor(
     while written[-1] not in runtime.tmux.screen(pane_id, runtime.tmux.views()[pane_id]):
         assert time.monotonic() < deadline
         time.sleep(0.05)
+    return written
+
+
+def test_a_load_that_starts_while_another_reads_goes_on_from_its_cursor(
+    project, runtime, workers, monkeypatch
+):
+    """The board loads in threads, one beside another when a load is slow: the second read goes on from the
+    cursor the first one stores, so no row written meanwhile is left out (it once started again from the
+    screen)."""
+    source = Source(project)
+    source._runtime = runtime
+    assert source.output(workers[0]) != ()  # the screen: the cursor stored
+    written = written_past_the_screen(runtime, workers[0])
     read, first_reading = runtime.get_session_output, threading.Event()
 
     def slow_read(*args, **kwargs):
@@ -250,12 +255,28 @@ def test_a_load_that_starts_while_another_reads_goes_on_from_its_cursor(
 
     monkeypatch.setattr(runtime, "get_session_output", slow_read)
     shown: list[tuple[str, ...] | Error] = []
-    first = threading.Thread(target=lambda: shown.append(source.output(session_id)))
+    first = threading.Thread(target=lambda: shown.append(source.output(workers[0])))
     first.start()
     first_reading.wait(20)
-    shown.append(source.output(session_id))
+    shown.append(source.output(workers[0]))
     first.join()
     assert all(not isinstance(lines, Error) and written[0] in lines for lines in shown), shown
+
+
+def test_a_read_that_fails_keeps_the_cursor_for_the_next(project, runtime, workers, monkeypatch):
+    """A read refused for a moment (tmux or the database busy on a loaded machine) shows its error; the next
+    read goes on from the stored cursor, not from the screen."""
+    source = Source(project)
+    source._runtime = runtime
+    assert source.output(workers[0]) != ()
+    written = written_past_the_screen(runtime, workers[0])
+    read = runtime.get_session_output
+    busy = Error(ErrorCode.TMUX_FAILED, "tmux did not answer in time")
+    monkeypatch.setattr(runtime, "get_session_output", lambda *args, **kwargs: busy)
+    assert source.output(workers[0]) == busy
+    monkeypatch.setattr(runtime, "get_session_output", read)
+    lines = source.output(workers[0])
+    assert not isinstance(lines, Error) and written[0] in lines, lines
 
 
 def test_the_selected_worker_shows_its_output_since_the_cursor_escaped(drive, project, runtime, workers):
@@ -278,6 +299,7 @@ def test_the_selected_worker_shows_its_output_since_the_cursor_escaped(drive, pr
             assert time.monotonic() < deadline, text_of(board, "output-text")
             await pilot.pause(0.1)
         shown = text_of(board, "output-text").splitlines()
+        assert written[0] in shown, shown
         start = shown.index(written[0])
         assert shown[start : start + len(written)] == written  # every row after the cursor, in order
         assert "red \\u202egnp.exe" in shown  # the colour obeyed by tmux, the override escaped
