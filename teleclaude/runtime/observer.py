@@ -296,7 +296,9 @@ class Observer:
         """An agent's StopFailure hook said an API error ended its turn (`teleclaude hook stop-failure`):
         a limit makes the session rate-limited and the agent unavailable until the reset the message names;
         billing or authentication errors end it as errored; any other error ends the turn. True once the
-        stored row shows it (or there is nothing to record); False when another writer saved first."""
+        stored row shows it (or there is nothing to record); False when another writer saved first, or while
+        the session is PENDING: its line typed, the launcher not yet sure it was taken (a loaded machine), the
+        failure is told again once it works (a limit's agent is out at once)."""
         context = self.context
         session = context.store.get(session_id)
         if session is None:
@@ -308,10 +310,10 @@ class Observer:
         if hit is not None:  # the hook's reset is the CLI's own: it wins over a guess from the screen
             saved = self._record_limit(session, hit, source, expect, wins=True, limitable=limitable)
             if saved.state is SessionState.PENDING:
-                # its line typed, the launcher not yet sure it was taken (a loaded machine): the agent is
-                # out; the session's limit is told again once it works
                 return False
             return not limitable or saved.state is SessionState.RATE_LIMITED or saved.state.is_final
+        if session.state is SessionState.PENDING:
+            return False
         if not limitable:
             return True
         if error in FATAL_FAILURES:

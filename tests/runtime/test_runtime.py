@@ -376,6 +376,26 @@ def test_a_limit_told_before_the_launcher_saw_the_line_taken_limits_the_session_
     assert runtime.store.get(typed.id).state is SessionState.RATE_LIMITED
 
 
+def test_an_api_error_told_before_the_launcher_saw_the_line_taken_ends_the_turn_once_it_works(
+    project, runtime, monkeypatch
+):
+    """Any other API error, told while the session is PENDING, is told again (the hook's retries) and ends
+    the turn once the session works: it is not lost to the idle rule."""
+    monkeypatch.setenv("FAKE_AGENT", "hang")
+    runtime.context.config = replace(runtime.config, idle_threshold=3600)
+    running = runtime.run_agent_command(
+        StartRequest("local", "emit", "1", str(project), "claude", "med")
+    ).session
+    typed = runtime.store.save(replace(running, state=SessionState.PENDING), expect=SessionState.RUNNING)
+    assert typed is not None
+    assert not runtime.record_stop_failure(typed.id, "invalid_request", "API Error: 400 the request was malformed")
+    assert runtime.store.get(typed.id).state is SessionState.PENDING
+    taken = replace(runtime.store.get(typed.id), state=SessionState.RUNNING)
+    assert runtime.store.save(taken, expect=SessionState.PENDING) is not None
+    assert runtime.record_stop_failure(typed.id, "invalid_request", "API Error: 400 the request was malformed")
+    assert runtime.store.get(typed.id).state is SessionState.TURN_ENDED
+
+
 def test_codexs_rollout_file_with_a_typed_error_limits_the_session(project, runtime, monkeypatch, tmp_path):
     """Codex records the API error that ended a turn in its rollout file (its UserPromptSubmit hook names the
     file); the runtime reads it as a StopFailure: a usage limit until the reset its words name."""

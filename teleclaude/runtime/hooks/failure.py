@@ -25,6 +25,10 @@ from typing import TextIO
 from teleclaude.runtime.core.limits import parse_failure
 from teleclaude.runtime.hooks.record import mark_pane, record, warn
 
+# retries 0.05 s apart: a failure can come while the launcher still waits to see its line taken (a loaded
+# machine, an Enter pressed again), and is told once the session works; the CLI waits on this hook meanwhile
+PENDING_ATTEMPTS = 400
+
 
 def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
     failure = parse_failure((stdin or sys.stdin).read())
@@ -42,6 +46,7 @@ def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
     record(
         lambda runtime, session_id: runtime.record_stop_failure(session_id, failure.error, failure.message),
         f"the {failure.error} that ended the turn",
+        attempts=PENDING_ATTEMPTS,
         hook="stop-failure",
     )
     return 0
