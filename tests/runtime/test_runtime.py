@@ -388,11 +388,12 @@ def test_an_api_error_told_before_the_launcher_saw_the_line_taken_ends_the_turn_
     ).session
     typed = runtime.store.save(replace(running, state=SessionState.PENDING), expect=SessionState.RUNNING)
     assert typed is not None
-    assert not runtime.record_stop_failure(typed.id, "invalid_request", "API Error: 400 the request was malformed")
+    malformed = "API Error: 400 the request was malformed"
+    assert not runtime.record_stop_failure(typed.id, "invalid_request", malformed)
     assert runtime.store.get(typed.id).state is SessionState.PENDING
     taken = replace(runtime.store.get(typed.id), state=SessionState.RUNNING)
     assert runtime.store.save(taken, expect=SessionState.PENDING) is not None
-    assert runtime.record_stop_failure(typed.id, "invalid_request", "API Error: 400 the request was malformed")
+    assert runtime.record_stop_failure(typed.id, "invalid_request", malformed)
     assert runtime.store.get(typed.id).state is SessionState.TURN_ENDED
 
 
