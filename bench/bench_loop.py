@@ -9,8 +9,10 @@ Stop hook (`FAKE_AGENT=hook`), and no timer set in teleclaude.toml (the defaults
 ratio of the serial one measured beside it. Printed per subject:
 
 - wall time, the steps done, Σ work (steps × W) and the loop's overhead, (wall − Σ work) / wall;
-- for the parallel runs, wall / serial wall (the ideal is about ⌈items / N⌉ / items: 10 items on 3 lanes take
-  4 rounds);
+- for the parallel runs, wall / serial wall, and its ideal ⌈items / N⌉ / items (10 items on 3 lanes take
+  4 rounds: 0.40), which only a run with no cost of its own beside the steps reaches (its first start and
+  its end count once in both runs, so they lift the ratio above it); and the time a step of its longest
+  lane took, beside a serial step's;
 - dispatch latency: from a worker's Stop hook (its turn-end event) to the next worker's first typed byte
   (the next session's `delivered_at`; same item under --parallel), p50 and p95 from the stored sessions;
 - the serial wall time by part, from the stored timestamps: the workers' starts (session created, or for a
@@ -301,6 +303,15 @@ def main() -> int:
                 f"{name} {value:.1f} s ({value / steps:.2f} s a step)" for name, value in r.parts.items()
             )
             print(f"{r.name} wall time by part: {cut}")
+    for r in results[1:]:
+        lanes = int(r.name.split()[-1])
+        rounds = -(-items // lanes)  # the longest lane's items
+        per_item = r.steps / items
+        print(
+            f"{r.name}: ideal {rounds / items:.2f} × serial ({rounds} rounds of {items} items, nothing but "
+            f"the steps); {r.wall / (rounds * per_item):.2f} s a step of its longest lane, serial "
+            f"{serial / max(results[0].steps, 1):.2f} s a step (both with the run's own start and end)"
+        )
     for r in results[:1]:  # (under --parallel other items' hooks end meanwhile, and none is started ahead)
         used, unused = r.ahead
         print(f"{r.name}: workers started ahead of their step: {used} given it, {unused} ended unused")

@@ -13,11 +13,9 @@ from dataclasses import asdict, dataclass, fields, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from teleclaude.adapters.store import SqliteStore, ensure_table
+from teleclaude.adapters.store import SqliteStore, TableShape, insert_rows, upsert
 
 if TYPE_CHECKING:
-    import sqlite_utils
-
     from teleclaude.planner.core.tool_lines import ToolUse
     from teleclaude.runtime.core.sessions import Event, Session, SessionState
 
@@ -118,18 +116,17 @@ def _of_item(project: str, slug: str) -> tuple[str, str, str]:
 
 
 class SessionStore(SqliteStore):
-    def create_tables(self, db: sqlite_utils.Database) -> None:
-        ensure_table(db, SESSIONS, _SESSION_COLUMNS, "id")
-        ensure_table(db, EVENTS, _EVENT_COLUMNS, "id")
-        db.table(EVENTS).create_index(["session_id", "delivered"], if_not_exists=True)
-        ensure_table(db, TOOL_USES, _TOOL_USE_COLUMNS, "id")
-        db.table(TOOL_USES).create_index(["session_id", "id"], if_not_exists=True)
-        ensure_table(db, RUNS, _RUN_COLUMNS, "id")
+    tables = (
+        TableShape(SESSIONS, _SESSION_COLUMNS, "id"),
+        TableShape(EVENTS, _EVENT_COLUMNS, "id", indexes=(("session_id", "delivered"),)),
+        TableShape(TOOL_USES, _TOOL_USE_COLUMNS, "id", indexes=(("session_id", "id"),)),
+        TableShape(RUNS, _RUN_COLUMNS, "id"),
+    )
 
     # --- sessions ------------------------------------------------------------------------------------------
 
     def add(self, session: Session) -> None:
-        self._write(lambda db: db.table(SESSIONS).insert(_row(session)))
+        self._write(lambda conn: insert_rows(conn, SESSIONS, [_row(session)]))
 
     def get(self, session_id: str) -> Session | None:
         found = self._select(f"SELECT * FROM {SESSIONS} WHERE id = ?", (session_id,))
@@ -189,7 +186,7 @@ class SessionStore(SqliteStore):
         session: Session,
         expect: SessionState | None = None,
         events: Iterable[Event] = (),
-        also: Callable[[sqlite_utils.Database], None] | None = None,
+        also: Callable[[sqlite3.Connection], None] | None = None,
     ) -> Session | None:
         """Store `session` and `events`; the stored copy (its version counted up), or None when refused.
 
@@ -199,8 +196,8 @@ class SessionStore(SqliteStore):
         """
         events = list(events)
 
-        def change(db: sqlite_utils.Database) -> Session | None:
-            stored = db.execute(
+        def change(conn: sqlite3.Connection) -> Session | None:
+            stored = conn.execute(
                 f"SELECT state, version FROM {SESSIONS} WHERE id = ?", [session.id]
             ).fetchone()
             version = (stored[1] or 0) if stored else session.version
@@ -209,11 +206,10 @@ class SessionStore(SqliteStore):
             ):
                 return None
             saved = replace(session, version=version + 1)
-            db.table(SESSIONS).upsert(_row(saved), pk="id")
-            if events:
-                db.table(EVENTS).insert_all(_event_row(event) for event in events)
+            upsert(conn, SESSIONS, _row(saved), "id")
+            insert_rows(conn, EVENTS, (_event_row(event) for event in events))
             if also is not None:
-                also(db)
+                also(conn)
             return saved
 
         return self._write(change)
@@ -233,9 +229,7 @@ class SessionStore(SqliteStore):
     def mark_delivered(self, events: Iterable[Event]) -> None:
         ids = [(event.id,) for event in events]
         if ids:
-            self._write(
-                lambda db: db.conn.executemany(f"UPDATE {EVENTS} SET delivered = 1 WHERE id = ?", ids)
-            )
+            self._write(lambda conn: conn.executemany(f"UPDATE {EVENTS} SET delivered = 1 WHERE id = ?", ids))
 
     # --- tool uses (reported by the agent CLI's tool hook) -----------------------------------------------
 
@@ -262,9 +256,9 @@ class SessionStore(SqliteStore):
                 conn.execute(prune, (use.session_id, use.session_id, KEPT))
             return True
 
-        def change(db: sqlite_utils.Database) -> None:
-            db.execute(insert, row)
-            db.execute(prune, (use.session_id, use.session_id, KEPT))
+        def change(conn: sqlite3.Connection) -> None:
+            conn.execute(insert, row)
+            conn.execute(prune, (use.session_id, use.session_id, KEPT))
 
         if not (self.path.exists() and self._survive(plain)):
             self._write(change)
@@ -301,11 +295,11 @@ class SessionStore(SqliteStore):
     # --- runs (`teleclaude run`: what its report and the board's timeline draw) ---------------------------
 
     def add_run(self, run: RunRow) -> None:
-        self._write(lambda db: db.table(RUNS).upsert(_run_row(run), pk="id"))
+        self._write(lambda conn: upsert(conn, RUNS, _run_row(run), "id"))
 
     def end_run(self, run_id: str, ended_at: datetime, outcome: str) -> None:
         update = f"UPDATE {RUNS} SET ended_at = ?, outcome = ? WHERE id = ?"
-        self._write(lambda db: db.execute(update, [_stamp(ended_at), outcome, run_id]))
+        self._write(lambda conn: conn.execute(update, [_stamp(ended_at), outcome, run_id]))
 
     def run(self, run_id: str) -> RunRow | None:
         found = self._select(f"SELECT * FROM {RUNS} WHERE id = ?", (run_id,))

@@ -1,8 +1,9 @@
 """Agent availability in SQLite: which agents are out, until when, and why; and how much of each agent's
 rate-limit windows its CLI last reported used.
 
-Reads use the stdlib `sqlite3` (they run on every planner call, and importing sqlite-utils costs more than a
-whole decision); the schema and the writes go through sqlite-utils, imported only when writing. Every
+Reads and writes use the stdlib `sqlite3` (they run on every planner call and in every agent hook, and
+importing sqlite-utils costs more than a whole decision); the schema is made and mended by sqlite-utils,
+imported only when a write finds a table missing or of another shape (`ensure_tables`). Every
 transaction that writes starts with BEGIN IMMEDIATE so that several processes queue on the busy timeout
 instead of failing to upgrade a read lock. The data is soft state: a corrupt file is moved aside and a table
 of the wrong shape renamed aside, not fatal. Any other fault of the file is a `StoreError` with a code:
@@ -48,6 +49,24 @@ _ENSURED: dict[tuple[type, str], int] = {}
 
 log = logging.getLogger("teleclaude")
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class TableShape:
+    """A table a store keeps: its columns, its key, and the indexes on it (each a tuple of columns)."""
+
+    name: str
+    columns: Mapping[str, type]
+    pk: str | tuple[str, ...]
+    indexes: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def keys(self) -> list[str]:
+        return [self.pk] if isinstance(self.pk, str) else list(self.pk)
+
+
+AVAILABILITY = TableShape(TABLE, COLUMNS, "agent")
+USAGE = TableShape(USAGE_TABLE, USAGE_COLUMNS, ("agent", "window"))
 
 
 def default_db_path(env: Mapping[str, str] | None = None) -> Path:
@@ -105,24 +124,20 @@ class SqliteStore:
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_db_path()
 
-    def create_tables(self, db: sqlite_utils.Database) -> None:
-        raise NotImplementedError
+    tables: tuple[TableShape, ...] = ()
 
-    def _write(self, change: Callable[[sqlite_utils.Database], T]) -> T:
+    def _write(self, change: Callable[[sqlite3.Connection], T]) -> T:
         return self._survive(lambda: self._apply(change))
 
-    def _apply(self, change: Callable[[sqlite_utils.Database], T]) -> T:
-        import sqlite_utils
-
+    def _apply(self, change: Callable[[sqlite3.Connection], T]) -> T:
         key = (type(self), str(self.path))
         with closing(self._connect()) as conn:
             with _immediate(conn):  # the write lock: no other process changes the schema from here on
-                db = sqlite_utils.Database(conn, execute_plugins=False)
                 version = _schema_version(conn)
                 if _ENSURED.get(key) != version:
-                    self.create_tables(db)
+                    ensure_tables(conn, self.tables)
                     version = _schema_version(conn)
-                done = change(db)
+                done = change(conn)
             _ENSURED[key] = version  # once committed: a rollback takes the schema's changes with it
             return done
 
@@ -220,25 +235,74 @@ def _corrupt(error: sqlite3.DatabaseError) -> bool:
     return getattr(error, "sqlite_errorcode", 0) & 0xFF in _CORRUPTION_CODES
 
 
-def ensure_table(
-    db: sqlite_utils.Database, name: str, columns: Mapping[str, type], pk: str | tuple[str, ...]
-) -> None:
-    """Table `name` with `columns` keyed by `pk`: missing columns are added (a file from an older teleclaude);
-    a table keyed otherwise was not made by us and is renamed aside, like a corrupt file."""
-    table = db.table(name)
-    if table.exists() and table.pks != ([pk] if isinstance(pk, str) else list(pk)):
-        aside = f"{name}_moved_{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
-        log.warning("table %s has the wrong shape: renamed it to %s and made a new one", name, aside)
-        db.rename_table(name, aside)
-    table.create(dict(columns), pk=pk, if_not_exists=True)
-    for column in sorted(columns.keys() - table.columns_dict.keys()):
-        table.add_column(column, columns[column])
+def ensure_tables(conn: sqlite3.Connection, shapes: Iterable[TableShape]) -> None:
+    """Each table as its shape says, made or mended by sqlite-utils; checked first in plain SQL, so that a
+    process whose first write finds them right (every hook's) never imports sqlite-utils."""
+    wrong = [shape for shape in shapes if not _fits(conn, shape)]
+    if not wrong:
+        return
+    import sqlite_utils
+
+    db = sqlite_utils.Database(conn, execute_plugins=False)
+    for shape in wrong:
+        ensure_table(db, shape)
+
+
+def _fits(conn: sqlite3.Connection, shape: TableShape) -> bool:
+    info = conn.execute(f"PRAGMA table_info({_quoted(shape.name)})").fetchall()
+    keys = [name for _, name, _, _, _, pk in sorted(info, key=lambda row: row[5]) if pk]
+    if keys != shape.keys or not set(shape.columns) <= {row[1] for row in info}:
+        return False
+    indexed = {
+        tuple(row[2] for row in conn.execute(f"PRAGMA index_info({_quoted(index[1])})"))
+        for index in conn.execute(f"PRAGMA index_list({_quoted(shape.name)})")
+    }
+    return set(shape.indexes) <= indexed
+
+
+def ensure_table(db: sqlite_utils.Database, shape: TableShape) -> None:
+    """The table of `shape`: missing columns are added (a file from an older teleclaude); a table keyed
+    otherwise was not made by us and is renamed aside, like a corrupt file."""
+    table = db.table(shape.name)
+    if table.exists() and table.pks != shape.keys:
+        aside = f"{shape.name}_moved_{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+        log.warning("table %s has the wrong shape: renamed it to %s and made a new one", shape.name, aside)
+        db.rename_table(shape.name, aside)
+    table.create(dict(shape.columns), pk=shape.pk, if_not_exists=True)
+    for column in sorted(shape.columns.keys() - table.columns_dict.keys()):
+        table.add_column(column, shape.columns[column])
+    for columns in shape.indexes:
+        table.create_index(list(columns), if_not_exists=True)
+
+
+def upsert(conn: sqlite3.Connection, table: str, row: Mapping[str, object], pk: str) -> None:
+    """Insert `row`, or update the given columns of the row with its key (sqlite-utils' `upsert`)."""
+    names = list(row)
+    updates = ", ".join(f"{_quoted(name)} = excluded.{_quoted(name)}" for name in names if name != pk)
+    conn.execute(
+        f"INSERT INTO {_quoted(table)} ({', '.join(map(_quoted, names))}) "
+        f"VALUES ({', '.join('?' * len(names))}) ON CONFLICT ({_quoted(pk)}) "
+        + (f"DO UPDATE SET {updates}" if updates else "DO NOTHING"),
+        [row[name] for name in names],
+    )
+
+
+def insert_rows(conn: sqlite3.Connection, table: str, rows: Iterable[Mapping[str, object]]) -> None:
+    for row in rows:
+        names = list(row)
+        conn.execute(
+            f"INSERT INTO {_quoted(table)} ({', '.join(map(_quoted, names))}) "
+            f"VALUES ({', '.join('?' * len(names))})",
+            [row[name] for name in names],
+        )
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 class AvailabilityStore(SqliteStore):
-    def create_tables(self, db: sqlite_utils.Database) -> None:
-        ensure_table(db, TABLE, COLUMNS, "agent")
-        ensure_table(db, USAGE_TABLE, USAGE_COLUMNS, ("agent", "window"))
+    tables = (AVAILABILITY, USAGE)
 
     def unavailable(self, now: datetime) -> dict[str, Unavailability]:
         """The agents that are out at `now` (a `StoreError` when the file cannot be read)."""
@@ -258,7 +322,7 @@ class AvailabilityStore(SqliteStore):
 
     def mark_available(self, agent: str) -> None:
         row = {"agent": agent, "available": 1, "unavailable_until": None, "reason": None}
-        self._write(lambda db: db.table(TABLE).upsert(row, pk="agent"))
+        self._write(lambda conn: upsert(conn, TABLE, row, "agent"))
 
     def record_usage(self, windows: Iterable[UsageWindow]) -> None:
         """Store each window's usage; a report older than the one on record is dropped (hooks may race)."""
@@ -267,7 +331,7 @@ class AvailabilityStore(SqliteStore):
             for w in windows
         ]
         if rows:
-            self._write(lambda db: db.conn.executemany(_UPSERT_USAGE, rows))
+            self._write(lambda conn: conn.executemany(_UPSERT_USAGE, rows))
 
     def usage(self, now: datetime) -> dict[str, tuple[UsageWindow, ...]]:
         """Each agent's windows that have not reset by `now`, by window name."""
@@ -296,14 +360,14 @@ class AvailabilityStore(SqliteStore):
         return self._with_reader(partial(_read_and_reset, now=now))
 
 
-def marking_unavailable(agent: str, until: datetime, reason: str) -> Callable[[sqlite_utils.Database], None]:
+def marking_unavailable(agent: str, until: datetime, reason: str) -> Callable[[sqlite3.Connection], None]:
     """The write that marks `agent` out until `until`, to run in any store's transaction on the same file
     (a session's RATE_LIMITED change and its agent's mark are one write: whoever sees one sees both)."""
     row = {"agent": agent, "available": 0, "unavailable_until": format_utc(until), "reason": reason}
 
-    def mark(db: sqlite_utils.Database) -> None:
-        ensure_table(db, TABLE, COLUMNS, "agent")
-        db.table(TABLE).upsert(row, pk="agent")
+    def mark(conn: sqlite3.Connection) -> None:
+        ensure_tables(conn, (AVAILABILITY,))
+        upsert(conn, TABLE, row, "agent")
 
     return mark
 

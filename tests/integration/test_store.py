@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from teleclaude.adapters.sessions_db import FAILED_STATES, FINAL_STATES
+from teleclaude.adapters.sessions_db import FAILED_STATES, FINAL_STATES, RunRow, SessionStore
 from teleclaude.adapters.store import AgentRow, AvailabilityStore, default_db_path
 from teleclaude.planner.core.model import Unavailability, UsageWindow
 
@@ -125,6 +125,32 @@ def test_reading_does_not_import_sqlite_utils(db):
         check=True,
     )
     assert result.stdout.split() == ["['claude']", "False"]
+
+
+def test_a_write_to_tables_of_the_right_shape_does_not_import_sqlite_utils(db):
+    """Every agent hook is a new process that writes once: the tables are checked in plain SQL, and only
+    a missing or misshapen one loads sqlite-utils to make or mend it."""
+    AvailabilityStore(db).mark_unavailable("claude", LATER, "x")
+    SessionStore(db).add_run(RunRow("run1", "/project", "", datetime(2026, 1, 1, tzinfo=UTC)))
+    code = (
+        "import sys; from datetime import datetime, UTC; "
+        "from teleclaude.adapters.store import AvailabilityStore; "
+        "from teleclaude.adapters.sessions_db import SessionStore; "
+        "AvailabilityStore(sys.argv[1]).mark_unavailable('codex', datetime(2030, 1, 1, tzinfo=UTC), 'busy'); "
+        "SessionStore(sys.argv[1]).end_run('run1', datetime(2026, 1, 2, tzinfo=UTC), 'complete'); "
+        "print('sqlite_utils' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(db)],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.split() == ["False"]
+    assert set(AvailabilityStore(db).unavailable(datetime(2026, 1, 1, tzinfo=UTC))) == {"claude", "codex"}
+    run = SessionStore(db).run("run1")
+    assert run is not None and run.outcome == "complete"
 
 
 @pytest.mark.parametrize("garbage", [b"not a database", os.urandom(3 * 4096)])
