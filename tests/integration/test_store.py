@@ -31,7 +31,15 @@ def raw_rows(path: Path) -> list[tuple]:
 
 def run_python(code: str, *args: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-c", code, *args], env=env, stderr=subprocess.PIPE, text=True)
+    pipe = subprocess.PIPE
+    return subprocess.Popen([sys.executable, "-c", code, *args], env=env, stdout=pipe, stderr=pipe, text=True)
+
+
+def printed(code: str, *args: str) -> list[str]:
+    """The words `code` prints, run in a new Python process."""
+    out, err = run_python(code, *args).communicate(timeout=60)
+    assert not err, err
+    return out.split()
 
 
 def test_a_marked_agent_is_unavailable_until_marked_available(db):
@@ -117,14 +125,7 @@ def test_reading_does_not_import_sqlite_utils(db):
         "print(list(AvailabilityStore(sys.argv[1]).unavailable(datetime(2026, 1, 1, tzinfo=UTC)))); "
         "print('sqlite_utils' in sys.modules)"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code, str(db)],
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert result.stdout.split() == ["['claude']", "False"]
+    assert printed(code, str(db)) == ["['claude']", "False"]
 
 
 def test_a_write_to_tables_of_the_right_shape_does_not_import_sqlite_utils(db):
@@ -140,14 +141,7 @@ def test_a_write_to_tables_of_the_right_shape_does_not_import_sqlite_utils(db):
         "SessionStore(sys.argv[1]).end_run('run1', datetime(2026, 1, 2, tzinfo=UTC), 'complete'); "
         "print('sqlite_utils' in sys.modules)"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code, str(db)],
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert result.stdout.split() == ["False"]
+    assert printed(code, str(db)) == ["False"]
     assert set(AvailabilityStore(db).unavailable(datetime(2026, 1, 1, tzinfo=UTC))) == {"claude", "codex"}
     run = SessionStore(db).run("run1")
     assert run is not None and run.outcome == "complete"
