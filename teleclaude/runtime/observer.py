@@ -360,9 +360,11 @@ class Observer:
             if over or time.monotonic() >= deadline:
                 return Waited((), tuple(sessions), bool(ids) and not over)
             self._stop_waiters([s.id for s in sessions if s.state.is_final])
-            waiters = [self._waiter(s.id, tmux) for s in sessions if not s.state.is_final]
-            woken = _sleep_until_signal(waiters, min(poll, deadline - time.monotonic()))
-            self._forget_signalled()
+            watched = [s.id for s in sessions if not s.state.is_final]
+            woken = _sleep_until_signal(
+                [self._waiter(i, tmux) for i in watched], min(poll, deadline - time.monotonic())
+            )
+            woken = self._forget_signalled(watched) or woken  # one that ended just after the sleep too
             sessions = store.sessions(ids)
             just_looked = not (fresh or woken) and self._looked_within(ids, poll)
 
@@ -379,11 +381,13 @@ class Observer:
             waiter = self._waiters[session_id] = tmux.wait_for(exit_channel(session_id))
         return waiter
 
-    def _forget_signalled(self) -> None:
-        """Waiters that saw their signal: the next wait starts new ones."""
-        for session_id, waiter in list(self._waiters.items()):
-            if waiter.poll() is not None:
-                del self._waiters[session_id]
+    def _forget_signalled(self, session_ids: Iterable[str]) -> bool:
+        """Forget the waiters of `session_ids` that saw their signal (the next wait starts new ones); True
+        when there was one."""
+        ended = [i for i in session_ids if i in self._waiters and self._waiters[i].poll() is not None]
+        for session_id in ended:
+            del self._waiters[session_id]
+        return bool(ended)
 
     def _stop_waiters(self, session_ids: Iterable[str] | None = None) -> None:
         for session_id in list(self._waiters) if session_ids is None else session_ids:
