@@ -279,22 +279,21 @@ def upsert(conn: sqlite3.Connection, table: str, row: Mapping[str, object], pk: 
     """Insert `row`, or update the given columns of the row with its key (sqlite-utils' `upsert`)."""
     names = list(row)
     updates = ", ".join(f"{_quoted(name)} = excluded.{_quoted(name)}" for name in names if name != pk)
-    conn.execute(
-        f"INSERT INTO {_quoted(table)} ({', '.join(map(_quoted, names))}) "
-        f"VALUES ({', '.join('?' * len(names))}) ON CONFLICT ({_quoted(pk)}) "
-        + (f"DO UPDATE SET {updates}" if updates else "DO NOTHING"),
-        [row[name] for name in names],
-    )
+    conflict = f" ON CONFLICT ({_quoted(pk)}) " + (f"DO UPDATE SET {updates}" if updates else "DO NOTHING")
+    conn.execute(_insert(table, names) + conflict, [row[name] for name in names])
 
 
 def insert_rows(conn: sqlite3.Connection, table: str, rows: Iterable[Mapping[str, object]]) -> None:
-    for row in rows:
-        names = list(row)
-        conn.execute(
-            f"INSERT INTO {_quoted(table)} ({', '.join(map(_quoted, names))}) "
-            f"VALUES ({', '.join('?' * len(names))})",
-            [row[name] for name in names],
-        )
+    """Insert `rows`, which all have the same columns."""
+    rows = list(rows)
+    if rows:
+        names = list(rows[0])
+        conn.executemany(_insert(table, names), [[row[name] for name in names] for row in rows])
+
+
+def _insert(table: str, names: list[str]) -> str:
+    columns = ", ".join(map(_quoted, names))
+    return f"INSERT INTO {_quoted(table)} ({columns}) VALUES ({', '.join('?' * len(names))})"
 
 
 def _quoted(name: str) -> str:

@@ -34,10 +34,12 @@ READS = 5  # reads at most per refresh while the output is truncated: a fast wor
 class Source:
     """One project's facts, read again on every `view()`."""
 
-    def __init__(self, cwd: str | os.PathLike, store: SessionStore | None = None) -> None:
+    def __init__(
+        self, cwd: str | os.PathLike, store: SessionStore | None = None, runtime: Runtime | None = None
+    ) -> None:
         self.root = Path(gitx.find_repo(cwd).root).resolve()
         self.store = store or SessionStore()
-        self._runtime: Runtime | None = None
+        self._runtime = runtime
         self._tails: dict[str, Tail] = {}  # session id -> what was read of its output, and its cursor
         # the board loads in threads, and a load that starts while another still reads must go on from the
         # cursor that one stores, not start again from the screen (the rows between would never show)

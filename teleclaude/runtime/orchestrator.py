@@ -1085,7 +1085,7 @@ class _Lanes(_Loop):
         stops meanwhile leaves that item claimed, as it leaves any item in flight."""
         config, root = self.runtime.config, self.settings.root
         if not config.warm_start or config.remotes or self.settings.parallel > 1 or not self.lanes:
-            return  # with --parallel: a claim beside two finalizes made a second merge fix (test_parallel)
+            return  # off with --parallel: test_parallel once saw a second merge fix, cause unknown (speed.md)
         if self.state.steps + self.state.starting >= self.settings.max_steps:
             return  # its step could never be given
         finalizing = frozenset(

@@ -241,8 +241,7 @@ def test_a_load_that_starts_while_another_reads_goes_on_from_its_cursor(
     """The board loads in threads, one beside another when a load is slow: the second read goes on from the
     cursor the first one stores, so no row written meanwhile is left out (it once started again from the
     screen)."""
-    source = Source(project)
-    source._runtime = runtime
+    source = Source(project, runtime=runtime)
     assert source.output(workers[0]) != ()  # the screen: the cursor stored
     written = written_past_the_screen(runtime, workers[0])
     read, first_reading = runtime.get_session_output, threading.Event()
@@ -266,8 +265,7 @@ def test_a_load_that_starts_while_another_reads_goes_on_from_its_cursor(
 def test_a_read_that_fails_keeps_the_cursor_for_the_next(project, runtime, workers, monkeypatch):
     """A read refused for a moment (tmux or the database busy on a loaded machine) shows its error; the next
     read goes on from the stored cursor, not from the screen."""
-    source = Source(project)
-    source._runtime = runtime
+    source = Source(project, runtime=runtime)
     assert source.output(workers[0]) != ()
     written = written_past_the_screen(runtime, workers[0])
     read = runtime.get_session_output
