@@ -386,7 +386,7 @@ def run_stop_hook() -> None:
 def run_hook(name: str, payload: dict[str, object], *args: str) -> None:
     """`teleclaude hook NAME ARGS` with the hook's JSON on stdin, as Claude Code runs it."""
     payload = {**payload, "cwd": str(Path.cwd()), "session_id": "fake"}
-    subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-m", "teleclaude", "hook", name, *args],
         input=json.dumps(payload),
         text=True,
@@ -394,6 +394,8 @@ def run_hook(name: str, payload: dict[str, object], *args: str) -> None:
         timeout=30,
         check=False,
     )
+    for line in done.stderr.splitlines()[-3:]:  # its warnings, on the screen as a CLI shows a hook's
+        say(f"[hook {name}] {line}")
 
 
 def say(text: str) -> None:

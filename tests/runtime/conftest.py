@@ -15,7 +15,7 @@ from teleclaude.adapters.tmux import Tmux
 from teleclaude.demo import stand_in as fake_agent
 from teleclaude.demo.scenario import commit_all, make_repository
 from teleclaude.runtime.api import Runtime, open_runtime
-from teleclaude.runtime.core.sessions import Event, EventKind, Waited
+from teleclaude.runtime.core.sessions import Event, EventKind, Output, Waited
 
 from ..tmux_reaper import reaper, stop
 
@@ -123,9 +123,18 @@ class Watch:
         deadline = time.monotonic() + seconds
         while self.kinds().count(kind) < count:
             if time.monotonic() > deadline:
-                pytest.fail(f"no {kind.value} event; saw {[k.value for k in self.kinds()]}")
+                pytest.fail(f"no {kind.value} event; saw {[k.value for k in self.kinds()]}\n{self.screens()}")
             self.wait(timeout=min(10.0, max(deadline - time.monotonic(), 0.0)))
         return self.seen
+
+    def screens(self) -> str:
+        """What each watched worker last showed (a failing test prints it)."""
+        shown = []
+        for session_id in self.session_ids:
+            read = self.runtime.get_session_output(session_id)
+            rows = read.chunk.rows if isinstance(read, Output) else (str(read),)
+            shown.append(f"--- {session_id}\n" + "\n".join(rows[-20:]))
+        return "\n".join(shown)
 
     def kinds(self) -> list[EventKind]:
         return [event.kind for event in self.seen]

@@ -43,9 +43,15 @@ def record(
         if not runtime.owns(session_id, os.environ.get(SESSION_KEY, "")):
             warn(f"not recording {what}: ${SESSION_KEY} is not session {session_id}'s key", hook)
             return
+        from teleclaude.adapters.store import StoreLocked
+
         for attempt in range(attempts):
-            if write(runtime, session_id):
-                return
+            try:
+                if write(runtime, session_id):
+                    return
+            except StoreLocked:  # other writers held the file past the busy timeout: try again
+                if attempt + 1 == attempts:
+                    raise
             if attempt + 1 < attempts:
                 time.sleep(pause)
         warn(f"could not record {what}: session {session_id} kept changing", hook)
