@@ -22,7 +22,10 @@ ratio of the serial one measured beside it. Printed per subject:
 - `run`'s own CPU (with its reaped children, e.g. tmux clients) per second, over the intervals where every
   live worker was running (none starting, none at its prompt), sampled from /proc every 0.25 s; a worker
   started ahead counts as running once PENDING for AHEAD seconds, so typing its step into it falls in
-  that window too; and over the whole run (its starts, planner calls and git included).
+  that window too; over the quiet part of those intervals, where no worker was started, given its command
+  or ended its turn in the last HANDOVER seconds (what watching busy workers costs, without the hand-overs
+  between steps, which at W = 3 s and `--parallel 5` come more than once a second); and over the whole run
+  (its starts, planner calls and git included).
 
 Never asserts; exits 0; deletes everything it made. The machine's load is printed: on a shared machine the
 ratios move by a few hundredths from run to run.
@@ -57,6 +60,7 @@ from teleclaude.runtime.core.sessions import EventKind, SessionState  # noqa: E4
 NAMES: tuple[str, ...] = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india")
 NAMES += ("juliet", *(f"item-{n}" for n in range(11, 100)))
 AHEAD = 1.0  # seconds: a session PENDING longer is a worker started ahead, at its prompt (`all_busy`)
+HANDOVER = 1.0  # seconds after a worker's start, its command typed or an event: not quiet (`all_busy`)
 
 
 @dataclass(frozen=True)
@@ -68,8 +72,10 @@ class Result:
     latencies: tuple[float, ...]
     parts: dict[str, float]  # the serial wall time cut at the stored timestamps (`breakdown`)
     ahead: tuple[int, int]  # workers started ahead: given their step, ended unused
-    busy_cpu: float  # ms of CPU per second while every live worker was running
+    busy_cpu: float  # ms of CPU while every live worker was running
     busy_seconds: float
+    quiet_cpu: float  # ms of CPU in the part of that time with no hand-over within HANDOVER seconds
+    quiet_seconds: float
     cpu: float  # ms of CPU over the whole run (its last sample: its starts, its planner calls, its git)
 
 
@@ -98,24 +104,32 @@ def cpu_ms(pid: int) -> float:
     return ticks * 1000 / os.sysconf("SC_CLK_TCK")
 
 
-def all_busy(db: Path) -> bool:
-    """Every live session of the run is `running`, but for a worker started ahead of its step (PENDING for
-    more than AHEAD seconds: at its prompt by then, waiting). Read-only and outside SessionStore: a reader
-    that caught the file while the run creates it must not take it for a corrupt one and move it aside."""
+def all_busy(db: Path) -> tuple[bool, bool]:
+    """(busy, quiet). Busy: every live session of the run is `running`, but for a worker started ahead of
+    its step (PENDING for more than AHEAD seconds: at its prompt by then, waiting). Quiet: busy, and no
+    session was created, given its command or had an event in the last HANDOVER seconds. Read-only and
+    outside SessionStore: a reader that caught the file while the run creates it must not take it for a
+    corrupt one and move it aside."""
     now = datetime.now(UTC)
     try:
         with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)) as conn:
-            rows = conn.execute(f"SELECT state, created_at FROM {SESSIONS}").fetchall()
-        states = [(SessionState(state), datetime.fromisoformat(created)) for state, created in rows]
+            rows = conn.execute(f"SELECT state, created_at, delivered_at FROM {SESSIONS}").fetchall()
+            (last_event,) = conn.execute(f"SELECT max(at) FROM {EVENTS}").fetchone()
+        states = [(SessionState(state), datetime.fromisoformat(created)) for state, created, _ in rows]
+        moments = [
+            datetime.fromisoformat(at) for _, created, delivered in rows for at in (created, delivered) if at
+        ]
+        moments += [datetime.fromisoformat(last_event)] if last_event else []
     except (sqlite3.Error, ValueError):
-        return False
+        return False, False
     live = [
         state
         for state, created in states
         if not state.is_final
         and not (state is SessionState.PENDING and (now - created).total_seconds() > AHEAD)
     ]
-    return bool(live) and all(state is SessionState.RUNNING for state in live)
+    busy = bool(live) and all(state is SessionState.RUNNING for state in live)
+    return busy, busy and all((now - at).total_seconds() > HANDOVER for at in moments)
 
 
 def timed_run(name: str, project: Path, env: dict[str, str], args: list[str]) -> Result:
@@ -129,20 +143,23 @@ def timed_run(name: str, project: Path, env: dict[str, str], args: list[str]) ->
         text=True,
     )
     started = time.monotonic()
-    busy_cpu = busy_seconds = 0.0
-    last: tuple[float, float, bool] | None = None
+    busy_cpu = busy_seconds = quiet_cpu = quiet_seconds = 0.0
+    last: tuple[float, float, bool, bool] | None = None
     used = 0.0
     try:
         while process.poll() is None:
             try:
                 now, used = time.monotonic(), cpu_ms(process.pid)
-                busy = db.exists() and all_busy(db)
+                busy, quiet = all_busy(db) if db.exists() else (False, False)
             except (OSError, ValueError):
                 break
             if last is not None and last[2] and busy:
                 busy_seconds += now - last[0]
                 busy_cpu += used - last[1]
-            last = (now, used, busy)
+            if last is not None and last[3] and quiet:
+                quiet_seconds += now - last[0]
+                quiet_cpu += used - last[1]
+            last = (now, used, busy, quiet)
             time.sleep(0.25)
     finally:
         if process.poll() is None and sys.exc_info()[0] is not None:  # the bench was stopped
@@ -156,7 +173,20 @@ def timed_run(name: str, project: Path, env: dict[str, str], args: list[str]) ->
     steps, latencies = dispatches(store, per_item=bool(args))
     parts = {} if args else breakdown(store, wall)
     code = process.returncode or 0
-    return Result(name, wall, code, steps, latencies, parts, ahead(store), busy_cpu, busy_seconds, used)
+    return Result(
+        name,
+        wall,
+        code,
+        steps,
+        latencies,
+        parts,
+        ahead(store),
+        busy_cpu,
+        busy_seconds,
+        quiet_cpu,
+        quiet_seconds,
+        used,
+    )
 
 
 def turn_ends(store: SessionStore) -> dict[str, datetime]:
@@ -281,7 +311,7 @@ def main() -> int:
     print(f"{os.cpu_count()} cores, load {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
     header = (
         f"{'subject':<13} {'wall s':>7} {'steps':>5} {'Σ work s':>8} {'overhead':>8} {'/ serial':>8} "
-        f"{'dispatch p50':>12} {'p95 s':>6} {'CPU ms/s busy':>13} {'whole run':>9}"
+        f"{'dispatch p50':>12} {'p95 s':>6} {'CPU ms/s busy':>13} {'quiet':>6} {'whole run':>9}"
     )
     print(header)
     serial = results[0].wall if results else float("nan")
@@ -290,11 +320,12 @@ def main() -> int:
         overhead = (r.wall - work) / r.wall if r.name == "serial" else float("nan")
         ratio = r.wall / serial
         cpu = r.busy_cpu / r.busy_seconds if r.busy_seconds else float("nan")
+        quiet = r.quiet_cpu / r.quiet_seconds if r.quiet_seconds else float("nan")
         print(
             f"{r.name:<13} {r.wall:>7.1f} {r.steps:>5} {work:>8.1f} "
             f"{f'{overhead:.1%}' if r.name == 'serial' else '':>8} {ratio:>8.2f} "
             f"{percentile(r.latencies, 0.5):>12.2f} {percentile(r.latencies, 0.95):>6.2f} {cpu:>13.1f} "
-            f"{r.cpu / r.wall:>9.1f}" + ("" if r.code == 0 else f"  (exit {r.code})")
+            f"{quiet:>6.1f} {r.cpu / r.wall:>9.1f}" + ("" if r.code == 0 else f"  (exit {r.code})")
         )
     for r in results:
         if r.parts:
@@ -315,8 +346,8 @@ def main() -> int:
     for r in results[:1]:  # (under --parallel other items' hooks end meanwhile, and none is started ahead)
         used, unused = r.ahead
         print(f"{r.name}: workers started ahead of their step: {used} given it, {unused} ended unused")
-    busy = [f"{r.name} {r.busy_seconds:.0f} s" for r in results]
-    print("time with every live worker running (the CPU line's window): " + ", ".join(busy))
+    busy = [f"{r.name} {r.busy_seconds:.0f} s ({r.quiet_seconds:.0f} s quiet)" for r in results]
+    print("time with every live worker running (the CPU columns' window): " + ", ".join(busy))
     print("aims: overhead ≤ 10 % serial; --parallel 3 ≤ 0.40 × serial; dispatch p95 ≤ 1 s; CPU ≤ 15 ms/s")
     return 0
 

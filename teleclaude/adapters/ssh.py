@@ -204,6 +204,13 @@ class Fleet(Tmux):
                 views[pane_id] = replace(view, pane_id=pane_id)
         return views
 
+    def glance(self, pane_id: str) -> tuple[PaneView | None, list[str]]:
+        tmux, bare = self._route(pane_id)
+        if tmux is self:
+            return super().glance(pane_id)
+        view, screen = tmux.glance(bare)
+        return (None if view is None else replace(view, pane_id=pane_id)), screen
+
     def capture(self, pane_id: str, start: int, end: int, history_size: int | None = None) -> list[str]:
         tmux, bare = self._route(pane_id)
         if tmux is self:

@@ -215,6 +215,20 @@ class Tmux:
         listed_at = int(clock) if clock.isdigit() else 0
         return {view.pane_id: view for view in (_view(row, listed_at) for row in lines)}
 
+    def glance(self, pane_id: str) -> tuple[PaneView | None, list[str]]:
+        """One pane's view and its screen, in one tmux client (a start's prompt wait looks many times a
+        second; `views` lists every pane of the server); `(None, [])` when the pane or its server is gone."""
+        view_of = ("display-message", "-p", "-t", pane_id, _VIEW_FORMAT)
+        try:
+            lines = self.cmd(*view_of, ";", "capture-pane", "-p", "-t", pane_id)
+        except TmuxError as error:
+            if _no_server(error) or "can't find" in str(error):
+                return None, []
+            raise
+        view = _view(lines[0], 0)
+        rows = lines[1 : 1 + view.height]
+        return view, rows + [""] * (view.height - len(rows))  # libtmux drops trailing blank rows
+
     def capture(self, pane_id: str, start: int, end: int, history_size: int | None = None) -> list[str]:
         """Rows start..end inclusive in tmux numbering (0 = top visible row, negative = history).
 

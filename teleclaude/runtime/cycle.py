@@ -198,13 +198,16 @@ class Cycle:
         deadline = time.monotonic() + config.spin_max
         last, quiet_since = None, time.monotonic()
         while time.monotonic() < deadline:
-            view = self.panes.views().get(session.pane_id)
+            try:
+                view, screen = tmux.glance(session.pane_id)
+            except TmuxError as error:
+                log.warning("cannot look at tmux pane %s: %s", session.pane_id, error)
+                return
             if view is None or view.dead:
                 return
             stored = self.context.store.get(session.id)
             if stored is None or stored.state is SessionState.TURN_ENDED or stored.state.is_final:
                 return
-            screen = tmux.screen(session.pane_id, view)
             if screen != last:
                 last, quiet_since = screen, time.monotonic()
             elif time.monotonic() - quiet_since >= config.idle_threshold:

@@ -55,6 +55,10 @@ from teleclaude.runtime.remote import item_slug, send
 
 _COMMAND = re.compile(r"[a-z0-9][a-z0-9:._-]{0,80}")
 SAVE_ATTEMPTS = 20  # saves of a typed line refused by other writers of the row before giving up
+# seconds between looks at a starting worker's pane while its prompt is awaited, without output events: a
+# start the run waits on, and one started ahead of its step (each look is a tmux client: ~2 ms of CPU)
+PROMPT_POLL = 0.05
+AHEAD_POLL = 0.25
 
 
 @dataclass(frozen=True)
@@ -105,8 +109,8 @@ class Launcher:
             opened = self._hold_and_open(session, profile, binary, None, workdir, request.thinking_mode)
             if isinstance(opened, Error):
                 return opened
-            try:
-                screen = self._wait_for_prompt(opened, profile)
+            try:  # looked at less often than a start someone waits on: its step is still at work
+                screen = self._wait_for_prompt(opened, profile, pause=AHEAD_POLL)
             except TmuxError as error:
                 screen = Error(ErrorCode.TMUX_FAILED, str(error))
             except BaseException:
@@ -292,7 +296,6 @@ class Launcher:
         self, session: Session, profile: AgentProfile, stable: float | None = None
     ) -> Started | Error:
         """Wait for the CLI's prompt, paste the command, settle, press Enter, and check the screen moved."""
-        tmux = self.context.tmux
         text = profile.slash_command(session.command, session.args)
         try:
             screen = self._wait_for_prompt(session, profile, stable)
@@ -313,14 +316,13 @@ class Launcher:
                 )
         except TmuxError as error:
             return self._fail(session, Error(ErrorCode.TMUX_FAILED, str(error)))
-        view = tmux.views()[session.pane_id]
 
         def delivered(stored: Session, now: datetime) -> tuple[Session, tuple[Event, ...]]:
             running, events = transition(stored, Change.DELIVERED, now)
             running = replace(
                 running,
                 delivered_at=sent_at,
-                scan_cursor=Cursor.start(view).encode(),
+                scan_cursor=Cursor(session.pane_id, session.pane_pid, 0, 0).encode(),  # before its first row
                 screen_hash="",  # so the first look after delivery counts as a change
                 last_change_at=sent_at,
                 last_progress_at=now,
@@ -360,7 +362,7 @@ class Launcher:
             self.panes.until_screen(session, lambda rows: not listed(rows), self.context.config.command_wait)
 
     def _wait_for_prompt(
-        self, session: Session, profile: AgentProfile, stable: float | None = None
+        self, session: Session, profile: AgentProfile, stable: float | None = None, pause: float = PROMPT_POLL
     ) -> list[str] | Error:
         """The screen once the CLI's prompt has stayed on an unchanged screen for `stable` seconds (by
         default its `prompt_stable`): a CLI may paint its prompt and then replace it by a dialog (codex's
@@ -373,10 +375,9 @@ class Launcher:
         stable = config.prompt_stable_of(session.agent) if stable is None else stable
         while True:
             mark = tmux.output_mark(session.pane_id)  # before the screen is read: output after it wakes us
-            view = tmux.views().get(session.pane_id)
+            view, screen = tmux.glance(session.pane_id)
             if view is None or view.dead:
                 return self._exited(session, view)
-            screen = tmux.screen(session.pane_id, view)
             blocker = find_blocker(session.agent, screen)
             if blocker is not None:
                 return Error(
@@ -392,13 +393,14 @@ class Launcher:
             if time.monotonic() > deadline:
                 return _delivery_failed(session, "", f"no prompt after {config.startup_timeout:g}s", screen)
             # the next look when the pane prints, or when the prompt has stood unchanged for `stable` (a pane
-            # that died prints nothing: looked at every 0.25 s); every 50 ms without events
+            # that died prints nothing: looked at every 0.25 s); without events every `pause`, and a prompt
+            # that stands is looked at four times in its `stable` (a change seen later only waits longer)
             quiet = stable_since + stable - time.monotonic() if stable_since is not None else 0.25
-            tmux.await_output(session.pane_id, mark, max(0.0, min(quiet, 0.25)), poll=0.05)
+            poll = pause if stable_since is None else max(pause, stable / 4)
+            tmux.await_output(session.pane_id, mark, max(0.0, min(quiet, 0.25)), poll=poll)
 
     def _screen(self, session: Session) -> list[str]:
-        view = self.context.tmux.views().get(session.pane_id)
-        return self.context.tmux.screen(session.pane_id, view) if view else []
+        return self.context.tmux.glance(session.pane_id)[1]
 
     def _refused(self, session: Session) -> Error | None:
         """The CLI answered the command with its "unknown command" (it may keep the text in its input box)."""

@@ -80,10 +80,10 @@ class Panes:
         pane = session.pane_id
         for attempt in range(attempts):
             mark = tmux.output_mark(pane)
-            view = tmux.views().get(pane)
+            view, screen = tmux.glance(pane)
             if view is None or view.dead:
                 return True  # nothing left to press Enter in; observing says what happened
-            before = _where(tmux.screen(pane, view), typed)
+            before = _where(screen, typed)
             tmux.send_key(pane, "Enter")
             deadline = time.monotonic() + 2.0**attempt
             while (left := deadline - time.monotonic()) > 0:
@@ -91,8 +91,8 @@ class Panes:
                 # (a loaded machine) must not make a taken Enter look dropped, and be pressed again
                 tmux.await_output(pane, mark, min(left, 0.25), poll=0.02)
                 mark = tmux.output_mark(pane)
-                view = tmux.views().get(pane)
-                if view is None or view.dead or _where(tmux.screen(pane, view), typed) != before:
+                view, screen = tmux.glance(pane)
+                if view is None or view.dead or _where(screen, typed) != before:
                     return True
         return False
 
@@ -109,8 +109,8 @@ class Panes:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             mark = tmux.output_mark(pane)
-            view = tmux.views().get(pane)
-            if view is None or view.dead or shows(tmux.screen(pane, view)):
+            view, screen = tmux.glance(pane)
+            if view is None or view.dead or shows(screen):
                 return
             # a pane that died prints nothing: looked at every 0.25 s all the same
             tmux.await_output(pane, mark, min(0.25, deadline - time.monotonic()), poll=pause)
@@ -127,8 +127,7 @@ class Panes:
         if refused is not None:
             raise Untypable(refused.message)
         tmux, settle = self.context.tmux, self.context.config.settle_of(session.agent)
-        view = tmux.views().get(session.pane_id)
-        screen = tmux.screen(session.pane_id, view) if view else []
+        view, screen = tmux.glance(session.pane_id)
         blocker = find_blocker(session.agent, screen)
         if blocker is not None:
             raise WorkerBlocked(blocked_text(session.agent, blocker, session.workdir, screen))

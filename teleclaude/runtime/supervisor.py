@@ -113,10 +113,9 @@ class Supervisor:
         prompt with nothing typed and no dialog open; typed as `send_message` types (Enter checked)."""
         tmux = Tmux(parent.socket, self.context.config.tmux_timeout)
         try:
-            view = tmux.views().get(parent.pane)
+            view, screen = tmux.glance(parent.pane)
             if view is None or view.dead:
                 return self._drop(session, f"its parent's pane {parent.pane} is gone")
-            screen = tmux.screen(parent.pane, view)
             shown = self._looked[session.parent] = screen_hash(screen)
             profiles = self.context.config.profiles
             if shown != self._screens.get(session.parent) or not parents.idle(

@@ -29,6 +29,7 @@ from teleclaude.runtime.core.sessions import (
     StartRequest,
     output_stamp,
 )
+from teleclaude.runtime.launcher import AHEAD_POLL, Warm
 
 from .conftest import looks_until_quiet
 
@@ -505,6 +506,56 @@ def test_a_look_at_a_worker_that_printed_reads_it_in_one_tmux_client_beside_the_
     assert runtime.store.get(session_id).state is SessionState.RATE_LIMITED
     assert len(commands) == 2  # the pane list, then the pane read
     runtime.end_session(session_id)
+
+
+def test_a_glance_is_one_tmux_client_with_the_panes_view_and_its_whole_screen(runtime, monkeypatch):
+    """A start's prompt wait looks many times a second: each look is one tmux client for that one pane (not
+    the server's pane list beside a capture), and a pane or server that is gone is no pane, not a failure."""
+    tmux = runtime.tmux
+    tmux.cmd("new-session", "-d", "-s", "one", "-x", "80", "-y", "12", "printf 'hello\\n'; sleep 60")
+    (pane,) = tmux.views()
+    deadline = time.monotonic() + 10
+    while "hello" not in tmux.glance(pane)[1] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    commands: list[str] = []
+    cmd = tmux.cmd
+
+    def counted(*args: str, check: bool = True) -> list[str]:
+        commands.append(args[0])
+        return cmd(*args, check=check)
+
+    monkeypatch.setattr(tmux, "cmd", counted)
+    view, screen = tmux.glance(pane)
+    assert len(commands) == 1
+    assert view is not None and view.pane_id == pane and not view.dead
+    assert screen[0] == "hello" and len(screen) == view.height == 12  # its blank rows too
+    tmux.kill_session("one")
+    assert tmux.glance(pane) == (None, [])  # the server ended with its last session
+
+
+def test_a_worker_started_ahead_is_looked_at_a_few_times_a_second_and_still_takes_its_command(
+    project, runtime, monkeypatch, watch
+):
+    """Nobody waits on a worker started ahead of its step yet: its prompt is awaited with a look every
+    quarter second (a start the run waits on looks every 50 ms), and it takes its command when given it."""
+    monkeypatch.setenv("FAKE_AGENT", "slowstart")  # its prompt shows after a second
+    looks: list[str] = []
+    cmd = runtime.tmux.cmd
+
+    def counted(*args: str, check: bool = True) -> list[str]:
+        looks.extend(args[:1] if args[:1] == ("display-message",) and "-t" in args else ())
+        return cmd(*args, check=check)
+
+    monkeypatch.setattr(runtime.tmux, "cmd", counted)
+    began = time.monotonic()
+    warm = runtime.warm(dispatch(project))
+    took = time.monotonic() - began
+    assert isinstance(warm, Warm), warm
+    assert 2 <= len(looks) <= took / AHEAD_POLL + 2
+    started = runtime.deliver_warm(warm)
+    assert isinstance(started, Started), started
+    watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
+    runtime.end_session(started.session.id)
 
 
 def test_waits_that_take_a_recent_look_list_no_panes_but_a_worker_that_exits_is_looked_at_at_once(
