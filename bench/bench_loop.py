@@ -24,8 +24,9 @@ ratio of the serial one measured beside it. Printed per subject:
   started ahead counts as running once PENDING for AHEAD seconds, so typing its step into it falls in
   that window too; over the quiet part of those intervals, where no worker was started, given its command
   or ended its turn in the last HANDOVER seconds (what watching busy workers costs, without the hand-overs
-  between steps, which at W = 3 s and `--parallel 5` come more than once a second); and over the whole run
-  (its starts, planner calls and git included).
+  between steps, which at W = 3 s and `--parallel 5` come more than once a second; a worker started ahead
+  still waiting for its prompt a second after its start counts there); and over the whole run (its starts,
+  planner calls and git included).
 
 Never asserts; exits 0; deletes everything it made. The machine's load is printed: on a shared machine the
 ratios move by a few hundredths from run to run.
@@ -59,8 +60,8 @@ from teleclaude.runtime.core.sessions import EventKind, SessionState  # noqa: E4
 
 NAMES: tuple[str, ...] = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india")
 NAMES += ("juliet", *(f"item-{n}" for n in range(11, 100)))
-AHEAD = 1.0  # seconds: a session PENDING longer is a worker started ahead, at its prompt (`all_busy`)
-HANDOVER = 1.0  # seconds after a worker's start, its command typed or an event: not quiet (`all_busy`)
+AHEAD = 1.0  # seconds: a session PENDING longer is a worker started ahead, at its prompt (`busy_and_quiet`)
+HANDOVER = 1.0  # seconds after a worker's start, its command typed or an event: not quiet
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def cpu_ms(pid: int) -> float:
     return ticks * 1000 / os.sysconf("SC_CLK_TCK")
 
 
-def all_busy(db: Path) -> tuple[bool, bool]:
+def busy_and_quiet(db: Path) -> tuple[bool, bool]:
     """(busy, quiet). Busy: every live session of the run is `running`, but for a worker started ahead of
     its step (PENDING for more than AHEAD seconds: at its prompt by then, waiting). Quiet: busy, and no
     session was created, given its command or had an event in the last HANDOVER seconds. Read-only and
@@ -150,7 +151,7 @@ def timed_run(name: str, project: Path, env: dict[str, str], args: list[str]) ->
         while process.poll() is None:
             try:
                 now, used = time.monotonic(), cpu_ms(process.pid)
-                busy, quiet = all_busy(db) if db.exists() else (False, False)
+                busy, quiet = busy_and_quiet(db) if db.exists() else (False, False)
             except (OSError, ValueError):
                 break
             if last is not None and last[2] and busy:

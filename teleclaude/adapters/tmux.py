@@ -218,11 +218,11 @@ class Tmux:
     def glance(self, pane_id: str) -> tuple[PaneView | None, list[str]]:
         """One pane's view and its screen, in one tmux client (a start's prompt wait looks many times a
         second; `views` lists every pane of the server); `(None, [])` when the pane or its server is gone."""
-        view_of = ("display-message", "-p", "-t", pane_id, _VIEW_FORMAT)
+        show_view = ("display-message", "-p", "-t", pane_id, _VIEW_FORMAT)
         try:
-            lines = self.cmd(*view_of, ";", "capture-pane", "-p", "-t", pane_id)
+            lines = self.cmd(*show_view, ";", "capture-pane", "-p", "-t", pane_id)
         except TmuxError as error:
-            if _no_server(error) or "can't find" in str(error):
+            if _no_server(error) or any(f"can't find {what}" in str(error) for what in ("pane", "window")):
                 return None, []
             raise
         view = _view(lines[0], 0)

@@ -322,7 +322,7 @@ class Launcher:
             running = replace(
                 running,
                 delivered_at=sent_at,
-                scan_cursor=Cursor(session.pane_id, session.pane_pid, 0, 0).encode(),  # before its first row
+                scan_cursor=Cursor.start(session.pane_id, session.pane_pid).encode(),
                 screen_hash="",  # so the first look after delivery counts as a change
                 last_change_at=sent_at,
                 last_progress_at=now,
@@ -394,7 +394,8 @@ class Launcher:
                 return _delivery_failed(session, "", f"no prompt after {config.startup_timeout:g}s", screen)
             # the next look when the pane prints, or when the prompt has stood unchanged for `stable` (a pane
             # that died prints nothing: looked at every 0.25 s); without events every `pause`, and a prompt
-            # that stands is looked at four times in its `stable` (a change seen later only waits longer)
+            # that stands every quarter of its `stable`, not more often than `pause` nor less often than
+            # every 0.25 s (a change seen later only waits longer)
             quiet = stable_since + stable - time.monotonic() if stable_since is not None else 0.25
             poll = pause if stable_since is None else max(pause, stable / 4)
             tmux.await_output(session.pane_id, mark, max(0.0, min(quiet, 0.25)), poll=poll)

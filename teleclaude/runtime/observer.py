@@ -493,7 +493,11 @@ class Observer:
         changed, only the rows that were not on it at the last read (an old limit row must not limit the next
         turn again)."""
         try:
-            cursor = Cursor.decode(session.scan_cursor) if session.scan_cursor else Cursor.start(view)
+            cursor = (
+                Cursor.decode(session.scan_cursor)
+                if session.scan_cursor
+                else Cursor.start(view.pane_id, view.pane_pid)
+            )
             chunk, screen = self.panes.look(session, view, cursor, _SCAN_LINES, 1 << 20)
         except InvalidCursor:
             return session, [], "", self.context.tmux.screen(session.pane_id, view)

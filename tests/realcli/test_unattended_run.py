@@ -96,30 +96,33 @@ class LimitedOnce:
         return Fail("session_limit", resets_in=boundary + 1 - int(now))
 
 
+def three_clis_project(base, agent_clis, server, tmux_socket, monkeypatch, matrix=MATRIX):
+    """The demo's roadmap of three items, the three real CLIs set up in a fresh HOME against `server`."""
+    base.mkdir()
+    clis = {name: agent_clis[name] / name for name in AGENTS}
+    for name, value in prepare_environment(base, clis, server.url).items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    project = make_repository(base / "project")
+    rows = "\n".join(
+        f"{task} = {json.dumps([f'{a}:{DEFAULT_MATRIX[task][0].thinking_mode}' for a in agents])}"
+        for task, agents in matrix.items()
+    )
+    (project / "teleclaude.toml").write_text(SETTINGS.format(matrix=rows, socket=tmux_socket))
+    trusted(project)
+    commit_all(project, "Three real CLIs, each first on one step")
+    for done in (install(list(AGENTS), Scope.USER), init(project)):
+        assert not hasattr(done, "code"), done
+    return project
+
+
 @pytest.fixture
 def three_clis(agent_clis, tmp_path, tmux_socket, monkeypatch):
-    """(project, model server): the demo's roadmap of three items, the three real CLIs set up in a fresh HOME
-    against a server scripted by LimitedOnce."""
+    """(project, model server): the three real CLIs against a server scripted by LimitedOnce."""
     with ModelServer(then=LimitedOnce()) as server:
-        base = tmp_path / "base"
-        base.mkdir()
-        clis = {name: agent_clis[name] / name for name in AGENTS}
-        for name, value in prepare_environment(base, clis, server.url).items():
-            if value is None:
-                monkeypatch.delenv(name, raising=False)
-            else:
-                monkeypatch.setenv(name, value)
-        project = make_repository(base / "project")
-        rows = "\n".join(
-            f"{task} = {json.dumps([f'{a}:{DEFAULT_MATRIX[task][0].thinking_mode}' for a in agents])}"
-            for task, agents in MATRIX.items()
-        )
-        (project / "teleclaude.toml").write_text(SETTINGS.format(matrix=rows, socket=tmux_socket))
-        trusted(project)
-        commit_all(project, "Three real CLIs, each first on one step")
-        for done in (install(list(AGENTS), Scope.USER), init(project)):
-            assert not hasattr(done, "code"), done
-        yield project, server
+        yield three_clis_project(tmp_path / "base", agent_clis, server, tmux_socket, monkeypatch), server
 
 
 def test_three_real_clis_deliver_a_roadmap_through_their_limits_waiting_for_the_last_reset(three_clis):
@@ -143,3 +146,32 @@ def test_three_real_clis_deliver_a_roadmap_through_their_limits_waiting_for_the_
     assert "waiting for codex" in log, log
     refused = [r.provider for r in server.requests if r.turn and r.answer.startswith("fail")]
     assert refused.count("openai") == 1, refused  # codex was asked again only once its reset had come
+
+
+@pytest.mark.parametrize("builder", AGENTS)
+def test_under_parallel_two_workers_of_a_real_cli_start_at_once_and_each_step_is_dispatched_once(
+    builder, agent_clis, tmp_path, tmux_socket, monkeypatch
+):
+    """`run --parallel 3`: greeting and shouting go side by side (farewell waits for greeting), so the
+    builder's CLI starts two workers at once (each lane's start in its own thread, with its driver's own
+    prompt wait), and the other two CLIs review and finalize. Every step is dispatched once, by the agent
+    its row names, and the roadmap is delivered."""
+    rest = [agent for agent in AGENTS if agent != builder]
+    matrix = {"build": (builder, *rest), "review": (*rest, builder), "finalize": (rest[1], rest[0], builder)}
+    with ModelServer(then=ScriptedWorkers(RealDemo("claude"))) as server:
+        project = three_clis_project(tmp_path / "base", agent_clis, server, tmux_socket, monkeypatch, matrix)
+        runtime = open_runtime(project)
+        lines: list[str] = []
+        report = orchestrator.run(project, None, False, 40, runtime, lines.append, lambda _: None, parallel=3)
+    log = "\n".join(lines)
+    assert report.outcome is Outcome.COMPLETE, log + "\n" + report.text
+    assert len(list((project / "done").iterdir())) == 3, log
+    given = [s for s in runtime.store.sessions() if s.delivered_at is not None]
+    steps = Counter((s.command, s.slug, s.agent) for s in given)
+    slugs = ("greeting", "farewell", "shouting")
+    expected = {(f"next-{step}", slug, agents[0]) for step, agents in matrix.items() for slug in slugs}
+    assert set(steps) == expected and set(steps.values()) == {1}, steps
+    builds = {s.slug: (s.created_at, s.delivered_at) for s in given if s.command == "next-build"}
+    (one_opened, one_typed), (other_opened, other_typed) = builds["greeting"], builds["shouting"]
+    assert one_typed and other_typed  # and both starts were under way at once:
+    assert one_opened < other_typed and other_opened < one_typed, log

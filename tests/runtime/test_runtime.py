@@ -34,6 +34,19 @@ from teleclaude.runtime.launcher import AHEAD_POLL, Warm
 from .conftest import looks_until_quiet
 
 
+def tmux_commands(tmux: Tmux, monkeypatch) -> list[tuple[str, ...]]:
+    """Every tmux command `tmux` runs from here on (each a tmux client), in order."""
+    commands: list[tuple[str, ...]] = []
+    cmd = tmux.cmd
+
+    def counted(*args: str, check: bool = True) -> list[str]:
+        commands.append(args)
+        return cmd(*args, check=check)
+
+    monkeypatch.setattr(tmux, "cmd", counted)
+    return commands
+
+
 def dispatch(project) -> Dispatch:
     action = app.next_work(cwd=project)
     assert isinstance(action, Dispatch), action
@@ -494,14 +507,7 @@ def test_a_look_at_a_worker_that_printed_reads_it_in_one_tmux_client_beside_the_
     while not any(shown in row for row in runtime.tmux.screen(pane, view)) and time.monotonic() < deadline:
         time.sleep(0.05)
         view = runtime.tmux.views()[pane]
-    commands: list[str] = []
-    cmd = runtime.tmux.cmd
-
-    def counted(*args: str, check: bool = True) -> list[str]:
-        commands.append(args[0])
-        return cmd(*args, check=check)
-
-    monkeypatch.setattr(runtime.tmux, "cmd", counted)
+    commands = tmux_commands(runtime.tmux, monkeypatch)
     runtime.list_sessions()
     assert runtime.store.get(session_id).state is SessionState.RATE_LIMITED
     assert len(commands) == 2  # the pane list, then the pane read
@@ -514,23 +520,19 @@ def test_a_glance_is_one_tmux_client_with_the_panes_view_and_its_whole_screen(ru
     tmux = runtime.tmux
     tmux.cmd("new-session", "-d", "-s", "one", "-x", "80", "-y", "12", "printf 'hello\\n'; sleep 60")
     (pane,) = tmux.views()
+    tmux.cmd("new-session", "-d", "-s", "two", "sleep", "60")
     deadline = time.monotonic() + 10
     while "hello" not in tmux.glance(pane)[1] and time.monotonic() < deadline:
         time.sleep(0.05)
-    commands: list[str] = []
-    cmd = tmux.cmd
-
-    def counted(*args: str, check: bool = True) -> list[str]:
-        commands.append(args[0])
-        return cmd(*args, check=check)
-
-    monkeypatch.setattr(tmux, "cmd", counted)
+    commands = tmux_commands(tmux, monkeypatch)
     view, screen = tmux.glance(pane)
     assert len(commands) == 1
     assert view is not None and view.pane_id == pane and not view.dead
     assert screen[0] == "hello" and len(screen) == view.height == 12  # its blank rows too
     tmux.kill_session("one")
-    assert tmux.glance(pane) == (None, [])  # the server ended with its last session
+    assert tmux.glance(pane) == (None, [])
+    tmux.kill_server()
+    assert tmux.glance(pane) == (None, [])
 
 
 def test_a_worker_started_ahead_is_looked_at_a_few_times_a_second_and_still_takes_its_command(
@@ -539,18 +541,12 @@ def test_a_worker_started_ahead_is_looked_at_a_few_times_a_second_and_still_take
     """Nobody waits on a worker started ahead of its step yet: its prompt is awaited with a look every
     quarter second (a start the run waits on looks every 50 ms), and it takes its command when given it."""
     monkeypatch.setenv("FAKE_AGENT", "slowstart")  # its prompt shows after a second
-    looks: list[str] = []
-    cmd = runtime.tmux.cmd
-
-    def counted(*args: str, check: bool = True) -> list[str]:
-        looks.extend(args[:1] if args[:1] == ("display-message",) and "-t" in args else ())
-        return cmd(*args, check=check)
-
-    monkeypatch.setattr(runtime.tmux, "cmd", counted)
+    commands = tmux_commands(runtime.tmux, monkeypatch)
     began = time.monotonic()
     warm = runtime.warm(dispatch(project))
     took = time.monotonic() - began
     assert isinstance(warm, Warm), warm
+    looks = [args for args in commands if args[:1] == ("display-message",) and "-t" in args]  # a glance each
     assert 2 <= len(looks) <= took / AHEAD_POLL + 2
     started = runtime.deliver_warm(warm)
     assert isinstance(started, Started), started

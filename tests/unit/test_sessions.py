@@ -70,6 +70,10 @@ class Pane:
         return read_since(self.view(), cursor, self.capture, max_lines, max_bytes)
 
 
+def start_of(view):
+    return Cursor.start(view.pane_id, view.pane_pid)
+
+
 def numbered(start: int, stop: int) -> list[str]:
     return [f"row {n}" for n in range(start, stop)]
 
@@ -91,7 +95,7 @@ def test_growing_output_read_three_times_repeats_and_loses_nothing():
     cursor = None
     for stop in (20, 57, 140):
         pane.print(*numbered(len(pane.rows) + 1, stop))
-        chunk = pane.read(cursor) if cursor else pane.read(Cursor.start(pane.view()))
+        chunk = pane.read(cursor) if cursor else pane.read(start_of(pane.view()))
         seen += chunk.rows
         cursor = chunk.cursor
     assert seen == numbered(1, 140)
@@ -100,7 +104,7 @@ def test_growing_output_read_three_times_repeats_and_loses_nothing():
 def test_bounded_reads_continue_where_they_stopped():
     pane = Pane(limit=1000)
     pane.print(*numbered(1, 101))
-    cursor, seen = Cursor.start(pane.view()), []
+    cursor, seen = start_of(pane.view()), []
     while True:
         chunk = pane.read(cursor, max_lines=7, max_bytes=40)
         seen += chunk.rows
@@ -113,7 +117,7 @@ def test_bounded_reads_continue_where_they_stopped():
 def test_rows_rolled_off_between_reads_are_skipped_and_counted_as_found():
     pane = Pane(limit=10)
     pane.print(*numbered(1, 8))
-    chunk = pane.read(Cursor.start(pane.view()))
+    chunk = pane.read(start_of(pane.view()))
     pane.print(*numbered(8, 16))  # 8 new rows: the history (10) drops the oldest ones, not the anchor
     later = pane.read(chunk.cursor)
     assert later.lines_missed == 0
@@ -123,7 +127,7 @@ def test_rows_rolled_off_between_reads_are_skipped_and_counted_as_found():
 def test_rows_lost_to_roll_over_are_reported():
     pane = Pane(limit=10)
     pane.print(*numbered(1, 8))
-    chunk = pane.read(Cursor.start(pane.view()))
+    chunk = pane.read(start_of(pane.view()))
     pane.print(*numbered(8, 60))
     later = pane.read(chunk.cursor)
     assert later.lines_missed is None  # unknown how many: the last row read rolled off too
@@ -134,7 +138,7 @@ def test_rows_lost_to_roll_over_are_reported():
 def test_a_cleared_history_is_reported_not_silently_misread():
     pane = Pane(limit=100)
     pane.print(*numbered(1, 30))
-    chunk = pane.read(Cursor.start(pane.view()))
+    chunk = pane.read(start_of(pane.view()))
     pane.rows = ["after clear"]  # `clear-history` and a cleared screen
     later = pane.read(chunk.cursor)
     assert later.lines_missed is None

@@ -302,9 +302,9 @@ class Cursor:
         return cls(pane, int(pid), int(line), int(base), anchor, screen)
 
     @classmethod
-    def start(cls, view: PaneView) -> Cursor:
+    def start(cls, pane_id: str, pane_pid: int) -> Cursor:
         """A cursor before the pane's first row: the next read returns everything still kept."""
-        return cls(view.pane_id, view.pane_pid, 0, 0)
+        return cls(pane_id, pane_pid, 0, 0)
 
     def check_pane(self, view: PaneView) -> None:
         if self.pane_id != view.pane_id:
