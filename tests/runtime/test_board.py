@@ -229,7 +229,7 @@ def written_past_the_screen(runtime, session_id: str) -> list[str]:
     with open(tty, "w") as terminal:
         terminal.write("".join(f"{row}\r\n" for row in written))
     deadline = time.monotonic() + 20
-    while written[-1] not in runtime.tmux.screen(pane_id, runtime.tmux.views()[pane_id]):
+    while written[-1] not in runtime.tmux.glance(pane_id)[1]:
         assert time.monotonic() < deadline
         time.sleep(0.05)
     return written

@@ -502,11 +502,9 @@ def test_a_look_at_a_worker_that_printed_reads_it_in_one_tmux_client_beside_the_
     runtime.tmux.send_text(pane, LIMIT_MESSAGES[agent])
     runtime.tmux.send_key(pane, "Enter")
     deadline = time.monotonic() + 10
-    view = runtime.tmux.views()[pane]
     shown = LIMIT_MESSAGES[agent][:30]
-    while not any(shown in row for row in runtime.tmux.screen(pane, view)) and time.monotonic() < deadline:
+    while not any(shown in row for row in runtime.tmux.glance(pane)[1]) and time.monotonic() < deadline:
         time.sleep(0.05)
-        view = runtime.tmux.views()[pane]
     commands = tmux_commands(runtime.tmux, monkeypatch)
     runtime.list_sessions()
     assert runtime.store.get(session_id).state is SessionState.RATE_LIMITED
