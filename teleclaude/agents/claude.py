@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from teleclaude.agents.profile import (
     AgentProfile,
@@ -29,6 +29,10 @@ RETRYING = r"\bRetrying in \d+\w*.*\battempt \d+/\d+"  # "API error · Retrying 
 # …}`, a window left out when its headers were not sent; no `rate_limits` at all with an API key (the CLI
 # reads those headers only for an OAuth login: tests/realcli/NOTES.md)
 WINDOWS = {"five_hour": "5h", "seven_day": "7d"}
+WINDOW_LENGTHS = {
+    "5h": timedelta(hours=5),
+    "7d": timedelta(days=7),
+}  # the latest a window without a reset ends
 
 
 def statusline_usage(text: str, now: datetime) -> tuple[UsageWindow, ...]:
@@ -48,7 +52,8 @@ def statusline_usage(text: str, now: datetime) -> tuple[UsageWindow, ...]:
         used = report.get("used_percentage")
         if isinstance(used, bool) or not isinstance(used, int | float) or not math.isfinite(used):
             continue
-        found.append(UsageWindow("claude", window, float(used), _moment(report.get("resets_at")), now))
+        reset = _moment(report.get("resets_at")) or now + WINDOW_LENGTHS[window]
+        found.append(UsageWindow("claude", window, float(used), reset, now))
     return tuple(found)
 
 

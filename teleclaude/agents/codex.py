@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from teleclaude.agents.formats import basic_string, split_front_matter
 from teleclaude.agents.profile import (
@@ -131,7 +131,7 @@ def rollout_usage(text: str, now: datetime) -> tuple[UsageWindow, ...]:
             continue
         seen = _when(event.get("timestamp")) or now
         found = tuple(
-            UsageWindow("codex", name, float(used), _epoch(window.get("resets_at")), seen)
+            UsageWindow("codex", name, float(used), _reset(window, seen), seen)
             for name in USAGE_WINDOWS
             if isinstance(window := limits.get(name), dict)
             and isinstance(used := window.get("used_percent"), int | float)
@@ -151,6 +151,16 @@ def _when(value: object) -> datetime | None:
     except ValueError:
         return None
     return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _reset(window: dict[str, object], seen: datetime) -> datetime | None:
+    """The window's reset; without one, the latest it can be: its length (`window_minutes`) after `seen`."""
+    if reset := _epoch(window.get("resets_at")):
+        return reset
+    minutes = window.get("window_minutes")
+    if isinstance(minutes, bool) or not isinstance(minutes, int | float) or not 0 < minutes < 60 * 24 * 366:
+        return None
+    return seen + timedelta(minutes=minutes)
 
 
 def _epoch(value: object) -> datetime | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 
 
@@ -129,8 +129,9 @@ class UsageWindow:
     """How much of one of an agent's rate-limit windows is used, as its CLI last reported it.
 
     `window` is the CLI's own name for it (`5h`/`7d`, `primary`/`secondary`: its driver's); `resets_at` is
-    None when the CLI did not say. All times aware UTC. (Made by the drivers' usage readers, so it lives on
-    the ground floor; the planner's model re-exports it.)
+    None when the CLI said neither the reset nor the window's length (a driver that knows the length gives
+    `seen_at` + length: the latest the window can reset). All times aware UTC. (Made by the drivers' usage
+    readers, so it lives on the ground floor; the planner's model re-exports it.)
     """
 
     agent: str
@@ -140,8 +141,14 @@ class UsageWindow:
     seen_at: datetime
 
     def current(self, now: datetime) -> bool:
-        """False once the window has reset: its usage then says nothing about the agent any more."""
-        return self.resets_at is None or self.resets_at > now
+        """False once the window has reset: its usage then says nothing about the agent any more. A window
+        of unknown reset and length is taken to last `UNKNOWN_WINDOW` from when it was seen, not for ever."""
+        return (self.resets_at or self.seen_at + UNKNOWN_WINDOW) > now
+
+
+# how long a usage window whose reset and length were not reported is taken to last: the shortest window the
+# drivers know (claude's and codex's five hours), so a stale 100 % never outlives the real reset
+UNKNOWN_WINDOW = timedelta(hours=5)
 
 
 class UsageSource(Enum):

@@ -344,6 +344,28 @@ def usual_next(
     return Successor(choice, same_folder)
 
 
+def successor_now(
+    action: Dispatch,
+    seen: Successor | None,
+    matrix: Config,
+    unavailable: Mapping[str, Unavailability],
+    usage: Mapping[str, tuple[UsageWindow, ...]],
+    now: datetime,
+) -> Successor | None:
+    """The guess for the step after `action`'s: the one seen to follow it in this run while its agent is
+    still the one the planner would choose for that step now (not out, not over the headroom when another
+    is under it), else the usual next step by the agent chosen now (`usual_next`). A worker is never started
+    ahead for an agent that will not be given the step."""
+    if seen is not None:
+        chosen = choose_agent(matrix, seen.dispatch.step, unavailable, now, usage)
+        if chosen is not None and (chosen.agent, chosen.thinking_mode) == (
+            seen.dispatch.agent,
+            seen.dispatch.thinking_mode,
+        ):
+            return seen
+    return usual_next(action, matrix, unavailable, usage, now)
+
+
 def likely_next(action: Dispatch, successors: Mapping[str, Successor]) -> Dispatch | None:
     """The step most likely to follow `action` once its worker is through: the one that followed the same
     step of an earlier item in this run, for `action`'s item, in its folder; None when none did."""
@@ -676,7 +698,7 @@ class _Loop:
         if self.state.steps + self.state.starting >= self.settings.max_steps:
             return None  # it could never be given its step
         counted = self.successors.get(action.command)
-        after = counted.most_common(1)[0][0] if counted else self._usual_next(action)
+        after = self._successor_now(action, counted.most_common(1)[0][0] if counted else None)
         predicted = likely_next(action, {action.command: after} if after else {})
         if predicted is None:
             return None
@@ -684,13 +706,13 @@ class _Loop:
             self.warmer = ThreadPoolExecutor(self.settings.parallel, thread_name_prefix="warm")
         return predicted, self.warmer.submit(guarded, self.runtime.warm, predicted)
 
-    def _usual_next(self, action: Dispatch) -> Successor | None:
+    def _successor_now(self, action: Dispatch, seen: Successor | None) -> Successor | None:
         now = self.runtime.clock()
         try:
             agents = self.runtime.context.availability.on_record(now)
         except StoreError:  # no guess: next_work will say what is wrong with the file
             return None
-        return usual_next(action, self._matrix(), agents.unavailable, agents.usage, now)
+        return successor_now(action, seen, self._matrix(), agents.unavailable, agents.usage, now)
 
     def _matrix(self) -> Config:
         if self.matrix is None:

@@ -739,6 +739,27 @@ def test_before_anything_followed_a_step_the_guess_is_its_usual_next_step_by_the
     assert usual(build, out=NAMES) is None  # every agent is out
 
 
+def test_a_step_seen_to_follow_is_guessed_only_while_its_agent_would_still_be_given_it():
+    now = datetime.now(UTC)
+    build = Dispatch(Step.BUILD, "b", "/p", "gemini", "med", "trees/b")
+    seen = orchestrator.Successor(
+        Dispatch(Step.REVIEW, "a", "/p", "codex", "slow", "trees/a"), same_folder=True
+    )
+
+    def guess(out: tuple[str, ...] = (), usage: dict[str, tuple[UsageWindow, ...]] | None = None):
+        unavailable = {agent: Unavailability(agent, now + timedelta(hours=1)) for agent in out}
+        return orchestrator.successor_now(build, seen, Config(), unavailable, usage or {}, now)
+
+    assert guess() == seen
+    by_claude = orchestrator.Successor(
+        Dispatch(Step.REVIEW, "b", "/p", "claude", "slow", "trees/b"), same_folder=True
+    )
+    assert guess(out=("codex",)) == by_claude  # codex is limited: never started ahead for the review
+    full = (UsageWindow("codex", "primary", 97.0, now + timedelta(hours=2), now),)
+    assert guess(usage={"codex": full}) == by_claude  # over the headroom while claude is under it
+    assert guess(out=NAMES) is None  # nobody may take it
+
+
 def run_to_the_end(project: Path, socket: str) -> tuple[orchestrator.RunReport, list[str], list[Session]]:
     """`run` of the whole roadmap: complete, every item delivered, no worker left; its sessions."""
     report, lines = run(project)

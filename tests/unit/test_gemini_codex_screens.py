@@ -41,13 +41,13 @@ def test_a_limit_in_a_dialog_is_reported_without_the_dialogs_borders():
                 "https://chatgpt.com/codex/settings/usage to purchase more credits or try again at Nov 26th,",
                 "2026 2:21 AM.",
             ],
-            datetime(2026, 11, 26, 2, 21, tzinfo=UTC),
+            datetime(2026, 11, 26, 2, 22, tzinfo=UTC),  # the end of the minute printed
             "quota_exhausted",
         ),
         (
             "codex",
             ["■ You've hit your usage limit. Try again at Nov 23rd 2:04 PM."],
-            datetime(NOW.year, 11, 23, 14, 4, tzinfo=UTC),
+            datetime(NOW.year, 11, 23, 14, 5, tzinfo=UTC),
             "quota_exhausted",
         ),
         ("codex", ["■ You’re out of credits. Add credits to continue."], HOUR, "quota_exhausted"),

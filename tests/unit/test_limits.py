@@ -12,6 +12,7 @@ from teleclaude.runtime.core.limits import StopFailure, find_limit, parse_failur
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 MACHINE = ZoneInfo("America/Sao_Paulo")  # the machine's zone: UTC-3, none of those named below
+MINUTE = timedelta(minutes=1)  # a reset printed to the minute ("resets 7:41") is the end of that minute
 
 
 @pytest.mark.parametrize(
@@ -20,7 +21,7 @@ MACHINE = ZoneInfo("America/Sao_Paulo")  # the machine's zone: UTC-3, none of th
         (
             "claude",
             "Claude usage limit reached. Your limit will reset at 5pm (UTC).",
-            NOW.replace(hour=17),
+            NOW.replace(hour=17) + MINUTE,
             "quota_exhausted",
         ),
         (
@@ -51,7 +52,7 @@ MACHINE = ZoneInfo("America/Sao_Paulo")  # the machine's zone: UTC-3, none of th
         (
             "codex",
             "■ You've hit your usage limit. Try again at 3:05 PM.",
-            NOW.replace(hour=15, minute=5),
+            NOW.replace(hour=15, minute=5) + MINUTE,
             "quota_exhausted",
         ),
     ],
@@ -75,27 +76,27 @@ CLAUDE_SCREENS = [
     ("● API Error: 503 Service Unavailable. This is a server-side issue, …", None, "server_error"),
     (
         "  ⎿  You've hit your session limit · resets 4:05am (UTC)",
-        datetime(2026, 11, 23, 4, 5),
+        datetime(2026, 11, 23, 4, 5) + MINUTE,
         "quota_exhausted",
     ),
     (
         "  ⎿  You’ve hit your session limit · resets 3:48pm (UTC)",
-        NOW.replace(hour=15, minute=48),
+        NOW.replace(hour=15, minute=48) + MINUTE,
         "quota_exhausted",
     ),
     (
         "  ⎿  You've hit your weekly limit · resets Nov 25, 11:05pm (UTC)",
-        datetime(2026, 11, 25, 23, 5),
+        datetime(2026, 11, 25, 23, 5) + MINUTE,
         "quota_exhausted",
     ),
     (
         "  ⎿  You’ve hit your Opus limit · resets Nov 25, 9:22pm (UTC)",
-        datetime(2026, 11, 25, 21, 22),
+        datetime(2026, 11, 25, 21, 22) + MINUTE,
         "quota_exhausted",
     ),
     (
         "  ⎿  You've hit your Sonnet limit · resets Jan 2, 9:23am (UTC)",
-        datetime(2027, 1, 2, 9, 23),
+        datetime(2027, 1, 2, 9, 23) + MINUTE,
         "quota_exhausted",
     ),
     (
@@ -124,10 +125,11 @@ def test_the_retry_countdown_is_not_a_limit():
 
 
 def test_a_dated_reset_in_another_zone_and_one_just_past():
-    assert reset_time("resets Nov 25, 9am (Europe/Amsterdam)", NOW, UTC) == datetime(
-        2026, 11, 25, 8, 0, tzinfo=UTC
-    )
-    assert reset_time("resets Nov 22, 11am (UTC)", NOW, UTC) == NOW.replace(hour=11)  # not next year's
+    amsterdam = reset_time("resets Nov 25, 9am (Europe/Amsterdam)", NOW, UTC)
+    assert amsterdam == datetime(2026, 11, 25, 8, 0, tzinfo=UTC) + MINUTE
+    assert (
+        reset_time("resets Nov 22, 11am (UTC)", NOW, UTC) == NOW.replace(hour=11) + MINUTE
+    )  # not next year's
     assert reset_time("resets Feb 30, 1am (UTC)", NOW, UTC) is None
 
 
@@ -145,7 +147,7 @@ def test_ordinary_output_is_not_a_limit(text):
 
 
 def test_a_clock_time_already_past_today_means_tomorrow():
-    assert reset_time("resets at 9am", NOW, UTC) == NOW.replace(hour=9) + timedelta(days=1)
+    assert reset_time("resets at 9am", NOW, UTC) == NOW.replace(hour=9) + timedelta(days=1) + MINUTE
     assert reset_time("resets 3", NOW, UTC) is None
 
 
@@ -157,9 +159,9 @@ def test_a_reset_printed_for_this_minute_and_read_a_moment_later_is_now_not_tomo
     hit = find_limit(
         "codex", ["■ You’ve hit your usage limit. … or try again at 11:40 PM."], minute + late, UTC
     )
-    assert hit is not None and hit.until == minute
+    assert hit is not None and hit.until == minute + MINUTE
     later = minute + timedelta(minutes=5)  # well past: the next day's
-    assert reset_time("try again at 11:40 PM.", later, UTC) == minute + timedelta(days=1)
+    assert reset_time("try again at 11:40 PM.", later, UTC) == minute + timedelta(days=1) + MINUTE
 
 
 # the CLIs print a reset in the machine's zone, named or not: NOW is 2026-11-22 12:00 UTC
@@ -187,7 +189,7 @@ ZONED = [
 
 @pytest.mark.parametrize(("text", "until"), ZONED)
 def test_a_reset_in_a_named_zone_is_read_in_that_zone(text, until):
-    assert reset_time(text, NOW, MACHINE) == until.replace(tzinfo=UTC)
+    assert reset_time(text, NOW, MACHINE) == until.replace(tzinfo=UTC) + MINUTE
 
 
 @pytest.mark.parametrize(
@@ -200,7 +202,9 @@ def test_a_reset_in_a_named_zone_is_read_in_that_zone(text, until):
     ],
 )
 def test_a_reset_without_a_zone_or_with_one_not_known_is_in_the_machines_zone(text):
-    assert reset_time(text, NOW, MACHINE) == datetime(2026, 11, 22, 19, 10, tzinfo=UTC)  # 16:10 there
+    assert (
+        reset_time(text, NOW, MACHINE) == datetime(2026, 11, 22, 19, 10, tzinfo=UTC) + MINUTE
+    )  # 16:10 there
 
 
 def test_runtime_settings_parse_and_bad_ones_name_the_key():
@@ -265,7 +269,7 @@ def test_a_stop_failure_hook_report_is_a_limit_with_the_reset_it_names():
 
     hit = failure_limit("rate_limit", "You've hit your session limit · resets 3:48pm (UTC)", NOW, UTC)
     assert hit is not None
-    assert (hit.until, hit.reason) == (NOW.replace(hour=15, minute=48), "quota_exhausted")
+    assert (hit.until, hit.reason) == (NOW.replace(hour=15, minute=48) + MINUTE, "quota_exhausted")
     hit = failure_limit("rate_limit", "API Error: Request rejected (429) · Rate limited.", NOW, UTC)
     assert hit is not None
     assert (hit.until, hit.reason) == (NOW + timedelta(hours=1), "rate_limited")

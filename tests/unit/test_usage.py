@@ -4,7 +4,7 @@ remote worker's usage: text in, `UsageWindow` values out."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -62,9 +62,24 @@ def test_a_status_line_without_usage_gives_nothing(text):
     assert statusline_usage(text, NOW) == ()
 
 
-def test_a_reset_claude_cannot_say_is_left_unknown():
-    status = {"rate_limits": {"five_hour": {"used_percentage": 50, "resets_at": 1e300}}}
-    assert statusline_usage(json.dumps(status), NOW) == (UsageWindow("claude", "5h", 50.0, None, NOW),)
+def test_a_reset_claude_cannot_say_is_the_latest_its_window_can_end():
+    status = {
+        "rate_limits": {
+            "five_hour": {"used_percentage": 50, "resets_at": 1e300},
+            "seven_day": {"used_percentage": 9},
+        }
+    }
+    assert statusline_usage(json.dumps(status), NOW) == (
+        UsageWindow("claude", "5h", 50.0, NOW + timedelta(hours=5), NOW),
+        UsageWindow("claude", "7d", 9.0, NOW + timedelta(days=7), NOW),
+    )
+
+
+def test_a_window_whose_reset_nobody_knows_stops_counting_after_the_shortest_window():
+    """Codex reported `primary 100%` with no reset: after its real reset it must not stay full for ever."""
+    full = UsageWindow("codex", "primary", 100.0, None, NOW)
+    assert full.current(NOW + timedelta(hours=4, minutes=59))
+    assert not full.current(NOW + timedelta(hours=5))
 
 
 # --- codex: the token_count events of its rollout file -----------------------------------------------------
@@ -80,6 +95,15 @@ def token_count(primary: float | None, secondary: float | None = None, **more: o
 
     limits = {"primary": window(primary, 300, RESET), "secondary": window(secondary, 10080, RESET + 86400)}
     return {"type": "token_count", "info": None, "rate_limits": {**limits, "plan_type": None, **more}}
+
+
+def test_a_codex_window_without_its_reset_ends_at_most_its_length_after_it_was_seen():
+    limits = token_count(100.0)
+    del limits["rate_limits"]["primary"]["resets_at"]
+    (primary,) = rollout_usage(event(limits), NOW)
+    seen = datetime(2030, 5, 1, 11, 59, 30, 250000, tzinfo=UTC)
+    assert primary.resets_at == seen + timedelta(minutes=300)
+    assert not primary.current(seen + timedelta(minutes=300))
 
 
 def test_codexs_last_token_count_gives_its_primary_and_secondary_windows():

@@ -132,6 +132,9 @@ _AT = re.compile(
 # a reset is printed to the minute and read a little later (the next look at the screen, a hook's report):
 # a clock time this much before now is now, not the same time tomorrow
 PRINTED_TO_THE_MINUTE = timedelta(minutes=2)
+# a clock time printed without its seconds ("resets 7:41") may be any second of that minute: the agent is back
+# only at its end, so a CLI that dropped the seconds is not given work before its real reset
+WHOLE_MINUTE = timedelta(minutes=1)
 
 
 def reset_time(text: str, now: datetime, local: tzinfo) -> datetime | None:
@@ -170,7 +173,7 @@ def _next_clock_time(match: re.Match[str], now: datetime, local: tzinfo) -> date
     candidate = here.replace(hour=hour, minute=minute, second=0, microsecond=0)
     if candidate < here - PRINTED_TO_THE_MINUTE:
         candidate += timedelta(days=1)
-    return candidate
+    return candidate + WHOLE_MINUTE
 
 
 def _next_date(match: re.Match[str], now: datetime, local: tzinfo) -> datetime | None:
@@ -189,7 +192,7 @@ def _next_date(match: re.Match[str], now: datetime, local: tzinfo) -> datetime |
         except ValueError:  # Feb 30, or Feb 29 outside a leap year
             continue
         if match[3] or candidate > here - timedelta(days=1):  # a reset just past is still this year's
-            return candidate
+            return candidate + WHOLE_MINUTE
     return None
 
 
