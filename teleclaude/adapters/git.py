@@ -111,12 +111,13 @@ def run_git(args: list[str], cwd: Path) -> str:
     return run_git_bytes(args, cwd).decode("utf-8", errors="surrogateescape")
 
 
-def run_git_bytes(args: list[str], cwd: Path, given: bytes | None = None) -> bytes:
-    """git's output as bytes; `given` is its standard input.
+def run_git_bytes(args: list[str], cwd: Path, given: bytes | None = None, home: str | None = None) -> bytes:
+    """git's output as bytes; `given` is its standard input; `home` the HOME whose ~/.gitconfig it reads
+    (else this process's).
 
     A command git refused because another git process (an agent's `git status`, an editor) held the index
     lock is run again until the lock is free, for up to INDEX_LOCK_WAIT seconds, then `IndexLocked`."""
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"} | ({"HOME": home} if home else {})
     starts_merge = args[:1] == ["merge"] and not {"--abort", "--continue", "--quit"} & set(args)
     index = _index_file(cwd) if starts_merge else None
     deadline = time.monotonic() + INDEX_LOCK_WAIT
@@ -132,6 +133,20 @@ def run_git_bytes(args: list[str], cwd: Path, given: bytes | None = None) -> byt
         if time.monotonic() >= deadline:
             raise IndexLocked(done.returncode, ["git", *args], done.stdout, done.stderr)
         time.sleep(INDEX_LOCK_LOOK)
+
+
+def identity(cwd: Path, home: str | None = None) -> tuple[tuple[str, str], ...]:
+    """The `user.name` and `user.email` git commits with in `cwd` (its repository's config over HOME's and
+    the system's), each one that is set."""
+    try:
+        said = run_git_bytes(["config", "--get-regexp", r"^user\.(name|email)$"], cwd, home=home)
+    except subprocess.CalledProcessError:  # neither is set
+        return ()
+    found: dict[str, str] = {}
+    for line in said.decode("utf-8", errors="replace").splitlines():
+        key, _, value = line.partition(" ")
+        found[key] = value  # the last file that sets it wins, as for git itself
+    return tuple(found.items())
 
 
 class IndexLocked(subprocess.CalledProcessError):

@@ -8,7 +8,7 @@ import secrets
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -276,6 +276,10 @@ class Launcher:
         env = {name: self.context.env[name] for name in names if self.context.env.get(name)}
         if not remote and "PATH" in env:
             env["PATH"] = _with_teleclaude(env["PATH"])
+        if not remote:
+            env.update(
+                identity_config(gitx.identity(Path(session.project), env.get("HOME")), self.context.env)
+            )
         env.update(profile.env)
         env["TELECLAUDE_SESSION_ID"] = session.id
         env[SESSION_KEY] = session.key
@@ -599,6 +603,22 @@ def _with_teleclaude(path: str) -> str:
     if shutil.which("teleclaude", path=path) or not os.access(folder / "teleclaude", os.X_OK):
         return path
     return f"{path}{os.pathsep}{folder}" if path else str(folder)
+
+
+def identity_config(identity: Sequence[tuple[str, str]], env: Mapping[str, str]) -> dict[str, str]:
+    """The user's git identity as configuration in the environment (`GIT_CONFIG_COUNT`, `_KEY_n`,
+    `_VALUE_n`, after any `env` has), which git reads over every config file: a CLI whose shell tool hides
+    the user's ~/.gitconfig (gemini 0.61 runs its commands with GIT_CONFIG_GLOBAL=/dev/null, and drops
+    GIT_AUTHOR_* as secrets) still commits as the user."""
+    if not identity:
+        return {}
+    given = env.get("GIT_CONFIG_COUNT", "0")
+    start = int(given) if given.isdigit() else 0
+    config = {"GIT_CONFIG_COUNT": str(start + len(identity))}
+    for index, (key, value) in enumerate(identity, start):
+        config[f"GIT_CONFIG_KEY_{index}"] = key
+        config[f"GIT_CONFIG_VALUE_{index}"] = value
+    return config
 
 
 def _find_binary(profile: AgentProfile, env: Mapping[str, str]) -> str | None:

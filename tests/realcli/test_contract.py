@@ -285,6 +285,28 @@ def test_a_refused_stop_makes_the_worker_commit(agent, agent_runtime, project, m
     assert "todos/greeting/notes.md" in refused.text()  # the hook's refusal reached the model
 
 
+@pytest.mark.parametrize("agent", NAMES)
+def test_it_commits_as_the_user_whose_identity_is_only_in_their_home(
+    agent, agent_runtime, project, model_server, isolated_environment, monkeypatch
+):
+    """Most users keep their name and email in ~/.gitconfig alone; gemini 0.61 runs its shell commands with
+    GIT_CONFIG_GLOBAL=/dev/null, which hid them ("unable to auto-detect email address"): every CLI's worker
+    commits as the user all the same."""
+    for variable in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(variable)  # the tests' own identity: this user has none but their ~/.gitconfig
+    git(project, "config", "--unset", "user.name")
+    git(project, "config", "--unset", "user.email")
+    home_config = "[user]\n\tname = Night Owl\n\temail = owl@example.invalid\n"
+    (isolated_environment / ".gitconfig").write_text(home_config)
+    commit = "printf 'n\\n' > todos/greeting/notes.md && git add todos && git commit -qm 'Add greeting notes'"
+    model_server.add(shell(commit, "Write and commit notes"), Text("Committed."))
+    started = start(agent_runtime, project, agent)
+    turn_ended(agent_runtime, started.session.id)
+    assert "Add greeting notes" in git(project, "log", "--oneline", "-1")
+    who = "Night Owl <owl@example.invalid>"
+    assert git(project, "log", "-1", "--format=%an <%ae>|%cn <%ce>").strip() == f"{who}|{who}"
+
+
 @drivers(Capability.OVER_SSH)
 def test_over_ssh_it_commits_and_its_own_hook_ends_the_turn(agent, remote_clone, model_server, project, sshd):
     """The build step on the loopback computer (over_ssh.py): the CLI edits and commits there, its hook marks
