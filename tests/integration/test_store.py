@@ -239,10 +239,11 @@ def test_usage_is_kept_per_agent_and_window_and_forgotten_once_its_window_resets
     store = AvailabilityStore(db)
     five_hours = UsageWindow("claude", "5h", 83.0, LATER, NOW)
     week = UsageWindow("claude", "7d", 41.0, LATER + timedelta(days=3), NOW)
-    codex = UsageWindow("codex", "primary", 12.5, None, NOW)
+    codex = UsageWindow("codex", "primary", 12.5, None, NOW + timedelta(hours=1))  # its reset not said
     store.record_usage([five_hours, week, codex])
     assert store.usage(NOW) == {"claude": (five_hours, week), "codex": (codex,)}
     assert store.usage(LATER) == {"claude": (week,), "codex": (codex,)}
+    assert store.usage(LATER + timedelta(hours=1)) == {"claude": (week,)}  # 5 h after it was seen
 
 
 def test_a_newer_usage_report_replaces_the_old_and_a_late_older_one_does_not(db):

@@ -89,11 +89,12 @@ class LimitedOnce:
             return Fail("quota")
         if provider == "anthropic":
             return Fail("rate_limit")
-        # codex prints the reset to the minute ("try again at 2:31 AM"): just past the next minute, at least
-        # 8 s ahead, so that what the runtime reads is still to come
+        # codex prints the reset to the minute ("try again at 2:31 AM"), which the runtime takes as that
+        # minute's end: the reset is a minute's last second, at least 8 s ahead, so that what the runtime
+        # reads is still to come and the run waits a second past the real reset, not a minute
         now = time.time()
-        boundary = (int(now) // 60 + 1) * 60 + (60 if 60 - now % 60 < 8 else 0)
-        return Fail("session_limit", resets_in=boundary + 1 - int(now))
+        boundary = (int(now) // 60 + 1) * 60 + (60 if 60 - now % 60 < 9 else 0)
+        return Fail("session_limit", resets_in=boundary - 1 - int(now))
 
 
 def three_clis_project(base, agent_clis, server, tmux_socket, monkeypatch, matrix=MATRIX):

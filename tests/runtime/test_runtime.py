@@ -65,6 +65,9 @@ def in_two_days() -> datetime:
     return (datetime.now(UTC) + timedelta(days=2)).replace(second=0, microsecond=0)
 
 
+PRINTED_MINUTE = timedelta(minutes=1)  # a reset printed to the minute is the end of that minute
+
+
 def twelve_hour(moment: datetime) -> str:
     """ "11:05pm", as claude prints a reset."""
     return f"{moment.hour % 12 or 12}:{moment:%M}{'am' if moment.hour < 12 else 'pm'}"
@@ -358,7 +361,7 @@ def test_a_stop_failure_hook_report_limits_or_ends_the_session(project, runtime,
     message = f"You've hit your session limit · resets {reset:%b} {reset.day}, {twelve_hour(reset)} (UTC)"
     assert runtime.record_stop_failure(limited.id, "rate_limit", message)
     assert runtime.store.get(limited.id).state is SessionState.RATE_LIMITED
-    assert AvailabilityStore().unavailable(datetime.now(UTC))["claude"].until == reset
+    assert AvailabilityStore().unavailable(datetime.now(UTC))["claude"].until == reset + PRINTED_MINUTE
     assert runtime.record_stop_failure(limited.id, "rate_limit", message)  # told twice: nothing more to do
     billed = runtime.run_agent_command(
         StartRequest("local", "emit", "1", str(project), "claude", "med")
@@ -383,7 +386,7 @@ def test_a_limit_told_before_the_launcher_saw_the_line_taken_limits_the_session_
     reset = in_two_days()
     message = f"You've hit your session limit · resets {reset:%b} {reset.day}, {twelve_hour(reset)} (UTC)"
     assert not runtime.record_stop_failure(typed.id, "rate_limit", message)  # told again later
-    assert AvailabilityStore().unavailable(datetime.now(UTC))["claude"].until == reset
+    assert AvailabilityStore().unavailable(datetime.now(UTC))["claude"].until == reset + PRINTED_MINUTE
     taken = replace(runtime.store.get(typed.id), state=SessionState.RUNNING)  # the launcher saw it taken
     assert runtime.store.save(taken, expect=SessionState.PENDING) is not None
     assert runtime.record_stop_failure(typed.id, "rate_limit", message)
@@ -447,7 +450,7 @@ def test_codexs_rollout_file_with_a_typed_error_limits_the_session(project, runt
     assert [e.kind for e in waited.events] == [EventKind.RATE_LIMITED]
     assert waited.events[0].detail.startswith("quota_exhausted until ")
     assert "codex_error_info: rate_limit" in waited.events[0].detail
-    assert AvailabilityStore().unavailable(datetime.now(UTC))["codex"].until == reset
+    assert AvailabilityStore().unavailable(datetime.now(UTC))["codex"].until == reset + PRINTED_MINUTE
 
 
 def test_a_worker_whose_stop_hook_runs_ends_its_turn_through_the_hook(project, runtime, monkeypatch, watch):
