@@ -186,10 +186,17 @@ def _resolve(facts: Facts, slug: str | None, choose: Callable[[Facts], str | Dec
     """The slug given (if it can name a branch), else the one `choose` picks from the files."""
     if slug is None:
         return choose(facts)
+    refused = named_item_problem(facts, slug)
+    return _done(None, refused) if refused else slug
+
+
+def named_item_problem(facts: Facts, slug: str) -> Error | None:
+    """Step 1 for a slug given: INVALID_SLUG when it cannot name a branch, UNKNOWN_ITEM when nothing in the
+    files names it; None when it may be asked about."""
     problem = slug_problem(slug)
     if problem:
-        return _done(None, _invalid_slug(problem))
-    return _done(None, _unknown_item(facts, slug)) if _is_unknown(facts, slug) else slug
+        return _invalid_slug(problem)
+    return _unknown_item(facts, slug) if _is_unknown(facts, slug) else None
 
 
 def _is_unknown(facts: Facts, slug: str) -> bool:
