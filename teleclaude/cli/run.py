@@ -186,7 +186,8 @@ class Console:
 COMMANDS: tuple[Command, ...] = (
     Command(
         "run",
-        "drive the roadmap unattended: next_work, start each worker in tmux, wait, repeat",
+        "drive the roadmap unattended: ask the planner for the next step, run its worker in tmux, wait, "
+        "repeat",
         _add_run,
         _run_run,
     ),

@@ -130,6 +130,36 @@ def test_every_command_listed_by_help_has_its_own_help(capsys):
         assert capsys.readouterr().out.startswith(f"usage: teleclaude {name} "), name
 
 
+def test_help_lists_a_users_commands_first_and_the_agents_later(capsys):
+    from teleclaude.cli import main
+
+    assert main(["--help"]) == 0
+    listed = re.findall(r"^    ([a-z-]+)", capsys.readouterr().out, re.MULTILINE)
+    assert listed[:4] == ["run", "status", "board", "report"]
+    for agents_verb in ("next-work", "next-prepare", "finalize", "sessions", "supervise", "mcp", "hook"):
+        assert listed.index(agents_verb) > listed.index("install"), agents_verb
+
+
+@pytest.mark.parametrize("name", ["trust", "supervise"])
+def test_trust_and_supervise_explain_themselves_in_their_help(capsys, name):
+    from teleclaude.cli import commands, main
+
+    assert main([name, "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    [command] = commands(name)
+    assert command.description and " ".join(command.description.split()) in text
+    assert len(command.description) > 3 * len(command.help)
+
+
+def test_no_help_says_an_internal_name(capsys):
+    """`next_work` is the MCP tool's name: on the command line it is next-work, or plain words."""
+    from teleclaude.cli import commands, main
+
+    for command in commands():
+        assert main([command.name, "--help"]) == 0
+        assert "next_work" not in capsys.readouterr().out, command.name
+
+
 # --- --json ----------------------------------------------------------------------------------------------
 
 
