@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -305,6 +306,8 @@ def test_a_builder_over_its_headroom_hands_the_build_on_until_its_window_resets(
 def test_the_headroom_of_the_projects_file_applies(project, cli, tool_call_fields):
     record_usage("gemini", "5h", 95, timedelta(hours=2))
     (project / "teleclaude.toml").write_text("[matrix]\nheadroom = 97\n")
+    for args in (["add", "teleclaude.toml"], ["commit", "-q", "-m", "settings"]):  # uncommitted: no new item
+        subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)
     assert tool_call_fields(cli("next-work", "--dry-run", cwd=project).stdout)["agent"] == "gemini"
     (project / "teleclaude.toml").write_text("[matrix]\nheadroom = 101\n")
     done = cli("next-work", "--dry-run", cwd=project)

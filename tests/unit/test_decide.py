@@ -201,6 +201,12 @@ def test_a_named_pending_item_whose_dependency_is_open_is_not_started(with_tree)
     assert decision.effects == ()
 
 
+def test_a_named_item_waiting_for_its_dependencies_may_be_prepared_meanwhile():
+    facts = Facts(roadmap_text="- [ ] base\n- [ ] feat (after: base)\n", requirements=set(), trees={})
+    result = action(work(facts, "feat"))
+    assert result.code is ErrorCode.NOT_PREPARED and result.next_step == call("next_prepare", slug="feat")
+
+
 def test_a_named_item_in_progress_goes_on_and_a_delivered_one_is_complete_whatever_its_dependencies():
     roadmap = "- [ ] base — first\n- [>] feat (after: base) — then\n- [ ] old (after: base)\n"
     facts = Facts(roadmap_text=roadmap, archives={"old": "done/003-old/"})

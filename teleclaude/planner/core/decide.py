@@ -94,18 +94,17 @@ def _work_on(facts: Facts, slug: str) -> Decision:
         mark = (MarkDone(slug),) if item and item.marker is not Marker.DONE else ()
         return Decision(slug, Complete(slug, archive), mark)
 
-    # 2b. A `[ ]` item starts only once its dependencies are delivered, whether chosen or named.
+    # 3. Prepared? (An architect need not wait for the dependencies.)
+    missing = _missing_preparation(facts, slug)
+    if missing:
+        return _done(slug, _not_prepared(facts, slug, missing))
+    # A `[ ]` item starts only once its dependencies are delivered, whether chosen or named.
     item = _roadmap_item(facts, slug)
     roadmap = facts.roadmap()
     if item and roadmap and item.marker is Marker.PENDING:
         waiting = _unsatisfied(facts, roadmap, item)
         if waiting:
             return _done(slug, _waits_for(slug, waiting))
-
-    # 3. Prepared?
-    missing = _missing_preparation(facts, slug)
-    if missing:
-        return _done(slug, _not_prepared(facts, slug, missing))
 
     # 4-5. Before the worktree exists: what it would be made from must be committed.
     worktree = facts.worktree(slug)
@@ -299,8 +298,7 @@ def users_changes(facts: Facts) -> tuple[str, ...]:
 def not_the_planners(paths: tuple[str, ...]) -> tuple[str, ...]:
     """The paths outside todos/ (the roadmap, the architects' and commit-pending's files) and trees/ (the
     worktrees, before the first one made excluded the folder)."""
-    ours = (layout.TODOS + "/", layout.TREES + "/")
-    return tuple(path for path in paths if not path.startswith(ours))
+    return tuple(path for path in paths if path.split("/")[0] not in (layout.TODOS, layout.TREES))
 
 
 def _roadmap_item(facts: Facts, slug: str) -> RoadmapItem | None:
