@@ -53,6 +53,7 @@ class ErrorCode(Enum):
     ALREADY_RUNNING = "ALREADY_RUNNING"  # a live session of the project already holds this step
     MERGE_CONFLICT = "MERGE_CONFLICT"  # teleclaude finalize: the merge conflicts (aborted; next-fix-merge)
     FINALIZE_REFUSED = "FINALIZE_REFUSED"  # teleclaude finalize: not its next step, or a dirty main
+    MAIN_NOT_CLEAN = "MAIN_NOT_CLEAN"  # next_work: the user's uncommitted changes in main; no new item starts
     PORT_IN_USE = "PORT_IN_USE"  # teleclaude mcp --http: another program listens on the port
     INTERNAL = "INTERNAL"
 

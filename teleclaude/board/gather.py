@@ -158,10 +158,19 @@ def write_report(data: Timeline, target: str | os.PathLike) -> Path | Error:
 
 
 @guard
-def write_run_report(run_id: str) -> Path | Error:
-    """The report of a run just ended, in `report_path(run_id)`."""
+def write_run_report(run_id: str, folder: Path | None = None) -> Path | Error:
+    """The report of a run just ended, in `report_path(run_id)` (or `folder`: a rehearsal's, in its own)."""
     store = SessionStore()
     run = store.run(run_id)
     if run is None:
         return Error(ErrorCode.NO_WORK, f"run {printable(run_id)} is not recorded in {store.path}.")
-    return write_report(timeline_of(run, store), report_path(run_id))
+    target = report_path(run_id) if folder is None else folder / report_path(run_id).name
+    return write_report(timeline_of(run, store), target)
+
+
+def report_line(run_id: str, folder: Path | None = None) -> str:
+    """The `report:` line `teleclaude run` ends with: where its report was written, or why it was not."""
+    written = write_run_report(run_id, folder)
+    if isinstance(written, Path):
+        return f"report: {written}"
+    return f"report: not written ({written.code.value})"

@@ -236,15 +236,49 @@ FEATURES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+# The order `--help` lists the commands in: a user's first (drive, look, set up), then what agents, hooks and
+# teleclaude itself run (HELP_EPILOG says where that part starts).
+HELP_ORDER = (
+    "run",
+    "status",
+    "board",
+    "report",
+    "demo",
+    "init",
+    "new",
+    "lint",
+    "install",
+    "trust",
+    "agents",
+    "hooks",
+    "next-work",
+    "next-prepare",
+    "finalize",
+    "sessions",
+    "supervise",
+    "mcp",
+    "hook",
+)
+HELP_EPILOG = (
+    "next-work and the commands after it are mostly run by agents (the orchestrator, the workers' role "
+    "commands), their hooks and teleclaude itself; `teleclaude COMMAND --help` says more of each."
+)
+
+
 def commands(chosen: str | None = None) -> tuple[Command, ...]:
-    """The command named `chosen` alone, when there is one; else every command."""
+    """The command named `chosen` alone, when there is one; else every command, in `HELP_ORDER`."""
     for command in PLANNER_COMMANDS:
         if command.name == chosen:
             return (command,)
     for module, names in FEATURES:
         if chosen in names:
             return tuple(command for command in feature_commands(module) if command.name == chosen)
-    return PLANNER_COMMANDS + tuple(command for module, _ in FEATURES for command in feature_commands(module))
+    every = PLANNER_COMMANDS + tuple(
+        command for module, _ in FEATURES for command in feature_commands(module)
+    )
+    return tuple(
+        sorted(every, key=lambda c: HELP_ORDER.index(c.name) if c.name in HELP_ORDER else len(every))
+    )
 
 
 def feature_commands(module: str) -> tuple[Command, ...]:
@@ -261,12 +295,14 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="teleclaude",
         description="A file-derived planner that tells teams of AI coding agents exactly one next step.",
+        epilog=HELP_EPILOG,
     )
     parser.add_argument("--version", action="version", version=f"teleclaude {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     chosen = next((arg for arg in argv if not arg.startswith("-")), None) if argv is not None else None
     for command in commands(chosen):
-        sub = subparsers.add_parser(command.name, help=command.help, description=command.help)
+        about = command.description or command.help
+        sub = subparsers.add_parser(command.name, help=command.help, description=about)
         command.add_arguments(sub)
         sub.set_defaults(handler=command.run)
     return parser

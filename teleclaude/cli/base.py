@@ -21,9 +21,10 @@ from teleclaude.errors import Error
 @dataclass(frozen=True)
 class Command:
     name: str
-    help: str
+    help: str  # its line in `teleclaude --help`
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
+    description: str = ""  # what `teleclaude NAME --help` says, when more than `help` is needed
 
 
 def add_cwd(parser: argparse.ArgumentParser, suppress: bool = False) -> None:

@@ -53,7 +53,8 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
         "--stand-ins",
         action="store_true",
         help="rehearse: the run on a temporary clone of the project's last commit, with the stand-in CLIs "
-        "(no model; your checkout, sessions and settings are not touched; the clone is kept)",
+        "(no model; your checkout, sessions and settings are not touched; the clone is kept until the next "
+        "rehearsal of the project)",
     )
     add_cwd(parser)
 
@@ -87,14 +88,9 @@ def _run_run(args: argparse.Namespace) -> int:
     console.clear()
     write("\n" + report.text)
     if report.run_id:
-        from teleclaude.board.gather import write_run_report
+        from teleclaude.board.gather import report_line
 
-        written = write_run_report(report.run_id)
-        write(
-            f"report: {written}"
-            if isinstance(written, Path)
-            else f"report: not written ({written.code.value})"
-        )
+        write(report_line(report.run_id))
     return report.exit_code
 
 
@@ -190,7 +186,8 @@ class Console:
 COMMANDS: tuple[Command, ...] = (
     Command(
         "run",
-        "drive the roadmap unattended: next_work, start each worker in tmux, wait, repeat",
+        "drive the roadmap unattended: ask the planner for the next step, run its worker in tmux, wait, "
+        "repeat",
         _add_run,
         _run_run,
     ),

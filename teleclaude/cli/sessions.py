@@ -192,5 +192,11 @@ COMMANDS: tuple[Command, ...] = (
         "remind workers and wake their parents with digests until none is left (started by a dispatch)",
         _add_supervise,
         _run_supervise,
+        "The project's supervisor: one background process per project that watches its workers with "
+        "nobody polling. It reminds a worker that stalls, and when a worker's turn ends (or it needs "
+        "attention) it types a short digest into its parent's tmux pane (the orchestrating agent's) at a "
+        "moment that pane is idle, so the parent may end its turn instead of polling. The first worker "
+        "started with a parent starts it; it exits once no worker is left to watch. You seldom run it "
+        "yourself; a second one for the same project exits at once.",
     ),
 )

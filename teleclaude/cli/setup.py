@@ -26,6 +26,9 @@ def _add_install(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--dry-run", action="store_true", help="print what would change and write nothing")
     parser.add_argument("--uninstall", action="store_true", help="remove what teleclaude install added")
+    parser.add_argument(
+        "--verbose", action="store_true", help="list every file and setting, not a line per agent CLI"
+    )
     add_cwd(parser)
 
 
@@ -41,6 +44,7 @@ def _run_install(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         uninstall=args.uninstall,
         with_stop_hook=stop_hook_available(),
+        verbose=args.verbose,
     )
 
 
@@ -118,5 +122,13 @@ COMMANDS: tuple[Command, ...] = (
         "let the project's teleclaude.toml, in its present content, set what starts processes",
         _add_trust,
         _run_trust,
+        "A project's teleclaude.toml comes with the repository, so whoever can commit to it could make "
+        "teleclaude start programs as you. Its settings that start processes (other computers and their "
+        "ssh options, the agent CLIs' binaries, flags and environment) apply only once you trusted the file "
+        "in its present content. Until then they are left out, and whatever would start a worker (`run`, "
+        "`sessions run`) answers ERROR: UNTRUSTED_CONFIG naming them, rather than start it with your "
+        "defaults in their place. `teleclaude trust` records the file's sha256 "
+        "and prints the settings it lets through; any change to the file (a pull, an agent's edit) makes "
+        "it untrusted again. --status shows where things stand, --revoke takes the trust back.",
     ),
 )

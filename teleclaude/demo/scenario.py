@@ -10,6 +10,7 @@ import collections
 import contextlib
 import os
 import secrets
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -20,6 +21,7 @@ from typing import Protocol
 
 from teleclaude.adapters.git import find_repo
 from teleclaude.adapters.tmux import Tmux, TmuxError
+from teleclaude.board.gather import report_line
 from teleclaude.demo import stand_in as fake_agent
 from teleclaude.demo.workers import Workers, commit_all, git, make_repository
 from teleclaude.errors import Error, ErrorCode, guard
@@ -135,20 +137,34 @@ def _has_tmux() -> bool:
     return False
 
 
+REHEARSAL_PREFIX = "teleclaude-rehearsal-"
+REHEARSAL_OF = "rehearsal-of"  # in a rehearsal's folder: the checkout it cloned
+REHEARSAL_OVER = "rehearsal-over"  # in a rehearsal's folder: it ended (its clone may go)
+
+
 def rehearse(
     project: Path, slug: str | None, prepare: bool, max_steps: int, parallel: int, console: Console
 ) -> int:
     """`teleclaude run --stand-ins`: the run on a temporary clone of `project`'s last commit, with the
     stand-in CLIs, its own database, no user settings and a private tmux server. The stand-ins commit and
-    merge, so the user's checkout is only read (cloned); the clone is kept for looking at."""
+    merge, so the user's checkout is only read (cloned). The clone is kept for looking at until the next
+    rehearsal of the same checkout, which removes it (one kept per checkout, not a pile)."""
     repo = guard(find_repo)(project)
     if isinstance(repo, Error):
         print(to_text(repo))
         return 1
+    refused = app.named_item(slug, cwd=repo.root) if slug is not None else None
+    if isinstance(refused, Error):  # a typo costs no clone
+        print(to_text(refused))
+        return 1
     if not _has_tmux():
         return 1
+    removed = remove_earlier_rehearsals(repo.root)
+    if removed:
+        print(f"removed the clone of the last rehearsal: {', '.join(map(str, removed))}")
     try:
-        with throwaway("teleclaude-rehearsal-", keep=True) as (base, socket):
+        with throwaway(REHEARSAL_PREFIX, keep=True, kept=_kept_rehearsal) as (base, socket):
+            (base / REHEARSAL_OF).write_text(str(repo.root))
             clone = base / "project"
             git(base, "clone", "-q", "--no-hardlinks", "--", str(repo.root), str(clone))
             git(clone, "remote", "remove", "origin")  # nothing the rehearsal does can reach the user's repo
@@ -159,23 +175,31 @@ def rehearse(
             variables["XDG_CONFIG_HOME"] = str(base / "config")  # the user's own teleclaude.toml is not read
             print(f"rehearsal on a clone of {repo.root}'s last commit (uncommitted changes are not in it):")
             print(f"  {clone}; stand-in CLIs in {base / 'bin'}; watch: tmux -L {socket} attach -t tc-ID\n")
-            with environment(variables):
-                report = orchestrator.run(
-                    clone,
-                    slug,
-                    prepare,
-                    max_steps,
-                    open_runtime(clone),
-                    console.show,
-                    console.status,
-                    parallel=parallel,
-                    wait_for_limits=False,
-                )
-                console.clear()
+            try:
+                with environment(variables):
+                    report = orchestrator.run(
+                        clone,
+                        slug,
+                        prepare,
+                        max_steps,
+                        open_runtime(clone),
+                        console.show,
+                        console.status,
+                        parallel=parallel,
+                        wait_for_limits=False,
+                        rehearsal_of=repo.root,
+                    )
+                    console.clear()
+                    # its database is the rehearsal's: so is its report, in its folder
+                    line = report_line(report.run_id, base / "reports") if report.run_id else ""
+            finally:
+                (base / REHEARSAL_OVER).touch()
             print("\n" + report.text)
+            if line:
+                print(line)
             done = sorted(p.name for p in (clone / "done").iterdir()) if (clone / "done").is_dir() else []
             print(f"\ndone/ in the clone: {', '.join(done) or 'nothing'}; your checkout was not changed.")
-            print(f"look: git -C {clone} log --oneline --first-parent")
+            print(f"look: git -C {shlex.quote(str(clone))} log --oneline --first-parent")
             return report.exit_code
     except KeyboardInterrupt:
         print("\nRehearsal interrupted.")
@@ -208,10 +232,35 @@ def _same_identity(source: Path, clone: Path) -> None:
         git(clone, "config", key, value or fallback)
 
 
+def _kept_rehearsal(base: Path) -> str:
+    return (
+        f"Kept {base} until the next rehearsal of this checkout; to remove it now: "
+        f"rm -rf {shlex.quote(str(base))}"
+    )
+
+
+def remove_earlier_rehearsals(root: Path) -> list[Path]:
+    """Remove the folders of the ended rehearsals of `root` in the temporary folder (ours alone: made by
+    this user, with both marks, not a link), and say which."""
+    removed = []
+    for folder in sorted(Path(tempfile.gettempdir()).glob(REHEARSAL_PREFIX + "*")):
+        try:
+            mine = not folder.is_symlink() and folder.is_dir() and folder.stat().st_uid == os.getuid()
+            ours = mine and (folder / REHEARSAL_OVER).is_file()
+            if ours and (folder / REHEARSAL_OF).read_text() == str(root):
+                shutil.rmtree(folder)
+                removed.append(folder)
+        except OSError:  # another user's, half removed, unreadable: left alone
+            continue
+    return removed
+
+
 @contextlib.contextmanager
-def throwaway(prefix: str, keep: bool) -> Iterator[tuple[Path, str]]:
+def throwaway(
+    prefix: str, keep: bool, kept: Callable[[Path], str] = lambda base: f"Kept {base}"
+) -> Iterator[tuple[Path, str]]:
     """A temporary folder and the name of a private tmux server, both gone afterwards (the folder stays with
-    `keep`)."""
+    `keep`, and `kept` says so)."""
     base = Path(tempfile.mkdtemp(prefix=prefix))
     socket = f"tc-demo-{secrets.token_hex(4)}"
     try:
@@ -219,7 +268,7 @@ def throwaway(prefix: str, keep: bool) -> Iterator[tuple[Path, str]]:
     finally:
         remove_tmux_server(socket)
         if keep:
-            print(f"Kept {base}")
+            print(kept(base))
         else:
             shutil.rmtree(base, ignore_errors=True)
 

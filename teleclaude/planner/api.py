@@ -21,7 +21,7 @@ from teleclaude.config.matrix import Config
 from teleclaude.errors import Error, ErrorCode, Failure, guard
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.bugs import open_bugs
-from teleclaude.planner.core.decide import decide_prepare, decide_work
+from teleclaude.planner.core.decide import decide_prepare, decide_work, named_item_problem
 from teleclaude.planner.core.decide import next_item_after as decide_next_item_after
 from teleclaude.planner.core.decide import ready_items as decide_ready
 from teleclaude.planner.core.markdown import TooComplex, conflict_lines, decode
@@ -120,6 +120,14 @@ def _last_error(action: Action, root: Path) -> str | None:
         return None
     failure = f"The last worker for {action.slug} (/{action.command}, {agent}) failed: "
     return failure + " ".join(error.split())[:300]  # its lines joined: "Its last output:" keeps what follows
+
+
+@guard
+def named_item(slug: str, cwd: str | os.PathLike | None = None) -> Error | None:
+    """Why next_work could not be about `slug` at all (`decide.named_item_problem`), else None. Reads only,
+    and no settings: `run SLUG --stand-ins` asks before it makes its clone."""
+    repo = gitx.find_repo(cwd or os.getcwd())
+    return named_item_problem(RepoFacts(repo, Config()), slug)
 
 
 @guard

@@ -207,7 +207,9 @@ def status_board(cwd: str | os.PathLike) -> phase.Board | Error:
     agents = app.agent_status(cwd=repo.root)
     active = [item.slug for item in roadmap.items if item.marker is Marker.ACTIVE]
     tools = worker_tools(repo.root, active, datetime.now(UTC)) if active else {}
-    return phase.board(facts, roadmap, agents if isinstance(agents, AgentReport) else None, tools)
+    linted = lint_files(repo.root, [layout.ROADMAP])  # what only lint would see: shown on its item's row
+    findings = () if isinstance(linted, Error) else linted
+    return phase.board(facts, roadmap, agents if isinstance(agents, AgentReport) else None, tools, findings)
 
 
 def worker_tools(root: Path, slugs: Iterable[str], now: datetime) -> dict[str, tuple[str, ...]]:

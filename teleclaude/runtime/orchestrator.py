@@ -225,6 +225,7 @@ def run(
     verbose: bool = False,
     parallel: int = 1,
     wait_for_limits: bool = True,
+    rehearsal_of: Path | None = None,
 ) -> RunReport:
     """Drive `slug` (or the whole roadmap) until COMPLETE, SELF, ERROR, a stuck worker or `max_steps`.
 
@@ -233,10 +234,12 @@ def run(
     INTERRUPTED report and leaves every worker running. `parallel` > 1 (without a slug) keeps up to that
     many roadmap items in flight at once (`_Lanes`). When every agent that may take a step is out, the run
     waits for the first to come back (at most `[runtime] limit_wait`), unless `wait_for_limits` is False.
+    `rehearsal_of` is the user's checkout when `project` is its clone (`run --stand-ins`): the report's next
+    commands are for that checkout.
     """
     root = _checkout_root(Path(project))
     limit_wait = runtime.config.limit_wait if wait_for_limits else 0.0
-    settings = RunSettings(root, slug, prepare, max_steps, tick, verbose, parallel, limit_wait)
+    settings = RunSettings(root, slug, prepare, max_steps, tick, verbose, parallel, limit_wait, rehearsal_of)
     state = RunState(archived_before=tuple(_archives(root)))
     untrusted = guarded(runtime.config.check_trusted)
     if isinstance(untrusted, Error):  # before the planner claims an item no worker can be started for
@@ -283,6 +286,8 @@ class RunSettings:
     verbose: bool
     parallel: int = 1
     limit_wait: float = 0.0  # seconds: the longest wait for an agent's reset; 0: stop (SELF) at once
+    # `run --stand-ins`: the user's checkout `root` is a clone of, where a plain `run` starts the real CLIs
+    rehearsal_of: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -1273,6 +1278,9 @@ def _item(slug: str) -> str:
 def advice(outcome: Outcome, settings: RunSettings) -> str:
     again = resume_command(settings)
     match outcome:
+        case Outcome.COMPLETE if settings.rehearsal_of is not None:
+            real = resume_command(settings, real=True)
+            return f"the rehearsal went through; for real, with your agent CLIs: {real}"
         case Outcome.COMPLETE if settings.slug is None:
             return "add items to todos/roadmap.md (teleclaude new SLUG ...), then run it again: " + again
         case Outcome.COMPLETE:
@@ -1299,11 +1307,14 @@ def _wants_preparing(action: Action) -> TypeGuard[Error]:
     )
 
 
-def resume_command(settings: RunSettings) -> str:
+def resume_command(settings: RunSettings, real: bool = False) -> str:
+    """The run again. A rehearsal's is the rehearsal again in the user's checkout (never a plain `run` in its
+    clone, which would start the real CLIs), or with `real` the run for real there."""
     words = ["teleclaude", "run", *([settings.slug] if settings.slug else [])]
     words += ["--prepare"] if settings.prepare else []
     words += ["--parallel", str(settings.parallel)] if settings.parallel > 1 else []
-    return f"cd {shlex.quote(str(settings.root))} && {shlex.join(words)}"
+    words += ["--stand-ins"] if settings.rehearsal_of is not None and not real else []
+    return f"cd {shlex.quote(str(settings.rehearsal_of or settings.root))} && {shlex.join(words)}"
 
 
 def repeated_text(action: Dispatch) -> str:

@@ -46,33 +46,72 @@ class Scope(Enum):
 
 
 @dataclass(frozen=True)
+class Found:
+    """How an agent CLI was looked for when none was named: on PATH, and by its config folder."""
+
+    agent: str
+    on_path: bool
+    folder: Path | None  # its config folder, when that exists
+
+    def text(self, home: Path) -> str:
+        if self.on_path:
+            return f"{self.agent} (on PATH)"
+        where = str(self.folder)
+        if self.folder is not None and self.folder.is_relative_to(home):
+            where = "~/" + self.folder.relative_to(home).as_posix()
+        return f"{self.agent} (not on PATH, but {where} exists)"
+
+
+@dataclass(frozen=True)
 class Report:
     lines: tuple[Line, ...]
     agents: tuple[str, ...]
     scope: Scope
     dry_run: bool
     uninstall: bool
+    found: tuple[Found, ...] = ()  # every agent CLI looked for, when none was named
+    verbose: bool = False  # every file and value, not a line per CLI
+    home: Path = Path("~")
 
-    def count(self, status: Status) -> int:
-        return sum(1 for line in self.lines if line.status is status)
+    def count(self, status: Status, agent: str | None = None) -> int:
+        return sum(1 for line in self.lines if line.status is status and agent in (None, line.agent))
 
     def text(self) -> str:
         verb = "uninstall" if self.uninstall else "install"
         head = "DRY RUN: would" if self.dry_run else "OK:"
         done = verb + "ed" if not self.dry_run else verb
         statuses = (Status.REMOVED,) if self.uninstall else (Status.CREATED, Status.UPDATED)
-        counts = ", ".join(f"{self.count(s)} {s.value}" for s in (*statuses, Status.UNCHANGED, Status.KEPT))
+        counted = (*statuses, Status.UNCHANGED, Status.KEPT)
+        counts = ", ".join(f"{self.count(s)} {s.value}" for s in counted)
         first = f"{head} {done} teleclaude for {', '.join(self.agents)} ({self.scope.value} scope): {counts}."
-        shown = [line for line in self.lines if line.status is not Status.UNCHANGED]
-        width = max((len(line.status.value) for line in shown), default=0)
-        rows = [
+        rows = self._looked_for()
+        changed = [line for line in self.lines if line.status is not Status.UNCHANGED]
+        width = max((len(line.status.value) for line in changed), default=0)
+        # a dry run shows all it would do; else a line per CLI, and each line about the user's own things
+        every = self.verbose or self.dry_run
+        shown = [line for line in changed if every or line.detail or line.status is Status.SKIPPED]
+        if not every:
+            for agent in self.agents:
+                done_here = [f"{self.count(s, agent)} {s.value}" for s in statuses if self.count(s, agent)]
+                rows.append(f"{agent}: {', '.join(done_here) or 'nothing to change'}")
+        rows += [
             f"{line.agent}: {line.status.value:<{width}} {line.what}"
             + (f": {line.detail}" if line.detail else "")
             for line in shown
         ]
+        if not every and len(self.lines) > len(self.agents):
+            rows.append("(--verbose lists every file and setting)")
         if self.dry_run:
             rows.append("Nothing was written.")
         return "\n".join([first, *rows])
+
+    def _looked_for(self) -> list[str]:
+        if not self.found:
+            return []
+        found = [f.text(self.home) for f in self.found if f.on_path or f.folder is not None]
+        missing = [f.agent for f in self.found if not f.on_path and f.folder is None]
+        line = f"found: {', '.join(found)}" + (f"; not found: {', '.join(missing)}" if missing else "")
+        return [line]
 
 
 # --- the library call -------------------------------------------------------------------------------
@@ -85,11 +124,13 @@ def install(
     dry_run: bool = False,
     uninstall: bool = False,
     with_stop_hook: bool = True,
+    verbose: bool = False,
 ) -> Report | Error:
     """Install (or uninstall) for `agents`, every one found by default. `with_stop_hook=False` leaves the
     stop hook out, for a teleclaude without `teleclaude hook stop`: a hook that fails blocks every stop."""
     home = Path.home()
-    chosen = tuple(agents) or detect_agents(home)
+    found = () if agents else look_for_agents(home)
+    chosen = tuple(agents) or tuple(f.agent for f in found if f.on_path or f.folder is not None)
     if not chosen:
         return Error(
             ErrorCode.INVALID_ARGUMENT,
@@ -118,7 +159,7 @@ def install(
         )
     if not dry_run:
         _write(staging, manifest, before, home / MANIFEST)
-    return Report(tuple(lines), chosen, scope, dry_run, uninstall)
+    return Report(tuple(lines), chosen, scope, dry_run, uninstall, found, verbose, home)
 
 
 def _write(staging: Staging, manifest: Manifest, before: dict, manifest_path: Path) -> None:
@@ -130,11 +171,16 @@ def _write(staging: Staging, manifest: Manifest, before: dict, manifest_path: Pa
 
 def detect_agents(home: Path) -> tuple[str, ...]:
     """Every agent CLI on PATH or with a config folder."""
-    return tuple(
-        name
-        for name in _INSTALLED
-        if shutil.which(name) or _folder(_layout(name), Scope.USER, home, home).is_dir()
-    )
+    return tuple(f.agent for f in look_for_agents(home) if f.on_path or f.folder is not None)
+
+
+def look_for_agents(home: Path) -> tuple[Found, ...]:
+    """Each agent CLI install knows: whether it is on PATH, and its config folder when that exists."""
+    found = []
+    for name in _INSTALLED:
+        folder = _folder(_layout(name), Scope.USER, home, home)
+        found.append(Found(name, shutil.which(name) is not None, folder if folder.is_dir() else None))
+    return tuple(found)
 
 
 def _layout(agent: str) -> Install:

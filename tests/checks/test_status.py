@@ -43,7 +43,7 @@ ROADMAP = """# Roadmap
 
 EXPECTED = {
     "shipped": ("x", "done", ""),
-    "idle": (" ", "pending", ""),
+    "idle": (" ", "needs requirements", ""),  # README's word: nothing written for it yet
     "half": (" ", "needs requirements", ""),
     "needs-plan": (" ", "needs plan", ""),
     "ready": (" ", "prepared", ""),
@@ -292,6 +292,39 @@ def test_errors(where, cli, tmp_path, tools):
     assert done.stdout.splitlines()[0] == (
         "ERROR: NO_WORK" if where == "no-roadmap" else "ERROR: NOT_A_GIT_REPO"
     )
+
+
+def test_an_item_whose_line_only_lint_calls_wrong_is_stuck_on_the_board(board_repo, cli, tools):
+    """`(afer: x)` is read as the description: the planner would start `ready` at once, which is not what
+    its author meant. Status shows lint's code on the row and counts the line."""
+    roadmap = (board_repo / "todos/roadmap.md").read_text()
+    tools.write(
+        board_repo, "todos/roadmap.md", roadmap.replace("- [ ] ready —", "- [ ] ready (afer: later) —")
+    )
+    data = json.loads(cli("status", "--json", "--cwd", str(board_repo)).stdout)
+    ready = next(item for item in data["items"] if item["slug"] == "ready")
+    assert (ready["stage"], ready["detail"]) == ("stuck", "DEPENDENCY_NOT_READ")
+    assert data["problems"] == 1
+    text = cli("status", "--cwd", str(board_repo)).stdout
+    assert "DEPENDENCY_NOT_READ" in next(line for line in rows(text) if line.startswith("[ ] ready "))
+    assert "teleclaude lint" in text
+
+
+def test_a_dirty_main_checkout_is_said_at_once_and_holds_back_the_next_item(board_repo, cli, tools):
+    """Uncommitted work of the user's in the main checkout: every finalize would refuse it. Status says so
+    before a build is paid for, and the prepared item shows that next-work will not start it."""
+    tools.write(board_repo, "src/app.py", "print('mine')\n")
+    data = json.loads(cli("status", "--json", "--cwd", str(board_repo)).stdout)
+    assert data["main_changes"] == ["src/"]
+    ready = next(item for item in data["items"] if item["slug"] == "ready")
+    assert (ready["stage"], ready["detail"]) == ("stuck", "MAIN_NOT_CLEAN")
+    building = next(item for item in data["items"] if item["slug"] == "building")
+    assert building["phase"] == "building 7/12"  # work under way goes on
+    text = cli("status", "--cwd", str(board_repo)).stdout
+    assert "src/" in text.split("\n\n")[0]  # on the board, above the agents
+    assert json.loads(cli("status", "--json", "--cwd", str(board_repo / "trees" / "building")).stdout)[
+        "main_changes"
+    ] == ["src/"]
 
 
 def test_one_git_status_per_worktree(board_repo, monkeypatch):

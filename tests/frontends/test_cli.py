@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -128,6 +129,36 @@ def test_every_command_listed_by_help_has_its_own_help(capsys):
         assert [command.name for command in commands(name)] == [name]
         assert main([name, "--help"]) == 0, name
         assert capsys.readouterr().out.startswith(f"usage: teleclaude {name} "), name
+
+
+def test_help_lists_a_users_commands_first_and_the_agents_later(capsys):
+    from teleclaude.cli import main
+
+    assert main(["--help"]) == 0
+    listed = re.findall(r"^    ([a-z-]+)", capsys.readouterr().out, re.MULTILINE)
+    assert listed[:4] == ["run", "status", "board", "report"]
+    for agents_verb in ("next-work", "next-prepare", "finalize", "sessions", "supervise", "mcp", "hook"):
+        assert listed.index(agents_verb) > listed.index("install"), agents_verb
+
+
+@pytest.mark.parametrize("name", ["trust", "supervise"])
+def test_trust_and_supervise_explain_themselves_in_their_help(capsys, name):
+    from teleclaude.cli import commands, main
+
+    assert main([name, "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    [command] = commands(name)
+    assert command.description and " ".join(command.description.split()) in text
+    assert len(command.description) > 3 * len(command.help)
+
+
+def test_no_help_says_an_internal_name(capsys):
+    """`next_work` is the MCP tool's name: on the command line it is next-work, or plain words."""
+    from teleclaude.cli import commands, main
+
+    for command in commands():
+        assert main([command.name, "--help"]) == 0
+        assert "next_work" not in capsys.readouterr().out, command.name
 
 
 # --- --json ----------------------------------------------------------------------------------------------
@@ -275,6 +306,8 @@ def test_a_builder_over_its_headroom_hands_the_build_on_until_its_window_resets(
 def test_the_headroom_of_the_projects_file_applies(project, cli, tool_call_fields):
     record_usage("gemini", "5h", 95, timedelta(hours=2))
     (project / "teleclaude.toml").write_text("[matrix]\nheadroom = 97\n")
+    for args in (["add", "teleclaude.toml"], ["commit", "-q", "-m", "settings"]):  # uncommitted: no new item
+        subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)
     assert tool_call_fields(cli("next-work", "--dry-run", cwd=project).stdout)["agent"] == "gemini"
     (project / "teleclaude.toml").write_text("[matrix]\nheadroom = 101\n")
     done = cli("next-work", "--dry-run", cwd=project)

@@ -181,8 +181,39 @@ def test_by_default_every_cli_on_path_or_with_a_config_folder(home, run, tmp_pat
     code, out = run("install")
     assert code == 0
     assert "for gemini, codex (user scope)" in first_line(out)  # in the registry's order
+    assert "not found: claude, opencode" in out
     assert (home / ".gemini" / "commands").is_dir() and (home / ".codex" / "skills").is_dir()
     assert not (home / ".claude").exists()
+
+
+def test_install_says_which_clis_it_found_and_which_not(home, run, tmp_path, monkeypatch):
+    """No agent CLI on PATH, but opencode's npm postinstall left its folder: installed for opencode alone,
+    and the output says so, and which CLIs were not found."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    (home / ".config" / "opencode").mkdir(parents=True)
+    code, out = run("install")
+    assert code == 0 and "for opencode (user scope)" in first_line(out)
+    [found] = [line for line in out.splitlines() if line.startswith("found: ")]
+    said, missing = found.split("; not found: ")
+    assert "opencode" in said and "PATH" in said and "~/.config/opencode" in said
+    assert sorted(missing.split(", ")) == ["claude", "codex", "gemini"]
+
+
+def test_install_prints_a_line_per_cli_and_every_file_with_verbose(home, run):
+    code, out = run("install", *ALL)
+    assert code == 0
+    rows = out.splitlines()[1:]
+    assert sorted(row.split(":")[0] for row in rows if not row.startswith("(")) == [
+        "claude",
+        "codex",
+        "gemini",
+    ]
+    assert all("created" in row for row in rows if not row.startswith("("))
+    assert str(home / ".claude.json") not in out
+    run("install", *ALL, "--uninstall")
+    code, out = run("install", *ALL, "--verbose")
+    assert code == 0 and str(home / ".claude.json") in out
+    assert len(out.splitlines()) > 10
 
 
 def test_no_cli_found_is_an_error(home, run, tmp_path, monkeypatch):
@@ -267,7 +298,7 @@ def test_what_opencode_writes_into_its_project_folder_is_never_the_projects(home
 
 
 def test_claude_install_answers_the_bypass_and_mcp_approval_dialogs(home, run):
-    code, out = run("install", "--claude")
+    code, out = run("install", "--claude", "--verbose")
     assert code == 0
     settings = load(home / ".claude" / "settings.json")
     assert settings["skipDangerousModePermissionPrompt"] is True

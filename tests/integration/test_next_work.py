@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from teleclaude.adapters.sessions_db import SessionStore
-from teleclaude.errors import Error, ErrorCode
+from teleclaude.errors import Call, Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import AgentReport, Complete, Dispatch, Prepared, RunYourself, Step
 from teleclaude.runtime.core.sessions import Session, SessionState
@@ -111,6 +111,29 @@ def test_blocked_items_give_deps_unsatisfied_and_write_nothing(repo):
     action = work(repo)
     assert action.code is ErrorCode.DEPS_UNSATISFIED
     assert (repo / "todos/roadmap.md").read_bytes() == before
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_named_item_whose_dependency_is_open_is_refused_and_nothing_is_started(repo, dry_run):
+    write(repo, "todos/roadmap.md", "- [ ] other — first\n- [ ] feat (after: other) — then\n")
+    commit(repo)
+    before = (repo / "todos/roadmap.md").read_bytes()
+    action = app.next_work("feat", cwd=repo, dry_run=dry_run)
+    assert isinstance(action, Error) and (action.code, action.slug) == (ErrorCode.DEPS_UNSATISFIED, "feat")
+    assert action.next_step == Call("next_work", (("slug", "other"),))
+    assert (repo / "todos/roadmap.md").read_bytes() == before and not (repo / "trees").exists()
+
+
+def test_a_new_item_is_not_started_over_the_users_uncommitted_work_in_main(repo):
+    """Its finalize would refuse to merge over them: said before a build is paid for, nothing claimed."""
+    write(repo, "src/app.py", "print('mine')\n")
+    before = (repo / "todos/roadmap.md").read_bytes()
+    action = work(repo, "feat")
+    assert isinstance(action, Error) and (action.code, action.slug) == (ErrorCode.MAIN_NOT_CLEAN, "feat")
+    assert "src/" in action.message
+    assert (repo / "todos/roadmap.md").read_bytes() == before and not (repo / "trees").exists()
+    commit(repo)
+    assert work(repo, "feat").step is Step.BUILD
 
 
 def test_archived_dependency_is_satisfied(repo):
@@ -301,6 +324,7 @@ def test_changes_requested_dispatch_fix_then_round_limit(repo):
 
 def test_round_limit_from_project_config(repo):
     write(repo, "teleclaude.toml", "max_review_rounds = 1\n")
+    commit(repo)  # the user's file: uncommitted, no new item would start over it
     work(repo)
     tick_and_commit(repo)
     review(repo, approve=False)
@@ -362,6 +386,7 @@ def test_fallback_through_the_real_database(repo):
 
 def test_codex_gets_the_same_command_name(repo):
     write(repo, "teleclaude.toml", '[matrix]\nbuild = ["codex:slow"]\n')
+    commit(repo)
     action = work(repo)
     assert (action.agent, action.thinking_mode, action.command) == ("codex", "slow", "next-build")
 

@@ -464,11 +464,24 @@ def test_run_stand_ins_rehearses_on_a_clone_and_leaves_the_checkout_and_the_real
     monkeypatch.setenv("PATH", f"{real}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))  # where the rehearsal makes its clone
     (tmp_path / "tmp").mkdir()
+    earlier = {
+        name: earlier_rehearsal(tmp_path / "tmp", name, of) for name, of in (("a", project), ("b", real))
+    }
     before = (git(project, "rev-parse", "HEAD"), (project / "todos" / "roadmap.md").read_bytes())
     code, out, err = finish(teleclaude_cli(project, "run", "greeting", "--stand-ins"))
     assert code == 0 and report_line(out).startswith("COMPLETE"), out + err
-    [clone] = (tmp_path / "tmp").glob("teleclaude-rehearsal-*/project")
+    [clone] = [
+        c for c in (tmp_path / "tmp").glob("teleclaude-rehearsal-*/project") if c.parent != earlier["b"]
+    ]
     assert_delivered(clone, ("greeting",))
+    # the last rehearsal of this checkout is removed, another checkout's stays; this one is kept and named
+    assert not earlier["a"].exists() and earlier["b"].exists()
+    assert f"rm -rf {clone.parent}" in out
+    # the next step is the real run in the user's checkout, not a plain `run` in the clone
+    [next_line] = [line for line in out.splitlines() if line.startswith("next: ")]
+    assert f"cd {project} && teleclaude run greeting" in next_line and str(clone) not in next_line
+    [written] = [line.removeprefix("report: ") for line in out.splitlines() if line.startswith("report: ")]
+    assert Path(written).is_file() and Path(written).parent.parent == clone.parent
     assert (git(project, "rev-parse", "HEAD"), (project / "todos" / "roadmap.md").read_bytes()) == before
     assert git(project, "status", "--porcelain") == "" and not (project / "done").exists()
     assert not (tmp_path / "a-real-agent-ran").exists()
@@ -491,6 +504,24 @@ def test_run_stand_ins_commits_as_the_user_whose_identity_is_only_in_the_reposit
     assert code == 0 and report_line(out).startswith("COMPLETE"), out + err
     [clone] = (tmp_path / "tmp").glob("teleclaude-rehearsal-*/project")
     assert git(clone, "log", "-1", "--format=%an").strip() == "Only Here"
+
+
+def earlier_rehearsal(tmp: Path, name: str, of: Path) -> Path:
+    """The folder an ended rehearsal of `of` left in the temporary folder."""
+    folder = tmp / f"teleclaude-rehearsal-{name}"
+    (folder / "project").mkdir(parents=True)
+    (folder / "rehearsal-of").write_text(str(of))
+    (folder / "rehearsal-over").touch()
+    return folder
+
+
+def test_run_stand_ins_checks_the_slug_before_it_clones(project, teleclaude_cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    code, out, err = finish(teleclaude_cli(project, "run", "greetnig", "--stand-ins"))
+    assert (code, out.splitlines()[0]) == (1, "ERROR: UNKNOWN_ITEM"), out + err
+    assert "greeting" in out  # did you mean
+    assert list((tmp_path / "tmp").iterdir()) == []
 
 
 def test_run_stand_ins_outside_a_repository_is_not_a_git_repo(tmp_path, teleclaude_cli):
@@ -892,3 +923,14 @@ def test_a_worker_started_ahead_by_a_killed_run_is_ended_by_the_next_run_which_d
     assert_delivered(project)
     assert all(s.state.is_final for s in SessionStore().sessions())
     assert_no_workers(tmux_socket)
+
+
+@pytest.mark.parametrize("outcome", list(Outcome))
+def test_a_rehearsals_next_step_is_for_the_users_checkout_never_a_plain_run_in_its_clone(outcome):
+    """In the clone a plain `run` would start the real CLIs: every next step names the user's checkout, the
+    rehearsal again there, or, once it went through, the run for real."""
+    clone, mine = Path("/tmp/teleclaude-rehearsal-x/project"), Path("/home/me/my project")
+    settings = orchestrator.RunSettings(clone, "greeting", True, 40, 0.2, False, 2, 0.0, rehearsal_of=mine)
+    said = orchestrator.advice(outcome, settings)
+    assert str(clone) not in said and "cd '/home/me/my project' && teleclaude run greeting --prepare" in said
+    assert ("--stand-ins" in said) is (outcome is not Outcome.COMPLETE)

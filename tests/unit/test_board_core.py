@@ -114,7 +114,7 @@ def test_the_page_has_every_item_row_and_agent_colour_and_no_url():
 
 def test_the_view_puts_each_stage_in_its_lane_and_marks_the_items_worked_on():
     items = {
-        "a": (Stage.PENDING, ""),
+        "a": (Stage.NEEDS_REQUIREMENTS, ""),
         "b": (Stage.BLOCKED, "by a"),
         "c": (Stage.PREPARED, ""),
         "d": (Stage.BUILDING, "2/5"),

@@ -188,6 +188,63 @@ def test_all_open_items_blocked_names_the_blockers():
     assert "a waits for b" in result.message and "b waits for a" in result.message
 
 
+@pytest.mark.parametrize("with_tree", [False, True])
+def test_a_named_pending_item_whose_dependency_is_open_is_not_started(with_tree):
+    """Named or chosen, a `[ ]` item starts only once its dependencies are delivered: no claim, no worktree;
+    the next step is the dependency's."""
+    trees = {"feat": Worktree(WorktreeState.PRESENT)} if with_tree else {}
+    facts = Facts(roadmap_text="- [ ] base — first\n- [ ] feat (after: base) — then\n", trees=trees)
+    decision = work(facts, "feat")
+    result = action(decision)
+    assert isinstance(result, Error) and (result.code, result.slug) == (ErrorCode.DEPS_UNSATISFIED, "feat")
+    assert "base" in result.message and result.next_step == call("next_work", slug="base")
+    assert decision.effects == ()
+
+
+def test_a_named_item_waiting_for_its_dependencies_may_be_prepared_meanwhile():
+    facts = Facts(roadmap_text="- [ ] base\n- [ ] feat (after: base)\n", requirements=set(), trees={})
+    result = action(work(facts, "feat"))
+    assert result.code is ErrorCode.NOT_PREPARED and result.next_step == call("next_prepare", slug="feat")
+
+
+def test_a_named_item_in_progress_goes_on_and_a_delivered_one_is_complete_whatever_its_dependencies():
+    roadmap = "- [ ] base — first\n- [>] feat (after: base) — then\n- [ ] old (after: base)\n"
+    facts = Facts(roadmap_text=roadmap, archives={"old": "done/003-old/"})
+    assert (
+        action(work(facts, "feat")).step is Step.BUILD
+    )  # lint reports it (ACTIVE_BLOCKED); it is not stopped
+    assert isinstance(action(work(facts, "old")), Complete)
+
+
+@pytest.mark.parametrize(
+    "dirty, expected",
+    [
+        (("src/app.py",), ErrorCode.MAIN_NOT_CLEAN),  # the user's: its finalize would refuse to merge over it
+        (("notes/",), ErrorCode.MAIN_NOT_CLEAN),  # an untracked folder
+        (("todos/roadmap.md",), None),  # the planner's `[>]` claims
+        (("todos/other/requirements.md",), None),  # an architect's, or commit-pending's: a worker commits it
+        (("trees/",), None),  # worktrees, before the first one made excluded the folder
+    ],
+)
+def test_a_new_item_is_not_started_on_a_main_checkout_its_finalize_would_refuse(dirty, expected):
+    facts = Facts(roadmap_text="- [ ] feat — the feature\n", trees={}, main_dirty=dirty)
+    decision = work(facts, "feat")
+    if expected is None:
+        assert decision.effects == (CreateWorktree("feat"), ClaimItem("feat"))
+        return
+    result = action(decision)
+    assert isinstance(result, Error) and (result.code, result.slug) == (expected, "feat")
+    assert dirty[0] in result.message and decision.effects == ()
+
+
+def test_an_item_with_its_worktree_goes_on_over_a_dirty_main_and_the_bug_fixers_edits_hold_nothing_back():
+    """Work already under way is not stopped (its finalize says it, step 11); while bugs are open the bug
+    fixer edits the main checkout, so its edits are not taken for the user's."""
+    assert action(work(Facts(main_dirty=("src/app.py",)), "feat")).step is Step.BUILD
+    facts = Facts(roadmap_text="- [ ] feat — the feature\n", trees={}, main_dirty=("src/app.py",), bugs=1)
+    assert work(facts, "feat").effects == (CreateWorktree("feat"), ClaimItem("feat"))
+
+
 @pytest.mark.parametrize("roadmap", ["# Roadmap\n", "- [x] done-item\n", "```\n- [ ] fenced\n```\n"])
 def test_nothing_open_is_no_work(roadmap):
     assert action(work(Facts(roadmap_text=roadmap))).code is ErrorCode.NO_WORK

@@ -36,7 +36,6 @@ class Lane(Enum):
 
 
 LANE_OF = {
-    Stage.PENDING: Lane.TO_PREPARE,
     Stage.NEEDS_REQUIREMENTS: Lane.TO_PREPARE,
     Stage.NEEDS_PLAN: Lane.TO_PREPARE,
     Stage.BLOCKED: Lane.TO_PREPARE,

@@ -94,10 +94,17 @@ def _work_on(facts: Facts, slug: str) -> Decision:
         mark = (MarkDone(slug),) if item and item.marker is not Marker.DONE else ()
         return Decision(slug, Complete(slug, archive), mark)
 
-    # 3. Prepared?
+    # 3. Prepared? (An architect need not wait for the dependencies.)
     missing = _missing_preparation(facts, slug)
     if missing:
         return _done(slug, _not_prepared(facts, slug, missing))
+    # A `[ ]` item starts only once its dependencies are delivered, whether chosen or named.
+    item = _roadmap_item(facts, slug)
+    roadmap = facts.roadmap()
+    if item and roadmap and item.marker is Marker.PENDING:
+        waiting = _unsatisfied(facts, roadmap, item)
+        if waiting:
+            return _done(slug, _waits_for(slug, waiting))
 
     # 4-5. Before the worktree exists: what it would be made from must be committed.
     worktree = facts.worktree(slug)
@@ -109,6 +116,9 @@ def _work_on(facts: Facts, slug: str) -> Decision:
             return _done(slug, _no_commits())
         if status.ignored:
             return _done(slug, _ignored_files(slug, status.ignored))
+        theirs = users_changes(facts)
+        if theirs:
+            return _done(slug, _main_not_clean_to_start(slug, theirs))
         if status.changes:
             return _done(slug, _dispatch(facts, Step.COMMIT, slug, None, WORK_AGAIN))
         return Decision(slug, None, (CreateWorktree(slug),))
@@ -175,10 +185,17 @@ def _resolve(facts: Facts, slug: str | None, choose: Callable[[Facts], str | Dec
     """The slug given (if it can name a branch), else the one `choose` picks from the files."""
     if slug is None:
         return choose(facts)
+    refused = named_item_problem(facts, slug)
+    return _done(None, refused) if refused else slug
+
+
+def named_item_problem(facts: Facts, slug: str) -> Error | None:
+    """Step 1 for a slug given: INVALID_SLUG when it cannot name a branch, UNKNOWN_ITEM when nothing in the
+    files names it; None when it may be asked about."""
     problem = slug_problem(slug)
     if problem:
-        return _done(None, _invalid_slug(problem))
-    return _done(None, _unknown_item(facts, slug)) if _is_unknown(facts, slug) else slug
+        return _invalid_slug(problem)
+    return _unknown_item(facts, slug) if _is_unknown(facts, slug) else None
 
 
 def _is_unknown(facts: Facts, slug: str) -> bool:
@@ -269,6 +286,19 @@ def open_dependencies(roadmap: Roadmap, item: RoadmapItem, archived: Callable[[s
         if dep_item and dep_item.marker is not Marker.DONE and not archived(dep):
             waiting.append(dep)
     return waiting
+
+
+def users_changes(facts: Facts) -> tuple[str, ...]:
+    """Uncommitted changes in the main checkout that no worker will commit, so that a finalize would refuse
+    to merge over them (step 11). None while bugs are open: the bug fixer works in the main checkout, and
+    its edits are not the user's."""
+    return () if facts.open_bugs() else not_the_planners(facts.main_changes())
+
+
+def not_the_planners(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """The paths outside todos/ (the roadmap, the architects' and commit-pending's files) and trees/ (the
+    worktrees, before the first one made excluded the folder)."""
+    return tuple(path for path in paths if path.split("/")[0] not in (layout.TODOS, layout.TREES))
 
 
 def _roadmap_item(facts: Facts, slug: str) -> RoadmapItem | None:
@@ -388,6 +418,28 @@ def _not_prepared(facts: Facts, slug: str, missing: list[str]) -> Error:
         if ready:
             lines.append(f"Prepared items you could work on instead: {', '.join(ready)}.")
     return Error(ErrorCode.NOT_PREPARED, "\n".join(lines), slug, call("next_prepare", slug=slug))
+
+
+def _waits_for(slug: str, waiting: list[str]) -> Error:
+    return Error(
+        ErrorCode.DEPS_UNSATISFIED,
+        f"{slug} waits for {', '.join(waiting)} (its after: list), not delivered yet: nothing was started.\n"
+        f"Work on {waiting[0]} first (or mark it [x], or edit {slug}'s (after: ...) list), then call again.",
+        slug,
+        call("next_work", slug=waiting[0]),
+    )
+
+
+def _main_not_clean_to_start(slug: str, dirty: tuple[str, ...]) -> Error:
+    """Before an item's worktree is made: its finalize would refuse to merge over these, so its build and
+    review would be paid for and then wait."""
+    return Error(
+        ErrorCode.MAIN_NOT_CLEAN,
+        f"The main checkout has uncommitted changes ({', '.join(dirty[:10])}): {slug}'s finalize would "
+        f"refuse to merge over them, so {slug} is not started.\n"
+        "Commit them (or stash or move them away), then call again.",
+        slug,
+    )
 
 
 def main_not_clean(slug: str, dirty: tuple[str, ...]) -> Error:

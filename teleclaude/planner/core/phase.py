@@ -7,12 +7,20 @@ the result for an 80-column terminal, each item in progress followed by its work
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
 from teleclaude.errors import Error, ErrorCode
-from teleclaude.planner.core.decide import Facts, decide_prepare, decide_work, open_dependencies
+from teleclaude.planner.core.decide import (
+    Facts,
+    decide_prepare,
+    decide_work,
+    not_the_planners,
+    open_dependencies,
+)
+from teleclaude.planner.core.layout import ROADMAP
+from teleclaude.planner.core.lint import Finding
 from teleclaude.planner.core.model import (
     Action,
     AgentReport,
@@ -31,8 +39,7 @@ from teleclaude.planner.core.timeparse import format_duration, format_utc
 
 
 class Stage(Enum):
-    PENDING = "pending"  # `[ ]`, nothing written for it yet
-    NEEDS_REQUIREMENTS = "needs requirements"
+    NEEDS_REQUIREMENTS = "needs requirements"  # also a `[ ]` item with nothing written for it yet
     NEEDS_PLAN = "needs plan"
     PREPARED = "prepared"  # next_work would create its worktree
     BUILDING = "building"
@@ -42,7 +49,7 @@ class Stage(Enum):
     FINALIZING = "finalizing"
     DONE = "done"
     BLOCKED = "blocked"  # `[ ]` waiting for open dependencies
-    STUCK = "stuck"  # the planner answers with an error a human must resolve
+    STUCK = "stuck"  # the planner answers with an error a human must resolve, or lint finds one on its line
 
 
 _BY_STEP = {
@@ -60,7 +67,8 @@ _BY_STEP = {
 @dataclass(frozen=True)
 class Phase:
     stage: Stage
-    detail: str = ""  # "7/12" (building), "round 2" (fixing), "by a, b" (blocked), an error code (stuck)
+    # "7/12" (building), "round 2" (fixing), "by a, b" (blocked), an error or lint code (stuck)
+    detail: str = ""
 
     @property
     def label(self) -> str:
@@ -80,7 +88,8 @@ class Board:
     project: str
     rows: tuple[Row, ...]
     agents: AgentReport | None
-    problems: int = 0  # roadmap lines the planner cannot read (see `teleclaude lint`)
+    problems: int = 0  # roadmap lines with a lint error (see `teleclaude lint`)
+    main_changes: tuple[str, ...] = ()  # uncommitted outside todos/: no new item starts, no finalize merges
 
 
 def board(
@@ -88,18 +97,30 @@ def board(
     roadmap: Roadmap,
     agents: AgentReport | None,
     tools: Mapping[str, Sequence[str]] | None = None,  # slug -> its worker's last tool uses (tool_lines)
+    findings: Iterable[Finding] = (),  # lint's of the roadmap: an open item with an error there is stuck
 ) -> Board:
     tools = tools or {}
+    errors: dict[int, str] = {}
+    for finding in findings:
+        if finding.path == ROADMAP and finding.is_error:
+            errors.setdefault(finding.line, finding.code)
     rows = tuple(
         Row(
             item,
-            phase_of(facts, roadmap, item),
+            _lint_stuck(item, errors) or phase_of(facts, roadmap, item),
             worktree_label(facts, item.slug),
             tuple(tools.get(item.slug, ())),
         )
         for item in roadmap.items
     )
-    return Board(facts.project, rows, agents, len(roadmap.problems))
+    return Board(facts.project, rows, agents, len(errors), not_the_planners(facts.main_changes()))
+
+
+def _lint_stuck(item: RoadmapItem, errors: Mapping[int, str]) -> Phase | None:
+    """An open item whose roadmap line lint calls an error (a misspelled `(afer: x)`, a duplicate) is not
+    what its author meant: it shows as stuck with lint's code, whatever the planner would do with it."""
+    code = errors.get(item.line)
+    return Phase(Stage.STUCK, code) if code and item.marker is not Marker.DONE else None
 
 
 def phase_of(facts: Facts, roadmap: Roadmap, item: RoadmapItem) -> Phase:
@@ -111,7 +132,7 @@ def phase_of(facts: Facts, roadmap: Roadmap, item: RoadmapItem) -> Phase:
         if waiting:
             return Phase(Stage.BLOCKED, "by " + ", ".join(waiting))
         if not facts.has_requirements(slug) and facts.plan(slug) is None:
-            return Phase(Stage.PENDING)
+            return Phase(Stage.NEEDS_REQUIREMENTS)
     decision = decide_work(facts, slug)
     if decision.action is None:  # it would create the worktree first
         return Phase(Stage.PREPARED)
@@ -166,7 +187,7 @@ _COLOURS = {
     Stage.REVIEWING: "36",
     Stage.FIXING: "36",
     Stage.FINALIZING: "36",
-    Stage.PENDING: "2",
+    Stage.NEEDS_REQUIREMENTS: "2",
 }
 _SLUG_MAX, _WORKTREE_MIN = 32, 10
 
@@ -186,7 +207,14 @@ def render_board(data: Board, width: int = 80, color: bool = False) -> str:
     if not data.rows:
         lines.append("(no items in todos/roadmap.md)")
     if data.problems:
-        lines.append(_fit(f"{data.problems} roadmap line(s) cannot be read: run `teleclaude lint`", width))
+        lines.append(_fit(f"{data.problems} roadmap line(s) with errors: run `teleclaude lint`", width))
+    if data.main_changes:
+        shown = ", ".join(printable(path) for path in data.main_changes[:5])
+        more = f" and {len(data.main_changes) - 5} more" if len(data.main_changes) > 5 else ""
+        lines += [
+            f"WARNING: the main checkout has uncommitted changes ({shown}{more}):",
+            "  next-work starts no new item and no finalize merges until they are committed or moved away",
+        ]
     if data.agents is not None:
         lines += ["", *(_fit(line, width) for line in _agent_lines(data.agents, width))]
     return "\n".join(lines)
@@ -258,6 +286,7 @@ def board_dict(data: Board) -> dict[str, object]:
             for r in data.rows
         ],
         "problems": data.problems,
+        "main_changes": list(data.main_changes),
         "agents": agents,
     }
 
