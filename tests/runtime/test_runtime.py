@@ -255,7 +255,9 @@ def read_all(runtime, session_id: str, cursor: str | None) -> tuple[list[str], s
 
 
 def test_a_resized_window_or_a_small_client_repeats_no_row_already_read(project, runtime, watch):
-    started = runtime.run_agent_command(StartRequest("local", "emit", "150 150", str(project), "codex", "fast"))
+    started = runtime.run_agent_command(
+        StartRequest("local", "emit", "150 150", str(project), "codex", "fast")
+    )
     assert isinstance(started, Started), started
     session = started.session
     watch(runtime, session.id).until(EventKind.TURN_ENDED)

@@ -31,6 +31,7 @@ from teleclaude.runtime.core.supervision import (
     progressed,
     reminded,
     reminder_text,
+    unresponsive_after,
 )
 
 from .factories import running_session
@@ -75,6 +76,22 @@ def test_a_silent_worker_gets_soft_then_hard_reminders_then_needs_attention():
     assert [r.number for r in reminders] == [1, 2, 3]
     assert all(r.text.startswith(MARK) and "teleclaude__report_status" in r.text for r in reminders)
     assert session.state is SessionState.NEEDS_ATTENTION  # not errored
+
+
+@pytest.mark.parametrize(
+    "config",
+    [CONFIG, RuntimeConfig(soft_remind=60, hard_remind=90, max_nudges=5), RuntimeConfig(max_nudges=1)],
+)
+def test_the_orchestrators_stated_time_of_unresponsive_is_when_a_silent_worker_needs_attention(config):
+    session, moment = worker(), 0.0
+    while True:
+        due = nudge(session, at(moment), config, quiet=True)
+        if isinstance(due, NeedsAttention):
+            break
+        if isinstance(due, Reminder):
+            session, _ = reminded(session, at(moment), due)
+        moment += 1.0
+    assert moment == unresponsive_after(config)
 
 
 def test_a_soft_reminder_waits_for_the_workers_next_idle_moment():
