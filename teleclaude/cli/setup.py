@@ -26,6 +26,11 @@ def _add_install(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--dry-run", action="store_true", help="print what would change and write nothing")
     parser.add_argument("--uninstall", action="store_true", help="remove what teleclaude install added")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="also replace the role commands you changed with teleclaude's, keeping yours as NAME.bak",
+    )
     add_cwd(parser)
 
 
@@ -41,6 +46,7 @@ def _run_install(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         uninstall=args.uninstall,
         with_stop_hook=stop_hook_available(),
+        overwrite=args.overwrite,
     )
 
 
