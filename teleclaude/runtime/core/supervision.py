@@ -40,10 +40,10 @@ def is_progress(rows: list[str]) -> bool:
     return any(row.strip() and MARK not in row and not _INTERRUPTED.search(row) for row in rows)
 
 
-def progressed(session: Session, now: datetime) -> Session:
-    """The worker moved: the reminder count starts again, and a stalled worker is running again."""
-    moved, _ = transition(session, Change.PROGRESS, now)  # announced by nothing: progress is silent
-    return replace(moved, last_progress_at=now, nudges=0, last_nudge_at=None)
+def progressed(session: Session, now: datetime) -> tuple[Session, tuple[Event, ...]]:
+    """The worker moved: the reminder count starts again, and a stalled worker is running again (an event)."""
+    moved, events = transition(session, Change.PROGRESS, now)
+    return replace(moved, last_progress_at=now, nudges=0, last_nudge_at=None), events
 
 
 def resumed(
