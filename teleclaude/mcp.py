@@ -30,22 +30,34 @@ from starlette.middleware import Middleware
 from teleclaude import __version__
 from teleclaude.adapters.http_guard import HttpAccess
 from teleclaude.agents import NAMES
+from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, ErrorCode, FrontEnd, guard
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Action, AgentMarked, AgentReport
 from teleclaude.planner.core.render import to_text
+from teleclaude.runtime.core.supervision import MARK, digest_rule, unresponsive_rule
 
 if TYPE_CHECKING:
     from teleclaude.runtime.core.sessions import StartRequest
 
 log = logging.getLogger("teleclaude.mcp")
 
-INSTRUCTIONS = """\
+_DEFAULTS = RuntimeConfig()  # the descriptions state the runtime's rules with its defaults
+_DIGESTS = digest_rule(_DEFAULTS)
+
+INSTRUCTIONS = f"""\
 teleclaude tells an orchestrator exactly one next step for the work items in todos/roadmap.md.
 Loop: call teleclaude__next_prepare() until it answers PREPARED, then teleclaude__next_work() until it
-answers COMPLETE. Execute every TOOL_CALL literally. When a worker you started turns out to be
-unavailable (quota, rate limit, overloaded, unresponsive), call teleclaude__mark_agent_unavailable and
-then ask for the next step again: the answer falls back to another agent.
+answers COMPLETE. Execute every TOOL_CALL literally.
+
+A TOOL_CALL's teleclaude__run_agent_command starts a worker, and its answer says how you hear of it: when
+you run in tmux you are its parent, so end your turn, and a line starting `{MARK}` is typed into your
+prompt: a digest {_DIGESTS} and one when its turn ends; when you do not run in tmux, call
+teleclaude__wait_for_sessions until its turn ends.
+
+When a worker you started turns out to be unavailable (quota, rate limit, overloaded), call
+teleclaude__mark_agent_unavailable and then ask for the next step again: the answer falls back to another
+agent. A worker that stops responding is marked by teleclaude: {unresponsive_rule(_DEFAULTS)}.
 """
 
 _ANSWERS = """
@@ -91,15 +103,17 @@ AGENTS = ", ".join(NAMES)
 
 MARK_UNAVAILABLE = f"""Report that an agent (e.g. {AGENTS}) cannot take work right now.
 
-Call it when a worker hits its quota or a rate limit, is overloaded, or stops responding. Until the given
+Call it when a worker hits its quota or a rate limit or is overloaded. Until the given
 time, teleclaude__next_work() and teleclaude__next_prepare() pick the next agent of each row instead, and
 answer SELF when none is left. The agent becomes available again by itself when the time passes.
 
 `unavailable_until`: a duration from now such as 30m, 1h, 2h, 1d or 1h30m, or an ISO 8601 time such as
 2026-11-21T17:00:00Z or 2026-11-21T17:00+02:00 (a time without offset is the server's local time).
-Leave it out for one hour. When the agent reported a reset time, use it; for an overloaded or
-unresponsive agent, 1h is a sensible guess. `reason`: a short word such as quota_exhausted,
-rate_limited, overloaded or unresponsive.
+Leave it out for one hour. When the agent reported a reset time, use it; for an overloaded agent, 15m
+is a sensible guess.
+
+`reason`: a short word such as quota_exhausted, rate_limited or overloaded. An unresponsive worker needs
+no call: {unresponsive_rule(_DEFAULTS)}.
 
 Answers `OK: ...`, or `ERROR: UNKNOWN_AGENT` / `ERROR: INVALID_TIME` with what to give instead."""
 
@@ -153,8 +167,8 @@ the command was delivered: `SESSION: <id> started` with the session's fields, or
 TMUX_FAILED, ...);
 WORKER_BLOCKED: a dialog or a refusal stops the CLI (the message names it and the fix; do not retry).
 You are the worker's parent: when you run in tmux, a digest of the worker (a line starting
-`[teleclaude]`) is typed into your prompt every 10 minutes (5 once it shows no progress) and once more
-when its turn ends, so you may end your turn. `parent` names another parent: a teleclaude session id,
+`{MARK}`) is typed into your prompt {_DIGESTS} and once more when its turn ends, so you may end
+your turn. `parent` names another parent: a teleclaude session id,
 or a tmux pane id such as %3. Not in tmux: call teleclaude__wait_for_sessions to learn when the worker
 is done."""
 
@@ -175,15 +189,16 @@ changes". interrupt=true presses Escape first (stops what it is doing). Returns 
 END_SESSION = """End a worker session: kill its tmux session. A session whose turn had ended is `done`, any
 other is `cancelled`. Call it once a worker's step is finished (teleclaude__next_work moved on)."""
 
-WAIT_FOR_SESSIONS = """Wait until something happens to the given sessions (default: every live one), at most
+WAIT_FOR_SESSIONS = f"""Wait until something happens to the given sessions (default: every live one), at most
 `timeout` seconds (60 at most). Returns `EVENTS: N` with one line per event (turn_ended: the worker is
 back at its prompt, done or asking; exited: the CLI ended, with its exit code; rate_limited: the agent
 hit a limit and was marked unavailable, so the next teleclaude__next_work falls back; errored; reminded:
 a quiet worker was reminded; needs_attention: reminders went unanswered, look at it; digest: the
-periodic report on a worker (every 10 minutes, 5 once it shows no progress); finished / directed: after
-the worker's report_status, its step was done by the files and the session ended / one directive was
-typed into it), or `NO_EVENTS` after the timeout: then call it again. Events are reported once. You never
-need to poll the workers: keep calling this."""
+periodic report on a worker ({_DIGESTS}); finished / directed: after the worker's report_status, its
+step was done by the files and the session ended / one directive was typed into it), or `NO_EVENTS` after
+the timeout: then call it again. Events are reported once. An orchestrator in tmux that is its workers'
+parent (teleclaude__run_agent_command's answer says so) need not call it: their digests are typed into
+its prompt and it may end its turn. Not in tmux, keep calling this: you never need to poll the workers."""
 
 REPORT_STATUS = """For workers: say how you are doing, e.g. "tests written, running them". It counts as
 progress, so it answers the supervisor's reminders. session_id is $TELECLAUDE_SESSION_ID (empty: taken from

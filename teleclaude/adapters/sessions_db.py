@@ -393,7 +393,7 @@ def _event_row(event: Event) -> dict[str, Any]:
         "kind": event.kind.value,
         "at": _stamp(event.at),
         "detail": event.detail,
-        "delivered": 0,
+        "delivered": 0 if event.kind.told else 1,  # history only: no wait returns for it
     }
 
 

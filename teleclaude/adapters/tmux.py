@@ -151,6 +151,11 @@ class Tmux:
             *("-P", "-F", "#{pane_id}\t#{pane_pid}"),
             *path,
             *("sh", "-c", _EXIT_SIGNAL, "teleclaude-worker", cwd, channel, *argv),
+            # the window keeps its size: a client that attaches (a smaller terminal) or a resize-window would
+            # re-wrap every row, and the output cursor (rows counted at this width) would lose its place
+            *(";", "set-option", "-w", "-t", f"={name}:", "window-size", "manual"),
+            *(";", "set-hook", "-w", "-t", f"={name}:", "window-resized"),
+            f"resize-window -x {width} -y {height}",
         )
         pane_id, pid = lines[-1].split("\t")
         return Started(pane_id, int(pid))

@@ -29,6 +29,11 @@ def _add_install(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--verbose", action="store_true", help="list every file and setting, not a line per agent CLI"
     )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="also replace the role commands you changed with teleclaude's, keeping yours as NAME.bak",
+    )
     add_cwd(parser)
 
 
@@ -45,6 +50,7 @@ def _run_install(args: argparse.Namespace) -> int:
         uninstall=args.uninstall,
         with_stop_hook=stop_hook_available(),
         verbose=args.verbose,
+        overwrite=args.overwrite,
     )
 
 

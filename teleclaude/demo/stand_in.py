@@ -38,7 +38,8 @@ from git, so they hold across runs. `FAKE_AGENT_CRASH=slug,...` makes every work
 A line that is not a command is an instruction: one that says to commit makes it commit, one that says to
 tick makes it tick its build tasks and commit, one that says its check failed makes it write
 `check-fixed.txt` (and commit); anything else (a reminder) gets a status line back.
-`/emit N` prints N numbered rows, 20 ms apart (for reading output while it grows).
+`/emit N` prints N numbered rows, 20 ms apart (for reading output while it grows); `/emit N WIDTH` pads each
+row with dots to WIDTH characters.
 `FAKE_AGENT_STEP_SECONDS=W` makes every step (a command of the planner) take W seconds, its own git work
 included (done in the last OWN_WORK_SECONDS of them, as a model's turn commits at its end), as a model's
 turn would (bench/bench_loop.py measures the loop's own time around it).
@@ -163,8 +164,10 @@ def respond(agent: str, chosen: set[str], command: str, args: str, lines) -> int
         sys.stdout.write("\x1b[?1049h\x1b[H")
         say("full-screen view of the fake agent")
     if command == "emit":
-        for number in range(1, int(args or "1") + 1):
-            say(f"row {number}")
+        numbers = [int(part) for part in args.split()]
+        count, width = (numbers + [1])[0], (numbers[1:] + [0])[0]
+        for number in range(1, count + 1):
+            say(f"row {number} ".ljust(width, ".") if width else f"row {number}")
             time.sleep(0.02)
         return None
     if "hang" in chosen:

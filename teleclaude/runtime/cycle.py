@@ -54,10 +54,9 @@ class Cycle:
                 )
             now = self.context.clock()
             cycle = _millis(now) if argv else session.cycle_started_at  # a new cycle replaces a running one
-            changed = replace(
-                progressed(session, now), status_text=text, status_at=now, cycle_started_at=cycle
-            )
-            saved = store.save(changed, expect=session.state)
+            moved, events = progressed(session, now)
+            changed = replace(moved, status_text=text, status_at=now, cycle_started_at=cycle)
+            saved = store.save(changed, expect=session.state, events=events)
             if saved:
                 break
         else:

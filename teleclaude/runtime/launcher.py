@@ -501,9 +501,11 @@ class Launcher:
             return Error(ErrorCode.TMUX_FAILED, str(error))
         if session.state.is_final:
             return Ended(session)
-        ended, _ = transition(session, Change.ENDED, self.context.clock())
-        ended = replace(ended, parent_pending="", parent_told=True)  # its parent ended it: no more digests
-        return Ended(self.context.store.save(ended) or ended)
+        cancelled = "its post-report cycle was cancelled" if session.cycle_started_at else ""
+        ended, events = transition(session, Change.ENDED, self.context.clock(), cancelled)
+        # its parent ended it: no more digests; a cycle still running finds it ended and concludes nothing
+        ended = replace(ended, parent_pending="", parent_told=True, cycle_started_at=None)
+        return Ended(self.context.store.save(ended, events=events) or ended)
 
 
 # --- one worker per step ------------------------------------------------------------------------------------

@@ -198,7 +198,7 @@ class Observer:
 
     def _turn_ended(self, session: Session, source: str, expect: SessionState) -> Session:
         """A stop hook said the turn is over: a stalled or neglected worker runs again, then ends its turn."""
-        working = progressed(session, self.context.clock())
+        working, _ = progressed(session, self.context.clock())  # the turn's end is what is stored
         return self.context.change(working, Change.TURN_ENDED, source, expect=expect)
 
     def record_transcript(self, session_id: str, path: str) -> bool:
@@ -320,7 +320,9 @@ class Observer:
             detail, target, change = source, SessionState.ERRORED, Change.ERRORED
         elif session.state in WORKING:
             detail, target, change = source, SessionState.TURN_ENDED, Change.TURN_ENDED
-            session = progressed(session, now)  # a stalled or neglected worker runs again, then ends its turn
+            session, _ = progressed(
+                session, now
+            )  # a stalled or neglected worker runs again, then ends its turn
         else:
             return True  # the turn already ended
         saved = context.change(session, change, detail, expect=expect, error=detail)
@@ -432,8 +434,9 @@ class Observer:
         if failed is not None:  # typed errors come before the words on the screen
             return failed
         scanned, rows, partial, screen = self._look(session, view)
+        resumed: tuple[Event, ...] = ()  # kept when nothing else changes the state on this look
         if is_progress(rows):
-            scanned = progressed(scanned, now)
+            scanned, resumed = progressed(scanned, now)
         limited = self._limit_in(scanned, [*rows, partial], now)
         if limited is not None:
             return self._record_limit(scanned, limited, limited.line, session.state)
@@ -461,7 +464,7 @@ class Observer:
         watched = replace(watched, activity=activity)
         if ended:
             return context.change(watched, Change.TURN_ENDED, "idle at its prompt", expect=session.state)
-        return self._supervise(session, watched, screen, now)
+        return self._supervise(session, watched, screen, now, resumed)
 
     def _look(self, session: Session, view: PaneView) -> tuple[Session, list[str], str, list[str]]:
         """`_scan` and the screen; of a pane that printed nothing since the last look (by its output events or
@@ -607,10 +610,18 @@ class Observer:
         uses = self.context.store.recent_tool_uses(session_ids)
         return {session_id: tuple(tool_lines(found, now)) for session_id, found in uses.items()}
 
-    def _supervise(self, before: Session, session: Session, screen: list[str], now: datetime) -> Session:
-        """Reminders, needs-attention and digests, due by the stored timestamps (see core/supervision.py)."""
+    def _supervise(
+        self,
+        before: Session,
+        session: Session,
+        screen: list[str],
+        now: datetime,
+        resumed: tuple[Event, ...] = (),
+    ) -> Session:
+        """Reminders, needs-attention and digests, due by the stored timestamps (see core/supervision.py);
+        `resumed`: the event of progress that set a stalled worker running on this look."""
         config = self.context.config
-        events: list[Event] = []
+        events: list[Event] = [*resumed]
         if cycle_expired(session, now, config):  # its process died: the orchestrator must not wait on
             session = replace(session, cycle_started_at=None)
             if session.state is SessionState.TURN_ENDED:

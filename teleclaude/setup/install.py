@@ -125,9 +125,11 @@ def install(
     uninstall: bool = False,
     with_stop_hook: bool = True,
     verbose: bool = False,
+    overwrite: bool = False,
 ) -> Report | Error:
     """Install (or uninstall) for `agents`, every one found by default. `with_stop_hook=False` leaves the
-    stop hook out, for a teleclaude without `teleclaude hook stop`: a hook that fails blocks every stop."""
+    stop hook out, for a teleclaude without `teleclaude hook stop`: a hook that fails blocks every stop.
+    `overwrite`: role commands the user changed are replaced too, theirs kept as backups beside them."""
     home = Path.home()
     found = () if agents else look_for_agents(home)
     chosen = tuple(agents) or tuple(f.agent for f in found if f.on_path or f.folder is not None)
@@ -141,7 +143,7 @@ def install(
     root = find_repo(cwd or os.getcwd()).root if scope is Scope.PROJECT else None
     base = root or home
     with_hook = uninstall or with_stop_hook  # uninstall removes a hook installed earlier
-    merge = merges.uninstall if uninstall else merges.install
+    merge = merges.uninstall if uninstall else partial(merges.install, overwrite=overwrite)
     staging = Staging(root)
     try:
         manifest = Manifest.load(home / MANIFEST)

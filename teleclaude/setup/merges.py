@@ -104,12 +104,13 @@ Target = CommandFile | JsonEntry | Chained | TomlTable | Skip
 YOURS = "you changed it, so it stays"
 
 
-def install(target: Target, staging: Staging, manifest: Manifest) -> Line:
+def install(target: Target, staging: Staging, manifest: Manifest, overwrite: bool = False) -> Line:
+    """`overwrite`: a command file the user changed is replaced too, theirs kept beside it (`backup_of`)."""
     match target:
         case Skip(agent=agent, what=what):
             return Line(agent, Status.SKIPPED, what)
         case CommandFile():
-            return install_file(target, staging, manifest)
+            return install_file(target, staging, manifest, overwrite)
         case JsonEntry(in_list=True):
             return install_list_item(target, staging, manifest)
         case JsonEntry():
@@ -139,19 +140,39 @@ def uninstall(target: Target, staging: Staging, manifest: Manifest) -> Line:
 # --- command files ----------------------------------------------------------------------------------
 
 
-def install_file(t: CommandFile, staging: Staging, manifest: Manifest) -> Line:
+def install_file(t: CommandFile, staging: Staging, manifest: Manifest, overwrite: bool = False) -> Line:
     current, recorded = staging.current(t.path), manifest.files.get(str(t.path))
+    detail = ""
     if current == t.content:
         status = Status.UNCHANGED
     elif current is None or _sha(current) == recorded:
         status = Status.CREATED if current is None else Status.UPDATED
         staging.change(t.path, t.content)
+    elif overwrite:
+        backup = backup_of(t.path, staging)
+        staging.change(backup, current)
+        staging.change(t.path, t.content)
+        status, detail = Status.UPDATED, f"yours is kept as {backup}"
     else:
         return Line(
-            t.agent, Status.KEPT, str(t.path), "you changed it; delete it and install again to update it"
+            t.agent,
+            Status.KEPT,
+            str(t.path),
+            f"you changed it; `teleclaude install --overwrite` replaces it with ours and keeps yours as "
+            f"{backup_of(t.path, staging).name}",
         )
     manifest.files[str(t.path)] = _sha(t.content)
-    return Line(t.agent, status, str(t.path))
+    return Line(t.agent, status, str(t.path), detail)
+
+
+def backup_of(path: Path, staging: Staging) -> Path:
+    """Where the user's own version of `path` goes when ours replaces it: `NAME.bak` (a name no agent CLI
+    loads as a command), `NAME.bak.2`, ... when an earlier one is there."""
+    backup, number = path.with_name(f"{path.name}.bak"), 1
+    while staging.current(backup) is not None:
+        number += 1
+        backup = path.with_name(f"{path.name}.bak.{number}")
+    return backup
 
 
 def uninstall_file(t: CommandFile, staging: Staging, manifest: Manifest) -> Line:

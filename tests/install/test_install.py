@@ -573,6 +573,31 @@ def test_a_command_file_the_user_changed_is_kept_and_reported(home, run):
     assert sorted(p.name for p in mine.parent.iterdir()) == ["next-build.md"]
 
 
+def test_overwrite_gives_an_edited_command_the_upgraded_text_and_keeps_the_users_as_a_backup(
+    home, run, monkeypatch
+):
+    real = install.command_markdown
+    monkeypatch.setattr(install, "command_markdown", lambda name: real(name) + "\nAn older version.\n")
+    run("install", "--claude")
+    monkeypatch.setattr(install, "command_markdown", real)
+    mine = home / ".claude" / "commands" / "next-work.md"
+    mine.write_text("my orchestrator\n")
+    code, out = run("install", "--claude")
+    assert code == 0 and mine.read_text() == "my orchestrator\n"
+    assert "--overwrite" in out  # offered where it says the file was kept
+    for edit in ("my orchestrator\n", "my orchestrator, again\n"):
+        mine.write_text(edit)
+        code, out = run("install", "--claude", "--overwrite")
+        assert code == 0 and "1 updated" in first_line(out), out
+        assert mine.read_text() == real("next-work")
+    backups = sorted(mine.parent.glob("next-work.md.*"))
+    assert sorted(b.read_text() for b in backups) == ["my orchestrator\n", "my orchestrator, again\n"]
+    assert str(backups[-1]) in out  # the report names where theirs went
+    assert "0 updated" in first_line(run("install", "--claude", "--overwrite")[1])  # nothing of theirs left
+    assert run("install", "--claude", "--uninstall")[0] == 0
+    assert not mine.exists() and all(b.exists() for b in backups)  # their versions are theirs: kept
+
+
 def test_a_newer_teleclaude_updates_the_files_it_installed(home, run, monkeypatch):
     real = install.command_markdown
     monkeypatch.setattr(install, "command_markdown", lambda name: real(name) + "\nAn older version.\n")

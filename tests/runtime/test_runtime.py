@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pty
 import shutil
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -238,6 +242,52 @@ def test_output_grows_and_three_reads_neither_repeat_nor_lose_a_row(project, run
         if r.startswith("row ")
     ]
     assert rows == [f"row {n}" for n in range(1, 151)]
+
+
+def read_all(runtime, session_id: str, cursor: str | None) -> tuple[list[str], str, int | None]:
+    """The rows after `cursor` (all of them, however many reads), the cursor after them, and lines_missed."""
+    rows: list[str] = []
+    missed: int | None = 0
+    while True:
+        output = runtime.get_session_output(session_id, cursor, max_lines=10_000, max_bytes=1_000_000)
+        rows += output.chunk.rows
+        cursor = output.chunk.cursor.encode()
+        missed = missed if output.chunk.lines_missed == 0 else output.chunk.lines_missed
+        if not output.chunk.truncated:
+            return rows, cursor, missed
+
+
+def test_a_resized_window_or_a_small_client_repeats_no_row_already_read(project, runtime, watch):
+    started = runtime.run_agent_command(
+        StartRequest("local", "emit", "150 150", str(project), "codex", "fast")
+    )
+    assert isinstance(started, Started), started
+    session = started.session
+    watch(runtime, session.id).until(EventKind.TURN_ENDED)
+    _, cursor, _ = read_all(runtime, session.id, None)
+    runtime.tmux.cmd("resize-window", "-t", f"={session.tmux_session}:", "-x", "80")
+    assert read_all(runtime, session.id, cursor)[::2] == ([], 0)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 20, 60, 0, 0))
+    client = subprocess.Popen(
+        ["tmux", "-L", runtime.config.socket, "attach", "-t", f"={session.tmux_session}"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env={**os.environ, "TERM": "xterm"},
+        start_new_session=True,
+    )
+    os.close(slave)
+    try:
+        deadline = time.monotonic() + 10
+        while runtime.tmux.cmd("list-clients", "-F", "#{client_width}") != ["60"]:
+            assert time.monotonic() < deadline, "the small tmux client did not attach"
+            time.sleep(0.05)
+        assert read_all(runtime, session.id, cursor)[::2] == ([], 0)
+    finally:
+        client.kill()
+        client.wait()
+        os.close(master)
 
 
 def test_codex_gets_its_skill_sign_and_the_alternate_screen_is_flagged(project, runtime, monkeypatch, watch):

@@ -80,6 +80,9 @@ def test_a_worker_that_stalls_recovers_after_one_reminder(project, runtime, cloc
     assert "soft" in seen[kinds.index(EventKind.REMINDED)].detail
     recovered = runtime.store.get(session_id)
     assert recovered.state is SessionState.TURN_ENDED and recovered.nudges == 0
+    history = [event.kind for event in runtime.store.events([session_id])]
+    assert history.index(EventKind.REMINDED) < history.index(EventKind.PROGRESSED)  # stalled, then working
+    assert EventKind.PROGRESSED not in kinds  # history: no wait returned for it
     tree = project / "trees" / "greeting"
     assert git(tree, "status", "--porcelain") == ""
     assert "Build greeting" in git(tree, "log", "--format=%s", "-1")
@@ -222,6 +225,42 @@ def test_report_status_is_progress_and_answers_the_reminders(bare_runtime):
     assert not reported.cycle
     stored = bare_runtime.store.get("stalled")
     assert stored.status_at and stored.last_progress_at and stored.cycle_started_at is None
+
+
+def test_a_report_that_sets_a_stalled_worker_working_is_in_its_history(bare_runtime):
+    bare_runtime.report_status("stalled", "tests written")
+    bare_runtime.report_status("running", "still at it")  # progress, but no change of state
+    assert [e.kind for e in bare_runtime.store.events(["stalled", "running"])] == [EventKind.PROGRESSED]
+    assert bare_runtime.store.undelivered(["stalled", "running"]) == []
+
+
+def test_an_end_session_that_cancels_a_post_report_cycle_says_so_in_the_history(bare_runtime):
+    bare_runtime.cycle.spawn = lambda session, argv: None
+    started = bare_runtime.report_status("turn_ended", "built it", wait_cmd="true").session.cycle_started_at
+    assert bare_runtime.end_session("turn_ended").session.state is SessionState.DONE
+    assert bare_runtime.end_session("running").session.state is SessionState.CANCELLED
+    cancelled, plain = (bare_runtime.store.events([s]) for s in ("turn_ended", "running"))
+    assert [e.kind for e in cancelled] == [e.kind for e in plain] == [EventKind.ENDED]
+    assert cancelled[0].detail and not plain[0].detail  # the cancelled cycle is named
+    bare_runtime.run_cycle(
+        "turn_ended", ["true"], started
+    )  # the cycle's process goes on: it concludes nothing
+    assert [e.kind for e in bare_runtime.store.events(["turn_ended"])] == [EventKind.ENDED]
+    assert bare_runtime.store.get("turn_ended").state is SessionState.DONE
+
+
+def test_a_workers_delivery_a_typed_line_and_its_end_are_in_its_history_not_in_the_waits(
+    project, runtime, monkeypatch, watch
+):
+    monkeypatch.setenv("FAKE_AGENT", "hang")
+    session_id = start(runtime, project).session.id
+    sent = runtime.send_message(session_id, "how is it going")
+    assert not isinstance(sent, Error), sent
+    assert not isinstance(runtime.end_session(session_id), Error)
+    history = [event.kind for event in runtime.store.events([session_id])]
+    assert history == [EventKind.DELIVERED, EventKind.TYPED, EventKind.ENDED]
+    waited = watch(runtime, session_id).wait(timeout=0.5)
+    assert [event.kind for event in waited.events] == []
 
 
 def test_report_status_takes_the_session_from_the_environment(bare_runtime):

@@ -9,6 +9,7 @@ from functools import partial
 import pytest
 
 from teleclaude.runtime.core.sessions import (
+    RECORDED,
     TRANSITIONS,
     Change,
     Cursor,
@@ -263,25 +264,25 @@ S, C = SessionState, Change
 @pytest.mark.parametrize(
     ("state", "change", "after", "event"),
     [
-        (S.PENDING, C.DELIVERED, S.RUNNING, None),
+        (S.PENDING, C.DELIVERED, S.RUNNING, EventKind.DELIVERED),
         (S.PENDING, C.ERRORED, S.ERRORED, EventKind.ERRORED),
         (S.PENDING, C.PROGRESS, S.PENDING, None),
         (S.RUNNING, C.TURN_ENDED, S.TURN_ENDED, EventKind.TURN_ENDED),
         (S.RUNNING, C.REMINDED, S.STALLED, EventKind.REMINDED),
         (S.STALLED, C.REMINDED, S.STALLED, EventKind.REMINDED),
         (S.STALLED, C.NEEDS_ATTENTION, S.NEEDS_ATTENTION, EventKind.NEEDS_ATTENTION),
-        (S.STALLED, C.PROGRESS, S.RUNNING, None),
-        (S.NEEDS_ATTENTION, C.PROGRESS, S.RUNNING, None),
+        (S.STALLED, C.PROGRESS, S.RUNNING, EventKind.PROGRESSED),
+        (S.NEEDS_ATTENTION, C.PROGRESS, S.RUNNING, EventKind.PROGRESSED),
         (S.RUNNING, C.RATE_LIMITED, S.RATE_LIMITED, EventKind.RATE_LIMITED),
         (S.TURN_ENDED, C.TURN_ENDED, S.TURN_ENDED, EventKind.TURN_ENDED),  # announced once more
         (S.TURN_ENDED, C.PROGRESS, S.TURN_ENDED, None),
-        (S.TURN_ENDED, C.ENDED, S.DONE, None),
-        (S.RUNNING, C.ENDED, S.CANCELLED, None),
-        (S.RATE_LIMITED, C.ENDED, S.CANCELLED, None),
+        (S.TURN_ENDED, C.ENDED, S.DONE, EventKind.ENDED),
+        (S.RUNNING, C.ENDED, S.CANCELLED, EventKind.ENDED),
+        (S.RATE_LIMITED, C.ENDED, S.CANCELLED, EventKind.ENDED),
         (S.RUNNING, C.EXITED_OK, S.DONE, EventKind.EXITED),
         (S.RATE_LIMITED, C.EXITED_FAILED, S.ERRORED, EventKind.EXITED),
         (S.TURN_ENDED, C.DIRECTED, S.RUNNING, EventKind.DIRECTED),
-        (S.RATE_LIMITED, C.TYPED, S.RUNNING, None),
+        (S.RATE_LIMITED, C.TYPED, S.RUNNING, EventKind.TYPED),
         (S.TURN_ENDED, C.FINISHED, S.DONE, EventKind.FINISHED),
     ],
 )
@@ -289,6 +290,22 @@ def test_each_change_leads_where_the_table_says_and_is_announced_by_its_event(st
     changed, events = transition(a_session(state), change, LATER, "why")
     assert changed.state is after and changed.updated_at == LATER
     assert [(e.kind, e.detail, e.at) for e in events] == ([(event, "why", LATER)] if event else [])
+
+
+@pytest.mark.parametrize(
+    ("state", "change"), [(state, change) for state, row in TRANSITIONS.items() for change in row]
+)
+def test_every_state_change_is_an_event_in_the_sessions_history(state, change):
+    changed, events = transition(a_session(state), change, LATER)
+    moved = changed.state is not state
+    assert len(events) == (1 if moved or change is not C.PROGRESS else 0)  # progress at every look is not
+    assert all(event.kind is RECORDED[change] and event.at == LATER for event in events)
+
+
+def test_only_what_a_waiter_acts_on_is_told_the_rest_is_history():
+    told = {kind for kind in EventKind if kind.told}
+    assert {EventKind.DELIVERED, EventKind.TYPED, EventKind.PROGRESSED, EventKind.ENDED}.isdisjoint(told)
+    assert {EventKind.TURN_ENDED, EventKind.EXITED, EventKind.RATE_LIMITED, EventKind.DIGEST} <= told
 
 
 @pytest.mark.parametrize(

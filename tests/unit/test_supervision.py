@@ -31,6 +31,7 @@ from teleclaude.runtime.core.supervision import (
     progressed,
     reminded,
     reminder_text,
+    unresponsive_after,
 )
 
 from .factories import running_session
@@ -77,6 +78,22 @@ def test_a_silent_worker_gets_soft_then_hard_reminders_then_needs_attention():
     assert session.state is SessionState.NEEDS_ATTENTION  # not errored
 
 
+@pytest.mark.parametrize(
+    "config",
+    [CONFIG, RuntimeConfig(soft_remind=60, hard_remind=90, max_nudges=5), RuntimeConfig(max_nudges=1)],
+)
+def test_the_orchestrators_stated_time_of_unresponsive_is_when_a_silent_worker_needs_attention(config):
+    session, moment = worker(), 0.0
+    while True:
+        due = nudge(session, at(moment), config, quiet=True)
+        if isinstance(due, NeedsAttention):
+            break
+        if isinstance(due, Reminder):
+            session, _ = reminded(session, at(moment), due)
+        moment += 1.0
+    assert moment == unresponsive_after(config)
+
+
 def test_a_soft_reminder_waits_for_the_workers_next_idle_moment():
     session = worker()
     assert nudge(session, at(300), CONFIG, quiet=False) is None
@@ -90,7 +107,7 @@ def test_a_soft_reminder_waits_for_the_workers_next_idle_moment():
 def test_progress_answers_the_reminders_and_starts_the_count_again():
     session, sent = run_silently(worker(), until=500)
     assert session.state is SessionState.STALLED and session.nudges == 2
-    recovered = progressed(session, at(500))
+    recovered, _ = progressed(session, at(500))
     assert recovered.state is SessionState.RUNNING and recovered.nudges == 0
     assert nudge(recovered, at(500 + 209), CONFIG, quiet=True) is None
     assert isinstance(nudge(recovered, at(500 + 210), CONFIG, quiet=True), Reminder)
@@ -154,7 +171,7 @@ def test_digests_every_ten_minutes_and_every_five_once_a_digest_finds_no_progres
     assert report.last_lines == ("line 1", "line 2")
     # it reported since the dispatch: the next one comes a full period later (seed 003 §B)
     assert not digest_due(busy, at(1199), CONFIG) and digest_due(busy, at(1200), CONFIG)
-    busy = progressed(busy, at(1100))  # output, but no report_status since the last digest
+    busy, _ = progressed(busy, at(1100))  # output, but no report_status since the last digest
     busy, report = digest(busy, at(1200), [], CONFIG)
     assert report.no_progress and report.status_unchanged and busy.digest_escalated
     # no progress found at a digest: every 300 s from then on, whatever it does (one-way)

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import FrontEnd, call
 from teleclaude.planner.core.terminal import printable
 from teleclaude.runtime.core.sessions import (
@@ -23,6 +24,7 @@ from teleclaude.runtime.core.sessions import (
     Started,
     Waited,
 )
+from teleclaude.runtime.core.supervision import MARK, digest_rule
 
 Answer = Started | Output | Waited | Ended | Reported | list[Session]
 Tools = Mapping[str, Sequence[str]]  # session id -> its latest tool uses, a line each (Runtime.recent_tools)
@@ -79,8 +81,8 @@ def _started(session: Session, front_end: FrontEnd) -> str:
             (
                 f"SESSION: {session.id} started",
                 _fields(_summary(session)),
-                "You are its parent: a digest of it (one line, starting `[teleclaude]`) will be typed into "
-                "your prompt every 10 minutes (5 once it shows no progress) and when its turn ends, so you "
+                f"You are its parent: a digest of it (one line, starting `{MARK}`) will be typed into "
+                f"your prompt {digest_rule(RuntimeConfig())} and when its turn ends, so you "
                 f"may end your turn now. Or wait for it with {wait}.",
             )
         )

@@ -46,6 +46,19 @@ class EventKind(Enum):
     DIGEST = "digest"  # the periodic report on a worker for its orchestrator
     FINISHED = "finished"  # after report_status: the files say the step is done; the session was ended
     DIRECTED = "directed"  # after report_status: the step is not done; one directive was typed in
+    # the session's history only (a wait does not return for them): what the runtime itself did, or was told
+    DELIVERED = "delivered"  # its command was typed in and taken
+    TYPED = "typed"  # a line was typed into it (send_message): it works again
+    PROGRESSED = "progressed"  # a stalled or neglected worker showed progress: it works again
+    ENDED = "ended"  # end_session ended it (detail: a post-report cycle it cancelled)
+
+    @property
+    def told(self) -> bool:
+        """Whether a wait (wait_for_sessions, the supervisor, `teleclaude run`) reports it."""
+        return self not in _HISTORY_ONLY
+
+
+_HISTORY_ONLY = frozenset({EventKind.DELIVERED, EventKind.TYPED, EventKind.PROGRESSED, EventKind.ENDED})
 
 
 class Activity(Enum):
@@ -189,7 +202,13 @@ TRANSITIONS: dict[SessionState, dict[Change, SessionState]] = {
     _S.CANCELLED: {},
 }
 
-RECORDED: dict[Change, EventKind] = {  # the event a change is announced with; the others are silent
+# the event each change is recorded with: every state change of a session is in its history (progress only
+# when it moves the state: new output at every look is not an event)
+RECORDED: dict[Change, EventKind] = {
+    _C.DELIVERED: EventKind.DELIVERED,
+    _C.PROGRESS: EventKind.PROGRESSED,
+    _C.TYPED: EventKind.TYPED,
+    _C.ENDED: EventKind.ENDED,
     _C.ERRORED: EventKind.ERRORED,
     _C.RATE_LIMITED: EventKind.RATE_LIMITED,
     _C.EXITED_OK: EventKind.EXITED,
@@ -218,7 +237,7 @@ def transition(
     error: str | None = None,
     exit_code: int | None = None,
 ) -> tuple[Session, tuple[Event, ...]]:
-    """The session after `change` (its state from `TRANSITIONS`) and the event that announces it.
+    """The session after `change` (its state from `TRANSITIONS`) and the event that records it.
 
     `error` becomes `last_error`, `exit_code` the CLI's exit status. Raises `IllegalTransition` when the
     table has no such move: nothing else in teleclaude assigns a session's state.
@@ -231,8 +250,9 @@ def transition(
         changed = replace(changed, last_error=error)
     if exit_code is not None:
         changed = replace(changed, exit_code=exit_code)
-    kind = RECORDED.get(change)
-    return changed, (Event(session.id, kind, now, detail),) if kind else ()
+    if change is Change.PROGRESS and state is session.state:
+        return changed, ()
+    return changed, (Event(session.id, RECORDED[change], now, detail),)
 
 
 # --- reading output --------------------------------------------------------------------------------------

@@ -6,8 +6,8 @@ neither loses nor postpones a timer. Progress (new output, a hook event, a statu
 
 A worker with no progress gets reminder 1 after `soft_remind` (typed at its next idle, without interrupting),
 then a reminder every `hard_remind - soft_remind` (interrupting once `hard_remind` has passed), and after
-`max_nudges` unanswered reminders it needs attention. With the defaults: 3m30s soft, 7m and 10m30s hard,
-needs attention at 14m.
+`max_nudges` unanswered reminders it needs attention (`unresponsive_after`). With the defaults: 3m30s soft,
+7m and 10m30s hard, needs attention at 14m.
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ def is_progress(rows: list[str]) -> bool:
     return any(row.strip() and MARK not in row and not _INTERRUPTED.search(row) for row in rows)
 
 
-def progressed(session: Session, now: datetime) -> Session:
-    """The worker moved: the reminder count starts again, and a stalled worker is running again."""
-    moved, _ = transition(session, Change.PROGRESS, now)  # announced by nothing: progress is silent
-    return replace(moved, last_progress_at=now, nudges=0, last_nudge_at=None)
+def progressed(session: Session, now: datetime) -> tuple[Session, tuple[Event, ...]]:
+    """The worker moved: the reminder count starts again, and a stalled worker is running again (an event)."""
+    moved, events = transition(session, Change.PROGRESS, now)
+    return replace(moved, last_progress_at=now, nudges=0, last_nudge_at=None), events
 
 
 def resumed(
@@ -106,7 +106,7 @@ def nudge(
     if session.state not in _SUPERVISED or since is None or _cycle_running(session, now, config):
         return None
     silent = (now - since).total_seconds()
-    gap = max(config.hard_remind - config.soft_remind, 1.0)
+    gap = _reminder_gap(config)
     waited = session.last_nudge_at is None or (now - session.last_nudge_at).total_seconds() >= gap
     if silent < config.soft_remind + session.nudges * gap or not waited:
         return None
@@ -119,6 +119,39 @@ def nudge(
         return None  # a soft reminder waits for the worker's next idle moment
     number = session.nudges + 1
     return Reminder(number, interrupt, reminder_text(number, config.max_nudges, silent, interrupt))
+
+
+def _reminder_gap(config: RuntimeConfig) -> float:
+    return max(config.hard_remind - config.soft_remind, 1.0)
+
+
+def unresponsive_after(config: RuntimeConfig) -> float:
+    """Seconds without progress after which a worker's `max_nudges` reminders went unanswered: it needs
+    attention, and its agent counts as unresponsive."""
+    return config.soft_remind + config.max_nudges * _reminder_gap(config)
+
+
+def _spoken(seconds: float) -> str:
+    return format_duration(seconds, "m").removesuffix("00m")  # 14m, 1h, 1h30m
+
+
+def unresponsive_rule(config: RuntimeConfig) -> str:
+    """The one statement of that rule for an orchestrator's texts (the MCP server's tool descriptions)."""
+    after = f"{_spoken(unresponsive_after(config))} without progress"
+    unanswered = f"{config.max_nudges} reminders unanswered"
+    if config.unresponsive_pause <= 0:
+        return f"after {after} ({unanswered}) a worker needs attention (state needs_attention)"
+    pause = _spoken(config.unresponsive_pause)
+    return (
+        f"after {after} ({unanswered}) teleclaude marks the worker's agent unavailable for {pause} itself "
+        "(reason unresponsive; the worker ends rate_limited)"
+    )
+
+
+def digest_rule(config: RuntimeConfig) -> str:
+    """How often an orchestrator hears of a working worker, as its texts say it."""
+    quiet = _spoken(config.digest_period_quiet)
+    return f"every {_spoken(config.digest_period)} ({quiet} once it shows no progress)"
 
 
 def _cycle_running(session: Session, now: datetime, config: RuntimeConfig) -> bool:
