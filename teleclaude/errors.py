@@ -54,6 +54,7 @@ class ErrorCode(Enum):
     MERGE_CONFLICT = "MERGE_CONFLICT"  # teleclaude finalize: the merge conflicts (aborted; next-fix-merge)
     FINALIZE_REFUSED = "FINALIZE_REFUSED"  # teleclaude finalize: not its next step, or a dirty main
     PORT_IN_USE = "PORT_IN_USE"  # teleclaude mcp --http: another program listens on the port
+    NOTIFY_FAILED = "NOTIFY_FAILED"  # teleclaude notify --test: a [notify] URL did not take the message
     INTERNAL = "INTERNAL"
 
 

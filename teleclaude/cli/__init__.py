@@ -6,9 +6,9 @@ sqlite-utils are loaded by the commands (or the rare write paths) that need them
 
 To add a command, write `_add_<name>(parser)` and `_run_<name>(args) -> int` and list them in a `COMMANDS`
 tuple: the planner's here, the others in `cli.setup` (install, init, new, trust), `cli.checks` (lint, hooks,
-hook, status), `cli.sessions` (the worker runtime), `cli.run` (run, demo) and `cli.board` (board, report),
-whose names `FEATURES` lists. A call imports only its own command's module; wings are imported inside the
-commands: see `teleclaude.cli.base`.
+hook, status), `cli.sessions` (the worker runtime), `cli.run` (run, demo), `cli.board` (board, report) and
+`cli.notify` (notify), whose names `FEATURES` lists. A call imports only its own command's module; wings are
+imported inside the commands: see `teleclaude.cli.base`.
 """
 
 from __future__ import annotations
@@ -233,6 +233,7 @@ FEATURES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sessions", ("sessions", "supervise")),
     ("run", ("run", "demo")),
     ("board", ("board", "report")),
+    ("notify", ("notify",)),
 )
 
 
