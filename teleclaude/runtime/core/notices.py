@@ -12,6 +12,8 @@ from datetime import datetime
 from teleclaude.config.notify import Notice, NotifyEvent
 from teleclaude.planner.core.terminal import printable
 from teleclaude.planner.core.timeparse import format_duration, format_utc
+from teleclaude.runtime.core.sessions import Event, EventKind, Session
+from teleclaude.runtime.core.supervision import NO_PROGRESS
 
 LINE = 300  # characters of one line of a notice (a reason, a digest)
 
@@ -84,3 +86,19 @@ def _name(root: str) -> str:
 def _line(text: str, length: int = LINE) -> str:
     one = " ".join(printable(text).split())
     return one if len(one) <= length else one[: length - 1] + "…"
+
+
+def of_event(event: Event, session: Session, root: str, in_run: bool) -> Notice | None:
+    """The notice one event of a worker calls for, if any: its agent marked unresponsive (or, with
+    `unresponsive_pause = 0`, the worker left for a human: `in_run`, the run's own report says that), or a
+    digest that found no progress (the escalation)."""
+    step = f"{session.command} {session.slug}".strip()
+    first = event.detail.splitlines()[0] if event.detail else ""
+    match event.kind:
+        case EventKind.RATE_LIMITED if first.startswith("unresponsive until"):
+            return unresponsive(session.id, step, session.agent, first, root)
+        case EventKind.NEEDS_ATTENTION if not in_run:
+            return unresponsive(session.id, step, session.agent, first or session.last_error, root)
+        case EventKind.DIGEST if first.endswith(NO_PROGRESS):
+            return no_progress(session.id, step, session.agent, first, root)
+    return None
