@@ -266,9 +266,39 @@ class Notifier:
             self._deliver((target,), notice, retry=False)
 
 
+def tell(project_root: str | Path, notice: Notice, env: Mapping[str, str] | None = None) -> None:
+    """One notice from a command that is over once it is sent (`teleclaude finalize`): sent within the
+    timeout, unless the command runs as a worker of a `teleclaude run` (whose own notices say it). A file
+    or URL that is not right is logged, not raised: the command's own answer comes first."""
+    env = os.environ if env is None else env
+    if _in_a_run(env.get("TELECLAUDE_SESSION_ID", "")):
+        return
+    try:
+        config = load_notify(project_root, env)
+    except ConfigError as error:
+        log.warning("notify: nothing is sent: %s", error)
+        return
+    notifier = notifier_for(config)
+    if notifier is not None:
+        notifier.post(notice)
+        notifier.close()
+
+
+def _in_a_run(session_id: str) -> bool:
+    if not session_id:
+        return False
+    from teleclaude.adapters.sessions_db import SessionStore
+
+    try:
+        session = SessionStore().get(session_id)
+    except Exception:  # the database, for a moment: a message too many beats one missing
+        return False
+    return session is not None and bool(session.run_id)
+
+
 def notifier_for(config: NotifyConfig) -> Notifier | None:
     """A notifier when there is somewhere to send; None (nothing is ever imported or started) otherwise."""
     return Notifier(config) if config.targets else None
 
 
-__all__ = ["Notifier", "NotifyEvent", "check_urls", "load_notify", "notifier_for", "send", "send_all"]
+__all__ = ["Notifier", "NotifyEvent", "check_urls", "load_notify", "notifier_for", "send", "send_all", "tell"]

@@ -53,6 +53,21 @@ def parked(slug: str, headline: str, root: str, after: str) -> Notice:
     return Notice(NotifyEvent.PARKED, f"{root}:{slug}", f"teleclaude: {slug or 'the bug list'} parked", body)
 
 
+# a finalize refused for what no worker fixes by itself (a merge conflict gets its fixer from next_work)
+FINALIZE_STOPS = ("FINALIZE_REFUSED", "LOCK_TIMEOUT")
+
+
+def finalize_refused(slug: str, code: str, message: str, root: str) -> Notice | None:
+    """`teleclaude finalize SLUG` refused (a dirty main checkout, say): the item is stuck until a human
+    looks; None for a refusal the roadmap's own steps deal with."""
+    if code not in FINALIZE_STOPS:
+        return None
+    first = message.splitlines()[0] if message else code
+    after = f"cd {root} && teleclaude finalize {slug}"
+    body = f"finalize {slug} refused: ERROR: {code}: {_line(first)}\nnext: {after}"
+    return Notice(NotifyEvent.PARKED, f"{root}:{slug}", f"teleclaude: {slug} not finalized", body)
+
+
 def unresponsive(session_id: str, step: str, agent: str, detail: str, root: str) -> Notice:
     body = (
         f"{agent} did not answer {_line(step)} (session {session_id}): {_line(detail)}\n"
