@@ -96,3 +96,16 @@ def test_trust_lists_a_project_files_urls_by_scheme_alone(project, cli):
     done = cli("trust", "--status", "--cwd", str(project))
     assert 'notify.urls = ["tgram://…"]' in done.stdout, done.stdout
     assert SECRET not in done.stdout
+
+
+def test_a_project_files_urls_wait_for_trust_and_the_run_says_so_without_the_url(project, cli):
+    (project / "teleclaude.toml").write_text(urls(f"json://127.0.0.1:9/{SECRET}"))
+    done = cli("run", "--cwd", str(project), process=True)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "ERROR: UNTRUSTED_CONFIG" in done.stdout.splitlines() and "notify.urls" in done.stdout
+    assert SECRET not in done.stdout + done.stderr
+    assert cli("notify", "--cwd", str(project)).returncode == 1  # nothing set until trusted
+    assert cli("trust", "--cwd", str(project)).returncode == 0
+    shown = cli("notify", "--cwd", str(project))
+    assert shown.returncode == 0 and "notify.urls[0] (json://…)" in shown.stdout
+    assert SECRET not in shown.stdout
