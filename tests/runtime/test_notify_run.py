@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from teleclaude.adapters.notify import Notifier
-from teleclaude.config.notify import NotifyConfig, Target
+from teleclaude.config.notify import NotifyConfig, NotifyEvent, Target
 from teleclaude.demo.scenario import commit_all
 from teleclaude.planner import api as app
 from teleclaude.runtime import orchestrator
@@ -103,3 +103,23 @@ def test_a_service_that_hangs_does_not_hold_the_run_up(project, fake_agents, tmu
     assert "notify.urls[0] (json://…): the agents_out notice was not sent" in caplog.text
     ours = [r.getMessage() for r in caplog.records if not r.name.startswith(("apprise", "urllib3"))]
     assert not any(SECRET in line for line in ours)  # Apprise's own never propagate to a handler
+
+
+def test_a_worker_marked_unresponsive_sends_one_message_and_the_run_goes_on(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    settings = project / "teleclaude.toml"
+    settings.write_text(settings.read_text() + "soft_remind = 0.5\nhard_remind = 1.0\nmax_nudges = 1\n")
+    commit_all(project, "Remind quickly")
+    monkeypatch.setenv("FAKE_AGENT_GEMINI", "hang")  # the builder never answers its reminders
+    with Receiver() as receiver:
+        notifier = notifier_for(receiver, events=frozenset({NotifyEvent.UNRESPONSIVE}))
+        report = orchestrator.run(
+            project, "greeting", False, 40, open_runtime(project), print, lambda progress: None,
+            notify=notifier.post,
+        )  # fmt: skip
+        notifier.close()
+        assert report.outcome is Outcome.COMPLETE, report.text  # claude took the step over
+        (message,) = receiver.messages
+    assert message["title"] == "teleclaude: gemini unresponsive"
+    assert "next-build greeting" in message["message"] and "teleclaude sessions output" in message["message"]
