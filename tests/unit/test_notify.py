@@ -110,6 +110,15 @@ def test_the_run_ended_notice_has_the_reason_the_count_and_the_next_command():
     lines = notice.body.splitlines()
     assert lines[0].startswith("NEEDS_ATTENTION: next-build greeting") and "\x1b" not in notice.body
     assert lines[-1] == "next: look at the worker, then: cd /p && teleclaude run"
+    failed = notices.run_ended(
+        "ERROR: REVIEW_ROUND_LIMIT\ntodos/x has been through 3 review rounds\n\nnext: do it",
+        4,
+        (),
+        9,
+        "/p",
+        "ERROR",
+    )
+    assert failed.body.splitlines()[0] == "ERROR: REVIEW_ROUND_LIMIT todos/x has been through 3 review rounds"
     done = notices.run_ended(
         "COMPLETE: every roadmap item is done", 6, ("done/001-a/",), 60, "/p", "COMPLETE"
     )

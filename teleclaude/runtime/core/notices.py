@@ -6,6 +6,7 @@ printable (no terminal controls) and cut short. Which are sent, and how often, i
 from __future__ import annotations
 
 import os.path
+import re
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -23,7 +24,8 @@ def run_ended(
 ) -> Notice:
     """`teleclaude run` stopped: its report's first line (the reason), what it did, and its `next:` line."""
     lines = report.splitlines()
-    reason = _line(lines[0] if lines else outcome)
+    head = lines[:2] if re.fullmatch(r"(ERROR: [A-Z_]+|SELF:)", lines[0] if lines else "") else lines[:1]
+    reason = _line(" ".join(head) or outcome)  # `ERROR: CODE` and `SELF:` say why on the line after
     after = next((line[len("next: ") :] for line in lines if line.startswith("next: ")), "")
     did = f"{steps} session{'s' if steps != 1 else ''} in {format_duration(elapsed)}"
     if delivered:
