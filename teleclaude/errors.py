@@ -55,6 +55,7 @@ class ErrorCode(Enum):
     FINALIZE_REFUSED = "FINALIZE_REFUSED"  # teleclaude finalize: not its next step, or a dirty main
     MAIN_NOT_CLEAN = "MAIN_NOT_CLEAN"  # next_work: the user's uncommitted changes in main; no new item starts
     PORT_IN_USE = "PORT_IN_USE"  # teleclaude mcp --http: another program listens on the port
+    NOTIFY_FAILED = "NOTIFY_FAILED"  # teleclaude notify --test: a [notify] URL did not take the message
     INTERNAL = "INTERNAL"
 
 

@@ -102,3 +102,61 @@ def stdio_mcp(cwd: Path, env: Mapping[str, str]) -> Iterator[subprocess.Popen[by
         stop(process)
         assert process.stdout is not None
         process.stdout.close()
+
+
+class Receiver:
+    """A real HTTP receiver on 127.0.0.1 for Apprise's `json://` target: it keeps each message POSTed to it.
+    `answer`: "ok" (200), "fail" (500) or "hang" (never answers until it is stopped)."""
+
+    def __init__(self, answer: str = "ok") -> None:
+        import http.server
+        import json
+        import threading
+
+        self.answer = answer
+        self.messages: list[dict] = []
+        self.paths: list[str] = []
+        self.arrived = threading.Condition()
+        self.released = threading.Event()
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with receiver.arrived:
+                    receiver.messages.append(json.loads(body or b"{}"))
+                    receiver.paths.append(self.path)
+                    receiver.arrived.notify_all()
+                if receiver.answer == "hang":
+                    receiver.released.wait()
+                    return
+                self.send_response(500 if receiver.answer == "fail" else 200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def url(self, secret: str = "s3cret-path") -> str:
+        """A json:// URL to this receiver whose path stands for a service's secret."""
+        return f"json://127.0.0.1:{self.port}/{secret}"
+
+    def wait_for(self, count: int, seconds: float = 30.0) -> list[dict]:
+        """The messages once `count` have arrived (fails after `seconds`)."""
+        with self.arrived:
+            assert self.arrived.wait_for(lambda: len(self.messages) >= count, seconds), self.messages
+            return list(self.messages)
+
+    def __enter__(self) -> Receiver:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.released.set()
+        self.server.shutdown()
+        self.server.server_close()

@@ -25,6 +25,12 @@ def _user_config_path(env: Mapping[str, str]) -> Path | None:
     return Path(home) / ".config" / "teleclaude" / FILE_NAME if home else None
 
 
+def user_config_file(name: str, env: Mapping[str, str]) -> Path | None:
+    """Another file of the user's, beside the user's teleclaude.toml (notify.toml)."""
+    path = _user_config_path(env)
+    return path.with_name(name) if path else None
+
+
 def project_file(project_root: str | Path) -> Path:
     return Path(project_root) / FILE_NAME
 

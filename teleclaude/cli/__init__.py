@@ -6,9 +6,9 @@ sqlite-utils are loaded by the commands (or the rare write paths) that need them
 
 To add a command, write `_add_<name>(parser)` and `_run_<name>(args) -> int` and list them in a `COMMANDS`
 tuple: the planner's here, the others in `cli.setup` (install, init, new, trust), `cli.checks` (lint, hooks,
-hook, status), `cli.sessions` (the worker runtime), `cli.run` (run, demo) and `cli.board` (board, report),
-whose names `FEATURES` lists. A call imports only its own command's module; wings are imported inside the
-commands: see `teleclaude.cli.base`.
+hook, status), `cli.sessions` (the worker runtime), `cli.run` (run, demo), `cli.board` (board, report) and
+`cli.notify` (notify), whose names `FEATURES` lists. A call imports only its own command's module; wings are
+imported inside the commands: see `teleclaude.cli.base`.
 """
 
 from __future__ import annotations
@@ -183,7 +183,9 @@ def _run_finalize(args: argparse.Namespace) -> int:
 
     done = finalize(args.slug, cwd=args.cwd)
     if isinstance(done, Error):
-        return print_value(done)
+        code = print_value(done)
+        _notify_refused(args.slug, done, args.cwd)
+        return code
     write(done.text())
     # the project lock is released: the other computers' clones are cleaned up over ssh, which may be slow.
     # What is left there is said, and the finalize still succeeded: its merge is done.
@@ -201,6 +203,30 @@ def _run_finalize(args: argparse.Namespace) -> int:
         else:
             write(result.text())
     return 0
+
+
+def _notify_refused(slug: str, refused: Error, cwd: str | None) -> None:
+    """`[notify]`: a finalize a worker ran (`TELECLAUDE_SESSION_ID`: nobody at its terminal) that was
+    refused for what only a human fixes (a dirty main checkout) is also sent."""
+    if not os.environ.get("TELECLAUDE_SESSION_ID"):
+        return
+    from teleclaude.runtime.core import notices
+
+    root = _repo_root(cwd)
+    notice = notices.finalize_refused(slug, refused.code.value, refused.message, root) if root else None
+    if notice is not None:
+        from teleclaude.adapters import notify
+
+        guard(notify.tell)(root, notice)
+
+
+def _repo_root(cwd: str | None) -> str:
+    from teleclaude.adapters.git import NotAGitRepo, find_repo
+
+    try:
+        return str(find_repo(cwd or os.getcwd()).root)
+    except (NotAGitRepo, OSError):
+        return ""
 
 
 def _warn(line: str) -> None:
@@ -233,6 +259,7 @@ FEATURES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sessions", ("sessions", "supervise")),
     ("run", ("run", "demo")),
     ("board", ("board", "report")),
+    ("notify", ("notify",)),
 )
 
 

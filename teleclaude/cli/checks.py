@@ -51,7 +51,22 @@ def _run_lint(args: argparse.Namespace) -> int:
     failed = has_errors(findings)
     if failed and args.staged and not args.json:
         write(checks.STAGED_HELP)
+    if not args.staged and _notify_wrong(cwd):
+        return 1
     return 1 if failed else 0
+
+
+def _notify_wrong(cwd: str) -> bool:
+    """`[notify]` checked as `teleclaude run` checks it at its start (Apprise only when URLs are set)."""
+    from teleclaude.adapters import git as gitx
+    from teleclaude.adapters import notify
+    from teleclaude.errors import guard
+
+    checked = guard(lambda: notify.checked(gitx.find_repo(cwd).root))()
+    if isinstance(checked, Error):
+        print_value(checked)
+        return True
+    return False
 
 
 # --- hooks -------------------------------------------------------------------------------------------

@@ -69,8 +69,11 @@ def _run_run(args: argparse.Namespace) -> int:
 
         project = Path(args.cwd or ".").resolve()
         return scenario.rehearse(project, args.slug, args.prepare, args.max_steps, args.parallel, console)
+    project = Path(args.cwd or ".").resolve()
+    notifier = _notifier(project)  # its URLs checked before anything starts, not at 3 a.m.
+    if isinstance(notifier, Error):
+        return print_value(notifier)
     try:
-        project = Path(args.cwd or ".").resolve()
         report = orchestrator.run(
             project,
             args.slug,
@@ -81,17 +84,36 @@ def _run_run(args: argparse.Namespace) -> int:
             console.status,
             parallel=args.parallel,
             wait_for_limits=not args.no_wait,
+            notify=notifier.post if notifier else None,
         )
     except KeyboardInterrupt:  # before the loop started: nothing was dispatched
         console.clear()
         return 130
     console.clear()
     write("\n" + report.text)
+    if notifier is not None:
+        notifier.close()  # the run's last notice: at most [notify] timeout
     if report.run_id:
         from teleclaude.board.gather import report_line
 
         write(report_line(report.run_id))
     return report.exit_code
+
+
+def _notifier(project: Path):
+    """The run's `Notifier` when `[notify]` has URLs (Apprise is imported then only), else None; an Error
+    when a URL or a notify file is not right."""
+    from teleclaude.adapters import git as gitx
+    from teleclaude.adapters import notify
+
+    def make():
+        try:
+            root = gitx.find_repo(project).root
+        except gitx.NotAGitRepo:  # the run says so itself
+            return None
+        return notify.notifier_for(notify.checked(root))
+
+    return guard(make)()
 
 
 def _add_demo(parser: argparse.ArgumentParser) -> None:

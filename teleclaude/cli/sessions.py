@@ -176,11 +176,37 @@ def _run_supervise(args: argparse.Namespace) -> int:
         project = find_repo(here).root
     except NotAGitRepo:
         project = here
-    ran = guarded(lambda: open_runtime(project).supervise(str(project)))
+    notifier = _notifier(project)
+    try:
+        ran = guarded(lambda: _supervising(open_runtime(project), notifier).supervise(str(project)))
+    finally:
+        if notifier is not None:
+            notifier.close()
     if isinstance(ran, Error):
         return print_value(ran)
     write("OK: nothing left to supervise" if ran else "OK: the project's supervisor already runs")
     return 0
+
+
+def _notifier(project: Path):
+    """`[notify]` for the supervisor: a file or URL that is not right is logged (it runs detached) and
+    nothing is sent; `teleclaude lint` says what is wrong."""
+    import logging
+
+    from teleclaude.adapters import notify
+    from teleclaude.errors import guard
+
+    made = guard(lambda: notify.notifier_for(notify.checked(project)))()
+    if isinstance(made, Error):
+        logging.getLogger("teleclaude.notify").warning("notify: nothing is sent: %s", made.message)
+        return None
+    return made
+
+
+def _supervising(runtime, notifier):
+    if notifier is not None:
+        runtime.supervisor.notify = notifier.post
+    return runtime
 
 
 COMMANDS: tuple[Command, ...] = (

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from teleclaude.agents import NAMES
+from teleclaude.config.notify import NotifyConfig
 from teleclaude.planner.core.model import AgentChoice, Step, Unavailability, UsageWindow
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ class Config:
     max_review_rounds: int = 3
     headroom: float = DEFAULT_HEADROOM  # [matrix] headroom
     runtime: RuntimeConfig | None = None  # None: the defaults (the planner never needs them)
+    notify: NotifyConfig = field(default_factory=NotifyConfig)  # [notify]: its urls only from trusted files
 
     def row(self, step: Step) -> tuple[AgentChoice, ...]:
         """The step's row, keeping only agents this installation has."""

@@ -4,6 +4,7 @@ The files are validated one by one so an error names the file it is in; then lat
 ones key by key, and matrix rows one by one. Of a file the user has not trusted (a project's, until
 `teleclaude trust`), the settings that start processes (`EXECUTABLE`) are checked but not applied: the
 `Config` names them (`RuntimeConfig.untrusted`), and the runtime refuses to start workers while it does.
+`[notify] urls` counts among them: a project file could send what a run does (item titles, paths) elsewhere.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from typing import Any
 from teleclaude.agents import NAMES
 from teleclaude.agents.profile import AgentProfile
 from teleclaude.config.matrix import DEFAULT_MATRIX, THINKING_MODES, Config
+from teleclaude.config.notify import NotifyConfig, NotifyProblem, parse_notify
 from teleclaude.config.profiles import Computer, RuntimeConfig, Untrusted
 from teleclaude.errors import ErrorCode, Failure
 from teleclaude.planner.core.model import AgentChoice
 
-TOP_LEVEL_KEYS = ("agents", "computers", "max_review_rounds", "matrix", "runtime")
+TOP_LEVEL_KEYS = ("agents", "computers", "max_review_rounds", "matrix", "notify", "runtime")
 _AGENT_NAME = re.compile(r"[a-z][a-z0-9_-]*")
 
 
@@ -51,6 +53,7 @@ def parse_config(sources: Sequence[tuple[str, str]], untrusted: Collection[str] 
     runtime = None
     remotes: dict[str, Computer] = {}
     withheld = None
+    notify = None
     rows = {task: _Row("", row) for task, row in DEFAULT_MATRIX.items()}
     for path, text in sources:
         data = _load(path, text)
@@ -70,6 +73,8 @@ def parse_config(sources: Sequence[tuple[str, str]], untrusted: Collection[str] 
             runtime = _runtime(path, data["runtime"], runtime)
         if "computers" in data:
             remotes.update(_computers(path, data["computers"]))
+        if "notify" in data:
+            notify = notify_table(path, data["notify"], notify)
     if remotes:
         runtime = replace(runtime or RuntimeConfig(), remotes=remotes)
         _check_remote_names(runtime)
@@ -82,7 +87,16 @@ def parse_config(sources: Sequence[tuple[str, str]], untrusted: Collection[str] 
         max_review_rounds=max_review_rounds,
         headroom=headroom,
         runtime=runtime,
+        notify=notify or NotifyConfig(),
     )
+
+
+def notify_table(path: str, value: Any, earlier: NotifyConfig | None = None) -> NotifyConfig:
+    """One file's `[notify]` (config/notify.py), its problem as this file's ConfigError."""
+    try:
+        return parse_notify(path, value, earlier)
+    except NotifyProblem as problem:
+        raise ConfigError(path, problem.key, problem.problem) from None
 
 
 def _load(path: str, text: str) -> dict[str, Any]:
@@ -106,9 +120,13 @@ EXECUTABLE_PROFILE_KEYS = ("binary", "args", "modes", "env", "command_prefix", "
 def split_executable(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """A checked file's TOML as (what any file may set, what starts processes): the second maps dotted keys
     to their values. Every [computers.NAME] (host, ssh options, binaries and PATH there), [runtime] computers
-    (which names run here) and the EXECUTABLE_PROFILE_KEYS of each [runtime.agents.NAME]."""
+    (which names run here), the EXECUTABLE_PROFILE_KEYS of each [runtime.agents.NAME], and [notify] urls
+    (where word of the run is sent)."""
     kept = {key: value for key, value in data.items() if key != "computers"}
     held: dict[str, Any] = {f"computers.{name}": table for name, table in data.get("computers", {}).items()}
+    if isinstance(data.get("notify"), dict) and "urls" in data["notify"]:
+        kept["notify"] = {key: value for key, value in data["notify"].items() if key != "urls"}
+        held["notify.urls"] = data["notify"]["urls"]
     if "runtime" in data:
         runtime = dict(data["runtime"])
         if "computers" in runtime:
@@ -140,6 +158,8 @@ def _check_executable(path: str, data: dict[str, Any]) -> None:
         _runtime(path, data["runtime"], None)
     if "computers" in data:
         _computers(path, data["computers"])
+    if "notify" in data:
+        notify_table(path, data["notify"])
 
 
 def _check_keys(path: str, data: dict[str, Any]) -> None:

@@ -46,8 +46,8 @@ class UntrustedConfig(Failure):
 
     def __init__(self, untrusted: Untrusted) -> None:
         super().__init__(
-            f"{untrusted.path} sets what starts processes ({', '.join(untrusted.keys)}), and you have not "
-            "trusted this content of it, so nothing is started with them"
+            f"{untrusted.path} sets what starts processes or where notices go ({', '.join(untrusted.keys)}), "
+            "and you have not trusted this content of it, so nothing is started with them"
         )
         self.untrusted = untrusted
 

@@ -26,6 +26,7 @@ from teleclaude.adapters.sessions_db import RunRow
 from teleclaude.adapters.settings import load_config
 from teleclaude.adapters.store import StoreError
 from teleclaude.config.matrix import Config, choose_agent
+from teleclaude.config.notify import Notice
 from teleclaude.config.parse import ConfigError
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, ErrorCode
@@ -45,6 +46,7 @@ from teleclaude.planner.core.model import (
 from teleclaude.planner.core.render import to_text, usage_text
 from teleclaude.planner.core.timeparse import format_duration, format_utc
 from teleclaude.runtime.api import Runtime, guarded
+from teleclaude.runtime.core import notices
 from teleclaude.runtime.core.sessions import Ended, Event, EventKind, Session, SessionState, Started, Waited
 from teleclaude.runtime.core.supervision import bare_command
 from teleclaude.runtime.launcher import Warm, starter_gone
@@ -226,6 +228,7 @@ def run(
     parallel: int = 1,
     wait_for_limits: bool = True,
     rehearsal_of: Path | None = None,
+    notify: Callable[[Notice], None] | None = None,
 ) -> RunReport:
     """Drive `slug` (or the whole roadmap) until COMPLETE, SELF, ERROR, a stuck worker or `max_steps`.
 
@@ -235,8 +238,11 @@ def run(
     many roadmap items in flight at once (`_Lanes`). When every agent that may take a step is out, the run
     waits for the first to come back (at most `[runtime] limit_wait`), unless `wait_for_limits` is False.
     `rehearsal_of` is the user's checkout when `project` is its clone (`run --stand-ins`): the report's next
-    commands are for that checkout.
+    commands are for that checkout. `notify` gets the notices (`[notify]`): it must not block
+    (adapters/notify.py `Notifier.post`).
     """
+    began = time.monotonic()
+    notify = notify or _silent
     root = _checkout_root(Path(project))
     limit_wait = runtime.config.limit_wait if wait_for_limits else 0.0
     settings = RunSettings(root, slug, prepare, max_steps, tick, verbose, parallel, limit_wait, rehearsal_of)
@@ -245,7 +251,7 @@ def run(
     if isinstance(untrusted, Error):  # before the planner claims an item no worker can be started for
         return report(Stop(Outcome.ERROR, to_text(untrusted)), settings, state, runtime)
     kind = _Lanes if slug is None else _Loop  # a whole roadmap: items go on while one is parked
-    loop = kind(settings, state, runtime, show, status)
+    loop = kind(settings, state, runtime, show, status, notify=notify)
     run_id = _record_start(runtime, root, slug)
     try:
         with runtime.store.kept_open():
@@ -255,6 +261,13 @@ def run(
     finally:
         runtime.context.run_id = ""
     finished = report(stop, settings, state, runtime)
+    if stop.outcome is not Outcome.INTERRUPTED:  # Ctrl-C: the user is at the terminal
+        elapsed = time.monotonic() - began
+        notify(
+            notices.run_ended(
+                finished.text, state.steps, finished.delivered, elapsed, str(root), stop.outcome.value
+            )
+        )
     if run_id and not isinstance(
         guarded(runtime.store.end_run, run_id, runtime.clock(), stop.outcome.value), Error
     ):
@@ -441,6 +454,7 @@ class _Loop:
     warming: Warming | None = None  # the worker started ahead for the step likely next
     warmer: ThreadPoolExecutor | None = None  # where workers are started ahead (`_warm_after`)
     matrix: Config | None = None  # the project's agent matrix, read once (`usual_next`)
+    notify: Callable[[Notice], None] = field(default=lambda notice: None)  # `[notify]`: never blocks
 
     def go(self) -> Stop:
         try:
@@ -519,6 +533,7 @@ class _Loop:
             self.status(Countdown(countdown, agent, until, left))
             time.sleep(min(self.settings.tick, left))
         time.sleep(LIMIT_MARGIN)  # the store counts an agent out until the second it names
+        self.notify(notices.agents_back(countdown, agent, str(self.settings.root)))
         return None
 
     def _reset_in_reach(self, action: RunYourself) -> tuple[str, datetime] | None:
@@ -534,6 +549,7 @@ class _Loop:
             return None
         step = f"{action.step.command} {_item(action.slug)}"
         self.show(f"    every agent for {step} is out: waiting for {agent}, back at {format_utc(until)}")
+        self.notify(notices.agents_out(step, agent, until, str(self.settings.root)))
         return back
 
     def _prepare(self, refusal: Error, slug: str) -> Stop | None:
@@ -822,6 +838,9 @@ class _Loop:
         return True
 
     def _heard(self, event: Event, session: Session) -> None:
+        notice = notices.of_event(event, session, str(self.settings.root), in_run=True)
+        if notice is not None:
+            self.notify(notice)
         detail = f": {event.detail}" if event.detail else ""
         self.show(cut(f"    {session.id} {event.kind.value}{detail}".splitlines()[0], 200))
         if event.kind is not EventKind.DIGEST:
@@ -1000,6 +1019,8 @@ class _Lanes(_Loop):
         self.lanes.pop(lane.slug, None)
         self.state.parked[lane.slug] = stop
         self.show(f"    parked {_item(lane.slug)}: {headline(stop)}")
+        after = stop.next or advice(Outcome.PARKED, self.settings)
+        self.notify(notices.parked(lane.slug, headline(stop), str(self.settings.root), after))
         for line in stop.what.splitlines()[1:]:
             self.show(f"      {line}")
         return None
@@ -1010,6 +1031,10 @@ class _Lanes(_Loop):
         for lane in list(self.lanes.values()):
             if lane.resting and lane.resting.until + timedelta(seconds=LIMIT_MARGIN) > now:
                 continue
+            if lane.resting:  # back: asked again below
+                self.notify(
+                    notices.agents_back(lane.resting.step, lane.resting.agent, str(self.settings.root))
+                )
             if lane.session is None and lane.starting is None:
                 stop = self._advance(lane)
                 if stop:
@@ -1370,6 +1395,10 @@ def where(session: Session, config: RuntimeConfig) -> str:
 
 
 # --- helpers -----------------------------------------------------------------------------------------------
+
+
+def _silent(notice: Notice) -> None:
+    """No `[notify]` URLs: nothing is sent."""
 
 
 def _checkout_root(project: Path) -> Path:

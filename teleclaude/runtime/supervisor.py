@@ -18,16 +18,17 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
 from teleclaude.adapters import fs, procs
 from teleclaude.adapters.tmux import Tmux, TmuxError
 from teleclaude.agents.profile import AgentProfile
+from teleclaude.config.notify import Notice
 from teleclaude.errors import Error, ErrorCode, Failure
 from teleclaude.runtime.context import Context
-from teleclaude.runtime.core import parents
+from teleclaude.runtime.core import notices, parents
 from teleclaude.runtime.core.sessions import Session, SessionState, screen_hash
 from teleclaude.runtime.core.supervision import final_digest, final_due
 from teleclaude.runtime.launcher import Launcher
@@ -55,6 +56,9 @@ class Supervisor:
         # a parent pane -> its screen's hash at the last round's look, and at this round's
         self._screens: dict[str, str] = {}
         self._looked: dict[str, str] = {}
+        # `[notify]` (adapters/notify.py `Notifier.post`, set by `teleclaude supervise`): never blocks
+        self.notify: Callable[[Notice], None] | None = None
+        self._told_up_to: int | None = None  # the last event id looked at for notices
 
     def round(self, project: str) -> bool:
         """One look at the project's sessions: observe the live ones, queue the final digests, deliver the
@@ -63,6 +67,8 @@ class Supervisor:
         mine = [s for s in store.sessions() if s.project == project]
         self.observer.refresh([s for s in mine if not s.state.is_final])
         mine = [s for s in store.sessions() if s.project == project]
+        if self.notify is not None:
+            self._notices(mine, project)
         for session in mine:
             if final_due(session):
                 self._queue_final(session)
@@ -72,6 +78,22 @@ class Supervisor:
                 told.add(session.parent)
         self._screens, self._looked = self._looked, {}
         return any(supervised(s) for s in store.sessions([s.id for s in mine]))
+
+    def _notices(self, sessions: list[Session], project: str) -> None:
+        """The notices the new events of the sessions with a parent call for (the run's own workers are
+        the run's to tell of); the events before this supervisor started were told by the one before."""
+        notify = self.notify
+        supervised = {s.id: s for s in sessions if s.parent}
+        events = self.context.store.events(list(supervised)) if notify is not None else []
+        if self._told_up_to is None:
+            self._told_up_to = max((event.id for event in events), default=0)
+            return
+        for event in events:
+            if event.id > self._told_up_to:
+                notice = notices.of_event(event, supervised[event.session_id], project, in_run=False)
+                if notice is not None and notify is not None:
+                    notify(notice)
+        self._told_up_to = max((event.id for event in events), default=self._told_up_to)
 
     def _queue_final(self, session: Session) -> None:
         now = self.context.clock()
@@ -91,6 +113,8 @@ class Supervisor:
             typed = self._into_pane(session, parent, text)
         if typed:
             self._clear(session.id, text)
+            if self.notify is not None:  # mirrored when `[notify] digests = true`
+                self.notify(notices.digest(session.id, f"{session.command} {session.slug}", text))
         return typed
 
     def _into_session(self, session: Session, parent_id: str, text: str) -> bool:

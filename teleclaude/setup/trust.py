@@ -11,6 +11,7 @@ from typing import Any
 
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters import settings, trust_store
+from teleclaude.config.notify import without_secrets
 from teleclaude.config.parse import executable_settings, parse_config
 from teleclaude.planner.core.terminal import printable
 from teleclaude.setup.scaffold import Done
@@ -53,4 +54,8 @@ def _status(path: Path, data: bytes) -> str:
 
 
 def _listed(held: dict[str, Any]) -> tuple[str, ...]:
-    return tuple(f"  {printable(key)} = {printable(json.dumps(value))}" for key, value in held.items())
+    return tuple(f"  {printable(key)} = {printable(_value(key, value))}" for key, value in held.items())
+
+
+def _value(key: str, value: Any) -> str:
+    return without_secrets(value) if key == "notify.urls" else json.dumps(value)

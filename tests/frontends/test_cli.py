@@ -15,7 +15,7 @@ PREPARED = "alpha-feature"
 UNPREPARED = "beta-feature"
 JSON_KEYS = {"kind", "code", "slug", "command", "args", "agent", "thinking_mode", "subfolder", "project"}
 JSON_KEYS |= {"note", "reason"}
-HEAVY = ("fastmcp", "mcp", "sqlite_utils")
+HEAVY = ("fastmcp", "mcp", "sqlite_utils", "apprise")
 
 
 def first_line(text: str) -> str:

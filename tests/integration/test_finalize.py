@@ -267,3 +267,28 @@ def test_a_delivered_items_plan_leaves_the_parse_cache(tmp_path, copy_repository
     assert isinstance(done, Finalized) and done.merged, done
     assert not (cache / "plan-greeting.json").exists()
     assert (cache / "roadmap.json").exists()
+
+
+def test_a_workers_finalize_refused_on_a_dirty_main_is_also_sent_when_notify_is_set(
+    tmp_path, capsys, copy_repository, monkeypatch
+):
+    import os
+
+    from ..servers import Receiver
+
+    project = copy_repository(make_repository, tmp_path / "project")
+    approve(project, "greeting")
+    (project / "scratch.txt").write_text("someone else's work\n")
+    with Receiver() as receiver:
+        path = Path(os.environ["XDG_CONFIG_HOME"]) / "teleclaude" / "notify.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f'[notify]\nurls = ["{receiver.url()}"]\n')
+        path.chmod(0o600)
+        assert cli_main(["finalize", "greeting", "--cwd", str(project)]) == 1  # a person's: at the terminal
+        assert receiver.messages == []
+        monkeypatch.setenv("TELECLAUDE_SESSION_ID", "a1b2c3d4")  # an orchestrator agent's finalizer
+        assert cli_main(["finalize", "greeting", "--cwd", str(project)]) == 1
+        (message,) = receiver.messages
+    assert capsys.readouterr().out.splitlines()[0] == "ERROR: FINALIZE_REFUSED"
+    assert message["title"] == "teleclaude: greeting not finalized"
+    assert message["message"].splitlines()[-1] == f"next: cd {project} && teleclaude finalize greeting"

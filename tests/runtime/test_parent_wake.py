@@ -308,3 +308,35 @@ def test_a_parent_named_explicitly_gets_the_final_digest_in_its_pane(
     assert "turn ended" in wakes(runtime, parent.pane)[0]
     refused = dispatch_over_mcp(project, parent="somebody")
     assert refused[0].startswith("ERROR: INVALID_ARGUMENT")
+
+
+def test_with_notify_the_no_progress_escalation_and_each_digest_typed_are_also_sent(
+    project, runtime, clock, parent
+):
+    from teleclaude.adapters.notify import Notifier
+    from teleclaude.config.notify import NotifyConfig, Target
+
+    from ..servers import Receiver
+
+    worker_mode(runtime, "stall")
+    with Receiver() as receiver:
+        target = Target("notify.toml", "notify.urls[0]", receiver.url())
+        notifier = Notifier(NotifyConfig(targets=(target,), digests=True))
+        runtime.supervisor.notify = notifier.post
+        session_id = start(runtime, project, parent).session.id
+        rounds(runtime, project)
+        clock.advance(600)
+        rounds(runtime, project)
+        until_shown(runtime, parent.pane, lambda rows: len(wakes(runtime, parent.pane)) == 1)
+        messages = receiver.wait_for(2)
+        notifier.close()
+    by_title = {message["title"]: message["message"] for message in messages}
+    assert set(by_title) == {
+        "teleclaude: no progress on next-build greeting",
+        "teleclaude: next-build greeting",
+    }
+    assert (
+        f"session {session_id}) shows no progress"
+        in by_title["teleclaude: no progress on next-build greeting"]
+    )
+    assert by_title["teleclaude: next-build greeting"].startswith(f"{WAKE}{session_id}")

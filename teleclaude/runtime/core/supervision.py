@@ -25,6 +25,7 @@ from teleclaude.runtime.core.sessions import Activity, Change, Event, Session, S
 
 MARK = "[teleclaude]"  # starts every line the supervisor types, so its echo never counts as progress
 STATUS_SHOWN = 160  # characters of a worker's own status words in a digest
+NO_PROGRESS = ", NO PROGRESS"  # ends a digest's first line when it found no progress (the escalation)
 _SUPERVISED = (SessionState.RUNNING, SessionState.STALLED)
 _DIGESTED = (SessionState.RUNNING, SessionState.STALLED, SessionState.NEEDS_ATTENTION)
 _INTERRUPTED = re.compile(r"^\W*(interrupted|request cancelled|conversation interrupted)\b", re.IGNORECASE)
@@ -206,7 +207,7 @@ class Digest:
         head = (
             f"running {format_duration(self.running_for)}, state {self.state.value}, "
             f"status {self._status()}, {self.nudges} reminder(s) sent"
-            + (", NO PROGRESS" if self.no_progress else "")
+            + (NO_PROGRESS if self.no_progress else "")
         )
         tools = ["  recent tools:", *(f"    {line}" for line in self.tools)] if self.tools else []
         return "\n".join([head, *tools, *(f"  | {line}" for line in self.last_lines)])
