@@ -115,11 +115,11 @@ def _run_report(args: argparse.Namespace) -> int:
             + "".join(f" [{mark.kind.value}]" for mark in bar.marks)
             for bar in row.bars
         )
-        lines.append(f"  {printable(row.slug or '(bugs)')}: {printable(steps)}")
+        lines.append(f"  {row.slug or '(bugs)'}: {steps}")
     lines.append("per agent: " + ", ".join(f"{a} {format_duration(s)}" for a, s in data.totals("agent")))
     lines.append("per step: " + ", ".join(f"{a} {format_duration(s)}" for a, s in data.totals("step")))
     lines.append(f"waits: {format_duration(data.waited)}")
-    write("\n".join(lines))
+    write("\n".join(map(printable, lines)))  # slugs, agents, steps and outcomes come from the database
     return 0
 
 

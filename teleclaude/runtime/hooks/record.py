@@ -70,7 +70,11 @@ def mark_pane(option: str, payload: str) -> bool:
 
 
 def warn(message: str, hook: str = "stop") -> None:
-    sys.stderr.write(f"teleclaude hook {hook}: {message}\n")
+    """One line on stderr, which the CLI may show on its terminal: what the message quotes of the hook's
+    input (an `error` field, a file's name) has every character a terminal would obey escaped."""
+    from teleclaude.planner.core.terminal import printable
+
+    sys.stderr.write(f"teleclaude hook {hook}: {printable(message)}\n")
 
 
 USAGE_BUSY_MS = 1000  # a usage hook waits at most this long for the database: its CLI waits on it
