@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from teleclaude.adapters import fs
+from teleclaude.agents.profile import kept_usage
 from teleclaude.errors import ErrorCode, Failure
 from teleclaude.planner.core.model import Unavailability, UsageWindow
 from teleclaude.planner.core.timeparse import format_utc
@@ -323,14 +324,23 @@ class AvailabilityStore(SqliteStore):
         row = {"agent": agent, "available": 1, "unavailable_until": None, "reason": None}
         self._write(lambda conn: upsert(conn, TABLE, row, "agent"))
 
-    def record_usage(self, windows: Iterable[UsageWindow]) -> None:
-        """Store each window's usage; a report older than the one on record is dropped (hooks may race)."""
-        rows = [
-            (w.agent, w.window, float(w.used_percent), _stored_or_none(w.resets_at), format_utc(w.seen_at))
-            for w in windows
-        ]
-        if rows:
-            self._write(lambda conn: conn.executemany(_UPSERT_USAGE, rows))
+    def record_usage(self, windows: Iterable[UsageWindow], now: datetime | None = None) -> None:
+        """Store each window's usage as `kept_usage` keeps it (reports race, and any process may send one):
+        read and written in one transaction, so two reports at once both count."""
+        windows = list(windows)
+        if not windows:
+            return
+        moment = now or datetime.now(UTC)
+
+        def keep(conn: sqlite3.Connection) -> None:
+            on_record = {(w.agent, w.window): w for w in _read_usage(conn)}
+            for report in (_usage_window(*_usage_row(w)) for w in windows):  # to the second, as stored
+                kept = kept_usage(on_record.get((report.agent, report.window)), report, moment)
+                if kept is not None:
+                    conn.execute(_UPSERT_USAGE, _usage_row(kept))
+                    on_record[(kept.agent, kept.window)] = kept
+
+        self._write(keep)
 
     def usage(self, now: datetime) -> dict[str, tuple[UsageWindow, ...]]:
         """Each agent's windows that have not reset by `now`, by window name."""
@@ -453,8 +463,12 @@ def _has_table(conn: sqlite3.Connection, name: str = TABLE) -> bool:
 _UPSERT_USAGE = (
     f"INSERT INTO {USAGE_TABLE} (agent, window, used_percent, resets_at, seen_at) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (agent, window) DO UPDATE SET used_percent = excluded.used_percent, "
-    "resets_at = excluded.resets_at, seen_at = excluded.seen_at WHERE excluded.seen_at >= seen_at"
+    "resets_at = excluded.resets_at, seen_at = excluded.seen_at"
 )
+
+
+def _usage_row(w: UsageWindow) -> tuple[str, str, float, str | None, str]:
+    return (w.agent, w.window, float(w.used_percent), _stored_or_none(w.resets_at), format_utc(w.seen_at))
 
 
 def _stored_or_none(when: datetime | None) -> str | None:

@@ -299,7 +299,7 @@ def test_a_builder_over_its_headroom_hands_the_build_on_until_its_window_resets(
     done = cli("next-work", "--dry-run", cwd=project)
     assert tool_call_fields(done.stdout)["agent"] == "claude"
     assert "NOTE:" not in done.stdout
-    record_usage("gemini", "5h", 95, timedelta(seconds=-1))  # the window reset: no human action needed
+    record_usage("gemini", "5h", 4, timedelta(hours=5))  # the window reset, as its CLI says: no human action
     assert tool_call_fields(cli("next-work", "--dry-run", cwd=project).stdout)["agent"] == "gemini"
 
 

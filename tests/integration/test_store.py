@@ -240,7 +240,7 @@ def test_usage_is_kept_per_agent_and_window_and_forgotten_once_its_window_resets
     five_hours = UsageWindow("claude", "5h", 83.0, LATER, NOW)
     week = UsageWindow("claude", "7d", 41.0, LATER + timedelta(days=3), NOW)
     codex = UsageWindow("codex", "primary", 12.5, None, NOW + timedelta(hours=1))  # its reset not said
-    store.record_usage([five_hours, week, codex])
+    store.record_usage([five_hours, week, codex], NOW + timedelta(hours=1))
     assert store.usage(NOW) == {"claude": (five_hours, week), "codex": (codex,)}
     assert store.usage(LATER) == {"claude": (week,), "codex": (codex,)}
     assert store.usage(LATER + timedelta(hours=1)) == {"claude": (week,)}  # 5 h after it was seen
@@ -249,16 +249,16 @@ def test_usage_is_kept_per_agent_and_window_and_forgotten_once_its_window_resets
 def test_a_newer_usage_report_replaces_the_old_and_a_late_older_one_does_not(db):
     store = AvailabilityStore(db)
     newer = UsageWindow("claude", "5h", 95.0, LATER, NOW + timedelta(minutes=2))
-    store.record_usage([UsageWindow("claude", "5h", 50.0, LATER, NOW)])
-    store.record_usage([newer])
-    store.record_usage([UsageWindow("claude", "5h", 60.0, LATER, NOW + timedelta(minutes=1))])
+    store.record_usage([UsageWindow("claude", "5h", 50.0, LATER, NOW)], NOW)
+    store.record_usage([newer], NOW + timedelta(minutes=2))
+    store.record_usage([UsageWindow("claude", "5h", 60.0, LATER, NOW + timedelta(minutes=1))], newer.seen_at)
     assert store.usage(NOW) == {"claude": (newer,)}
 
 
 def test_recording_usage_leaves_availability_alone(db):
     store = AvailabilityStore(db)
     store.mark_unavailable("claude", LATER, "rate limit")
-    store.record_usage([UsageWindow("claude", "5h", 100.0, LATER, NOW)])
+    store.record_usage([UsageWindow("claude", "5h", 100.0, LATER, NOW)], NOW)
     assert store.unavailable(NOW) == {"claude": Unavailability("claude", LATER, "rate limit")}
     assert AvailabilityStore(db.with_name("other.db")).usage(NOW) == {}
 
