@@ -266,21 +266,37 @@ def agent_targets(agent: str, scope: Scope, base: Path, home: Path, with_hook: b
 def status_line(agent: str, theirs: object) -> dict:
     """The CLI's status-line entry that records the usage it reports (`teleclaude hook statusline`), running
     the user's own status line (`theirs`, if any) after it: their command string is their own config, passed
-    on as one argument and run as the CLI would run it."""
+    on as one argument and run as the CLI would run it. Theirs is one of ours when a teleclaude (another
+    install of it) put it there: then the one that runs inside that is theirs."""
     argv = [*launcher(Scope.USER), "hook", "statusline", "--agent", agent]
     fields = theirs if isinstance(theirs, dict) else {}
     command = fields.get("command")
-    if not isinstance(command, str) or not command.strip() or _is_ours(command):
+    if isinstance(command, str):
+        command = _inside_ours(command)
+    if not isinstance(command, str) or not command.strip():
         return {"type": "command", "command": shlex.join(argv)}
     return {**fields, "type": "command", "command": shlex.join([*argv, "--then", command])}
 
 
-def _is_ours(command: str) -> bool:
+def _inside_ours(command: str) -> str:
+    """`command` itself, unless it is teleclaude's own status line (`…/teleclaude hook statusline …`, `python
+    -m teleclaude hook statusline …`): then the user's command it runs (its `--then`), or "". A command of
+    the user's that merely has the words `hook statusline` in it (`ccline hook statusline`) stays theirs."""
     try:
         words = shlex.split(command)
     except ValueError:
-        return False
-    return any(words[i : i + 2] == ["hook", "statusline"] for i in range(len(words)))
+        return command
+    program = os.path.basename(words[0]) if words else ""
+    if program == "teleclaude":
+        rest = words[1:]
+    elif program.startswith("python") and words[1:3] == ["-m", "teleclaude"]:
+        rest = words[3:]
+    else:
+        return command
+    if rest[:2] != ["hook", "statusline"]:
+        return command
+    options = rest[2:]
+    return _inside_ours(options[options.index("--then") + 1]) if "--then" in options[:-1] else ""
 
 
 def _ignore_text(agent: str, ignored: Sequence[str]) -> bytes:

@@ -15,11 +15,14 @@ exits 0: the status line is never what breaks the CLI.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, BinaryIO, TextIO
@@ -30,6 +33,8 @@ if TYPE_CHECKING:
     from teleclaude.agents.profile import UsageWindow
 
 THEIRS_TIMEOUT = 3.5  # Claude Code gives a status-line command 5 s in all (ours: up to 1 s more)
+THEIRS_BYTES = 64 * 1024  # a status line is a few rows: more is a command gone wrong (`yes`)
+PIPE_CHUNK = 64 * 1024
 SHELL = "/bin/sh"  # what Claude Code (Node's `spawn(…, {shell: true})`) runs a command string with
 
 
@@ -68,8 +73,11 @@ def _read(stream: BinaryIO) -> bytes:
 
 
 def theirs(command: str, raw: bytes) -> str:
-    """What the user's own status line prints for this input; "" when it fails, hangs or prints nothing. One
-    that hangs is ended with every process it started (its own process group), as Claude Code would."""
+    """What the user's own status line prints for this input; "" when it fails, hangs or prints too much. It
+    has `THEIRS_TIMEOUT` seconds and `THEIRS_BYTES` of output, whatever the processes it starts do: one that
+    hangs or floods is ended with every process it started (its own process group), as Claude Code would,
+    and a process that left the group (`setsid`) and holds the output open is not waited for once the
+    command itself has exited."""
     try:
         process = subprocess.Popen(
             [SHELL, "-c", command],
@@ -81,16 +89,77 @@ def theirs(command: str, raw: bytes) -> str:
     except OSError as error:
         warn(f"your status line did not run: {error}", "statusline")
         return ""
-    try:
-        out, _ = process.communicate(raw, timeout=THEIRS_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        warn(f"your status line took more than {THEIRS_TIMEOUT:g} s: ended", "statusline")
+    out, fault = _collect(process, raw, time.monotonic() + THEIRS_TIMEOUT)
+    if fault:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=1)  # killed: at once, but a zombie is not left behind either way
+        warn(f"your status line {fault}: ended", "statusline")
         return ""
     if process.returncode != 0:
         return ""
     return out.decode("utf-8", "replace").rstrip("\n")
+
+
+def _collect(process: subprocess.Popen[bytes], raw: bytes, deadline: float) -> tuple[bytes, str]:
+    """`raw` written to the process and its output read, until it has exited and its output is read or
+    closed; (the output, "" or what went wrong: the deadline passed, too much output)."""
+    assert process.stdin is not None and process.stdout is not None
+    stdin, stdout = process.stdin.fileno(), process.stdout.fileno()
+    exited = _exit_signal(process.pid)
+    os.set_blocking(stdin, False)
+    pending, out = memoryview(raw), bytearray()
+    writing, reading = [stdin] if raw else [], [stdout]
+    if not raw:
+        process.stdin.close()
+    try:
+        while reading:
+            gone = process.poll() is not None
+            left = deadline - time.monotonic()
+            if left <= 0 and not gone:
+                return bytes(out), f"took more than {THEIRS_TIMEOUT:g} s"
+            waits = [] if gone or exited is None else [exited]
+            pause = 0 if gone else min(left, 0.05 if exited is None else left)
+            readable, writable, _ = select.select(reading + waits, [] if gone else writing, [], pause)
+            if gone and stdout not in readable:
+                break  # what it printed is read; a process it left behind (setsid) may hold the pipe open
+            if writable:
+                try:
+                    pending = pending[os.write(stdin, pending[:PIPE_CHUNK]) :]
+                except BlockingIOError:
+                    pass
+                except OSError:  # it stopped reading: what it read is what it gets
+                    pending = memoryview(b"")
+                if not pending:
+                    writing = []
+                    process.stdin.close()
+            if stdout in readable:
+                chunk = os.read(stdout, PIPE_CHUNK)
+                if not chunk:
+                    reading = []
+                out += chunk
+                if len(out) > THEIRS_BYTES:
+                    return bytes(out[:THEIRS_BYTES]), f"printed more than {THEIRS_BYTES} bytes"
+    finally:
+        if exited is not None:
+            os.close(exited)
+        process.stdout.close()
+        if not process.stdin.closed:
+            process.stdin.close()
+    try:
+        process.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:  # it closed its output and went on
+        return bytes(out), f"took more than {THEIRS_TIMEOUT:g} s"
+    return bytes(out), ""
+
+
+def _exit_signal(pid: int) -> int | None:
+    """A descriptor that turns readable when the process exits (Linux's pidfd); None: poll it instead."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def our_line(agent: str, raw: str, windows: Sequence[UsageWindow], now: datetime) -> str:
