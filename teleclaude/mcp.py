@@ -23,7 +23,8 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ValidationError
 from fastmcp.server.middleware import Middleware as ToolMiddleware
 from fastmcp.tools import ToolResult
-from mcp.types import ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_REQUEST, RequestParams, ToolAnnotations
 from pydantic import ValidationError as PydanticValidationError
 from starlette.middleware import Middleware
 
@@ -472,22 +473,74 @@ def _replace_surrogates(value: object) -> object:
     return value
 
 
+# --- stdio: a line too long to be a request is answered, not read --------------------------------------
+
+MAX_LINE = 1 << 20  # bytes of one message, its newline included: a teleclaude call is a few KB
+TOO_LONG = "teleclaude/line_too_long"  # the request a line over MAX_LINE is answered as, by its id
+EDGE = 4096  # bytes kept of each end of a line too long: where a client writes the id
+_ID_VALUE = rb'(-?\d{1,18}|"[^"\\]{0,200}")'
+_ID_FIRST = re.compile(rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*' + _ID_VALUE)
+_ID_LAST = re.compile(rb'"id"\s*:\s*' + _ID_VALUE + rb"\s*\}\s*\Z")
+
+
+def too_long(head: bytes, tail: bytes, size: int) -> bytes | None:
+    """The line that stands for a line of `size` bytes over MAX_LINE, of which `head` and `tail` were kept:
+    a `TOO_LONG` request with the line's own id, which `refuse_too_long` answers with an error; None when no
+    id is found at either end (the first key, as the Python SDK writes it, or the last, as the TypeScript SDK
+    does): the line is dropped, as the SDK drops any line that is not a message."""
+    found = _ID_FIRST.search(head) or _ID_LAST.search(tail)
+    if found is None:
+        return None
+    request = {"jsonrpc": "2.0", "id": json.loads(found[1]), "method": TOO_LONG, "params": {"bytes": size}}
+    return json.dumps(request).encode() + b"\n"
+
+
 class _MarkedLines(io.RawIOBase):
-    """The client's lines, each through `mark_lone_surrogates`."""
+    """The client's lines, each through `mark_lone_surrogates`; a line over MAX_LINE is read past, never held
+    (one line of 50 MB once stalled the server for minutes), and stands as `too_long` says."""
 
     def __init__(self, source: BinaryIO) -> None:
-        self.source, self.pending = source, b""
+        self.source, self.pending, self.at = source, b"", 0
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer) -> int:
-        if not self.pending:
-            self.pending = mark_lone_surrogates(self.source.readline())
-        size = min(len(buffer), len(self.pending))
-        buffer[:size] = self.pending[:size]
-        self.pending = self.pending[size:]
+        if self.at >= len(self.pending):
+            self.pending, self.at = self._next_line(), 0
+        size = min(len(buffer), len(self.pending) - self.at)
+        buffer[:size] = memoryview(self.pending)[self.at : self.at + size]
+        self.at += size
         return size
+
+    def _next_line(self) -> bytes:
+        while True:
+            line = self.source.readline(MAX_LINE + 1)
+            if len(line) <= MAX_LINE:
+                return mark_lone_surrogates(line)
+            head, tail, size = line[:EDGE], line[-EDGE:], len(line)
+            while not tail.endswith(b"\n"):
+                chunk = self.source.readline(1 << 16)
+                if not chunk:
+                    break
+                tail, size = (tail + chunk)[-EDGE:], size + len(chunk)
+            log.warning("a line of %d bytes from the MCP client is more than %d: not read", size, MAX_LINE)
+            answer = too_long(head, tail, size)
+            if answer is not None:
+                return answer
+
+
+class TooLongParams(RequestParams):
+    bytes: int = 0
+
+
+async def refuse_too_long(context: object, params: TooLongParams) -> dict:
+    """The answer to a line over MAX_LINE: a JSON-RPC error with the line's id, `ERROR: INVALID_ARGUMENT`."""
+    message = (
+        f"a message of {params.bytes} bytes is more than the {MAX_LINE} bytes one may have: it was not "
+        "read.\nSend less in one call."
+    )
+    raise MCPError(INVALID_REQUEST, to_text(Error(ErrorCode.INVALID_ARGUMENT, message), FrontEnd.MCP))
 
 
 def _mark_stdin() -> None:
@@ -505,6 +558,8 @@ def build_server() -> FastMCP:
     server = FastMCP(
         "teleclaude", instructions=INSTRUCTIONS, version=__version__, middleware=[BadArguments()]
     )
+    # the SDK's own registry (FastMCP has no public door to it): a method no client calls, for `too_long`
+    server._mcp_server.add_request_handler(TOO_LONG, TooLongParams, refuse_too_long)
     for spec in TOOLS:
         # output_schema=None: the answer is one text content, without a {"result": ...} structured copy
         server.tool(

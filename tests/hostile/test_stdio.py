@@ -1,5 +1,10 @@
 """A stdio MCP call whose arguments hold a lone surrogate (`"\\ud800"`: valid JSON, not UTF-8 text) is
-answered with `ERROR: INVALID_ARGUMENT`, and the server goes on answering; it used to drop the request."""
+answered with `ERROR: INVALID_ARGUMENT`, and the server goes on answering; it used to drop the request.
+
+Issue 39.8: one huge line (50 MB of garbage) stalled the server: it answered nothing for minutes and did not
+exit when its input closed (each read copied the rest of the line). A line over the limit is read past
+without being held: a request's line is answered with a JSON-RPC error, `ERROR: INVALID_ARGUMENT`, under its
+own id, and the server goes on answering and exits when its input ends."""
 
 from __future__ import annotations
 
@@ -8,12 +13,15 @@ import json
 import select
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ..servers import INITIALIZE, stdio_mcp
+
+FIFTY_MB = 50 * 1024 * 1024
 
 
 @contextlib.contextmanager
@@ -97,3 +105,65 @@ def test_a_surrogate_pair_is_text_and_reaches_the_tool(stdio_server, cli):
     )
     assert stdio_server.answer()["result"]["content"][0]["text"].startswith("OK:")
     assert "\U0001f600" in cli("agents").stdout
+
+
+# --- issue 39.8: a line over the limit -----------------------------------------------------------------
+
+
+def _send_in_background(server: Lines, data: bytes) -> threading.Thread:
+    """Write `data` on a thread: the server reads it as it answers, and a pipe holds only 64 KB."""
+
+    def write() -> None:
+        try:
+            server.stdin.write(data)
+            server.stdin.flush()
+        except BrokenPipeError:  # the server ended: the test says why
+            pass
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    return writer
+
+
+def _error_text(answer: dict) -> str:
+    return answer["error"]["message"].splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"x" * FIFTY_MB + b"\n",  # garbage: no id to answer, so no answer; the server goes on
+        # a request as the Python SDK writes it (its id first) and as the TypeScript SDK does (its id last)
+        call(7, "teleclaude__next_work", json.dumps({"slug": "x" * FIFTY_MB})).encode() + b"\n",
+        json.dumps(
+            {
+                "method": "tools/call",
+                "params": {"name": "teleclaude__next_work", "arguments": {"slug": "x" * FIFTY_MB}},
+                "jsonrpc": "2.0",
+                "id": "seven",
+            }
+        ).encode()
+        + b"\n",
+    ],
+    ids=["garbage", "id-first", "id-last"],
+)
+def test_a_line_over_the_limit_is_refused_and_the_server_goes_on(shared_server, line):
+    server, _ = shared_server
+    writer = _send_in_background(server, line)
+    if not line.startswith(b"x"):
+        answer = server.answer()
+        assert answer["id"] in (7, "seven") and _error_text(answer) == "ERROR: INVALID_ARGUMENT"
+    writer.join(timeout=60)
+    assert not writer.is_alive(), "the server did not read the line"
+    server.send(call(3, "teleclaude__agent_status", "{}"))
+    assert server.answer()["id"] == 3  # the next request is answered
+
+
+def test_the_server_exits_when_its_input_ends_in_the_middle_of_a_huge_line(subprocess_env, tmp_path):
+    with stdio_mcp(tmp_path, subprocess_env) as process:
+        server = Lines(process)
+        writer = _send_in_background(server, b"{" + b"x" * FIFTY_MB)
+        writer.join(timeout=60)
+        assert not writer.is_alive(), "the server did not read the line"
+        server.stdin.close()
+        assert process.wait(timeout=60) == 0
