@@ -267,7 +267,12 @@ PROFILE = AgentProfile(
         mcp_key="mcp_servers",
         # codex 0.169 sends a turn without the tools of a server still starting, and waits for a required
         # one before its first turn (exiting with the server's error should it fail to start)
-        mcp_entry={"required": True},
+        # and gives a stdio server only a few variables of its own environment (HOME, PATH, …) unless named
+        # here: report_status needs the worker's session and its key (runtime/core/marks.py), and its database
+        mcp_entry={
+            "required": True,
+            "env_vars": ["TELECLAUDE_SESSION_ID", "TELECLAUDE_SESSION_KEY", "TELECLAUDE_DB"],
+        },
         hooks_file="{folder}/hooks.json",
     ),
     colour="#10a37f",

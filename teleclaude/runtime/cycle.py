@@ -20,6 +20,7 @@ from teleclaude.adapters.settings import load_config
 from teleclaude.adapters.tmux import TmuxError
 from teleclaude.errors import Error, ErrorCode, guard
 from teleclaude.runtime.context import Context, bad_argument, refused_text, unknown_session
+from teleclaude.runtime.core.marks import SESSION_KEY, same_key
 from teleclaude.runtime.core.sessions import Change, Reported, Session, SessionState, transition
 from teleclaude.runtime.core.supervision import Directive, Finished, WaitOutcome, assess, progressed, resumed
 from teleclaude.runtime.panes import Panes
@@ -35,7 +36,9 @@ class Cycle:
         self.panes = panes
 
     def report(self, session_id: str, text: str, wait_cmd: str | None = None) -> Reported | Error:
-        """A worker says how it is doing. With `wait_cmd`, a post-report cycle starts in the background."""
+        """A worker says how it is doing. With `wait_cmd`, a post-report cycle starts in the background. Only
+        with the session's key in the caller's environment (its worker's, runtime/core/marks.py): one worker
+        cannot speak for another."""
         store = self.context.store
         session_id = session_id or self.context.env.get("TELECLAUDE_SESSION_ID", "")
         text = " ".join(text.split())[:500]
@@ -48,6 +51,11 @@ class Cycle:
             session = store.get(session_id)
             if session is None:
                 return unknown_session(session_id)
+            if not same_key(session.key, self.context.env.get(SESSION_KEY, "")):
+                return bad_argument(
+                    f"session {session_id} is not yours: a worker reports its own session, the one whose "
+                    f"key its ${SESSION_KEY} is"
+                )
             if session.state.is_final:
                 return bad_argument(
                     f"session {session_id} is {session.state.value}: there is no one to report to"

@@ -89,7 +89,7 @@ def test_only_the_latest_are_kept(cli_env):
     the last through the process: it finds the 24 and keeps the latest."""
     store = SessionStore(cli_env["TELECLAUDE_DB"])
     for number in range(24):
-        tool_hook.record("w1", json.dumps({**READ, "tool_input": {"file_path": f"f{number}"}}))
+        tool_hook.record("w1", "", json.dumps({**READ, "tool_input": {"file_path": f"f{number}"}}))
     done = hook(cli_env, json.dumps({**READ, "tool_input": {"file_path": "f24"}}))
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     assert [u.target for u in store.recent_tool_uses(["w1"], limit=100)["w1"]] == [

@@ -173,3 +173,43 @@ def test_a_marked_turn_end_before_the_launcher_saw_its_line_taken_still_ends_the
     assert not isinstance(sent, Error), sent
     assert runtime.store.get(target.id).state is SessionState.TURN_ENDED
     assert runtime.tmux.views()[target.pane_id].turn_end == ""  # the mark was taken
+
+
+@pytest.mark.slow  # the worker runtime in tmux
+def test_a_status_report_or_tool_use_with_another_sessions_id_records_nothing_on_it(
+    worker_runtime, worker_project, subprocess_env, start_worker
+):
+    """Issue 39.10: `report_status` (here its CLI twin, which the MCP tool shares) and `hook tool-use` took
+    any session id: a worker could write another's status or tool activity. Both need the session's key."""
+    runtime = worker_runtime
+    own, target = start_worker("x"), start_worker("y")
+    tool = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}}
+
+    def report(key: str) -> subprocess.CompletedProcess[str]:
+        env = {**subprocess_env, "TELECLAUDE_SESSION_ID": own.id, SESSION_KEY: key}
+        return subprocess.run(
+            [sys.executable, "-m", "teleclaude", "sessions", "report", target.id, "forged: all done"],
+            cwd=worker_project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    for key in (own.key, ""):  # its own session's key, or none
+        done = report(key)
+        assert done.stdout.splitlines()[0] == "ERROR: INVALID_ARGUMENT", done.stdout + done.stderr
+        done = _hook(subprocess_env, worker_project, "tool-use", tool, target.id, key)
+        assert (done.returncode, done.stdout) == (0, "")  # a hook never breaks its agent
+        stored = runtime.store.get(target.id)
+        assert (stored.status_text, stored.status_at) == ("", None)
+        assert runtime.recent_tools([stored]) == {}
+
+    # with the session's own key, both record as they always did
+    assert report(target.key).stdout.startswith("OK:")
+    assert _hook(subprocess_env, worker_project, "tool-use", tool, target.id, target.key).returncode == 0
+    stored = runtime.store.get(target.id)
+    assert stored.status_text == "forged: all done"
+    assert [line.split(" (")[0] for line in runtime.recent_tools([stored])[target.id]] == ["Bash: rm -rf /"]
+    assert runtime.store.get(own.id).status_text == ""

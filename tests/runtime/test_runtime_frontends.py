@@ -14,8 +14,10 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 from teleclaude import mcp as mcp_server
+from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch
+from teleclaude.runtime.core.marks import SESSION_KEY
 
 
 def fields(line: str) -> dict[str, str]:
@@ -38,7 +40,7 @@ async def call(client, name, **arguments) -> str:
     return result.content[0].text
 
 
-def test_an_orchestrator_runs_the_tool_call_next_work_returned(in_project):
+def test_an_orchestrator_runs_the_tool_call_next_work_returned(in_project, monkeypatch):
     action = app.next_work(cwd=in_project)
     assert isinstance(action, Dispatch)
 
@@ -65,6 +67,9 @@ def test_an_orchestrator_runs_the_tool_call_next_work_returned(in_project):
                 if "turn_ended" in events:
                     break
             output = await call(client, "teleclaude__get_session_output", session_id=session_id)
+            stored = SessionStore().get(session_id)
+            assert stored is not None
+            monkeypatch.setenv(SESSION_KEY, stored.key)  # the worker's own report: with its key
             reported = await call(
                 client, "teleclaude__report_status", session_id=session_id, text="built and committed"
             )
@@ -111,10 +116,11 @@ def test_errors_come_back_as_text_over_stdio(in_project):
 
 
 def test_the_cli_verbs(in_project):
-    def cli(*args):
+    def cli(*args, key: str = ""):
         return subprocess.run(
             [sys.executable, "-m", "teleclaude", "sessions", *args],
             cwd=in_project,
+            env={**os.environ, SESSION_KEY: key},
             capture_output=True,
             text=True,
             timeout=60,
@@ -128,7 +134,9 @@ def test_the_cli_verbs(in_project):
     output = cli("output", session_id)
     assert "row 4" in output.stdout
     assert cli("send", session_id, "/emit 2").returncode == 0
-    reported = cli("report", session_id, "two more rows")
+    stored = SessionStore().get(session_id)
+    assert stored is not None
+    reported = cli("report", session_id, "two more rows", key=stored.key)  # as its worker reports
     assert reported.stdout.startswith("OK:") and fields(reported.stdout.splitlines()[1])["status"]
     assert cli("report", session_id, "x", "--wait-cmd", "'oops").stdout.startswith("ERROR: INVALID_ARGUMENT")
     assert cli("end", session_id).returncode == 0

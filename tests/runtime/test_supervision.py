@@ -21,6 +21,7 @@ from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.runtime.api import Runtime, open_runtime
+from teleclaude.runtime.core.marks import SESSION_KEY
 from teleclaude.runtime.core.sessions import Activity, EventKind, Session, SessionState, Started, Waited
 from teleclaude.runtime.core.supervision import MARK
 
@@ -370,6 +371,7 @@ def test_a_post_report_cycle_goes_on_once_the_stop_hook_ended_the_turn_without_w
     started = start(runtime, project)
     session_id = started.session.id
     runtime.cycle.spawn = lambda session, argv: None
+    runtime.context.env = {**runtime.context.env, SESSION_KEY: started.session.key}  # as its worker reports
     reported = runtime.report_status(session_id, "built it", wait_cmd="true")
     assert reported.cycle
     assert runtime.record_turn_end(session_id)

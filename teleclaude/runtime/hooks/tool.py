@@ -17,6 +17,9 @@ import os
 import sys
 from typing import TextIO
 
+from teleclaude.runtime.core.marks import SESSION_KEY
+from teleclaude.runtime.hooks.record import warn
+
 BUSY_TIMEOUT_MS = 1000
 
 
@@ -25,23 +28,31 @@ def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
     if not session_id or os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # TURN_END_TO_PANE: remote
         return 0
     try:
-        record(session_id, (stdin or sys.stdin).read())
+        record(session_id, os.environ.get(SESSION_KEY, ""), (stdin or sys.stdin).read())
     except Exception as error:  # bookkeeping only: the tool call goes ahead whatever happens here
-        sys.stderr.write(f"teleclaude hook tool-use: {type(error).__name__}: {error}\n")
+        warn(f"{type(error).__name__}: {error}", "tool-use")
     return 0
 
 
-def record(session_id: str, raw: str) -> None:
+def record(session_id: str, key: str, raw: str) -> None:
+    """The tool use on the session, only with the session's own key (runtime/core/marks.py): a worker's hook
+    cannot write another's tool activity."""
     from datetime import UTC, datetime
 
     from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.runtime.core.marks import same_key
     from teleclaude.runtime.core.tool_uses import tool_use
 
     data = json.loads(raw)
     if not isinstance(data, dict) or not isinstance(data.get("tool_name"), str):
         raise ValueError("the input has no tool_name")
-    cwd = data["cwd"] if isinstance(data.get("cwd"), str) else ""
-    use = tool_use(session_id, data["tool_name"], data.get("tool_input"), datetime.now(UTC), cwd)
     store = SessionStore()
     store.busy_timeout_ms = BUSY_TIMEOUT_MS
-    store.add_tool_use(use)
+    session = store.get(session_id)
+    if session is not None and not same_key(session.key, key):  # no session: rows no one shows, as before
+        warn(f"not recording the tool use: ${SESSION_KEY} is not session {session_id}'s key", "tool-use")
+        return
+    cwd = data["cwd"] if isinstance(data.get("cwd"), str) else ""
+    store.add_tool_use(
+        tool_use(session_id, data["tool_name"], data.get("tool_input"), datetime.now(UTC), cwd)
+    )
