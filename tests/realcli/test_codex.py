@@ -296,6 +296,35 @@ def test_a_codex_orchestrator_runs_next_work_over_mcp_and_gets_a_tool_call(
     assert 'command="next-build"' in result and 'args="greeting"' in result, result
 
 
+def reporting_model(body: dict) -> Step:
+    """A worker that reports its status once over MCP (session_id "": its server's $TELECLAUDE_SESSION_ID),
+    then stops; until teleclaude's tools are offered, it waits a second in the shell."""
+    called = [item.get("name") for item in body.get("input", []) if item.get("type") == "function_call"]
+    if "teleclaude__report_status" in called:
+        return Text("DONE: next-build greeting - reported")
+    if not offers_next_work(body):
+        return shell("sleep 1", "Wait for the teleclaude MCP server")
+    return mcp("teleclaude", "teleclaude__report_status", session_id="", text="halfway through")
+
+
+def test_a_codex_worker_reports_its_status_over_mcp_with_its_own_session_and_key(
+    codex_runtime, project, model_server
+):
+    """codex gives its MCP server only the variables `env_vars` names (install writes the worker's session,
+    key and database there): report_status finds the session and its key in the server's environment."""
+    model_server.then = reporting_model
+    started = start(codex_runtime, project, "codex")
+    events_until(codex_runtime, started.session.id, EventKind.TURN_ENDED)
+    turns = model_server.turns()
+    (call,) = [
+        i for i, turn in enumerate(turns) if turn.answer == "tool mcp__teleclaude.teleclaude__report_status"
+    ]
+    output = json.dumps(turns[call + 1].body["input"][-1])
+    assert "OK:" in output, output
+    stored = codex_runtime.store.get(started.session.id)
+    assert stored is not None and stored.status_text == "halfway through"
+
+
 def test_project_scope_alone_gives_codex_its_skills_mcp_server_and_hooks(
     codex_runtime, project, model_server, monkeypatch
 ):
