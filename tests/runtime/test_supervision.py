@@ -17,6 +17,7 @@ import pytest
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.config.profiles import RuntimeConfig
+from teleclaude.demo.scenario import commit_all
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
@@ -94,6 +95,7 @@ def test_a_worker_that_ignores_every_reminder_needs_attention_even_across_a_rest
 ):
     settings = project / "teleclaude.toml"
     settings.write_text(settings.read_text() + "unresponsive_pause = 0\n")  # left for a human to look at
+    commit_all(project, "No pause after an unresponsive worker")  # no new item starts over a dirty main
     runtime = open_runtime(project)
     runtime.context.clock = clock
     monkeypatch.setenv("FAKE_AGENT", "hang")
