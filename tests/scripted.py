@@ -10,6 +10,26 @@ from teleclaude.demo.workers import Workers
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
 
+# The project's test: every tests/test_*.py module's test_* functions, run from the checkout's root.
+CHECK_PY = """\
+import importlib.util, pathlib, sys
+sys.path.insert(0, ".")
+failed = 0
+for path in sorted(pathlib.Path("tests").glob("test_*.py")):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for name in dir(module):
+        if name.startswith("test_"):
+            try:
+                getattr(module, name)()
+            except Exception as error:
+                failed += 1
+                print(f"FAILED {path}::{name}: {error!r}")
+print(f"{failed} failed")
+sys.exit(1 if failed else 0)
+"""
+
 
 def approve(project: Path, slug: str) -> None:
     """Build and review `slug` with the scripted workers until its next step is the finalize."""

@@ -276,13 +276,26 @@ def _add_check(parser: argparse.ArgumentParser) -> None:
         metavar="SLUG",
         help="gate main merged into this item's branch, as finalize does (default: the checkout you are in)",
     )
+    parser.add_argument(
+        "--setup",
+        action="store_true",
+        help="run the item's [checks] setup in its worktree again (what `teleclaude run` needs to pass)",
+    )
     add_cwd(parser)
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    from teleclaude.planner import gate
+    if args.setup:
+        if not args.slug:
+            write("ERROR: INVALID_ARGUMENT\n--setup needs the item's SLUG.")
+            return 1
+        from teleclaude.runtime import gating
 
-    checked = gate.check(args.slug, cwd=args.cwd)
+        checked = gating.setup_by_hand(args.slug, cwd=args.cwd)
+    else:
+        from teleclaude.planner import gate
+
+        checked = gate.check(args.slug, cwd=args.cwd)
     if isinstance(checked, Error):
         return print_value(checked)
     write(checked.text())

@@ -187,10 +187,13 @@ def verdicts(entries: tuple[GateRecord, ...], limit: int = 5) -> str:
 
 @dataclass(frozen=True)
 class Checked:
-    run: GateRun | None  # None: no [checks] gate
+    run: GateRun | None  # None: no [checks] gate (or setup)
     slug: str | None
+    setup: bool = False  # the run is of `setup`, not of the gate
 
     def text(self) -> str:
+        if self.run is None and self.setup:
+            return "OK: teleclaude.toml has no [checks] setup: nothing to run."
         if self.run is None:
             return (
                 "OK: teleclaude.toml has no [checks] gate, so merges into main are not gated.\n"
@@ -198,6 +201,8 @@ class Checked:
             )
         verdict = self.run.verdict
         head = "ERROR: GATE_BROKEN" if verdict is Verdict.BROKEN else f"GATE: {verdict.value}"
+        if self.setup:
+            head = f"SETUP: {'passed' if self.run.passed else 'failed'}"
         head += f"\n{printable(self.run.summary())} (on {printable(self.run.where)})"
         lines = [line for result in self.run.results for line in command_lines(result)]
         lines += [f"changed tracked file: {printable(path)}" for path in self.run.changed]

@@ -25,27 +25,7 @@ from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.planner.finalize import Finalized, finalize
 from teleclaude.setup.scaffold import init
 
-from ..scripted import approve
-
-# The project's test: every tests/test_*.py module's test_* functions, run from the checkout's root.
-CHECK_PY = """\
-import importlib.util, pathlib, sys
-sys.path.insert(0, ".")
-failed = 0
-for path in sorted(pathlib.Path("tests").glob("test_*.py")):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    for name in dir(module):
-        if name.startswith("test_"):
-            try:
-                getattr(module, name)()
-            except Exception as error:
-                failed += 1
-                print(f"FAILED {path}::{name}: {error!r}")
-print(f"{failed} failed")
-sys.exit(1 if failed else 0)
-"""
+from ..scripted import CHECK_PY, approve
 
 
 def settings(project: Path, text: str, trust: bool = True, commit: bool = True) -> None:
