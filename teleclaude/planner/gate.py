@@ -25,7 +25,14 @@ from teleclaude.config.matrix import Config
 from teleclaude.config.profiles import UntrustedConfig
 from teleclaude.errors import Error, ErrorCode, guard
 from teleclaude.planner.core import layout
-from teleclaude.planner.core.gate import CommandResult, GateRun, Verdict, command_lines, findings
+from teleclaude.planner.core.gate import (
+    CommandResult,
+    GateRecord,
+    GateRun,
+    Verdict,
+    command_lines,
+    findings,
+)
 from teleclaude.planner.core.model import WorktreeState
 from teleclaude.planner.core.roadmap import slug_problem
 from teleclaude.planner.core.terminal import printable
@@ -129,16 +136,6 @@ def send_back(repo: gitx.Repo, slug: str, run: GateRun) -> None:
 # --- the record --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class GateRecord:
-    slug: str
-    kind: str  # "finalize", "turn" (a builder's or fixer's finished turn), "check", "setup"
-    verdict: Verdict
-    seconds: float
-    summary: str
-    at: float  # epoch seconds
-
-
 def record(repo: gitx.Repo, slug: str, kind: str, run: GateRun, seconds: float | None = None) -> None:
     line = {
         "slug": slug,
@@ -175,11 +172,6 @@ def records(common_dir: Path) -> dict[str, tuple[GateRecord, ...]]:
             continue
         found.setdefault(entry.slug, []).append(entry)
     return {slug: tuple(entries) for slug, entries in found.items()}
-
-
-def verdicts(entries: tuple[GateRecord, ...], limit: int = 5) -> str:
-    """An item's last gate runs in one short line: `red 3.1s, flaky 2.0s, green 2.2s`."""
-    return ", ".join(f"{e.verdict.value} {e.seconds:.1f}s" for e in entries[-limit:])
 
 
 # --- `teleclaude check [SLUG]` -----------------------------------------------------------------------------

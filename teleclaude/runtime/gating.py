@@ -22,7 +22,7 @@ from teleclaude.errors import Error, ErrorCode, guard
 from teleclaude.planner import api as app
 from teleclaude.planner import gate
 from teleclaude.planner.core import layout
-from teleclaude.planner.core.gate import GateRun, Verdict
+from teleclaude.planner.core.gate import GateRun, Verdict, red_streak
 from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.planner.core.terminal import printable
 from teleclaude.planner.gate import Checked
@@ -113,6 +113,14 @@ def sent_back_text(run: GateRun) -> str:
         f"{MARK} Your check failed: the project's gate ([checks] in teleclaude.toml) {run.summary()}{said}. "
         "Fix what it reports, commit, then end your turn."
     )
+
+
+def keeps_failing(root: Path, error: Error) -> bool:
+    """A REVIEW_ROUND_LIMIT whose item's last finalize gates were red: its gate keeps failing."""
+    if error.code is not ErrorCode.REVIEW_ROUND_LIMIT or not error.slug:
+        return False
+    runs = gate.records(gitx.find_repo(root).common_dir).get(error.slug, ())
+    return red_streak(runs) > 0
 
 
 def red(run: GateRun) -> bool:

@@ -523,7 +523,7 @@ class _Loop:
                 again = resume_command(replace(self.settings, slug=unprepared, prepare=True))
                 return Stop(Outcome.ERROR, to_text(action), f"prepare it with its architect: {again}")
             case _:
-                return Stop(Outcome.ERROR, to_text(action))
+                return self._error_stop(action)
 
     def _wait_out(self, action: RunYourself) -> Stop | None:
         """No agent may take the step: wait until the first of them is back, then ask again (None); a `Stop`
@@ -621,6 +621,14 @@ class _Loop:
         return self._set_up(action)
 
     # --- [checks] ----------------------------------------------------------------------------------------
+
+    def _error_stop(self, action: Action) -> Stop:
+        """An answer the run cannot carry out; an item whose gate keeps failing past max_review_rounds needs
+        a human's attention."""
+        if isinstance(action, Error) and guarded(gating.keeps_failing, self.settings.root, action) is True:
+            what = f"the gate of {action.slug} keeps failing past max_review_rounds\n{to_text(action)}"
+            return Stop(Outcome.NEEDS_ATTENTION, what)
+        return Stop(Outcome.ERROR, to_text(action))
 
     def _checks(self) -> Checks | None:
         if self.checks is None:
@@ -1121,7 +1129,7 @@ class _Lanes(_Loop):
                     return None
                 begun = Stop(Outcome.SELF, to_text(action))
             case _:
-                begun = Stop(Outcome.ERROR, to_text(action))
+                begun = self._error_stop(action)
         lane.resting = None
         if begun is STARTING:
             return None

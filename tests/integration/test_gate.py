@@ -240,7 +240,7 @@ def test_the_lock_is_free_while_the_gate_runs_and_a_moved_main_is_gated_again(tm
 
 
 @pytest.mark.parametrize("checks", [None, '["true"]'])
-def test_no_checks_merges_as_before(tmp_path, checks):
+def test_no_checks_merges_as_before(tmp_path, checks, capsys):
     project = make_repository(tmp_path / "p")
     if checks:
         settings(project, f"[checks]\ngate = {checks}\n")
@@ -248,3 +248,5 @@ def test_no_checks_merges_as_before(tmp_path, checks):
     done = finalize("greeting", cwd=project)
     assert isinstance(done, Finalized) and done.merged
     assert done.gate.startswith("gate green") is bool(checks)
+    assert cli_main(["status", "--cwd", str(project)]) == 0
+    assert ("merges into main are not gated" in capsys.readouterr().out) is not bool(checks)

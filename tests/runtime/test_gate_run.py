@@ -9,9 +9,14 @@ from pathlib import Path
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters import trust_store
 from teleclaude.adapters.sessions_db import SessionStore
+from teleclaude.board.core.timeline import render_html
+from teleclaude.board.gather import run_timeline
 from teleclaude.demo.scenario import commit_all, git
+from teleclaude.errors import Error
 from teleclaude.planner import gate
+from teleclaude.planner.checks import status_board
 from teleclaude.planner.core.gate import Verdict
+from teleclaude.planner.core.phase import render_board
 from teleclaude.runtime import orchestrator
 from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.orchestrator import Outcome
@@ -85,6 +90,16 @@ def test_a_broken_test_never_reaches_main_it_goes_back_through_fix_and_review(
     assert ("turn", Verdict.RED) in kinds and ("finalize", Verdict.RED) in kinds
     assert kinds[-1] == ("finalize", Verdict.GREEN)
     assert not list((project / "tests").glob("test_broken_*.py"))
+    # shown: the status board, and the run's report page
+    board = status_board(project)
+    assert not isinstance(board, Error)
+    shown = render_board(board)
+    assert "merges into main are gated by: python3 check.py" in shown
+    assert "red" in shown and "(finalize)" in shown
+    data = run_timeline(project)
+    assert not isinstance(data, Error)
+    page = render_html(data)
+    assert 'class="gate red"' in page and 'class="gate green"' in page
 
 
 def test_a_flaky_gate_merges_and_is_recorded_flaky(project, fake_agents, tmux_socket, tmp_path):
@@ -112,7 +127,7 @@ def test_two_parallel_items_green_alone_and_red_together_one_lands_the_other_goe
     assert assert_main_green(project) >= 2
     back = [slug for slug in ("greeting", "shouting") if ("finalize", Verdict.RED) in verdicts(project, slug)]
     assert back, log  # the other was gated on the main the first produced, and sent back
-    assert "REVIEW_ROUND_LIMIT" in report.text, report.text
+    assert "REVIEW_ROUND_LIMIT" in report.text and "NEEDS_ATTENTION" in report.text, report.text
 
 
 def test_a_failing_setup_never_starts_its_worker(project, fake_agents, tmux_socket):

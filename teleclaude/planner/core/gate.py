@@ -160,3 +160,34 @@ def tail_of(data: bytes, lines: int = TAIL_LINES) -> tuple[str, ...]:
     text = data.decode("utf-8", "replace").replace("\r\n", "\n")
     kept = [line[:TAIL_LINE_LENGTH] for line in text.rstrip("\n").split("\n")][-lines:]
     return tuple(kept) if text.strip() else ()
+
+
+@dataclass(frozen=True)
+class GateRecord:
+    slug: str
+    kind: str  # "finalize", "turn" (a builder's or fixer's finished turn), "check", "setup"
+    verdict: Verdict
+    seconds: float
+    summary: str
+    at: float  # epoch seconds
+
+
+def verdicts(entries: tuple[GateRecord, ...], limit: int = 5) -> str:
+    """An item's last gate runs in one short line: `gate: red 3.1s (turn), green 2.2s (finalize)`; the last
+    run that was not green names its command."""
+    if not entries:
+        return ""
+    shown = ", ".join(f"{e.verdict.value} {e.seconds:.1f}s ({e.kind})" for e in entries[-limit:])
+    last = entries[-1]
+    why = f": {last.summary.split(': ', 1)[-1]}" if last.verdict is not Verdict.GREEN else ""
+    return f"gate: {shown}{why}"
+
+
+def red_streak(entries: tuple[GateRecord, ...]) -> int:
+    """Red finalize gates since the last green or flaky one: how often the item was sent back in a row."""
+    count = 0
+    for entry in reversed([e for e in entries if e.kind == "finalize"]):
+        if entry.verdict is not Verdict.RED:
+            break
+        count += 1
+    return count
