@@ -63,7 +63,7 @@ def finalize(slug: str, cwd: str | os.PathLike | None = None) -> Finalized | Err
     config = load_config(repo.root)
     checks = gate.checks_of(config)
     gated: gate.Gated | None = None
-    if checks is not None and _finalize_is_next(app.RepoFacts(repo, config), slug):
+    if checks is not None and _looks_approved(app.RepoFacts(repo, config), slug):
         gated = gate.gate_merge(repo, slug, checks)
     for _ in range(REGATES):
         if gated is not None and not gated.run.passed:
@@ -112,19 +112,22 @@ def _decide(repo: gitx.Repo, config: Config, slug: str) -> Finalized | Error | s
     return facts.next_archive(slug)
 
 
-def _finalize_is_next(facts: app.RepoFacts, slug: str) -> bool:
-    """Read without the lock, to gate before taking it: the lock's own answer decides."""
-    decision = decide_work(facts, slug)
-    match decision.action:
-        case Dispatch(step=Step.FINALIZE) | RunYourself(step=Step.FINALIZE) if not decision.effects:
-            return True
-    return False
+def _looks_approved(facts: app.RepoFacts, slug: str) -> bool:
+    """From the files alone, without the lock or git, to gate before taking it: its worktree, a built plan, an
+    approving review. The planner's answer under the lock decides."""
+    if gitx.worktree_state(facts.repo, slug).state is not WorktreeState.PRESENT:
+        return False
+    plan, review = facts.plan(slug), facts.review(slug)
+    return plan is not None and plan.built and review is not None and review.approved
 
 
 def _unchanged(repo: gitx.Repo, slug: str, gated: gate.Gated) -> bool:
     """Main and the branch are still the two commits the gate passed."""
-    main = gitx.commit_of(repo.root, gitx.main_head_ref(repo))
-    return (main, gitx.branch_commit(repo.root, slug)) == (gated.main, gated.tip)
+    try:
+        now = gitx.run_git(["rev-parse", gitx.main_head_ref(repo), f"refs/heads/{slug}"], repo.root).split()
+    except subprocess.CalledProcessError:  # the branch is gone
+        return False
+    return now == [gated.main, gated.tip]
 
 
 def _gate_failed(repo: gitx.Repo, slug: str, run: GateRun) -> Error:

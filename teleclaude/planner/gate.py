@@ -50,11 +50,13 @@ def environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key not in _GIT_CONTEXT}
 
 
-def run_gate(commands: tuple[str, ...], cwd: Path, timeout: float, where: str = "") -> GateRun:
+def run_gate(
+    commands: tuple[str, ...], cwd: Path, timeout: float, where: str = "", clean: bool = False
+) -> GateRun:
     """Each command in order until one fails; a failed command runs once more at once (flaky if it passes
-    then). Tracked files the gate changed make it broken."""
+    then). Tracked files the gate changed make it broken (`clean`: none is changed before it runs)."""
     env = environment()
-    before = _tracked_changes(cwd)
+    before = () if clean else _tracked_changes(cwd)
     results: list[CommandResult] = []
     for command in commands:
         first = run_command(command, cwd, timeout, env)
@@ -89,22 +91,29 @@ class Gated:
     tip: str
 
 
-def gate_merge(repo: gitx.Repo, slug: str, checks: Checks) -> Gated:
+def gate_merge(repo: gitx.Repo, slug: str, checks: Checks) -> Gated | None:
+    """The gate on main merged into trees/{slug}, its worktree; None when that has changes (never touched
+    then) or main does not merge into the branch cleanly: the planner's next answer says what to do."""
     tree = repo.tree(slug)
-    main = gitx.commit_of(repo.root, gitx.main_head_ref(repo))
-    tip = gitx.branch_commit(repo.root, slug)
-    where = f"main {main[:10]} merged into {slug} {tip[:10]}"
     began = time.monotonic()
+    if gitx.status(tree).changes:
+        return None
+    main, tip = gitx.run_git(["rev-parse", gitx.main_head_ref(repo), f"refs/heads/{slug}"], tree).split()
+    where = f"main {main[:10]} merged into {slug} {tip[:10]}"
+    # main in the branch's history (a serial run's usual case): the merge's tree is the branch tip's own
+    merging = not gitx.is_ancestor(tree, main, tip)
+    if merging:
+        try:
+            gitx.run_git(["merge", "-q", "--no-ff", "--no-commit", main], tree)
+        except subprocess.CalledProcessError:
+            _restore(tree, tip)
+            return None
+    run = GateRun(where=where)
     try:
-        gitx.run_git(["merge", "-q", "--no-ff", "--no-commit", main], tree)
-    except subprocess.CalledProcessError as error:
-        _restore(tree, tip)
-        said = " ".join((error.stderr or b"").decode(errors="replace").split())
-        return Gated(GateRun(where=where, extra=(f"merging main into {slug} failed: {said}",)), main, tip)
-    try:
-        run = run_gate(checks.gate, tree, checks.timeout, where)
+        run = run_gate(checks.gate, tree, checks.timeout, where, clean=True)
     finally:
-        _restore(tree, tip)
+        if merging or run.changed:
+            _restore(tree, tip)
     record(repo, slug, "finalize", run, time.monotonic() - began)
     return Gated(run, main, tip)
 
@@ -239,7 +248,15 @@ def check(slug: str | None = None, cwd: str | os.PathLike | None = None) -> Chec
             "slug to gate the checkout you are in.",
             slug,
         )
-    return Checked(gate_merge(repo, slug, checks).run, slug)
+    gated = gate_merge(repo, slug, checks)
+    if gated is None:
+        return Error(
+            ErrorCode.INVALID_ARGUMENT,
+            f"trees/{slug} has uncommitted changes, or main does not merge into {slug} cleanly: nothing was "
+            f"gated.\nCommit there (or ask next_work: a merge fixer resolves a conflict), then check again.",
+            slug,
+        )
+    return Checked(gated.run, slug)
 
 
 def _slug_of(repo: gitx.Repo, here: Path) -> str:
