@@ -3,7 +3,6 @@ repository whose test (check.py) is the gate. Main stays green: every first-pare
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from teleclaude.adapters import git as gitx
@@ -11,7 +10,7 @@ from teleclaude.adapters import trust_store
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.board.core.timeline import render_html
 from teleclaude.board.gather import run_timeline
-from teleclaude.demo.scenario import commit_all, git
+from teleclaude.demo.scenario import commit_all
 from teleclaude.errors import Error
 from teleclaude.planner import gate
 from teleclaude.planner.checks import status_board
@@ -21,7 +20,7 @@ from teleclaude.runtime import orchestrator
 from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.orchestrator import Outcome
 
-from ..scripted import CHECK_PY
+from ..scripted import CHECK_PY, assert_main_green
 
 GATE = '"python3 check.py"'
 
@@ -44,25 +43,6 @@ def run(project: Path, slug: str | None = None, parallel: int = 1):
         project, slug, False, 60, open_runtime(project), lines.append, lambda p: None, parallel=parallel
     )
     return report, lines
-
-
-def assert_main_green(project: Path) -> int:
-    """Every first-parent commit of main that has the gate passes it, checked out one by one; how many."""
-    checked = 0
-    scratch = project.parent / "scratch"
-    for commit in git(project, "rev-list", "--first-parent", "main").split():
-        if "check.py" not in git(project, "ls-tree", "--name-only", commit).split():
-            continue
-        git(project, "worktree", "add", "-q", "--detach", str(scratch), commit)
-        try:
-            done = subprocess.run(
-                ["python3", "check.py"], cwd=scratch, capture_output=True, text=True, check=False
-            )
-            assert done.returncode == 0, f"{commit}: {done.stdout}"
-        finally:
-            git(project, "worktree", "remove", "--force", str(scratch))
-        checked += 1
-    return checked
 
 
 def verdicts(project: Path, slug: str) -> list[tuple[str, Verdict]]:
