@@ -54,7 +54,10 @@ def run_gate(
     commands: tuple[str, ...], cwd: Path, timeout: float, where: str = "", clean: bool = False
 ) -> GateRun:
     """Each command in order until one fails; a failed command runs once more at once (flaky if it passes
-    then). Tracked files the gate changed make it broken (`clean`: none is changed before it runs)."""
+    then). Tracked files the gate changed make it broken. `clean`: the checkout had no change at all before
+    (teleclaude's worktree of an item, asked to be reviewed or finalized): the untracked files the gate left
+    (not ignored: a `__pycache__/` a .gitignore does not name) are removed after it, and tracked files it
+    changed are put back (HEAD's), so that the planner does not take them for a worker's uncommitted work."""
     env = environment()
     before = () if clean else _tracked_changes(cwd)
     results: list[CommandResult] = []
@@ -68,6 +71,10 @@ def run_gate(
         if not result.passed:
             break
     changed = tuple(path for path in _tracked_changes(cwd) if path not in before)
+    if clean:
+        if changed:
+            gitx.run_git(["reset", "-q", "--hard"], cwd)
+        gitx.run_git(["clean", "-fdq"], cwd)
     return GateRun(tuple(results), changed, where)
 
 

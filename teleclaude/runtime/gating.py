@@ -99,7 +99,8 @@ def gate_turn(root: Path, session: Session, checks: Checks) -> GateRun | None:
     repo = gitx.find_repo(root)
     tree = repo.tree(session.slug)
     began = time.monotonic()
-    run = gate.run_gate(checks.gate, tree, checks.timeout, f"{layout.worktree(session.slug)} after its turn")
+    where = f"{layout.worktree(session.slug)} after its turn"
+    run = gate.run_gate(checks.gate, tree, checks.timeout, where, clean=True)
     gate.record(repo, session.slug, "turn", run, time.monotonic() - began)
     return run
 
