@@ -250,3 +250,15 @@ def test_no_checks_merges_as_before(tmp_path, checks, capsys):
     assert done.gate.startswith("gate green") is bool(checks)
     assert cli_main(["status", "--cwd", str(project)]) == 0
     assert ("merges into main are not gated" in capsys.readouterr().out) is not bool(checks)
+
+
+def test_untracked_files_a_gate_leaves_are_not_taken_for_uncommitted_work(tmp_path):
+    project = gated_project(tmp_path / "p", '"touch made-by-the-gate.txt"')
+    approve(project, "shouting")
+    tree = project / "trees" / "shouting"
+    checked = gate.check("shouting", cwd=project)
+    assert isinstance(checked, gate.Checked) and checked.run and checked.run.passed, checked
+    assert git(tree, "status", "--porcelain") == ""
+    done = finalize("shouting", cwd=project)
+    assert isinstance(done, Finalized) and done.merged, done
+    assert not (project / "made-by-the-gate.txt").exists()
