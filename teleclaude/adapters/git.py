@@ -215,6 +215,15 @@ def merged_tree(root: Path, ours: str, theirs: str) -> str | None:
         return None
 
 
+def is_ancestor(cwd: Path, commit: str, of: str) -> bool:
+    """`commit` is in the history of `of` (both commit ids or refs)."""
+    try:
+        run_git(["merge-base", "--is-ancestor", commit, of], cwd)
+    except subprocess.CalledProcessError:
+        return False
+    return True
+
+
 def in_history(root: Path, commit: str) -> bool:
     """`commit` is in HEAD's history (a commit unknown here is not)."""
     try:

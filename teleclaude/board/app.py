@@ -135,6 +135,7 @@ class BoardApp(App[None]):
             self.loads += 1
             return
         self.view = view
+        self.sub_title = f"{self.source.root} · {view.gated}" if view.gated else str(self.source.root)
         for lane, cards in view.lanes:
             self.query_one(f"#lane-{lane.name.lower()}", Static).update(_lane_text(cards))
         for lane in Lane:
@@ -331,6 +332,8 @@ def _lane_text(cards) -> Text:
             detail.append(card.worktree)
         if detail:
             text.append("\n  " + " · ".join(detail), style="dim")
+        if card.gate:
+            text.append("\n  " + card.gate, style="red" if "red" in card.gate.split(",")[-1] else "dim")
     return text or Text("—", style="dim")
 
 

@@ -19,10 +19,12 @@ from teleclaude.adapters.sessions_db import RunRow, SessionStore
 from teleclaude.adapters.store import user_folder
 from teleclaude.board.core.timeline import Timeline, render_html, timeline
 from teleclaude.board.core.view import Tail, View, build_view, follow
-from teleclaude.errors import Error, ErrorCode, guard
+from teleclaude.errors import Error, ErrorCode, Failure, guard
 from teleclaude.planner import checks
+from teleclaude.planner.core.gate import GateRecord
 from teleclaude.planner.core.terminal import printable
 from teleclaude.planner.core.tool_lines import tool_lines
+from teleclaude.planner.gate import records
 from teleclaude.runtime.api import Runtime, open_runtime
 from teleclaude.runtime.core.sessions import Session
 
@@ -139,9 +141,26 @@ def run_timeline(
 def timeline_of(run: RunRow, store: SessionStore) -> Timeline:
     sessions = store.sessions_of_run(run.id)
     events = store.events(s.id for s in sessions)
+    gates = _gate_records(run.project)
     return timeline(
-        run.id, run.project, run.started_at, run.ended_at, run.outcome, sessions, events, datetime.now(UTC)
+        run.id,
+        run.project,
+        run.started_at,
+        run.ended_at,
+        run.outcome,
+        sessions,
+        events,
+        datetime.now(UTC),
+        gates,
     )
+
+
+def _gate_records(project: str) -> dict[str, tuple[GateRecord, ...]]:
+    """The project's [checks] gate runs, per item; none when its repository cannot be read."""
+    try:
+        return records(gitx.find_repo(project).common_dir)
+    except Failure:
+        return {}
 
 
 def report_path(run_id: str) -> Path:

@@ -255,7 +255,7 @@ PLANNER_COMMANDS: tuple[Command, ...] = (
 # (`hook tool-use` runs on every tool an agent uses). `--help` and a usage error import them all.
 FEATURES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("setup", ("install", "init", "new", "trust")),
-    ("checks", ("lint", "hooks", "hook", "status")),
+    ("checks", ("lint", "hooks", "hook", "check", "status")),
     ("sessions", ("sessions", "supervise")),
     ("run", ("run", "demo")),
     ("board", ("board", "report")),

@@ -1,4 +1,5 @@
-"""`teleclaude lint`, `hooks`, `hook` and `status`: catch bad state where it starts, and show the roadmap.
+"""`teleclaude lint`, `hooks`, `hook`, `check` and `status`: catch bad state where it starts, run the gate,
+and show the roadmap.
 
 Exit codes: `lint` 1 when any error is found (warnings alone exit 0); `hook …` always 0 (a hook must never
 break a commit or an agent); the others 0, or 1 with `ERROR: CODE`. The planner and setup wings are imported
@@ -265,6 +266,42 @@ def _run_status(args: argparse.Namespace) -> int:
     return checks.watch(lambda: frame()[0], interval, write, clear=tty and not args.json)
 
 
+# --- check -------------------------------------------------------------------------------------------
+
+
+def _add_check(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "slug",
+        nargs="?",
+        metavar="SLUG",
+        help="gate main merged into this item's branch, as finalize does (default: the checkout you are in)",
+    )
+    parser.add_argument(
+        "--setup",
+        action="store_true",
+        help="run the item's [checks] setup in its worktree again (what `teleclaude run` needs to pass)",
+    )
+    add_cwd(parser)
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    if args.setup:
+        if not args.slug:
+            write("ERROR: INVALID_ARGUMENT\n--setup needs the item's SLUG.")
+            return 1
+        from teleclaude.runtime import gating
+
+        checked = gating.setup_by_hand(args.slug, cwd=args.cwd)
+    else:
+        from teleclaude.planner import gate
+
+        checked = gate.check(args.slug, cwd=args.cwd)
+    if isinstance(checked, Error):
+        return print_value(checked)
+    write(checked.text())
+    return 0 if checked.run is None or checked.run.passed else 1
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("lint", "check todos/ and done/ with the planner's own parsers", _add_lint, _run_lint),
     Command(
@@ -274,6 +311,12 @@ COMMANDS: tuple[Command, ...] = (
         _run_hooks,
     ),
     Command("hook", "run a hook: `stop` for agent CLIs, `post-commit` for git", _add_hook, _run_hook),
+    Command(
+        "check",
+        "run the [checks] gate by hand, as finalize runs it, and show each command's result",
+        _add_check,
+        _run_check,
+    ),
     Command(
         "status",
         "one line per roadmap item: its phase, its worktree, and agent availability",

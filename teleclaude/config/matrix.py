@@ -13,7 +13,8 @@ from teleclaude.config.notify import NotifyConfig
 from teleclaude.planner.core.model import AgentChoice, Step, Unavailability, UsageWindow
 
 if TYPE_CHECKING:
-    from teleclaude.config.profiles import RuntimeConfig
+    from teleclaude.config.checks import Checks
+    from teleclaude.config.profiles import RuntimeConfig, Untrusted
 
 THINKING_MODES: tuple[str, ...] = ("fast", "med", "slow")
 DEFAULT_HEADROOM = 90.0  # percent of any one window: above it, an agent goes after those below it
@@ -45,6 +46,15 @@ class Config:
     headroom: float = DEFAULT_HEADROOM  # [matrix] headroom
     runtime: RuntimeConfig | None = None  # None: the defaults (the planner never needs them)
     notify: NotifyConfig = field(default_factory=NotifyConfig)  # [notify]: its urls only from trusted files
+    checks: Checks | None = None  # [checks]; None: merges are not gated
+
+    def gate_withheld(self) -> Untrusted | None:
+        """The project file's [checks] commands when they were left out, untrusted: nothing is gated
+        with them, and nothing may be merged without them."""
+        untrusted = self.runtime.untrusted if self.runtime else None
+        if untrusted and any(key.startswith("checks.") for key in untrusted.keys):
+            return untrusted
+        return None
 
     def row(self, step: Step) -> tuple[AgentChoice, ...]:
         """The step's row, keeping only agents this installation has."""

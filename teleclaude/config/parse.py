@@ -16,13 +16,14 @@ from typing import Any
 
 from teleclaude.agents import NAMES
 from teleclaude.agents.profile import AgentProfile
+from teleclaude.config.checks import EXECUTABLE_CHECKS_KEYS, Checks, parse_checks
 from teleclaude.config.matrix import DEFAULT_MATRIX, THINKING_MODES, Config
 from teleclaude.config.notify import NotifyConfig, NotifyProblem, parse_notify
 from teleclaude.config.profiles import Computer, RuntimeConfig, Untrusted
 from teleclaude.errors import ErrorCode, Failure
 from teleclaude.planner.core.model import AgentChoice
 
-TOP_LEVEL_KEYS = ("agents", "computers", "max_review_rounds", "matrix", "notify", "runtime")
+TOP_LEVEL_KEYS = ("agents", "checks", "computers", "max_review_rounds", "matrix", "notify", "runtime")
 _AGENT_NAME = re.compile(r"[a-z][a-z0-9_-]*")
 
 
@@ -51,6 +52,7 @@ def parse_config(sources: Sequence[tuple[str, str]], untrusted: Collection[str] 
     max_review_rounds = Config().max_review_rounds
     headroom = Config().headroom
     runtime = None
+    checks: Checks | None = None
     remotes: dict[str, Computer] = {}
     withheld = None
     notify = None
@@ -75,6 +77,8 @@ def parse_config(sources: Sequence[tuple[str, str]], untrusted: Collection[str] 
             remotes.update(_computers(path, data["computers"]))
         if "notify" in data:
             notify = notify_table(path, data["notify"], notify)
+        if "checks" in data:
+            checks = parse_checks(path, data["checks"], checks)
     if remotes:
         runtime = replace(runtime or RuntimeConfig(), remotes=remotes)
         _check_remote_names(runtime)
@@ -88,6 +92,7 @@ def parse_config(sources: Sequence[tuple[str, str]], untrusted: Collection[str] 
         headroom=headroom,
         runtime=runtime,
         notify=notify or NotifyConfig(),
+        checks=checks,
     )
 
 
@@ -120,13 +125,17 @@ EXECUTABLE_PROFILE_KEYS = ("binary", "args", "modes", "env", "command_prefix", "
 def split_executable(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """A checked file's TOML as (what any file may set, what starts processes): the second maps dotted keys
     to their values. Every [computers.NAME] (host, ssh options, binaries and PATH there), [runtime] computers
-    (which names run here), the EXECUTABLE_PROFILE_KEYS of each [runtime.agents.NAME], and [notify] urls
-    (where word of the run is sent)."""
+    (which names run here), the EXECUTABLE_PROFILE_KEYS of each [runtime.agents.NAME], [notify] urls
+    (where word of the run is sent), and [checks] gate and setup."""
     kept = {key: value for key, value in data.items() if key != "computers"}
     held: dict[str, Any] = {f"computers.{name}": table for name, table in data.get("computers", {}).items()}
     if isinstance(data.get("notify"), dict) and "urls" in data["notify"]:
         kept["notify"] = {key: value for key, value in data["notify"].items() if key != "urls"}
         held["notify.urls"] = data["notify"]["urls"]
+    if isinstance(data.get("checks"), dict):
+        checks = dict(data["checks"])
+        held.update({f"checks.{key}": checks.pop(key) for key in EXECUTABLE_CHECKS_KEYS if key in checks})
+        kept["checks"] = checks
     if "runtime" in data:
         runtime = dict(data["runtime"])
         if "computers" in runtime:
@@ -160,6 +169,8 @@ def _check_executable(path: str, data: dict[str, Any]) -> None:
         _computers(path, data["computers"])
     if "notify" in data:
         notify_table(path, data["notify"])
+    if "checks" in data:
+        parse_checks(path, data["checks"])
 
 
 def _check_keys(path: str, data: dict[str, Any]) -> None:

@@ -33,7 +33,9 @@ the branch has no build commit), `FAKE_AGENT_REJECT=slug,...` makes the first re
 request changes (while the branch has no review commit), and `FAKE_AGENT_SHARED=slug,...` makes the builders
 of those slugs also write NOTES.md, so the second of them to be finalized conflicts with main. Both decide
 from git, so they hold across runs. `FAKE_AGENT_CRASH=slug,...` makes every worker of those slugs crash
-(as `crash` does), so one item of a parallel run fails while the others go on.
+(as `crash` does), so one item of a parallel run fails while the others go on. `FAKE_AGENT_BREAK=slug,...`
+makes the builder of those slugs also write a test that fails (tests/test_broken_*.py), which only a fixer
+removes (told that its check failed, the builder does not): the project's gate is red until the fix.
 
 A line that is not a command is an instruction: one that says to commit makes it commit, one that says to
 tick makes it tick its build tasks and commit, one that says its check failed makes it write
@@ -284,7 +286,11 @@ def do_step(command: str, slug: str) -> str:
     reject = slug in listed("FAKE_AGENT_REJECT") and not committed(here, f"Review {slug}")
     shared = slug in listed("FAKE_AGENT_SHARED")
     workers = Workers(
-        here, forget_commit=slug if forget else None, reject_first=slug if reject else None, shared=shared
+        here,
+        forget_commit=slug if forget else None,
+        reject_first=slug if reject else None,
+        shared=shared,
+        breaks=slug in listed("FAKE_AGENT_BREAK"),
     )
     action = Dispatch(step, slug, str(here), "fake", "med", None, note)
     try:

@@ -91,11 +91,13 @@ class Workers:
         forget_commit: str | None = None,
         reject_first: str | None = None,
         shared: bool = False,
+        breaks: bool = False,
     ):
         self.project = project
         self.forget_commit = forget_commit
         self.reject_first = reject_first
         self.shared = shared  # the builder also writes NOTES.md, which every shared item writes: a conflict
+        self.breaks = breaks  # the builder also writes a test that fails; only a fixer removes it
         self.reviews: dict[str, int] = {}
 
     def run(self, action: Dispatch) -> str:
@@ -121,6 +123,10 @@ class Workers:
             f'"""{slug}."""\n\n\ndef {module}():\n    return "{slug}"\n'
         )
         (tree / "tests" / f"test_{module}.py").write_text(f"def test_{module}():\n    assert True\n")
+        if self.breaks:
+            (tree / "tests" / f"test_broken_{module}.py").write_text(
+                f"def test_broken_{module}():\n    assert 1 == 2, 'the builder broke this'\n"
+            )
         tick_build_tasks(tree / "todos" / slug / "implementation-plan.md")
         if self.shared:
             notes = tree / "NOTES.md"
@@ -152,6 +158,8 @@ class Workers:
             f"from src.{module} import {module}\n\n\n"
             f"def test_{module}():\n    assert {module}() == '{slug}'\n"
         )
+        for broken in (tree / "tests").glob("test_broken_*.py"):
+            broken.unlink()
         (tree / "todos" / slug / "review-findings.md").unlink()
         commit_all(tree, f"Fix review findings for {slug}")
         return "fixer: fixed the critical finding, deleted review-findings.md, committed"

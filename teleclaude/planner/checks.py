@@ -19,6 +19,7 @@ from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.settings import load_config
 from teleclaude.adapters.store import StoreError
+from teleclaude.config.matrix import Config
 from teleclaude.errors import Error, ErrorCode, guard
 from teleclaude.planner import api as app
 from teleclaude.planner.core import layout, phase
@@ -209,7 +210,30 @@ def status_board(cwd: str | os.PathLike) -> phase.Board | Error:
     tools = worker_tools(repo.root, active, datetime.now(UTC)) if active else {}
     linted = lint_files(repo.root, [layout.ROADMAP])  # what only lint would see: shown on its item's row
     findings = () if isinstance(linted, Error) else linted
-    return phase.board(facts, roadmap, agents if isinstance(agents, AgentReport) else None, tools, findings)
+    from teleclaude.planner.gate import records  # not on the post-commit hook's path
+
+    shown_agents = agents if isinstance(agents, AgentReport) else None
+    return phase.board(
+        facts,
+        roadmap,
+        shown_agents,
+        tools,
+        findings,
+        gates=records(repo.common_dir),
+        gated=gated_line(facts.config),
+    )
+
+
+def gated_line(config: Config) -> str:
+    """Whether merges into main are gated, in one line for the status board."""
+    if config.gate_withheld() is not None:
+        return (
+            "merges into main are held: teleclaude.toml's [checks] is not trusted (`teleclaude trust`), so "
+            "no gate runs and no finalize merges"
+        )
+    if config.checks is None or not config.checks.gated:
+        return "merges into main are not gated: teleclaude.toml has no [checks] gate"
+    return f"merges into main are gated by: {', '.join(config.checks.gate)}"
 
 
 def worker_tools(root: Path, slugs: Iterable[str], now: datetime) -> dict[str, tuple[str, ...]]:

@@ -13,17 +13,21 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.settings import load_config
+from teleclaude.config.matrix import Config
 from teleclaude.errors import Error, ErrorCode, FrontEnd, call, guard
 from teleclaude.planner import api as app
+from teleclaude.planner import gate
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.decide import decide_work, main_not_clean
+from teleclaude.planner.core.gate import GateRun, Verdict
 from teleclaude.planner.core.model import Complete, Dispatch, RunYourself, Step, WorktreeState
 from teleclaude.planner.core.render import to_text
+from teleclaude.planner.core.terminal import printable
 
 # In the git common dir while a finalize's `git merge` runs: the item, main's HEAD before, the branch tip.
 INTENT = "teleclaude-finalize"
@@ -34,48 +38,117 @@ class Finalized:
     slug: str
     archive: str  # "done/NNN-slug/"
     merged: bool  # False: it was archived already, nothing was done
+    gate: str = ""  # the [checks] gate's verdict on the merged tree, in one line ("": not gated)
 
     def text(self) -> str:
         if not self.merged:
             return f"FINALIZED:\n{self.slug} was delivered to {self.archive} already; nothing to do."
+        gate = f"\n{printable(self.gate[0].upper() + self.gate[1:])}." if self.gate else ""
         return (
             f"FINALIZED:\n{self.slug} merged into the main checkout, archived to {self.archive}, marked [x], "
-            f"its worktree and branch removed.\nRun {call('next_work').spelled(FrontEnd.CLI)} for what comes "
-            "next."
+            f"its worktree and branch removed.{gate}\nRun {call('next_work').spelled(FrontEnd.CLI)} for what "
+            "comes next."
         )
+
+
+REGATES = 20  # main moved on while the gate ran this often in a row: give up (a busy repository)
 
 
 @guard
 def finalize(slug: str, cwd: str | os.PathLike | None = None) -> Finalized | Error:
+    """With a [checks] gate, the merge it is about to make is gated first, outside the lock (other claims and
+    finalizes go on meanwhile); under the lock it merges only the main and branch tip that passed, else the
+    new combination is gated again. Red: main is untouched and the item goes back to be fixed."""
     repo = gitx.find_repo(cwd or os.getcwd())
     config = load_config(repo.root)
-    with fs.project_lock(repo.common_dir):
-        interrupted = _undo_interrupted_merge(repo)
-        if interrupted is not None:
-            return interrupted
-        facts = app.RepoFacts(repo, config)
-        decision = decide_work(facts, slug)
-        match decision.action:
-            case Complete(archive=archive):
-                return _finish(repo, slug, archive)
-            case Dispatch(step=Step.FINALIZE) | RunYourself(step=Step.FINALIZE) if not decision.effects:
-                pass
-            case Dispatch(step=Step.FIX_MERGE) | RunYourself(step=Step.FIX_MERGE):  # main moved on meanwhile
-                return _conflict(slug, facts.merge_conflicts(slug))
-            case Error() as error:
-                return error
-            case None:
-                return Error(
-                    ErrorCode.FINALIZE_REFUSED,
-                    "not ready to finalize: ask for its next step.",
-                    slug,
-                    call("next_work", slug=slug),
-                )
-            case other:
-                step = to_text(other).splitlines()
-                return _refused(slug, "its next step is not a finalize:\n" + "\n".join(step[:12]))
-        # (a dirty main checkout is refused by the planner's answer above: `decide.main_not_clean`)
-        return _merge(repo, slug, facts.next_archive(slug))
+    checks = gate.checks_of(config)
+    gated: gate.Gated | None = None
+    if checks is not None and _looks_approved(app.RepoFacts(repo, config), slug):
+        gated = gate.gate_merge(repo, slug, checks)
+    for _ in range(REGATES):
+        if gated is not None and not gated.run.passed:
+            return _gate_failed(repo, slug, gated.run)
+        with fs.project_lock(repo.common_dir):
+            decided = _decide(repo, config, slug)
+            if not isinstance(decided, str):
+                return decided
+            if checks is None:
+                return _merge(repo, slug, decided)
+            if gated is not None and _unchanged(repo, slug, gated):
+                merged = _merge(repo, slug, decided)
+                return replace(merged, gate=gated.run.summary()) if isinstance(merged, Finalized) else merged
+        gated = gate.gate_merge(repo, slug, checks)  # main moved on meanwhile: the new combination
+    return _refused(slug, f"main moved on {REGATES} times while {slug}'s gate ran; finalize it again.")
+
+
+def _decide(repo: gitx.Repo, config: Config, slug: str) -> Finalized | Error | str:
+    """Under the lock: what is left of an interrupted finalize undone, then the planner asked; the archive
+    folder when the finalize may merge."""
+    interrupted = _undo_interrupted_merge(repo)
+    if interrupted is not None:
+        return interrupted
+    facts = app.RepoFacts(repo, config)
+    decision = decide_work(facts, slug)
+    match decision.action:
+        case Complete(archive=archive):
+            return _finish(repo, slug, archive)
+        case Dispatch(step=Step.FINALIZE) | RunYourself(step=Step.FINALIZE) if not decision.effects:
+            pass
+        case Dispatch(step=Step.FIX_MERGE) | RunYourself(step=Step.FIX_MERGE):  # main moved on meanwhile
+            return _conflict(slug, facts.merge_conflicts(slug))
+        case Error() as error:
+            return error
+        case None:
+            return Error(
+                ErrorCode.FINALIZE_REFUSED,
+                "not ready to finalize: ask for its next step.",
+                slug,
+                call("next_work", slug=slug),
+            )
+        case other:
+            step = to_text(other).splitlines()
+            return _refused(slug, "its next step is not a finalize:\n" + "\n".join(step[:12]))
+    # (a dirty main checkout is refused by the planner's answer above: `decide.main_not_clean`)
+    return facts.next_archive(slug)
+
+
+def _looks_approved(facts: app.RepoFacts, slug: str) -> bool:
+    """From the files alone, without the lock or git, to gate before taking it: its worktree, a built plan, an
+    approving review. The planner's answer under the lock decides."""
+    if gitx.worktree_state(facts.repo, slug).state is not WorktreeState.PRESENT:
+        return False
+    plan, review = facts.plan(slug), facts.review(slug)
+    return plan is not None and plan.built and review is not None and review.approved
+
+
+def _unchanged(repo: gitx.Repo, slug: str, gated: gate.Gated) -> bool:
+    """Main and the branch are still the two commits the gate passed."""
+    try:
+        now = gitx.run_git(["rev-parse", gitx.main_head_ref(repo), f"refs/heads/{slug}"], repo.root).split()
+    except subprocess.CalledProcessError:  # the branch is gone
+        return False
+    return now == [gated.main, gated.tip]
+
+
+def _gate_failed(repo: gitx.Repo, slug: str, run: GateRun) -> Error:
+    said = printable(run.summary())
+    if run.verdict is Verdict.BROKEN:
+        return Error(
+            ErrorCode.GATE_BROKEN,
+            f"{slug} was not merged: {said}; the main checkout and trees/{slug} are as they were.\n"
+            f"{gate.BROKEN_NEXT}",
+            slug,
+        )
+    gate.send_back(repo, slug, run)
+    findings = f"trees/{slug}/{layout.item_file(slug, layout.REVIEW)}"
+    return Error(
+        ErrorCode.GATE_RED,
+        f"{slug} was not merged: {said}; the main checkout is untouched.\nThe gate's output is a Critical "
+        f"finding in {findings} (REQUEST CHANGES), committed on branch {slug}: its next step is a fix, then "
+        "a fresh review.",
+        slug,
+        call("next_work", slug=slug),
+    )
 
 
 def _merge(repo: gitx.Repo, slug: str, archive: str) -> Finalized | Error:

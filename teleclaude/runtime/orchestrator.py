@@ -25,6 +25,7 @@ from typing import Protocol, TypeGuard
 from teleclaude.adapters.sessions_db import RunRow
 from teleclaude.adapters.settings import load_config
 from teleclaude.adapters.store import StoreError
+from teleclaude.config.checks import Checks
 from teleclaude.config.matrix import Config, choose_agent
 from teleclaude.config.notify import Notice
 from teleclaude.config.parse import ConfigError
@@ -45,6 +46,7 @@ from teleclaude.planner.core.model import (
 )
 from teleclaude.planner.core.render import to_text, usage_text
 from teleclaude.planner.core.timeparse import format_duration, format_utc
+from teleclaude.runtime import gating
 from teleclaude.runtime.api import Runtime, guarded
 from teleclaude.runtime.core import notices
 from teleclaude.runtime.core.sessions import Ended, Event, EventKind, Session, SessionState, Started, Waited
@@ -455,6 +457,8 @@ class _Loop:
     warmer: ThreadPoolExecutor | None = None  # where workers are started ahead (`_warm_after`)
     matrix: Config | None = None  # the project's agent matrix, read once (`usual_next`)
     notify: Callable[[Notice], None] = field(default=lambda notice: None)  # `[notify]`: never blocks
+    checks: tuple[Checks | None] | None = None  # the project's trusted [checks], read once (`_checks`)
+    gate_sent_back: dict[str, int] = field(default_factory=dict)  # session -> times a red gate sent it back
 
     def go(self) -> Stop:
         try:
@@ -519,7 +523,7 @@ class _Loop:
                 again = resume_command(replace(self.settings, slug=unprepared, prepare=True))
                 return Stop(Outcome.ERROR, to_text(action), f"prepare it with its architect: {again}")
             case _:
-                return Stop(Outcome.ERROR, to_text(action))
+                return self._error_stop(action)
 
     def _wait_out(self, action: RunYourself) -> Stop | None:
         """No agent may take the step: wait until the first of them is back, then ask again (None); a `Stop`
@@ -614,7 +618,60 @@ class _Loop:
             return Stop(
                 Outcome.MAX_STEPS, f"--max-steps {self.settings.max_steps} reached before {describe(action)}"
             )
-        return None
+        return self._set_up(action)
+
+    # --- [checks] ----------------------------------------------------------------------------------------
+
+    def _error_stop(self, action: Action) -> Stop:
+        """An answer the run cannot carry out; an item whose gate keeps failing past max_review_rounds needs
+        a human's attention."""
+        if isinstance(action, Error) and guarded(gating.keeps_failing, self.settings.root, action) is True:
+            what = f"the gate of {action.slug} keeps failing past max_review_rounds\n{to_text(action)}"
+            return Stop(Outcome.NEEDS_ATTENTION, what)
+        return Stop(Outcome.ERROR, to_text(action))
+
+    def _checks(self) -> Checks | None:
+        if self.checks is None:
+            found = guarded(gating.project_checks, self.settings.root)
+            self.checks = (None if isinstance(found, Error) else found,)
+        return self.checks[0]
+
+    def _set_up(self, action: Dispatch) -> Stop | None:
+        """[checks] setup in the item's new worktree before its first worker: a failure starts none."""
+        checks = self._checks()
+        if checks is None or not checks.setup or action.subfolder != layout.worktree(action.slug):
+            return None
+        run = guarded(gating.set_up, self.settings.root, action.slug, checks)
+        if run is None:
+            return None
+        if isinstance(run, Error):
+            return Stop(Outcome.ERROR, to_text(run))
+        self.show(cut(f"    {action.slug}: setup {run.verdict.value}: {run.summary()}", 200))
+        if run.passed:
+            return None
+        again = shlex.join(["teleclaude", "check", "--setup", action.slug])
+        return Stop(Outcome.ERROR, to_text(gating.setup_failed(action.slug, run)), f"{again}, then run again")
+
+    def _sent_back_by_gate(self, session: Session) -> bool:
+        """A builder or fixer through with its boxes: the gate in its worktree first; red sends it back."""
+        checks = self._checks()
+        if checks is None or not checks.gated or self.runtime.config.elsewhere(session.computer):
+            return False
+        run = guarded(gating.gate_turn, self.settings.root, session, checks)
+        if run is None or isinstance(run, Error):
+            return False
+        self.show(cut(f"    {session.id} {session.command} {session.slug}: {run.summary()}", 200))
+        if not gating.red(run):
+            return False
+        count = self.gate_sent_back.get(session.id, 0)
+        if count >= self.runtime.config.max_nudges:
+            self.show(f"    {session.id}: the gate is still red after {count} tries: the review follows")
+            return False
+        sent = guarded(self.runtime.send_message, session.id, gating.sent_back_text(run))
+        if isinstance(sent, Error):
+            return False
+        self.gate_sent_back[session.id] = count + 1
+        return True
 
     def _started(self, action: Dispatch, retries: Retries, started: Started | Error) -> Session | Stop | None:
         """What the runtime's answer to a start means for the run (as `_start` answers)."""
@@ -823,6 +880,8 @@ class _Loop:
             state.history.append(Handled(session, kind, detail, adopted))
             text = attention_text(session, detail, self.settings.root, self.runtime.config.socket)
             return Stop(Outcome.NEEDS_ATTENTION, text)
+        if reaction is Reaction.NEXT and kind is EventKind.TURN_ENDED and self._sent_back_by_gate(session):
+            return False  # working again, on the gate's output
         if state.digest_of == session.id:  # its digest leaves the status line with it
             state.digest = state.digest_of = ""
         ended = guarded(self.runtime.end_session, session.id)
@@ -1070,7 +1129,7 @@ class _Lanes(_Loop):
                     return None
                 begun = Stop(Outcome.SELF, to_text(action))
             case _:
-                begun = Stop(Outcome.ERROR, to_text(action))
+                begun = self._error_stop(action)
         lane.resting = None
         if begun is STARTING:
             return None

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
+from teleclaude.adapters.settings import FILE_NAME, project_file
+from teleclaude.config.checks import EXAMPLE as CHECKS_EXAMPLE
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core.layout import DONE, PLAN, ROADMAP, TREES, archive_parts, item_folder
 from teleclaude.planner.core.markdown import decode
@@ -44,7 +46,7 @@ class Done:
 
 def init(cwd: str | os.PathLike | None = None) -> Done | Error:
     repo = gitx.find_repo(cwd or os.getcwd())
-    lines = [_create_roadmap(repo.root), _exclude_trees(repo)]
+    lines = [_create_roadmap(repo.root), _checks_example(repo.root), _exclude_trees(repo)]
     trusted = _trust_project(repo.root)
     if isinstance(trusted, Error):
         return trusted
@@ -83,6 +85,15 @@ def _create_roadmap(root: Path) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     fs.atomic_write(path, ROADMAP_TEXT.encode())
     return f"created   {ROADMAP}"
+
+
+def _checks_example(root: Path) -> str:
+    """A commented `[checks]` example in a new teleclaude.toml: it sets nothing until the user says so."""
+    path = fs.inside(root, project_file(root))
+    if path.exists():
+        return f"unchanged {FILE_NAME} (it exists; `[checks]` gates the merges into main)"
+    fs.atomic_write(path, CHECKS_EXAMPLE.encode())
+    return f"created   {FILE_NAME} (a commented [checks] example: what must pass before a merge)"
 
 
 def _exclude_trees(repo: gitx.Repo) -> str:

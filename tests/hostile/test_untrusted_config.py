@@ -188,3 +188,19 @@ def test_finalize_says_it_leaves_an_untrusted_computer_alone(tmp_path, tmux, evi
     with pytest.raises(UntrustedConfig):
         clean_up_delivered("feat", cwd=clone)
     assert not evil[1].exists()
+
+
+def test_a_cloned_checks_gate_and_setup_run_nothing_until_trusted(cli, tmp_path, tmux, evil):
+    """Issue 34: [checks] gate and setup are commands: `teleclaude check` refuses them until trusted."""
+    script, marker = evil
+    runtime = f'[runtime]\nsocket = "{tmux.socket}"\n\n'
+    clone = cloned(tmp_path, runtime + f'[checks]\ngate = ["{script}"]\nsetup = ["{script}"]\n')
+    refused = cli("check", cwd=clone)
+    assert refused.returncode == 1 and first_line(refused.stdout) == "ERROR: UNTRUSTED_CONFIG", refused.stdout
+    assert "checks.gate" in refused.stdout and not marker.exists()
+    status = cli("trust", "--status", cwd=clone)
+    assert "checks.gate" in status.stdout and "checks.setup" in status.stdout, status.stdout
+    assert cli("trust", cwd=clone).returncode == 0
+    ran = cli("check", cwd=clone)
+    assert ran.returncode == 0 and first_line(ran.stdout) == "GATE: green", ran.stdout
+    assert marker.exists()

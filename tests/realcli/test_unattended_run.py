@@ -19,12 +19,14 @@ from teleclaude.config.matrix import DEFAULT_MATRIX
 from teleclaude.demo.model_server import Fail, ModelServer, Step, body_text, provider_of, tool_result_sent
 from teleclaude.demo.real import RealDemo, ScriptedWorkers, prepare_environment
 from teleclaude.demo.scenario import commit_all, make_repository
+from teleclaude.planner.gate import records
 from teleclaude.runtime import orchestrator
 from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.orchestrator import Outcome
 from teleclaude.setup.install import Scope, install
 from teleclaude.setup.scaffold import init
 
+from ..scripted import CHECK_PY, assert_main_green
 from .conftest import trusted
 
 AGENTS = ("claude", "codex", "gemini")
@@ -176,3 +178,32 @@ def test_under_parallel_two_workers_of_a_real_cli_start_at_once_and_each_step_is
     (one_opened, one_typed), (other_opened, other_typed) = builds["greeting"], builds["shouting"]
     assert one_typed and other_typed  # and both starts were under way at once:
     assert one_opened < other_typed and other_opened < one_typed, log
+
+
+def test_a_real_claude_builder_breaks_the_projects_test_and_main_never_receives_it(
+    agent_clis, tmp_path, tmux_socket, monkeypatch
+):
+    """Issue 34: claude builds (its step breaks a test of the project), is sent back by the gate on its turn
+    and does not fix it, claude reviews and approves anyway; the finalize's gate is red, so the item goes
+    back through fix and review, and only then lands. No commit of main ever fails the project's test."""
+    matrix = {task: ("claude", "codex", "gemini") for task in ("build", "review", "finalize")}
+    monkeypatch.setenv("FAKE_AGENT_BREAK", "greeting")
+    with ModelServer(then=ScriptedWorkers(RealDemo("claude"))) as server:
+        project = three_clis_project(tmp_path / "base", agent_clis, server, tmux_socket, monkeypatch, matrix)
+        (project / "check.py").write_text(CHECK_PY)
+        settings = project / "teleclaude.toml"
+        text = settings.read_text().replace("[runtime]\n", "[runtime]\nmax_nudges = 1\n")
+        settings.write_text(text + '[checks]\ngate = ["python3 check.py"]\ntimeout = 120\n')
+        trusted(project)
+        commit_all(project, "The project's gate")
+        lines: list[str] = []
+        report = orchestrator.run(
+            project, "greeting", False, 40, open_runtime(project), lines.append, lambda _: None
+        )
+    log = "\n".join(lines)
+    assert report.outcome is Outcome.COMPLETE, log + "\n" + report.text
+    steps = [(h.session.command, h.session.agent) for h in report.history]
+    assert ("next-fix-review", "claude") in steps and steps.count(("next-review", "claude")) == 2, steps
+    runs = [(e.kind, e.verdict.value) for e in records(project / ".git")["greeting"]]
+    assert ("finalize", "red") in runs and runs[-1] == ("finalize", "green"), runs
+    assert assert_main_green(project) >= 2

@@ -10,12 +10,13 @@ is one self-contained file: inline CSS and SVG, no script, no URL.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import Enum
 
 from teleclaude.agents import PROFILES
+from teleclaude.planner.core.gate import GateRecord, Verdict
 from teleclaude.planner.core.terminal import printable
 from teleclaude.planner.core.timeparse import format_duration, format_utc
 from teleclaude.runtime.core.sessions import Event, EventKind, Session, SessionState
@@ -58,6 +59,7 @@ class Bar:
 class Row:
     slug: str
     bars: tuple[Bar, ...]  # by start
+    gates: tuple[GateRecord, ...] = ()  # its [checks] gate runs during the run
 
     @property
     def waits(self) -> tuple[tuple[datetime, datetime], ...]:
@@ -103,6 +105,7 @@ def timeline(
     sessions: Sequence[Session],
     events: Sequence[Event],
     now: datetime,
+    gates: Mapping[str, tuple[GateRecord, ...]] | None = None,  # slug -> its gate runs, any time
 ) -> Timeline:
     by_session: dict[str, list[Event]] = {}
     for event in events:
@@ -135,13 +138,18 @@ def timeline(
         )
         rows.setdefault(session.slug, []).append(bar)
     last = ended or now
+    end = max([last, *(bar.end for bars in rows.values() for bar in bars)])
+    during = {
+        slug: tuple(g for g in runs if started.timestamp() <= g.at <= end.timestamp())
+        for slug, runs in (gates or {}).items()
+    }
     return Timeline(
         run_id,
         project,
         started,
-        max([last, *(bar.end for bars in rows.values() for bar in bars)]),
+        end,
         outcome,
-        tuple(Row(slug, tuple(bars)) for slug, bars in rows.items()),
+        tuple(Row(slug, tuple(bars), during.get(slug, ())) for slug, bars in rows.items()),
     )
 
 
@@ -201,6 +209,13 @@ def render_html(data: Timeline) -> str:
                 svg.append(f'<text class="step" x="{left + 4:.1f}" y="{y + 19}">{_e(label)}</text>')
             for mark in bar.marks:
                 svg.append(_mark(mark, x(mark.at), y))
+        for run in row.gates:
+            at = x(datetime.fromtimestamp(run.at, UTC))
+            tip = _e(f"gate ({run.kind}) {run.summary}")
+            svg.append(
+                f'<g class="gate {_e(run.verdict.value)}"><rect x="{at - 3:.1f}" y="{y + 26}" width="6" '
+                f'height="6" fill="{_GATE_COLOURS[run.verdict]}"/><title>{tip}</title></g>'
+            )
         svg.append("</g>")
     svg.append("</svg>")
     return _PAGE.format(
@@ -240,6 +255,9 @@ def _mark(mark: Mark, at: float, y: int) -> str:
     return f'<g class="mark {mark.kind.value}">{shape}<title>{tip}</title></g>'
 
 
+_GATE_COLOURS = {Verdict.GREEN: "#2a2", Verdict.FLAKY: "#e8a400", Verdict.RED: "#c00", Verdict.BROKEN: "#555"}
+
+
 def _totals(pairs: Sequence[tuple[str, float]], kind: str) -> str:
     rows = "".join(
         f'<tr class="total" data-{kind}="{_e(name)}"><td>{_e(name)}</td>'
@@ -274,7 +292,7 @@ td, th {{ padding: 2px 10px 2px 0; text-align: left; }}
 <h1>{heading}</h1>
 <div class="meta">{project} · started {start} · {length} · outcome: <b>{outcome}</b></div>
 <div class="legend">{legend} <span>▼ limit</span> <span>▲ fallback</span> <span>● reminder</span>
-<span>- - - wait</span></div>
+<span>- - - wait</span> <span>■ gate (green, flaky, red)</span></div>
 {svg}
 <table class="agents"><tr><th>agent</th><th>working</th></tr>{agents}</table>
 <table class="steps"><tr><th>step</th><th>time</th></tr>{steps}</table>

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 
+from teleclaude.planner.core.gate import verdicts
 from teleclaude.planner.core.model import AgentReport
 from teleclaude.planner.core.phase import Board, Stage
 from teleclaude.planner.core.render import usage_by_agent, usage_text
@@ -60,6 +61,7 @@ class Card:
     rounds: int  # review rounds so far
     worktree: str  # "", "clean", "3 changed", "broken"
     current: bool  # a live worker is on it
+    gate: str = ""  # its [checks] gate runs, `gate: red 3.1s (turn), green 2.2s (finalize)`, escaped
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,7 @@ class View:
     agents: tuple[AgentLine, ...]
     problems: int  # roadmap lines the planner cannot read
     now: datetime
+    gated: str = ""  # whether merges into main are gated by [checks], escaped
 
 
 def build_view(
@@ -127,6 +130,7 @@ def build_view(
                 rounds.get(slug, 0),
                 printable(row.worktree),
                 slug in live,
+                printable(verdicts(row.gates)),
             )
         )
     lanes = tuple((lane, tuple(cards[lane])) for lane in Lane if lane is not Lane.STUCK or cards[lane])
@@ -137,6 +141,7 @@ def build_view(
         agent_lines(board.agents, now) if board.agents else (),
         board.problems,
         now,
+        printable(board.gated),
     )
 
 

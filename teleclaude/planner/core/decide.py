@@ -140,8 +140,14 @@ def _work_on(facts: Facts, slug: str) -> Decision:
     if not review.approved:
         rounds = facts.review_rounds(slug)
         if rounds >= facts.config.max_review_rounds:
-            return _done(slug, _round_limit(slug, rounds))
-        return _done(slug, _dispatch(facts, Step.FIX, slug, subfolder, WORK_AGAIN))
+            return _done(slug, _round_limit(slug, rounds, review.gate))
+        note = (
+            f"The gate ([checks] in teleclaude.toml) failed on main merged into {slug}: {review.gate}; fix "
+            "it (its output is in review-findings.md), then a fresh review and the finalize follow."
+            if review.gate
+            else None
+        )
+        return _done(slug, _dispatch(facts, Step.FIX, slug, subfolder, WORK_AGAIN, note))
     # 10. Approved, but main moved on and conflicts with the branch: merge main in, in the worktree.
     conflicts = facts.merge_conflicts(slug)
     if conflicts:
@@ -483,10 +489,11 @@ def _no_commits() -> Error:
     )
 
 
-def _round_limit(slug: str, rounds: int) -> Error:
+def _round_limit(slug: str, rounds: int, gate: str = "") -> Error:
+    who = f"the gate still fails ({gate})" if gate else "the reviewer still requests changes"
     return Error(
         ErrorCode.REVIEW_ROUND_LIMIT,
-        f"todos/{slug} has been through {rounds} review rounds and the reviewer still requests changes.\n"
+        f"todos/{slug} has been through {rounds} review rounds and {who}.\n"
         f"A human decides: read trees/{slug}/todos/{slug}/review-findings.md, then fix by hand, approve, "
         "or raise max_review_rounds in teleclaude.toml.",
         slug,

@@ -105,6 +105,7 @@ class Verdict(Enum):
 class Review:
     verdict: Verdict
     why: str = ""  # set when the verdict is not a clean single checked line
+    gate: str = ""  # written by a red [checks] gate: the failing command and its result
 
     @property
     def approved(self) -> bool:

@@ -19,6 +19,7 @@ from teleclaude.planner.core.decide import (
     not_the_planners,
     open_dependencies,
 )
+from teleclaude.planner.core.gate import GateRecord, verdicts
 from teleclaude.planner.core.layout import ROADMAP
 from teleclaude.planner.core.lint import Finding
 from teleclaude.planner.core.model import (
@@ -81,6 +82,7 @@ class Row:
     phase: Phase
     worktree: str  # "" (none), "clean", "3 changed", "broken"
     tools: tuple[str, ...] = ()  # its worker's last tool uses, `Read: src/x.py (1m ago)`, already escaped
+    gates: tuple[GateRecord, ...] = ()  # its [checks] gate runs, oldest first
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,7 @@ class Board:
     agents: AgentReport | None
     problems: int = 0  # roadmap lines with a lint error (see `teleclaude lint`)
     main_changes: tuple[str, ...] = ()  # uncommitted outside todos/: no new item starts, no finalize merges
+    gated: str = ""  # whether merges into main are gated by [checks], in one line
 
 
 def board(
@@ -98,8 +101,10 @@ def board(
     agents: AgentReport | None,
     tools: Mapping[str, Sequence[str]] | None = None,  # slug -> its worker's last tool uses (tool_lines)
     findings: Iterable[Finding] = (),  # lint's of the roadmap: an open item with an error there is stuck
+    gates: Mapping[str, tuple[GateRecord, ...]] | None = None,  # slug -> its gate runs
+    gated: str = "",
 ) -> Board:
-    tools = tools or {}
+    tools, gates = tools or {}, gates or {}
     errors: dict[int, str] = {}
     for finding in findings:
         if finding.path == ROADMAP and finding.is_error:
@@ -110,10 +115,11 @@ def board(
             _lint_stuck(item, errors) or phase_of(facts, roadmap, item),
             worktree_label(facts, item.slug),
             tuple(tools.get(item.slug, ())),
+            gates.get(item.slug, ()),
         )
         for item in roadmap.items
     )
-    return Board(facts.project, rows, agents, len(errors), not_the_planners(facts.main_changes()))
+    return Board(facts.project, rows, agents, len(errors), not_the_planners(facts.main_changes()), gated)
 
 
 def _lint_stuck(item: RoadmapItem, errors: Mapping[int, str]) -> Phase | None:
@@ -204,6 +210,8 @@ def render_board(data: Board, width: int = 80, color: bool = False) -> str:
         painted = _paint(f"{phase:<{phase_width}}", _COLOURS.get(row.phase.stage), color)
         lines.append(f"[{row.item.marker.value}] {slug:<{slug_width}}  {painted}  {tree}".rstrip())
         lines += [_fit(f"    {line}", width) for line in row.tools]  # as `sessions list` shows them
+        if row.gates:
+            lines.append(_fit(f"    {printable(verdicts(row.gates))}", width))
     if not data.rows:
         lines.append("(no items in todos/roadmap.md)")
     if data.problems:
@@ -215,6 +223,8 @@ def render_board(data: Board, width: int = 80, color: bool = False) -> str:
             f"WARNING: the main checkout has uncommitted changes ({shown}{more}):",
             "  next-work starts no new item and no finalize merges until they are committed or moved away",
         ]
+    if data.gated:
+        lines.append(_fit(printable(data.gated), width))
     if data.agents is not None:
         lines += ["", *(_fit(line, width) for line in _agent_lines(data.agents, width))]
     return "\n".join(lines)
@@ -282,11 +292,16 @@ def board_dict(data: Board) -> dict[str, object]:
                 "detail": r.phase.detail or None,
                 "worktree": r.worktree or None,
                 "recent_tools": list(r.tools),
+                "gates": [
+                    {"kind": g.kind, "verdict": g.verdict.value, "seconds": g.seconds, "summary": g.summary}
+                    for g in r.gates
+                ],
             }
             for r in data.rows
         ],
         "problems": data.problems,
         "main_changes": list(data.main_changes),
+        "gated": data.gated or None,
         "agents": agents,
     }
 

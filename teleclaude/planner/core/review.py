@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from teleclaude.planner.core.gate import gate_line
 from teleclaude.planner.core.markdown import task_items
 from teleclaude.planner.core.model import Review, TaskItem, Verdict
 
@@ -39,4 +40,4 @@ def parse_review(text: str) -> Review:
         why = "no verdict is checked"
     else:
         why = ""
-    return Review(Verdict.CHANGES_REQUESTED, why)
+    return Review(Verdict.CHANGES_REQUESTED, why, gate_line(text))
