@@ -215,7 +215,7 @@ def test_a_real_orchestrator_is_woken_in_its_pane_by_digests_and_a_final_one(
     pane = orchestrator_pane(tmux, project, agent, binary, model_server.url)
     try:
         type_order(tmux, pane, agent, model_server)
-        dispatched = model_server.wait_for(lambda r: r.turn and dispatched_in(r.body or {}), timeout=180)
+        model_server.wait_for(lambda r: r.turn and dispatched_in(r.body or {}), timeout=180)
         runtime = open_runtime(project)
         (worker,) = [s for s in runtime.store.sessions() if s.command == "next-build"]
         assert worker.parent.startswith("pane:") and worker.parent.endswith(f":{pane}")
@@ -226,8 +226,9 @@ def test_a_real_orchestrator_is_woken_in_its_pane_by_digests_and_a_final_one(
         assert f"worker {worker.id} ({agent} /next-build greeting)" in last_user_text(first.body)
         assert "NO PROGRESS DETECTED" in last_user_text(first.body)
         assert "unchanged since the last digest" in last_user_text(second.body)
-        assert first.at - dispatched.at >= PERIOD - 2  # seed 003's 600 s, shortened
-        # when the supervisor made them (its events, which nobody has read): 600 s, then 300 s, shortened
+        # seed 003's 600 s, then 300 s, shortened: counted when the supervisor made them (its events, which
+        # nobody has read) from the worker's delivery, not from the orchestrator's request after the
+        # dispatch, which gemini on a loaded machine sent 6+ s after the worker was delivered
         made = [e.at for e in runtime.store.undelivered([worker.id]) if e.kind is EventKind.DIGEST]
         assert worker.delivered_at and (made[0] - worker.delivered_at).total_seconds() >= PERIOD
         assert QUIET <= (made[1] - made[0]).total_seconds() < PERIOD
