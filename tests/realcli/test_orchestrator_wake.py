@@ -21,7 +21,7 @@ from teleclaude.demo.model_server import Step, Text, Tool, body_text, mcp, shell
 from teleclaude.demo.scenario import commit_all
 from teleclaude.runtime import supervisor as supervisors
 from teleclaude.runtime.api import open_runtime
-from teleclaude.runtime.core.sessions import EventKind, SessionState
+from teleclaude.runtime.core.sessions import EventKind, SessionState, shows_typed
 from teleclaude.runtime.core.supervision import MARK
 
 from .conftest import trusted
@@ -162,7 +162,10 @@ def orchestrator_pane(tmux: Tmux, project, agent: str, binary, url: str) -> str:
 
 
 def type_order(tmux: Tmux, pane: str, agent: str, model_server) -> None:
-    """The user's order, typed once the CLI shows its prompt (Enter again if the first was dropped)."""
+    """The user's order, typed once the CLI shows its prompt, and Enter once it shows the order (a CLI takes
+    an Enter read with the text as a newline); Enter again while the order stays where it was typed. A
+    taken order may wait in the CLI's queue (gemini: until its MCP server is connected) before the model
+    gets it."""
     deadline = time.monotonic() + 120
     profile = PROFILES[agent]
     while True:
@@ -174,15 +177,28 @@ def type_order(tmux: Tmux, pane: str, agent: str, model_server) -> None:
         time.sleep(0.2)
     time.sleep(1.0)  # prompt_stable: a dialog may still replace the prompt
     tmux.send_text(pane, ORDER)
+    until(lambda: shows_typed(order_screen(tmux, pane), ORDER), 120, f"{agent} never showed the order")
     for _ in range(5):
         time.sleep(0.5)
+        typed = order_rows(order_screen(tmux, pane))
         tmux.send_key(pane, "Enter")
         try:
             model_server.wait_for(lambda r: r.turn and ORDER in r.text(), timeout=5)
             return
         except TimeoutError:
-            continue
-    pytest.fail(f"{agent} never took the order:\n" + "\n".join(tmux.screen(pane, tmux.views()[pane])))
+            if order_rows(order_screen(tmux, pane)) != typed:  # taken: sent, or queued
+                model_server.wait_for(lambda r: r.turn and ORDER in r.text(), timeout=180)
+                return
+    pytest.fail(f"{agent} never took the order:\n" + "\n".join(order_screen(tmux, pane)))
+
+
+def order_screen(tmux: Tmux, pane: str) -> list[str]:
+    return tmux.screen(pane, tmux.views()[pane])
+
+
+def order_rows(rows: list[str]) -> list[tuple[int, str]]:
+    """Where the order shows, and how: in the input, queued, or sent."""
+    return [(i, row) for i, row in enumerate(rows) if ORDER in row]
 
 
 def orchestrator_turns(model_server) -> list:
