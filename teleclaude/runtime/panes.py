@@ -23,7 +23,7 @@ from teleclaude.runtime.core.sessions import (
 
 log = logging.getLogger("teleclaude.runtime")
 # seconds for a typed line to show before Enter is pressed all the same (a CLI may show a long line otherwise,
-# as gemini's `[Pasted Text: N chars]`); a loaded machine takes seconds to draw it
+# as a placeholder for pasted text); a loaded machine takes seconds to draw it
 SHOWN_WAIT = 10.0
 
 
@@ -85,9 +85,9 @@ class Panes:
         show a taken Enter. With `typed`, the typed line must move or new rows appear (a footer that changes
         by itself, as a git branch appearing, is not a taken Enter), and is first awaited on the screen:
         its echo arriving after the Enter was pressed is not the Enter taken either. The first Enter comes
-        the agent's `settle` after the line showed: a CLI takes an Enter that follows the last typed key
-        closely as a newline (gemini: within 30 ms of reading it), and on a loaded machine it reads the keys
-        late, so a wait counted from the typing may be over before it read them."""
+        the agent's `settle` after the line showed: a CLI may take an Enter read right after the last typed
+        key as a newline (tests/realcli/NOTES.md), and on a loaded machine it reads the keys late, so a wait
+        counted from the typing may be over before it read them."""
         tmux = self.context.tmux
         if typed:
             self._until_shown(session, typed)
