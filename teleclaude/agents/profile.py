@@ -254,7 +254,7 @@ class AgentProfile:
     colour: str = ""  # its bars on a run's timeline (`teleclaude report`, the board): the vendor's own hue
     # the launcher's waits (`[runtime] prompt_stable` / `settle` set one for every agent): the prompt on an
     # unchanged screen this long before typing (a CLI that paints a dialog over its prompt needs longer), and
-    # between pasting a command and pressing Enter (an Enter that comes with the text is taken as a newline;
+    # between the CLI showing a typed line and Enter (an Enter read with the text is taken as a newline;
     # one dropped anyway is pressed again)
     prompt_stable: float = 1.0
     settle: float = 0.3

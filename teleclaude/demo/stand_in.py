@@ -19,6 +19,9 @@ a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a comm
     deaf       take commands, but drop every Enter under a line that is not one (a message stays in the
                input, as behind a CLI that redraws or is busy)
     sluggish   show a taken Enter only 3.5 s later (as a slow CLI on a loaded machine does)
+    busy       read typed keys only 1.5 s after they came (an event loop busy on a loaded machine), below a
+               full screen; an Enter read with the keys is a newline in the input (gemini's), which scrolls
+               the screen
     stubborn   live on when tmux hangs up on it (as a CLI blocked in a read did, with no pane left)
     usage      (claude) after each step, report its rate-limit window through `teleclaude hook statusline`
                the way Claude Code runs its status line (`rate_limits.five_hour`)
@@ -55,6 +58,7 @@ import math
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -82,6 +86,7 @@ FAILURE_MESSAGE = "You've hit your session limit · resets 3:48pm (UTC)"
 SWALLOW_WINDOW = 0.05
 SLUGGISH_SECONDS = 3.5  # longer than the 3 s over which the launcher pressed Enter three times before
 LIST_LAG_SECONDS = 1.0  # lagging: how long the list stays after the arguments are typed
+BUSY_SECONDS = 1.5  # busy: how late typed keys are read (longer than the second the launcher waited)
 OWN_WORK_SECONDS = 0.5  # of a step's W (`FAKE_AGENT_STEP_SECONDS`): its git work, at the end of it
 PROMPT = "> "
 
@@ -140,11 +145,14 @@ def _preload() -> None:
 def serve(agent: str, chosen: set[str]) -> int:
     if "slowstart" in chosen:
         time.sleep(1.0)
+    if "busy" in chosen:  # the prompt on the bottom row: a row more scrolls the screen
+        say("\n".join(f"busy: row {row}" for row in range(shutil.get_terminal_size().lines)))
     lines = read_lines(
         lists_commands=agent == "gemini",
         deaf="deaf" in chosen,
         sluggish="sluggish" in chosen,
         lagging="lagging" in chosen,
+        busy="busy" in chosen,
     )
     for line in lines:
         match = re.fullmatch(r"[/$](?:prompts:)?([a-z0-9-]+)\s*(.*)", line.strip())
@@ -413,14 +421,19 @@ def say(text: str) -> None:
 
 
 def read_lines(
-    lists_commands: bool = False, deaf: bool = False, sluggish: bool = False, lagging: bool = False
+    lists_commands: bool = False,
+    deaf: bool = False,
+    sluggish: bool = False,
+    lagging: bool = False,
+    busy: bool = False,
 ):
     """Lines typed at the prompt, key by key; an Enter within 50 ms of the last key is dropped. With
     `lists_commands`, a command typed alone is listed below the input row, as gemini lists a command it
     knows (the launcher waits for that row before typing the arguments). `deaf` drops every Enter under a
     line that is not a command; `sluggish` shows a taken Enter only after SLUGGISH_SECONDS; `lagging`
     keeps the list LIST_LAG_SECONDS after the arguments are typed, and an Enter meanwhile puts the listed
-    name in place of the last word and sends nothing (gemini on a loaded machine)."""
+    name in place of the last word and sends nothing (gemini on a loaded machine). `busy` reads keys
+    BUSY_SECONDS after they came, and an Enter within 50 ms of the last key is a newline (gemini's)."""
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd) if os.isatty(fd) else None
     if saved is not None:
@@ -429,7 +442,7 @@ def read_lines(
         while True:
             sys.stdout.write(PROMPT)
             sys.stdout.flush()
-            line = _read_line(fd, lists_commands, deaf, sluggish, lagging)
+            line = _read_line(fd, lists_commands, deaf, sluggish, lagging, busy)
             if line is None:
                 return
             yield line
@@ -439,7 +452,12 @@ def read_lines(
 
 
 def _read_line(
-    fd: int, lists_commands: bool = False, deaf: bool = False, sluggish: bool = False, lagging: bool = False
+    fd: int,
+    lists_commands: bool = False,
+    deaf: bool = False,
+    sluggish: bool = False,
+    lagging: bool = False,
+    busy: bool = False,
 ) -> str | None:
     typed = ""
     last_key = 0.0
@@ -452,12 +470,17 @@ def _read_line(
             listed, unlist_at = "", None
             sys.stdout.flush()
             continue
+        if busy:
+            select.select([fd], [], [])
+            time.sleep(BUSY_SECONDS)
         data = os.read(fd, 1024)
         if not data:
             return None
         for char in data.decode(errors="replace"):
             if char in "\r\n":
                 if typed and time.monotonic() - last_key < SWALLOW_WINDOW:
+                    if busy:  # a newline in the input: the cursor goes to the row below
+                        sys.stdout.write("\r\n")
                     continue  # pasted text and its Enter arrived together: drop the Enter
                 if listed and unlist_at is not None:  # the list is behind the input: Enter takes its name
                     typed = f"{typed.rsplit(' ', 1)[0]} {listed}"

@@ -307,7 +307,6 @@ class Launcher:
                 return self._fail(session, screen)
             sent_at = self.context.clock()  # before typing: a turn that fails at once is still this one
             self._type_command(session, profile, text)
-            time.sleep(self.context.config.settle_of(session.agent))
             if not self.panes.press_enter(session, typed=text.strip()):
                 refused = self._refused(session)
                 if refused is not None:

@@ -11,9 +11,20 @@ from teleclaude.adapters.tmux import Tmux, TmuxError
 from teleclaude.errors import ErrorCode, Failure, call
 from teleclaude.runtime.context import Context, refused_text
 from teleclaude.runtime.core.blockers import blocked_text, find_blocker
-from teleclaude.runtime.core.sessions import Chunk, Cursor, PaneView, Session, StaleView, read_since
+from teleclaude.runtime.core.sessions import (
+    Chunk,
+    Cursor,
+    PaneView,
+    Session,
+    StaleView,
+    read_since,
+    shows_typed,
+)
 
 log = logging.getLogger("teleclaude.runtime")
+# seconds for a typed line to show before Enter is pressed all the same (a CLI may show a long line otherwise,
+# as a placeholder for pasted text); a loaded machine takes seconds to draw it
+SHOWN_WAIT = 10.0
 
 
 class WorkerBlocked(Failure):
@@ -73,10 +84,14 @@ class Panes:
         CLIs drop an Enter that comes too soon, and on a loaded machine a slow one (opencode) takes seconds to
         show a taken Enter. With `typed`, the typed line must move or new rows appear (a footer that changes
         by itself, as a git branch appearing, is not a taken Enter), and is first awaited on the screen:
-        its echo arriving after the Enter was pressed is not the Enter taken either."""
+        its echo arriving after the Enter was pressed is not the Enter taken either. The first Enter comes
+        the agent's `settle` after the line showed: a CLI may take an Enter read right after the last typed
+        key as a newline (tests/realcli/NOTES.md), and on a loaded machine it reads the keys late, so a wait
+        counted from the typing may be over before it read them."""
         tmux = self.context.tmux
         if typed:
             self._until_shown(session, typed)
+        time.sleep(self.context.config.settle_of(session.agent))
         pane = session.pane_id
         for attempt in range(attempts):
             mark = tmux.output_mark(pane)
@@ -96,9 +111,9 @@ class Panes:
                     return True
         return False
 
-    def _until_shown(self, session: Session, typed: str, seconds: float = 1.0) -> None:
-        """Up to `seconds` for `typed` to show in a row of the pane (a wrapped long line never does)."""
-        self.until_screen(session, lambda rows: any(typed in row for row in rows), seconds)
+    def _until_shown(self, session: Session, typed: str, seconds: float = SHOWN_WAIT) -> None:
+        """Up to `seconds` for `typed` to show on the pane's screen, in one row or wrapped over several."""
+        self.until_screen(session, partial(shows_typed, typed=typed), seconds)
 
     def until_screen(
         self, session: Session, shows: Callable[[list[str]], bool], seconds: float, pause: float = 0.02
@@ -135,7 +150,6 @@ class Panes:
             tmux.send_key(session.pane_id, "Escape")
             time.sleep(settle)
         tmux.send_text(session.pane_id, text)
-        time.sleep(settle)
         if not self.press_enter(session, attempts=2, typed=text):
             unsent = NotSent(
                 f"{session.agent}: {text!r} is still in the worker's input: the screen did not change after "

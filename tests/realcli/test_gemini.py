@@ -218,7 +218,9 @@ def command_loading_held(home, runtime, typed: str):
     """gemini 0.61 reads every `~/.gemini/commands/**/*.toml` before it knows any slash command, and only
     after its prompt shows: a named pipe there holds that reading (like a slow disk) until a writer opens
     it, here 2 s after `typed` first shows on a worker's input row (an Enter right after typing would have
-    sent it by then). The end of file it then reads is an invalid command file that gemini skips."""
+    sent it by then). The end of file it then reads is an invalid command file that gemini skips. Every
+    read gets its end of file: gemini loads its commands again once its config is initialized (aborting
+    the first load), and a read left waiting for a writer would keep its commands from it for good."""
     pipe = home / ".gemini" / "commands" / "zz-held.toml"
     os.mkfifo(pipe)
     done = threading.Event()
@@ -232,8 +234,10 @@ def command_loading_held(home, runtime, typed: str):
         while not done.is_set() and not typed_in_a_worker():
             done.wait(0.1)
         done.wait(2)
-        with open(pipe, "w"):  # opens once gemini reads the pipe; closing it ends the file
-            pass
+        while not done.is_set():
+            with open(pipe, "w"):  # opens once gemini reads the pipe; closing it ends the file
+                pass
+            done.wait(0.1)  # the reader closes its end before the next open
 
     thread = threading.Thread(target=release, daemon=True)
     thread.start()

@@ -202,6 +202,21 @@ def test_a_worker_slow_to_show_a_taken_enter_gets_its_command_once(project, runt
     assert screen.count("running /emit 2") == 1 and "row 2" in screen
 
 
+def test_the_enter_waits_for_a_busy_worker_to_show_the_typed_line(project, runtime, monkeypatch, watch):
+    """A CLI on a loaded machine reads its keys late, and takes an Enter read right after them as a newline
+    in its input (gemini: within 30 ms), which scrolls a full screen: the typed row moved, yet nothing was
+    sent. Enter comes `settle` after the line shows, for the command and for a message."""
+    monkeypatch.setenv("FAKE_AGENT_CLAUDE", "busy")
+    started = runtime.run_agent_command(StartRequest("local", "emit", "2", str(project), "claude", "med"))
+    assert isinstance(started, Started), started
+    watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
+    sent = runtime.send_message(started.session.id, "how is it going")
+    assert not isinstance(sent, Error), sent
+    watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
+    screen = runtime.get_session_output(started.session.id).chunk.rows
+    assert "running /emit 2" in screen and "status: still working on it" in screen, screen
+
+
 def test_an_enter_is_not_pressed_while_gemini_still_lists_the_command_its_arguments_follow(
     project, runtime, monkeypatch, watch
 ):

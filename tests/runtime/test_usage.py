@@ -34,8 +34,12 @@ def test_a_stand_in_claudes_window_is_recorded_turn_by_turn_until_a_turn_is_lost
     assert seen == [("5h", 40.0), ("5h", 80.0), ("5h", 100.0)]
     resets_at = window.resets_at
     assert resets_at is not None and timedelta(0) < resets_at - datetime.now(UTC) <= timedelta(seconds=600)
+    began = datetime.now(UTC)
     lost = turn(runtime, project)  # the window is used up: the limit ends the turn
     Watch(runtime, lost).until(EventKind.RATE_LIMITED)
+    took = datetime.now(UTC) - began
     assert runtime.store.get(lost).state is SessionState.RATE_LIMITED
     until = store.unavailable(datetime.now(UTC))["claude"].until
-    assert abs(until - resets_at) <= timedelta(seconds=2)  # "resets in Ns": the window's own reset
+    # "resets in Ns": the window's own reset, counted from when the stand-in printed it; the StopFailure
+    # hook that reads it starts later, by seconds on a loaded machine (3 s seen), and within the turn
+    assert resets_at - timedelta(seconds=1) <= until <= resets_at + took + timedelta(seconds=2)

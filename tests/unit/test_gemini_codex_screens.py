@@ -17,6 +17,7 @@ from teleclaude.runtime.core.sessions import (
     command_listed,
     prompt_visible,
     shows_part_of,
+    shows_typed,
     waiting_for_input,
 )
 
@@ -206,6 +207,18 @@ def test_an_opencode_input_still_holding_the_commands_slash_is_not_yet_empty():
     assert not shows_part_of(empty, "/next-build")
     assert shows_part_of(["  ┃  /next-bu"], "/next-build")
     assert not shows_part_of(["  ┃  /next-build greeting"], "/next-build")  # the whole line is not a remnant
+
+
+def test_a_typed_line_shows_in_one_row_or_wrapped_over_several():
+    """Enter waits until the CLI has drawn the typed line (it has read its keys): gemini wraps a long one."""
+    line = "* Turn 14: say done."
+    typed = [row.replace("*   Type your message or @path/to/file", line) for row in GEMINI_IDLE]
+    assert shows_typed(typed, "Turn 14: say done.")
+    assert not shows_typed(GEMINI_IDLE, "Turn 14: say done.")
+    assert not shows_typed([" * Turn 14: say"], "Turn 14: say done.")  # its last keys not read yet
+    wrapped = ["  ┃  Read the plan again and tick the", "  ┃  boxes you finished ┃", "  ┃"]
+    assert shows_typed(wrapped, "Read the plan again and tick the boxes you finished")
+    assert not shows_typed(wrapped, "Read the plan again and tick the boxes you finished now")
 
 
 def test_the_dialogs_are_recognised():

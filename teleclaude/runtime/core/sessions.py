@@ -559,6 +559,15 @@ def shows_part_of(rows: list[str], typed: str) -> bool:
 _BORDERS = {code: " " for code in range(0x2500, 0x25A0)}  # box drawing, block elements
 
 
+def shows_typed(rows: list[str], typed: str) -> bool:
+    """`typed` on the screen, in one row or wrapped over consecutive rows (blanks and box-drawing borders
+    aside): a CLI draws a typed line only once it has read its keys."""
+    if any(typed in row for row in rows):
+        return True
+    text = "".join(typed.split())
+    return bool(text) and text in "".join("".join(row.translate(_BORDERS).split()) for row in rows)
+
+
 def waiting_for_input(rows: list[str], prompt_pattern: str, busy_pattern: str = "") -> bool:
     """The prompt is shown and nothing says the CLI is still working (a CLI may keep its input line while it
     works; only its footer tells, e.g. `esc to interrupt`)."""
