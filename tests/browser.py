@@ -31,11 +31,17 @@ class Opened:
     received: bytes = b""  # every websocket message the page received, one after another
 
 
-def open_page(url: str, expressions: list[str], seconds: float = 8.0, size=(1400, 800)) -> Opened:
-    return asyncio.run(_open(url, expressions, seconds, size))
+def open_page(
+    url: str, expressions: list[str], seconds: float = 8.0, size=(1400, 800), until_received: bytes = b""
+) -> Opened:
+    """The page at `url`, looked at after `seconds` (or, with `until_received`, once its websockets brought
+    those bytes, at most `seconds`)."""
+    return asyncio.run(_open(url, expressions, seconds, size, until_received))
 
 
-async def _open(url: str, expressions: list[str], seconds: float, size: tuple[int, int]) -> Opened:
+async def _open(
+    url: str, expressions: list[str], seconds: float, size: tuple[int, int], until: bytes
+) -> Opened:
     assert CHROMIUM, "chromium is not installed"
     port = free_port()
     # its helper processes may still write the profile while it is removed: never an error
@@ -54,13 +60,13 @@ async def _open(url: str, expressions: list[str], seconds: float, size: tuple[in
             start_new_session=True,
         )
         try:
-            return await _drive(port, url, expressions, seconds)
+            return await _drive(port, url, expressions, seconds, until)
         finally:
             os.killpg(process.pid, signal.SIGKILL)  # chromium and every helper process it started
             process.wait()
 
 
-async def _drive(port: int, url: str, expressions: list[str], seconds: float) -> Opened:
+async def _drive(port: int, url: str, expressions: list[str], seconds: float, until: bytes) -> Opened:
     async with aiohttp.ClientSession() as http:
         pages: list[dict[str, Any]] = []
         for _ in range(200):
@@ -108,6 +114,8 @@ async def _drive(port: int, url: str, expressions: list[str], seconds: float) ->
             deadline = asyncio.get_running_loop().time() + seconds
             while asyncio.get_running_loop().time() < deadline:  # keep reading events meanwhile
                 await call("Runtime.evaluate", expression="1")
+                if until and until in b"".join(received):
+                    break
                 await asyncio.sleep(0.2)
             values = []
             for expression in expressions:

@@ -555,10 +555,12 @@ def test_the_web_board_opens_in_headless_chromium_shows_a_workers_output_and_loa
         terminal.write(f"printed by {newest.id}\r\n")
     process, port = web_board(teleclaude_cli, project)
     token = token_path().read_text().strip()
-    opened = open_page(f"http://127.0.0.1:{port}/?token={token}", ["document.body.className"], seconds=10)
+    shown = f"printed by {newest.id}".encode()  # the selected worker's output, on the board
+    url = f"http://127.0.0.1:{port}/?token={token}"
+    opened = open_page(url, ["document.body.className"], seconds=60, until_received=shown)
     assert "-first-byte" in opened.values[0]  # the app's screen arrived over the websocket
     (tmp_path / "web-board.png").write_bytes(opened.png)
-    assert f"printed by {newest.id}".encode() in opened.received  # the selected worker's output
+    assert shown in opened.received
     assert b"ERROR" not in opened.received
     # every request to this server (its page, scripts, font, websocket), none refused, none elsewhere
     assert opened.blocked == [], opened.blocked
@@ -628,25 +630,15 @@ class Terminal:
 
     def __init__(self, runtime, project: Path) -> None:
         self.tmux = runtime.tmux
-        keep = {
-            k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE", "TERM", "COLUMNS", "LINES")
-        }
+        # the test's environment (its HOME, database, stand-ins first on PATH), in a terminal of its own
+        unset = ("TMUX", "TMUX_PANE", "COLUMNS", "LINES")
+        board = ["env", *(part for name in unset for part in ("-u", name))]
+        board += [f"{k}={v}" for k, v in os.environ.items() if k not in (*unset, "TERM")]  # tmux's TERM
+        board += [sys.executable, "-m", "teleclaude", "board", "--interval", "0.3"]
+        width, height = SIZE
         (self.pane,) = self.tmux.cmd(
-            *("new-session", "-d", "-s", "user", "-x", str(SIZE[0]), "-y", str(SIZE[1]), "-c", str(project)),
-            *(
-                "-P",
-                "-F",
-                "#{pane_id}",
-                "env",
-                "-u",
-                "TMUX",
-                "-u",
-                "COLUMNS",
-                "-u",
-                "LINES",
-                *(f"{k}={v}" for k, v in keep.items()),
-            ),
-            *(sys.executable, "-m", "teleclaude", "board", "--interval", "0.3"),
+            *("new-session", "-d", "-s", "user", "-x", str(width), "-y", str(height), "-c", str(project)),
+            *("-P", "-F", "#{pane_id}", *board),
         )
 
     def screen(self) -> str:
@@ -655,7 +647,8 @@ class Terminal:
     def until(self, shown: Callable[[str], bool], seconds: float = 30) -> str:
         deadline = time.monotonic() + seconds
         while not shown(screen := self.screen()):
-            assert time.monotonic() < deadline, screen
+            if time.monotonic() > deadline:
+                pytest.fail(f"not on the board's screen:\n{screen}")
             time.sleep(0.1)
         return screen
 
@@ -682,13 +675,8 @@ def test_the_board_in_a_terminal_shows_a_workers_output_ends_it_and_attaches(pro
     session = runtime.store.get(other)
     attached = time.monotonic() + 30
     while (clients := runtime.tmux.cmd("list-clients", "-F", "#{session_name}")) != [session.tmux_session]:
-        assert time.monotonic() < attached, (
-            clients,
-            [(i, runtime.store.get(i).tmux_session, runtime.store.get(i).agent) for i in workers],
-            other,
-            board.tmux.cmd("display-message", "-p", "-t", board.pane, "#{pane_width}x#{pane_height}"),
-            board.screen(),
-        )
+        if time.monotonic() > attached:
+            pytest.fail(f"attached: {clients}; the board's screen:\n{board.screen()}")
         time.sleep(0.1)
     board.until(lambda screen: f"printed by {other}" in screen and "output of" not in screen)
     board.press("C-b", "d")  # tmux's own detach: back on the board
@@ -700,11 +688,8 @@ def test_the_board_in_a_terminal_shows_a_workers_output_ends_it_and_attaches(pro
     board.press("e")
     ended = time.monotonic() + 30
     while runtime.store.get(other).state is not SessionState.CANCELLED:
-        assert time.monotonic() < ended, (
-            runtime.store.get(other).state,
-            board.tmux.cmd("display-message", "-p", "-t", board.pane, "#{pane_width}x#{pane_height}"),
-            board.screen(),
-        )
+        if time.monotonic() > ended:
+            pytest.fail(f"not ended; the board's screen:\n{board.screen()}")
         time.sleep(0.1)
     screen = board.until(lambda screen: f"ended {other}" in screen)
     assert "ERROR" not in screen
