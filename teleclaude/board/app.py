@@ -133,7 +133,7 @@ class BoardApp(App[None]):
         view: View | Error,
         output: tuple[str, ...] | Error | None,
         timeline: Timeline | Error | None,
-        selected: str | None = None,
+        selected: str | None,  # the worker whose output this is
     ) -> None:
         if isinstance(view, Error):
             self.query_one("#output-text", Static).update(Text(to_text(view)))
@@ -337,7 +337,7 @@ def _lane_text(cards) -> Text:
             detail.append("after " + ", ".join(card.after))
         if card.worktree and card.worktree != "clean":
             detail.append(card.worktree)
-        detail += [f"{step.removeprefix('next-')} started ahead, waiting" for step in card.waiting]
+        detail += [f"{step.removeprefix('next-')} worker waiting" for step in card.waiting]
         if detail:
             text.append("\n  " + " · ".join(detail), style="dim")
     return text or Text("—", style="dim")

@@ -65,6 +65,13 @@ async def loaded(board: BoardApp, pilot, count: int = 1) -> None:
         await pilot.pause(0.05)
 
 
+async def until(pilot, done: Callable[[], bool], seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, "not within 20 s"
+        await pilot.pause(0.05)
+
+
 Steps = Callable[[BoardApp, Pilot], Awaitable[None]]
 
 
@@ -220,11 +227,11 @@ def test_a_session_ends_on_the_second_press_only(drive, project, runtime, worker
         ids = [row[0] for row in cells(board, "workers-table")]
         table.move_cursor(row=ids.index(workers[0]))
         await pilot.pause(0.1)
-        await pilot.press("e")
-        await pilot.pause(0.2)
+        await pilot.press("e")  # a key reaches the table, then the app: taken once `ending` is set
+        await until(pilot, lambda: board.ending is not None)
         assert runtime.store.get(workers[0]).state is not SessionState.CANCELLED
         await pilot.press("e")
-        await loaded(board, pilot)
+        await until(pilot, lambda: runtime.store.get(workers[0]).state is SessionState.CANCELLED)
 
     drive(steps)
     ended = runtime.store.get(workers[0])
