@@ -232,6 +232,7 @@ def test_a_session_ends_on_the_second_press_only(drive, project, runtime, worker
         assert runtime.store.get(workers[0]).state is not SessionState.CANCELLED
         await pilot.press("e")
         await until(pilot, lambda: runtime.store.get(workers[0]).state is SessionState.CANCELLED)
+        await loaded(board, pilot)  # the board read again after its answer
 
     drive(steps)
     ended = runtime.store.get(workers[0])
