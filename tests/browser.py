@@ -1,5 +1,6 @@
 """A real headless Chromium (Debian's `chromium`), driven over its DevTools protocol: open a page, wait,
-evaluate expressions, take a screenshot, and list every URL the page asked for."""
+evaluate expressions, take a screenshot, list every URL the page asked for, and keep what its websockets
+brought."""
 
 from __future__ import annotations
 
@@ -27,13 +28,20 @@ class Opened:
     png: bytes
     requested: list[str]  # every URL the page loaded or tried to, but those the browser blocked
     blocked: list[str]  # the URLs the browser refused to ask for (the page's Content-Security-Policy)
+    received: bytes = b""  # every websocket message the page received, one after another
 
 
-def open_page(url: str, expressions: list[str], seconds: float = 8.0, size=(1400, 800)) -> Opened:
-    return asyncio.run(_open(url, expressions, seconds, size))
+def open_page(
+    url: str, expressions: list[str], seconds: float = 8.0, size=(1400, 800), until_received: bytes = b""
+) -> Opened:
+    """The page at `url`, looked at after `seconds` (or, with `until_received`, once its websockets brought
+    those bytes, at most `seconds`)."""
+    return asyncio.run(_open(url, expressions, seconds, size, until_received))
 
 
-async def _open(url: str, expressions: list[str], seconds: float, size: tuple[int, int]) -> Opened:
+async def _open(
+    url: str, expressions: list[str], seconds: float, size: tuple[int, int], until: bytes
+) -> Opened:
     assert CHROMIUM, "chromium is not installed"
     port = free_port()
     # its helper processes may still write the profile while it is removed: never an error
@@ -52,13 +60,13 @@ async def _open(url: str, expressions: list[str], seconds: float, size: tuple[in
             start_new_session=True,
         )
         try:
-            return await _drive(port, url, expressions, seconds)
+            return await _drive(port, url, expressions, seconds, until)
         finally:
             os.killpg(process.pid, signal.SIGKILL)  # chromium and every helper process it started
             process.wait()
 
 
-async def _drive(port: int, url: str, expressions: list[str], seconds: float) -> Opened:
+async def _drive(port: int, url: str, expressions: list[str], seconds: float, until: bytes) -> Opened:
     async with aiohttp.ClientSession() as http:
         pages: list[dict[str, Any]] = []
         for _ in range(200):
@@ -72,6 +80,7 @@ async def _drive(port: int, url: str, expressions: list[str], seconds: float) ->
             await asyncio.sleep(0.1)
         requested: dict[str, str] = {}  # request id -> URL
         blocked: list[str] = []
+        received: list[bytes] = []
         async with http.ws_connect(pages[0]["webSocketDebuggerUrl"], max_msg_size=0) as ws:
             counter = 0
 
@@ -87,6 +96,14 @@ async def _drive(port: int, url: str, expressions: list[str], seconds: float) ->
                         requested[params["requestId"]] = params["request"]["url"]
                     if event == "Network.loadingFailed" and params.get("blockedReason"):
                         blocked.append(requested.pop(params["requestId"], ""))
+                    if event == "Network.webSocketCreated":
+                        requested[params["requestId"]] = params["url"]
+                    if event == "Network.webSocketFrameReceived":
+                        frame = params["response"]
+                        payload = frame["payloadData"]  # a binary frame's in base64
+                        received.append(
+                            base64.b64decode(payload) if frame["opcode"] == 2 else payload.encode()
+                        )
                     if data.get("id") == mine:
                         return data.get("result", {})
                 raise AssertionError("chromium closed the DevTools connection")
@@ -97,10 +114,14 @@ async def _drive(port: int, url: str, expressions: list[str], seconds: float) ->
             deadline = asyncio.get_running_loop().time() + seconds
             while asyncio.get_running_loop().time() < deadline:  # keep reading events meanwhile
                 await call("Runtime.evaluate", expression="1")
+                if until and until in b"".join(received):
+                    break
                 await asyncio.sleep(0.2)
             values = []
             for expression in expressions:
                 found = await call("Runtime.evaluate", expression=expression, returnByValue=True)
                 values.append(found.get("result", {}).get("value"))
             shot = await call("Page.captureScreenshot", format="png")
-            return Opened(values, base64.b64decode(shot["data"]), list(requested.values()), blocked)
+            return Opened(
+                values, base64.b64decode(shot["data"]), list(requested.values()), blocked, b"".join(received)
+            )

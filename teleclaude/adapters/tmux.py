@@ -70,6 +70,13 @@ _EXIT_SIGNAL = (
 )
 
 
+def load() -> None:
+    """Import libtmux now (it is imported at the first command otherwise). It reads `sys.stdout.encoding`
+    at import: a process that puts its own `sys.stdout` in place, as the board's Textual app does with one
+    that has no `encoding`, imports it before."""
+    import libtmux.exc  # noqa: F401
+
+
 class TmuxError(Failure):
     code = ErrorCode.TMUX_FAILED
     next_step = "Check that tmux works: tmux -V"

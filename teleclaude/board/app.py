@@ -42,6 +42,7 @@ _STATE_STYLE = {
     "needs attention": "bold red",
     "waiting on API": "magenta",
     "working": "green",
+    "waiting": "dim",
     "turn ended": "cyan",
     "errored": "red",
 }
@@ -56,7 +57,7 @@ class BoardApp(App[None]):
     #workers { width: 2fr; height: auto; }
     #workers-table { height: auto; max-height: 16; }
     #side { width: 1fr; min-width: 36; height: auto; }
-    #agents-table { height: auto; max-height: 10; }
+    #agents-table { height: auto; max-height: 13; }
     #tools { height: auto; border: round $primary-darken-2; padding: 0 1; }
     #timeline { height: auto; border: round $primary-darken-2; padding: 0 1; }
     #output { height: 1fr; min-height: 6; border: round $primary-darken-2; padding: 0 1; }
@@ -103,7 +104,7 @@ class BoardApp(App[None]):
         self.sub_title = str(self.source.root)
         workers = self.query_one("#workers-table", DataTable)
         workers.add_columns("session", "item", "step", "agent", "activity", "status", "reminders")
-        self.query_one("#agents-table", DataTable).add_columns("agent", "availability", "usage")
+        self.query_one("#agents-table", DataTable).add_columns("agent", "availability / usage")
         for lane in Lane:
             self.query_one(f"#lane-{lane.name.lower()}", Static).border_title = lane.value
         self.query_one("#output", VerticalScroll).border_title = "output"
@@ -125,10 +126,14 @@ class BoardApp(App[None]):
         view = self.source.view()
         live = None if isinstance(view, Error) else next((w for w in view.workers if w.id == selected), None)
         output = self.source.output(live.id) if live is not None and live.live else None
-        self.call_from_thread(self._show, view, output, self.source.timeline())
+        self.call_from_thread(self._show, view, output, self.source.timeline(), selected)
 
     def _show(
-        self, view: View | Error, output: tuple[str, ...] | Error | None, timeline: Timeline | Error | None
+        self,
+        view: View | Error,
+        output: tuple[str, ...] | Error | None,
+        timeline: Timeline | Error | None,
+        selected: str | None,  # the worker whose output this is
     ) -> None:
         if isinstance(view, Error):
             self.query_one("#output-text", Static).update(Text(to_text(view)))
@@ -143,7 +148,8 @@ class BoardApp(App[None]):
             self.query_one(f"#lane-{lane.name.lower()}", Static).display = shown
         self._fill_workers(view)
         self._fill_agents(view)
-        self._fill_side(output)
+        if selected == self.selected:  # else another worker was selected meanwhile: its load shows its output
+            self._fill_side(output)
         self.query_one("#timeline", Static).update(
             _timeline_text(timeline)
             if isinstance(timeline, Timeline)
@@ -180,12 +186,14 @@ class BoardApp(App[None]):
 
     def _fill_agents(self, view: View) -> None:
         rows = []
-        for line in view.agents:
+        for line in view.agents:  # two lines each: the usage under the availability, so the side holds both
             text = "available" if line.available else f"out, {line.left} left"
             text += f" ({line.reason})" if line.reason else ""
-            availability = Text(text, style="" if line.available else "red")
-            rows.append((line.agent, (line.agent, availability, line.usage)))
-        _fill(self.query_one("#agents-table", DataTable), rows)
+            cell = Text()
+            cell.append(text, style="" if line.available else "red")
+            cell.append(f"\n{line.usage}")
+            rows.append((line.agent, (line.agent, cell)))
+        _fill(self.query_one("#agents-table", DataTable), rows, height=2)
 
     def _fill_side(self, output: tuple[str, ...] | Error | None) -> None:
         worker = self._worker()
@@ -282,7 +290,7 @@ class BoardApp(App[None]):
             subprocess.run(["tmux", "-L", socket, "attach", "-t", f"={name}"], check=False)
 
 
-def _fill(table: DataTable, rows: Sequence[tuple[str, tuple[object, ...]]]) -> bool:
+def _fill(table: DataTable, rows: Sequence[tuple[str, tuple[object, ...]]], height: int = 1) -> bool:
     """Show `rows` (key, cells): in place when the keys are those shown, so the cursor stays where the user
     put it; True when the table was rebuilt (its cursor back on the same row number)."""
     keys = [key for key, _ in rows]
@@ -295,7 +303,7 @@ def _fill(table: DataTable, rows: Sequence[tuple[str, tuple[object, ...]]]) -> b
     row = table.cursor_row
     table.clear()
     for key, values in rows:
-        table.add_row(*values, key=key)
+        table.add_row(*values, key=key, height=height)
     if rows:
         table.move_cursor(row=min(row, len(rows) - 1))
     return True
@@ -330,6 +338,7 @@ def _lane_text(cards) -> Text:
             detail.append("after " + ", ".join(card.after))
         if card.worktree and card.worktree != "clean":
             detail.append(card.worktree)
+        detail += [f"{step.removeprefix('next-')} worker waiting" for step in card.waiting]
         if detail:
             text.append("\n  " + " · ".join(detail), style="dim")
         if card.gate:
@@ -354,8 +363,11 @@ def _timeline_text(data: Timeline) -> Text:
         for start, end in row.waits:
             for i in range(column(start), column(end) + 1):
                 cells[i] = ("-", "dim")
+        for bar in row.bars:  # started ahead: it waited at its prompt (under the bars of its item's steps)
+            for i in range(column(bar.start), column(bar.work_start)):
+                cells[i] = ("░", "dim")
         for bar in row.bars:
-            for i in range(column(bar.start), column(bar.end) + 1):
+            for i in range(column(bar.work_start), column(bar.end) + 1):
                 cells[i] = ("█", painted[bar.agent])
             for mark in bar.marks:
                 cells[column(mark.at)] = (

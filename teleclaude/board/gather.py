@@ -13,7 +13,7 @@ import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
-from teleclaude.adapters import fs
+from teleclaude.adapters import fs, tmux
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.sessions_db import RunRow, SessionStore
 from teleclaude.adapters.store import user_folder
@@ -46,6 +46,7 @@ class Source:
         # the board loads in threads, and a load that starts while another still reads must go on from the
         # cursor that one stores, not start again from the screen (the rows between would never show)
         self._tails_lock = threading.Lock()
+        tmux.load()  # before the app replaces sys.stdout: the output read and `e` use tmux from its threads
 
     @property
     def runtime(self) -> Runtime:

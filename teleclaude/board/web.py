@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import hmac
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import aiohttp_jinja2
+import jinja2
 from aiohttp import web
 from textual_serve.server import Server
 
@@ -24,8 +27,8 @@ from teleclaude.adapters.http_guard import HttpAccess, is_loopback
 from teleclaude.board.app import SERVER_PID
 
 COOKIE = "teleclaude_board"
-# the page loads its own scripts, styles and images and talks to its own websocket, nothing else (textual-
-# serve's page would fetch a web font from Google: the board works offline and tells no one it is open)
+# the page loads its own scripts, styles, font and images and talks to its own websocket, nothing else: the
+# board works offline and tells no one it is open (`OwnFont`)
 POLICY = (
     "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
     "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'"
@@ -83,6 +86,23 @@ def guard_middleware(access: HttpAccess, bound: str):
     return check
 
 
+# textual-serve's page links a web font of Google's; the same font ships in its static folder
+_LINK_OUTSIDE = re.compile(r"<link\b[^>]*\bhref=\"(?:https?:)?//[^\"]*\"[^>]*>", re.IGNORECASE)
+_SHIPPED_FONT = (
+    '<style>@font-face { font-family: "Roboto Mono"; '
+    'src: url("{{ config.static.url }}fonts/RobotoMono-VariableFont_wght.ttf") format("truetype"); }</style>'
+)
+
+
+class OwnFont(jinja2.FileSystemLoader):
+    """textual-serve's page templates, each link to another site (its web font) replaced by the font it
+    ships and serves from /static."""
+
+    def get_source(self, environment: jinja2.Environment, template: str):
+        source, path, uptodate = super().get_source(environment, template)
+        return _LINK_OUTSIDE.sub(lambda _: _SHIPPED_FONT, source), path, uptodate
+
+
 class BoardServer(Server):
     def __init__(self, root: Path, host: str, port: int, access: HttpAccess) -> None:
         shown = f"[{host}]" if ":" in host else host
@@ -95,6 +115,7 @@ class BoardServer(Server):
 
     async def _make_app(self) -> web.Application:
         made = await super()._make_app()
+        aiohttp_jinja2.setup(made, loader=OwnFont(self.templates_path))
         made.middlewares.append(guard_middleware(self.access, self.host))
         return made
 

@@ -113,12 +113,16 @@ def _run_report(args: argparse.Namespace) -> int:
         steps = ", ".join(
             f"{bar.step} {bar.agent} {format_duration(bar.seconds)} {bar.outcome}"
             + "".join(f" [{mark.kind.value}]" for mark in bar.marks)
+            + (f" (started ahead, waited {format_duration(bar.ahead)})" if bar.ahead >= 1 else "")
             for bar in row.bars
         )
         lines.append(f"  {row.slug or '(bugs)'}: {steps}")
     lines.append("per agent: " + ", ".join(f"{a} {format_duration(s)}" for a, s in data.totals("agent")))
     lines.append("per step: " + ", ".join(f"{a} {format_duration(s)}" for a, s in data.totals("step")))
-    lines.append(f"waits: {format_duration(data.waited)}")
+    lines.append(
+        f"waits: {format_duration(data.waited)}; workers started ahead waited "
+        f"{format_duration(data.ahead)} at their prompts (not counted as work)"
+    )
     write("\n".join(map(printable, lines)))  # slugs, agents, steps and outcomes come from the database
     return 0
 

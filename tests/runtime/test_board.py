@@ -8,14 +8,17 @@ import contextlib
 import http.client
 import os
 import pty
+import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
@@ -26,7 +29,8 @@ from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.adapters.token import token_path
 from teleclaude.agents import PROFILES
 from teleclaude.board.app import BoardApp
-from teleclaude.board.gather import Source
+from teleclaude.board.core.timeline import Timeline, render_html
+from teleclaude.board.gather import Source, run_timeline
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import AgentReport, UsageWindow
@@ -61,6 +65,13 @@ async def loaded(board: BoardApp, pilot, count: int = 1) -> None:
         await pilot.pause(0.05)
 
 
+async def until(pilot, done: Callable[[], bool], seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, "not within 20 s"
+        await pilot.pause(0.05)
+
+
 Steps = Callable[[BoardApp, Pilot], Awaitable[None]]
 
 
@@ -69,10 +80,10 @@ def drive(project) -> Callable[..., None]:
     """`drive(steps)`: the board over the project in Textual's pilot; once it has read the facts `loads`
     times, `await steps(board, pilot)`."""
 
-    def run(steps: Steps, interval: float = 0.5, loads: int = 1) -> None:
+    def run(steps: Steps, interval: float = 0.5, loads: int = 1, size: tuple[int, int] = SIZE) -> None:
         async def go() -> None:
             board = BoardApp(Source(project), interval=interval)
-            async with board.run_test(size=SIZE) as pilot:
+            async with board.run_test(size=size) as pilot:
                 await loaded(board, pilot, loads)
                 await steps(board, pilot)
 
@@ -87,7 +98,12 @@ def cells(board: BoardApp, table_id: str) -> list[list[str]]:
 
 
 def agent_rows(board: BoardApp) -> dict[str, str]:
-    return {row[0]: row[1] for row in cells(board, "agents-table")}
+    """agent -> its availability (the first line of its row; its usage is the second)."""
+    return {row[0]: row[1].split("\n")[0] for row in cells(board, "agents-table")}
+
+
+def agent_usage(board: BoardApp) -> dict[str, str]:
+    return {row[0]: row[1].partition("\n")[2] for row in cells(board, "agents-table")}
 
 
 def text_of(board: BoardApp, widget_id: str) -> str:
@@ -101,14 +117,14 @@ def test_the_board_shows_lanes_live_workers_and_a_countdown(drive, project, work
     async def steps(board: BoardApp, pilot: Pilot) -> None:
         assert "farewell" in text_of(board, "lane-to_prepare")  # waits for greeting
         assert "blocked by greeting" in text_of(board, "lane-to_prepare")
-        ready = text_of(board, "lane-ready")
-        assert "greeting" in ready and "shouting" in ready
+        building = text_of(board, "lane-building")  # prepared, and a worker builds each
+        assert "greeting" in building and "shouting" in building
         rows = cells(board, "workers-table")
         assert {row[0] for row in rows} == set(workers)
         assert {row[3] for row in rows} == {"claude@local", "gemini@local"}
-        agents = {row[0]: row[1] for row in cells(board, "agents-table")}
+        agents = agent_rows(board)
         assert agents["claude"] == "available"
-        usage = {row[0]: row[2] for row in cells(board, "agents-table")}
+        usage = agent_usage(board)
         assert usage["claude"].startswith("5h 83% ↺ ") and usage["gemini"] == ""
         assert agents["codex"].startswith("out, 1h59m") or agents["codex"].startswith("out, 2h")
         await loaded(board, pilot)  # the first worker is selected: its screen is read
@@ -116,6 +132,26 @@ def test_the_board_shows_lanes_live_workers_and_a_countdown(drive, project, work
         assert "thinking" in first.lower() or "next-build" in first  # the selected worker's screen
 
     drive(steps)
+
+
+def test_the_agents_panel_holds_each_agents_availability_and_usage_at_160_columns(drive, project):
+    now = datetime.now(UTC)
+    AvailabilityStore().record_usage(
+        [
+            UsageWindow("claude", "5h", 83, now + timedelta(hours=2), now),
+            UsageWindow("claude", "7d", 41, now + timedelta(days=3), now),
+        ]
+    )
+    app.mark_agent_unavailable("codex", "2h", "quota_exhausted", cwd=project)
+
+    async def steps(board: BoardApp, pilot: Pilot) -> None:
+        await pilot.pause(0.2)  # laid out
+        table = board.query_one("#agents-table", DataTable)
+        assert " · 7d 41% ↺ " in agent_usage(board)["claude"]
+        assert agent_rows(board)["codex"].endswith("(quota_exhausted)")
+        assert table.max_scroll_x == 0, (table.virtual_size, table.size)  # nothing cut off at the right
+
+    drive(steps, size=(160, 50))
 
 
 def test_attach_switches_the_tmux_client_to_the_selected_worker(
@@ -191,11 +227,12 @@ def test_a_session_ends_on_the_second_press_only(drive, project, runtime, worker
         ids = [row[0] for row in cells(board, "workers-table")]
         table.move_cursor(row=ids.index(workers[0]))
         await pilot.pause(0.1)
-        await pilot.press("e")
-        await pilot.pause(0.2)
+        await pilot.press("e")  # a key reaches the table, then the app: taken once `ending` is set
+        await until(pilot, lambda: board.ending is not None)
         assert runtime.store.get(workers[0]).state is not SessionState.CANCELLED
         await pilot.press("e")
-        await loaded(board, pilot)
+        await until(pilot, lambda: runtime.store.get(workers[0]).state is SessionState.CANCELLED)
+        await loaded(board, pilot)  # the board read again after its answer
 
     drive(steps)
     ended = runtime.store.get(workers[0])
@@ -374,6 +411,46 @@ def test_run_says_where_its_report_is_and_report_draws_the_run(
     assert "COMPLETE" in out.splitlines()[0] and "greeting:" in out and "[fallback]" in out
 
 
+def seconds_of(duration: str) -> int:
+    """`1m13s`, `45s`, `1h05m` (as the report spells them) in seconds."""
+    units = {"h": 3600, "m": 60, "s": 1}
+    return sum(int(amount) * units[unit] for amount, unit in re.findall(r"(\d+)([hms])", duration))
+
+
+def test_the_report_counts_a_worker_started_ahead_from_its_command_and_no_unneeded_start(
+    project, fake_agents, teleclaude_cli, monkeypatch
+):
+    """With 8 s steps, each step's worker is started ahead while the step before works, and the finalizer
+    started ahead after greeting's first review is not needed (the review asks for changes): the report
+    counts each step from its command, draws the waits at the prompt apart, and has no step nobody took."""
+    monkeypatch.setenv("FAKE_AGENT", "hook")
+    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "8")
+    monkeypatch.setenv("FAKE_AGENT_REJECT", "greeting")
+    process = teleclaude_cli(project, "run", "--parallel", "2")
+    out, err = process.communicate(timeout=400)
+    assert process.returncode == 0, out + err
+    assert "was not needed" in out  # an unneeded start happened
+    process = teleclaude_cli(project, "report")
+    report, _ = process.communicate(timeout=60)
+    steps = re.findall(r"(next-[a-z-]+) (\w+) (\w+) (\w+)( \(started ahead, waited \w+\))?", report)
+    assert steps, report
+    builds = [seconds_of(taken) for step, _, taken, _, _ in steps if step == "next-build"]
+    assert len(builds) == 3 and min(builds) >= 8, report  # greeting, shouting, farewell
+    assert all(outcome != "cancelled" for _, _, _, outcome, _ in steps), report
+    assert any(ahead for *_, ahead in steps), report  # the waits at the prompt, said apart
+    per_step = dict(re.findall(r"(next-[a-z-]+) (\w+)", report.split("per step: ")[1].splitlines()[0]))
+    assert seconds_of(per_step["next-build"]) >= 8 * 3, report
+    # on the page too: no bar of an item's step drawn over the bar of its step before
+    page = Page()
+    data = run_timeline(project)
+    assert isinstance(data, Timeline)
+    for row in data.rows:
+        for before, after in zip(row.bars, row.bars[1:], strict=False):
+            assert after.work_start >= before.end, (row.slug, before, after)
+    page.feed(render_html(data))
+    assert len(page.bars) == len(steps)
+
+
 def test_report_without_a_run_is_an_error(project, teleclaude_cli):
     process = teleclaude_cli(project, "report")
     out, err = process.communicate(timeout=60)
@@ -477,13 +554,25 @@ def test_a_database_that_cannot_be_read_is_shown_as_its_error_and_the_board_stay
     "FAKETIME" in os.environ,  # scripts/year-ahead; not diagnosed further: it is no date of ours
     reason="under libfaketime the page loads but textual-serve's websocket never brings the app's screen",
 )
-def test_the_web_board_opens_in_headless_chromium_and_draws_the_board(project, teleclaude_cli, tmp_path):
+def test_the_web_board_opens_in_headless_chromium_shows_a_workers_output_and_loads_nothing_from_outside(
+    project, runtime, workers, teleclaude_cli, tmp_path
+):
+    newest = runtime.store.get(workers[1])  # selected first
+    (tty,) = runtime.tmux.cmd("display-message", "-p", "-t", newest.pane_id, "#{pane_tty}")
+    with open(tty, "w") as terminal:
+        terminal.write(f"printed by {newest.id}\r\n")
     process, port = web_board(teleclaude_cli, project)
     token = token_path().read_text().strip()
-    opened = open_page(f"http://127.0.0.1:{port}/?token={token}", ["document.body.className"], seconds=10)
+    shown = f"printed by {newest.id}".encode()  # the selected worker's output, on the board
+    url = f"http://127.0.0.1:{port}/?token={token}"
+    opened = open_page(url, ["document.body.className"], seconds=60, until_received=shown)
     assert "-first-byte" in opened.values[0]  # the app's screen arrived over the websocket
     (tmp_path / "web-board.png").write_bytes(opened.png)
-    assert all(url.startswith(f"http://127.0.0.1:{port}/") for url in opened.requested), opened.requested
+    assert shown in opened.received
+    assert b"ERROR" not in opened.received
+    # every request to this server (its page, scripts, font, websocket), none refused, none elsewhere
+    assert opened.blocked == [], opened.blocked
+    assert {urlsplit(url).netloc for url in opened.requested} == {f"127.0.0.1:{port}"}, opened.requested
     refused = open_page(f"http://127.0.0.1:{port}/", ["document.body.innerText"], seconds=2)
     assert refused.values[0].startswith("Unauthorized")
     process.terminate()
@@ -538,3 +627,78 @@ def test_the_apps_of_a_killed_web_board_quit_too(project, teleclaude_cli):
     finally:
         for pid in filter(_running, apps):
             os.kill(pid, signal.SIGKILL)
+
+
+# --- the real `teleclaude board`, in a terminal, as a user drives it ---------------------------------------
+
+
+class Terminal:
+    """`teleclaude board` running in a pane of the workers' tmux server (another session of it, $TMUX unset
+    as in a terminal of its own), its screen read and keys pressed as a user's."""
+
+    def __init__(self, runtime, project: Path) -> None:
+        self.tmux = runtime.tmux
+        # the test's environment (its HOME, database, stand-ins first on PATH), in a terminal of its own
+        unset = ("TMUX", "TMUX_PANE", "COLUMNS", "LINES")
+        board = ["env", *(part for name in unset for part in ("-u", name))]
+        board += [f"{k}={v}" for k, v in os.environ.items() if k not in (*unset, "TERM")]  # tmux's TERM
+        board += [sys.executable, "-m", "teleclaude", "board", "--interval", "0.3"]
+        width, height = SIZE
+        (self.pane,) = self.tmux.cmd(
+            *("new-session", "-d", "-s", "user", "-x", str(width), "-y", str(height), "-c", str(project)),
+            *("-P", "-F", "#{pane_id}", *board),
+        )
+
+    def screen(self) -> str:
+        return "\n".join(self.tmux.glance(self.pane)[1])
+
+    def until(self, shown: Callable[[str], bool], seconds: float = 30) -> str:
+        deadline = time.monotonic() + seconds
+        while not shown(screen := self.screen()):
+            if time.monotonic() > deadline:
+                pytest.fail(f"not on the board's screen:\n{screen}")
+            time.sleep(0.1)
+        return screen
+
+    def press(self, *keys: str) -> None:
+        self.tmux.cmd("send-keys", "-t", self.pane, *keys)
+
+
+def test_the_board_in_a_terminal_shows_a_workers_output_ends_it_and_attaches(project, runtime, workers):
+    """The real `teleclaude board` in a terminal: the user selects a worker and reads its output, attaches
+    to it and comes back, and ends it with `e` twice; nothing on the screen is an error."""
+    for session_id in workers:  # what each worker's CLI printed last
+        pane_id = runtime.store.get(session_id).pane_id
+        (tty,) = runtime.tmux.cmd("display-message", "-p", "-t", pane_id, "#{pane_tty}")
+        with open(tty, "w") as terminal:
+            terminal.write(f"printed by {session_id}\r\n")
+    board = Terminal(runtime, project)
+    first, other = workers[1], workers[0]  # the newest first
+    board.until(lambda screen: f"output of {first}" in screen and f"printed by {first}" in screen)
+    board.press("Down")  # the next worker
+    screen = board.until(lambda screen: f"output of {other}" in screen and f"printed by {other}" in screen)
+    assert "ERROR" not in screen and f"printed by {first}" not in screen
+
+    board.press("a")  # the worker's own screen, in this terminal
+    session = runtime.store.get(other)
+    attached = time.monotonic() + 30
+    while (clients := runtime.tmux.cmd("list-clients", "-F", "#{session_name}")) != [session.tmux_session]:
+        if time.monotonic() > attached:
+            pytest.fail(f"attached: {clients}; the board's screen:\n{board.screen()}")
+        time.sleep(0.1)
+    board.until(lambda screen: f"printed by {other}" in screen and "output of" not in screen)
+    board.press("C-b", "d")  # tmux's own detach: back on the board
+    screen = board.until(lambda screen: f"output of {other}" in screen)
+    assert "ERROR" not in screen
+
+    board.press("e")
+    board.until(lambda screen: "press e again" in screen)
+    board.press("e")
+    ended = time.monotonic() + 30
+    while runtime.store.get(other).state is not SessionState.CANCELLED:
+        if time.monotonic() > ended:
+            pytest.fail(f"not ended; the board's screen:\n{board.screen()}")
+        time.sleep(0.1)
+    screen = board.until(lambda screen: f"ended {other}" in screen)
+    assert "ERROR" not in screen
+    assert session.tmux_session not in runtime.tmux.session_names()

@@ -30,6 +30,7 @@ def at(minutes: float) -> datetime:
 def session(
     sid: str, agent: str, command: str, slug: str, start: float, end: float, state: SessionState, **kw
 ):
+    kw.setdefault("delivered_at", None if state is SessionState.PENDING else at(start))
     return Session(
         sid, agent, command, slug, "/p", f"trees/{slug}", state, at(start), at(end), run_id="r1", **kw
     )
@@ -77,6 +78,47 @@ def test_the_same_agent_again_after_a_limit_is_no_fallback():
     assert data.end == at(20)
 
 
+def test_a_worker_started_ahead_waits_apart_from_its_work_and_an_unneeded_one_is_no_step():
+    """The reviewer started at minute 1 while the build worked to minute 10, its command typed at 11: its
+    review is minutes 11 to 15; the finalizer started ahead and ended unneeded (a fix came next) took no
+    step."""
+    run = [
+        session("b", "claude", "next-build", "greeting", 0, 10, SessionState.DONE),
+        session("r", "codex", "next-review", "greeting", 1, 15, SessionState.DONE, delivered_at=at(11)),
+        session(
+            "f", "gemini", "next-finalize", "greeting", 11, 16, SessionState.CANCELLED, delivered_at=None
+        ),
+        session("x", "gemini", "next-fix-review", "greeting", 16, 20, SessionState.RUNNING),
+        session(
+            "w", "codex", "next-review", "greeting", 17, 17, SessionState.PENDING
+        ),  # ahead, still waiting
+    ]
+    data = timeline("r1", "/p", at(0), None, "", run, [], now=at(20))
+    (row,) = data.rows
+    assert [(bar.session_id, bar.seconds, bar.ahead) for bar in row.bars] == [
+        ("b", 10 * 60, 0),
+        ("r", 4 * 60, 10 * 60),
+        ("x", 4 * 60, 0),
+        ("w", 0, 3 * 60),
+    ]
+    assert dict(data.totals("step")) == {"next-build": 600, "next-review": 240, "next-fix-review": 240}
+    assert row.waits == ((at(10), at(11)), (at(15), at(16)))
+    assert data.waited == 2 * 60 and data.ahead == 13 * 60
+    page = Page()
+    page.feed(render_html(data))
+    assert [bar["data-step"] for bar in page.bars] == [
+        "next-build",
+        "next-review",
+        "next-fix-review",
+        "next-review",
+    ]
+    build, review = page.bars[0], page.bars[1]
+    assert float(review["x"] or 0) >= float(build["x"] or 0) + float(
+        build["width"] or 0
+    )  # no bar over another
+    assert page.ahead == ["codex", "codex"]
+
+
 class Page(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
@@ -84,6 +126,7 @@ class Page(HTMLParser):
         self.bars: list[dict[str, str | None]] = []
         self.urls: list[str] = []
         self.tags: set[str] = set()
+        self.ahead: list[str] = []  # the agents of the workers drawn waiting at their prompts
 
     def handle_starttag(self, tag, attrs):
         found = dict(attrs)
@@ -92,6 +135,8 @@ class Page(HTMLParser):
             self.items.append(found["data-slug"] or "")
         if tag == "rect":
             self.bars.append(found)
+        if tag == "line" and found.get("class") == "ahead":
+            self.ahead.append(found.get("data-agent") or "")
         self.urls += [v for k, v in attrs if k in ("href", "src", "xlink:href", "action") and v]
 
 
@@ -143,6 +188,26 @@ def test_the_view_puts_each_stage_in_its_lane_and_marks_the_items_worked_on():
     assert view.workers[0].tools == ("Read: x (1s ago)",)
     codex = view.agents[1]
     assert codex.left == "1h00m" and codex.reason == "quota\\x1b"
+
+
+def test_an_item_stays_in_its_workers_lane_and_a_worker_started_ahead_is_shown_waiting():
+    """git says `greeting` is up for review (its builder committed), but the builder's turn goes on: it is
+    building, and the reviewer started ahead waits at its prompt."""
+    rows = (
+        Row(RoadmapItem("greeting", Marker.PENDING, 0), Phase(Stage.REVIEWING), "clean"),
+        Row(RoadmapItem("shouting", Marker.PENDING, 1), Phase(Stage.FINALIZING), "clean"),
+    )
+    sessions = [
+        session("b", "claude", "next-build", "greeting", 0, 9, SessionState.RUNNING),
+        session("r", "codex", "next-review", "greeting", 1, 1, SessionState.PENDING),
+        session("f", "claude", "next-finalize", "shouting", 2, 2, SessionState.PENDING),
+    ]
+    view = build_view(Board("/p", rows, None), {}, sessions, {}, at(10))
+    lanes = {lane: [(c.slug, c.phase, c.current, c.waiting) for c in cards] for lane, cards in view.lanes}
+    assert lanes[Lane.BUILDING] == [("greeting", "building", True, ("next-review",))]
+    assert lanes[Lane.IN_REVIEW] == []
+    assert lanes[Lane.FINALIZING] == [("shouting", "finalizing", False, ("next-finalize",))]
+    assert {w.id: w.activity for w in view.workers} == {"b": "working", "r": "waiting", "f": "waiting"}
 
 
 def test_the_agents_panel_shows_each_agents_usage_in_the_reports_zone():

@@ -1,10 +1,13 @@
 """A run's timeline: one row per item, one bar per worker session, coloured by agent; and its HTML page.
 
 Pure: built from the run's session records and their events (the session store keeps both), `now` given for
-a run still going. A bar runs from the session's start to its last change (to `now` while it lives); a
-`rate_limited` event is a limit mark, a session that takes over its step from one that hit a limit with
-another agent is a fallback mark, and the time between one step of an item and its next is a wait. The page
-is one self-contained file: inline CSS and SVG, no script, no URL.
+a run still going. A bar's work runs from the moment its command was typed to the session's last change (to
+`now` while it lives); a worker started ahead of its step (`teleclaude run` starts the likely next one while
+the step before works) waited at its prompt before that, and that wait is drawn apart, never counted as
+work; a worker started ahead and ended unneeded did no step and has no bar. A `rate_limited` event is a
+limit mark, a session that takes over its step from one that hit a limit with another agent is a fallback
+mark, and the time between one step of an item and the start of its next step's work is a wait. The page is
+one self-contained file: inline CSS and SVG, no script, no URL.
 """
 
 from __future__ import annotations
@@ -44,15 +47,26 @@ class Bar:
     step: str  # next-build, next-review, …
     agent: str
     computer: str
-    start: datetime
+    start: datetime  # its worker started
     end: datetime
     outcome: str  # the session's state: done, errored, cancelled, rate_limited, running, …
     live: bool
     marks: tuple[Mark, ...] = ()
+    began: datetime | None = None  # its command typed (None: at `start`); it waited at its prompt before
+
+    @property
+    def work_start(self) -> datetime:
+        return min(self.end, max(self.start, self.began or self.start))
 
     @property
     def seconds(self) -> float:
-        return max(0.0, (self.end - self.start).total_seconds())
+        """Its work: from its command to its end."""
+        return max(0.0, (self.end - self.work_start).total_seconds())
+
+    @property
+    def ahead(self) -> float:
+        """Seconds it waited at its prompt for its step (started ahead), before its command."""
+        return (self.work_start - self.start).total_seconds()
 
 
 @dataclass(frozen=True)
@@ -63,9 +77,11 @@ class Row:
 
     @property
     def waits(self) -> tuple[tuple[datetime, datetime], ...]:
-        """The gaps between one step of the item and its next."""
+        """The gaps between one step of the item and its next step's work."""
         return tuple(
-            (a.end, b.start) for a, b in zip(self.bars, self.bars[1:], strict=False) if b.start > a.end
+            (a.end, b.work_start)
+            for a, b in zip(self.bars, self.bars[1:], strict=False)
+            if b.work_start > a.end
         )
 
 
@@ -95,6 +111,11 @@ class Timeline:
     def waited(self) -> float:
         return sum((b - a).total_seconds() for row in self.rows for a, b in row.waits)
 
+    @property
+    def ahead(self) -> float:
+        """Seconds workers started ahead waited at their prompts for their steps (no work)."""
+        return sum(bar.ahead for row in self.rows for bar in row.bars)
+
 
 def timeline(
     run_id: str,
@@ -114,6 +135,8 @@ def timeline(
     limited: dict[tuple[str, str], str] = {}  # (step, slug) -> the agent whose session of it hit a limit
     rows: dict[str, list[Bar]] = {}
     for session in ordered:
+        if session.state is SessionState.CANCELLED and session.delivered_at is None:
+            continue  # started ahead and not needed (or ended before its command): no step was taken
         step = bare_command(session.command)
         own = by_session.get(session.id, [])
         marks = [Mark(MarkKind.LIMIT, e.at, e.detail) for e in own if e.kind is EventKind.RATE_LIMITED]
@@ -125,6 +148,7 @@ def timeline(
             limited[(step, session.slug)] = session.agent
         live = not session.state.is_final
         end = now if live else max(session.updated_at, session.created_at)
+        waiting = session.state is SessionState.PENDING  # at its prompt, its command not typed yet
         bar = Bar(
             session.id,
             step,
@@ -135,6 +159,7 @@ def timeline(
             session.state.value,
             live,
             tuple(sorted(marks, key=lambda m: m.at)),
+            end if waiting else session.delivered_at,
         )
         rows.setdefault(session.slug, []).append(bar)
     last = ended or now
@@ -193,8 +218,16 @@ def render_html(data: Timeline) -> str:
                 f'<line class="wait" x1="{x(start):.1f}" x2="{x(end):.1f}" y1="{y + 15}" y2="{y + 15}">'
                 f"<title>waited {_e(format_duration((end - start).total_seconds()))}</title></line>"
             )
+        for bar in row.bars:  # under the bars: a worker started ahead waited at its prompt, it did not work
+            if bar.ahead >= 1:
+                svg.append(
+                    f'<line class="ahead" data-agent="{_e(bar.agent)}" x1="{x(bar.start):.1f}" '
+                    f'x2="{x(bar.work_start):.1f}" y1="{y + 29}" y2="{y + 29}" stroke="{painted[bar.agent]}">'
+                    f"<title>{_e(f'{bar.step} {row.slug} · {bar.agent} started ahead: ')}"
+                    f"{_e(f'waited {format_duration(bar.ahead)} at its prompt')}</title></line>"
+                )
         for bar in row.bars:
-            left, right = x(bar.start), x(bar.end)
+            left, right = x(bar.work_start), x(bar.end)
             title = (
                 f"{bar.step} {row.slug} · {bar.agent}@{bar.computer} · {format_duration(bar.seconds)} · "
                 f"{bar.outcome}"
@@ -233,6 +266,7 @@ def render_html(data: Timeline) -> str:
         agents=_totals(data.totals("agent"), "agent"),
         steps=_totals(data.totals("step"), "step"),
         waited=_e(format_duration(data.waited)),
+        ahead=_e(format_duration(data.ahead)),
     )
 
 
@@ -283,6 +317,7 @@ svg text {{ font: 12px system-ui, sans-serif; fill: #222; }}
 svg text.step {{ fill: #fff; font-size: 11px; }}
 svg text.axis {{ fill: #777; }}
 svg .wait {{ stroke: #999; stroke-width: 2; stroke-dasharray: 4 3; }}
+svg .ahead {{ stroke-width: 3; stroke-dasharray: 1 3; opacity: 0.8; }}
 svg .bar.live {{ opacity: 0.75; }}
 table {{ border-collapse: collapse; margin-right: 32px; display: inline-table; vertical-align: top; }}
 td, th {{ padding: 2px 10px 2px 0; text-align: left; }}
@@ -292,11 +327,13 @@ td, th {{ padding: 2px 10px 2px 0; text-align: left; }}
 <h1>{heading}</h1>
 <div class="meta">{project} · started {start} · {length} · outcome: <b>{outcome}</b></div>
 <div class="legend">{legend} <span>▼ limit</span> <span>▲ fallback</span> <span>● reminder</span>
-<span>- - - wait</span> <span>■ gate (green, flaky, red)</span></div>
+<span>- - - wait</span> <span>····· started ahead, waiting</span>
+<span>■ gate (green, flaky, red)</span></div>
 {svg}
 <table class="agents"><tr><th>agent</th><th>working</th></tr>{agents}</table>
 <table class="steps"><tr><th>step</th><th>time</th></tr>{steps}</table>
-<table class="waits"><tr><th>waits</th><th>{waited}</th></tr></table>
+<table class="waits"><tr><th>waits</th><th>{waited}</th></tr>
+<tr><td>started ahead, waiting</td><td>{ahead}</td></tr></table>
 </body>
 </html>
 """

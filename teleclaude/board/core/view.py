@@ -2,7 +2,10 @@
 
 Pure: built from the status board (`planner/core/phase.py`, the planner's own decision order), the session
 records and the agent report the CLI prints; it names what it is given and decides nothing of its own. The
-lanes group the status board's stages for the eye; every text from a worker or a file is escaped here.
+lanes group the status board's stages for the eye; an item whose worker is at work on a step stays in that
+step's lane until the worker is done (the planner reads git, where a worker commits before its turn ends),
+and a worker started ahead of its step waits at its prompt: it is shown waiting, never as the step under
+way. Every text from a worker or a file is escaped here.
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ from datetime import datetime
 from enum import Enum
 
 from teleclaude.planner.core.gate import verdicts
-from teleclaude.planner.core.model import AgentReport
-from teleclaude.planner.core.phase import Board, Stage
+from teleclaude.planner.core.model import AgentReport, Step
+from teleclaude.planner.core.phase import Board, Phase, Stage
 from teleclaude.planner.core.render import usage_by_agent, usage_text
 from teleclaude.planner.core.terminal import printable
 from teleclaude.planner.core.timeparse import format_duration
@@ -51,6 +54,17 @@ LANE_OF = {
 }
 
 
+# an item's stage while its worker is at work on a step of it
+STAGE_OF_STEP = {
+    Step.BUILD.command: Stage.BUILDING,
+    Step.COMMIT.command: Stage.NEEDS_COMMIT,
+    Step.REVIEW.command: Stage.REVIEWING,
+    Step.FIX.command: Stage.FIXING,
+    Step.FIX_MERGE.command: Stage.FIXING,
+    Step.FINALIZE.command: Stage.FINALIZING,
+}
+
+
 @dataclass(frozen=True)
 class Card:
     """One roadmap item in its lane."""
@@ -60,8 +74,9 @@ class Card:
     after: tuple[str, ...]  # its dependencies
     rounds: int  # review rounds so far
     worktree: str  # "", "clean", "3 changed", "broken"
-    current: bool  # a live worker is on it
+    current: bool  # a worker is at work on it
     gate: str = ""  # its [checks] gate runs, `gate: red 3.1s (turn), green 2.2s (finalize)`, escaped
+    waiting: tuple[str, ...] = ()  # the steps (next-review, …) of its workers started ahead, at their prompts
 
 
 @dataclass(frozen=True)
@@ -118,19 +133,30 @@ def build_view(
     now: datetime,
 ) -> View:
     """The board of `board` (the status board) and the project's `sessions`."""
-    live = {s.slug for s in sessions if not s.state.is_final}
+    working: dict[str, str] = {}  # slug -> the step its worker is at work on
+    waiting: dict[str, list[str]] = {}  # slug -> the steps of its workers started ahead
+    for session in sorted(sessions, key=lambda s: (s.created_at, s.id)):
+        if session.state is SessionState.PENDING:  # its command not typed yet
+            waiting.setdefault(session.slug, []).append(printable(bare_command(session.command)))
+        elif not session.state.is_final and session.state is not SessionState.TURN_ENDED:
+            working[session.slug] = bare_command(session.command)
     cards: dict[Lane, list[Card]] = {lane: [] for lane in Lane}
     for row in board.rows:
         slug = row.item.slug
-        cards[LANE_OF[row.phase.stage]].append(
+        phase = row.phase
+        stage = STAGE_OF_STEP.get(working.get(slug, ""))
+        if stage is not None and stage is not phase.stage and phase.stage is not Stage.STUCK:
+            phase = Phase(stage)  # git is a step ahead of the worker still at work
+        cards[LANE_OF[phase.stage]].append(
             Card(
                 printable(slug),
-                printable(row.phase.label),
+                printable(phase.label),
                 tuple(printable(dep) for dep in row.item.after),
                 rounds.get(slug, 0),
                 printable(row.worktree),
-                slug in live,
+                slug in working,
                 printable(verdicts(row.gates)),
+                tuple(waiting.get(slug, ())),
             )
         )
     lanes = tuple((lane, tuple(cards[lane])) for lane in Lane if lane is not Lane.STUCK or cards[lane])
@@ -177,7 +203,7 @@ _BY_STATE = {
     SessionState.STALLED: "stalled",
     SessionState.NEEDS_ATTENTION: "needs attention",
     SessionState.TURN_ENDED: "turn ended",
-    SessionState.PENDING: "starting",
+    SessionState.PENDING: "waiting",  # at its prompt (or on its way there), its command not typed
 }
 _BY_ACTIVITY = {
     Activity.WAITING_API: "waiting on API",
