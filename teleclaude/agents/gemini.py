@@ -47,7 +47,8 @@ PROFILE = AgentProfile(
     api_wait=r"\(esc to cancel, (\d+[hms] ?)+\)",
     # with `ui.errorVerbosity = "full"` its spinner says so while it retries (from the 0.61 bundle)
     retry=r"\bTrying to reach .+ \(Attempt \d+/\d+\)",
-    tool_running=r"^\s*│\s*[⊶⊷]|\bExecuting Hook:",
+    # a tool's box while it runs (⊷), or while it waits to (o: scheduled, its BeforeTool hook first)
+    tool_running=r"^\s*│\s*(?:[⊶⊷]|o\s)|\bExecuting Hook:",
     # its suggestion under a typed ` * /next-build`, once its commands are loaded:
     # ` next-build   Builder - do every open task …` (nothing is listed while they load)
     command_listed=r"^\s*{name}\s{2,}\S",

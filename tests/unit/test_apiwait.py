@@ -21,6 +21,7 @@ LIMIT = RuntimeConfig().api_wait_limit
 INPUT = ["─" * 40, " YOLO Ctrl+Y", " *   Type your message or @path/to/file", " workspace (/directory)"]
 RETRYING = [" > /next-build greeting", " ⠦ Thinking... (esc to cancel, 8m 11s)", *INPUT]
 SHELL = [" > /next-build greeting", "╭────", "│ ⊷  Shell sleep 600", "╰────", RETRYING[1], *INPUT]
+SCHEDULED = [" > /next-build greeting", "╭────", "│ o  Shell sleep 10", "╰────", RETRYING[1], *INPUT]
 HOOK = [
     " > /next-build greeting",
     "✦ done",
@@ -50,6 +51,7 @@ def test_the_spinner_alone_for_the_limit_is_a_rate_limit_for_the_default_pause()
         (gemini(), RETRYING, LIMIT - 1),  # not yet
         (gemini(last_progress_at=T0 + timedelta(seconds=60)), RETRYING, LIMIT),  # output since
         (gemini(), SHELL, LIMIT * 10),  # a long shell command, not the API
+        (gemini(), SCHEDULED, LIMIT * 10),  # a shell command about to run (a loaded machine's slow hook)
         (gemini(), HOOK, LIMIT * 10),  # a slow hook
         (gemini(), INPUT, LIMIT * 10),  # idle at its prompt
         (gemini(state=SessionState.TURN_ENDED), RETRYING, LIMIT * 10),
@@ -59,6 +61,7 @@ def test_the_spinner_alone_for_the_limit_is_a_rate_limit_for_the_default_pause()
         "before-the-limit",
         "output-since",
         "shell-running",
+        "shell-scheduled",
         "hook-running",
         "idle",
         "turn-ended",
