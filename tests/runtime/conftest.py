@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pty
 import secrets
+import struct
+import subprocess
+import termios
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -165,3 +171,29 @@ def looks_until_quiet(runtime: Runtime, monkeypatch) -> list[str]:
 def watch() -> type[Watch]:
     """`watch(runtime, session_id, ...)`: a `Watch` (a fixture, since test modules cannot import conftest)."""
     return Watch
+
+
+@contextmanager
+def attached_client(
+    socket: str, target: str, size: tuple[int, int] | None = None
+) -> Iterator[subprocess.Popen]:
+    """A real tmux client attached to the session `target` from a terminal (a pty) of `size` (columns,
+    rows), as a user attaches; killed when the block ends."""
+    master, slave = pty.openpty()
+    if size:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
+    client = subprocess.Popen(
+        ["tmux", "-L", socket, "attach", "-t", f"={target}"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env={**os.environ, "TERM": "xterm"},
+        start_new_session=True,
+    )
+    os.close(slave)
+    try:
+        yield client
+    finally:
+        client.kill()
+        client.wait()
+        os.close(master)

@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import http.client
 import os
-import pty
 import re
 import signal
 import subprocess
@@ -38,6 +37,7 @@ from teleclaude.runtime.core.sessions import SessionState, Started, StartRequest
 
 from ..browser import CHROMIUM, open_page
 from ..servers import free_port
+from .conftest import attached_client
 
 SIZE = (180, 50)
 
@@ -159,17 +159,7 @@ def test_attach_switches_the_tmux_client_to_the_selected_worker(
 ):
     tmux = runtime.tmux
     tmux.cmd("new-session", "-d", "-s", "watcher", "sleep", "600")
-    master, slave = pty.openpty()
-    client = subprocess.Popen(
-        ["tmux", "-L", runtime.config.socket, "attach", "-t", "=watcher"],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env={**os.environ, "TERM": "xterm"},
-        start_new_session=True,
-    )
-    os.close(slave)
-    try:
+    with attached_client(runtime.config.socket, "watcher") as client:
         deadline = time.monotonic() + 10
         while tmux.cmd("list-clients", "-F", "#{session_name}") != ["watcher"]:
             assert time.monotonic() < deadline, "the tmux client did not attach"
@@ -194,10 +184,6 @@ def test_attach_switches_the_tmux_client_to_the_selected_worker(
         while tmux.cmd("list-clients", "-F", "#{session_name}") != [target.tmux_session]:
             assert time.monotonic() < deadline, tmux.cmd("list-clients", "-F", "#{session_name}")
             time.sleep(0.05)
-    finally:
-        client.kill()
-        client.wait()
-        os.close(master)
 
 
 def test_agents_are_marked_from_the_board_as_the_cli_marks_them(drive, project, workers):

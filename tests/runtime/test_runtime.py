@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
-import pty
 import shutil
 import signal
-import struct
 import subprocess
 import sys
-import termios
 import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -35,7 +31,7 @@ from teleclaude.runtime.core.sessions import (
 )
 from teleclaude.runtime.launcher import AHEAD_POLL, Warm
 
-from .conftest import looks_until_quiet
+from .conftest import attached_client, looks_until_quiet
 
 
 def tmux_commands(tmux: Tmux, monkeypatch) -> list[tuple[str, ...]]:
@@ -282,27 +278,12 @@ def test_a_resized_window_or_a_small_client_repeats_no_row_already_read(project,
     _, cursor, _ = read_all(runtime, session.id, None)
     runtime.tmux.cmd("resize-window", "-t", f"={session.tmux_session}:", "-x", "80")
     assert read_all(runtime, session.id, cursor)[::2] == ([], 0)
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 20, 60, 0, 0))
-    client = subprocess.Popen(
-        ["tmux", "-L", runtime.config.socket, "attach", "-t", f"={session.tmux_session}"],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env={**os.environ, "TERM": "xterm"},
-        start_new_session=True,
-    )
-    os.close(slave)
-    try:
+    with attached_client(runtime.config.socket, session.tmux_session, size=(60, 20)):
         deadline = time.monotonic() + 10
         while runtime.tmux.cmd("list-clients", "-F", "#{client_width}") != ["60"]:
             assert time.monotonic() < deadline, "the small tmux client did not attach"
             time.sleep(0.05)
         assert read_all(runtime, session.id, cursor)[::2] == ([], 0)
-    finally:
-        client.kill()
-        client.wait()
-        os.close(master)
 
 
 def test_codex_gets_its_skill_sign_and_the_alternate_screen_is_flagged(project, runtime, monkeypatch, watch):
