@@ -61,7 +61,7 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
 
 def _run_run(args: argparse.Namespace) -> int:
     from teleclaude.runtime import orchestrator
-    from teleclaude.runtime.api import open_runtime
+    from teleclaude.runtime.api import guarded, open_runtime
 
     console = Console()
     if args.stand_ins:
@@ -74,12 +74,15 @@ def _run_run(args: argparse.Namespace) -> int:
     if isinstance(notifier, Error):
         return print_value(notifier)
     try:
+        runtime = guarded(open_runtime, project)  # a file that is not valid: INVALID_CONFIG, as elsewhere
+        if isinstance(runtime, Error):
+            return print_value(runtime)
         report = orchestrator.run(
             project,
             args.slug,
             args.prepare,
             args.max_steps,
-            open_runtime(project),
+            runtime,
             console.show,
             console.status,
             parallel=args.parallel,

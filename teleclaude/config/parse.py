@@ -9,6 +9,7 @@ ones key by key, and matrix rows one by one. Of a file the user has not trusted 
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -125,8 +126,9 @@ EXECUTABLE_PROFILE_KEYS = ("binary", "args", "modes", "env", "command_prefix", "
 def split_executable(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """A checked file's TOML as (what any file may set, what starts processes): the second maps dotted keys
     to their values. Every [computers.NAME] (host, ssh options, binaries and PATH there), [runtime] computers
-    (which names run here), the EXECUTABLE_PROFILE_KEYS of each [runtime.agents.NAME], [notify] urls
-    (where word of the run is sent), and [checks] gate and setup."""
+    (which names run here), the EXECUTABLE_PROFILE_KEYS of each driver's [runtime.agents.NAME], the whole
+    table of an agent that is not one of the drivers (it runs the program NAME), [notify] urls (where word
+    of the run is sent), and [checks] gate and setup."""
     kept = {key: value for key, value in data.items() if key != "computers"}
     held: dict[str, Any] = {f"computers.{name}": table for name, table in data.get("computers", {}).items()}
     if isinstance(data.get("notify"), dict) and "urls" in data["notify"]:
@@ -142,6 +144,9 @@ def split_executable(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
             held["runtime.computers"] = runtime.pop("computers")
         profiles = {}
         for name, table in runtime.get("agents", {}).items():
+            if name not in NAMES:  # no driver of that name: the table makes one that runs `name` from PATH
+                held[f"runtime.agents.{name}"] = table
+                continue
             for key in EXECUTABLE_PROFILE_KEYS:
                 if key in table:
                     held[f"runtime.agents.{name}.{key}"] = table[key]
@@ -159,6 +164,34 @@ def executable_settings(path: str, text: str) -> dict[str, Any]:
     data = _load(path, text)
     _check_executable(path, data)
     return split_executable(data)[1]
+
+
+def relative_programs(path: str, text: str) -> dict[str, str]:
+    """The programs a checked file names by a path relative to its folder (`binary = "tools/agent"`, run
+    from the project, not from PATH): dotted key -> the path as written."""
+    data = _load(path, text)
+    _check_executable(path, data)
+    found = {}
+    for name, table in data.get("runtime", {}).get("agents", {}).items():
+        binary = table.get("binary")
+        if binary is not None and _in_folder(binary):
+            found[f"runtime.agents.{name}.binary"] = binary
+    return found
+
+
+def _in_folder(value: str) -> bool:
+    """A path relative to the file's folder: it names a folder and is not absolute (a bare name is looked
+    up on PATH)."""
+    return "/" in value and not value.startswith("/")
+
+
+def _beside(path: str, key: str, value: str) -> str:
+    """`value`, a path relative to the folder of the file at `path`, made absolute; one that leads out of
+    that folder is refused (`..`; a link out of it is refused when the file is trusted)."""
+    inside = posixpath.normpath(value)
+    if inside == ".." or inside.startswith("../"):
+        raise ConfigError(path, key, f"{value!r} leads outside the folder of {posixpath.basename(path)}")
+    return posixpath.join(posixpath.dirname(path), inside)
 
 
 def _check_executable(path: str, data: dict[str, Any]) -> None:
@@ -352,7 +385,10 @@ def _profile(path: str, where: str, table: dict[str, Any], profile: AgentProfile
         if key not in _PROFILE_KEYS:
             raise ConfigError(path, f"{where}.{key}", f"unknown key; the keys are {', '.join(_PROFILE_KEYS)}")
         if key == "binary":
-            changes["binaries"] = (_string(path, f"{where}.binary", item),)
+            binary = _string(path, f"{where}.binary", item)
+            if _in_folder(binary):
+                binary = _beside(path, f"{where}.binary", binary)
+            changes["binaries"] = (binary,)
         elif key in ("args", "limit_patterns"):
             changes[key] = _strings(path, f"{where}.{key}", item)
         elif key == "modes":
@@ -471,13 +507,19 @@ def _computer(path: str, name: str, table: Any) -> Computer:
         agents=dict(agents),
         user=_ssh_word(path, f"{where}.user", table["user"]) if "user" in table else None,
         port=port,
-        identity_file=_string(path, f"{where}.identity_file", table["identity_file"])
+        identity_file=_identity_file(path, f"{where}.identity_file", table["identity_file"])
         if "identity_file" in table
         else None,
         path=_string(path, f"{where}.path", table["path"]) if "path" in table else None,
         ssh_options=options,
         lanes=lanes,
     )
+
+
+def _identity_file(path: str, key: str, value: Any) -> str:
+    """An absolute path or `~/...` as it is; a relative one is beside the file that names it."""
+    name = _string(path, key, value)
+    return name if name.startswith(("/", "~")) else _beside(path, key, name)
 
 
 def _ssh_word(path: str, key: str, value: Any) -> str:

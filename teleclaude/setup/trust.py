@@ -12,11 +12,14 @@ from typing import Any
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters import settings, trust_store
 from teleclaude.config.notify import without_secrets
-from teleclaude.config.parse import executable_settings, parse_config
+from teleclaude.config.parse import ConfigError, executable_settings, parse_config
 from teleclaude.planner.core.terminal import printable
 from teleclaude.setup.scaffold import Done
 
-AFTER = "A changed file is untrusted again; `teleclaude trust --revoke` takes this back."
+AFTER = (
+    "A change to the file or to a program it names is untrusted again; `teleclaude trust --revoke` takes "
+    "this back."
+)
 
 
 def trust(cwd: str | os.PathLike | None = None, revoke: bool = False, status: bool = False) -> Done:
@@ -34,16 +37,26 @@ def trust(cwd: str | os.PathLike | None = None, revoke: bool = False, status: bo
     if status:
         return Done((_status(path, data), *(held or ("  (none)",))))
     parse_config(settings.config_sources(root))  # the file as it would apply, with the user's: checked first
+    programs = _programs(path, data)  # before it is recorded: each must be a file inside the project
     trust_store.record(path, data)
-    head = f"OK: {shown} is trusted in this content (sha256 {trust_store.digest(data)})."
+    head = f"OK: {shown} is trusted in this content (sha256 {trust_store.fingerprint(path, data)})."
     if not held:
         return Done((head, "It sets nothing that starts processes.", AFTER))
-    return Done((head, "Its settings that start processes now apply:", *held, AFTER))
+    return Done((head, "Its settings that start processes now apply:", *held, *programs, AFTER))
+
+
+def _programs(path: Path, data: bytes) -> tuple[str, ...]:
+    named = trust_store.programs(path, data)
+    return tuple(f"  runs {printable(where)} (sha256 {sha})" for where, sha in named.values())
 
 
 def _status(path: Path, data: bytes) -> str:
-    now, trusted = trust_store.digest(data), trust_store.trusted_digest(path)
+    trusted = trust_store.trusted_digest(path)
     shown = printable(str(path))
+    try:
+        now = trust_store.fingerprint(path, data)
+    except ConfigError as error:  # a program it names is not a file inside the project: trusted in none
+        return f"OK: {shown} is not trusted, and cannot be: {printable(str(error))}. Its settings:"
     if trusted == now:
         return f"OK: {shown} is trusted in this content (sha256 {now}); its settings:"
     was = f"; it was trusted in another content (sha256 {trusted})" if trusted else ""

@@ -204,3 +204,125 @@ def test_a_cloned_checks_gate_and_setup_run_nothing_until_trusted(cli, tmp_path,
     ran = cli("check", cwd=clone)
     assert ran.returncode == 0 and first_line(ran.stdout) == "GATE: green", ran.stdout
     assert marker.exists()
+
+
+# --- a linked file, a program the file names, an agent of the file's own, a file that is not valid ---------
+
+AGENT_SCRIPT = "#!/bin/sh\ntouch {marker}\nexec sleep 30\n"
+
+
+def project_with_agent(root: Path, settings: str, marker: Path) -> Path:
+    """A prepared repository whose tools/agent leaves `marker` when it runs; `settings` as its
+    teleclaude.toml (or none: "")."""
+    (root / "todos/feat").mkdir(parents=True)
+    (root / "todos/roadmap.md").write_text(ROADMAP)
+    (root / "todos/feat/requirements.md").write_text("# feat\nDo it.\n")
+    (root / "todos/feat/implementation-plan.md").write_text(PLAN)
+    (root / "tools").mkdir()
+    (root / "tools/agent").write_text(AGENT_SCRIPT.format(marker=marker))
+    (root / "tools/agent").chmod(0o755)
+    if settings:
+        (root / "teleclaude.toml").write_text(settings)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "a project")
+    return root
+
+
+def own_agent(tmux) -> str:
+    runtime = f'[runtime]\nsocket = "{tmux.socket}"\nstartup_timeout = 2\n\n'
+    return runtime + '[runtime.agents.claude]\nbinary = "tools/agent"\n'
+
+
+START = ("sessions", "run", "claude", "next-build", "feat", "--subfolder", "trees/feat")
+
+
+@pytest.mark.slow  # starts the trusted project's worker in tmux
+def test_a_linked_teleclaude_toml_borrows_no_trust_and_a_named_program_runs_from_its_own_project(
+    cli, tmp_path, tmux
+):
+    ran_trusted, ran_hostile = tmp_path / "ran-trusted", tmp_path / "ran-hostile"
+    trusted = project_with_agent(tmp_path / "trusted", own_agent(tmux), ran_trusted)
+    hostile = project_with_agent(tmp_path / "hostile", "", ran_hostile)
+    (hostile / "teleclaude.toml").symlink_to("../trusted/teleclaude.toml")
+    assert cli("trust", cwd=trusted).returncode == 0
+
+    assert cli("next-work", cwd=hostile).returncode == 0  # planning needs no trust
+    refused = cli(*START, cwd=hostile)
+    assert first_line(refused.stdout) == "ERROR: UNTRUSTED_CONFIG", refused.stdout
+    assert not appears(ran_hostile, within=1.0)
+
+    assert cli("next-work", cwd=trusted).returncode == 0
+    cli(*START, cwd=trusted)  # `tools/agent` is the trusted project's own, not the folder the CLI is in
+    assert appears(ran_trusted, within=15.0)
+    assert not ran_hostile.exists()
+
+
+def test_a_changed_program_the_file_names_is_untrusted_again(cli, tmp_path, tmux):
+    marker = tmp_path / "ran"
+    project = project_with_agent(tmp_path / "project", own_agent(tmux), marker)
+    trusted = cli("trust", cwd=project)
+    assert trusted.returncode == 0 and first_line(trusted.stdout).startswith("OK:"), trusted.stdout
+    with (project / "tools/agent").open("a") as agent:
+        agent.write("# a pull brought another agent\n")
+    refused = cli("run", cwd=project)
+    assert first_line(refused.stdout.strip()) == "ERROR: UNTRUSTED_CONFIG", refused.stdout
+    assert (project / "todos/roadmap.md").read_text() == ROADMAP
+    assert not appears(marker, within=0.5)
+
+
+@pytest.mark.parametrize("how", ["link", "dots"])
+def test_a_program_outside_the_project_cannot_be_trusted(cli, tmp_path, tmux, evil, how):
+    marker = evil[1]
+    settings = own_agent(tmux)
+    if how == "dots":
+        settings = settings.replace('"tools/agent"', '"tools/../../evil.sh"')
+    project = project_with_agent(tmp_path / "project", settings, marker)
+    if how == "link":  # tools/agent links to a program elsewhere on the machine
+        (project / "tools/agent").unlink()
+        (project / "tools/agent").symlink_to(evil[0])
+    trusted = cli("trust", cwd=project)
+    assert trusted.returncode == 1 and first_line(trusted.stdout) == "ERROR: INVALID_CONFIG", trusted.stdout
+    refused = cli("run", cwd=project)
+    assert refused.returncode == 1 and first_line(refused.stdout.strip()).startswith("ERROR: ")
+    assert (project / "todos/roadmap.md").read_text() == ROADMAP
+    assert not appears(marker, within=0.5)
+
+
+@pytest.fixture
+def make_on_path(tmp_path, subprocess_env) -> Path:
+    """A `make` first on PATH that leaves a marker when it runs: the marker (not there yet)."""
+    bin_dir, marker = tmp_path / "make-bin", tmp_path / "make-ran"
+    bin_dir.mkdir()
+    (bin_dir / "make").write_text(AGENT_SCRIPT.format(marker=marker))
+    (bin_dir / "make").chmod(0o755)
+    subprocess_env["PATH"] = f"{bin_dir}:{subprocess_env['PATH']}"
+    return marker
+
+
+def test_an_agent_that_is_not_a_driver_is_a_setting_that_starts_processes(cli, tmp_path, tmux, make_on_path):
+    settings = (
+        f'agents = ["claude", "make"]\n\n[runtime]\nsocket = "{tmux.socket}"\nstartup_timeout = 2\n\n'
+        '[runtime.agents.make]\nprompt = "zzz"\n\n[matrix]\nbuild = ["make:med"]\n'
+    )
+    clone = cloned(tmp_path, settings)
+    status = cli("trust", "--status", cwd=clone)
+    assert status.returncode == 0 and "runtime.agents.make" in status.stdout, status.stdout
+    done = cli("run", cwd=clone)
+    assert done.returncode == 1 and first_line(done.stdout.strip()) == "ERROR: UNTRUSTED_CONFIG", done.stdout
+    assert (clone / "todos/roadmap.md").read_text() == ROADMAP
+    started = cli("sessions", "run", "make", "next-build", "feat", "--subfolder", "trees/feat", cwd=clone)
+    assert first_line(started.stdout) == "ERROR: UNTRUSTED_CONFIG", started.stdout
+    assert not appears(make_on_path, within=0.5)
+
+
+@pytest.mark.parametrize("settings", ['colour = "blue"\n', '[runtime]\nagents = ["claude"]\n'])
+@pytest.mark.parametrize(
+    "command", [("run",), ("next-work",), ("status",), ("trust",), START], ids=lambda c: c[0]
+)
+def test_a_file_that_is_not_valid_is_the_same_error_for_every_command(cli, tmp_path, settings, command):
+    clone = cloned(tmp_path, settings)
+    done = cli(*command, cwd=clone)
+    assert done.returncode == 1 and first_line(done.stdout.strip()) == "ERROR: INVALID_CONFIG", done
+    assert "Traceback" not in done.stderr, done.stderr
+    assert (clone / "todos/roadmap.md").read_text() == ROADMAP

@@ -245,7 +245,7 @@ EXECUTABLE_KEYS = (
     "runtime.agents.claude.env",
     "runtime.agents.claude.command_prefix",
     "runtime.agents.claude.command_sign",
-    "runtime.agents.evil.binary",
+    "runtime.agents.evil",  # not a driver: the whole table (it would run `evil` from PATH)
 )
 
 
@@ -301,4 +301,20 @@ def test_executable_settings_lists_them_with_their_values():
     held = executable_settings(PROJECT, HOSTILE)
     assert tuple(held) == EXECUTABLE_KEYS
     assert held["runtime.agents.claude.binary"] == "/bin/sh"
+    assert held["runtime.agents.evil"] == {"binary": "/tmp/evil"}
     assert executable_settings(PROJECT, "[matrix]\nbuild = ['claude:med']\n") == {}
+
+
+def test_a_relative_binary_or_identity_file_is_beside_the_file_that_names_it():
+    folder = PROJECT.rpartition("/")[0]
+    text = '[runtime.agents.claude]\nbinary = "./tools/agent"\n'
+    text += '[runtime.agents.codex]\nbinary = "codex-nightly"\n'
+    profiles = runtime_of([(PROJECT, text)]).profiles
+    assert profiles["claude"].binaries == (f"{folder}/tools/agent",)
+    assert profiles["codex"].binaries == ("codex-nightly",)  # a bare name is looked up on PATH
+    box = '[computers.box]\nhost = "h"\nproject = "/p"\nagents = { claude = "claude" }\n'
+    box += 'identity_file = "k/id"\n'
+    assert runtime_of([(PROJECT, box)]).remotes["box"].identity_file == f"{folder}/k/id"
+    for outside in ('binary = "../x"', 'binary = "tools/../../x"'):
+        with pytest.raises(ConfigError):
+            parse_config([(PROJECT, f"[runtime.agents.claude]\n{outside}\n")])
