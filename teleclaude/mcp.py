@@ -29,7 +29,7 @@ from pydantic import ValidationError as PydanticValidationError
 from starlette.middleware import Middleware
 
 from teleclaude import __version__
-from teleclaude.adapters.http_guard import HttpAccess
+from teleclaude.adapters.http_guard import HttpAccess, same_origin
 from teleclaude.agents import NAMES
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, ErrorCode, FrontEnd, guard
@@ -577,6 +577,27 @@ def build_server() -> FastMCP:
 # (who may connect: adapters/http_guard.py, which the CLI checks before it imports fastmcp)
 
 
+class OwnOrigin:
+    """ASGI middleware: answers 403 to a browser's request from another origin than the server's own, a page
+    on another port of this machine included (fastmcp's guard lets every loopback origin in)."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope["headers"])
+            origin = headers.get(b"origin")
+            shown = None if origin is None else origin.decode("latin-1")
+            if not same_origin(shown, headers.get(b"host", b"").decode("latin-1")):
+                from starlette.responses import PlainTextResponse
+
+                response = PlainTextResponse("Forbidden: requests from another site are refused.", 403)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 class BearerToken:
     """ASGI middleware: answers 401 to every HTTP request without `Authorization: Bearer <token>`."""
 
@@ -619,11 +640,14 @@ def serve(
         host=host,
         port=port,
         show_banner=False,
-        # strict: every request's Host must be a loopback name, the bound address or an allowed host, and a
-        # browser's Origin must be loopback or the same origin: a DNS-rebinding page gets 421/403
+        # strict: every request's Host must be a loopback name, the bound address or an allowed host (a
+        # DNS-rebinding page gets 421), and a browser's Origin the server's own (OwnOrigin: 403)
         host_origin_protection=True,
         allowed_hosts=list(access.allowed_hosts),
-        middleware=[Middleware(BearerToken, token=access.token)] if access.token else [],
+        middleware=[
+            Middleware(OwnOrigin),
+            *([Middleware(BearerToken, token=access.token)] if access.token else []),
+        ],
     )
 
 

@@ -1,6 +1,6 @@
-"""Servers the tests (and the benches) start as processes: `teleclaude mcp` over HTTP or stdio, a port to
-put one on, and stopping one without leaving it behind. Test modules import these from here, never from
-each other."""
+"""Servers the tests (and the benches) start as processes: `teleclaude mcp` over HTTP or stdio, the board
+in a browser, a port to put one on, and stopping one without leaving it behind. Test modules import these
+from here, never from each other."""
 
 from __future__ import annotations
 
@@ -81,6 +81,27 @@ def http_mcp(cwd: Path, env: Mapping[str, str], log_path: Path, *args: str) -> I
             wait_for_port(port, process, log=log_path)
             token = (Path(env["TELECLAUDE_DB"]).parent / "http-token").read_text().strip()
             yield f"http://127.0.0.1:{port}/mcp", token
+        finally:
+            stop(process)
+
+
+@contextmanager
+def http_board(cwd: Path, env: Mapping[str, str], log_path: Path) -> Iterator[tuple[int, str]]:
+    """A real `teleclaude board --web` on 127.0.0.1 in the project `cwd`, its output in `log_path`: (its port,
+    the token it uses); stopped afterwards."""
+    port = free_port()
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "teleclaude", "board", "--web", "--port", str(port)],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_for_port(port, process, log=log_path)
+            yield port, (Path(env["TELECLAUDE_DB"]).parent / "http-token").read_text().strip()
         finally:
             stop(process)
 

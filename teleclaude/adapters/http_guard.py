@@ -9,9 +9,12 @@ import ipaddress
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from teleclaude.adapters.token import read_or_create, token_path
 from teleclaude.errors import Error, ErrorCode, guard
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,24 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def same_origin(origin: str | None, host_header: str) -> bool:
+    """A browser's `Origin` is the server's own: the scheme, name and port of the `Host` it asked (a page
+    on another port of this machine is another site). No Origin: not a browser's cross-site request."""
+    if origin is None:
+        return True
+    try:
+        asked, given = urlsplit(f"//{host_header}"), urlsplit(origin)
+        ports = (asked.port, given.port)
+    except ValueError:
+        return False
+    if given.scheme not in DEFAULT_PORTS or not given.hostname or "@" in given.netloc:
+        return False
+    if given.path or given.query or given.fragment:  # an Origin is scheme://name[:port], nothing more
+        return False
+    default = DEFAULT_PORTS[given.scheme]
+    return (given.hostname, ports[1] or default) == ((asked.hostname or "").lower(), ports[0] or default)
 
 
 def can_listen(host: str, port: int) -> Error | None:

@@ -1,9 +1,11 @@
 """`teleclaude board --web`: the same app in a browser (textual-serve), behind the checks of `mcp --http`.
 
-Every request's Host must be a loopback name, the bound address or an `--allowed-host`; a browser's Origin
-must be one of those too (a page that rebinds its DNS name to 127.0.0.1 gets 421/403). With the token (the
-one `mcp --http` uses, `~/.teleclaude/http-token`) a browser opens `/?token=…` once and gets it back as an
-HttpOnly, SameSite=Strict cookie for the page's own requests and its websocket; anything else gets 401.
+Every request's Host must be a loopback name, the bound address or an `--allowed-host` (a page that rebinds
+its DNS name to 127.0.0.1 gets 421), and a browser's Origin must be the board's own: the Host it asked, port
+included (a page on another port of this machine gets 403; its browser would send the board's cookie).
+With the token (the one `mcp --http` uses, `~/.teleclaude/http-token`) a browser opens `/?token=…` once and
+gets it back as an HttpOnly, SameSite=Strict cookie for the page's own requests and its websocket; anything
+else gets 401.
 textual-serve starts `python -m teleclaude board` per browser tab, in the project's folder (no path is
 put into its shell command).
 """
@@ -23,7 +25,7 @@ import jinja2
 from aiohttp import web
 from textual_serve.server import Server
 
-from teleclaude.adapters.http_guard import HttpAccess, is_loopback
+from teleclaude.adapters.http_guard import HttpAccess, is_loopback, same_origin
 from teleclaude.board.app import SERVER_PID
 
 COOKIE = "teleclaude_board"
@@ -42,16 +44,6 @@ def host_allowed(host_header: str, bound: str, allowed: tuple[str, ...]) -> bool
     return name in LOOPBACK_NAMES or is_loopback(name) or name == bound.strip("[]").lower() or name in allowed
 
 
-def origin_allowed(origin: str | None, host_header: str, bound: str, allowed: tuple[str, ...]) -> bool:
-    """No Origin (not a browser's cross-site request), the same origin, or one whose host is allowed."""
-    if origin is None:
-        return True
-    parts = urlsplit(origin)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        return False
-    return parts.netloc == host_header or host_allowed(parts.netloc, bound, allowed)
-
-
 def guard_middleware(access: HttpAccess, bound: str):
     allowed = tuple(name.lower() for name in access.allowed_hosts)
 
@@ -66,7 +58,7 @@ def guard_middleware(access: HttpAccess, bound: str):
         host = request.headers.get("Host", "")
         if not host_allowed(host, bound, allowed):
             return web.Response(status=421, text="Misdirected request: this Host is not served here.\n")
-        if not origin_allowed(request.headers.get("Origin"), host, bound, allowed):
+        if not same_origin(request.headers.get("Origin"), host):  # not a page on another port either
             return web.Response(status=403, text="Forbidden: requests from another site are refused.\n")
         if access.token is None:
             return await handler(request)

@@ -13,15 +13,17 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import aiohttp
 import httpx2
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from teleclaude.adapters.http_guard import HttpAccess, http_access
+from teleclaude.board.web import COOKIE
 from teleclaude.errors import Error
 
-from ..servers import INITIALIZE, http_mcp
+from ..servers import INITIALIZE, http_board, http_mcp
 
 MARK = {  # what a hostile page would call: it changes the database, so "nothing ran" can be checked
     "jsonrpc": "2.0",
@@ -94,6 +96,43 @@ def test_a_foreign_origin_is_refused_even_with_the_token(server):
     hostile = {"Origin": "http://evil.example", "Authorization": f"Bearer {token}"}
     assert all(status == 403 for status in _attack(url, hostile))
     assert _claude_still_available(env)
+
+
+def test_a_page_on_another_loopback_port_is_refused_even_with_the_token(server):
+    url, token, env = server
+    port = int(url.split(":")[2].split("/")[0])
+    for origin in (f"http://127.0.0.1:{port + 1}", f"http://localhost:{port}", "null"):
+        assert _attack(url, {"Origin": origin, "Authorization": f"Bearer {token}"}) == [403, 403], origin
+    assert _claude_still_available(env)
+    own = {"Origin": f"http://127.0.0.1:{port}", "Authorization": f"Bearer {token}"}
+    with httpx2.Client(timeout=10) as client:  # the server's own origin is let in
+        answer = client.post(url, content=json.dumps(INITIALIZE), headers={**ACCEPT, **own})
+    assert answer.status_code == 200
+
+
+def test_the_web_boards_websocket_opens_only_from_the_boards_own_origin(repo, subprocess_env, tmp_path):
+    """Browsers send a cookie to every port of its host: a page on another port must not get the board."""
+    with http_board(repo, subprocess_env, tmp_path / "board.log") as (port, token):
+        here = {"Host": f"127.0.0.1:{port}"}
+        with httpx2.Client(timeout=10) as client:
+            page = client.get(f"http://127.0.0.1:{port}/?token={token}", headers=here)
+            assert page.status_code == 200
+            cookie = {"Cookie": f"{COOKIE}={page.cookies[COOKIE]}"}
+            elsewhere = f"http://127.0.0.1:{port + 1}"
+            foreign = client.get(f"http://127.0.0.1:{port}/", headers={**here, **cookie, "Origin": elsewhere})
+            assert foreign.status_code == 403
+        for origin in (elsewhere, "http://localhost:3000", "null"):
+            assert asyncio.run(_websocket_status(port, {**cookie, "Origin": origin})) == 403, origin
+
+
+async def _websocket_status(port: int, headers: dict[str, str]) -> int:
+    """The status of a websocket upgrade to the board (101: opened, and closed again at once)."""
+    async with aiohttp.ClientSession() as client:
+        try:
+            async with client.ws_connect(f"ws://127.0.0.1:{port}/ws?width=80&height=24", headers=headers):
+                return 101
+        except aiohttp.WSServerHandshakeError as error:
+            return error.status
 
 
 @pytest.mark.parametrize(
