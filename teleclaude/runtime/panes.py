@@ -19,6 +19,7 @@ from teleclaude.runtime.core.sessions import (
     StaleView,
     read_since,
     shows_typed,
+    typed_at,
 )
 
 log = logging.getLogger("teleclaude.runtime")
@@ -191,9 +192,9 @@ class _Block:
 
 
 def _where(screen: list[str], typed: str) -> object:
-    """The whole screen; or with `typed`, the rows showing it, where they are, and how many rows are not blank
-    (the CLI cleared or moved the typed line, or printed below it)."""
+    """The whole screen; or with `typed`, the rows showing it (`typed_at`), and how many rows are not blank
+    (the CLI cleared or moved the typed line, or printed below it). On a full screen the count stays the
+    same when the screen scrolls: then only the typed line moving up says the Enter was taken."""
     if not typed:
         return screen
-    shown = tuple((i, row) for i, row in enumerate(screen) if typed in row)
-    return shown, sum(1 for row in screen if row.strip())
+    return typed_at(screen, typed), sum(1 for row in screen if row.strip())

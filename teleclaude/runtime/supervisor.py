@@ -150,7 +150,9 @@ class Supervisor:
                 session, id=f"parent of {session.id}", agent=session.parent_agent, pane_id=parent.pane
             )
             Panes(replace(self.context, tmux=tmux)).type_line(stand_in, text)
-        except (TmuxError, WorkerBlocked, NotSent, Untypable) as error:
+        except NotSent as error:  # typed: once more would only repeat it (in its input, or sent after all)
+            log.warning("session %s: digest typed, its Enter not seen taken: %s", session.id, error)
+        except (TmuxError, WorkerBlocked, Untypable) as error:
             log.info("session %s: digest not yet taken by its parent's pane: %s", session.id, error)
             return False
         self._looked.pop(session.parent, None)  # it changes now: the next digest waits for a still screen

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 import unicodedata
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -122,3 +123,59 @@ def test_the_rule_refuses_exactly_what_a_terminal_obeys(text):
     assert (refused is None) == (printable(text) == text)  # the rule is the escaping's, never a second list
     if obeyed:
         assert refused == printable(obeyed[0])
+
+
+def _history(runtime, pane: str) -> list[str]:
+    view = runtime.tmux.views()[pane]
+    return runtime.tmux.capture(pane, -view.history_size, view.height - 1)
+
+
+def _times(rows: list[str], text: str) -> int:
+    """How often `text` shows in `rows`, wrapped or not (the pane cuts a long line at its width)."""
+    return "".join("".join(row.split()) for row in rows).count("".join(text.split()))
+
+
+@pytest.mark.slow  # the worker runtime in tmux
+def test_a_long_digest_into_a_full_pane_is_typed_once_with_one_enter(worker_runtime, worker_project):
+    """A parent's pane whose every row holds text, and a digest longer than a row: the line wraps and the
+    screen scrolls, so neither a row showing the line nor the count of rows that are not blank changes
+    when the Enter is taken. It is typed once, with one Enter (the stand-in answers each line it takes)."""
+    from teleclaude.runtime.core.parents import Parent
+    from teleclaude.runtime.panes import Panes
+
+    runtime = worker_runtime
+    runtime.start_supervisor = lambda project: None  # the test drives the supervisor's rounds itself
+    tmux = runtime.tmux
+    fill = "seq 1 40; exec claude"  # a full screen of output, then the stand-in at its prompt
+    tmux.cmd("new-session", "-d", "-s", "orchestrator", "-x", "60", "-y", "12", "sh", "-c", fill)
+    pane = tmux.cmd("list-panes", "-t", "=orchestrator", "-F", "#{pane_id}")[0]
+    socket = tmux.cmd("display-message", "-p", "-t", pane, "#{socket_path}")[0]
+    parent = Parent(socket=socket, pane=pane)
+    started = runtime.run_agent_command(
+        StartRequest(
+            "local", "next-build", "x", str(worker_project), "claude", "med", None, parent.encode(), "claude"
+        )
+    )
+    assert not isinstance(started, Error), started
+    session = started.session
+    stand_in = replace(session, id="the parent", pane_id=pane)
+    panes = Panes(runtime.context)
+    panes.until_screen(stand_in, lambda rows: rows[-1].rstrip() == ">" and all(r.strip() for r in rows), 20)
+    digest = "⏰ worker " + " ".join(f"word{n}" for n in range(30)) + " — the turn ended; call next_work."
+    assert len(digest) > 2 * 60
+    stored = runtime.store.get(session.id)
+    runtime.store.save(replace(stored, parent_pending=digest), expect=stored.state)
+
+    project = str(worker_project.resolve())
+    for _ in range(6):  # the parent takes it once its screen held still for one look
+        runtime.supervisor.round(project)
+        if not runtime.store.get(session.id).parent_pending:
+            break
+    assert runtime.store.get(session.id).parent_pending == ""
+    for _ in range(3):  # rounds after it: nothing typed again
+        runtime.supervisor.round(project)
+    panes.type_line(stand_in, "/emit 1")  # the stand-in takes lines in order: once this shows, all are in
+    panes.until_screen(stand_in, lambda rows: any(r.startswith("running /emit 1") for r in rows), 20)
+    rows = _history(runtime, pane)
+    assert _times(rows, digest) == 1, "\n".join(rows)
+    assert sum(row == "status: still working on it" for row in rows) == 1, "\n".join(rows)  # one Enter

@@ -568,6 +568,20 @@ def shows_typed(rows: list[str], typed: str) -> bool:
     return bool(text) and text in "".join("".join(row.translate(_BORDERS).split()) for row in rows)
 
 
+def typed_at(rows: list[str], typed: str) -> tuple[tuple[int, int], ...]:
+    """Each place `typed` shows, as `shows_typed` finds it (wrapped over rows too): (its first row, its last
+    row). On a full screen that scrolls, only these moving says a typed line was taken."""
+    wanted = "".join(typed.split())
+    kept = ["".join(row.translate(_BORDERS).split()) for row in rows]
+    where = [number for number, text in enumerate(kept) for _ in text]  # the row of each character kept
+    joined, found = "".join(kept), []
+    at = joined.find(wanted) if wanted else -1
+    while at != -1:
+        found.append((where[at], where[at + len(wanted) - 1]))
+        at = joined.find(wanted, at + 1)
+    return tuple(found)
+
+
 def waiting_for_input(rows: list[str], prompt_pattern: str, busy_pattern: str = "") -> bool:
     """The prompt is shown and nothing says the CLI is still working (a CLI may keep its input line while it
     works; only its footer tells, e.g. `esc to interrupt`)."""
