@@ -55,8 +55,8 @@ def programs(file: str | Path, data: bytes) -> dict[str, tuple[str, str]]:
         target = (folder / named).resolve()
         if not target.is_relative_to(folder):
             raise ConfigError(str(path), setting, f"{named!r} leads outside the project (to {target})")
-        try:
-            with target.open("rb") as program:
+        try:  # without waiting on a fifo's writer
+            with os.fdopen(os.open(target, os.O_RDONLY | os.O_NONBLOCK), "rb") as program:
                 if not stat.S_ISREG(os.fstat(program.fileno()).st_mode):
                     raise ConfigError(str(path), setting, f"{named!r} is not a file")
                 found[setting] = (
