@@ -245,6 +245,8 @@ def test_a_linked_teleclaude_toml_borrows_no_trust_and_a_named_program_runs_from
     trusted = project_with_agent(tmp_path / "trusted", own_agent(tmux), ran_trusted)
     hostile = project_with_agent(tmp_path / "hostile", "", ran_hostile)
     (hostile / "teleclaude.toml").symlink_to("../trusted/teleclaude.toml")
+    git(hostile, "add", "-A")
+    git(hostile, "commit", "-q", "-m", "their settings, by a link")
     assert cli("trust", cwd=trusted).returncode == 0
 
     assert cli("next-work", cwd=hostile).returncode == 0  # planning needs no trust
@@ -265,6 +267,7 @@ def test_a_changed_program_the_file_names_is_untrusted_again(cli, tmp_path, tmux
     assert trusted.returncode == 0 and first_line(trusted.stdout).startswith("OK:"), trusted.stdout
     with (project / "tools/agent").open("a") as agent:
         agent.write("# a pull brought another agent\n")
+    git(project, "commit", "-q", "-am", "another agent")
     refused = cli("run", cwd=project)
     assert first_line(refused.stdout.strip()) == "ERROR: UNTRUSTED_CONFIG", refused.stdout
     assert (project / "todos/roadmap.md").read_text() == ROADMAP
@@ -281,6 +284,7 @@ def test_a_program_outside_the_project_cannot_be_trusted(cli, tmp_path, tmux, ev
     if how == "link":  # tools/agent links to a program elsewhere on the machine
         (project / "tools/agent").unlink()
         (project / "tools/agent").symlink_to(evil[0])
+        git(project, "commit", "-q", "-am", "an agent from elsewhere")
     trusted = cli("trust", cwd=project)
     assert trusted.returncode == 1 and first_line(trusted.stdout) == "ERROR: INVALID_CONFIG", trusted.stdout
     refused = cli("run", cwd=project)
