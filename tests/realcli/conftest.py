@@ -22,7 +22,7 @@ from teleclaude.adapters import trust_store
 from teleclaude.adapters.tmux import Tmux
 from teleclaude.demo.agent_homes import claude_environment, prepare_claude_login, prepare_home
 from teleclaude.demo.model_server import ModelServer
-from teleclaude.demo.scenario import commit_all, make_repository
+from teleclaude.demo.scenario import commit_all, git, make_repository
 from teleclaude.errors import Error
 from teleclaude.runtime.api import Runtime, open_runtime
 from teleclaude.runtime.core.sessions import Started, StartRequest
@@ -162,10 +162,12 @@ def set_up():
 
 
 def _set_up(project: Path, scope: Scope) -> str:
-    report = install(["claude"], scope, cwd=project)
+    report = install(["claude"], scope, cwd=project, verbose=True)  # every setting, to check below
     assert not hasattr(report, "code"), report
     done = init(project)
     assert not hasattr(done, "code"), done
+    if git(project, "status", "--porcelain"):  # committed, as README says (no item starts over a dirty main)
+        commit_all(project, "teleclaude installed and initialised")
     return report.text() + "\n" + done.text()
 
 

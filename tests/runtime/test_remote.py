@@ -228,7 +228,9 @@ def test_a_limit_the_remote_stop_failure_hook_reports_reaches_this_machine(
     assert "StopFailure hook: rate_limit" in limited.last_error
     unavailable = runtime.context.availability.unavailable(datetime.now(UTC))
     assert "claude" in unavailable  # on this machine: the planner gives the next step to another agent
-    assert unavailable["claude"].until.astimezone(UTC).strftime("%H:%M") == "15:48"  # the hook's own reset
+    assert (
+        unavailable["claude"].until.astimezone(UTC).strftime("%H:%M") == "15:49"
+    )  # the end of the minute the hook printed (15:48)
     assert runtime.tmux.views()[session.pane_id].stop_failure == ""  # the mark was taken away
     assert not sshd.db.exists()  # nothing was written into the database over there
     assert ended(runtime, session.id).state.is_final
