@@ -105,7 +105,7 @@ def test_the_run_ended_notice_has_the_reason_the_count_and_the_next_command():
         "Look at it from /p: teleclaude sessions output s1\n\nsteps: 2 sessions started\n"
         "delivered: nothing in this run\nrunning: 1\nnext: look at the worker, then: cd /p && teleclaude run"
     )
-    notice = notices.run_ended(report, 2, (), 3725.0, "/work/p", "NEEDS_ATTENTION")
+    notice = notices.run_ended(report, 2, (), 3725.0, "/srv/p", "NEEDS_ATTENTION")
     assert notice.event is NotifyEvent.RUN_ENDED and "NEEDS_ATTENTION" in notice.title
     lines = notice.body.splitlines()
     assert lines[0].startswith("NEEDS_ATTENTION: next-build greeting") and "\x1b" not in notice.body
