@@ -417,6 +417,13 @@ class Launcher:
         """The CLI exited before its prompt: its last output (kept by remain-on-exit, history included)."""
         tmux = self.context.tmux
         rows = tmux.capture(session.pane_id, -view.history_size, view.height - 1) if view else []
+        deadline = time.monotonic() + EXIT_OUTPUT_WAIT
+        while view and not last_rows(rows) and time.monotonic() < deadline:
+            # its wrapper recorded the exit before tmux read the CLI's last bytes from the pane (a CLI that
+            # prints its refusal and exits at once): look again until they show
+            time.sleep(0.05)
+            view = tmux.glance(session.pane_id)[0] or view
+            rows = tmux.capture(session.pane_id, -view.history_size, view.height - 1)
         blocker = find_blocker(session.agent, rows, exited=True)
         if blocker is not None:
             return Error(
@@ -620,6 +627,9 @@ def identity_config(identity: Sequence[tuple[str, str]], env: Mapping[str, str])
         config[f"GIT_CONFIG_KEY_{index}"] = key
         config[f"GIT_CONFIG_VALUE_{index}"] = value
     return config
+
+
+EXIT_OUTPUT_WAIT = 2.0  # seconds an exited CLI with nothing on its screen is looked at for its last output
 
 
 def _find_binary(profile: AgentProfile, env: Mapping[str, str]) -> str | None:
