@@ -135,6 +135,8 @@ class BoardApp(App[None]):
         timeline: Timeline | Error | None,
         selected: str | None,  # the worker whose output this is
     ) -> None:
+        if not self.is_running:  # the board is closing and its widgets may be gone: a late read shows nothing
+            return
         if isinstance(view, Error):
             self.query_one("#output-text", Static).update(Text(to_text(view)))
             self.loads += 1
