@@ -64,35 +64,13 @@ def stop(process: subprocess.Popen, seconds: float = 10.0) -> None:
 
 
 @contextmanager
-def http_mcp(cwd: Path, env: Mapping[str, str], log_path: Path, *args: str) -> Iterator[tuple[str, str]]:
-    """A real `teleclaude mcp --http [ARGS]` on 127.0.0.1 in `cwd`, its output in `log_path`: (its URL, the
-    token it made); stopped afterwards."""
+def _served(cwd: Path, env: Mapping[str, str], log_path: Path, *command: str) -> Iterator[tuple[int, str]]:
+    """`teleclaude COMMAND --port P` on 127.0.0.1 in `cwd`, its output in `log_path`: (P, the token it
+    uses) once it listens; stopped afterwards."""
     port = free_port()
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "teleclaude", "mcp", "--http", *args, "--port", str(port)],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            wait_for_port(port, process, log=log_path)
-            token = (Path(env["TELECLAUDE_DB"]).parent / "http-token").read_text().strip()
-            yield f"http://127.0.0.1:{port}/mcp", token
-        finally:
-            stop(process)
-
-
-@contextmanager
-def http_board(cwd: Path, env: Mapping[str, str], log_path: Path) -> Iterator[tuple[int, str]]:
-    """A real `teleclaude board --web` on 127.0.0.1 in the project `cwd`, its output in `log_path`: (its port,
-    the token it uses); stopped afterwards."""
-    port = free_port()
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "teleclaude", "board", "--web", "--port", str(port)],
+            [sys.executable, "-m", "teleclaude", *command, "--port", str(port)],
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -104,6 +82,22 @@ def http_board(cwd: Path, env: Mapping[str, str], log_path: Path) -> Iterator[tu
             yield port, (Path(env["TELECLAUDE_DB"]).parent / "http-token").read_text().strip()
         finally:
             stop(process)
+
+
+@contextmanager
+def http_mcp(cwd: Path, env: Mapping[str, str], log_path: Path, *args: str) -> Iterator[tuple[str, str]]:
+    """A real `teleclaude mcp --http [ARGS]` on 127.0.0.1 in `cwd`, its output in `log_path`: (its URL, the
+    token it made); stopped afterwards."""
+    with _served(cwd, env, log_path, "mcp", "--http", *args) as (port, token):
+        yield f"http://127.0.0.1:{port}/mcp", token
+
+
+@contextmanager
+def http_board(cwd: Path, env: Mapping[str, str], log_path: Path) -> Iterator[tuple[int, str]]:
+    """A real `teleclaude board --web` on 127.0.0.1 in the project `cwd`, its output in `log_path`: (its port,
+    the token it uses); stopped afterwards."""
+    with _served(cwd, env, log_path, "board", "--web") as served:
+        yield served
 
 
 @contextmanager
