@@ -13,122 +13,135 @@ import secrets
 import shlex
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
-from enum import Enum
+from datetime import datetime
 from pathlib import Path
-from typing import Protocol, TypeGuard
+from typing import Protocol
 
 from teleclaude.adapters.sessions_db import RunRow
 from teleclaude.adapters.settings import load_config
 from teleclaude.adapters.store import StoreError
 from teleclaude.config.checks import Checks
-from teleclaude.config.matrix import Config, choose_agent
+from teleclaude.config.matrix import Config
 from teleclaude.config.notify import Notice
 from teleclaude.config.parse import ConfigError
 from teleclaude.config.profiles import RuntimeConfig
-from teleclaude.errors import Error, ErrorCode
+from teleclaude.errors import Error
 from teleclaude.planner import api as app
 from teleclaude.planner.checks import describe
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import (
     Action,
-    Complete,
     Dispatch,
     Prepared,
     RunYourself,
     Step,
-    Unavailability,
     UsageWindow,
 )
 from teleclaude.planner.core.render import to_text, usage_text
 from teleclaude.planner.core.timeparse import format_duration, format_utc
 from teleclaude.runtime import gating
 from teleclaude.runtime.api import Runtime, guarded
+from teleclaude.runtime.core import ahead as ahead_rules
+from teleclaude.runtime.core import loop as rules
 from teleclaude.runtime.core import notices
+from teleclaude.runtime.core.ahead import (
+    USUAL_NEXT,
+    Successor,
+    likely_next,
+    successor_now,
+    usual_next,
+)
+from teleclaude.runtime.core.loop import (
+    LIMIT_MARGIN,
+    READY_AGAIN,
+    UNATTENDED,
+    WAIT_ATTEMPTS,
+    AskAgain,
+    DropLane,
+    GiveUp,
+    Handled,
+    Prepare,
+    Reaction,
+    RestUntil,
+    Retries,
+    Start,
+    StepKey,
+    TwinFirst,
+    WaitFor,
+    WaitOut,
+    first_back,
+    implied_event,
+    react,
+)
 from teleclaude.runtime.core.sessions import Ended, Event, EventKind, Session, SessionState, Started, Waited
+from teleclaude.runtime.core.stops import (
+    INTERRUPTED,
+    REPEAT_LIMIT,
+    Outcome,
+    RunSettings,
+    Stop,
+    advice,
+    attention_text,
+    ends_the_run,
+    failed_twice_text,
+    headline,
+    item,
+    parked_stop,
+    repeated_text,
+    resume_command,
+)
 from teleclaude.runtime.core.supervision import bare_command
 from teleclaude.runtime.launcher import Warm, starter_gone
 from teleclaude.runtime.observer import local_zone
 from teleclaude.runtime.remote import item_slug
 
-UNATTENDED = "(unattended: nobody will answer questions; decide yourself and write the file)"
-REPEAT_LIMIT = 3  # the same step ending its turn this many times in a row without the files moving on
+# the loop's values and rules live in runtime/core/ (loop.py, stops.py, ahead.py): named here too, for the
+# front ends and the tests that import them from the run
+__all__ = [
+    "LIMIT_MARGIN",
+    "READY_AGAIN",
+    "REPEAT_LIMIT",
+    "TICK",
+    "UNATTENDED",
+    "USUAL_NEXT",
+    "WAIT_ATTEMPTS",
+    "Countdown",
+    "Handled",
+    "Outcome",
+    "Progress",
+    "Reaction",
+    "Retries",
+    "RunReport",
+    "RunSettings",
+    "StatusLine",
+    "Stop",
+    "Successor",
+    "advice",
+    "attention_text",
+    "cut",
+    "failed_twice_text",
+    "first_back",
+    "headline",
+    "implied_event",
+    "likely_next",
+    "parked_stop",
+    "react",
+    "repeated_text",
+    "report",
+    "resume_command",
+    "run",
+    "successor_now",
+    "usual_next",
+    "where",
+]
+
 TICK = 1.0  # seconds per wait: how often the status line is redrawn
-LIMIT_MARGIN = 1.0  # seconds after an agent's reset before the planner is asked again
-WAIT_ATTEMPTS = 3  # waits failing in a row (tmux or the database) before the run stops
-
-
-class Outcome(Enum):
-    COMPLETE = "COMPLETE"  # the item (or, without a slug, the whole roadmap) is delivered
-    SELF = "SELF"  # no agent is available for a step: a human (or an agent orchestrator) does it
-    ERROR = "ERROR"  # the planner or the runtime said ERROR: a human decides
-    NEEDS_ATTENTION = "NEEDS_ATTENTION"  # a worker is stuck: it is left running for a human to look at
-    MAX_STEPS = "MAX_STEPS"
-    PARKED = "PARKED"  # --parallel: items that could not go on were parked, and nothing else can proceed
-    INTERRUPTED = "INTERRUPTED"  # Ctrl-C: the workers keep running; `teleclaude run` again resumes
-
-    @property
-    def exit_code(self) -> int:
-        return {Outcome.COMPLETE: 0, Outcome.INTERRUPTED: 130}.get(self, 1)
-
-
-class Reaction(Enum):
-    WAIT = "wait"  # the worker goes on: keep waiting
-    NEXT = "next"  # the worker is through: end its session (if still there) and ask the planner again
-    FAILED = "failed"  # the same, but it failed: a second failure of the same step in a row stops the run
-    ATTENTION = "attention"  # stop the run and leave the worker running for a human
-
-
-def react(kind: EventKind, session: Session) -> Reaction:
-    """What the loop does on each event of a worker: the whole policy, in one place."""
-    match kind:
-        case EventKind.TURN_ENDED:
-            # Back at its prompt. During a post-report cycle the runtime decides (FINISHED or DIRECTED);
-            # a worker typed into since then is working again.
-            if session.cycle_started_at is not None or session.state is SessionState.RUNNING:
-                return Reaction.WAIT
-            return Reaction.NEXT
-        case EventKind.FINISHED:  # the runtime ended it: the files say the step is done
-            return Reaction.NEXT
-        case EventKind.EXITED:
-            return Reaction.FAILED if session.state is SessionState.ERRORED else Reaction.NEXT
-        case EventKind.RATE_LIMITED:  # the agent is marked unavailable already: the planner falls back
-            return Reaction.NEXT
-        case EventKind.ERRORED:
-            return Reaction.FAILED
-        case EventKind.NEEDS_ATTENTION:
-            return Reaction.ATTENTION
-        case _:  # REMINDED, DIRECTED, DIGEST: shown; the runtime is handling the worker
-            return Reaction.WAIT
-
-
-def implied_event(session: Session) -> EventKind | None:
-    """The event a session's state stands for, when its event went to another reader or an earlier run."""
-    return {
-        SessionState.TURN_ENDED: EventKind.TURN_ENDED,
-        SessionState.RATE_LIMITED: EventKind.RATE_LIMITED,
-        SessionState.NEEDS_ATTENTION: EventKind.NEEDS_ATTENTION,
-        SessionState.DONE: EventKind.EXITED,
-        SessionState.CANCELLED: EventKind.EXITED,
-        SessionState.ERRORED: EventKind.ERRORED,
-    }.get(session.state)
-
 
 # --- what a run returns and shows --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Handled:
-    """One worker session of this run and how it ended."""
-
-    session: Session
-    kind: EventKind | None  # the event that ended it (None: ended because it never got started)
-    detail: str = ""
-    adopted: bool = False  # started by an earlier run (or someone else) and taken over
 
 
 @dataclass(frozen=True)
@@ -206,14 +219,6 @@ class Countdown:
         return f"waiting for {self.agent} (out until {format_utc(self.until)}) to do {self.step}"
 
 
-def first_back(action: RunYourself) -> tuple[str, datetime] | None:
-    """The agent of the step's row that comes back first from its limit, and when."""
-    if not action.unavailable:
-        return None
-    first = min(action.unavailable, key=lambda gone: gone.until)
-    return first.agent, first.until
-
-
 # --- the loop ----------------------------------------------------------------------------------------------
 
 
@@ -259,7 +264,7 @@ def run(
         with runtime.store.kept_open():
             stop = loop.go()
     except KeyboardInterrupt:
-        stop = Stop(Outcome.INTERRUPTED, "stopped by Ctrl-C; the workers keep running")
+        stop = INTERRUPTED
     finally:
         runtime.context.run_id = ""
     finished = report(stop, settings, state, runtime)
@@ -289,142 +294,9 @@ def _record_start(runtime: Runtime, root: Path, slug: str | None) -> str:
     return run_id
 
 
-@dataclass(frozen=True)
-class RunSettings:
-    """What the run was asked to do; `root` is the checkout root of the project given."""
-
-    root: Path
-    slug: str | None
-    prepare: bool
-    max_steps: int
-    tick: float
-    verbose: bool
-    parallel: int = 1
-    limit_wait: float = 0.0  # seconds: the longest wait for an agent's reset; 0: stop (SELF) at once
-    # `run --stand-ins`: the user's checkout `root` is a clone of, where a plain `run` starts the real CLIs
-    rehearsal_of: Path | None = None
-
-
-@dataclass(frozen=True)
-class Stop:
-    """Why the loop ends, and the first line of its report (without the `OUTCOME:` prefix)."""
-
-    outcome: Outcome
-    what: str
-    next: str | None = None  # the report's `next:` line, when it is not the outcome's usual advice
-
-
-_GOOD = (EventKind.TURN_ENDED, EventKind.FINISHED)  # how a session that did its step ends
-StepKey = tuple[str, str]  # (bare command, slug): one step of the roadmap, whichever agent does it
 STARTING = Stop(Outcome.SELF, "the worker is being started")  # a sentinel of `_launch`: under way
 START_LOOK = 0.2  # seconds per wait while a lane's worker is being started
-# seconds between asks for the ready items (a planner call, git) while a lane is free and no lane left since
-# the last ask: only a change outside this run (a roadmap edited, another run's item delivered) is seen then
-READY_AGAIN = 10.0
-
-
-@dataclass(frozen=True)
-class Successor:
-    """The step next_work named after a step of the same item ended well in this run: the guess for the
-    step after that step of the next item (`likely_next`)."""
-
-    dispatch: Dispatch  # without its note
-    same_folder: bool  # in the finished step's folder (the item's worktree), else in the main checkout
-
-
-# the step that follows one done well on the usual path (a build or a fix is reviewed; a reviewed item, or one
-# whose merge conflict was fixed, is finalized), and whether in the same folder: the guess before this run
-# has seen what follows it (`usual_next`)
-USUAL_NEXT: Mapping[Step, tuple[Step, bool]] = {
-    Step.BUILD: (Step.REVIEW, True),
-    Step.FIX: (Step.REVIEW, True),
-    Step.REVIEW: (Step.FINALIZE, False),
-    Step.FIX_MERGE: (Step.FINALIZE, False),
-}
-
-
-def usual_next(
-    action: Dispatch,
-    matrix: Config,
-    unavailable: Mapping[str, Unavailability],
-    usage: Mapping[str, tuple[UsageWindow, ...]],
-    now: datetime,
-) -> Successor | None:
-    """The usual next step after `action`'s, by the agent the planner would choose for it now (its matrix
-    row's first agent that is in and under the headroom); None after a step without one, or with nobody."""
-    usual = USUAL_NEXT.get(action.step)
-    if usual is None:
-        return None
-    step, same_folder = usual
-    chosen = choose_agent(matrix, step, unavailable, now, usage)
-    if chosen is None:
-        return None
-    folder = action.subfolder if same_folder else None
-    choice = Dispatch(step, action.slug, action.project, chosen.agent, chosen.thinking_mode, folder)
-    return Successor(choice, same_folder)
-
-
-def successor_now(
-    action: Dispatch,
-    seen: Successor | None,
-    matrix: Config,
-    unavailable: Mapping[str, Unavailability],
-    usage: Mapping[str, tuple[UsageWindow, ...]],
-    now: datetime,
-) -> Successor | None:
-    """The guess for the step after `action`'s: the one seen to follow it in this run while its agent is
-    still the one the planner would choose for that step now (not out, not over the headroom when another
-    is under it), else the usual next step by the agent chosen now (`usual_next`). A worker is never started
-    ahead for an agent that will not be given the step."""
-    if seen is not None:
-        chosen = choose_agent(matrix, seen.dispatch.step, unavailable, now, usage)
-        if chosen is not None and (chosen.agent, chosen.thinking_mode) == (
-            seen.dispatch.agent,
-            seen.dispatch.thinking_mode,
-        ):
-            return seen
-    return usual_next(action, matrix, unavailable, usage, now)
-
-
-def likely_next(action: Dispatch, successors: Mapping[str, Successor]) -> Dispatch | None:
-    """The step most likely to follow `action` once its worker is through: the one that followed the same
-    step of an earlier item in this run, for `action`'s item, in its folder; None when none did."""
-    after = successors.get(action.command)
-    if after is None or (not after.same_folder and after.dispatch.subfolder is not None):
-        return None  # a folder of its own that is not the main checkout: another item's
-    folder = action.subfolder if after.same_folder else None
-    return replace(after.dispatch, slug=action.slug, project=action.project, subfolder=folder)
-
-
 Warming = tuple[Dispatch, Future["Warm | Error"]]  # a worker being started ahead for this step
-
-
-@dataclass
-class Retries:
-    """The retry policy: a step that fails twice in a row, or ends its turn REPEAT_LIMIT times in a row
-    without the files moving on, stops the run."""
-
-    last_failed: StepKey | None = None  # the step whose session failed last
-    turns: list[StepKey] = field(default_factory=list)  # one step's sessions in a row that ended their turn
-
-    def repeating(self, step: StepKey) -> bool:
-        return len(self.turns) >= REPEAT_LIMIT and self.turns[-1] == step
-
-    def start_failed(self, step: StepKey) -> bool:
-        """A start failed: True when it is the second failure of this step in a row."""
-        again = self.last_failed == step
-        self.last_failed = step
-        return again
-
-    def through(self, step: StepKey, kind: EventKind, failed: bool) -> bool:
-        """A session of `step` is through; True when it failed and the one before it failed too."""
-        again = failed and self.last_failed == step
-        self.last_failed = step if failed else None
-        if kind in (EventKind.TURN_ENDED, EventKind.FINISHED):
-            self.turns = [*self.turns, step] if self.turns[-1:] == [step] else [step]
-        else:
-            self.turns = []
-        return again
 
 
 @dataclass
@@ -494,7 +366,7 @@ class _Loop:
         return action
 
     def _answer(self, action: Action) -> None:
-        if self.settings.prepare and _wants_preparing(action):
+        if self.settings.prepare and rules.wants_preparing(action):
             line = f"next → {action.slug} is not prepared yet: --prepare sends its architect"
         elif self._finished(action):
             line = "next → nothing: every roadmap item is done"
@@ -506,54 +378,51 @@ class _Loop:
 
     def _next(self, action: Action) -> Stop | None:
         """Carry out one answer of next_work; a `Stop` when the run is over."""
-        match action:
-            case Dispatch():
-                return self._dispatch(action)
-            case Complete(slug=slug, archive=archive) if self.settings.slug is not None:
-                return Stop(Outcome.COMPLETE, f"{slug} is delivered to {archive}")
-            case Complete():  # an item of the roadmap is done: on to the next
+        roadmap = (self.settings.root / layout.ROADMAP).is_file()
+        match rules.answer(action, self.settings, roadmap):
+            case Start(action=dispatch):
+                return self._dispatch(dispatch)
+            case AskAgain():
                 return None
-            case Error() if self._finished(action):
-                return Stop(Outcome.COMPLETE, "every roadmap item is done")
-            case Error(code=ErrorCode.NOT_PREPARED, slug=unprepared) if self.settings.prepare and unprepared:
+            case Prepare(slug=unprepared):
+                assert isinstance(action, Error)
                 return self._prepare(action, unprepared)
-            case RunYourself():
-                return self._wait_out(action)
-            case Error(slug=unprepared) if unprepared and _wants_preparing(action):
-                again = resume_command(replace(self.settings, slug=unprepared, prepare=True))
-                return Stop(Outcome.ERROR, to_text(action), f"prepare it with its architect: {again}")
-            case _:
-                return self._error_stop(action)
+            case WaitOut(action=out):
+                return self._wait_out(out)
+            case GiveUp(action=refused):
+                return self._error_stop(refused)
+            case Stop() as stop:
+                return stop
+        return None
 
     def _wait_out(self, action: RunYourself) -> Stop | None:
         """No agent may take the step: wait until the first of them is back, then ask again (None); a `Stop`
         when waiting is off or that is further away than `limit_wait`."""
         back = self._reset_in_reach(action)
-        if back is None:
-            return Stop(Outcome.SELF, to_text(action))
-        agent, until = back
-        countdown = f"{action.step.command} {_item(action.slug)}"
-        while (left := (until - self.runtime.clock()).total_seconds()) > 0:
-            self.status(Countdown(countdown, agent, until, left))
+        if isinstance(back, Stop):
+            return back
+        countdown = f"{action.step.command} {item(action.slug)}"
+        while (left := (back.until - self.runtime.clock()).total_seconds()) > 0:
+            self.status(Countdown(countdown, back.agent, back.until, left))
             time.sleep(min(self.settings.tick, left))
         time.sleep(LIMIT_MARGIN)  # the store counts an agent out until the second it names
-        self.notify(notices.agents_back(countdown, agent, str(self.settings.root)))
+        self.notify(notices.agents_back(countdown, back.agent, str(self.settings.root)))
         return None
 
-    def _reset_in_reach(self, action: RunYourself) -> tuple[str, datetime] | None:
-        back = first_back(action)
-        if back is None:
-            return None
-        agent, until = back
-        wait = (until - self.runtime.clock()).total_seconds()
-        if wait > self.settings.limit_wait:
-            if self.settings.limit_wait > 0:
+    def _reset_in_reach(self, action: RunYourself) -> RestUntil | Stop:
+        back = rules.wait_out(action, self.runtime.clock(), self.settings.limit_wait)
+        if isinstance(back, Stop):
+            first = first_back(action)
+            if first is not None and self.settings.limit_wait > 0:
                 limit = format_duration(self.settings.limit_wait)
+                agent, until = first
                 self.show(f"    {agent} is back only at {format_utc(until)}: later than limit_wait ({limit})")
-            return None
-        step = f"{action.step.command} {_item(action.slug)}"
-        self.show(f"    every agent for {step} is out: waiting for {agent}, back at {format_utc(until)}")
-        self.notify(notices.agents_out(step, agent, until, str(self.settings.root)))
+            return back
+        step = f"{action.step.command} {item(action.slug)}"
+        self.show(
+            f"    every agent for {step} is out: waiting for {back.agent}, back at {format_utc(back.until)}"
+        )
+        self.notify(notices.agents_out(step, back.agent, back.until, str(self.settings.root)))
         return back
 
     def _prepare(self, refusal: Error, slug: str) -> Stop | None:
@@ -562,15 +431,14 @@ class _Loop:
         self._answer(action)
         if not isinstance(action, Prepared):
             self.state.action = action
-        match action:
-            case Dispatch():
-                return self._dispatch(action, args=f"{slug} {UNATTENDED}")
-            case RunYourself():
-                return self._wait_out(action)
-            case Prepared():  # prepared, and still refused: what next_work says is for a human
-                return Stop(Outcome.ERROR, to_text(refusal))
-            case _:
-                return Stop(Outcome.ERROR, to_text(action))
+        match rules.prepared_answer(action, refusal, slug):
+            case Start(action=dispatch, args=args):
+                return self._dispatch(dispatch, args=args)
+            case WaitOut(action=out):
+                return self._wait_out(out)
+            case Stop() as stop:
+                return stop
+        return None
 
     # --- workers -----------------------------------------------------------------------------------------
 
@@ -607,28 +475,25 @@ class _Loop:
     def _may_start(self, action: Dispatch, retries: Retries, besides: str = "") -> Session | Stop | None:
         """None when a worker may be started for `action` (or the worker `besides`, started ahead for it, be
         given it); else the live one already doing that step, or why not."""
-        step = (bare_command(action.command), action.slug)
-        twin = self._twin(step, besides)
-        if twin:  # started by an earlier run, or by someone else: one worker per step
-            self.show(f"    {twin.id} is already doing {action.command} {action.slug}: waiting for it")
-            return twin
-        if retries.repeating(step):
-            return Stop(Outcome.NEEDS_ATTENTION, repeated_text(action))
-        if self.state.steps + self.state.starting >= self.settings.max_steps:
-            return Stop(
-                Outcome.MAX_STEPS, f"--max-steps {self.settings.max_steps} reached before {describe(action)}"
+        twin = self._twin(rules.step_key(action.command, action.slug), besides)
+        started = self.state.steps + self.state.starting
+        held = rules.may_start(action, twin, retries, started, self.settings.max_steps, describe(action))
+        if isinstance(held, WaitFor):  # started by an earlier run, or by someone else: one worker per step
+            self.show(
+                f"    {held.session.id} is already doing {action.command} {action.slug}: waiting for it"
             )
-        return self._set_up(action)
+            return held.session
+        return held or self._set_up(action)
 
     # --- [checks] ----------------------------------------------------------------------------------------
 
     def _error_stop(self, action: Action) -> Stop:
-        """An answer the run cannot carry out; an item whose gate keeps failing past max_review_rounds needs
-        a human's attention."""
-        if isinstance(action, Error) and guarded(gating.keeps_failing, self.settings.root, action) is True:
-            what = f"the gate of {action.slug} keeps failing past max_review_rounds\n{to_text(action)}"
-            return Stop(Outcome.NEEDS_ATTENTION, what)
-        return Stop(Outcome.ERROR, to_text(action))
+        """An answer the run cannot carry out (`rules.error_stop`): is the item's gate failing past
+        max_review_rounds?"""
+        keeps_failing = isinstance(action, Error) and guarded(
+            gating.keeps_failing, self.settings.root, action
+        )
+        return rules.error_stop(action, keeps_failing is True)
 
     def _checks(self) -> Checks | None:
         if self.checks is None:
@@ -676,9 +541,9 @@ class _Loop:
     def _started(self, action: Dispatch, retries: Retries, started: Started | Error) -> Session | Stop | None:
         """What the runtime's answer to a start means for the run (as `_start` answers)."""
         if isinstance(started, Error):
-            if started.code is ErrorCode.WORKER_BLOCKED:  # it did start: a dialog or its exit stopped it
+            if rules.counts_as_started(started.code):
                 self.state.steps += 1
-            return self._refused(started, (bare_command(action.command), action.slug), retries)
+            return self._refused(started, rules.step_key(action.command, action.slug), retries)
         self.state.steps += 1
         self.state.session = started.session
         self.show(f"    {where(started.session, self.runtime.config)}")
@@ -687,12 +552,12 @@ class _Loop:
     def _refused(self, error: Error, step: StepKey, retries: Retries) -> Session | Stop | None:
         """The runtime refused a start: another run got there first (wait for its worker), or tmux or ssh
         failed (once: try again)."""
-        match error.code:
-            case ErrorCode.ALREADY_RUNNING:
+        match rules.refused(error.code, step, retries):
+            case TwinFirst():
                 twin = self._twin(step)
                 self.show(f"    {error.message.splitlines()[0].rstrip('.')}: waiting for it")
                 return twin  # None when it ended meanwhile: ask again
-            case ErrorCode.TMUX_FAILED | ErrorCode.COMPUTER_UNREACHABLE if not retries.start_failed(step):
+            case AskAgain():
                 self.show(f"    could not start it, trying again: {error.message.splitlines()[0]}")
                 return None
         return Stop(Outcome.ERROR, to_text(error))
@@ -701,7 +566,7 @@ class _Loop:
         twins = _live(
             self.runtime,
             self.settings.root,
-            lambda s: (bare_command(s.command), s.slug) == step and s.id != besides,
+            lambda s: rules.step_key(s.command, s.slug) == step and s.id != besides,
         )
         return twins[0] if twins else None
 
@@ -737,12 +602,12 @@ class _Loop:
                 watching[session_id] = session
                 if session_id in heard:
                     continue
-                kind, detail = implied_event(session), session.last_error
-                if kind is None and self._stuck_pending(session):
-                    kind, detail = EventKind.EXITED, "it never got its command (its starter was stopped)"
-                    self.show(f"    {session.id}: {detail}; ending it")
-                if kind is None:
+                unheard = rules.unheard_event(session, self._stuck_pending(session))
+                if unheard is None:
                     continue
+                kind, detail = unheard
+                if implied_event(session) is None:
+                    self.show(f"    {session.id}: {detail}; ending it")
                 through = self._resolve(kind, current, session_id, detail, adopted, self.state.retries)
                 if isinstance(through, Stop):
                     return through
@@ -756,33 +621,31 @@ class _Loop:
 
     def _learn(self, action: Dispatch) -> None:
         """`action` follows the step whose worker was through last, of the same item and ended well: counted
-        as what follows that step (`likely_next` takes the most frequent, the first seen of a tie: a
-        rejected review does not make a fix the guess after every review)."""
-        last = next((h for h in reversed(self.state.history) if h.session.slug == action.slug), None)
-        if last is None or last.adopted or last.kind not in _GOOD:
-            return
-        same_folder = action.subfolder == last.session.subfolder
-        followed = self.successors.setdefault(bare_command(last.session.command), Counter())
-        followed[Successor(replace(action, note=None), same_folder)] += 1
+        as what follows that step (`ahead_rules.learned`)."""
+        learned = ahead_rules.learned(action, self.state.history)
+        if learned is not None:
+            command, successor = learned
+            self.successors.setdefault(command, Counter())[successor] += 1
 
     def _warm_after(self, action: Dispatch) -> Warming | None:
         """While `action`'s worker works, the worker of the step likely next (`likely_next`; before this run
         saw one follow `action`'s step, `usual_next`) started to its prompt in the background (`[runtime]
         warm_start`): with --parallel, one for each lane. Not with other computers (a
         step of the item may go to another computer's clone: a worker is started ahead here only)."""
-        config = self.runtime.config
-        if not config.warm_start or config.remotes:
+        if not self._ahead().allowed:  # off, other computers, or it could never be given its step
             return None
-        if self.state.steps + self.state.starting >= self.settings.max_steps:
-            return None  # it could never be given its step
-        counted = self.successors.get(action.command)
-        after = self._successor_now(action, counted.most_common(1)[0][0] if counted else None)
+        after = self._successor_now(action, ahead_rules.most_seen(self.successors.get(action.command)))
         predicted = likely_next(action, {action.command: after} if after else {})
         if predicted is None:
             return None
         if self.warmer is None:
             self.warmer = ThreadPoolExecutor(self.settings.parallel, thread_name_prefix="warm")
         return predicted, self.warmer.submit(guarded, self.runtime.warm, predicted)
+
+    def _ahead(self) -> ahead_rules.Ahead:
+        config = self.runtime.config
+        started = self.state.steps + self.state.starting
+        return ahead_rules.Ahead(config.warm_start, bool(config.remotes), started, self.settings.max_steps)
 
     def _successor_now(self, action: Dispatch, seen: Successor | None) -> Successor | None:
         now = self.runtime.clock()
@@ -811,7 +674,7 @@ class _Loop:
         if isinstance(warm, Error):
             self.show(f"    the worker started ahead for {step} failed: {warm.message.splitlines()[0]}")
             return None
-        if action is not None and replace(action, note=None) == predicted:
+        if ahead_rules.claims(predicted, action):
             self.show(f"    {warm.session.id} ({warm.session.agent}) was started ahead for {step}")
             return warm
         guarded(self.runtime.drop_warm, warm)
@@ -823,17 +686,17 @@ class _Loop:
             self.warmer.shutdown(wait=True)
 
     def _wait_failed(self, waited: Error, failures: int) -> Stop | None:
-        """A wait that failed `failures` times in a row: look again (a pane that vanished while tmux was asked
-        about it), unless it keeps failing or a session is unknown."""
-        if failures >= WAIT_ATTEMPTS or waited.code is ErrorCode.UNKNOWN_SESSION:
-            return Stop(Outcome.ERROR, to_text(waited))
-        self.show(f"    waiting failed, looking again: {waited.message.splitlines()[0]}")
-        return None
+        """A wait that failed `failures` times in a row: look again, unless it keeps failing or a session is
+        unknown (`rules.wait_failed`)."""
+        stop = rules.wait_failed(waited, failures)
+        if stop is None:
+            self.show(f"    waiting failed, looking again: {waited.message.splitlines()[0]}")
+        return stop
 
     def _status(self, sessions: list[Session]) -> None:
         first, others = sessions[0], tuple(sessions[1:])
         elapsed = (self.runtime.clock() - first.created_at).total_seconds()
-        parked = tuple(f"{_item(slug)} ({headline(stop)})" for slug, stop in self.state.parked.items())
+        parked = tuple(f"{item(slug)} ({headline(stop)})" for slug, stop in self.state.parked.items())
         computers = self.runtime.config.computers
         self.status(
             Progress(
@@ -887,14 +750,7 @@ class _Loop:
         ended = guarded(self.runtime.end_session, session.id)
         ended_session = ended.session if isinstance(ended, Ended) else session
         state.history.append(Handled(ended_session, kind, detail, adopted))
-        step = (bare_command(session.command), session.slug)
-        if retries.through(step, kind, failed=reaction is Reaction.FAILED):
-            works = any(  # the agent did steps of other items in this run: the item, not the agent, fails
-                h.session.agent == session.agent and h.session.slug != session.slug and h.kind in _GOOD
-                for h in state.history
-            )
-            return Stop(Outcome.ERROR, failed_twice_text(session, kind, detail, works_elsewhere=works))
-        return True
+        return rules.failed_again(session, kind, reaction, retries, detail, state.history) or True
 
     def _heard(self, event: Event, session: Session) -> None:
         notice = notices.of_event(event, session, str(self.settings.root), in_run=True)
@@ -915,22 +771,20 @@ class _Loop:
 
     def _finished(self, action: Action) -> bool:
         """NO_WORK for the whole roadmap; it also answers a missing roadmap: an error, not a finished run."""
-        return (
-            isinstance(action, Error)
-            and action.code is ErrorCode.NO_WORK
-            and self.settings.slug is None
-            and (self.settings.root / layout.ROADMAP).is_file()
-        )
+        roadmap = isinstance(action, Error) and (self.settings.root / layout.ROADMAP).is_file()
+        return rules.finished(action, self.settings.slug, roadmap)
 
     def _stuck_pending(self, session: Session) -> bool:
         """A session its starter left PENDING: it died (its start lock is free), or a start is long over."""
         if session.state is not SessionState.PENDING:
             return False
-        if starter_gone(self.runtime.store.path, session):
+        gone = starter_gone(self.runtime.store.path, session)
+        if gone:
             fresh = self.runtime.store.get(session.id)  # a starter saves RUNNING before it lets go
-            return fresh is not None and fresh.state is SessionState.PENDING
-        limit = timedelta(seconds=self.runtime.config.startup_timeout * 2)
-        return self.runtime.clock() - session.created_at > limit
+            gone = fresh is not None and fresh.state is SessionState.PENDING
+            if not gone:
+                return False
+        return rules.stuck_pending(session, gone, self.runtime.clock(), self.runtime.config.startup_timeout)
 
 
 # --- several items at once (--parallel N) -----------------------------------------------------------------
@@ -1006,8 +860,9 @@ class _Lanes(_Loop):
                     return stop
                 if self.lanes:
                     continue
-                if self.state.parked:  # nothing can go on without the parked items
-                    return parked_stop(self.state.parked)
+                stop = rules.idle(self.state.parked)  # nothing can go on without the parked items
+                if stop:
+                    return stop
                 stop = self._next(self._ask())  # nothing in flight and nothing ready: the planner says why
                 self._claim_warm(self.warming, None)  # started ahead by `_dispatch`: the lanes go on instead
                 self.warming = None
@@ -1023,21 +878,21 @@ class _Lanes(_Loop):
         run beside this one) get a lane here too: so `parallel` caps the project's workers, not this run's."""
         for session in _live(self.runtime, self.settings.root, lambda s: s.slug not in self.state.parked):
             lane = self.lanes.setdefault(session.slug, Lane(session.slug))
-            if lane.session is not None or lane.starting is not None or lane.warming is not None:
-                continue  # a lane starting a worker ahead: that PENDING session is its own
+            busy = lane.session is not None or lane.starting is not None or lane.warming is not None
+            if not rules.adopts(session, self.state.parked, busy):
+                continue
             if session.computer in self.runtime.config.remotes:
                 lane.computer = session.computer
             self.show(f"adopting {session.id} ({session.command} {session.slug}, {session.state.value})")
             lane.session, lane.adopted = session, True
 
     def _fill(self) -> Stop | None:
+        parallel = self.settings.parallel
         for slug in list(self.ahead):  # before anything else: no other lane adopts its worker
-            if len(self.lanes) < self.settings.parallel and slug not in self.lanes:
+            if len(self.lanes) < parallel and slug not in self.lanes:
                 self.lanes[slug] = Lane(slug, warming=self.ahead.pop(slug))
-        if len(self.lanes) >= self.settings.parallel:
-            return None
         asked_lanes, asked_at = self.asked
-        if self.lanes and set(self.lanes) == asked_lanes and time.monotonic() - asked_at < READY_AGAIN:
+        if not rules.ask_ready(frozenset(self.lanes), asked_lanes, time.monotonic() - asked_at, parallel):
             return None  # no lane left since the last ask: what was not ready then is not ready now
         self._adopt()
         if len(self.lanes) >= self.settings.parallel:
@@ -1045,39 +900,30 @@ class _Lanes(_Loop):
         ready = app.ready_items(cwd=self.settings.root)
         if isinstance(ready, Error):
             return Stop(Outcome.ERROR, to_text(ready))
-        for slug in ready:
-            if len(self.lanes) >= self.settings.parallel:
-                break
-            if slug not in self.lanes and slug not in self.state.parked:
-                # the bug list is worked in the main checkout: never on another computer
-                self.lanes[slug] = Lane(slug, computer=self._free_computer() if slug else "local")
+        lanes = {slug: lane.computer for slug, lane in self.lanes.items()}
+        remote_lanes = {name: computer.lanes for name, computer in self.runtime.config.remotes.items()}
+        for slug, computer in rules.new_lanes(
+            lanes, ready, self.state.parked, parallel, remote_lanes
+        ).items():
+            self.lanes[slug] = Lane(slug, computer=computer)
         self.asked = (frozenset(self.lanes), time.monotonic())
         return None
 
-    def _free_computer(self) -> str:
-        """The first other computer with a lane to spare, else this machine."""
-        for name, computer in self.runtime.config.remotes.items():
-            if sum(lane.computer == name for lane in self.lanes.values()) < computer.lanes:
-                return name
-        return "local"
-
     def _computer_for(self, lane: Lane, action: Dispatch) -> str:
         """The lane's computer for a step in the item's worktree by an agent installed there; else here."""
-        remote = self.runtime.config.remotes.get(lane.computer)
-        if remote is None or item_slug(action.subfolder) != action.slug or action.agent not in remote.agents:
-            return "local"
-        return lane.computer
+        agents = {name: computer.agents for name, computer in self.runtime.config.remotes.items()}
+        return rules.computer_for(lane.computer, agents, action, item_slug(action.subfolder))
 
     def _park(self, lane: Lane, stop: Stop) -> Stop | None:
         """One item cannot go on: park it (its worker, if any, is left as it is) and let the other lanes
         carry on. A stop that is the whole run's (--max-steps, Ctrl-C) still ends the run."""
-        if stop.outcome in (Outcome.MAX_STEPS, Outcome.INTERRUPTED):
+        if ends_the_run(stop):
             return stop
         self._claim_warm(lane.warming, None)
         lane.warming = None
         self.lanes.pop(lane.slug, None)
         self.state.parked[lane.slug] = stop
-        self.show(f"    parked {_item(lane.slug)}: {headline(stop)}")
+        self.show(f"    parked {item(lane.slug)}: {headline(stop)}")
         after = stop.next or advice(Outcome.PARKED, self.settings)
         self.notify(notices.parked(lane.slug, headline(stop), str(self.settings.root), after))
         for line in stop.what.splitlines()[1:]:
@@ -1088,7 +934,7 @@ class _Lanes(_Loop):
         """Ask `next_work` for every lane without a worker, and start what it says."""
         now = self.runtime.clock()
         for lane in list(self.lanes.values()):
-            if lane.resting and lane.resting.until + timedelta(seconds=LIMIT_MARGIN) > now:
+            if lane.resting and not rules.rest_over(lane.resting.until, now):
                 continue
             if lane.resting:  # back: asked again below
                 self.notify(
@@ -1104,32 +950,36 @@ class _Lanes(_Loop):
         action = app.next_work(lane.slug or None, cwd=self.settings.root)
         if isinstance(action, Dispatch):
             self._learn(action)
-        if lane.slug == "" and not (isinstance(action, Dispatch) and action.slug == ""):
+        if rules.bug_list_done(lane.slug, action):
             self._claim_warm(lane.warming, None)
-            del self.lanes[lane.slug]  # the bug list is done; the item answered is another lane's
+            del self.lanes[lane.slug]
             return None
         self.state.action = action
         self._answer(action)
         warm = self._claim_warm(lane.warming, action if isinstance(action, Dispatch) else None)
         lane.warming = None
-        if warm is not None and isinstance(action, Dispatch) and action.step is Step.BUILD:
+        if ahead_rules.catch_up_first(warm is not None, action) and isinstance(action, Dispatch):
             guarded(app.catch_up, action.slug, cwd=self.settings.root)  # made ahead: what merged meanwhile
-        match action:
-            case Dispatch():
-                begun = self._launch(lane, action, computer=self._computer_for(lane, action), warm=warm)
-            case Complete():  # its finalize cleaned up here and on the computers its workers ran on
+        begun: Session | Stop | None
+        match rules.lane_answer(action, self.settings.prepare):
+            case Start(action=dispatch):
+                begun = self._launch(lane, dispatch, computer=self._computer_for(lane, dispatch), warm=warm)
+            case DropLane():
                 del self.lanes[lane.slug]
                 return None
-            case Error(code=ErrorCode.NOT_PREPARED) if self.settings.prepare:
+            case Prepare():
                 begun = self._start_architect(lane)
-            case RunYourself():
-                back = self._reset_in_reach(action)
-                if back:  # the other lanes go on meanwhile
-                    lane.resting = Countdown(f"{action.step.command} {_item(lane.slug)}", *back, 0.0)
+            case WaitOut(action=out):
+                back = self._reset_in_reach(out)
+                if isinstance(back, RestUntil):  # the other lanes go on meanwhile
+                    step = f"{out.step.command} {item(lane.slug)}"
+                    lane.resting = Countdown(step, back.agent, back.until, 0.0)
                     return None
-                begun = Stop(Outcome.SELF, to_text(action))
-            case _:
-                begun = self._error_stop(action)
+                begun = back
+            case GiveUp(action=refused):
+                begun = self._error_stop(refused)
+            case Stop() as stop:
+                begun = stop
         lane.resting = None
         if begun is STARTING:
             return None
@@ -1194,17 +1044,14 @@ class _Lanes(_Loop):
         warm_start`), so the lane it frees goes on without a cold start; its build is caught up with main
         before it is typed (`app.catch_up`). Never the bug list (worked in the main checkout). A run that
         stops meanwhile leaves that item claimed, as it leaves any item in flight."""
-        config, root = self.runtime.config, self.settings.root
-        if not config.warm_start or config.remotes or self.settings.parallel > 1 or not self.lanes:
-            return  # off with --parallel: test_parallel once saw a second merge fix, cause unknown (speed.md)
-        if self.state.steps + self.state.starting >= self.settings.max_steps:
-            return  # its step could never be given
+        root = self.settings.root
         finalizing = frozenset(
             slug
             for slug, lane in self.lanes.items()
             if lane.session is not None and bare_command(lane.session.command) == Step.FINALIZE.command
         )
-        if len(self.ahead) >= len(finalizing):
+        parallel, lanes, ahead = self.settings.parallel, len(self.lanes), len(self.ahead)
+        if not ahead_rules.claim_next_item(self._ahead(), parallel, lanes, len(finalizing), ahead):
             return
         # none when the item next still waits for them: next_work of a named item does not ask
         taken = frozenset((*self.lanes, *self.ahead, *self.state.parked))
@@ -1223,13 +1070,10 @@ class _Lanes(_Loop):
     def _start_architect(self, lane: Lane) -> Session | Stop | None:
         action = app.next_prepare(lane.slug, cwd=self.settings.root)
         self._answer(action)
-        match action:
-            case Dispatch():
-                return self._launch(lane, action, args=f"{lane.slug} {UNATTENDED}")
-            case RunYourself():
-                return Stop(Outcome.SELF, to_text(action))
-            case _:
-                return Stop(Outcome.ERROR, to_text(action))
+        decided = rules.lane_prepared(action, lane.slug)
+        if isinstance(decided, Start):
+            return self._launch(lane, decided.action, args=decided.args)
+        return decided
 
     def _wait(self) -> Stop | None:
         """One wait on every worker in flight; a lane whose worker is through asks again next round."""
@@ -1270,10 +1114,9 @@ class _Lanes(_Loop):
                 continue
             session = current.get(session_id, lane.session)
             lane.session = session
-            kind, detail = implied_event(session), session.last_error
-            if kind is None and self._stuck_pending(session):
-                kind, detail = EventKind.EXITED, "it never got its command (its starter was stopped)"
-            if kind is not None:
+            unheard = rules.unheard_event(session, self._stuck_pending(session))
+            if unheard is not None:
+                kind, detail = unheard
                 stop = self._settle(lane, kind, current, detail)
                 if stop:
                     return stop
@@ -1337,110 +1180,6 @@ def cut(text: str, length: int) -> str:
     if flag in text:
         return text[: length - len(flag) - 1].rstrip() + "…" + flag
     return text[: length - 1] + "…"
-
-
-def headline(stop: Stop) -> str:
-    """The first line a report of `stop` would have."""
-    first = stop.what.splitlines()[0] if stop.what else ""
-    return first if first.startswith(("SELF:", "ERROR:")) else f"{stop.outcome.value}: {first}"
-
-
-def parked_stop(parked: dict[str, Stop]) -> Stop:
-    """The end of a parallel run whose other items are through: each parked item, its error and next step."""
-    count = f"{len(parked)} item{'s' if len(parked) != 1 else ''}"
-    lines = [f"{count} could not go on: " + ", ".join(_item(slug) for slug in parked)]
-    for slug, stop in parked.items():
-        lines.append(f"- {_item(slug)}: {headline(stop)}")
-        lines += [f"    {line}" for line in stop.what.splitlines()[1:]]
-    return Stop(Outcome.PARKED, "\n".join(lines))
-
-
-def _item(slug: str) -> str:
-    return slug or "the bug list"
-
-
-def advice(outcome: Outcome, settings: RunSettings) -> str:
-    again = resume_command(settings)
-    match outcome:
-        case Outcome.COMPLETE if settings.rehearsal_of is not None:
-            real = resume_command(settings, real=True)
-            return f"the rehearsal went through; for real, with your agent CLIs: {real}"
-        case Outcome.COMPLETE if settings.slug is None:
-            return "add items to todos/roadmap.md (teleclaude new SLUG ...), then run it again: " + again
-        case Outcome.COMPLETE:
-            return f"the rest of the roadmap: cd {shlex.quote(str(settings.root))} && teleclaude run"
-        case Outcome.SELF:
-            return f"do that step yourself (or wait until an agent is available), then: {again}"
-        case Outcome.ERROR:
-            return f"do what the error says, then: {again}"
-        case Outcome.NEEDS_ATTENTION:
-            return f"look at the worker, then end it or send it a message, then: {again}"
-        case Outcome.PARKED:
-            return f"do what each parked item's lines say, then: {again}"
-        case _:
-            return f"resume with: {again}"
-
-
-def _wants_preparing(action: Action) -> TypeGuard[Error]:
-    """An item refused for want of its requirements or plan: its next step is its architect's."""
-    return (
-        isinstance(action, Error)
-        and action.code is ErrorCode.NOT_PREPARED
-        and action.next_step is not None
-        and action.next_step.tool == "next_prepare"
-    )
-
-
-def resume_command(settings: RunSettings, real: bool = False) -> str:
-    """The run again. A rehearsal's is the rehearsal again in the user's checkout (never a plain `run` in its
-    clone, which would start the real CLIs), or with `real` the run for real there."""
-    words = ["teleclaude", "run", *([settings.slug] if settings.slug else [])]
-    words += ["--prepare"] if settings.prepare else []
-    words += ["--parallel", str(settings.parallel)] if settings.parallel > 1 else []
-    words += ["--stand-ins"] if settings.rehearsal_of is not None and not real else []
-    return f"cd {shlex.quote(str(settings.rehearsal_of or settings.root))} && {shlex.join(words)}"
-
-
-def repeated_text(action: Dispatch) -> str:
-    # its workers have ended, their panes with them: point at what can still answer
-    by_hand = (
-        f"run `teleclaude finalize {action.slug}` to see why it refuses"
-        if action.step is Step.FINALIZE
-        else f"do {action.command} {action.slug} by hand"
-    )
-    return (
-        f"{action.command} {action.slug} ended its turn {REPEAT_LIMIT} times in a row and the files "
-        f"did not move on.\nIts workers have ended; {by_hand}, fix what blocks it, then run again."
-    )
-
-
-def failed_twice_text(session: Session, kind: EventKind, detail: str, works_elsewhere: bool = False) -> str:
-    """`works_elsewhere`: the agent did other items' steps in this run, so taking it away from every item
-    (marking it unavailable) is not the advice."""
-    last = (
-        f"{session.agent} did other items' steps in this run: read what it said (teleclaude sessions list), "
-        "then do the step by hand or fix what makes it fail."
-        if works_elsewhere
-        else f"Or mark it unavailable (teleclaude agents unavailable {session.agent}) so the planner picks "
-        "another."
-    )
-    return (
-        f"ERROR: {ErrorCode.WORKER_FAILED.value}\n"
-        f"{session.command} {session.slug} failed twice in a row "
-        f"({session.agent}: {detail or session.last_error or kind.value}).\n"
-        f"Run the agent by hand in {session.workdir} to see why. {last}"
-    )
-
-
-def attention_text(session: Session, detail: str, root: Path, socket: str) -> str:
-    return (
-        f"{session.command} {session.slug} ({session.agent}, session {session.id}) needs a human: "
-        f"{detail or session.last_error or 'no progress'}\n"
-        f"Look at it from {root}: teleclaude sessions output {session.id}"
-        f"  (or: tmux -L {socket} attach -t {session.tmux_session})\n"
-        f"Then answer it (teleclaude sessions send {session.id} TEXT) or end it "
-        f"(teleclaude sessions end {session.id})."
-    )
 
 
 def where(session: Session, config: RuntimeConfig) -> str:
