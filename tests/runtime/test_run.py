@@ -19,16 +19,15 @@ from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.adapters.tmux import Tmux
 from teleclaude.agents import NAMES
-from teleclaude.config.matrix import Config
 from teleclaude.demo.scenario import commit_all, git
 from teleclaude.planner import api as app
-from teleclaude.planner.core.model import Dispatch, Marker, Step, Unavailability, UsageWindow
+from teleclaude.planner.core.model import Dispatch, Marker, UsageWindow
 from teleclaude.planner.core.roadmap import parse_roadmap
 from teleclaude.planner.core.timeparse import format_utc
 from teleclaude.runtime import orchestrator
 from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind, Session, SessionState, Started, StartRequest
-from teleclaude.runtime.orchestrator import Outcome, Reaction, react
+from teleclaude.runtime.orchestrator import Outcome
 
 SLUGS = ("greeting", "farewell", "shouting")
 
@@ -645,6 +644,11 @@ class Stream:
         pass
 
 
+def session(state: SessionState = SessionState.RUNNING) -> Session:
+    now = datetime.now(UTC)
+    return Session("s1", "claude", "next-build", "x", "/p", "trees/x", state, now, now)
+
+
 def test_on_a_terminal_the_status_line_is_rewritten_in_place_and_cleared_before_a_log_line(capsys):
     from teleclaude.cli.run import Console
 
@@ -686,109 +690,7 @@ def test_the_usage_comes_last_on_the_status_line_so_a_narrow_terminal_cuts_it_fi
     assert progress.key() != replace(progress, usage="claude 5h 84%").key()  # a plain log prints it again
 
 
-# --- the policy --------------------------------------------------------------------------------------------
-
-
-def session(state: SessionState = SessionState.RUNNING, cycle: bool = False) -> Session:
-    now = datetime.now(UTC)
-    return Session(
-        "s1",
-        "claude",
-        "next-build",
-        "x",
-        "/p",
-        "trees/x",
-        state,
-        now,
-        now,
-        cycle_started_at=now if cycle else None,
-    )
-
-
-@pytest.mark.parametrize(
-    ("kind", "worker", "reaction"),
-    [
-        (EventKind.TURN_ENDED, session(SessionState.TURN_ENDED), Reaction.NEXT),
-        (EventKind.TURN_ENDED, session(SessionState.TURN_ENDED, cycle=True), Reaction.WAIT),
-        (EventKind.TURN_ENDED, session(SessionState.RUNNING), Reaction.WAIT),  # typed into since
-        (EventKind.FINISHED, session(SessionState.DONE), Reaction.NEXT),
-        (EventKind.DIRECTED, session(SessionState.RUNNING, cycle=True), Reaction.WAIT),
-        (EventKind.EXITED, session(SessionState.DONE), Reaction.NEXT),
-        (EventKind.EXITED, session(SessionState.ERRORED), Reaction.FAILED),
-        (EventKind.RATE_LIMITED, session(SessionState.RATE_LIMITED), Reaction.NEXT),
-        (EventKind.ERRORED, session(SessionState.ERRORED), Reaction.FAILED),
-        (EventKind.NEEDS_ATTENTION, session(SessionState.NEEDS_ATTENTION), Reaction.ATTENTION),
-        (EventKind.REMINDED, session(SessionState.STALLED), Reaction.WAIT),
-        (EventKind.DIGEST, session(SessionState.RUNNING), Reaction.WAIT),
-    ],
-)
-def test_each_event_has_one_reaction(kind, worker, reaction):
-    assert react(kind, worker) is reaction
-
-
-def test_every_event_kind_has_a_reaction():
-    for kind in EventKind:
-        assert isinstance(react(kind, session()), Reaction)
-
-
 # --- workers started ahead of their step (warm start) -------------------------------------------------------
-
-
-def test_the_step_likely_next_is_the_one_that_followed_the_same_step_of_an_earlier_item():
-    build = Dispatch(Step.BUILD, "b", "/p", "gemini", "med", "trees/b")
-    review = Dispatch(Step.REVIEW, "a", "/p", "codex", "slow", "trees/a")
-    finalize = Dispatch(Step.FINALIZE, "a", "/p", "claude", "med", None)
-    plan = Dispatch(Step.PLAN, "a", "/p", "claude", "slow", None)
-    successors = {
-        "next-build": orchestrator.Successor(review, same_folder=True),
-        "next-review": orchestrator.Successor(finalize, same_folder=False),
-        "next-plan": orchestrator.Successor(replace(build, slug="a", subfolder="trees/a"), same_folder=False),
-    }
-    likely = orchestrator.likely_next
-    assert likely(build, successors) == replace(review, slug="b", subfolder="trees/b")
-    assert likely(replace(review, slug="b", subfolder="trees/b"), successors) == replace(finalize, slug="b")
-    assert likely(replace(plan, slug="b"), successors) is None  # another item's worktree: not guessed
-    assert likely(finalize, successors) is None  # nothing followed it yet
-
-
-def test_before_anything_followed_a_step_the_guess_is_its_usual_next_step_by_the_agent_chosen_now():
-    after, now = orchestrator.Successor, datetime.now(UTC)
-
-    def usual(action: Dispatch, matrix: Config | None = None, out: tuple[str, ...] = ()):
-        unavailable = {agent: Unavailability(agent, now + timedelta(hours=1)) for agent in out}
-        return orchestrator.usual_next(action, matrix or Config(), unavailable, {}, now)
-
-    build = Dispatch(Step.BUILD, "b", "/p", "gemini", "med", "trees/b")
-    review = usual(build)
-    assert review == after(Dispatch(Step.REVIEW, "b", "/p", "codex", "slow", "trees/b"), same_folder=True)
-    assert usual(build, out=("codex",)) == after(replace(review.dispatch, agent="claude"), same_folder=True)
-    finalize = usual(review.dispatch, Config(agents=("gemini", "codex")))  # claude not installed
-    assert finalize == after(Dispatch(Step.FINALIZE, "b", "/p", "gemini", "med", None), same_folder=False)
-    assert finalize is not None
-    assert usual(finalize.dispatch) is None  # the item is delivered
-    assert usual(build, Config(matrix={})) is None  # no agent staffs a review
-    assert usual(build, out=NAMES) is None  # every agent is out
-
-
-def test_a_step_seen_to_follow_is_guessed_only_while_its_agent_would_still_be_given_it():
-    now = datetime.now(UTC)
-    build = Dispatch(Step.BUILD, "b", "/p", "gemini", "med", "trees/b")
-    seen = orchestrator.Successor(
-        Dispatch(Step.REVIEW, "a", "/p", "codex", "slow", "trees/a"), same_folder=True
-    )
-
-    def guess(out: tuple[str, ...] = (), usage: dict[str, tuple[UsageWindow, ...]] | None = None):
-        unavailable = {agent: Unavailability(agent, now + timedelta(hours=1)) for agent in out}
-        return orchestrator.successor_now(build, seen, Config(), unavailable, usage or {}, now)
-
-    assert guess() == seen
-    by_claude = orchestrator.Successor(
-        Dispatch(Step.REVIEW, "b", "/p", "claude", "slow", "trees/b"), same_folder=True
-    )
-    assert guess(out=("codex",)) == by_claude  # codex is limited: never started ahead for the review
-    full = (UsageWindow("codex", "primary", 97.0, now + timedelta(hours=2), now),)
-    assert guess(usage={"codex": full}) == by_claude  # over the headroom while claude is under it
-    assert guess(out=NAMES) is None  # nobody may take it
 
 
 def run_to_the_end(project: Path, socket: str) -> tuple[orchestrator.RunReport, list[str], list[Session]]:
@@ -923,14 +825,3 @@ def test_a_worker_started_ahead_by_a_killed_run_is_ended_by_the_next_run_which_d
     assert_delivered(project)
     assert all(s.state.is_final for s in SessionStore().sessions())
     assert_no_workers(tmux_socket)
-
-
-@pytest.mark.parametrize("outcome", list(Outcome))
-def test_a_rehearsals_next_step_is_for_the_users_checkout_never_a_plain_run_in_its_clone(outcome):
-    """In the clone a plain `run` would start the real CLIs: every next step names the user's checkout, the
-    rehearsal again there, or, once it went through, the run for real."""
-    clone, mine = Path("/tmp/teleclaude-rehearsal-x/project"), Path("/home/me/my project")
-    settings = orchestrator.RunSettings(clone, "greeting", True, 40, 0.2, False, 2, 0.0, rehearsal_of=mine)
-    said = orchestrator.advice(outcome, settings)
-    assert str(clone) not in said and "cd '/home/me/my project' && teleclaude run greeting --prepare" in said
-    assert ("--stand-ins" in said) is (outcome is not Outcome.COMPLETE)
