@@ -1,6 +1,6 @@
 """What do teleclaude's git hooks add to a commit?
 
-    PYTHONPATH=. python bench/bench_hooks.py [--rounds 25] [--files 2000]
+    PYTHONPATH=. python bench/bench_hooks.py [--rounds 25] [--files 2000] [--agent-only]
 
 Builds a throwaway repository (small committed files, a roadmap, one prepared item), installs the hooks with
 this interpreter, and measures, interleaved round by round so every subject and its floor see the same noise:
@@ -11,12 +11,19 @@ this interpreter, and measures, interleaved round by round so every subject and 
     post      the post-commit hook after a commit in the main checkout touching todos/ (the planner's cost)
     commit    `git commit` outside todos/ with the hooks, and without them (core.hooksPath=/dev/null)
 
-and the agent hooks a worker's CLI runs, against their own floor, a bare start of this Python (`python -c
-pass`), for a worker session recorded in the database as the runtime would have it:
+and every process an agent event starts, against their own floor, a bare start of the same Python (`python
+-c pass`), side by side round by round; aim for each: <= 2 x that floor:
 
-    prompt    `teleclaude hook prompt --agent codex`: codex's UserPromptSubmit, once per turn (keeps the
-              rollout file's path on the session)
-    tool-use  `teleclaude hook tool-use`: the PreToolUse hook, once per tool call
+    --version         `teleclaude --version`
+    tool-use (none)   `teleclaude hook tool-use` outside a worker (no TELECLAUDE_SESSION_ID): records nothing
+    tool-use          the PreToolUse hook of a worker session recorded in the database as the runtime would
+                      have it, once per tool call: one row written
+    prompt            `teleclaude hook prompt --agent codex`: codex's UserPromptSubmit of that worker, once
+                      per turn (keeps the rollout file's path on the session)
+    statusline        `teleclaude hook statusline` with a subscriber's rate limits already on record (each
+                      refresh of Claude Code's status line; only news is written)
+    stop (none)       `teleclaude hook stop` of a session outside a worker, in a folder outside any repository
+    stop (project)    the same in the project's main checkout, clean (one `git status`)
 
 Prints the median, the minimum and the ratio to the floor; deletes the repository; never asserts; exits 0.
 """
@@ -89,33 +96,85 @@ def add_worker_session(root: Path) -> str:
     return session.id
 
 
+def git_hooks(root: Path, rounds: int, env: dict[str, str]) -> None:
+    hooks = root / ".git" / "hooks"
+    results: dict[str, list[float]] = {}
+    roadmap = root / "todos" / "roadmap.md"
+    for i in range(rounds):
+        (root / f"change-{i}.txt").write_text(f"{i}\n")
+        git(root, "add", f"change-{i}.txt", env=env)
+        results.setdefault("floor", []).append(timed(["git", "diff", "--cached", "--name-only"], root, env))
+        results.setdefault("pre", []).append(timed([str(hooks / "pre-commit")], root, env))
+        roadmap.write_text(roadmap.read_text() + f"- [ ] item-{i} — more\n")
+        git(root, "add", "todos/roadmap.md", env=env)
+        results.setdefault("pre-lint", []).append(timed([str(hooks / "pre-commit")], root, env))
+        git(root, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", f"r{i}", env=env)
+        results.setdefault("post", []).append(timed([str(hooks / "post-commit")], root, env))
+        (root / f"plain-{i}.txt").write_text("x\n")
+        git(root, "add", f"plain-{i}.txt", env=env)
+        results.setdefault("commit (hooks)", []).append(
+            timed(["git", "commit", "-q", "-m", f"p{i}"], root, env)
+        )
+        (root / f"bare-{i}.txt").write_text("x\n")
+        git(root, "add", f"bare-{i}.txt", env=env)
+        results.setdefault("commit (none)", []).append(
+            timed(["git", "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", f"b{i}"], root, env)
+        )
+    print(f"the git hooks, {rounds} rounds; medians in ms, ratio to the floor, {load()}")
+    report(results, "floor")
+    extra = statistics.median(results["commit (hooks)"]) - statistics.median(results["commit (none)"])
+    print(f"  hooks add {extra:.1f} ms to a commit outside todos/ (the post-commit hook stays silent there)")
+
+
 def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> dict[str, list[float]]:
     teleclaude = str(Path(sys.executable).with_name("teleclaude"))
     worker = {**env, "TELECLAUDE_SESSION_ID": add_worker_session(root)}
+    outside = root.parent / "outside"
+    outside.mkdir(exist_ok=True)
     rollout = root / "rollout.jsonl"
+    resets = int(time.time()) + 3600
+    limits = {"five_hour": {"used_percentage": 42, "resets_at": resets}}
+    status = json.dumps({"model": {"display_name": "Opus"}, "rate_limits": limits})
     results: dict[str, list[float]] = {}
+
+    def measure(name: str, command: list[str], environ: dict[str, str], stdin: str = "", cwd: Path = root):
+        results.setdefault(name, []).append(timed(command, cwd, environ, stdin))
+
     for i in range(rounds):
         prompt = json.dumps({"transcript_path": str(rollout), "prompt": f"$next-build feat {i}"})
         tool = json.dumps({"tool_name": "Bash", "tool_input": {"command": f"ls {i}"}})
-        results.setdefault("python start", []).append(timed([sys.executable, "-c", "pass"], root, env))
-        results.setdefault("prompt", []).append(
-            timed([teleclaude, "hook", "prompt", "--agent", "codex"], root, worker, prompt)
-        )
-        results.setdefault("tool-use", []).append(timed([teleclaude, "hook", "tool-use"], root, worker, tool))
+        measure("python start", [sys.executable, "-c", "pass"], env)
+        measure("--version", [teleclaude, "--version"], env)
+        measure("tool-use (none)", [teleclaude, "hook", "tool-use"], env, tool)
+        measure("tool-use", [teleclaude, "hook", "tool-use"], worker, tool)
+        measure("prompt", [teleclaude, "hook", "prompt", "--agent", "codex"], worker, prompt)
+        measure("statusline", [teleclaude, "hook", "statusline"], env, status)
+        stop = json.dumps({"cwd": str(outside), "session_id": "s", "hook_event_name": "Stop"})
+        measure("stop (none)", [teleclaude, "hook", "stop", "--agent", "claude"], env, stop, outside)
+        stop = json.dumps({"cwd": str(root), "session_id": "s", "hook_event_name": "Stop"})
+        measure("stop (project)", [teleclaude, "hook", "stop", "--agent", "claude"], env, stop)
     return results
 
 
-def report(results: dict[str, list[float]], floor_name: str) -> None:
+def report(results: dict[str, list[float]], floor_name: str, aim: float | None = None) -> None:
+    """Each subject's median, minimum and ratio to the floor's median; with `aim`, `OK` or `MISS` too."""
     floor = statistics.median(results[floor_name])
     for name, values in results.items():
         median = statistics.median(values)
-        print(f"  {name:<16} {median:8.1f}  (min {min(values):6.1f})  {median / floor:5.1f} x {floor_name}")
+        verdict = "" if aim is None or name == floor_name else ("  OK" if median <= aim * floor else "  MISS")
+        ratio = f"{median / floor:5.1f} x {floor_name}"
+        print(f"  {name:<16} {median:8.1f}  (min {min(values):6.1f})  {ratio}{verdict}")
+
+
+def load() -> str:
+    return "load {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=25)
     parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--agent-only", action="store_true", help="measure the agent hooks alone")
     options = parser.parse_args()
     sys.path.insert(0, str(REPO_ROOT))
 
@@ -139,39 +198,10 @@ def main() -> int:
     root.mkdir()
     try:
         build(root, options.files, env)
-        hooks = root / ".git" / "hooks"
-        results: dict[str, list[float]] = {}
-        roadmap = root / "todos" / "roadmap.md"
-        for i in range(options.rounds):
-            (root / f"change-{i}.txt").write_text(f"{i}\n")
-            git(root, "add", f"change-{i}.txt", env=env)
-            results.setdefault("floor", []).append(
-                timed(["git", "diff", "--cached", "--name-only"], root, env)
-            )
-            results.setdefault("pre", []).append(timed([str(hooks / "pre-commit")], root, env))
-            roadmap.write_text(roadmap.read_text() + f"- [ ] item-{i} — more\n")
-            git(root, "add", "todos/roadmap.md", env=env)
-            results.setdefault("pre-lint", []).append(timed([str(hooks / "pre-commit")], root, env))
-            git(root, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", f"r{i}", env=env)
-            results.setdefault("post", []).append(timed([str(hooks / "post-commit")], root, env))
-            (root / f"plain-{i}.txt").write_text("x\n")
-            git(root, "add", f"plain-{i}.txt", env=env)
-            results.setdefault("commit (hooks)", []).append(
-                timed(["git", "commit", "-q", "-m", f"p{i}"], root, env)
-            )
-            (root / f"bare-{i}.txt").write_text("x\n")
-            git(root, "add", f"bare-{i}.txt", env=env)
-            results.setdefault("commit (none)", []).append(
-                timed(["git", "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", f"b{i}"], root, env)
-            )
-        print(f"{options.rounds} rounds, {options.files} files; medians in ms, ratio to the floor")
-        report(results, "floor")
-        extra = statistics.median(results["commit (hooks)"]) - statistics.median(results["commit (none)"])
-        print(
-            f"  hooks add {extra:.1f} ms to a commit outside todos/ (the post-commit hook stays silent there)"
-        )
-        print("agent hooks of a worker session; medians in ms, ratio to a bare Python start")
-        report(agent_hooks(root, options.rounds, env), "python start")
+        if not options.agent_only:
+            git_hooks(root, options.rounds, env)
+        print(f"the agent hooks; medians in ms, ratio to a bare start of this Python (aim <= 2 x), {load()}")
+        report(agent_hooks(root, options.rounds, env), "python start", aim=2.0)
     finally:
         shutil.rmtree(temp, ignore_errors=True)
     return 0
