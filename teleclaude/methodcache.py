@@ -8,17 +8,24 @@ before. The table is kept beside the package's bytecode, as a `.pyc` is: `__pyca
 <python tag>.marshal`. It is written only where bytecode may be written, replaced atomically, read only when
 it starts with this Python's bytecode magic number, and safe to delete. The text itself is the key, so the
 code run is exactly what `exec(text)` would compile; a class that changed simply compiles again.
+
+`dataclasses` (with `inspect`, which it imports) costs as much as Python's own start: a process that defines
+no dataclass must not pay for it, so `install()` gives the module its `exec` as it is imported (lazy.py).
 """
 
 from __future__ import annotations
 
 import builtins
-import contextlib
 import marshal
 import os
 import sys
-from types import CodeType
-from typing import Any
+
+from teleclaude.lazy import when_imported
+
+TYPE_CHECKING = False  # typing's own, without importing typing (a few ms)
+if TYPE_CHECKING:
+    from types import CodeType, ModuleType
+    from typing import Any
 
 PREFIX = "teleclaude"  # only the classes of these modules: other packages' dataclasses are left alone
 MAX_ENTRIES = 2_000  # past this, a table grown by old versions of the classes starts afresh
@@ -28,9 +35,17 @@ _added = False
 
 
 def install() -> None:
-    """Route `dataclasses`' `exec` through the table (once per process; a no-op where it cannot be)."""
-    import dataclasses
+    """Route `dataclasses`' `exec` through the table (once per process; a no-op where it cannot be): now,
+    when `dataclasses` is imported already, else as it is imported (`lazy.when_imported`)."""
+    if not _waiting:
+        _waiting.append(True)
+        when_imported("dataclasses", _route)
 
+
+_waiting: list[bool] = []
+
+
+def _route(dataclasses: ModuleType) -> None:
     if vars(dataclasses).get("exec") is _exec:
         return
     if "exec" in vars(dataclasses):  # someone else's: leave it
@@ -74,13 +89,17 @@ def save() -> None:
     from teleclaude.adapters import fs  # imported (its classes compiled) before the table is taken
 
     table = dict(list(_compiled.items())[-MAX_ENTRIES:])
-    with contextlib.suppress(OSError):  # a read-only install: compile every time, as without the table
+    try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         mode = os.stat(__file__).st_mode & 0o666  # as a `.pyc`: readable by whoever reads the source
         fs.atomic_write(Path(path), _magic() + marshal.dumps(table), follow=False, mode=mode)
+    except OSError:  # a read-only install: compile every time, as without the table
+        pass
 
 
 def _load(path: str | None) -> dict[str, CodeType]:
+    from types import CodeType
+
     if path is None:
         return {}
     try:

@@ -4,17 +4,30 @@ the registry.
 The ground floor of the house: pure, and importing nothing of teleclaude outside this package, so config,
 planner, runtime and setup may all read it. Every list of agent names, `--agent` choice and per-agent table
 derives from `NAMES` and `PROFILES`.
+
+`NAMES` costs nothing; `PROFILES` imports the drivers (and `dataclasses`) when it is first read, so that a
+hook that only checks its `--agent` pays for no driver.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+TYPE_CHECKING = False  # typing's own, without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
-from teleclaude.agents import claude, codex, gemini, opencode
-from teleclaude.agents.profile import AgentProfile
+    from teleclaude.agents.profile import AgentProfile
 
-# in the default matrix's order of preference
-PROFILES: Mapping[str, AgentProfile] = {
-    p.name: p for p in (claude.PROFILE, gemini.PROFILE, codex.PROFILE, opencode.PROFILE)
-}
-NAMES: tuple[str, ...] = tuple(PROFILES)
+    PROFILES: Mapping[str, AgentProfile]
+
+# in the default matrix's order of preference: PROFILES' order (tests/unit/test_agents.py holds them equal)
+NAMES: tuple[str, ...] = ("claude", "gemini", "codex", "opencode")
+
+
+def __getattr__(name: str) -> object:
+    if name != "PROFILES":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from teleclaude.agents import claude, codex, gemini, opencode
+
+    profiles = {p.name: p for p in (claude.PROFILE, gemini.PROFILE, codex.PROFILE, opencode.PROFILE)}
+    globals()["PROFILES"] = profiles
+    return profiles

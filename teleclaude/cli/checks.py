@@ -15,8 +15,6 @@ import os
 import shutil
 import sys
 
-from teleclaude.agents import NAMES, PROFILES
-from teleclaude.agents.profile import UsageSource
 from teleclaude.cli.base import Command, add_cwd, print_value, write
 from teleclaude.errors import Error
 
@@ -109,59 +107,51 @@ def _run_hooks(args: argparse.Namespace) -> int:
 
 
 def _add_hook(parser: argparse.ArgumentParser) -> None:
+    from teleclaude.runtime.hooks import FIRST_AGENT_BY_DEFAULT, agents
+
     events = parser.add_subparsers(
         dest="event", metavar="{stop,stop-failure,tool-use,prompt,statusline,post-commit}", required=True
     )
-    stop = events.add_parser(
-        "stop",
-        help="an agent CLI's stop hook: refuse to stop with uncommitted work (hook JSON on stdin)",
-        description="Read the agent CLI's stop-hook JSON on stdin; print a refusal when work is uncommitted.",
-    )
-    stop.add_argument("--agent", choices=NAMES, help="the CLI (default: from the input)")
-    stop.set_defaults(handler=_run_hook_stop)
-    failure = events.add_parser(
-        "stop-failure",
-        help="an agent CLI's StopFailure hook: an API error ended the turn (rate limit, billing, …)",
-        description="Read the StopFailure hook JSON on stdin and record a limit or an error on the worker's "
-        "session (TELECLAUDE_SESSION_ID); prints nothing.",
-    )
-    failing = _running("stop-failure")
-    failure.add_argument(
-        "--agent", choices=failing, default=failing[0], help=f"the CLI (default: {failing[0]})"
-    )
-    failure.set_defaults(handler=_run_hook_stop_failure)
-    tool_use = events.add_parser(
-        "tool-use",
-        help="an agent CLI's tool hook (PreToolUse, BeforeTool): record the tool for the session",
-        description="Record the tool use (hook JSON on stdin) for $TELECLAUDE_SESSION_ID; prints nothing.",
-    )
-    tool_use.add_argument("--agent", choices=NAMES, help="the CLI")
-    tool_use.set_defaults(handler=_run_hook_tool_use)
-    prompt = events.add_parser(
-        "prompt",
-        help="an agent CLI's UserPromptSubmit hook: keep the session's rollout file (its API errors)",
-        description="Read the UserPromptSubmit hook JSON on stdin and keep its transcript_path on the "
-        "worker's session (TELECLAUDE_SESSION_ID); prints nothing.",
-    )
-    prompting = _running("prompt")
-    prompt.add_argument(
-        "--agent", choices=prompting, default=prompting[0], help=f"the CLI (default: {prompting[0]})"
-    )
-    prompt.set_defaults(handler=_run_hook_prompt)
-    statusline = events.add_parser(
-        "statusline",
-        help="an agent CLI's status-line command: record the usage it reports, print a status line",
-        description="Read the status-line JSON on stdin, record the rate-limit usage in it and print a "
-        "status line: the output of --then's command when given (the user's own), else ours.",
-    )
-    lining = tuple(name for name, d in PROFILES.items() if d.usage.source is UsageSource.STATUSLINE)
-    statusline.add_argument(
-        "--agent", choices=lining, default=lining[0], help=f"the CLI (default: {lining[0]})"
-    )
-    statusline.add_argument(
-        "--then", metavar="COMMAND", help="the status line to show, run with the same stdin (yours)"
-    )
-    statusline.set_defaults(handler=_run_hook_statusline)
+    about = {
+        "stop": (
+            "an agent CLI's stop hook: refuse to stop with uncommitted work (hook JSON on stdin)",
+            "Read the agent CLI's stop-hook JSON on stdin; print a refusal when work is uncommitted.",
+        ),
+        "stop-failure": (
+            "an agent CLI's StopFailure hook: an API error ended the turn (rate limit, billing, …)",
+            "Read the StopFailure hook JSON on stdin and record a limit or an error on the worker's "
+            "session (TELECLAUDE_SESSION_ID); prints nothing.",
+        ),
+        "tool-use": (
+            "an agent CLI's tool hook (PreToolUse, BeforeTool): record the tool for the session",
+            "Record the tool use (hook JSON on stdin) for $TELECLAUDE_SESSION_ID; prints nothing.",
+        ),
+        "prompt": (
+            "an agent CLI's UserPromptSubmit hook: keep the session's rollout file (its API errors)",
+            "Read the UserPromptSubmit hook JSON on stdin and keep its transcript_path on the "
+            "worker's session (TELECLAUDE_SESSION_ID); prints nothing.",
+        ),
+        "statusline": (
+            "an agent CLI's status-line command: record the usage it reports, print a status line",
+            "Read the status-line JSON on stdin, record the rate-limit usage in it and print a "
+            "status line: the output of --then's command when given (the user's own), else ours.",
+        ),
+    }
+    for event, (help, description) in about.items():
+        hook = events.add_parser(event, help=help, description=description)
+        choices = agents(event)
+        if event in FIRST_AGENT_BY_DEFAULT:
+            hook.add_argument(
+                "--agent", choices=choices, default=choices[0], help=f"the CLI (default: {choices[0]})"
+            )
+        else:
+            about_agent = "the CLI" if event == "tool-use" else "the CLI (default: from the input)"
+            hook.add_argument("--agent", choices=choices, help=about_agent)
+        if event == "statusline":
+            hook.add_argument(
+                "--then", metavar="COMMAND", help="the status line to show, run with the same stdin (yours)"
+            )
+        hook.set_defaults(handler=_run_agent_hook)
     post = events.add_parser(
         "post-commit", help="git post-commit: print the planner's next step (changes nothing)"
     )
@@ -169,43 +159,14 @@ def _add_hook(parser: argparse.ArgumentParser) -> None:
     post.set_defaults(handler=_run_hook_post_commit)
 
 
-def _running(verb: str) -> tuple[str, ...]:
-    """The agent CLIs whose driver runs `teleclaude hook VERB`."""
-    return tuple(name for name, driver in PROFILES.items() if driver.hooks.runs(verb))
-
-
 def _run_hook(args: argparse.Namespace) -> int:  # argparse requires an event, so this is never reached
     return 2
 
 
-def _run_hook_stop(args: argparse.Namespace) -> int:
-    from teleclaude.runtime.hooks import stop as hook
+def _run_agent_hook(args: argparse.Namespace) -> int:
+    from teleclaude.runtime import hooks
 
-    return hook.main(args.agent)
-
-
-def _run_hook_prompt(args: argparse.Namespace) -> int:
-    from teleclaude.runtime.hooks import prompt as hook
-
-    return hook.main(args.agent)
-
-
-def _run_hook_statusline(args: argparse.Namespace) -> int:
-    from teleclaude.runtime.hooks import statusline as hook
-
-    return hook.main(args.agent, args.then)
-
-
-def _run_hook_stop_failure(args: argparse.Namespace) -> int:
-    from teleclaude.runtime.hooks import failure as hook
-
-    return hook.main(args.agent)
-
-
-def _run_hook_tool_use(args: argparse.Namespace) -> int:
-    from teleclaude.runtime.hooks import tool as hook
-
-    return hook.main(args.agent)
+    return hooks.run(args.event, args.agent, getattr(args, "then", None))
 
 
 def _run_hook_post_commit(args: argparse.Namespace) -> int:

@@ -118,7 +118,8 @@ def test_help_exits_0(cli):
 def test_every_command_listed_by_help_has_its_own_help(capsys):
     """A call builds only its own command's parser, importing that command's module alone (a command the
     CLI's table lacks would still run, but every call would import every command's module)."""
-    from teleclaude.cli import commands, main
+    from teleclaude.cli import main
+    from teleclaude.cli.parser import commands
 
     assert main(["--help"]) == 0
     listed = capsys.readouterr().out
@@ -143,7 +144,8 @@ def test_help_lists_a_users_commands_first_and_the_agents_later(capsys):
 
 @pytest.mark.parametrize("name", ["trust", "supervise"])
 def test_trust_and_supervise_explain_themselves_in_their_help(capsys, name):
-    from teleclaude.cli import commands, main
+    from teleclaude.cli import main
+    from teleclaude.cli.parser import commands
 
     assert main([name, "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
@@ -154,7 +156,8 @@ def test_trust_and_supervise_explain_themselves_in_their_help(capsys, name):
 
 def test_no_help_says_an_internal_name(capsys):
     """`next_work` is the MCP tool's name: on the command line it is next-work, or plain words."""
-    from teleclaude.cli import commands, main
+    from teleclaude.cli import main
+    from teleclaude.cli.parser import commands
 
     for command in commands():
         assert main([command.name, "--help"]) == 0
