@@ -15,21 +15,19 @@ exits 0: the status line is never what breaks the CLI.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import select
-import signal
-import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from teleclaude.runtime.hooks.record import record_usage, warn
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # subprocess and select are imported by `theirs` alone: most status lines are ours
+    import subprocess
+    from collections.abc import Sequence
+
     from teleclaude.agents.profile import UsageWindow
 
 THEIRS_TIMEOUT = 3.5  # Claude Code gives a status-line command 5 s in all (ours: up to 1 s more)
@@ -78,6 +76,10 @@ def theirs(command: str, raw: bytes) -> str:
     hangs or floods is ended with every process it started (its own process group), as Claude Code would,
     and a process that left the group (`setsid`) and holds the output open is not waited for once the
     command itself has exited."""
+    import contextlib
+    import signal
+    import subprocess
+
     try:
         process = subprocess.Popen(
             [SHELL, "-c", command],
@@ -105,6 +107,8 @@ def theirs(command: str, raw: bytes) -> str:
 def _collect(process: subprocess.Popen[bytes], raw: bytes, deadline: float) -> tuple[bytes, str]:
     """`raw` written to the process and its output read, until it has exited and its output is read or
     closed; (the output, "" or what went wrong: the deadline passed, too much output)."""
+    import select
+    import subprocess
     assert process.stdin is not None and process.stdout is not None
     stdin, stdout = process.stdin.fileno(), process.stdout.fileno()
     exited = _exit_signal(process.pid)

@@ -1,0 +1,131 @@
+"""What the processes an agent event starts import: `--version` and a hook with nothing to record stop at
+Python's own start and the `re` the console script imports, whatever they would need to record; the agent
+hooks reach their work without argparse; an agent hook's arguments that are not plainly good get argparse's
+answer, as before."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from teleclaude.agents import NAMES, PROFILES
+
+# what a process with nothing to do must not import: each costs about as much as Python's own start, or more
+HEAVY = ("dataclasses", "inspect", "typing", "logging", "argparse", "sqlite3", "sqlite_utils", "subprocess")
+HEAVY_OURS = (
+    "teleclaude.agents.profile",
+    "teleclaude.cli.parser",
+    "teleclaude.cli.base",
+    "teleclaude.errors",
+)
+
+# the call in a fresh interpreter, as the console script makes it; prints the modules it imported on stderr
+PROBE = """\
+import json, sys
+from teleclaude.cli import main
+code = main(sys.argv[1:])
+sys.stdout.flush()
+sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n")
+sys.exit(code)
+"""
+
+
+def run(argv: list[str], env: dict[str, str], stdin: str = "") -> tuple[subprocess.CompletedProcess, set]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv],
+        input=stdin,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    listed = [line for line in done.stderr.splitlines() if line.startswith("MODULES ")]
+    assert listed, done.stderr
+    return done, set(json.loads(listed[-1].removeprefix("MODULES ")))
+
+
+def heavy(modules: set[str]) -> set[str]:
+    return {m for m in modules if m in HEAVY or m.split(".")[0] in HEAVY or m in HEAVY_OURS}
+
+
+@pytest.fixture
+def env(subprocess_env) -> dict[str, str]:
+    return {k: v for k, v in subprocess_env.items() if not k.startswith("TELECLAUDE_SESSION")}
+
+
+TOOL = json.dumps({"tool_name": "Bash", "tool_input": {"command": "ls"}, "cwd": "/"})
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--version"],
+        ["hook", "tool-use"],
+        ["hook", "tool-use", "--agent", "codex"],
+        ["hook", "tool-use", "--agent=gemini"],
+    ],
+)
+def test_a_call_with_nothing_to_record_imports_nothing_heavy(env, argv):
+    done, modules = run(argv, env, TOOL)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ("teleclaude 0.1.0\n" if argv == ["--version"] else "")
+    assert heavy(modules) == set()
+    assert not any(m.startswith("teleclaude.agents.") for m in modules)  # not one driver looked up
+
+
+def test_a_tool_use_of_another_computers_worker_imports_nothing_heavy(env):
+    remote = {**env, "TELECLAUDE_SESSION_ID": "abc12345", "TELECLAUDE_TURN_END_TO_PANE": "1"}
+    done, modules = run(["hook", "tool-use", "--agent", "claude"], remote, TOOL)
+    assert done.returncode == 0, done.stderr
+    assert heavy(modules) == set()
+
+
+@pytest.mark.parametrize(
+    ("argv", "stdin"),
+    [
+        (["hook", "stop", "--agent", "claude"], json.dumps({"cwd": "/", "hook_event_name": "Stop"})),
+        (["hook", "statusline"], json.dumps({"model": {"display_name": "Opus"}})),
+        (["hook", "prompt", "--agent", "codex"], json.dumps({"prompt": "hi"})),
+    ],
+)
+def test_the_agent_hooks_run_without_argparse(env, argv, stdin):
+    done, modules = run(argv, env, stdin)
+    assert done.returncode == 0, done.stderr
+    assert not {"argparse", "teleclaude.cli.parser"} & modules
+    assert not {"sqlite_utils", "subprocess"} & modules or argv[1] == "stop"  # stop: the git adapter's
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["hook", "tool-use", "--agent", "hal9000"],
+        ["hook", "tool-use", "--agent"],
+        ["hook", "tool-use", "--agnet", "claude"],
+        ["hook", "statusline", "--agent", "codex"],  # codex reports no usage in a status line
+    ],
+)
+def test_a_hook_with_arguments_not_plainly_good_gets_argparse_s_answer(env, argv):
+    done, modules = run(argv, env, TOOL)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith("usage: teleclaude") and "Traceback" not in done.stderr
+    assert "argparse" in modules
+
+
+def test_an_option_given_twice_is_argparse_s_to_read(env):
+    stop = json.dumps({"cwd": "/", "hook_event_name": "Stop"})
+    done, modules = run(["hook", "stop", "--agent", "claude", "--agent", "codex"], env, stop)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "argparse" in modules
+
+
+def test_a_hook_s_help_is_argparse_s(env):
+    done, _ = run(["hook", "tool-use", "--help"], env)
+    assert done.returncode == 0
+    assert done.stdout.startswith("usage: teleclaude hook tool-use")
+
+
+def test_the_names_are_the_drivers_in_their_order():
+    assert tuple(PROFILES) == NAMES
