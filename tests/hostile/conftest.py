@@ -40,6 +40,24 @@ def cli(subprocess_env, tmp_path) -> Callable[..., subprocess.CompletedProcess[s
     return run
 
 
+def hook(
+    env: Mapping[str, str], cwd: Path, *args: str, stdin: str = "", **popen
+) -> subprocess.CompletedProcess[str]:
+    """`teleclaude hook ARGS…` as an agent CLI runs it: a process given `stdin` (its JSON); `popen` as for
+    `subprocess.run` (`preexec_fn`). Its stdout and stderr as text; never raises for its exit code."""
+    return subprocess.run(
+        [sys.executable, "-m", "teleclaude", "hook", *args],
+        input=stdin,
+        cwd=cwd,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        **popen,
+    )
+
+
 def first_line(text: str) -> str:
     return text.splitlines()[0] if text else ""
 

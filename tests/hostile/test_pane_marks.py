@@ -24,6 +24,8 @@ from teleclaude.runtime.core.limits import encode_usage, parse_failure
 from teleclaude.runtime.core.marks import SESSION_KEY, seal, unseal
 from teleclaude.runtime.core.sessions import EventKind, SessionState
 
+from .conftest import hook
+
 LIMIT = json.dumps({"error": "rate_limit", "last_assistant_message": "You've hit your session limit"})
 
 
@@ -71,15 +73,8 @@ def test_a_pane_mark_without_the_sessions_key_neither_ends_its_turn_nor_limits_i
 
 def _hook(env, project, name: str, payload: Mapping[str, object], session_id: str, key: str):
     hook_env = {**env, "TELECLAUDE_SESSION_ID": session_id, SESSION_KEY: key}
-    return subprocess.run(
-        [sys.executable, "-m", "teleclaude", "hook", name],
-        input=json.dumps({**payload, "cwd": str(project), "session_id": "fake"}),
-        cwd=project,
-        env=hook_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    return hook(
+        hook_env, project, name, stdin=json.dumps({**payload, "cwd": str(project), "session_id": "fake"})
     )
 
 

@@ -10,8 +10,9 @@ import os
 import resource
 import signal
 import subprocess
-import sys
 from pathlib import Path
+
+from .conftest import hook
 
 STATUS = json.dumps({"model": {"display_name": "Opus 4.8"}})
 
@@ -23,17 +24,7 @@ def _status_line(env, cwd: Path, then: str, memory: int | None = None) -> subpro
         if memory is not None:
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
-    return subprocess.run(
-        [sys.executable, "-m", "teleclaude", "hook", "statusline", "--agent", "claude", "--then", then],
-        input=STATUS,
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        preexec_fn=limited,
-    )
+    return hook(env, cwd, "statusline", "--agent", "claude", "--then", then, stdin=STATUS, preexec_fn=limited)
 
 
 def _alive(pid: int) -> bool:

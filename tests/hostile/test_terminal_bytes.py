@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 
 from teleclaude.adapters.sessions_db import RunRow, SessionStore
 from teleclaude.runtime.core.sessions import Session, SessionState
+
+from .conftest import hook
 
 CLEAR_AND_TITLE = "\x1b[2J\x1b[H\x1b]0;pwned\x07"
 # what a terminal acts on: C0 (but line breaks), DEL, C1, line separators, bidi overrides
@@ -21,16 +21,8 @@ OBEYED = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-
 def test_the_stop_failure_hook_warns_with_the_error_it_was_given_escaped(subprocess_env, tmp_path):
     env = {**subprocess_env, "TELECLAUDE_SESSION_ID": "s1", "TELECLAUDE_TURN_END_TO_PANE": "1"}
     env.pop("TMUX", None)  # not in a pane: the hook cannot mark it, and warns naming the error
-    done = subprocess.run(
-        [sys.executable, "-m", "teleclaude", "hook", "stop-failure", "--agent", "claude"],
-        input=json.dumps({"hook_event_name": "StopFailure", "error": f"rate_limit{CLEAR_AND_TITLE}\u202e"}),
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    failure = {"hook_event_name": "StopFailure", "error": f"rate_limit{CLEAR_AND_TITLE}\u202e"}
+    done = hook(env, tmp_path, "stop-failure", "--agent", "claude", stdin=json.dumps(failure))
     assert (done.returncode, done.stdout) == (0, "")
     assert "rate_limit\\x1b[2J" in done.stderr  # the warning names it, escaped
     assert OBEYED.findall(done.stderr) == []

@@ -7,13 +7,13 @@ window showed 30 %, a late report of a window that had reset erased the current 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.agents.profile import UsageWindow
 from teleclaude.runtime.core.limits import decode_usage, encode_usage
+
+from .conftest import hook
 
 YEAR_2100 = datetime(2100, 1, 1, tzinfo=UTC)
 
@@ -21,16 +21,8 @@ YEAR_2100 = datetime(2100, 1, 1, tzinfo=UTC)
 def _status_line(env: dict[str, str], cwd, used: float, resets_at: datetime) -> None:
     """Claude Code's status line, as it runs it: this input on stdin."""
     five_hours = {"used_percentage": used, "resets_at": int(resets_at.timestamp())}
-    done = subprocess.run(
-        [sys.executable, "-m", "teleclaude", "hook", "statusline", "--agent", "claude"],
-        input=json.dumps({"model": {"display_name": "Opus"}, "rate_limits": {"five_hour": five_hours}}),
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    status = {"model": {"display_name": "Opus"}, "rate_limits": {"five_hour": five_hours}}
+    done = hook(env, cwd, "statusline", "--agent", "claude", stdin=json.dumps(status))
     assert done.returncode == 0 and done.stdout.startswith("Opus"), done.stdout + done.stderr
 
 
