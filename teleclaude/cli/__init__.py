@@ -3,9 +3,10 @@
 Every call starts here, and this module imports nothing: the agent CLIs run `teleclaude hook …` on every tool
 call, turn end and status-line refresh, most of them with nothing to record. `--version` and the agent hooks
 (`hook stop|stop-failure|tool-use|prompt|statusline`, their arguments written as `teleclaude install` writes
-them) run from here without argparse, and import what they record with only when they record it; every
-other call, and any hook call with other arguments (`--help`, a wrong `--agent`, `TELECLAUDE_DEBUG` set),
-goes to `teleclaude.cli.parser`, which answers it as it answers every command.
+them) run from here without argparse, and import what they record with only when they record it; so do
+`next-work` and `next-prepare` (the planner's cold path). Every other call, and any of these with other
+arguments (`--help`, a wrong `--agent`, an abbreviated option, `TELECLAUDE_DEBUG` set), goes to
+`teleclaude.cli.parser`, which answers it as it answers every command.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 
 TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Sequence
     from types import ModuleType
 
@@ -27,6 +29,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _version()
     if len(args) > 1 and args[0] == "hook" and args[1] in AGENT_HOOKS and not _debug():
         done = _agent_hook(args[1], args[2:])
+        if done is not None:
+            return done
+    if args[:1] in (["next-work"], ["next-prepare"]) and not _debug():
+        done = _next(args[0], args[1:])
         if done is not None:
             return done
     from teleclaude.cli.parser import run
@@ -64,6 +70,49 @@ def _agent_hook(event: str, rest: list[str]) -> int | None:
 
     when_imported("logging", configure_logging)  # as `run` sets it up, should the hook's work log
     return hooks.run(event, agent, options.get("--then"))
+
+
+def _next(command: str, rest: list[str]) -> int | None:
+    """`next-work|next-prepare [SLUG] [--cwd DIR] [--json]` (`--dry-run` too for next-work), as the parser
+    would read them; None for anything else. The planner's step needs no parser (argparse and what it
+    imports as it builds one: gettext, locale, shutil)."""
+    flags = ("--json", "--dry-run") if command == "next-work" else ("--json",)
+    found: dict[str, str] = {}
+    at = 0
+    while at < len(rest):
+        arg = rest[at]
+        name, equals, value = arg.partition("=")
+        if arg in flags and arg not in found:
+            found[arg] = ""
+        elif name == "--cwd" and name not in found:
+            if not equals:
+                at += 1
+                if at == len(rest) or rest[at].startswith("-"):
+                    return None
+                value = rest[at]
+            found[name] = value
+        elif not arg.startswith("-") and "SLUG" not in found:
+            found["SLUG"] = arg
+        else:
+            return None
+        at += 1
+    import logging
+
+    configure_logging(logging)
+    from types import SimpleNamespace
+    from typing import cast
+
+    from teleclaude.cli import parser
+
+    args = SimpleNamespace(
+        command=command,
+        slug=found.get("SLUG"),
+        cwd=found.get("--cwd"),
+        json="--json" in found,
+        dry_run="--dry-run" in found,
+    )
+    run = parser.run_next_work if command == "next-work" else parser.run_next_prepare
+    return run(cast("argparse.Namespace", args))
 
 
 def _options(rest: list[str], names: tuple[str, ...]) -> dict[str, str] | None:

@@ -8,14 +8,17 @@ That keeps `--help` and the hooks git and the agent CLIs run on every commit and
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from teleclaude.errors import Error
+
+if TYPE_CHECKING:  # argparse itself when a parser is built: `teleclaude next-work` goes without (cli/)
+    import argparse
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,8 @@ class Command:
 
 
 def add_cwd(parser: argparse.ArgumentParser, suppress: bool = False) -> None:
+    import argparse
+
     parser.add_argument(
         "--cwd",
         metavar="DIR",
@@ -39,6 +44,8 @@ def add_cwd(parser: argparse.ArgumentParser, suppress: bool = False) -> None:
 
 def tcp_port(text: str) -> int:
     """An argparse type: a TCP port, 1 to 65535 (`mcp --port`, `board --port`)."""
+    import argparse
+
     port = int(text) if text.isascii() and text.isdecimal() else 0
     if not 1 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port: give a number from 1 to 65535")

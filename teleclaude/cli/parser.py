@@ -15,18 +15,21 @@ imported inside the commands: see `teleclaude.cli.base`.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import os
 import sys
 from collections.abc import Sequence
 from importlib import import_module
+from typing import TYPE_CHECKING
 
 from teleclaude import __version__
 from teleclaude.cli import configure_logging
 from teleclaude.cli.base import Command, add_cwd, print_action, print_value, tcp_port, write
 from teleclaude.errors import Error, guard
+
+if TYPE_CHECKING:  # imported by `build_parser`: `teleclaude.cli` runs `next-work` without a parser
+    import argparse
 
 log = logging.getLogger("teleclaude")
 
@@ -39,13 +42,13 @@ def _add_next(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the action as one JSON object")
 
 
-def _run_next_prepare(args: argparse.Namespace) -> int:
+def run_next_prepare(args: argparse.Namespace) -> int:
     from teleclaude.planner import api as app
 
     return print_action(app.next_prepare(args.slug, cwd=args.cwd), args.json)
 
 
-def _run_next_work(args: argparse.Namespace) -> int:
+def run_next_work(args: argparse.Namespace) -> int:
     from teleclaude.planner import api as app
 
     return print_action(app.next_work(args.slug, cwd=args.cwd, dry_run=args.dry_run), args.json)
@@ -239,9 +242,9 @@ def _warn(line: str) -> None:
 
 PLANNER_COMMANDS: tuple[Command, ...] = (
     Command(
-        "next-prepare", "what the next preparation step is (requirements, plan)", _add_next, _run_next_prepare
+        "next-prepare", "what the next preparation step is (requirements, plan)", _add_next, run_next_prepare
     ),
-    Command("next-work", "what the next build/review/finalize step is", _add_next_work, _run_next_work),
+    Command("next-work", "what the next build/review/finalize step is", _add_next_work, run_next_work),
     Command(
         "finalize",
         "merge an approved item into the main checkout and archive it, one finalize at a time",
@@ -322,6 +325,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; given `argv` that names a command, only that command gets a subparser (argparse builds
     a help formatter and looks up translations for every parser and argument: a CLI call pays for its own
     command's, not all fourteen). Without one, every command is there, for the help and the error."""
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="teleclaude",
         description="A file-derived planner that tells teams of AI coding agents exactly one next step.",

@@ -382,6 +382,30 @@ def test_planner_paths_import_no_heavy_library(project, cli, argv, allowed):
     assert {name.split(".")[0] for name in heavy_imports(names)} <= allowed
 
 
+@pytest.mark.parametrize(
+    ("argv", "spelled_otherwise"),
+    [
+        (["next-work", "--dry-run", "--json"], ["next-work", "--json", "--dry"]),  # abbreviated: argparse's
+        (["next-prepare", PREPARED], ["next-prepare", PREPARED, "--cw"]),
+    ],
+)
+def test_the_planner_s_step_needs_no_parser_and_answers_as_the_parser_does(
+    project, cli, argv, spelled_otherwise
+):
+    assert cli("next-work", "--cwd", str(project)).returncode == 0  # the worktree made: what follows reads
+    done = cli(*argv, "--cwd", str(project), python_flags=("-X", "importtime"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "argparse" not in imported_modules(done.stderr)
+    parsed = cli(
+        *spelled_otherwise,
+        *(() if "--cw" in spelled_otherwise else ("--cwd",)),
+        str(project),
+        python_flags=("-X", "importtime"),
+    )
+    assert "argparse" in imported_modules(parsed.stderr)
+    assert (parsed.returncode, parsed.stdout) == (done.returncode, done.stdout)
+
+
 # --- in process ------------------------------------------------------------------------------------------
 
 

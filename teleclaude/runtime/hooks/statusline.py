@@ -109,6 +109,7 @@ def _collect(process: subprocess.Popen[bytes], raw: bytes, deadline: float) -> t
     closed; (the output, "" or what went wrong: the deadline passed, too much output)."""
     import select
     import subprocess
+
     assert process.stdin is not None and process.stdout is not None
     stdin, stdout = process.stdin.fileno(), process.stdout.fileno()
     exited = _exit_signal(process.pid)
