@@ -14,6 +14,7 @@ round so that both see the same machine noise:
     mcp       call_tool("teleclaude__next_work") on a running stdio server target <= 1.1 x floor P
     floor B   `python -c pass` + floor A
     cli       `python -m teleclaude next-work SLUG --cwd PROJECT`        target <= 2.5 x floor B
+    cli_any   the same without SLUG (the cold path: the roadmap read too) target <= 2.0 x floor B
     parse     parse_roadmap on a 10,000-item roadmap, caches cleared      target ~ mistune alone (<= 1.2 x)
     info      MCP agent_status (the protocol's own round trip, no git) and the library call with its parse
               caches cleared (what every CLI process, or a server after an edit, pays)
@@ -390,7 +391,7 @@ def report(samples: Samples, parse_items: int) -> None:
         ("   python -c pass", "pass", None, None, ""),
         ("B  python -c pass + git status", "floorB", None, None, "floor B"),
         ("   CLI python -m teleclaude next-work SLUG", "cli", "floorB", 2.5, "<= 2.5 x B"),
-        ("   CLI python -m teleclaude next-work (no slug)", "cli_any", "floorB", 2.5, "<= 2.5 x B"),
+        ("   CLI python -m teleclaude next-work (no slug)", "cli_any", "floorB", 2.0, "<= 2.0 x B"),
         (f"M  mistune parse, {parse_items:,} items", "mistune", None, None, "floor M"),
         (f"   parse_roadmap, {parse_items:,} items (cold)", "parse", "mistune", 1.2, "~1 x M (<= 1.2)"),
     ]

@@ -9,7 +9,6 @@ is `INTERNAL`, a teleclaude bug (the httpx `map_exceptions` habit).
 from __future__ import annotations
 
 import json
-import logging
 import shlex
 import sys
 from collections.abc import Callable
@@ -131,7 +130,6 @@ class Failure(Exception):
 
 
 BUG_HINT = "This is a teleclaude bug; set TELECLAUDE_DEBUG=1 for details."
-log = logging.getLogger("teleclaude")
 
 
 def to_error(error: BaseException) -> Error:
@@ -156,7 +154,9 @@ def to_error(error: BaseException) -> Error:
             f"{error.filename or 'a file'}: {error.strerror or error}.\n"
             "Fix the file's permissions or path, then try again.",
         )
-    log.debug("internal error", exc_info=error)
+    import logging  # here: logging costs the planner's CLI call more than it logs (cli/__init__.py)
+
+    logging.getLogger("teleclaude").debug("internal error", exc_info=error)
     return Error(ErrorCode.INTERNAL, f"{type(error).__name__}: {error}\n{BUG_HINT}")
 
 

@@ -12,7 +12,6 @@ of the wrong shape renamed aside, not fatal. Any other fault of the file is a `S
 
 from __future__ import annotations
 
-import logging
 import os
 import sqlite3
 import time
@@ -48,7 +47,6 @@ _WRONG_SCHEMA = ("no such column", "has no column named", "does not match any PR
 # it changed since (a table dropped or added, the file deleted or moved aside and made anew)
 _ENSURED: dict[tuple[type, str], int] = {}
 
-log = logging.getLogger("teleclaude")
 T = TypeVar("T")
 
 
@@ -225,7 +223,7 @@ class SqliteStore:
     def _move_aside(self, error: sqlite3.DatabaseError) -> None:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
-        log.warning("%s is corrupt (%s): moved it to %s and started afresh", self.path, error, target)
+        _log("%s is corrupt (%s): moved it to %s and started afresh", self.path, error, target)
         for suffix in ("", "-wal", "-shm"):
             source = Path(f"{self.path}{suffix}")
             if source.exists():
@@ -267,7 +265,7 @@ def ensure_table(db: sqlite_utils.Database, shape: TableShape) -> None:
     table = db.table(shape.name)
     if table.exists() and table.pks != shape.keys:
         aside = f"{shape.name}_moved_{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
-        log.warning("table %s has the wrong shape: renamed it to %s and made a new one", shape.name, aside)
+        _log("table %s has the wrong shape: renamed it to %s and made a new one", shape.name, aside)
         db.rename_table(shape.name, aside)
     table.create(dict(shape.columns), pk=shape.pk, if_not_exists=True)
     for column in sorted(shape.columns.keys() - table.columns_dict.keys()):
@@ -509,3 +507,10 @@ def _parse_stored(text: str | None) -> datetime | None:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.astimezone(UTC)
+
+
+def _log(message: str, *args: object) -> None:
+    """A warning of a mended file: logging imported only then (it costs every planner call that reads)."""
+    import logging
+
+    logging.getLogger("teleclaude").warning(message, *args)

@@ -96,9 +96,9 @@ def _next(command: str, rest: list[str]) -> int | None:
         else:
             return None
         at += 1
-    import logging
+    from teleclaude.lazy import when_imported
 
-    configure_logging(logging)
+    when_imported("logging", configure_logging)  # as `run` sets it up, should the planner log
     from types import SimpleNamespace
     from typing import cast
 

@@ -16,7 +16,6 @@ imported inside the commands: see `teleclaude.cli.base`.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -31,7 +30,6 @@ from teleclaude.errors import Error, guard
 if TYPE_CHECKING:  # imported by `build_parser`: `teleclaude.cli` runs `next-work` without a parser
     import argparse
 
-log = logging.getLogger("teleclaude")
 
 # --- the commands ------------------------------------------------------------------------------------
 
@@ -345,10 +343,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str]) -> int:
     """`teleclaude ARGV…` (`teleclaude.cli.main` sends every call here but those it answers itself)."""
+    import logging
+
     configure_logging(logging)
     try:
         args = build_parser(argv).parse_args(argv)
     except SystemExit as exit_:  # --help, --version (0) and bad usage (2)
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
-    log.debug("teleclaude %s", args)
+    logging.getLogger("teleclaude").debug("teleclaude %s", args)
     return args.handler(args)

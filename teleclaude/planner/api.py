@@ -5,7 +5,6 @@ Every public function returns a value and never raises: failures become `Error(c
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Mapping
 from dataclasses import replace
@@ -48,8 +47,6 @@ from teleclaude.planner.core.plan import parse_plan_chunks
 from teleclaude.planner.core.review import parse_review
 from teleclaude.planner.core.roadmap import may_be_pending, parse_roadmap_chunks, rewrite_marker
 from teleclaude.planner.core.timeparse import parse_until
-
-log = logging.getLogger("teleclaude")
 
 MAX_ROUNDS_OF_EFFECTS = 4
 MAX_REASON = 500  # characters of a mark_agent_unavailable reason
@@ -427,7 +424,11 @@ class RepoFacts:
         try:
             return AvailabilityStore().on_record(self.now)
         except StoreError as error:
-            log.warning("%s: taking every agent as available and under its headroom", error)
+            import logging  # here: logging costs a CLI call more than it logs (cli/__init__.py)
+
+            logging.getLogger("teleclaude").warning(
+                "%s: taking every agent as available and under its headroom", error
+            )
             self.store_problem = (
                 f"Agent availability and usage could not be read ({error}), so every agent was taken as "
                 "available and under its headroom."
