@@ -39,6 +39,8 @@ from git, so they hold across runs. `FAKE_AGENT_CRASH=slug,...` makes every work
 (as `crash` does), so one item of a parallel run fails while the others go on. `FAKE_AGENT_BREAK=slug,...`
 makes the builder of those slugs also write a test that fails (tests/test_broken_*.py), which only a fixer
 removes (told that its check failed, the builder does not): the project's gate is red until the fix.
+`FAKE_AGENT_MAIN_COMMIT=slug,...` makes the builder of those slugs also commit on the main checkout (once),
+as a user committing there by hand during a run.
 
 A line that is not a command is an instruction: one that says to commit makes it commit, one that says to
 tick makes it tick its build tasks and commit, one that says its check failed makes it write
@@ -301,10 +303,22 @@ def do_step(command: str, slug: str) -> str:
         breaks=slug in listed("FAKE_AGENT_BREAK"),
     )
     action = Dispatch(step, slug, str(here), "fake", "med", None, note)
+    if step is Step.BUILD and slug in listed("FAKE_AGENT_MAIN_COMMIT"):
+        commit_on_main(here)
     try:
         return workers.worker(step)(here, action)
     except Exception as error:  # a fake worker that fails says so, like a real one would
         return f"the step failed: {error}"
+
+
+def commit_on_main(here: Path) -> None:
+    """`FAKE_AGENT_MAIN_COMMIT`: a commit on the main checkout's branch (once), as a user makes by hand."""
+    from teleclaude.adapters.git import find_repo, run_git
+
+    root = find_repo(here).root
+    if run_git(["log", "--format=%s", "--grep", "^By hand$", "HEAD"], root).strip():
+        return
+    run_git(["commit", "-q", "--allow-empty", "-m", "By hand"], root)
 
 
 def do_session_step() -> int:
