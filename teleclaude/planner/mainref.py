@@ -10,13 +10,12 @@ moved `refs/heads/main`) is `MAIN_MOVED`, naming the commit, instead of a worktr
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
-from teleclaude.errors import Error, ErrorCode, guard
-from teleclaude.planner import api as app
-from teleclaude.planner.core.model import Action
+from teleclaude.errors import Error, ErrorCode
 
 RECORD = "teleclaude-main"  # in the git common dir: "REF COMMIT"
 
@@ -74,17 +73,15 @@ def accept(root: str | os.PathLike) -> None:
         record(repo)
 
 
-def check(root: str | os.PathLike) -> Error | None:
+def check(root: str | os.PathLike, accepted: Callable[[float], bool] = lambda since: False) -> Error | None:
     """MAIN_MOVED when main moved since the run accepted it, other than by a finalize; under the lock, so a
-    finalize's commit and its record are seen together."""
+    finalize's commit and its record are seen together. `accepted(since)`: whether a move since that time
+    (epoch seconds) is one the caller let happen (a worker it started on the main checkout): then main as
+    it is now is recorded instead."""
     repo = gitx.find_repo(root)
     with fs.project_lock(repo.common_dir):
-        return moved(recorded(repo), current(repo))
-
-
-def next_work(slug: str | None, cwd: str | os.PathLike) -> Action:
-    """`api.next_work`, unless main moved behind teleclaude's back (`teleclaude run`'s question)."""
-    found = guard(check)(cwd)  # a failure to look (not a repository) is next_work's to answer
-    if isinstance(found, Error) and found.code is ErrorCode.MAIN_MOVED:
+        found = moved(recorded(repo), current(repo))
+        if found is not None and accepted((repo.common_dir / RECORD).stat().st_mtime):
+            record(repo)
+            return None
         return found
-    return app.next_work(slug, cwd=cwd)
