@@ -325,14 +325,20 @@ def do_session_step() -> int:
     """`python -m teleclaude.demo.stand_in --step`: the step of the worker session this runs in
     ($TELECLAUDE_SESSION_ID), done once on the current directory. What the scripted model of
     `teleclaude demo --real` has a real agent CLI run through its shell tool."""
+    from teleclaude.adapters.sandbox import read_step
     from teleclaude.adapters.sessions_db import SessionStore
 
-    session = SessionStore().get(os.environ.get("TELECLAUDE_SESSION_ID", ""))
-    if session is None:
+    channel = os.environ.get("TELECLAUDE_CHANNEL")  # sandboxed: the sessions database is out of reach
+    if channel:
+        step = read_step(Path(channel))
+    else:
+        session = SessionStore().get(os.environ.get("TELECLAUDE_SESSION_ID", ""))
+        step = (session.command, session.args) if session else None
+    if step is None:
         say("not in a worker session started by teleclaude ($TELECLAUDE_SESSION_ID)")
         return 1
-    slug = session.args.split()[0] if session.args.split() else ""
-    say(do_step(session.command, slug))
+    command, args = step
+    say(do_step(command, args.split()[0] if args.split() else ""))
     return 0
 
 

@@ -15,15 +15,16 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
-from teleclaude.adapters import fs
+from teleclaude.adapters import fs, sandbox
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.ssh import RemoteError, Unreachable, qualify
 from teleclaude.adapters.tmux import TURN_END_TO_PANE, TmuxError
 from teleclaude.agents.profile import AgentProfile
 from teleclaude.config.matrix import THINKING_MODES
-from teleclaude.config.profiles import Computer
+from teleclaude.config.profiles import Computer, RuntimeConfig, SandboxMode
 from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core import layout
+from teleclaude.planner.core.model import Step
 from teleclaude.runtime.context import Context, bad_argument, refused_text, unknown_session
 from teleclaude.runtime.core.blockers import (
     blocked_text,
@@ -33,6 +34,7 @@ from teleclaude.runtime.core.blockers import (
     refused_command,
 )
 from teleclaude.runtime.core.marks import SESSION_KEY
+from teleclaude.runtime.core.sandbox import bwrap_argv
 from teleclaude.runtime.core.sessions import (
     Change,
     Cursor,
@@ -214,11 +216,17 @@ class Launcher:
             folder = self._send(remote, session) if remote else str(workdir)
             root = remote.project if remote else session.project
             trust = profile.trust_flags((root, folder)) if profile.trust_flags else ()
+            argv, env = profile.argv(binary, thinking_mode, trust), self._worker_env(session, profile, remote)
+            if not remote:
+                boxed = self._sandboxed(session, profile, binary, workdir, argv, env)
+                if isinstance(boxed, Error):
+                    return boxed
+                argv, env = boxed
             started = tmux.start(
                 f"tc-{session.id}",
                 folder,
-                profile.argv(binary, thinking_mode, trust),
-                self._worker_env(session, profile, remote),
+                argv,
+                env,
                 exit_channel(session.id),
                 config.history_limit,
                 (config.width, config.height),
@@ -288,6 +296,48 @@ class Launcher:
         else:
             env["TELECLAUDE_DB"] = str(self.context.store.path)
         return env
+
+    def _sandboxed(
+        self,
+        session: Session,
+        profile: AgentProfile,
+        binary: str,
+        workdir: Path,
+        argv: list[str],
+        env: dict[str, str],
+    ) -> tuple[list[str], dict[str, str]] | Error:
+        """The worker's command inside bubblewrap (`[runtime] sandbox`), its hooks told to write into the
+        session's own channel folder instead of the sessions database; as it is when the sandbox is off, or
+        under "auto" where bubblewrap does not work (the run says so once: `sandbox_status`)."""
+        config = self.context.config
+        if config.sandbox is SandboxMode.OFF:
+            return argv, env
+        found = sandbox.probe(self.context.env)
+        if not found.usable:
+            if config.sandbox is SandboxMode.AUTO:
+                return argv, env
+            return Error(
+                ErrorCode.SANDBOX_UNAVAILABLE,
+                f'{found.problem}, and [runtime] sandbox = "bwrap" starts no worker outside one.\n'
+                + sandbox.FIX,
+            )
+        channel = sandbox.open_channel(self.context.store.path, session.id)
+        sandbox.write_step(channel, session.command, session.args)
+        box = sandbox.worker_layout(
+            workdir=workdir,
+            project=Path(session.project),
+            home=env.get("HOME", ""),
+            needs=profile.sandbox,
+            binary=binary,
+            path=env.get("PATH", ""),
+            channel=channel,
+            tmux_folder=_tmux_folder(self.context.tmux.socket, self.context.env),
+            merges=step_of(session.command) is Step.FINALIZE,
+            network=config.sandbox_network,
+        )
+        inside = {name: value for name, value in env.items() if name != "TELECLAUDE_DB"}
+        inside.update({TURN_END_TO_PANE: "1", sandbox.CHANNEL: str(channel)})
+        return bwrap_argv(found.bwrap, box, argv), inside
 
     def _send(self, remote: Computer, session: Session) -> str:
         """The item branch goes to the remote clone first: the worker there works in its trees/{slug}."""
@@ -602,6 +652,26 @@ def _workdir(project: str, subfolder: str | None) -> Path | Error:
             next_step=call("next_work"),
         )
     return target
+
+
+def _tmux_folder(socket: str, env: Mapping[str, str]) -> str:
+    """The folder of the workers' tmux socket: hidden from a sandboxed worker."""
+    if "/" in socket:
+        return str(Path(socket).parent)
+    return f"{env.get('TMUX_TMPDIR') or '/tmp'}/tmux-{os.getuid()}"
+
+
+def sandbox_status(config: RuntimeConfig, env: Mapping[str, str]) -> str:
+    """One line for `run`'s log and `status`: whether workers here start sandboxed, and if not, the fix."""
+    if config.sandbox is SandboxMode.OFF:
+        return 'workers are not sandboxed ([runtime] sandbox = "off")'
+    found = sandbox.probe(env)
+    if found.usable:
+        network = "" if config.sandbox_network else ", without network"
+        return f"workers start sandboxed in bubblewrap ({found.bwrap}{network})"
+    if config.sandbox is SandboxMode.BWRAP:
+        return f'ERROR: SANDBOX_UNAVAILABLE: {found.problem}; [runtime] sandbox = "bwrap" starts no worker'
+    return f"WARNING: workers are not sandboxed: {found.problem}. {sandbox.FIX}"
 
 
 def _with_teleclaude(path: str) -> str:
