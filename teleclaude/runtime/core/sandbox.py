@@ -56,6 +56,8 @@ def bwrap_argv(bwrap: str, layout: Layout, argv: list[str]) -> list[str]:
         out += [flag, path, path]
     for path in _outer_first(layout.protected):
         out += ["--ro-bind", path, path]
+    for path in _outer_first(layout.homes):  # only what is bound inside stays writable
+        out += ["--remount-ro", path]
     for name in UNSET:
         out += ["--unsetenv", name]
     for name, value in layout.env.items():
