@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -217,6 +218,46 @@ def read_marks(folder: Path) -> dict[str, str]:
         except OSError:
             continue
     return marks
+
+
+TOOL_USES = "tool-uses.jsonl"
+TOOL_USES_KEPT = 64 * 1024  # bytes of a channel's tool uses read at once (a flood is cut, not stored)
+
+
+def append_tool_use(folder: Path, raw: str) -> None:
+    """A tool hook's input, the time it ran with it, as one line of the channel's tool uses."""
+    data = json.loads(raw)
+    if not isinstance(data, dict) or not isinstance(data.get("tool_name"), str):
+        raise ValueError("the input has no tool_name")
+    line = {"tool": data["tool_name"], "input": data.get("tool_input"), "cwd": data.get("cwd") or ""}
+    line["at"] = time.time()
+    fd = os.open(folder / TOOL_USES, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, (json.dumps(line) + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def take_tool_uses(folder: Path) -> list[dict[str, object]]:
+    """The tool uses the channel holds, taken out of it (the observer records them)."""
+    taken = folder / f"{TOOL_USES}.taken"
+    try:
+        os.replace(folder / TOOL_USES, taken)
+    except OSError:
+        return []
+    try:
+        lines = fs.read_tail(taken, TOOL_USES_KEPT)
+    finally:
+        taken.unlink(missing_ok=True)
+    uses = []
+    for line in lines:
+        try:
+            use = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(use, dict) and isinstance(use.get("tool"), str) and isinstance(use.get("at"), float):
+            uses.append(use)
+    return uses
 
 
 def clear_mark(folder: Path, option: str) -> None:

@@ -71,6 +71,7 @@ from teleclaude.runtime.core.supervision import (
     reminded,
     worker_name,
 )
+from teleclaude.runtime.core.tool_uses import tool_use
 from teleclaude.runtime.launcher import exit_channel
 from teleclaude.runtime.panes import Panes
 
@@ -285,7 +286,12 @@ class Observer:
         the pane's marks are."""
         if session.computer in self.context.config.remotes:
             return view
-        marks = sandbox.read_marks(sandbox.channel_folder(self.context.store.path, session.id))
+        folder = sandbox.channel_folder(self.context.store.path, session.id)
+        for use in sandbox.take_tool_uses(folder):
+            at = datetime.fromtimestamp(float(str(use["at"])), UTC)
+            cwd = str(use.get("cwd") or "")
+            self.context.store.add_tool_use(tool_use(session.id, str(use["tool"]), use.get("input"), at, cwd))
+        marks = sandbox.read_marks(folder)
         if not marks:
             return view
         return replace(
