@@ -18,6 +18,7 @@ from pathlib import Path
 from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
 from teleclaude.agents.profile import SandboxNeeds
+from teleclaude.config.profiles import RuntimeConfig, SandboxMode
 from teleclaude.runtime.core.sandbox import Layout
 
 CHANNEL = "TELECLAUDE_CHANNEL"  # a sandboxed worker's channel folder, in its environment
@@ -58,6 +59,19 @@ def _try(bwrap: str) -> str:
         why = (done.stderr or done.stdout).strip().splitlines()
         return f"{bwrap} cannot make a sandbox here: {why[-1] if why else f'exit status {done.returncode}'}"
     return ""
+
+
+def status_line(config: RuntimeConfig, env: Mapping[str, str]) -> str:
+    """One line for `run`'s log and `status`: whether workers here start sandboxed, and if not, the fix."""
+    if config.sandbox is SandboxMode.OFF:
+        return 'workers are not sandboxed ([runtime] sandbox = "off")'
+    found = probe(env)
+    if found.usable:
+        network = "" if config.sandbox_network else ", without network"
+        return f"workers start sandboxed in bubblewrap ({found.bwrap}{network})"
+    if config.sandbox is SandboxMode.BWRAP:
+        return f'ERROR: SANDBOX_UNAVAILABLE: {found.problem}; [runtime] sandbox = "bwrap" starts no worker'
+    return f"WARNING: workers are not sandboxed: {found.problem}. {FIX}"
 
 
 # --- one worker's paths ------------------------------------------------------------------------------------

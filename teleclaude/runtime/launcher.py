@@ -21,7 +21,7 @@ from teleclaude.adapters.ssh import RemoteError, Unreachable, qualify
 from teleclaude.adapters.tmux import TURN_END_TO_PANE, TmuxError
 from teleclaude.agents.profile import AgentProfile
 from teleclaude.config.matrix import THINKING_MODES
-from teleclaude.config.profiles import Computer, RuntimeConfig, SandboxMode
+from teleclaude.config.profiles import Computer, SandboxMode
 from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Step
@@ -659,19 +659,6 @@ def _tmux_folder(socket: str, env: Mapping[str, str]) -> str:
     if "/" in socket:
         return str(Path(socket).parent)
     return f"{env.get('TMUX_TMPDIR') or '/tmp'}/tmux-{os.getuid()}"
-
-
-def sandbox_status(config: RuntimeConfig, env: Mapping[str, str]) -> str:
-    """One line for `run`'s log and `status`: whether workers here start sandboxed, and if not, the fix."""
-    if config.sandbox is SandboxMode.OFF:
-        return 'workers are not sandboxed ([runtime] sandbox = "off")'
-    found = sandbox.probe(env)
-    if found.usable:
-        network = "" if config.sandbox_network else ", without network"
-        return f"workers start sandboxed in bubblewrap ({found.bwrap}{network})"
-    if config.sandbox is SandboxMode.BWRAP:
-        return f'ERROR: SANDBOX_UNAVAILABLE: {found.problem}; [runtime] sandbox = "bwrap" starts no worker'
-    return f"WARNING: workers are not sandboxed: {found.problem}. {sandbox.FIX}"
 
 
 def _with_teleclaude(path: str) -> str:

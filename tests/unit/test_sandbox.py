@@ -98,14 +98,15 @@ def test_a_path_both_read_only_and_writable_is_bound_once_writable():
 
 def test_sandbox_setting():
     assert RuntimeConfig().sandbox is SandboxMode.AUTO
-    config = parse_config([("/u/teleclaude.toml", '[runtime]\nsandbox = "off"\nsandbox_network = false')])
-    assert config.runtime.sandbox is SandboxMode.OFF and config.runtime.sandbox_network is False
+    text = '[runtime]\nsandbox = "off"\nsandbox_network = false'
+    runtime = parse_config([("/u/teleclaude.toml", text)]).runtime
+    assert runtime is not None and runtime.sandbox is SandboxMode.OFF and runtime.sandbox_network is False
     with pytest.raises(ConfigError, match="runtime.sandbox"):
         parse_config([("/u/teleclaude.toml", '[runtime]\nsandbox = "docker"')])
 
 
 def test_an_untrusted_project_file_cannot_turn_the_sandbox_off():
     path = "/p/teleclaude.toml"
-    config = parse_config([(path, '[runtime]\nsandbox = "off"')], untrusted=[path])
-    assert config.runtime.sandbox is SandboxMode.AUTO
-    assert config.runtime.untrusted is not None and "runtime.sandbox" in config.runtime.untrusted.keys
+    runtime = parse_config([(path, '[runtime]\nsandbox = "off"')], untrusted=[path]).runtime
+    assert runtime is not None and runtime.sandbox is SandboxMode.AUTO
+    assert runtime.untrusted is not None and "runtime.sandbox" in runtime.untrusted.keys
