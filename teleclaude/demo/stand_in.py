@@ -23,6 +23,7 @@ a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a comm
                full screen; an Enter read with the keys is a newline in the input (gemini's), which scrolls
                the screen
     stubborn   live on when tmux hangs up on it (as a CLI blocked in a read did, with no pane left)
+    homestate  keep its state in ~/.stand-in first, and exit with status 2 when it cannot
     usage      (claude) after each step, report its rate-limit window through `teleclaude hook statusline`
                the way Claude Code runs its status line (`rate_limits.five_hour`)
 
@@ -147,6 +148,14 @@ def _preload() -> None:
 
 
 def serve(agent: str, chosen: set[str]) -> int:
+    if "homestate" in chosen:  # keeps its state in the home folder, as a CLI does; stops without it
+        try:
+            state = Path(os.environ.get("HOME", "/nonexistent"), ".stand-in")
+            state.mkdir(exist_ok=True)
+            (state / "state.json").write_text("{}")
+        except OSError as error:
+            say(f"fatal: cannot keep its state: {error}")
+            return 2
     if "slowstart" in chosen:
         time.sleep(1.0)
     if "busy" in chosen:  # the prompt on the bottom row: a row more scrolls the screen

@@ -34,7 +34,8 @@ from teleclaude.runtime.core.blockers import (
     refused_command,
 )
 from teleclaude.runtime.core.marks import SESSION_KEY
-from teleclaude.runtime.core.sandbox import bwrap_argv
+from teleclaude.runtime.core.sandbox import blocked_text as sandbox_blocked
+from teleclaude.runtime.core.sandbox import bwrap_argv, denied_path
 from teleclaude.runtime.core.sessions import (
     Change,
     Cursor,
@@ -444,6 +445,10 @@ class Launcher:
                 return screen
             last = screen
             if time.monotonic() > deadline:
+                denied = self._denied(session, screen)
+                if denied is not None:  # stuck on a path its sandbox hides, not silent
+                    output = "\n".join(row.rstrip() for row in last_rows(screen))
+                    return Error(ErrorCode.WORKER_BLOCKED, sandbox_blocked(session.agent, denied, output))
                 return _delivery_failed(session, "", f"no prompt after {config.startup_timeout:g}s", screen)
             # the next look when the pane prints, or when the prompt has stood unchanged for `stable` (a pane
             # that died prints nothing: looked at every 0.25 s); without events every `pause`, and a prompt
@@ -452,6 +457,12 @@ class Launcher:
             quiet = stable_since + stable - time.monotonic() if stable_since is not None else 0.25
             poll = pause if stable_since is None else max(pause, stable / 4)
             tmux.await_output(session.pane_id, mark, max(0.0, min(quiet, 0.25)), poll=poll)
+
+    def _denied(self, session: Session, rows: list[str]) -> str | None:
+        """The path a sandboxed worker's CLI says it could not open, if it is one."""
+        if not sandbox.channel_folder(self.context.store.path, session.id).is_dir():
+            return None
+        return denied_path(rows)
 
     def _screen(self, session: Session) -> list[str]:
         return self.context.tmux.glance(session.pane_id)[1]
@@ -481,6 +492,9 @@ class Launcher:
             )
         status = f" (exit status {view.dead_status})" if view and view.dead_status is not None else ""
         output = "\n".join(row.rstrip() for row in last_rows(rows)) or "(nothing)"
+        denied = self._denied(session, rows)
+        if denied is not None:
+            return Error(ErrorCode.WORKER_BLOCKED, sandbox_blocked(session.agent, denied, output))
         return Error(
             ErrorCode.WORKER_BLOCKED,
             f"{session.agent} exited before showing its prompt{status}. Its last output:\n{output}\n"

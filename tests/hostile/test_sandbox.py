@@ -16,6 +16,7 @@ from teleclaude.adapters import sandbox
 from teleclaude.adapters.tmux import Tmux
 from teleclaude.demo import stand_in
 from teleclaude.demo.scenario import commit_all, git, make_repository
+from teleclaude.errors import Error, ErrorCode
 from teleclaude.runtime import orchestrator
 from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.orchestrator import Outcome
@@ -128,3 +129,61 @@ def test_without_the_sandbox_a_worker_that_moves_main_stops_the_run_naming_the_c
     assert report.outcome is Outcome.NEEDS_ATTENTION, report.text
     assert f'commit="{moved}"' in report.text
     assert "Merge greeting" not in git(project, "log", "--format=%s", "main")
+
+
+# --- bad input ---------------------------------------------------------------------------------------------
+
+
+def start(project: Path, agent: str = "claude"):
+    from teleclaude.runtime.core.sessions import StartRequest
+
+    return open_runtime(project).run_agent_command(
+        StartRequest("local", "next-build", "greeting", str(project), agent, "med")
+    )
+
+
+def test_a_cli_that_stops_on_a_path_its_sandbox_hides_is_blocked_naming_the_path(
+    project, isolated_environment, monkeypatch
+):
+    monkeypatch.setenv("FAKE_AGENT", "homestate")
+    started = start(project)
+    assert isinstance(started, Error) and started.code is ErrorCode.WORKER_BLOCKED, started
+    assert f'path="{isolated_environment / ".stand-in"}"' in started.message
+    assert not (isolated_environment / ".stand-in").exists()
+
+
+@pytest.fixture
+def broken_bwrap(tmp_path, monkeypatch) -> Path:
+    """A bwrap first on PATH that cannot make a namespace (as on a kernel without user namespaces)."""
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    fake = folder / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    return fake
+
+
+def user_config(home: Path, text: str) -> None:
+    config = home / ".config" / "teleclaude" / "teleclaude.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(text)
+
+
+def test_under_bwrap_a_sandbox_that_cannot_be_made_refuses_the_worker(
+    project, broken_bwrap, isolated_environment, socket
+):
+    user_config(isolated_environment, '[runtime]\nsandbox = "bwrap"\n')
+    started = start(project)
+    assert isinstance(started, Error) and started.code is ErrorCode.SANDBOX_UNAVAILABLE, started
+    assert "No permissions to create new namespace" in started.message
+    assert Tmux(socket).session_names() == set()
+
+
+def test_under_auto_a_sandbox_that_cannot_be_made_is_a_warning_and_the_worker_starts(
+    project, broken_bwrap, teleclaude_cli
+):
+    started = start(project)
+    assert not isinstance(started, Error), started
+    out, _ = teleclaude_cli(project, "status").communicate(timeout=60)
+    assert "WARNING: workers are not sandboxed" in out and "apt-get install bubblewrap" in out

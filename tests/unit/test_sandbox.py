@@ -6,7 +6,7 @@ import pytest
 
 from teleclaude.config.parse import ConfigError, parse_config
 from teleclaude.config.profiles import RuntimeConfig, SandboxMode
-from teleclaude.runtime.core.sandbox import Layout, bwrap_argv
+from teleclaude.runtime.core.sandbox import Layout, bwrap_argv, denied_path
 
 PROJECT = "/home/u/project"
 TREE = f"{PROJECT}/trees/feat"
@@ -110,3 +110,20 @@ def test_an_untrusted_project_file_cannot_turn_the_sandbox_off():
     runtime = parse_config([(path, '[runtime]\nsandbox = "off"')], untrusted=[path]).runtime
     assert runtime is not None and runtime.sandbox is SandboxMode.AUTO
     assert runtime.untrusted is not None and "runtime.sandbox" in runtime.untrusted.keys
+
+
+@pytest.mark.parametrize(
+    ("row", "path"),
+    [
+        (
+            "Error: EROFS: read-only file system, open '/home/u/.claude/settings.json'",
+            "/home/u/.claude/settings.json",
+        ),
+        ("[Errno 30] Read-only file system: '/home/u/.stand-in'", "/home/u/.stand-in"),
+        ("sh: 1: cannot create /home/u/x: Read-only file system", "/home/u/x"),
+        ("Error: ENOENT: no such file or directory, mkdir '/home/u/.npm/_logs'", "/home/u/.npm/_logs"),
+        ("all good", None),
+    ],
+)
+def test_the_path_a_cli_could_not_open_is_read_from_its_output(row, path):
+    assert denied_path(["some output", row, ""]) == path

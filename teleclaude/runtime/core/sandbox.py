@@ -9,6 +9,7 @@ capabilities, and the network unless it is closed. adapters/sandbox.py finds the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -80,3 +81,33 @@ def _unique(binds: list[tuple[str, str]]) -> list[tuple[str, str]]:
         if chosen.get(path) != "--bind":
             chosen[path] = flag
     return list(chosen.items())
+
+
+# how a CLI says a path it needs is not there or not writable (node, python, a shell, rust)
+_DENIED = (
+    re.compile(r"\b(?:EROFS|ENOENT|EACCES|EPERM)\b[^'\"\n]*['\"](/[^'\"\n]+)['\"]"),
+    re.compile(r"\[Errno (?:2|13|30)\][^'\n]*'(/[^'\n]+)'"),
+    re.compile(r"(/[^\s:'\"]+): (?:Read-only file system|No such file or directory|Permission denied)"),
+    re.compile(
+        r"cannot create (/[^\s:]+): (?:Read-only file system|Directory nonexistent|Permission denied)"
+    ),
+)
+
+
+def denied_path(rows: list[str]) -> str | None:
+    """The path a CLI that stopped inside its sandbox says it could not open (the last one it names)."""
+    for row in reversed(rows):
+        for pattern in _DENIED:
+            found = pattern.findall(row)
+            if found:
+                return str(found[-1])
+    return None
+
+
+def blocked_text(agent: str, path: str, output: str) -> str:
+    return (
+        f"{agent} stopped inside its sandbox: it could not open {path}, which the sandbox hides or keeps "
+        f'read-only.\npath="{path}"\nIts last output:\n{output}\nIf {agent} needs it, its driver\'s '
+        f"SandboxNeeds (teleclaude/agents/{agent}.py) lacks it: report it; meanwhile set "
+        '[runtime] sandbox = "off" in ~/.config/teleclaude/teleclaude.toml.'
+    )
