@@ -234,6 +234,26 @@ def read_marks(folder: Path) -> dict[str, str]:
     return marks
 
 
+TRANSCRIPT = "transcript"  # the prompt hook's path of the CLI's record of the session
+
+
+def read_transcript(folder: Path, home: str, needs: SandboxNeeds) -> str | None:
+    """The transcript path the worker's prompt hook left in the channel (`clear_mark(folder, TRANSCRIPT)`
+    once kept): only one in its CLI's state folders (the observer reads that file); one elsewhere is taken
+    away unread."""
+    mark = folder / TRANSCRIPT
+    try:
+        path = mark.read_text(encoding="utf-8").strip()
+    except (OSError, ValueError):
+        return None
+    resolved = Path(path).resolve()
+    folders = tuple(str(Path(home, state).resolve()) for state in needs.state)
+    if home and _under(resolved, folders):
+        return str(resolved)
+    mark.unlink(missing_ok=True)
+    return None
+
+
 TOOL_USES = "tool-uses.jsonl"
 TOOL_USES_KEPT = 64 * 1024  # bytes of a channel's tool uses read at once (a flood is cut, not stored)
 

@@ -569,6 +569,7 @@ class Launcher:
             self.context.tmux.kill_session(session.tmux_session)
         except TmuxError as error:
             return Error(ErrorCode.TMUX_FAILED, str(error))
+        sandbox.close_channel(self.context.store.path, session.id)
         if session.state.is_final:
             return Ended(session)
         cancelled = "its post-report cycle was cancelled" if session.cycle_started_at else ""

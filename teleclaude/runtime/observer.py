@@ -301,6 +301,19 @@ class Observer:
             usage=marks.get(USAGE_OPTION) or view.usage,
         )
 
+    def _channel_transcript(self, session: Session) -> Session:
+        """The transcript path a sandboxed worker's prompt hook left in its channel, kept on its session."""
+        profile = self.context.config.profiles.get(session.agent)
+        if profile is None or session.computer in self.context.config.remotes:
+            return session
+        folder = sandbox.channel_folder(self.context.store.path, session.id)
+        path = sandbox.read_transcript(folder, self.context.env.get("HOME", ""), profile.sandbox)
+        if path is None:
+            return session
+        if self.record_transcript(session.id, path):  # else the mark stays for the next look
+            sandbox.clear_mark(folder, sandbox.TRANSCRIPT)
+        return self.context.store.get(session.id) or session
+
     def _clear_mark(self, session: Session, option: str) -> None:
         if session.computer not in self.context.config.remotes:
             sandbox.clear_mark(sandbox.channel_folder(self.context.store.path, session.id), option)
@@ -455,6 +468,7 @@ class Observer:
         if session.state is SessionState.PENDING:
             return session  # still being delivered
         view = self._with_channel(session, view)
+        session = self._channel_transcript(session)
         transcript = self._transcript(session)
         self._transcript_usage(session, transcript)
         self._marked_usage(session, view)
