@@ -833,6 +833,10 @@ def test_a_worker_started_ahead_by_a_killed_run_is_ended_by_the_next_run_which_d
 def test_a_commit_on_main_during_a_run_stops_it_naming_the_commit_and_a_new_run_accepts_it(
     project, fake_agents, tmux_socket, monkeypatch
 ):
+    # the stand-in builder commits on main as the user would by hand: outside a sandbox, which would stop it
+    config = Path(os.environ["HOME"], ".config", "teleclaude", "teleclaude.toml")
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[runtime]\nsandbox = "off"\n')
     monkeypatch.setenv("FAKE_AGENT_MAIN_COMMIT", "greeting")
     report, _ = run(project, "greeting")
     by_hand = git(project, "rev-parse", "HEAD").strip()
