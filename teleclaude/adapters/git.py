@@ -99,6 +99,26 @@ def _gitfile_target(dot_git: Path) -> Path | None:
     return (dot_git.parent / content.removeprefix("gitdir:").strip()).resolve()
 
 
+def worktree_git_dir(tree: Path) -> Path | None:
+    """The admin folder (`.git/worktrees/NAME`) of the linked worktree `tree`; None for any other folder."""
+    dot_git = tree / ".git"
+    if not dot_git.is_file():
+        return None
+    git_dir = _gitfile_target(dot_git)
+    if git_dir is None or not git_dir.is_dir() or _common_dir(git_dir) == git_dir:
+        return None
+    return git_dir
+
+
+def worktree_branch(git_dir: Path) -> str:
+    """The branch (without refs/heads/) a worktree's admin folder has checked out; "" when detached."""
+    try:
+        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""
+    return head.removeprefix("ref: refs/heads/") if head.startswith("ref: refs/heads/") else ""
+
+
 def _common_dir(git_dir: Path) -> Path:
     try:
         pointer = (git_dir / "commondir").read_text(encoding="utf-8").strip()

@@ -12,6 +12,7 @@ from teleclaude.agents.profile import (
     Hooks,
     Install,
     Kind,
+    SandboxNeeds,
     Setting,
     UsageReport,
     UsageSource,
@@ -166,6 +167,10 @@ PROFILE = AgentProfile(
     # every folder it has seen: not a refusal (a refusal makes it exit)
     project_trust=Setting(
         ".claude.json", ("projects", "{root}", "hasTrustDialogAccepted"), True, default=False
+    ),
+    # its settings, sessions and login; as root it runs unattended only in a sandbox it knows of
+    sandbox=SandboxNeeds(
+        (".claude",), (".claude.json", ".claude.json.backup"), {"CLAUDE_CODE_BUBBLEWRAP": "1"}
     ),
     colour="#d97757",
     # no dialog follows its prompt once the folder is trusted (`teleclaude init`)

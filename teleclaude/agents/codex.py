@@ -14,6 +14,7 @@ from teleclaude.agents.profile import (
     Hooks,
     Install,
     Kind,
+    SandboxNeeds,
     TurnError,
     UsageReport,
     UsageSource,
@@ -275,6 +276,7 @@ PROFILE = AgentProfile(
         },
         hooks_file="{folder}/hooks.json",
     ),
+    sandbox=SandboxNeeds((".codex",)),  # its config, login, sessions and rollout files (CODEX_HOME)
     colour="#10a37f",
     # a dialog can replace its prompt ~0.8 s after it shows
     prompt_stable=1.0,

@@ -4,7 +4,16 @@ with the same profile when no `gemini` is on PATH."""
 from __future__ import annotations
 
 from teleclaude.agents.formats import basic_string, multiline_string, split_front_matter
-from teleclaude.agents.profile import AgentProfile, Blocker, Capability, Hooks, Install, Kind, UsageReport
+from teleclaude.agents.profile import (
+    AgentProfile,
+    Blocker,
+    Capability,
+    Hooks,
+    Install,
+    Kind,
+    SandboxNeeds,
+    UsageReport,
+)
 
 
 def command_toml(name: str, markdown: str) -> str:
@@ -104,6 +113,7 @@ PROFILE = AgentProfile(
         lacking="gemini 0.61 reports no usage before a limit to anything outside its screen: only a Google "
         "login's quota in /stats model; its limits are read from its errors and dialogs"
     ),
+    sandbox=SandboxNeeds((".gemini",)),  # its settings, login and chats
     colour="#4285f4",
     # "Trust this folder?" replaces its prompt ~0.25 s after it shows
     prompt_stable=0.5,

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from teleclaude.agents.formats import split_front_matter
-from teleclaude.agents.profile import AgentProfile, Blocker, Hooks, Install, Kind, UsageReport
+from teleclaude.agents.profile import AgentProfile, Blocker, Hooks, Install, Kind, SandboxNeeds, UsageReport
 
 
 def command_md(name: str, markdown: str) -> str:
@@ -203,6 +203,10 @@ PROFILE = AgentProfile(
     usage=UsageReport(
         lacking="opencode 1.18 reports no usage before a limit: its plugin sees only the error "
         "(session.error) that ends a turn"
+    ),
+    # its config, data (sessions, login), state and cache folders (XDG)
+    sandbox=SandboxNeeds(
+        (".config/opencode", ".local/share/opencode", ".local/state/opencode", ".cache/opencode")
     ),
     colour="#f59e0b",
 )

@@ -199,6 +199,17 @@ class UsageReport:
 
 
 @dataclass(frozen=True)
+class SandboxNeeds:
+    """What the CLI needs inside a worker's sandbox (runtime/core/sandbox.py): its own state in the home
+    folder, read-write (relative to it; a folder that is missing is made first, a file only bound when it
+    is there), and variables set only inside the sandbox."""
+
+    state: tuple[str, ...] = ()
+    state_files: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class AgentProfile:
     name: str
     binaries: tuple[str, ...]  # tried in order on PATH (a CLI, else a successor of the same dialect)
@@ -260,6 +271,7 @@ class AgentProfile:
     settle: float = 0.3
     # what of the contract its CLI cannot do, and why (none: it does all of it)
     lacks: Mapping[Capability, str] = field(default_factory=dict)
+    sandbox: SandboxNeeds = SandboxNeeds()  # the paths its CLI writes outside the worktree
 
     def argv(self, binary: str, thinking_mode: str, trust: Sequence[str] = ()) -> list[str]:
         """`trust`: the flags that trust the worker's folders (`trust_flags`)."""

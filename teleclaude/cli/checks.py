@@ -221,10 +221,24 @@ def _run_status(args: argparse.Namespace) -> int:
 
     if args.watch is None:
         text, code = frame()
-        write(text)
+        write(text if args.json or code else f"{text.rstrip()}\n{_sandbox_line(cwd)}")
         return code
     interval = max(0.2, args.watch)
     return checks.watch(lambda: frame()[0], interval, write, clear=tty and not args.json)
+
+
+def _sandbox_line(cwd: str) -> str:
+    """Whether this project's workers start sandboxed here (adapters/sandbox.py), with the fix if not."""
+    from teleclaude.adapters.git import find_repo
+    from teleclaude.adapters.sandbox import status_line
+    from teleclaude.adapters.settings import load_config
+    from teleclaude.config.profiles import RuntimeConfig
+
+    try:
+        runtime = load_config(find_repo(cwd).root).runtime or RuntimeConfig()
+    except Exception:  # the board said what is wrong with the files
+        runtime = RuntimeConfig()
+    return f"sandbox: {status_line(runtime, os.environ)}"
 
 
 # --- check -------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from teleclaude.agents.profile import AgentProfile
 from teleclaude.config.checks import EXECUTABLE_CHECKS_KEYS, Checks, parse_checks
 from teleclaude.config.matrix import DEFAULT_MATRIX, THINKING_MODES, Config
 from teleclaude.config.notify import NotifyConfig, NotifyProblem, parse_notify
-from teleclaude.config.profiles import Computer, RuntimeConfig, Untrusted
+from teleclaude.config.profiles import Computer, RuntimeConfig, SandboxMode, Untrusted
 from teleclaude.errors import ErrorCode, Failure
 from teleclaude.planner.core.model import AgentChoice
 
@@ -142,6 +142,9 @@ def split_executable(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
         runtime = dict(data["runtime"])
         if "computers" in runtime:
             held["runtime.computers"] = runtime.pop("computers")
+        for key in ("sandbox", "sandbox_network"):  # what a worker may reach: never widened by a cloned repo
+            if key in runtime:
+                held[f"runtime.{key}"] = runtime.pop(key)
         profiles = {}
         for name, table in runtime.get("agents", {}).items():
             if name not in NAMES:  # no driver of that name: the table makes one that runs `name` from PATH
@@ -352,14 +355,22 @@ def _runtime(path: str, value: Any, earlier: RuntimeConfig | None) -> RuntimeCon
             runtime = replace(runtime, **{key: number})
         elif key == "agents":
             runtime = replace(runtime, profiles=_profiles(path, item, runtime.profiles))
-        elif key in ("parent_digests", "warm_start"):
+        elif key == "sandbox":
+            modes = [mode.value for mode in SandboxMode]
+            if item not in modes:
+                raise ConfigError(path, where, f"must be one of {', '.join(modes)}, not {item!r}")
+            runtime = replace(runtime, sandbox=SandboxMode(item))
+        elif key in ("parent_digests", "warm_start", "sandbox_network"):
             if not isinstance(item, bool):
                 raise ConfigError(path, where, f"must be true or false, not {item!r}")
             flag: Any = item
             runtime = replace(runtime, **{key: flag})
         else:
             keys = ", ".join(
-                ("socket", "computers", "agents", "parent_digests", "warm_start", *_RUNTIME_NUMBERS)
+                (
+                    *("socket", "computers", "agents", "parent_digests", "warm_start"),
+                    *("sandbox", "sandbox_network", *_RUNTIME_NUMBERS),
+                )
             )
             raise ConfigError(path, where, f"unknown key; the keys are {keys}")
     return runtime

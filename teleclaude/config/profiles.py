@@ -5,10 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 
 from teleclaude.agents import PROFILES
 from teleclaude.agents.profile import AgentProfile
 from teleclaude.errors import ErrorCode, Failure
+
+
+class SandboxMode(Enum):
+    """`[runtime] sandbox`: `auto` when bubblewrap works here, `bwrap` always (refuse without), `off`."""
+
+    AUTO = "auto"
+    BWRAP = "bwrap"
+    OFF = "off"
 
 
 @dataclass(frozen=True)
@@ -105,6 +114,10 @@ class RuntimeConfig:
     # `teleclaude run`: when every agent that may take a step is out, wait this long at most for the first
     # to come back from its limit (0: stop with SELF at once, as `run --no-wait` does)
     limit_wait: float = 12 * 3600.0
+    # workers in bubblewrap (runtime/core/sandbox.py): `auto` where it works, `bwrap` always, `off`; and
+    # whether a sandboxed worker reaches the network (its model's API needs it)
+    sandbox: SandboxMode = SandboxMode.AUTO
+    sandbox_network: bool = True
     untrusted: Untrusted | None = None  # settings of the project file left out until the user trusts it
 
     def check_trusted(self) -> None:

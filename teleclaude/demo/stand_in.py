@@ -23,6 +23,7 @@ a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a comm
                full screen; an Enter read with the keys is a newline in the input (gemini's), which scrolls
                the screen
     stubborn   live on when tmux hangs up on it (as a CLI blocked in a read did, with no pane left)
+    homestate  keep its state in ~/.stand-in first, and exit with status 2 when it cannot
     usage      (claude) after each step, report its rate-limit window through `teleclaude hook statusline`
                the way Claude Code runs its status line (`rate_limits.five_hour`)
 
@@ -39,6 +40,10 @@ from git, so they hold across runs. `FAKE_AGENT_CRASH=slug,...` makes every work
 (as `crash` does), so one item of a parallel run fails while the others go on. `FAKE_AGENT_BREAK=slug,...`
 makes the builder of those slugs also write a test that fails (tests/test_broken_*.py), which only a fixer
 removes (told that its check failed, the builder does not): the project's gate is red until the fix.
+`FAKE_AGENT_HOSTILE=slug,...` makes the builder of those slugs first try to reach beyond its worktree
+(`attack`: files, git refs, a push, a kill, another pane) and record how each try went, then build.
+`FAKE_AGENT_MAIN_COMMIT=slug,...` makes the builder of those slugs also commit on the main checkout (once),
+as a user committing there by hand during a run.
 
 A line that is not a command is an instruction: one that says to commit makes it commit, one that says to
 tick makes it tick its build tasks and commit, one that says its check failed makes it write
@@ -143,6 +148,14 @@ def _preload() -> None:
 
 
 def serve(agent: str, chosen: set[str]) -> int:
+    if "homestate" in chosen:  # keeps its state in the home folder, as a CLI does; stops without it
+        try:
+            state = Path(os.environ.get("HOME", "/nonexistent"), ".stand-in")
+            state.mkdir(exist_ok=True)
+            (state / "state.json").write_text("{}")
+        except OSError as error:
+            say(f"fatal: cannot keep its state: {error}")
+            return 2
     if "slowstart" in chosen:
         time.sleep(1.0)
     if "busy" in chosen:  # the prompt on the bottom row: a row more scrolls the screen
@@ -301,24 +314,87 @@ def do_step(command: str, slug: str) -> str:
         breaks=slug in listed("FAKE_AGENT_BREAK"),
     )
     action = Dispatch(step, slug, str(here), "fake", "med", None, note)
+    if step is Step.BUILD and slug in listed("FAKE_AGENT_MAIN_COMMIT"):
+        commit_on_main(here)
+    if step is Step.BUILD and slug in listed("FAKE_AGENT_HOSTILE") and not (here / HOSTILE_REPORT).exists():
+        attack(here)
     try:
         return workers.worker(step)(here, action)
     except Exception as error:  # a fake worker that fails says so, like a real one would
         return f"the step failed: {error}"
 
 
+HOSTILE_REPORT = "hostile.json"
+
+
+def attack(here: Path) -> None:
+    """`FAKE_AGENT_HOSTILE`: a builder that first tries to reach beyond its worktree, each attempt's outcome
+    (`done`, or the error that stopped it) written to hostile.json in its worktree (committed with its
+    work). Targets from the environment: `FAKE_AGENT_HOSTILE_PID` (a process to kill),
+    `FAKE_AGENT_HOSTILE_REMOTE` (a bare repository to push to), `FAKE_AGENT_HOSTILE_TMUX` (`SOCKET PANE`:
+    another worker's pane to type into)."""
+    from teleclaude.adapters.git import find_repo
+
+    root = find_repo(here).root
+    home = Path(os.environ.get("HOME", "/nonexistent"))
+    victim = os.environ.get("FAKE_AGENT_HOSTILE_TMUX", "").split()
+    tries: dict[str, tuple[str, ...] | object] = {
+        "write_home": lambda: (home / "outside").write_text("written by a worker\n"),
+        "write_main": lambda: (root / "intruder.txt").write_text("written by a worker\n"),
+        "write_other_tree": lambda: [
+            (tree / "intruder.txt").write_text("written by a worker\n")
+            for tree in (root / "trees").iterdir()
+            if tree.is_dir() and tree.resolve() != here.resolve()
+        ],
+        "read_ssh_key": lambda: (home / ".ssh" / "id_ed25519").read_text(),
+        "update_ref_main": ("git", "update-ref", "refs/heads/main", "HEAD~1"),
+        "push": ("git", "push", os.environ.get("FAKE_AGENT_HOSTILE_REMOTE", "/nonexistent"), "HEAD:stolen"),
+        "kill": lambda: os.kill(int(os.environ.get("FAKE_AGENT_HOSTILE_PID") or 0), signal.SIGKILL),
+        "tmux_send_keys": ("tmux", "-S", *victim[:1], "send-keys", "-t", *victim[1:2], "echo pwned", "Enter"),
+    }
+    outcomes = {}
+    for name, how in tries.items():
+        try:
+            if isinstance(how, tuple):
+                done = subprocess.run(how, cwd=here, capture_output=True, text=True, timeout=30)
+                if done.returncode != 0:
+                    raise OSError(done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"])
+            elif callable(how):
+                how()
+            outcomes[name] = "done"
+        except (OSError, ValueError, subprocess.SubprocessError) as error:
+            outcomes[name] = f"refused: {error}"
+    (here / HOSTILE_REPORT).write_text(json.dumps(outcomes, indent=1) + "\n")
+
+
+def commit_on_main(here: Path) -> None:
+    """`FAKE_AGENT_MAIN_COMMIT`: a commit on the main checkout's branch (once), as a user makes by hand."""
+    from teleclaude.adapters.git import find_repo, run_git
+
+    root = find_repo(here).root
+    if run_git(["log", "--format=%s", "--grep", "^By hand$", "HEAD"], root).strip():
+        return
+    run_git(["commit", "-q", "--allow-empty", "-m", "By hand"], root)
+
+
 def do_session_step() -> int:
     """`python -m teleclaude.demo.stand_in --step`: the step of the worker session this runs in
     ($TELECLAUDE_SESSION_ID), done once on the current directory. What the scripted model of
     `teleclaude demo --real` has a real agent CLI run through its shell tool."""
+    from teleclaude.adapters.sandbox import read_step
     from teleclaude.adapters.sessions_db import SessionStore
 
-    session = SessionStore().get(os.environ.get("TELECLAUDE_SESSION_ID", ""))
-    if session is None:
+    channel = os.environ.get("TELECLAUDE_CHANNEL")  # sandboxed: the sessions database is out of reach
+    if channel:
+        step = read_step(Path(channel))
+    else:
+        session = SessionStore().get(os.environ.get("TELECLAUDE_SESSION_ID", ""))
+        step = (session.command, session.args) if session else None
+    if step is None:
         say("not in a worker session started by teleclaude ($TELECLAUDE_SESSION_ID)")
         return 1
-    slug = session.args.split()[0] if session.args.split() else ""
-    say(do_step(session.command, slug))
+    command, args = step
+    say(do_step(command, args.split()[0] if args.split() else ""))
     return 0
 
 

@@ -21,7 +21,7 @@ from teleclaude.adapters.settings import load_config
 from teleclaude.config.matrix import Config
 from teleclaude.errors import Error, ErrorCode, FrontEnd, call, guard
 from teleclaude.planner import api as app
-from teleclaude.planner import gate
+from teleclaude.planner import gate, mainref
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.decide import decide_work, main_not_clean
 from teleclaude.planner.core.gate import GateRun, Verdict
@@ -163,6 +163,7 @@ def _merge(repo: gitx.Repo, slug: str, archive: str) -> Finalized | Error:
         intent.unlink()  # only now: a finalize killed before the abort leaves its merge to the next one
         return failed
     intent.unlink()  # the merge is HEAD: a rerun goes on from there
+    mainref.record(repo)
     try:
         (root / layout.DONE).mkdir(exist_ok=True)
         gitx.run_git(["mv", "--", layout.item_folder(slug), archive.rstrip("/")], root)
@@ -290,6 +291,7 @@ def _commit_and_clean(repo: gitx.Repo, slug: str, archive: str) -> Finalized | E
         gitx.run_git(["add", "-A", "--", folder, *([item] if left else [])], root)
         _stage_done(repo, slug)
         gitx.run_git(["commit", "-q", "-m", f"Finalize {slug}"], root)
+        mainref.record(repo)
     except (OSError, subprocess.CalledProcessError) as error:
         return _refused(
             slug,

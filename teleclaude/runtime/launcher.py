@@ -15,15 +15,16 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
-from teleclaude.adapters import fs
+from teleclaude.adapters import fs, sandbox
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.ssh import RemoteError, Unreachable, qualify
 from teleclaude.adapters.tmux import TURN_END_TO_PANE, TmuxError
 from teleclaude.agents.profile import AgentProfile
 from teleclaude.config.matrix import THINKING_MODES
-from teleclaude.config.profiles import Computer
+from teleclaude.config.profiles import Computer, SandboxMode
 from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core import layout
+from teleclaude.planner.core.model import Step
 from teleclaude.runtime.context import Context, bad_argument, refused_text, unknown_session
 from teleclaude.runtime.core.blockers import (
     blocked_text,
@@ -33,6 +34,8 @@ from teleclaude.runtime.core.blockers import (
     refused_command,
 )
 from teleclaude.runtime.core.marks import SESSION_KEY
+from teleclaude.runtime.core.sandbox import blocked_text as sandbox_blocked
+from teleclaude.runtime.core.sandbox import bwrap_argv, denied_path
 from teleclaude.runtime.core.sessions import (
     Change,
     Cursor,
@@ -214,11 +217,17 @@ class Launcher:
             folder = self._send(remote, session) if remote else str(workdir)
             root = remote.project if remote else session.project
             trust = profile.trust_flags((root, folder)) if profile.trust_flags else ()
+            argv, env = profile.argv(binary, thinking_mode, trust), self._worker_env(session, profile, remote)
+            if not remote:
+                boxed = self._sandboxed(session, profile, binary, workdir, argv, env)
+                if isinstance(boxed, Error):
+                    return boxed
+                argv, env = boxed
             started = tmux.start(
                 f"tc-{session.id}",
                 folder,
-                profile.argv(binary, thinking_mode, trust),
-                self._worker_env(session, profile, remote),
+                argv,
+                env,
                 exit_channel(session.id),
                 config.history_limit,
                 (config.width, config.height),
@@ -288,6 +297,48 @@ class Launcher:
         else:
             env["TELECLAUDE_DB"] = str(self.context.store.path)
         return env
+
+    def _sandboxed(
+        self,
+        session: Session,
+        profile: AgentProfile,
+        binary: str,
+        workdir: Path,
+        argv: list[str],
+        env: dict[str, str],
+    ) -> tuple[list[str], dict[str, str]] | Error:
+        """The worker's command inside bubblewrap (`[runtime] sandbox`), its hooks told to write into the
+        session's own channel folder instead of the sessions database; as it is when the sandbox is off, or
+        under "auto" where bubblewrap does not work (the run says so once: `sandbox_status`)."""
+        config = self.context.config
+        if config.sandbox is SandboxMode.OFF:
+            return argv, env
+        found = sandbox.probe(self.context.env)
+        if not found.usable:
+            if config.sandbox is SandboxMode.AUTO:
+                return argv, env
+            return Error(
+                ErrorCode.SANDBOX_UNAVAILABLE,
+                f'{found.problem}, and [runtime] sandbox = "bwrap" starts no worker outside one.\n'
+                + sandbox.FIX,
+            )
+        channel = sandbox.open_channel(self.context.store.path, session.id)
+        sandbox.write_step(channel, session.command, session.args)
+        box = sandbox.worker_layout(
+            workdir=workdir,
+            project=Path(session.project),
+            home=env.get("HOME", ""),
+            needs=profile.sandbox,
+            binary=binary,
+            path=env.get("PATH", ""),
+            channel=channel,
+            tmux_folder=_tmux_folder(self.context.tmux.socket, self.context.env),
+            merges=step_of(session.command) is Step.FINALIZE,
+            network=config.sandbox_network,
+        )
+        inside = {name: value for name, value in env.items() if name != "TELECLAUDE_DB"}
+        inside.update({TURN_END_TO_PANE: "1", sandbox.CHANNEL: str(channel)})
+        return bwrap_argv(found.bwrap, box, argv), inside
 
     def _send(self, remote: Computer, session: Session) -> str:
         """The item branch goes to the remote clone first: the worker there works in its trees/{slug}."""
@@ -394,6 +445,10 @@ class Launcher:
                 return screen
             last = screen
             if time.monotonic() > deadline:
+                denied = self._denied(session, screen)
+                if denied is not None:  # stuck on a path its sandbox hides, not silent
+                    output = "\n".join(row.rstrip() for row in last_rows(screen))
+                    return Error(ErrorCode.WORKER_BLOCKED, sandbox_blocked(session.agent, denied, output))
                 return _delivery_failed(session, "", f"no prompt after {config.startup_timeout:g}s", screen)
             # the next look when the pane prints, or when the prompt has stood unchanged for `stable` (a pane
             # that died prints nothing: looked at every 0.25 s); without events every `pause`, and a prompt
@@ -402,6 +457,12 @@ class Launcher:
             quiet = stable_since + stable - time.monotonic() if stable_since is not None else 0.25
             poll = pause if stable_since is None else max(pause, stable / 4)
             tmux.await_output(session.pane_id, mark, max(0.0, min(quiet, 0.25)), poll=poll)
+
+    def _denied(self, session: Session, rows: list[str]) -> str | None:
+        """The path a sandboxed worker's CLI says it could not open, if it is one."""
+        if not sandbox.channel_folder(self.context.store.path, session.id).is_dir():
+            return None
+        return denied_path(rows)
 
     def _screen(self, session: Session) -> list[str]:
         return self.context.tmux.glance(session.pane_id)[1]
@@ -431,6 +492,9 @@ class Launcher:
             )
         status = f" (exit status {view.dead_status})" if view and view.dead_status is not None else ""
         output = "\n".join(row.rstrip() for row in last_rows(rows)) or "(nothing)"
+        denied = self._denied(session, rows)
+        if denied is not None:
+            return Error(ErrorCode.WORKER_BLOCKED, sandbox_blocked(session.agent, denied, output))
         return Error(
             ErrorCode.WORKER_BLOCKED,
             f"{session.agent} exited before showing its prompt{status}. Its last output:\n{output}\n"
@@ -505,6 +569,7 @@ class Launcher:
             self.context.tmux.kill_session(session.tmux_session)
         except TmuxError as error:
             return Error(ErrorCode.TMUX_FAILED, str(error))
+        sandbox.close_channel(self.context.store.path, session.id)
         if session.state.is_final:
             return Ended(session)
         cancelled = "its post-report cycle was cancelled" if session.cycle_started_at else ""
@@ -602,6 +667,13 @@ def _workdir(project: str, subfolder: str | None) -> Path | Error:
             next_step=call("next_work"),
         )
     return target
+
+
+def _tmux_folder(socket: str, env: Mapping[str, str]) -> str:
+    """The folder of the workers' tmux socket: hidden from a sandboxed worker."""
+    if "/" in socket:
+        return str(Path(socket).parent)
+    return f"{env.get('TMUX_TMPDIR') or '/tmp'}/tmux-{os.getuid()}"
 
 
 def _with_teleclaude(path: str) -> str:

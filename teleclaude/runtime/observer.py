@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 from subprocess import Popen
 
+from teleclaude.adapters import sandbox
 from teleclaude.adapters.fs import read_tail
 from teleclaude.adapters.store import StoreError, marking_unavailable
 from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION, USAGE_OPTION, TmuxError
@@ -70,6 +71,7 @@ from teleclaude.runtime.core.supervision import (
     reminded,
     worker_name,
 )
+from teleclaude.runtime.core.tool_uses import tool_use
 from teleclaude.runtime.launcher import exit_channel
 from teleclaude.runtime.panes import Panes
 
@@ -234,7 +236,7 @@ class Observer:
         if sealed is None:
             return
         self._keep_usage(decode_usage(session.agent, sealed))
-        self.context.tmux.clear_mark(session.pane_id, USAGE_OPTION)
+        self._clear_mark(session, USAGE_OPTION)
 
     def _keep_usage(self, windows: tuple[UsageWindow, ...]) -> None:
         fresh = [w for w in windows if self._usage_seen.get((w.agent, w.window)) != w.seen_at]
@@ -272,12 +274,50 @@ class Observer:
             return None
         failure = parse_failure(sealed)
         if failure is None:  # not a failure teleclaude's hook writes: nothing to record
-            self.context.tmux.clear_mark(session.pane_id, STOP_FAILURE_OPTION)
+            self._clear_mark(session, STOP_FAILURE_OPTION)
             return None
         log.info("session %s: its pane is marked with %s: %s", session.id, failure.error, failure.message)
         if self.record_stop_failure(session.id, failure.error, failure.message):
-            self.context.tmux.clear_mark(session.pane_id, STOP_FAILURE_OPTION)
+            self._clear_mark(session, STOP_FAILURE_OPTION)
         return self.context.store.get(session.id) or session  # not recorded: the mark stays for the next look
+
+    def _with_channel(self, session: Session, view: PaneView) -> PaneView:
+        """A sandboxed worker's hooks mark its channel folder, not its pane (adapters/sandbox.py): read as
+        the pane's marks are."""
+        if session.computer in self.context.config.remotes:
+            return view
+        folder = sandbox.channel_folder(self.context.store.path, session.id)
+        for use in sandbox.take_tool_uses(folder):
+            at = datetime.fromtimestamp(float(str(use["at"])), UTC)
+            cwd = str(use.get("cwd") or "")
+            self.context.store.add_tool_use(tool_use(session.id, str(use["tool"]), use.get("input"), at, cwd))
+        marks = sandbox.read_marks(folder)
+        if not marks:
+            return view
+        return replace(
+            view,
+            turn_end=marks.get(TURN_END_OPTION) or view.turn_end,
+            stop_failure=marks.get(STOP_FAILURE_OPTION) or view.stop_failure,
+            usage=marks.get(USAGE_OPTION) or view.usage,
+        )
+
+    def _channel_transcript(self, session: Session) -> Session:
+        """The transcript path a sandboxed worker's prompt hook left in its channel, kept on its session."""
+        profile = self.context.config.profiles.get(session.agent)
+        if profile is None or session.computer in self.context.config.remotes:
+            return session
+        folder = sandbox.channel_folder(self.context.store.path, session.id)
+        path = sandbox.read_transcript(folder, self.context.env.get("HOME", ""), profile.sandbox)
+        if path is None:
+            return session
+        if self.record_transcript(session.id, path):  # else the mark stays for the next look
+            sandbox.clear_mark(folder, sandbox.TRANSCRIPT)
+        return self.context.store.get(session.id) or session
+
+    def _clear_mark(self, session: Session, option: str) -> None:
+        if session.computer not in self.context.config.remotes:
+            sandbox.clear_mark(sandbox.channel_folder(self.context.store.path, session.id), option)
+        self.context.tmux.clear_mark(session.pane_id, option)
 
     def _sealed(self, session: Session, option: str, mark: str) -> str | None:
         """What the session's own hook marked its pane with; a mark not sealed with the session's key (set by
@@ -287,7 +327,7 @@ class Observer:
         payload = unseal(session.key, session.id, option, mark)
         if payload is None:
             log.warning("session %s: its pane's %s was not set by its own hook: ignored", session.id, option)
-            self.context.tmux.clear_mark(session.pane_id, option)
+            self._clear_mark(session, option)
         return payload
 
     def record_stop_failure(
@@ -427,6 +467,8 @@ class Observer:
             return context.change(session, Change.ERRORED, why, error=why)
         if session.state is SessionState.PENDING:
             return session  # still being delivered
+        view = self._with_channel(session, view)
+        session = self._channel_transcript(session)
         transcript = self._transcript(session)
         self._transcript_usage(session, transcript)
         self._marked_usage(session, view)
@@ -446,7 +488,7 @@ class Observer:
             # the stop hook of a worker on another computer marked its pane: recorded as a local hook's is
             hooked = self._hook_ended(scanned, now, session.state)
             if hooked is not None:  # recorded: the mark has done its work
-                context.tmux.clear_mark(session.pane_id, TURN_END_OPTION)
+                self._clear_mark(session, TURN_END_OPTION)
             return hooked or context.store.get(session.id) or scanned  # else the mark stays for the next look
         profile = context.config.profiles.get(session.agent)
         blocked = self._blocked(scanned, [*rows, partial], screen, now, expect=session.state)

@@ -19,9 +19,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from teleclaude.adapters import sandbox
 from teleclaude.adapters.sessions_db import RunRow
 from teleclaude.config.notify import Notice
 from teleclaude.errors import Error
+from teleclaude.planner import mainref
 from teleclaude.planner.core.render import to_text
 from teleclaude.runtime.api import Runtime, guarded
 from teleclaude.runtime.core import notices
@@ -152,6 +154,8 @@ def run(
     untrusted = guarded(runtime.config.check_trusted)
     if isinstance(untrusted, Error):  # before the planner claims an item no worker can be started for
         return report(Stop(Outcome.ERROR, to_text(untrusted)), settings, state, runtime)
+    guarded(mainref.accept, root)  # main as it is now is what the run builds on (planner/mainref.py)
+    show(f"sandbox: {sandbox.status_line(runtime.config, runtime.context.env)}")
     kind = Lanes if slug is None else Serial  # a whole roadmap: items go on while one is parked
     loop = kind(settings, state, runtime, show, status, notify=notify)
     run_id = _record_start(runtime, root, slug)

@@ -11,13 +11,14 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field, replace
 
-from teleclaude.errors import Error
+from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import (
     Dispatch,
     Step,
 )
 from teleclaude.planner.core.render import to_text
+from teleclaude.runtime import mainguard
 from teleclaude.runtime.api import guarded
 from teleclaude.runtime.core import ahead as ahead_rules
 from teleclaude.runtime.core import loop as rules
@@ -204,7 +205,9 @@ class Lanes(Serial):
         return None
 
     def _advance(self, lane: Lane) -> Stop | None:
-        action = app.next_work(lane.slug or None, cwd=self.settings.root)
+        action = mainguard.next_work(self.runtime, lane.slug or None, self.settings.root)
+        if isinstance(action, Error) and action.code is ErrorCode.MAIN_MOVED:
+            return self._error_stop(action)  # the whole run stops, not this lane
         if isinstance(action, Dispatch):
             self._learn(action)
         if rules.bug_list_done(lane.slug, action):
@@ -315,7 +318,7 @@ class Lanes(Serial):
         slug = app.next_item_after(finalizing, taken, cwd=root)
         if not isinstance(slug, str):
             return
-        action = app.next_work(slug, cwd=root)
+        action = mainguard.next_work(self.runtime, slug, root)
         if not isinstance(action, Dispatch) or action.slug != slug:
             return  # next_work says why when its lane asks
         predicted = replace(action, note=None)

@@ -33,7 +33,7 @@ from teleclaude.planner.core.model import (
 )
 from teleclaude.planner.core.render import to_text, usage_text
 from teleclaude.planner.core.timeparse import format_duration, format_utc
-from teleclaude.runtime import gating
+from teleclaude.runtime import gating, mainguard
 from teleclaude.runtime.api import Runtime, guarded
 from teleclaude.runtime.core import ahead as ahead_rules
 from teleclaude.runtime.core import loop as rules
@@ -126,7 +126,7 @@ class Serial:
     # --- the planner's answers ---------------------------------------------------------------------------
 
     def _ask(self) -> Action:
-        action = app.next_work(self.settings.slug, cwd=self.settings.root)
+        action = mainguard.next_work(self.runtime, self.settings.slug, self.settings.root)
         self.state.action = action
         self._answer(action)
         return action

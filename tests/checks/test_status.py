@@ -130,7 +130,7 @@ def test_every_phase_in_roadmap_order(board_repo):
     assert [r.item.slug for r in board.rows] == list(EXPECTED)
 
 
-def test_the_text_board_fits_80_columns_and_ends_with_agents(board_repo, cli):
+def test_the_text_board_fits_80_columns_and_ends_with_agents_and_the_sandbox(board_repo, cli):
     done = cli("status", "--cwd", str(board_repo))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -139,7 +139,8 @@ def test_the_text_board_fits_80_columns_and_ends_with_agents(board_repo, cli):
     for line, (slug, (marker, phase, tree)) in zip(rows(done.stdout), EXPECTED.items(), strict=True):
         assert line.startswith(f"[{marker}] {slug} ")
         assert phase in line and tree in line
-    tail = lines[-len(NAMES) :]
+    assert lines[-1].startswith("sandbox: ")  # whether workers start sandboxed here (adapters/sandbox.py)
+    tail = lines[-len(NAMES) - 1 : -1]
     assert [line.split()[0] for line in tail] == list(NAMES)
     assert "unavailable" in tail[2] and "m left" in tail[2] and "quota_exhausted" in tail[2]
 

@@ -825,3 +825,28 @@ def test_a_worker_started_ahead_by_a_killed_run_is_ended_by_the_next_run_which_d
     assert_delivered(project)
     assert all(s.state.is_final for s in SessionStore().sessions())
     assert_no_workers(tmux_socket)
+
+
+# --- main moved behind teleclaude's back (planner/mainref.py) ----------------------------------------------
+
+
+def test_a_commit_on_main_during_a_run_stops_it_naming_the_commit_and_a_new_run_accepts_it(
+    project, fake_agents, tmux_socket, monkeypatch
+):
+    # the stand-in builder commits on main as the user would by hand: outside a sandbox, which would stop it
+    config = Path(os.environ["HOME"], ".config", "teleclaude", "teleclaude.toml")
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[runtime]\nsandbox = "off"\n')
+    monkeypatch.setenv("FAKE_AGENT_MAIN_COMMIT", "greeting")
+    report, _ = run(project, "greeting")
+    by_hand = git(project, "rev-parse", "HEAD").strip()
+    assert git(project, "log", "-1", "--format=%s").strip() == "By hand"
+    assert report.outcome is Outcome.NEEDS_ATTENTION, report.text
+    assert f'commit="{by_hand}"' in report.text
+    assert "Merge greeting" not in git(project, "log", "--format=%s", "main")  # nothing built on it
+
+    monkeypatch.delenv("FAKE_AGENT_MAIN_COMMIT")
+    again, _ = run(project, "greeting")
+    assert again.outcome is Outcome.COMPLETE, again.text
+    assert by_hand in git(project, "log", "--format=%H", "main").split()
+    assert_delivered(project, ("greeting",))

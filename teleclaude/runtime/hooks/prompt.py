@@ -9,7 +9,9 @@ usage of its rate-limit windows the provider reported on each response (the driv
 usage the file holds so far is recorded for every session, worker or not (record.py; a worker on another
 computer marks its pane with it). A worker on another computer (TELECLAUDE_TURN_END_TO_PANE set) keeps no
 path: its file is over there, out of the observer's reach, and this machine's database is too; its limits are
-read from its screen. The hook prints nothing (the prompt goes ahead) and always exits 0.
+read from its screen. A sandboxed worker writes the path into its session's channel folder, for the observer
+to keep (a path in its CLI's own state folders only). The hook prints nothing (the prompt goes ahead) and
+always exits 0.
 """
 
 from __future__ import annotations
@@ -38,6 +40,14 @@ def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
         return 0
     if path and agent:
         record_transcript_usage(agent, path, "prompt")
+    channel = os.environ.get("TELECLAUDE_CHANNEL")  # a sandboxed worker: its session's own folder
+    if path and channel:
+        from pathlib import Path
+
+        from teleclaude.adapters.sandbox import TRANSCRIPT, write_mark
+
+        write_mark(Path(channel), TRANSCRIPT, path)
+        return 0
     if path and not os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # TURN_END_TO_PANE: remote
         record(
             lambda runtime, session_id: runtime.record_transcript(session_id, path),

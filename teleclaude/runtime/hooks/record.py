@@ -61,12 +61,22 @@ def record(
 
 def mark_pane(option: str, payload: str) -> bool:
     """A worker on another computer: mark its own tmux pane with `payload`, sealed with its session's key
-    (runtime/core/marks.py), for the observer to read over ssh. False when tmux refused."""
-    from teleclaude.adapters.tmux import mark_own_pane
+    (runtime/core/marks.py), for the observer to read over ssh; a sandboxed worker: the same mark as a file
+    in its session's channel folder. False when tmux (or the file) refused."""
     from teleclaude.runtime.core.marks import SESSION_KEY, seal
 
     session_id, key = os.environ.get("TELECLAUDE_SESSION_ID", ""), os.environ.get(SESSION_KEY, "")
-    return mark_own_pane(seal(key, session_id, option, payload), option)
+    sealed = seal(key, session_id, option, payload)
+    channel = os.environ.get("TELECLAUDE_CHANNEL")  # CHANNEL of adapters/sandbox.py: a sandboxed worker
+    if channel:  # its only way out: its session's own folder, which the observer reads
+        from pathlib import Path
+
+        from teleclaude.adapters.sandbox import write_mark
+
+        return write_mark(Path(channel), option, sealed)
+    from teleclaude.adapters.tmux import mark_own_pane
+
+    return mark_own_pane(sealed, option)
 
 
 def warn(message: str, hook: str = "stop") -> None:

@@ -6,8 +6,10 @@ as `PreToolUse`, `{"session_id", "cwd", "hook_event_name": "PreToolUse", "tool_n
 "description"}`). Only a worker started by teleclaude's runtime has `TELECLAUDE_SESSION_ID`; anywhere else the
 hook returns at once, as it does for a worker on another computer (TELECLAUDE_TURN_END_TO_PANE set): the
 runtime's database is on this machine, out of its reach, and one over there would only collect rows of no
-session. It prints nothing (an empty answer with exit 0 lets the call through, in all three CLIs), waits at
-most a second for the database, and exits 0 on any failure: it never blocks or breaks the agent.
+session. A sandboxed worker's hook appends the use to its session's channel folder instead, which the
+observer records (adapters/sandbox.py). It prints nothing (an empty answer with exit 0 lets the call
+through, in all three CLIs), waits at most a second for the database, and exits 0 on any failure: it never
+blocks or breaks the agent.
 """
 
 from __future__ import annotations
@@ -25,6 +27,17 @@ BUSY_TIMEOUT_MS = 1000
 
 def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
     session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
+    channel = os.environ.get("TELECLAUDE_CHANNEL")  # a sandboxed worker: its session's own folder
+    if session_id and channel:
+        try:
+            from pathlib import Path
+
+            from teleclaude.adapters.sandbox import append_tool_use
+
+            append_tool_use(Path(channel), (stdin or sys.stdin).read())
+        except Exception as error:  # bookkeeping only
+            warn(f"{type(error).__name__}: {error}", "tool-use")
+        return 0
     if not session_id or os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # TURN_END_TO_PANE: remote
         return 0
     try:

@@ -1,0 +1,100 @@
+"""What the sandbox adds to a worker's start: its paths found and its argv built (`worker_layout`,
+`bwrap_argv`), and the command started inside bubblewrap instead of directly, side by side.
+
+    PYTHONPATH=. python bench/bench_sandbox.py [--runs 30]
+
+A throwaway repository with an item's worktree and a private HOME. The command is `python -c pass` (a
+stand-in's start up to its first instruction; a real CLI's own start, seconds of node, is the same in both).
+Prints the median and 90th percentile of each in milliseconds. Aim: at most 50 ms more with the sandbox.
+Never asserts; exits 0 (1 when bubblewrap does not work here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from teleclaude.adapters import sandbox
+from teleclaude.agents import PROFILES
+from teleclaude.runtime.core.sandbox import bwrap_argv
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def repository(base: Path) -> tuple[Path, Path]:
+    root = base / "project"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "--allow-empty", "-m", "one")
+    for slug in ("greeting", "farewell", "shouting"):  # other items' branches: each is protected
+        git(root, "worktree", "add", "-q", f"trees/{slug}", "-b", slug)
+    return root, root / "trees" / "greeting"
+
+
+def timed(action, runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        action()
+        times.append((time.perf_counter() - began) * 1000)
+    return times
+
+
+def line(name: str, times: list[float]) -> str:
+    p90 = sorted(times)[int(len(times) * 0.9) - 1]
+    return f"{name:<34} median {statistics.median(times):7.1f} ms   p90 {p90:7.1f} ms"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=30)
+    runs = parser.parse_args().runs
+    found = sandbox.probe(os.environ)
+    if not found.usable:
+        print(f"bubblewrap does not work here: {found.problem}")
+        return 1
+    with tempfile.TemporaryDirectory() as folder:
+        base = Path(folder)
+        home = base / "home"
+        home.mkdir()
+        root, tree = repository(base)
+        channel = sandbox.open_channel(home / "teleclaude.db", "bench")
+        command = [sys.executable, "-c", "pass"]
+
+        def layout():
+            return sandbox.worker_layout(
+                workdir=tree,
+                project=root,
+                home=str(home),
+                needs=PROFILES["claude"].sandbox,
+                binary=sys.executable,
+                path=os.environ.get("PATH", ""),
+                channel=channel,
+                tmux_folder=f"/tmp/tmux-{os.getuid()}",
+                merges=False,
+                network=True,
+            )
+
+        boxed = bwrap_argv(found.bwrap, layout(), command)
+        plain = timed(lambda: subprocess.run(command, cwd=tree, check=True), runs)
+        built = timed(lambda: bwrap_argv(found.bwrap, layout(), command), runs)
+        inside = timed(lambda: subprocess.run(boxed, cwd=tree, check=True), runs)
+        total = [b + i for b, i in zip(built, inside, strict=True)]
+        print(line("started directly", plain))
+        print(line("sandbox paths + argv", built))
+        print(line("started inside bubblewrap", inside))
+        print(line("sandboxed start, all told", total))
+        print(f"added by the sandbox: {statistics.median(total) - statistics.median(plain):.1f} ms (median)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,302 @@
+"""Bubblewrap on this machine: is it usable (`probe`), the paths of one worker's sandbox (`worker_layout`,
+for runtime/core/sandbox.py), and the per-session channel folder a sandboxed worker's hooks write their
+sealed marks into (`write_mark`; the observer reads them with `read_marks`)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from teleclaude.adapters import fs
+from teleclaude.adapters import git as gitx
+from teleclaude.agents.profile import SandboxNeeds
+from teleclaude.config.profiles import RuntimeConfig, SandboxMode
+from teleclaude.runtime.core.sandbox import Layout
+
+CHANNEL = "TELECLAUDE_CHANNEL"  # a sandboxed worker's channel folder, in its environment
+PROBE_TIMEOUT = 10.0
+FIX = (
+    "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) and allow user namespaces "
+    "(sysctl kernel.unprivileged_userns_clone=1, or kernel.apparmor_restrict_unprivileged_userns=0), or set "
+    '[runtime] sandbox = "off" in ~/.config/teleclaude/teleclaude.toml.'
+)
+
+
+@dataclass(frozen=True)
+class Probe:
+    bwrap: str  # its path ("" when not found)
+    problem: str  # "" when it works here, else why not (its own words)
+
+    @property
+    def usable(self) -> bool:
+        return bool(self.bwrap) and not self.problem
+
+
+def probe(env: Mapping[str, str]) -> Probe:
+    """Whether bubblewrap starts a sandbox here as it would a worker's (new PID namespace, /proc)."""
+    found = shutil.which("bwrap", path=env.get("PATH")) or shutil.which("bwrap", path="/usr/bin:/bin")
+    if not found:
+        return Probe("", "bwrap is not installed")
+    return Probe(found, _try(found))
+
+
+@functools.cache
+def _try(bwrap: str) -> str:
+    argv = [bwrap, "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "--cap-drop", "ALL", "true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"{bwrap} could not be run: {error}"
+    if done.returncode != 0:
+        why = (done.stderr or done.stdout).strip().splitlines()
+        return f"{bwrap} cannot make a sandbox here: {why[-1] if why else f'exit status {done.returncode}'}"
+    return ""
+
+
+def status_line(config: RuntimeConfig, env: Mapping[str, str]) -> str:
+    """One line for `run`'s log and `status`: whether workers here start sandboxed, and if not, the fix."""
+    if config.sandbox is SandboxMode.OFF:
+        return 'workers are not sandboxed ([runtime] sandbox = "off")'
+    found = probe(env)
+    if found.usable:
+        network = "" if config.sandbox_network else ", without network"
+        return f"workers start sandboxed in bubblewrap ({found.bwrap}{network})"
+    if config.sandbox is SandboxMode.BWRAP:
+        return f'ERROR: SANDBOX_UNAVAILABLE: {found.problem}; [runtime] sandbox = "bwrap" starts no worker'
+    return f"WARNING: workers are not sandboxed: {found.problem}. {FIX}"
+
+
+# --- one worker's paths ------------------------------------------------------------------------------------
+
+
+def worker_layout(
+    *,
+    workdir: Path,
+    project: Path,
+    home: str,
+    needs: SandboxNeeds,
+    binary: str,
+    path: str,
+    channel: Path,
+    tmux_folder: str,
+    merges: bool,
+    network: bool,
+) -> Layout:
+    """The sandbox of a worker in `workdir` (an item's worktree, or the main checkout) of `project`.
+
+    `merges`: its step commits on main (the finalizer, a worker on the main checkout): the main checkout and
+    the whole git directory are writable for it. Else only the worktree and, of the git directory, the
+    objects, its own branch (every other ref is read-only again, main's among them), its worktree's admin
+    folder and the project lock."""
+    homes = tuple(dict.fromkeys(p for p in (home, _user_home()) if p and Path(p).is_dir()))
+    hidden = tuple(p for p in (f"/run/user/{os.getuid()}", tmux_folder, _agent_folder()) if p and _dir(p))
+    covered = (*homes, *hidden, "/tmp")
+    repo = gitx.find_repo(project)
+    writable: list[Path] = [workdir, channel]
+    protected: list[Path] = []
+    if merges or workdir == repo.root:
+        writable += [repo.root, repo.common_dir]
+    else:
+        writable_git, protected = _worktree_git(repo, workdir)
+        writable += writable_git
+    for folder in needs.state:
+        target = Path(home, folder)
+        target.mkdir(mode=0o700, parents=True, exist_ok=True)
+        writable.append(target)
+    readonly = [repo.root, *_installs(binary, path)]
+    return Layout(
+        workdir=str(workdir),
+        homes=homes,
+        hidden=hidden,
+        readonly=tuple(str(p) for p in readonly if _under(p, covered)),
+        writable=tuple(str(p) for p in writable),
+        writable_files=tuple(str(Path(home, name)) for name in needs.state_files),
+        protected=tuple(str(p) for p in protected),
+        env=needs.env,
+        network=network,
+    )
+
+
+def _worktree_git(repo: gitx.Repo, tree: Path) -> tuple[list[Path], list[Path]]:
+    """(writable, protected) of the git directory for a worker's commits in its worktree `tree`."""
+    admin = gitx.worktree_git_dir(tree)
+    if admin is None:  # not a linked worktree: nothing of git's is writable
+        return [], []
+    common = repo.common_dir
+    lock = common / fs.LOCK_NAME
+    lock.touch(exist_ok=True)
+    own = gitx.worktree_branch(admin)
+    main = gitx.main_head_ref(repo)
+    if main.startswith("refs/heads/") and not (common / main).is_file():  # packed: made loose, then bound
+        gitx.run_git(["update-ref", main, gitx.commit_of(repo.root, main)], repo.root)
+    writable = [admin, common / "objects", common / "refs" / "heads", lock]
+    protected = [tree / ".git", admin / "commondir", admin / "gitdir"]
+    logs = common / "logs" / "refs" / "heads"
+    if logs.is_dir():
+        writable.append(logs)
+    for folder in (common / "refs" / "heads", logs):
+        for ref in _files(folder):
+            if ref.relative_to(folder).as_posix() != own:
+                protected.append(ref)
+    return writable, [p for p in protected if p.exists()]
+
+
+def _files(folder: Path) -> list[Path]:
+    return [Path(root, name) for root, _, names in os.walk(folder) for name in names]
+
+
+def _installs(binary: str, path: str) -> list[Path]:
+    """What a CLI and teleclaude need to run: the CLI's folder (and its real one, behind a link), the
+    folders on PATH, and teleclaude's interpreter and package."""
+    found = [Path(binary).parent, Path(binary).resolve().parent]
+    found += [Path(folder) for folder in path.split(os.pathsep) if folder and Path(folder).is_absolute()]
+    found += [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent]
+    found.append(Path(__file__).resolve().parents[2])  # the folder teleclaude's package is in
+    return [p for p in dict.fromkeys(found) if p.is_dir()]
+
+
+def _under(path: Path, folders: tuple[str, ...]) -> bool:
+    return any(path == Path(folder) or path.is_relative_to(folder) for folder in folders)
+
+
+def _dir(path: str) -> bool:
+    return Path(path).is_dir() and not _under(Path(path), ("/tmp",))
+
+
+def _user_home() -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError):
+        return ""
+
+
+def _agent_folder() -> str:
+    sock = os.environ.get("SSH_AUTH_SOCK", "")
+    return str(Path(sock).parent) if sock.startswith("/") else ""
+
+
+# --- the per-session channel -------------------------------------------------------------------------------
+
+
+def channel_folder(store: Path, session_id: str) -> Path:
+    """The folder a sandboxed worker's hooks write into (beside the sessions database): its only way out."""
+    return Path(f"{store}.channels") / session_id
+
+
+def open_channel(store: Path, session_id: str) -> Path:
+    folder = channel_folder(store, session_id)
+    folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
+def write_step(folder: Path, command: str, args: str) -> None:
+    """The session's command, for a worker that cannot read the sessions database (the demo's scripted
+    model has the CLI run `stand_in --step`)."""
+    fs.atomic_write(folder / "step", json.dumps({"command": command, "args": args}).encode(), follow=False)
+
+
+def read_step(folder: Path) -> tuple[str, str] | None:
+    try:
+        step = json.loads((folder / "step").read_text(encoding="utf-8"))
+        return str(step["command"]), str(step["args"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_mark(folder: Path, option: str, value: str) -> bool:
+    """A hook's sealed mark (runtime/core/marks.py), as a file named after its tmux option."""
+    try:
+        fs.atomic_write(folder / option.lstrip("@"), value.encode(), follow=False, mode=0o600)
+    except OSError:
+        return False
+    return True
+
+
+def read_marks(folder: Path) -> dict[str, str]:
+    """The marks in a session's channel ({tmux option: sealed value}); none when it has no channel."""
+    marks = {}
+    for option in ("@teleclaude_turn_end", "@teleclaude_stop_failure", "@teleclaude_usage"):
+        try:
+            marks[option] = (folder / option.lstrip("@")).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    return marks
+
+
+TRANSCRIPT = "transcript"  # the prompt hook's path of the CLI's record of the session
+
+
+def read_transcript(folder: Path, home: str, needs: SandboxNeeds) -> str | None:
+    """The transcript path the worker's prompt hook left in the channel (`clear_mark(folder, TRANSCRIPT)`
+    once kept): only one in its CLI's state folders (the observer reads that file); one elsewhere is taken
+    away unread."""
+    mark = folder / TRANSCRIPT
+    try:
+        path = mark.read_text(encoding="utf-8").strip()
+    except (OSError, ValueError):
+        return None
+    resolved = Path(path).resolve()
+    folders = tuple(str(Path(home, state).resolve()) for state in needs.state)
+    if home and _under(resolved, folders):
+        return str(resolved)
+    mark.unlink(missing_ok=True)
+    return None
+
+
+TOOL_USES = "tool-uses.jsonl"
+TOOL_USES_KEPT = 64 * 1024  # bytes of a channel's tool uses read at once (a flood is cut, not stored)
+
+
+def append_tool_use(folder: Path, raw: str) -> None:
+    """A tool hook's input, the time it ran with it, as one line of the channel's tool uses."""
+    data = json.loads(raw)
+    if not isinstance(data, dict) or not isinstance(data.get("tool_name"), str):
+        raise ValueError("the input has no tool_name")
+    line = {"tool": data["tool_name"], "input": data.get("tool_input"), "cwd": data.get("cwd") or ""}
+    line["at"] = time.time()
+    fd = os.open(folder / TOOL_USES, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, (json.dumps(line) + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def take_tool_uses(folder: Path) -> list[dict[str, object]]:
+    """The tool uses the channel holds, taken out of it (the observer records them)."""
+    taken = folder / f"{TOOL_USES}.taken"
+    try:
+        os.replace(folder / TOOL_USES, taken)
+    except OSError:
+        return []
+    try:
+        lines = fs.read_tail(taken, TOOL_USES_KEPT)
+    finally:
+        taken.unlink(missing_ok=True)
+    uses = []
+    for line in lines:
+        try:
+            use = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(use, dict) and isinstance(use.get("tool"), str) and isinstance(use.get("at"), float):
+            uses.append(use)
+    return uses
+
+
+def clear_mark(folder: Path, option: str) -> None:
+    (folder / option.lstrip("@")).unlink(missing_ok=True)
+
+
+def close_channel(store: Path, session_id: str) -> None:
+    shutil.rmtree(channel_folder(store, session_id), ignore_errors=True)

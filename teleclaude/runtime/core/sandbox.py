@@ -1,0 +1,113 @@
+"""A worker's sandbox as bubblewrap's command line (pure: the paths come in, the argv goes out).
+
+The worker sees the system read-only, a private /tmp and /dev/shm, an empty home folder with only its CLI's
+own state in it, the project read-only and its worktree and the git data its commits need read-write; what
+the launcher names `hidden` (the user's agent sockets, the workers' tmux socket) is an empty folder. It has
+its own PID, IPC and host-name namespaces (it cannot signal `teleclaude run` or another worker), no
+capabilities, and the network unless it is closed. adapters/sandbox.py finds the paths and probes bwrap.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+# variables that lead out of the sandbox: the user's agents (ssh, gpg, the desktop bus) and the workers' tmux
+UNSET = (
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "GPG_AGENT_INFO",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "TMUX",
+    "TMUX_PANE",
+)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Every path a worker's sandbox is made of (absolute; each exists, except `writable_files`)."""
+
+    workdir: str  # where the CLI starts
+    homes: tuple[str, ...]  # $HOME (and the user's own home folder): empty folders
+    hidden: tuple[str, ...] = ()  # empty folders too: /run/user/UID, the tmux socket's folder
+    readonly: tuple[str, ...] = ()  # shown read-only inside what is hidden: the project, the CLI's install
+    writable: tuple[str, ...] = ()  # read-write: the worktree, the git data its commits need, the CLI's state
+    writable_files: tuple[str, ...] = ()  # read-write when they exist (a CLI's state file)
+    protected: tuple[str, ...] = ()  # read-only again inside what is writable: main's ref, other branches
+    env: Mapping[str, str] = field(default_factory=dict)  # set inside only
+    network: bool = True
+
+
+def bwrap_argv(bwrap: str, layout: Layout, argv: list[str]) -> list[str]:
+    """`argv` started inside the sandbox `layout` describes. The binds go outer before inner (a worktree
+    inside the read-only project is writable), the protected ones last."""
+    out = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL"]
+    if not layout.network:
+        out.append("--unshare-net")
+    out += ["--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc"]
+    out += ["--tmpfs", "/tmp"]
+    for path in _outer_first((*layout.homes, *layout.hidden)):
+        out += ["--tmpfs", path]
+    binds = [(path, "--ro-bind") for path in layout.readonly]
+    binds += [(path, "--bind") for path in layout.writable]
+    binds += [(path, "--bind-try") for path in layout.writable_files]
+    for path, flag in sorted(_unique(binds), key=lambda bind: _depth(bind[0])):
+        out += [flag, path, path]
+    for path in _outer_first(layout.protected):
+        out += ["--ro-bind", path, path]
+    for path in _outer_first(layout.homes):  # only what is bound inside stays writable
+        out += ["--remount-ro", path]
+    for name in UNSET:
+        out += ["--unsetenv", name]
+    for name, value in layout.env.items():
+        out += ["--setenv", name, value]
+    return [*out, "--chdir", layout.workdir, "--", *argv]
+
+
+def _depth(path: str) -> int:
+    return len(PurePosixPath(path).parts)
+
+
+def _outer_first(paths: tuple[str, ...]) -> list[str]:
+    return sorted(dict.fromkeys(paths), key=_depth)
+
+
+def _unique(binds: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """One bind a path; the writable one wins over the read-only one of the same path."""
+    chosen: dict[str, str] = {}
+    for path, flag in binds:
+        if chosen.get(path) != "--bind":
+            chosen[path] = flag
+    return list(chosen.items())
+
+
+# how a CLI says a path it needs is not there or not writable (node, python, a shell, rust)
+_DENIED = (
+    re.compile(r"\b(?:EROFS|ENOENT|EACCES|EPERM)\b[^'\"\n]*['\"](/[^'\"\n]+)['\"]"),
+    re.compile(r"\[Errno (?:2|13|30)\][^'\n]*'(/[^'\n]+)'"),
+    re.compile(r"(/[^\s:'\"]+): (?:Read-only file system|No such file or directory|Permission denied)"),
+    re.compile(
+        r"cannot create (/[^\s:]+): (?:Read-only file system|Directory nonexistent|Permission denied)"
+    ),
+)
+
+
+def denied_path(rows: list[str]) -> str | None:
+    """The path a CLI that stopped inside its sandbox says it could not open (the last one it names)."""
+    for row in reversed(rows):
+        for pattern in _DENIED:
+            found = pattern.findall(row)
+            if found:
+                return str(found[-1])
+    return None
+
+
+def blocked_text(agent: str, path: str, output: str) -> str:
+    return (
+        f"{agent} stopped inside its sandbox: it could not open {path}, which the sandbox hides or keeps "
+        f'read-only.\npath="{path}"\nIts last output:\n{output}\nIf {agent} needs it, its driver\'s '
+        f"SandboxNeeds (teleclaude/agents/{agent}.py) lacks it: report it; meanwhile set "
+        '[runtime] sandbox = "off" in ~/.config/teleclaude/teleclaude.toml.'
+    )

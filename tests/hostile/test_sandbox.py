@@ -1,0 +1,189 @@
+"""A hostile worker in its sandbox (runtime/core/sandbox.py): every reach beyond its worktree fails inside
+it, nothing outside changes, and the item is still delivered by the honest steps. The stand-in's
+`FAKE_AGENT_HOSTILE` builder tries them (teleclaude/demo/stand_in.py `attack`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from teleclaude.adapters import sandbox
+from teleclaude.adapters.tmux import Tmux
+from teleclaude.demo import stand_in
+from teleclaude.demo.scenario import commit_all, git, make_repository
+from teleclaude.errors import Error, ErrorCode
+from teleclaude.runtime import orchestrator
+from teleclaude.runtime.api import open_runtime
+from teleclaude.runtime.orchestrator import Outcome
+
+from ..tmux_reaper import reaper, stop
+
+pytestmark = pytest.mark.skipif(
+    not sandbox.probe(os.environ).usable, reason="bubblewrap does not work here (apt-get install bubblewrap)"
+)
+
+
+@pytest.fixture
+def socket() -> object:
+    name = f"tc-sandbox-{secrets.token_hex(4)}"
+    watcher = reaper(name)
+    yield name
+    Tmux(name).kill_server()
+    stop(watcher)
+    socket_path(name).unlink(missing_ok=True)
+
+
+def socket_path(name: str) -> Path:
+    return Path(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", name)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch, copy_repository, socket) -> Path:
+    """The demo repository, its workers the stand-in, whose turns end only by its stop hook (through the
+    sandboxed worker's channel: idle_threshold is an hour)."""
+    bin_dir = stand_in.install(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_AGENT", "work,hook")
+    for name in ("CLAUDE", "GEMINI", "CODEX"):
+        monkeypatch.delenv(f"FAKE_AGENT_{name}", raising=False)
+    root = copy_repository(make_repository, tmp_path / "project")
+    (root / "teleclaude.toml").write_text(
+        f'[runtime]\nsocket = "{socket}"\nidle_threshold = 3600\npoll_interval = 0.05\n'
+        "startup_timeout = 15\nsettle = 0.1\n"
+    )
+    commit_all(root, "Runtime settings for the tests")
+    return root
+
+
+@pytest.fixture
+def bystander():
+    """A process that stands for `teleclaude run` (the worker is told its pid)."""
+    process = subprocess.Popen(["sleep", "600"])
+    yield process
+    process.kill()
+    process.wait()
+
+
+def test_a_hostile_builder_reaches_nothing_outside_its_worktree_and_the_item_is_delivered(
+    project, socket, bystander, isolated_environment, tmp_path, monkeypatch
+):
+    home = isolated_environment
+    (home / ".ssh").mkdir(mode=0o700)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    (project / "trees" / "sibling").mkdir(parents=True)
+    monkeypatch.setenv("FAKE_AGENT_HOSTILE", "greeting")
+    monkeypatch.setenv("FAKE_AGENT_HOSTILE_PID", str(bystander.pid))
+    monkeypatch.setenv("FAKE_AGENT_HOSTILE_REMOTE", str(remote))
+    monkeypatch.setenv("FAKE_AGENT_HOSTILE_TMUX", f"{socket_path(socket)} =victim:")
+    tmux = Tmux(socket)  # the server takes this environment: its panes, the workers, have it
+    victim = tmux.cmd("new-session", "-d", "-s", "victim", "-P", "-F", "#{pane_id}", "cat")[-1]
+    main = git(project, "rev-parse", "main").strip()
+
+    lines: list[str] = []
+    report = orchestrator.run(
+        project, "greeting", False, 40, open_runtime(project), lines.append, lambda progress: None
+    )
+
+    assert report.outcome is Outcome.COMPLETE, report.text
+    outcomes = json.loads(git(project, "show", f"main:{stand_in.HOSTILE_REPORT}"))
+    assert set(outcomes) == {
+        "write_home",
+        "write_main",
+        "write_other_tree",
+        "read_ssh_key",
+        "update_ref_main",
+        "push",
+        "kill",
+        "tmux_send_keys",
+    }
+    assert {name: how for name, how in outcomes.items() if not how.startswith("refused")} == {}
+    # nothing outside changed
+    assert not (home / "outside").exists()
+    assert not (project / "intruder.txt").exists()
+    assert list((project / "trees" / "sibling").iterdir()) == []
+    assert git(remote, "for-each-ref") == ""
+    assert bystander.poll() is None
+    assert "pwned" not in "\n".join(tmux.capture(victim, 0, 49))
+    assert "Merge greeting" in git(project, "log", "--format=%s", "main")
+    assert git(project, "rev-parse", "main~2").strip() == main  # moved by the merge and archive only
+
+
+def test_without_the_sandbox_a_worker_that_moves_main_stops_the_run_naming_the_commit(
+    project, isolated_environment, monkeypatch
+):
+    config = isolated_environment / ".config" / "teleclaude" / "teleclaude.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[runtime]\nsandbox = "off"\n')
+    monkeypatch.setenv("FAKE_AGENT_HOSTILE", "greeting")
+    report = orchestrator.run(
+        project, "greeting", False, 40, open_runtime(project), lambda line: None, lambda progress: None
+    )
+    moved = git(project, "rev-parse", "main").strip()
+    assert report.outcome is Outcome.NEEDS_ATTENTION, report.text
+    assert f'commit="{moved}"' in report.text
+    assert "Merge greeting" not in git(project, "log", "--format=%s", "main")
+
+
+# --- bad input ---------------------------------------------------------------------------------------------
+
+
+def start(project: Path, agent: str = "claude"):
+    from teleclaude.runtime.core.sessions import StartRequest
+
+    return open_runtime(project).run_agent_command(
+        StartRequest("local", "next-build", "greeting", str(project), agent, "med")
+    )
+
+
+def test_a_cli_that_stops_on_a_path_its_sandbox_hides_is_blocked_naming_the_path(
+    project, isolated_environment, monkeypatch
+):
+    monkeypatch.setenv("FAKE_AGENT", "homestate")
+    started = start(project)
+    assert isinstance(started, Error) and started.code is ErrorCode.WORKER_BLOCKED, started
+    assert f'path="{isolated_environment / ".stand-in"}"' in started.message
+    assert not (isolated_environment / ".stand-in").exists()
+
+
+@pytest.fixture
+def broken_bwrap(tmp_path, monkeypatch) -> Path:
+    """A bwrap first on PATH that cannot make a namespace (as on a kernel without user namespaces)."""
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    fake = folder / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    return fake
+
+
+def user_config(home: Path, text: str) -> None:
+    config = home / ".config" / "teleclaude" / "teleclaude.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(text)
+
+
+def test_under_bwrap_a_sandbox_that_cannot_be_made_refuses_the_worker(
+    project, broken_bwrap, isolated_environment, socket
+):
+    user_config(isolated_environment, '[runtime]\nsandbox = "bwrap"\n')
+    started = start(project)
+    assert isinstance(started, Error) and started.code is ErrorCode.SANDBOX_UNAVAILABLE, started
+    assert "No permissions to create new namespace" in started.message
+    assert Tmux(socket).session_names() == set()
+
+
+def test_under_auto_a_sandbox_that_cannot_be_made_is_a_warning_and_the_worker_starts(
+    project, broken_bwrap, teleclaude_cli
+):
+    started = start(project)
+    assert not isinstance(started, Error), started
+    out, _ = teleclaude_cli(project, "status").communicate(timeout=60)
+    assert "WARNING: workers are not sandboxed" in out and "apt-get install bubblewrap" in out

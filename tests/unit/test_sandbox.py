@@ -1,0 +1,129 @@
+"""A worker's sandbox as bubblewrap's argv (runtime/core/sandbox.py), and `[runtime] sandbox`."""
+
+from __future__ import annotations
+
+import pytest
+
+from teleclaude.config.parse import ConfigError, parse_config
+from teleclaude.config.profiles import RuntimeConfig, SandboxMode
+from teleclaude.runtime.core.sandbox import Layout, bwrap_argv, denied_path
+
+PROJECT = "/home/u/project"
+TREE = f"{PROJECT}/trees/feat"
+GIT = f"{PROJECT}/.git"
+LAYOUT = Layout(
+    workdir=TREE,
+    homes=("/home/u",),
+    hidden=("/run/user/1000",),
+    readonly=(PROJECT, "/home/u/.local/bin"),
+    writable=(TREE, f"{GIT}/objects", f"{GIT}/refs/heads", f"{GIT}/worktrees/feat", "/home/u/.claude"),
+    writable_files=("/home/u/.claude.json",),
+    protected=(f"{GIT}/refs/heads/main", f"{TREE}/.git"),
+    env={"CLAUDE_CODE_BUBBLEWRAP": "1"},
+)
+
+
+def mounts(argv: list[str]) -> list[tuple[str, str]]:
+    """(flag, path) of each mount, in bwrap's order (which decides what a path inside another shows)."""
+    found, index = [], 0
+    while argv[index] != "--":
+        flag = argv[index]
+        if flag in ("--bind", "--ro-bind", "--bind-try", "--dev-bind"):
+            found.append((flag, argv[index + 2]))
+            index += 3
+        elif flag in ("--tmpfs", "--remount-ro", "--proc"):
+            found.append((flag, argv[index + 1]))
+            index += 2
+        else:
+            index += 1
+    return found
+
+
+def last_mount(argv: list[str], path: str) -> str:
+    """What a path is, as the last mount of it or of a folder it is in says."""
+    flag = ""
+    for mount, where in mounts(argv):
+        if path == where or path.startswith(where.rstrip("/") + "/"):
+            flag = mount if mount != "--remount-ro" or where == path else flag
+    return flag
+
+
+def test_the_command_runs_after_the_sandbox_in_the_worktree():
+    argv = bwrap_argv("/usr/bin/bwrap", LAYOUT, ["claude", "--flag"])
+    assert argv[0] == "/usr/bin/bwrap" and argv[-3:] == ["--", "claude", "--flag"]
+    assert argv[argv.index("--chdir") + 1] == TREE
+
+
+def test_the_worktree_is_writable_inside_the_read_only_project_and_mains_ref_read_only_inside_the_refs():
+    argv = bwrap_argv("bwrap", LAYOUT, ["x"])
+    assert last_mount(argv, f"{TREE}/src/a.py") == "--bind"
+    assert last_mount(argv, f"{PROJECT}/README.md") == "--ro-bind"
+    assert last_mount(argv, f"{PROJECT}/trees/other/a.py") == "--ro-bind"
+    assert last_mount(argv, f"{GIT}/refs/heads/feat") == "--bind"
+    assert last_mount(argv, f"{GIT}/refs/heads/main") == "--ro-bind"
+    assert last_mount(argv, f"{GIT}/config") == "--ro-bind"
+    assert last_mount(argv, f"{TREE}/.git") == "--ro-bind"
+
+
+def test_the_home_is_empty_and_read_only_but_for_the_clis_own_state():
+    argv = bwrap_argv("bwrap", LAYOUT, ["x"])
+    order = mounts(argv)
+    assert order.index(("--tmpfs", "/home/u")) < order.index(("--bind", "/home/u/.claude"))
+    assert order.index(("--bind", "/home/u/.claude")) < order.index(("--remount-ro", "/home/u"))
+    assert ("--bind-try", "/home/u/.claude.json") in order
+    assert ("--tmpfs", "/run/user/1000") in order and ("--tmpfs", "/tmp") in order
+    assert not any(path.startswith("/home/u/.ssh") for _, path in order)
+
+
+def test_no_agent_socket_no_tmux_its_own_pids_no_capabilities_and_the_drivers_variables():
+    argv = bwrap_argv("bwrap", LAYOUT, ["x"])
+    unset = {argv[i + 1] for i, arg in enumerate(argv) if arg == "--unsetenv"}
+    assert {"SSH_AUTH_SOCK", "TMUX", "TMUX_PANE", "GPG_AGENT_INFO"} <= unset
+    assert "--unshare-pid" in argv and argv[argv.index("--cap-drop") + 1] == "ALL"
+    assert "--die-with-parent" in argv
+    at = argv.index("--setenv")
+    assert argv[at : at + 3] == ["--setenv", "CLAUDE_CODE_BUBBLEWRAP", "1"]
+
+
+def test_the_network_stays_unless_closed():
+    assert "--unshare-net" not in bwrap_argv("bwrap", LAYOUT, ["x"])
+    closed = Layout(workdir=TREE, homes=("/home/u",), network=False)
+    assert "--unshare-net" in bwrap_argv("bwrap", closed, ["x"])
+
+
+def test_a_path_both_read_only_and_writable_is_bound_once_writable():
+    both = Layout(workdir=PROJECT, homes=(), readonly=(PROJECT,), writable=(PROJECT,))
+    assert [m for m in mounts(bwrap_argv("bwrap", both, ["x"])) if m[1] == PROJECT] == [("--bind", PROJECT)]
+
+
+def test_sandbox_setting():
+    assert RuntimeConfig().sandbox is SandboxMode.AUTO
+    text = '[runtime]\nsandbox = "off"\nsandbox_network = false'
+    runtime = parse_config([("/u/teleclaude.toml", text)]).runtime
+    assert runtime is not None and runtime.sandbox is SandboxMode.OFF and runtime.sandbox_network is False
+    with pytest.raises(ConfigError, match="runtime.sandbox"):
+        parse_config([("/u/teleclaude.toml", '[runtime]\nsandbox = "docker"')])
+
+
+def test_an_untrusted_project_file_cannot_turn_the_sandbox_off():
+    path = "/p/teleclaude.toml"
+    runtime = parse_config([(path, '[runtime]\nsandbox = "off"')], untrusted=[path]).runtime
+    assert runtime is not None and runtime.sandbox is SandboxMode.AUTO
+    assert runtime.untrusted is not None and "runtime.sandbox" in runtime.untrusted.keys
+
+
+@pytest.mark.parametrize(
+    ("row", "path"),
+    [
+        (
+            "Error: EROFS: read-only file system, open '/home/u/.claude/settings.json'",
+            "/home/u/.claude/settings.json",
+        ),
+        ("[Errno 30] Read-only file system: '/home/u/.stand-in'", "/home/u/.stand-in"),
+        ("sh: 1: cannot create /home/u/x: Read-only file system", "/home/u/x"),
+        ("Error: ENOENT: no such file or directory, mkdir '/home/u/.npm/_logs'", "/home/u/.npm/_logs"),
+        ("all good", None),
+    ],
+)
+def test_the_path_a_cli_could_not_open_is_read_from_its_output(row, path):
+    assert denied_path(["some output", row, ""]) == path
