@@ -43,9 +43,10 @@ def socket_path(name: str) -> Path:
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch, copy_repository, socket) -> Path:
+def project(tmp_path, monkeypatch, copy_repository, socket, isolated_environment) -> Path:
     """The demo repository, its workers the stand-in, whose turns end only by its stop hook (through the
-    sandboxed worker's channel: idle_threshold is an hour)."""
+    sandboxed worker's channel: idle_threshold is an hour); the user's config asks for the sandbox."""
+    user_config(isolated_environment, '[runtime]\nsandbox = "auto"\n')
     bin_dir = stand_in.install(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_AGENT", "work,hook")

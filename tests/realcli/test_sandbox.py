@@ -1,5 +1,5 @@
-"""A real claude, sandboxed (`[runtime] sandbox = "auto"`, the default), made hostile by the scripted model:
-its shell tool tries to reach beyond the item's worktree, each try fails inside it and nothing outside
+"""A real claude, sandboxed (`[runtime] sandbox = "auto"` in the user's config), made hostile by the scripted
+model: its shell tool tries to reach beyond the item's worktree, each try fails inside it and nothing outside
 changes; then it builds and commits as an honest builder does, and the turn ends by its own hook (through
 its session's channel folder). tests/hostile/test_sandbox.py does the same with the stand-in."""
 
@@ -32,6 +32,8 @@ def test_a_hostile_claude_reaches_nothing_outside_its_worktree_and_still_builds(
     claude_runtime, project, model_server, isolated_environment, tmux_socket, tmp_path
 ):
     home = isolated_environment
+    (home / ".config" / "teleclaude").mkdir(parents=True)
+    (home / ".config" / "teleclaude" / "teleclaude.toml").write_text('[runtime]\nsandbox = "auto"\n')
     (home / ".ssh").mkdir(mode=0o700)
     (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
     remote = tmp_path / "remote.git"

@@ -97,7 +97,7 @@ def test_a_path_both_read_only_and_writable_is_bound_once_writable():
 
 
 def test_sandbox_setting():
-    assert RuntimeConfig().sandbox is SandboxMode.AUTO
+    assert RuntimeConfig().sandbox is SandboxMode.OFF  # until report_status has a channel out of a sandbox
     text = '[runtime]\nsandbox = "off"\nsandbox_network = false'
     runtime = parse_config([("/u/teleclaude.toml", text)]).runtime
     assert runtime is not None and runtime.sandbox is SandboxMode.OFF and runtime.sandbox_network is False
@@ -106,8 +106,9 @@ def test_sandbox_setting():
 
 
 def test_an_untrusted_project_file_cannot_turn_the_sandbox_off():
-    path = "/p/teleclaude.toml"
-    runtime = parse_config([(path, '[runtime]\nsandbox = "off"')], untrusted=[path]).runtime
+    mine, path = "/u/teleclaude.toml", "/p/teleclaude.toml"
+    sources = [(mine, '[runtime]\nsandbox = "auto"'), (path, '[runtime]\nsandbox = "off"')]
+    runtime = parse_config(sources, untrusted=[path]).runtime
     assert runtime is not None and runtime.sandbox is SandboxMode.AUTO
     assert runtime.untrusted is not None and "runtime.sandbox" in runtime.untrusted.keys
 
