@@ -1,0 +1,153 @@
+"""What the workers used, read from the session store and summed per session, item, run and day; and the
+`[budget]` check `teleclaude run` makes before each step (the rules are core/spend.py's).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from teleclaude.adapters.sessions_db import SessionStore
+from teleclaude.agents.tokens import Tokens
+from teleclaude.config.notify import Notice
+from teleclaude.config.spend import Budget, SpendConfig
+from teleclaude.planner.core.model import Dispatch, Step
+from teleclaude.runtime.core import notices
+from teleclaude.runtime.core.sessions import Session
+from teleclaude.runtime.core.spend import (
+    Level,
+    Reading,
+    Scope,
+    Total,
+    Verdict,
+    decide,
+    latest,
+    raised,
+    since,
+    total,
+    turns,
+)
+
+if TYPE_CHECKING:
+    from teleclaude.runtime.api import Runtime
+
+log = logging.getLogger(__name__)
+
+
+def readings(store: SessionStore, ids: Iterable[str]) -> list[Reading]:
+    return [Reading(*row) for row in store.spend_readings(ids)]
+
+
+def used(store: SessionStore, sessions: Iterable[Session]) -> dict[str, Tokens]:
+    """Session id -> what it used so far (sessions with no reading are left out: unknown)."""
+    return latest(readings(store, [s.id for s in sessions]))
+
+
+def summed(store: SessionStore, sessions: Iterable[Session], config: SpendConfig) -> Total:
+    sessions = list(sessions)
+    return total(used(store, sessions), {s.id: s.agent for s in sessions}, config)
+
+
+def day_start(now: datetime) -> datetime:
+    """The start of `now`'s UTC day: a day's budget counts from there."""
+    return datetime.combine(now.date(), time(0), tzinfo=now.tzinfo)
+
+
+def day_total(store: SessionStore, now: datetime, config: SpendConfig) -> Total:
+    """What every session of this user's used today (UTC), across runs and projects."""
+    start = day_start(now)
+    found = since((Reading(*row) for row in store.spend_readings(since=start)), start)
+    agents = {s.id: s.agent for s in store.sessions(found)}
+    return total(found, agents, config)
+
+
+def of_item(sessions: Iterable[Session], project: str, slug: str) -> list[Session]:
+    return [s for s in sessions if s.slug == slug and Path(s.project) == Path(project)]
+
+
+def turn_rows(store: SessionStore, session: Session) -> list[Reading]:
+    """What each turn of `session` used (the differences between its readings)."""
+    return turns(readings(store, [session.id]))
+
+
+@dataclass
+class BudgetWatch:
+    """`teleclaude run`'s budget check before each step; it warns once per limit past 80 %."""
+
+    warned: set[str] = field(default_factory=set)
+    last: Verdict | None = None  # the last warning, for the status line
+
+    def check(
+        self,
+        store: SessionStore,
+        budget: Budget,
+        config: SpendConfig,
+        action: Dispatch,
+        run_id: str,
+        now: datetime,
+        show: Callable[[str], None],
+        notify: Callable[[Notice], None],
+    ) -> Verdict | None:
+        """The verdict that holds `action` back (OVER), else None. A finalize (a merge) is never held back:
+        it delivers what was paid for, and a run never stops in the middle of one."""
+        if not budget.any:
+            return None
+        everyone = store.sessions()
+        item = summed(store, of_item(everyone, action.project, action.slug), config)
+        run = summed(store, [s for s in everyone if run_id and s.run_id == run_id], config)
+        day = day_total(store, now, config) if budget.day_tokens or budget.day_usd else Total()
+        verdict = decide(budget, item, run, day)
+        if verdict.level is Level.WARN and verdict.key + action.slug not in self.warned:
+            self.warned.add(verdict.key + action.slug)
+            self.last = verdict
+            what = _what(verdict, action.slug)
+            log.warning("budget: %s", what)
+            show(f"    budget: 80 % reached: {what}")
+            notify(notices.budget_warning(what, action.project, verdict.key))
+        if verdict.level is not Level.OVER or action.step is Step.FINALIZE:
+            return None
+        return verdict
+
+
+def _what(verdict: Verdict, slug: str) -> str:
+    text = verdict.text()
+    return f"{slug or 'the bug list'}: {text}" if verdict.scope is Scope.ITEM else f"this {text}"
+
+
+def over_text(verdict: Verdict, slug: str, rerun: str) -> tuple[str, str]:
+    """The stop's first line(s) and its next step: what was spent, and the command that raises the limit."""
+    what = f"BUDGET: {_what(verdict, slug)}"
+    return (
+        what,
+        f"raise the limit in [budget] of teleclaude.toml, or for one run: {rerun} --budget {raised(verdict)}",
+    )
+
+
+def held_back(
+    watch: BudgetWatch,
+    runtime: Runtime,
+    config: SpendConfig,
+    action: Dispatch,
+    rerun: str,
+    show: Callable[[str], None],
+    notify: Callable[[Notice], None],
+) -> tuple[bool, str, str] | None:
+    """`teleclaude run`, before it starts `action`'s worker: None when the budget lets it, else (whether
+    the whole run stops, not only the item; the stop's text; its next step). Never raises: a store that
+    cannot be read holds nothing back."""
+    budget = runtime.context.budget or config.budget
+    try:
+        verdict = watch.check(
+            runtime.store, budget, config, action, runtime.context.run_id, runtime.clock(), show, notify
+        )
+    except Exception as error:  # bookkeeping never stops a run
+        log.warning("budget: could not read what was spent: %s: %s", type(error).__name__, error)
+        return None
+    if verdict is None:
+        return None
+    what, after = over_text(verdict, action.slug, rerun)
+    return verdict.scope is not Scope.ITEM, what, after
