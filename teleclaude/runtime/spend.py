@@ -119,12 +119,10 @@ def _what(verdict: Verdict, slug: str) -> str:
 
 
 def over_text(verdict: Verdict, slug: str, rerun: str) -> tuple[str, str]:
-    """The stop's first line(s) and its next step: what was spent, and the command that raises the limit."""
-    what = f"BUDGET: {_what(verdict, slug)}"
-    return (
-        what,
-        f"raise the limit in [budget] of teleclaude.toml, or for one run: {rerun} --budget {raised(verdict)}",
-    )
+    """The stop's lines and its next step: what was spent, and the command that raises the limit."""
+    raise_it = f"{rerun} --budget {raised(verdict)}"
+    what = f"BUDGET: {_what(verdict, slug)}\nraise it in [budget] of teleclaude.toml, or once: {raise_it}"
+    return what, raise_it
 
 
 def held_back(
