@@ -30,7 +30,7 @@ from teleclaude.planner.gate import records
 from teleclaude.runtime import spend
 from teleclaude.runtime.api import Runtime, open_runtime
 from teleclaude.runtime.core.sessions import Session
-from teleclaude.runtime.core.spend import Total
+from teleclaude.runtime.core.spend import Level, Total, decide
 
 OUTPUT_LINES = 200  # of the selected worker's output, the newest kept
 READ_LINES, READ_BYTES = 400, 64_000  # one read's bounds (`sessions output --max-lines --max-bytes`)
@@ -77,7 +77,19 @@ class Source:
         now = datetime.now(UTC)
         uses = self.store.recent_tool_uses(s.id for s in sessions if not s.state.is_final)
         tools = {sid: tuple(tool_lines(found, now)) for sid, found in uses.items()}
-        return build_view(board, rounds, sessions, tools, now)
+        prices = _prices(str(self.root))
+        used = spend.per_session(self.store, sessions, prices)
+        return build_view(board, rounds, sessions, tools, now, used, self._run_spent(prices))
+
+    def _run_spent(self, prices: SpendConfig) -> str:
+        """The latest run's total: `run 20261128-…: 1.2M tokens, $3.40 (estimate)`."""
+        run = self.store.latest_run(str(self.root))
+        if run is None:
+            return ""
+        total = spend.summed(self.store, self.store.sessions_of_run(run.id), prices)
+        verdict = decide(prices.budget, Total(), total, Total())
+        warned = f" · budget: {verdict.text()}" if verdict.level is not Level.OK else ""
+        return f"run {run.id}: {total.text()}{warned}"
 
     def timeline(self) -> Timeline | Error | None:
         """The latest run's timeline (None before the project's first run)."""

@@ -52,6 +52,14 @@ def summed(store: SessionStore, sessions: Iterable[Session], config: SpendConfig
     return total(used(store, sessions), {s.id: s.agent for s in sessions}, config)
 
 
+def per_session(store: SessionStore, sessions: Iterable[Session], config: SpendConfig) -> dict[str, Total]:
+    """Session id -> what it used, priced (unknown when no reading was kept: a remote worker, a CLI that
+    lacks a record)."""
+    sessions = list(sessions)
+    found = used(store, sessions)
+    return {s.id: Total().plus(found.get(s.id), s.agent, config) for s in sessions}
+
+
 def day_start(now: datetime) -> datetime:
     """The start of `now`'s UTC day: a day's budget counts from there."""
     return datetime.combine(now.date(), time(0), tzinfo=now.tzinfo)

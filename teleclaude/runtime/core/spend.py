@@ -130,6 +130,25 @@ class Total:
         }
 
 
+def merged(totals: Iterable[Total]) -> Total:
+    """One total of several (an item's, of its sessions' each)."""
+    found = Total()
+    for one in totals:
+        found = Total(
+            found.sessions + one.sessions,
+            found.tokens + one.tokens,
+            found.input + one.input,
+            found.cached + one.cached,
+            found.output + one.output,
+            found.unknown + one.unknown,
+            found.usd + one.usd,
+            found.unpriced + one.unpriced,
+            found.estimate or one.estimate,
+            found.subscription + one.subscription,
+        )
+    return found
+
+
 def tokens_text(count: int) -> str:
     if count >= 1_000_000:
         return f"{count / 1_000_000:.1f}M"
