@@ -407,13 +407,16 @@ def run_stop_hook(transcript: Path | None = None) -> None:
 
 def write_tokens() -> Path:
     """One more assistant message of `FAKE_AGENT_TOKENS` in this worker's transcript, in Claude Code's
-    shape; the file lives in the temporary folder (a worktree with it would not be clean)."""
+    shape; the file lives beside the session database (`TELECLAUDE_DB`), or in `FAKE_AGENT_TOKENS_DIR`,
+    never in the worktree (which would not be clean)."""
     import tempfile
 
     spent = (os.environ.get("FAKE_AGENT_TOKENS") or "1000:100").split(":")
     usage = {"input_tokens": int(spent[0]), "output_tokens": int(spent[1] if len(spent) > 1 else 0)}
     name = re.sub(r"[^A-Za-z0-9_-]", "_", os.environ.get("TELECLAUDE_SESSION_ID") or str(os.getpid()))
-    path = Path(tempfile.gettempdir()) / f"teleclaude-stand-in-{name}.jsonl"
+    database = os.environ.get("TELECLAUDE_DB")
+    folder = os.environ.get("FAKE_AGENT_TOKENS_DIR") or (os.path.dirname(database) if database else "")
+    path = Path(folder or tempfile.gettempdir()) / f"stand-in-transcript-{name}.jsonl"
     message = {"id": f"msg-{time.time_ns()}", "model": "stand-in", "usage": usage}
     with path.open("a", encoding="utf-8") as file:
         file.write(json.dumps({"type": "assistant", "message": message}) + "\n")

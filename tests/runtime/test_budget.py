@@ -3,14 +3,20 @@ does (1000 in, 100 out a turn), their Stop hook reading it; a real repository an
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.demo.scenario import commit_all
 from teleclaude.planner.core.model import Marker
 from teleclaude.runtime.orchestrator import Outcome
 
+from ..browser import CHROMIUM, open_page
 from .test_run import archives, assert_no_workers, markers, parked_lines, run
 
 TURN = 1100  # tokens a stand-in turn uses (FAKE_AGENT_TOKENS 1000:100)
@@ -81,3 +87,42 @@ def test_a_day_budget_spans_two_runs(project, fake_agents, tmux_socket, monkeypa
     assert second.text.startswith("NEEDS_ATTENTION: BUDGET: this day spent"), second.text
     assert recorded("farewell") == [TURN]
     assert_no_workers(tmux_socket)
+
+
+@pytest.mark.skipif(not CHROMIUM, reason="chromium is not installed")
+def test_the_demos_report_shows_cost_per_item_and_agent_in_a_browser(tmp_path):
+    """The demo's stand-ins use 1100 tokens a turn at its [prices]; gemini's build hit a limit before it
+    used any it could say: unknown, never 0."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_AGENT")}
+    env["TMPDIR"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "teleclaude", "demo", "--keep"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"^cost: [\d,.k]+ tokens, \$[\d.]+ \(estimate\)", done.stdout, re.M), done.stdout
+    assert re.search(r"^most expensive: greeting ", done.stdout, re.M), done.stdout
+    base = Path(re.findall(r"^Kept (.+)$", done.stdout, re.M)[-1])
+    page = tmp_path / "report.html"
+    report = subprocess.run(
+        [sys.executable, "-m", "teleclaude", "report", "--html", str(page), "--cwd", str(base / "project")],
+        env=env | {"TELECLAUDE_DB": str(base / "teleclaude.db")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert report.returncode == 0 and report.stdout.startswith("OK:"), report.stdout + report.stderr
+    rows = (
+        "[...document.querySelectorAll('table.{} tr.spend')].map(r => [r.dataset.{}, r.cells[1].innerText])"
+    )
+    opened = open_page(
+        page.as_uri(), [rows.format("item-costs", "item"), rows.format("agent-costs", "agent")], 2
+    )
+    items, agents = (dict(pairs) for pairs in opened.values)
+    assert list(items) == ["greeting", "farewell", "shouting"]  # the most expensive first: its fix round
+    assert all(re.match(r"[\d,.k]+ tokens, \$[\d.]+ \(estimate\)", cost) for cost in items.values()), items
+    assert "$" in agents["claude"] and "$" in agents["codex"] and agents["gemini"] == "unknown", agents
+    assert all(url.startswith("file://") for url in opened.requested), opened.requested

@@ -22,13 +22,14 @@ from teleclaude.agents import PROFILES
 from teleclaude.agents.tokens import Tokens
 from teleclaude.config.spend import SpendConfig
 from teleclaude.planner.core.gate import GateRecord, Verdict
+from teleclaude.planner.core.model import Step
 from teleclaude.planner.core.terminal import printable
 from teleclaude.planner.core.timeparse import format_duration, format_utc
 from teleclaude.runtime.core.sessions import Event, EventKind, Session, SessionState
 from teleclaude.runtime.core.spend import Total
 from teleclaude.runtime.core.supervision import bare_command
 
-FIX = "next-fix"  # a fix round's step (planner/core/model.py Step.FIX's command)
+FIX = Step.FIX.command  # a fix round's step
 OTHER_COLOURS = ("#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#7f7f7f")
 
 

@@ -106,7 +106,7 @@ class Total:
         parts = [f"{tokens_text(self.tokens)} tokens"]
         priced = self.sessions - self.unpriced - self.subscription
         if priced > 0:
-            parts.append(f"${self.usd:.2f}" + (" (estimate)" if self.estimate else ""))
+            parts.append(usd_text(self.usd) + (" (estimate)" if self.estimate else ""))
         if self.subscription:
             parts.append("subscription")
         if self.unknown:
@@ -147,6 +147,11 @@ def merged(totals: Iterable[Total]) -> Total:
             found.subscription + one.subscription,
         )
     return found
+
+
+def usd_text(usd: float) -> str:
+    """Dollars to the cent; a sum under ten cents to a hundredth of a cent (never a cost shown as $0.00)."""
+    return f"${usd:.2f}" if usd >= 0.1 or usd == 0 else f"${usd:.4f}"
 
 
 def tokens_text(count: int) -> str:
@@ -256,8 +261,8 @@ class Verdict:
         if self.scope is None:
             return "within budget"
         usd = self.key.endswith("_usd")
-        spent = f"${self.spent:.2f}" if usd else f"{tokens_text(int(self.spent))} tokens"
-        limit = f"${self.limit:.2f}" if usd else f"{tokens_text(int(self.limit))} tokens"
+        spent = usd_text(self.spent) if usd else f"{tokens_text(int(self.spent))} tokens"
+        limit = usd_text(self.limit) if usd else f"{tokens_text(int(self.limit))} tokens"
         share = f"{self.spent / self.limit:.0%}" if self.limit else "?"
         return f"{self.scope.value} spent {spent} of its budget {self.key} = {limit} ({share})"
 
