@@ -47,15 +47,21 @@ def used(store: SessionStore, sessions: Iterable[Session]) -> dict[str, Tokens]:
     return latest(readings(store, [s.id for s in sessions]))
 
 
+def worked(sessions: Iterable[Session]) -> list[Session]:
+    """The sessions that were given a step: a worker started ahead and ended unneeded (or still at its
+    prompt) used nothing of one, and is no unknown in a sum."""
+    return [s for s in sessions if s.delivered_at is not None]
+
+
 def summed(store: SessionStore, sessions: Iterable[Session], config: SpendConfig) -> Total:
-    sessions = list(sessions)
+    sessions = worked(sessions)
     return total(used(store, sessions), {s.id: s.agent for s in sessions}, config)
 
 
 def per_session(store: SessionStore, sessions: Iterable[Session], config: SpendConfig) -> dict[str, Total]:
     """Session id -> what it used, priced (unknown when no reading was kept: a remote worker, a CLI that
     lacks a record)."""
-    sessions = list(sessions)
+    sessions = worked(sessions)
     found = used(store, sessions)
     return {s.id: Total().plus(found.get(s.id), s.agent, config) for s in sessions}
 
@@ -71,6 +77,74 @@ def day_total(store: SessionStore, now: datetime, config: SpendConfig) -> Total:
     found = since((Reading(*row) for row in store.spend_readings(since=start)), start)
     agents = {s.id: s.agent for s in store.sessions(found)}
     return total(found, agents, config)
+
+
+def today_by_agent(store: SessionStore, now: datetime, config: SpendConfig) -> dict[str, Total]:
+    """Agent -> what its sessions used today (UTC), across runs and projects, the most expensive first."""
+    start = day_start(now)
+    found = since((Reading(*row) for row in store.spend_readings(since=start)), start)
+    by_agent: dict[str, Total] = {}
+    for session in store.sessions(found):
+        by_agent[session.agent] = by_agent.get(session.agent, Total()).plus(
+            found[session.id], session.agent, config
+        )
+    return dict(sorted(by_agent.items(), key=lambda pair: (-pair[1].usd, -pair[1].tokens, pair[0])))
+
+
+def summary(store: SessionStore, project: str, now: datetime, config: SpendConfig) -> dict[str, object]:
+    """What `status` and `agents` add: today's use (per agent), the project's latest run's, and the budget."""
+    today = day_total(store, now, config)
+    run = store.latest_run(project)
+    latest = summed(store, store.sessions_of_run(run.id), config) if run else None
+    verdict = decide(config.budget, Total(), latest or Total(), today)
+    return {
+        "today": today,
+        "agents": today_by_agent(store, now, config),
+        "run": (run.id, latest) if run and latest else None,
+        "budget": verdict if verdict.level is not Level.OK else None,
+    }
+
+
+def summary_lines(found: dict[str, object]) -> list[str]:
+    today, agents, run, verdict = found["today"], found["agents"], found["run"], found["budget"]
+    assert isinstance(today, Total) and isinstance(agents, dict)
+    lines = [f"spend today (UTC): {today.text()}"]
+    if agents:
+        lines.append("  " + "; ".join(f"{agent} {total.text()}" for agent, total in agents.items()))
+    if isinstance(run, tuple):
+        lines.append(f"latest run {run[0]}: {run[1].text()}")
+    if isinstance(verdict, Verdict):
+        lines.append(f"budget: {verdict.level.value}: {verdict.text()}")
+    return lines
+
+
+def summary_json(found: dict[str, object]) -> dict[str, object]:
+    today, agents, run, verdict = found["today"], found["agents"], found["run"], found["budget"]
+    assert isinstance(today, Total) and isinstance(agents, dict)
+    return {
+        "today": today.as_json(),
+        "agents": {agent: total.as_json() for agent, total in agents.items()},
+        "latest_run": {"id": run[0], **run[1].as_json()} if isinstance(run, tuple) else None,
+        "budget": {
+            "level": verdict.level.value,
+            "key": verdict.key,
+            "spent": verdict.spent,
+            "limit": verdict.limit,
+        }
+        if isinstance(verdict, Verdict)
+        else None,
+    }
+
+
+def project_summary(cwd: str) -> dict[str, object]:
+    """`summary` of the project at `cwd`, with its [prices] and [budget]."""
+    from datetime import UTC
+
+    from teleclaude.adapters import git as gitx
+    from teleclaude.adapters.settings import load_config
+
+    root = Path(gitx.find_repo(cwd).root).resolve()
+    return summary(SessionStore(), str(root), datetime.now(UTC), load_config(root).spend)
 
 
 def of_item(sessions: Iterable[Session], project: str, slug: str) -> list[Session]:
