@@ -21,6 +21,17 @@ from teleclaude.agents import PROFILES
 from teleclaude.agents.tokens import Price
 from teleclaude.errors import ErrorCode, Failure
 
+EXAMPLE = """\
+# [budget]: what a night may cost. `teleclaude run` checks it before each worker: at 80 % of a limit a
+# warning; at 100 % an item is parked (the others go on), or the run stops between steps (never in a
+# merge). A day is the UTC day, every run together. Tokens count for every login; dollars are what the CLI
+# reports, else the list price of its model (an estimate; [prices] overrides it).
+# [budget]
+# item_usd = 5
+# run_tokens = 20000000
+# day_usd = 40
+"""
+
 BUDGET_KEYS = ("item_tokens", "item_usd", "run_tokens", "run_usd", "day_tokens", "day_usd")
 PRICE_KEYS = ("input", "cached", "output")
 
