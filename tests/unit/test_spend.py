@@ -11,6 +11,7 @@ from teleclaude.agents import PROFILES
 from teleclaude.agents.tokens import Tokens
 from teleclaude.config.parse import ConfigError, parse_config
 from teleclaude.config.spend import Budget, SpendConfig
+from teleclaude.runtime.core.sessions import Session, SessionState
 from teleclaude.runtime.core.spend import Level, Reading, Scope, Total, decide, raised, since, total, turns
 
 T0 = datetime(2026, 11, 28, 12, tzinfo=UTC)
@@ -203,3 +204,36 @@ def test_a_bad_budget_or_price_is_a_config_error_naming_its_key(table: str, key:
 def test_budget_keys_are_read() -> None:
     config = parse_config([("t.toml", "[budget]\nitem_usd = 5\nrun_tokens = 2000000\nday_usd = 40\n")])
     assert config.spend.budget == Budget(item_usd=5.0, run_tokens=2_000_000, day_usd=40.0)
+
+
+def test_the_timeline_sums_per_item_agent_and_step_the_most_expensive_first_with_fix_rounds() -> None:
+    from teleclaude.board.core.timeline import render_html, timeline
+
+    from .factories import running_session
+
+    def worker(sid: str, slug: str, command: str, agent: str = "claude") -> Session:
+        return running_session(T0, id=sid, args=slug, command=command, agent=agent, state=SessionState.DONE)
+
+    sessions = [
+        worker("b1", "cheap", "next-build"),
+        worker("b2", "dear", "next-build", "codex"),
+        worker("f1", "dear", "next-fix-review"),
+        worker("f2", "dear", "next-fix-review"),
+        worker("g1", "dear", "next-review", "gemini"),
+    ]
+    used = {
+        "b1": Tokens(1000, 0, 100, model="claude-sonnet-4-5"),
+        "b2": Tokens(2000, 0, 100, model="gpt-5-codex"),
+        "f1": Tokens(50_000, 40_000, 2000, model="claude-sonnet-4-5"),
+        "f2": Tokens(60_000, 50_000, 3000, model="claude-sonnet-4-5"),
+    }  # g1: unknown
+    data = timeline("r", "/p", T0, T0, "COMPLETE", sessions, [], T0, None, used, SpendConfig())
+    assert [name for name, _ in data.spend("item")] == ["dear", "cheap"]
+    rounds, fixes = data.rounds("dear")
+    assert rounds == 2 and fixes.tokens == 115_000 and fixes.estimate
+    agents = dict(data.spend("agent"))
+    assert agents["gemini"].text() == "unknown" and agents["claude"].tokens == 1100 + 115_000
+    assert data.spent().unknown == 1
+    page = render_html(data)
+    assert 'class="spend" data-item="dear"' in page and "1 session unknown" in page
+    assert page.index('data-item="dear"') < page.index('data-item="cheap"')
