@@ -156,12 +156,50 @@ def turn_rows(store: SessionStore, session: Session) -> list[Reading]:
     return turns(readings(store, [session.id]))
 
 
+def verdict_for(
+    store: SessionStore,
+    budget: Budget,
+    config: SpendConfig,
+    project: str,
+    slug: str,
+    run_id: str,
+    now: datetime,
+) -> Verdict:
+    """The budget verdict for a step of `slug` in run `run_id` now (core/spend.py `decide`)."""
+    everyone = store.sessions()
+    item = summed(store, of_item(everyone, project, slug), config)
+    run = summed(store, [s for s in everyone if run_id and s.run_id == run_id], config)
+    day = day_total(store, now, config) if budget.day_tokens or budget.day_usd else Total()
+    return decide(budget, item, run, day)
+
+
+def out_of_budget(runtime: Runtime, config: SpendConfig, session: Session) -> bool:
+    """A worker past its item's, the run's or the day's budget finishes its turn and is given no other
+    (a red gate does not send it back): the next step is then held back (`held_back`). Never raises."""
+    budget = runtime.context.budget or config.budget
+    if not budget.any:
+        return False
+    try:
+        verdict = verdict_for(
+            runtime.store,
+            budget,
+            config,
+            session.project,
+            session.slug,
+            runtime.context.run_id,
+            runtime.clock(),
+        )
+    except Exception as error:  # bookkeeping never stops a run
+        log.warning("budget: could not read what was spent: %s: %s", type(error).__name__, error)
+        return False
+    return verdict.level is Level.OVER
+
+
 @dataclass
 class BudgetWatch:
     """`teleclaude run`'s budget check before each step; it warns once per limit past 80 %."""
 
-    warned: set[str] = field(default_factory=set)
-    last: Verdict | None = None  # the last warning, for the status line
+    warned: set[str] = field(default_factory=set)  # the limits warned of (an item's, per item)
 
     def check(
         self,
@@ -178,14 +216,10 @@ class BudgetWatch:
         it delivers what was paid for, and a run never stops in the middle of one."""
         if not budget.any:
             return None
-        everyone = store.sessions()
-        item = summed(store, of_item(everyone, action.project, action.slug), config)
-        run = summed(store, [s for s in everyone if run_id and s.run_id == run_id], config)
-        day = day_total(store, now, config) if budget.day_tokens or budget.day_usd else Total()
-        verdict = decide(budget, item, run, day)
-        if verdict.level is Level.WARN and verdict.key + action.slug not in self.warned:
-            self.warned.add(verdict.key + action.slug)
-            self.last = verdict
+        verdict = verdict_for(store, budget, config, action.project, action.slug, run_id, now)
+        limit = verdict.key + (f" {action.slug}" if verdict.scope is Scope.ITEM else "")
+        if verdict.level is Level.WARN and limit not in self.warned:
+            self.warned.add(limit)
             what = _what(verdict, action.slug)
             log.warning("budget: %s", what)
             show(f"    budget: 80 % reached: {what}")
