@@ -200,6 +200,7 @@ class BudgetWatch:
     """`teleclaude run`'s budget check before each step; it warns once per limit past 80 %."""
 
     warned: set[str] = field(default_factory=set)  # the limits warned of (an item's, per item)
+    warning: str = ""  # the last warning, for the run's status line
 
     def check(
         self,
@@ -221,6 +222,7 @@ class BudgetWatch:
         if verdict.level is Level.WARN and limit not in self.warned:
             self.warned.add(limit)
             what = _what(verdict, action.slug)
+            self.warning = what
             log.warning("budget: %s", what)
             show(f"    budget: 80 % reached: {what}")
             notify(notices.budget_warning(what, action.project, verdict.key))

@@ -14,9 +14,10 @@ import pytest
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.demo.scenario import commit_all
 from teleclaude.planner.core.model import Marker
-from teleclaude.runtime.orchestrator import Outcome
+from teleclaude.runtime.orchestrator import Outcome, Progress
 
 from ..browser import CHROMIUM, open_page
+from ..unit.factories import running_session
 from .test_run import archives, assert_no_workers, markers, parked_lines, run
 
 TURN = 1100  # tokens a stand-in turn uses (FAKE_AGENT_TOKENS 1000:100)
@@ -126,3 +127,10 @@ def test_the_demos_report_shows_cost_per_item_and_agent_in_a_browser(tmp_path):
     assert all(re.match(r"[\d,.k]+ tokens, \$[\d.]+ \(estimate\)", cost) for cost in items.values()), items
     assert "$" in agents["claude"] and "$" in agents["codex"] and agents["gemini"] == "unknown", agents
     assert all(url.startswith("file://") for url in opened.requested), opened.requested
+
+
+def test_the_status_line_carries_the_last_budget_warning():
+    line = Progress(
+        1, running_session(), 3, budget="this run spent $4.10 of its budget run_usd = $5.00 (82%)"
+    ).line()
+    assert " | budget: this run spent $4.10" in line
