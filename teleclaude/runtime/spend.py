@@ -108,6 +108,8 @@ def summary(store: SessionStore, project: str, now: datetime, config: SpendConfi
 def summary_lines(found: dict[str, object]) -> list[str]:
     today, agents, run, verdict = found["today"], found["agents"], found["run"], found["budget"]
     assert isinstance(today, Total) and isinstance(agents, dict)
+    if not today.sessions and run is None:
+        return []  # nothing was ever spent here: nothing to say
     lines = [f"spend today (UTC): {today.text()}"]
     if agents:
         lines.append("  " + "; ".join(f"{agent} {total.text()}" for agent, total in agents.items()))
