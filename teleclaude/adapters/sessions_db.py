@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from teleclaude.adapters.store import SqliteStore, TableShape, insert_rows, upsert
 
 if TYPE_CHECKING:
+    from teleclaude.agents.tokens import Tokens
     from teleclaude.planner.core.tool_lines import ToolUse
     from teleclaude.runtime.core.sessions import Event, Session, SessionState
 
@@ -26,6 +27,7 @@ SESSIONS = "sessions"
 EVENTS = "session_events"
 TOOL_USES = "tool_uses"
 RUNS = "runs"
+SPEND = "spend"  # what each session used so far, a row each time its stop hook read a change
 _TIMES = (
     "created_at",
     "updated_at",
@@ -87,6 +89,17 @@ FAILED_STATES = ("errored", "needs_attention")
 FINAL_STATES = ("done", "errored", "cancelled")  # SessionState.is_final, spelled out for the same reason
 _EVENT_COLUMNS = {"id": int, "session_id": str, "kind": str, "at": str, "detail": str, "delivered": int}
 _TOOL_USE_COLUMNS = {"id": int, "session_id": str, "at": str, "tool": str, "target": str}
+_SPEND_COLUMNS = {
+    "id": int,
+    "session_id": str,
+    "at": str,
+    "input": int,
+    "cached": int,
+    "output": int,
+    "reasoning": int,
+    "cost_usd": float,
+    "model": str,
+}
 _RUN_COLUMNS = {"id": str, "project": str, "slug": str, "started_at": str, "ended_at": str, "outcome": str}
 
 
@@ -121,6 +134,7 @@ class SessionStore(SqliteStore):
         TableShape(EVENTS, _EVENT_COLUMNS, "id", indexes=(("session_id", "delivered"),)),
         TableShape(TOOL_USES, _TOOL_USE_COLUMNS, "id", indexes=(("session_id", "id"),)),
         TableShape(RUNS, _RUN_COLUMNS, "id"),
+        TableShape(SPEND, _SPEND_COLUMNS, "id", indexes=(("session_id", "id"), ("at",))),
     )
 
     # --- sessions ------------------------------------------------------------------------------------------
@@ -323,6 +337,60 @@ class SessionStore(SqliteStore):
         marks = ",".join("?" * len(wanted))
         rows = self._select(f"SELECT * FROM {EVENTS} WHERE session_id IN ({marks}) ORDER BY id", wanted)
         return [_event(row) for row in rows]
+
+    # --- spend (read by the workers' stop hooks from their CLI's record: runtime/core/spend.py) -------------
+
+    def add_spend(self, session_id: str, at: datetime, tokens: Tokens) -> bool:
+        """Keep the session's use so far, when it differs from its last reading. True: kept or unchanged."""
+        row: tuple[object, ...] = (session_id, _stamp(at), tokens.input, tokens.cached, tokens.output)
+        row += (tokens.reasoning, tokens.cost_usd, tokens.model)
+        last = self._select(
+            f"SELECT input, cached, output, reasoning, cost_usd, model FROM {SPEND} "
+            "WHERE session_id = ? ORDER BY id DESC LIMIT 1",
+            (session_id,),
+        )
+        if last and tuple(last[0]) == row[2:]:
+            return True
+        insert = (
+            f"INSERT INTO {SPEND} (session_id, at, input, cached, output, reasoning, cost_usd, model) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        self._write(lambda conn: conn.execute(insert, row))
+        return True
+
+    def spend_readings(
+        self, ids: Iterable[str] | None = None, since: datetime | None = None
+    ) -> list[tuple[str, datetime, Tokens]]:
+        """(session id, when read, its use so far) of the sessions `ids` (None: every session), oldest
+        first; `since`: only the sessions read since then, with all their readings (a day's use needs the
+        reading before the day)."""
+        from teleclaude.agents.tokens import Tokens
+
+        query, params = f"SELECT * FROM {SPEND}", list[object]()
+        if ids is not None:
+            wanted = list(dict.fromkeys(ids))
+            if not wanted:
+                return []
+            query += f" WHERE session_id IN ({','.join('?' * len(wanted))})"
+            params = list(wanted)
+        elif since is not None:
+            query += f" WHERE session_id IN (SELECT session_id FROM {SPEND} WHERE at >= ?)"
+            params = [_stamp(since)]
+        return [
+            (
+                row["session_id"],
+                datetime.fromisoformat(row["at"]),
+                Tokens(
+                    row["input"],
+                    row["cached"],
+                    row["output"],
+                    row["reasoning"],
+                    row["cost_usd"],
+                    row["model"] or "",
+                ),
+            )
+            for row in self._select(query + " ORDER BY id", params)
+        ]
 
     # --- reading -------------------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from teleclaude.agents.profile import (
     UsageSource,
     UsageWindow,
 )
+from teleclaude.agents.tokens import Price, TokenReport, Tokens, count, json_lines, summed
 
 CLAUDE_STATE = "~/.claude.json"
 CLAUDE_SETTINGS = "~/.claude/settings.json"
@@ -69,6 +70,32 @@ def _moment(value: object) -> datetime | None:
     except (ValueError, OverflowError, OSError):
         pass
     return None
+
+
+# Its transcript (the Stop hook's `transcript_path`, JSON Lines) has a line per content block of each reply
+# message, `{"type": "assistant", "message": {"id", "model", "usage": {"input_tokens",
+# "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"}}}`: the lines of one message
+# repeat its usage, the last with its final output count
+def transcript_tokens(text: str) -> Tokens | None:
+    """What the session's responses used, each message counted once (its last line)."""
+    messages: dict[str, tuple[int | None, int | None, int | None, int | None]] = {}
+    model = ""
+    for line in json_lines(text):
+        message = line.get("message")
+        if line.get("type") != "assistant" or not isinstance(message, dict):
+            continue
+        usage, name = message.get("usage"), message.get("id")
+        if not isinstance(usage, dict) or not isinstance(name, str):
+            continue
+        if isinstance(message.get("model"), str) and message["model"] != "<synthetic>":
+            model = message["model"]
+        fresh, written, read = (
+            count(usage.get(key, 0))
+            for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        )
+        whole = None if fresh is None or written is None or read is None else fresh + written + read
+        messages[name] = (whole, read, count(usage.get("output_tokens")), None)
+    return summed(messages.values(), model[:100])
 
 
 PROFILE = AgentProfile(
@@ -156,6 +183,15 @@ PROFILE = AgentProfile(
         status_line=("statusLine",),
     ),
     usage=UsageReport(UsageSource.STATUSLINE, statusline_usage),
+    tokens=TokenReport(
+        transcript_tokens,
+        prices={
+            "opus-4-5": Price(5.0, 0.5, 25.0),
+            "opus": Price(15.0, 1.5, 75.0),
+            "sonnet": Price(3.0, 0.3, 15.0),
+            "haiku": Price(1.0, 0.1, 5.0),
+        },
+    ),
     # - the "Bypass Permissions mode" warning: what accepting it writes (project settings are not read for it)
     # - project `.mcp.json` servers pending approval: where the CLI itself says to persist an approval
     #   (project settings cannot approve their own servers)

@@ -20,6 +20,7 @@ from teleclaude.agents.profile import (
     UsageSource,
     UsageWindow,
 )
+from teleclaude.agents.tokens import Price, TokenReport, Tokens, count, json_lines
 
 
 def trust_flags(folders: Iterable[str]) -> list[str]:
@@ -173,6 +174,33 @@ def _epoch(value: object) -> datetime | None:
         return None
 
 
+# Each `token_count` event's `info.total_token_usage` is the session's use so far: `{"input_tokens",
+# "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens"}` (input counts the
+# cached, output the reasoning); a `turn_context` event names the model of each turn
+def rollout_tokens(text: str) -> Tokens | None:
+    """The session's use as the last `token_count` event with its totals says."""
+    found, model = None, ""
+    for event in json_lines(text):
+        payload = event.get("payload")
+        if not isinstance(payload, dict):
+            continue
+        if event.get("type") == "turn_context" and isinstance(payload.get("model"), str):
+            model = payload["model"][:100]
+        info = payload.get("info") if payload.get("type") == "token_count" else None
+        total = info.get("total_token_usage") if isinstance(info, dict) else None
+        if isinstance(total, dict):
+            found = total
+    if found is None:
+        return None
+    return Tokens(
+        count(found.get("input_tokens")),
+        count(found.get("cached_input_tokens", 0)),
+        count(found.get("output_tokens")),
+        count(found.get("reasoning_output_tokens", 0)),
+        model=model,
+    )
+
+
 PROFILE = AgentProfile(
     "codex",
     ("codex",),
@@ -216,6 +244,14 @@ PROFILE = AgentProfile(
     trust_flags=trust_flags,
     turn_error=last_turn_error,
     usage=UsageReport(UsageSource.TRANSCRIPT, rollout_usage),
+    tokens=TokenReport(
+        rollout_tokens,
+        prices={
+            "gpt-5": Price(1.25, 0.125, 10.0),
+            "gpt-5-mini": Price(0.25, 0.025, 2.0),
+            "gpt-5-nano": Price(0.05, 0.005, 0.4),
+        },
+    ),
     blockers=(
         Blocker(
             "the folder trust dialog",

@@ -14,6 +14,7 @@ from teleclaude.agents.profile import (
     SandboxNeeds,
     UsageReport,
 )
+from teleclaude.agents.tokens import Price, TokenReport, Tokens, count, json_lines, summed
 
 
 def command_toml(name: str, markdown: str) -> str:
@@ -25,6 +26,30 @@ def command_toml(name: str, markdown: str) -> str:
         f"description = {basic_string(meta.get('description', ''))}\n"
         f"prompt = {multiline_string(prompt)}\n"
     )
+
+
+# Its session record (the AfterAgent hook's `transcript_path`; 0.61: JSON Lines, a line each time a message is
+# written, the same `id` again as it grows): each model message, `{"id", "type": "gemini", "model", "tokens":
+# {"input", "output", "cached", "thoughts", "tool", "total"}}`, the response's usageMetadata (`input` is
+# promptTokenCount, the cached part included; `tool` the tool-use prompt, besides it; `output` leaves the
+# thoughts out)
+def session_tokens(text: str) -> Tokens | None:
+    """What the session's model messages used, each counted once (its last line)."""
+    messages: dict[str, tuple[int | None, int | None, int | None, int | None]] = {}
+    model = ""
+    for line in json_lines(text):
+        tokens, name = line.get("tokens"), line.get("id")
+        if line.get("type") != "gemini" or not isinstance(tokens, dict) or not isinstance(name, str):
+            continue
+        if isinstance(line.get("model"), str):
+            model = line["model"][:100]
+        prompt, tool, out, thoughts = (
+            count(tokens.get(key, 0)) for key in ("input", "tool", "output", "thoughts")
+        )
+        whole_in = None if prompt is None or tool is None else prompt + tool
+        whole_out = None if out is None or thoughts is None else out + thoughts
+        messages[name] = (whole_in, count(tokens.get("cached", 0)), whole_out, thoughts)
+    return summed(messages.values(), model)
 
 
 PROFILE = AgentProfile(
@@ -118,6 +143,15 @@ PROFILE = AgentProfile(
     # "Trust this folder?" replaces its prompt ~0.25 s after it shows
     prompt_stable=0.5,
     settle=0.1,
+    tokens=TokenReport(
+        session_tokens,
+        prices={
+            "gemini-2.5-pro": Price(1.25, 0.31, 10.0),
+            "gemini-2.5-flash": Price(0.3, 0.075, 2.5),
+            "gemini-2.5-flash-lite": Price(0.1, 0.025, 0.4),
+            "gemini-3-pro": Price(2.0, 0.2, 12.0),
+        },
+    ),
     lacks={
         Capability.LIMIT_BY_HOOK: "none of its hooks reports a turn its API refused (AfterAgent runs for a "
         "turn that ended, BeforeTool before a tool), and it keeps no typed error teleclaude reads: its "

@@ -7,7 +7,17 @@ import json
 from collections.abc import Mapping, Sequence
 
 from teleclaude.agents.formats import split_front_matter
-from teleclaude.agents.profile import AgentProfile, Blocker, Hooks, Install, Kind, SandboxNeeds, UsageReport
+from teleclaude.agents.profile import (
+    AgentProfile,
+    Blocker,
+    Capability,
+    Hooks,
+    Install,
+    Kind,
+    SandboxNeeds,
+    UsageReport,
+)
+from teleclaude.agents.tokens import TokenReport
 
 
 def command_md(name: str, markdown: str) -> str:
@@ -209,4 +219,9 @@ PROFILE = AgentProfile(
         (".config/opencode", ".local/share/opencode", ".local/state/opencode", ".cache/opencode")
     ),
     colour="#f59e0b",
+    tokens=TokenReport(
+        lacking="opencode 1.18 keeps each message's tokens and cost in its own database, which teleclaude "
+        "does not read yet, and its stop event (session.idle) names no record: shown as unknown"
+    ),
+    lacks={Capability.TOKENS: "its tokens are not read yet (its own database): shown as unknown"},
 )

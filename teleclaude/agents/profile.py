@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import Enum
 
+from teleclaude.agents.tokens import TokenReport
+
 
 class Kind(Enum):
     DIALOG = "dialog"  # open on a live screen, waiting for an answer
@@ -32,6 +34,7 @@ class Capability(Enum):
     TOOL_ACTIVITY = "its tool hook shows the worker's last tool uses"
     REFUSED_STOP = "its stop hook's refusal reaches the model, which goes on"
     OVER_SSH = "a worker on another computer over ssh, its turn ended by its hook there"
+    TOKENS = "the tokens it used, read from its own record, equal what its provider reported"
 
 
 @dataclass(frozen=True)
@@ -257,6 +260,8 @@ class AgentProfile:
     # how much of its rate-limit windows the CLI says is used, before a limit: where it says so, and how
     # that reads (`UsageReport.read` None: it says nothing structured, only the limit's error)
     usage: UsageReport = UsageReport()
+    # what a session used (tokens, and dollars where the CLI says): read from the file its stop hook names
+    tokens: TokenReport = TokenReport()
     install: Install | None = None  # None: `teleclaude install` does not know the CLI
     # what install answers in the user's files so that the CLI's first-run dialogs never ask a detached
     # worker; `project_trust`: the value that trusts a project root (`teleclaude init`, project scope)

@@ -103,7 +103,7 @@ class BoardApp(App[None]):
     def on_mount(self) -> None:
         self.sub_title = str(self.source.root)
         workers = self.query_one("#workers-table", DataTable)
-        workers.add_columns("session", "item", "step", "agent", "activity", "status", "reminders")
+        workers.add_columns("session", "item", "step", "agent", "activity", "status", "reminders", "used")
         self.query_one("#agents-table", DataTable).add_columns("agent", "availability / usage")
         for lane in Lane:
             self.query_one(f"#lane-{lane.name.lower()}", Static).border_title = lane.value
@@ -142,7 +142,7 @@ class BoardApp(App[None]):
             self.loads += 1
             return
         self.view = view
-        self.sub_title = f"{self.source.root} · {view.gated}" if view.gated else str(self.source.root)
+        self.sub_title = " · ".join(part for part in (str(self.source.root), view.gated, view.spent) if part)
         for lane, cards in view.lanes:
             self.query_one(f"#lane-{lane.name.lower()}", Static).update(_lane_text(cards))
         for lane in Lane:
@@ -174,6 +174,7 @@ class BoardApp(App[None]):
                         Text(w.activity, style=_STATE_STYLE.get(w.activity, "")),
                         f"{w.status} ({w.status_age})" if w.status else "",
                         str(w.reminders or ""),
+                        w.used,
                     ),
                 )
                 for w in view.workers
@@ -340,6 +341,8 @@ def _lane_text(cards) -> Text:
             detail.append("after " + ", ".join(card.after))
         if card.worktree and card.worktree != "clean":
             detail.append(card.worktree)
+        if card.used:
+            detail.append(card.used)
         detail += [f"{step.removeprefix('next-')} worker waiting" for step in card.waiting]
         if detail:
             text.append("\n  " + " · ".join(detail), style="dim")

@@ -16,17 +16,21 @@ from pathlib import Path
 from teleclaude.adapters import fs, tmux
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.sessions_db import RunRow, SessionStore
+from teleclaude.adapters.settings import load_config
 from teleclaude.adapters.store import user_folder
-from teleclaude.board.core.timeline import Timeline, render_html, timeline
+from teleclaude.board.core.timeline import Bar, Timeline, render_html, timeline
 from teleclaude.board.core.view import Tail, View, build_view, follow
+from teleclaude.config.spend import SpendConfig
 from teleclaude.errors import Error, ErrorCode, Failure, guard
 from teleclaude.planner import checks
 from teleclaude.planner.core.gate import GateRecord
 from teleclaude.planner.core.terminal import printable
 from teleclaude.planner.core.tool_lines import tool_lines
 from teleclaude.planner.gate import records
+from teleclaude.runtime import spend
 from teleclaude.runtime.api import Runtime, open_runtime
 from teleclaude.runtime.core.sessions import Session
+from teleclaude.runtime.core.spend import Level, Total, decide
 
 OUTPUT_LINES = 200  # of the selected worker's output, the newest kept
 READ_LINES, READ_BYTES = 400, 64_000  # one read's bounds (`sessions output --max-lines --max-bytes`)
@@ -73,7 +77,19 @@ class Source:
         now = datetime.now(UTC)
         uses = self.store.recent_tool_uses(s.id for s in sessions if not s.state.is_final)
         tools = {sid: tuple(tool_lines(found, now)) for sid, found in uses.items()}
-        return build_view(board, rounds, sessions, tools, now)
+        prices = _prices(str(self.root))
+        used = spend.per_session(self.store, sessions, prices)
+        return build_view(board, rounds, sessions, tools, now, used, self._run_spent(prices))
+
+    def _run_spent(self, prices: SpendConfig) -> str:
+        """The latest run's total: `run 20261128-…: 1.2M tokens, $3.40 (estimate)`."""
+        run = self.store.latest_run(str(self.root))
+        if run is None:
+            return ""
+        total = spend.summed(self.store, self.store.sessions_of_run(run.id), prices)
+        verdict = decide(prices.budget, Total(), total, Total())
+        warned = f" · budget: {verdict.text()}" if verdict.level is not Level.OK else ""
+        return f"run {run.id}: {total.text()}{warned}"
 
     def timeline(self) -> Timeline | Error | None:
         """The latest run's timeline (None before the project's first run)."""
@@ -153,7 +169,66 @@ def timeline_of(run: RunRow, store: SessionStore) -> Timeline:
         events,
         datetime.now(UTC),
         gates,
+        spend.used(store, sessions),
+        _prices(run.project),
     )
+
+
+def report_json(data: Timeline) -> dict[str, object]:
+    """`teleclaude report --json`: the run, its steps with what each used, and the sums (unknown is null)."""
+
+    def used(bar: Bar) -> dict[str, object]:
+        return Total().plus(bar.tokens, bar.agent, data.prices).as_json()
+
+    return {
+        "run": data.run_id,
+        "project": data.project,
+        "outcome": data.outcome or None,
+        "started_at": data.start.isoformat(),
+        "ended_at": data.end.isoformat(),
+        "items": [
+            {
+                "slug": row.slug,
+                "steps": [
+                    {"session": bar.session_id, "step": bar.step, "agent": bar.agent, "outcome": bar.outcome}
+                    | {"seconds": round(bar.seconds, 1), "spend": used(bar)}
+                    for bar in row.bars
+                ],
+                "fix_rounds": data.rounds(row.slug)[0],
+                "fix_spend": data.rounds(row.slug)[1].as_json(),
+            }
+            for row in data.rows
+        ],
+        "spend": data.spent().as_json(),
+        "spend_per_item": {name: total.as_json() for name, total in data.spend("item")},
+        "spend_per_agent": {name: total.as_json() for name, total in data.spend("agent")},
+        "spend_per_step": {name: total.as_json() for name, total in data.spend("step")},
+    }
+
+
+def cost_lines(run_id: str) -> list[str]:
+    """The lines `teleclaude run`'s report ends with: what the run used, and its most expensive item."""
+    store = SessionStore()
+    run = store.run(run_id)
+    if run is None:
+        return []
+    data = timeline_of(run, store)
+    lines = [f"cost: {data.spent().text()}"]
+    items = data.spend("item")
+    if items and items[0][1].known:
+        slug, spent = items[0]
+        rounds = data.rounds(slug)[0]
+        fixed = f", {rounds} fix round{'s' if rounds != 1 else ''}" if rounds else ""
+        lines.append(f"most expensive: {slug or '(bugs)'} ({spent.text()}{fixed})")
+    return lines
+
+
+def _prices(project: str) -> SpendConfig:
+    """The project's [prices] (the shipped table when its teleclaude.toml cannot be read)."""
+    try:
+        return load_config(project).spend
+    except Failure:
+        return SpendConfig()
 
 
 def _gate_records(project: str) -> dict[str, tuple[GateRecord, ...]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shlex
 import sys
@@ -86,13 +87,15 @@ def _add_report(parser: argparse.ArgumentParser) -> None:
     add_cwd(parser)
     parser.add_argument("--run", metavar="ID", help="the run (default: the project's latest)")
     parser.add_argument("--html", metavar="FILE", help="write the timeline as one HTML page to FILE")
+    parser.add_argument("--json", action="store_true", help="the run's steps and what each used, as JSON")
 
 
 def _run_report(args: argparse.Namespace) -> int:
     from teleclaude.board.core.timeline import Timeline
-    from teleclaude.board.gather import run_timeline, write_report
+    from teleclaude.board.gather import report_json, run_timeline, write_report
     from teleclaude.planner.core.terminal import printable
     from teleclaude.planner.core.timeparse import format_duration, format_utc
+    from teleclaude.runtime.core.spend import Total
 
     data = run_timeline(args.cwd or os.getcwd(), args.run)
     if isinstance(data, Error):
@@ -104,6 +107,9 @@ def _run_report(args: argparse.Namespace) -> int:
             return print_value(written)
         write(f"OK: wrote the timeline of run {data.run_id} to {written}")
         return 0
+    if args.json:
+        write(json.dumps(report_json(data), indent=2))
+        return 0
     span = (data.end - data.start).total_seconds()
     lines = [
         f"run {data.run_id}: {data.outcome or 'running'}, started {format_utc(data.start)}, "
@@ -114,6 +120,7 @@ def _run_report(args: argparse.Namespace) -> int:
             f"{bar.step} {bar.agent} {format_duration(bar.seconds)} {bar.outcome}"
             + "".join(f" [{mark.kind.value}]" for mark in bar.marks)
             + (f" (started ahead, waited {format_duration(bar.ahead)})" if bar.ahead >= 1 else "")
+            + f" ({Total().plus(bar.tokens, bar.agent, data.prices).text()})"
             for bar in row.bars
         )
         lines.append(f"  {row.slug or '(bugs)'}: {steps}")
@@ -123,6 +130,13 @@ def _run_report(args: argparse.Namespace) -> int:
         f"waits: {format_duration(data.waited)}; workers started ahead waited "
         f"{format_duration(data.ahead)} at their prompts (not counted as work)"
     )
+    lines.append(f"cost: {data.spent().text()}")
+    for slug, spent in data.spend("item"):
+        rounds, fixes = data.rounds(slug)
+        fixed = f"; {rounds} fix round{'s' if rounds != 1 else ''}: {fixes.text()}" if rounds else ""
+        lines.append(f"  {slug or '(bugs)'}: {spent.text()}{fixed}")
+    lines.append("cost per agent: " + "; ".join(f"{a} {t.text()}" for a, t in data.spend("agent")))
+    lines.append("cost per step: " + "; ".join(f"{a} {t.text()}" for a, t in data.spend("step")))
     write("\n".join(map(printable, lines)))  # slugs, agents, steps and outcomes come from the database
     return 0
 

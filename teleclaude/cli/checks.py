@@ -203,6 +203,7 @@ def _add_status(parser: argparse.ArgumentParser) -> None:
 def _run_status(args: argparse.Namespace) -> int:
     from teleclaude.planner import checks
     from teleclaude.planner.core.phase import board_dict, render_board
+    from teleclaude.planner.core.terminal import printable
 
     cwd = args.cwd or os.getcwd()
     tty = sys.stdout.isatty()
@@ -215,9 +216,17 @@ def _run_status(args: argparse.Namespace) -> int:
             from teleclaude.planner.core.render import to_text
 
             return to_text(board), 1
+        from teleclaude.runtime import spend
+        from teleclaude.runtime.api import guarded
+
+        spent = guarded(spend.project_summary, cwd)
         if args.json:
-            return json.dumps(board_dict(board)), 0
-        return render_board(board, width, color), 0
+            found = board_dict(board) | (
+                {} if isinstance(spent, Error) else {"spend": spend.summary_json(spent)}
+            )
+            return json.dumps(found), 0
+        lines = [] if isinstance(spent, Error) else spend.summary_lines(spent)
+        return "\n".join([render_board(board, width, color), *map(printable, lines)]), 0
 
     if args.watch is None:
         text, code = frame()

@@ -87,7 +87,22 @@ def _add_agents(parser: argparse.ArgumentParser) -> None:
 def _run_agents(args: argparse.Namespace) -> int:
     from teleclaude.planner import api as app
 
-    return print_value(app.agent_status(cwd=args.cwd))
+    code = print_value(app.agent_status(cwd=args.cwd))
+    lines = _spend_lines(args.cwd or ".") if code == 0 else []
+    if lines:
+        write("\n".join(lines))
+    return code
+
+
+def _spend_lines(cwd: str) -> list[str]:
+    """What the workers used today and in the latest run (runtime/spend.py); nothing when unreadable."""
+    from teleclaude.errors import Error
+    from teleclaude.planner.core.terminal import printable
+    from teleclaude.runtime import spend
+    from teleclaude.runtime.api import guarded
+
+    found = guarded(spend.project_summary, cwd)
+    return [] if isinstance(found, Error) else [printable(line) for line in spend.summary_lines(found)]
 
 
 def _run_agents_unavailable(args: argparse.Namespace) -> int:

@@ -11,11 +11,15 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from teleclaude.agents import NAMES
 from teleclaude.cli.base import Command, add_cwd, print_value, write
 from teleclaude.errors import Error, guard
 from teleclaude.planner.core.terminal import printable
+
+if TYPE_CHECKING:
+    from teleclaude.config.spend import Budget
 
 DEFAULT_MAX_STEPS = 100
 
@@ -56,7 +60,33 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
         "(no model; your checkout, sessions and settings are not touched; the clone is kept until the next "
         "rehearsal of the project)",
     )
+    parser.add_argument(
+        "--budget",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a [budget] limit for this run instead of teleclaude.toml's, e.g. item_usd=10 or "
+        "run_tokens=5000000 (repeatable)",
+    )
     add_cwd(parser)
+
+
+def _budget(project: Path, pairs: list[str]) -> Budget | Error | None:
+    """`--budget KEY=VALUE …` over the project's [budget]; None without any."""
+    if not pairs:
+        return None
+    from teleclaude.adapters.settings import load_config
+    from teleclaude.config.spend import parse_budget
+    from teleclaude.runtime.api import guarded
+
+    table: dict[str, object] = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        try:
+            table[key.strip()] = float(value) if "." in value or "e" in value.lower() else int(value)
+        except ValueError:
+            table[key.strip()] = value
+    return guarded(lambda: parse_budget("--budget", table, load_config(project).spend).budget)
 
 
 def _run_run(args: argparse.Namespace) -> int:
@@ -77,6 +107,10 @@ def _run_run(args: argparse.Namespace) -> int:
         runtime = guarded(open_runtime, project)  # a file that is not valid: INVALID_CONFIG, as elsewhere
         if isinstance(runtime, Error):
             return print_value(runtime)
+        budget = _budget(project, args.budget)
+        if isinstance(budget, Error):
+            return print_value(budget)
+        runtime.context.budget = budget
         report = orchestrator.run(
             project,
             args.slug,
@@ -97,8 +131,11 @@ def _run_run(args: argparse.Namespace) -> int:
     if notifier is not None:
         notifier.close()  # the run's last notice: at most [notify] timeout
     if report.run_id:
-        from teleclaude.board.gather import report_line
+        from teleclaude.board.gather import cost_lines, report_line
 
+        costs = guarded(cost_lines, report.run_id)  # a store that cannot be read: no cost lines
+        for line in costs if isinstance(costs, list) else []:
+            write(printable(line))
         write(report_line(report.run_id))
     return report.exit_code
 

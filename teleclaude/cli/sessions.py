@@ -151,12 +151,26 @@ def _answer(args: argparse.Namespace, method: str, *arguments: object) -> int:
     if isinstance(answer, Error):
         write(json.dumps(to_dict(answer)) if args.json else to_text(answer))
         return 1
-    tools = None
+    tools, spent = None, None
     if isinstance(answer, list) and not isinstance(runtime, Error):
         found = guarded(runtime.recent_tools, answer)
         tools = None if isinstance(found, Error) else found  # a listing without tool uses beats no listing
-    write(json.dumps(session_dict(answer, tools)) if args.json else session_text(answer, tools))
+        used = guarded(_spent, runtime, answer, args.cwd or ".")
+        spent = None if isinstance(used, Error) else used
+    write(
+        json.dumps(session_dict(answer, tools, spent))
+        if args.json
+        else session_text(answer, tools, spent=spent)
+    )
     return 0
+
+
+def _spent(runtime, sessions: list, cwd: str) -> dict:
+    """What each listed worker used, priced with the project's [prices]."""
+    from teleclaude.adapters.settings import load_config
+    from teleclaude.runtime import spend
+
+    return spend.per_session(runtime.store, sessions, load_config(cwd).spend)
 
 
 def _add_supervise(parser: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from teleclaude.agents import NAMES
 from teleclaude.config.notify import NotifyConfig
+from teleclaude.config.spend import SpendConfig
 from teleclaude.planner.core.model import AgentChoice, Step, Unavailability, UsageWindow
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ class Config:
     runtime: RuntimeConfig | None = None  # None: the defaults (the planner never needs them)
     notify: NotifyConfig = field(default_factory=NotifyConfig)  # [notify]: its urls only from trusted files
     checks: Checks | None = None  # [checks]; None: merges are not gated
+    spend: SpendConfig = field(default_factory=SpendConfig)  # [prices] and [budget]
 
     def gate_withheld(self) -> Untrusted | None:
         """The project file's [checks] commands when they were left out, untrusted: nothing is gated

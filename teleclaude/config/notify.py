@@ -24,6 +24,7 @@ class NotifyEvent(Enum):
     PARKED = "parked"  # an item could not go on (a parallel run parks it; its review rounds are used up)
     UNRESPONSIVE = "unresponsive"  # a worker's agent was marked unresponsive
     NO_PROGRESS = "no_progress"  # a worker's digest found no progress: the supervisor's escalation
+    BUDGET = "budget"  # an item, the run or the day passed 80 % of its [budget]
 
 
 EVENT_NAMES = tuple(event.value for event in NotifyEvent)

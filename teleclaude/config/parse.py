@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -21,10 +21,21 @@ from teleclaude.config.checks import EXECUTABLE_CHECKS_KEYS, Checks, parse_check
 from teleclaude.config.matrix import DEFAULT_MATRIX, THINKING_MODES, Config
 from teleclaude.config.notify import NotifyConfig, NotifyProblem, parse_notify
 from teleclaude.config.profiles import Computer, RuntimeConfig, SandboxMode, Untrusted
+from teleclaude.config.spend import SpendConfig, SpendError, parse_budget, parse_prices
 from teleclaude.errors import ErrorCode, Failure
 from teleclaude.planner.core.model import AgentChoice
 
-TOP_LEVEL_KEYS = ("agents", "checks", "computers", "max_review_rounds", "matrix", "notify", "runtime")
+TOP_LEVEL_KEYS = (
+    "agents",
+    "budget",
+    "checks",
+    "computers",
+    "max_review_rounds",
+    "matrix",
+    "notify",
+    "prices",
+    "runtime",
+)
 _AGENT_NAME = re.compile(r"[a-z][a-z0-9_-]*")
 
 
@@ -57,6 +68,7 @@ def parse_config(sources: Sequence[tuple[str, str]], untrusted: Collection[str] 
     remotes: dict[str, Computer] = {}
     withheld = None
     notify = None
+    spend: SpendConfig | None = None
     rows = {task: _Row("", row) for task, row in DEFAULT_MATRIX.items()}
     for path, text in sources:
         data = _load(path, text)
@@ -80,6 +92,10 @@ def parse_config(sources: Sequence[tuple[str, str]], untrusted: Collection[str] 
             notify = notify_table(path, data["notify"], notify)
         if "checks" in data:
             checks = parse_checks(path, data["checks"], checks)
+        if "prices" in data:
+            spend = _spend(parse_prices, path, data["prices"], spend)
+        if "budget" in data:
+            spend = _spend(parse_budget, path, data["budget"], spend)
     if remotes:
         runtime = replace(runtime or RuntimeConfig(), remotes=remotes)
         _check_remote_names(runtime)
@@ -94,7 +110,21 @@ def parse_config(sources: Sequence[tuple[str, str]], untrusted: Collection[str] 
         runtime=runtime,
         notify=notify or NotifyConfig(),
         checks=checks,
+        spend=spend or SpendConfig(),
     )
+
+
+def _spend(
+    parse: Callable[[str, Any, SpendConfig | None], SpendConfig],
+    path: str,
+    value: Any,
+    earlier: SpendConfig | None,
+) -> SpendConfig:
+    """One file's `[prices]` or `[budget]` (config/spend.py), its problem as this file's ConfigError."""
+    try:
+        return parse(path, value, earlier)
+    except SpendError as problem:
+        raise ConfigError(path, problem.key, str(problem).removeprefix(f"{path}: {problem.key}: ")) from None
 
 
 def notify_table(path: str, value: Any, earlier: NotifyConfig | None = None) -> NotifyConfig:

@@ -20,6 +20,10 @@ or by `then(request body)` (a model that decides from what it was sent, e.g. `te
 (or `ModelServer(usage=…)`, `server.usage = …`) is what every answer from then on says in its headers of the
 provider's rate-limit windows, as the real provider says it before a limit (`Usage`).
 
+Every answer reports token usage in its provider's own fields, numbers of the server's own, different on
+each answer (`Sent`: `sent` lists them, `sent_total(turns_only)` sums them): what a CLI's record of the
+session should add up to.
+
 Every request is recorded (`requests`, `turns()`), and `wait_for` blocks until one matches, so a test waits
 on what the CLI sent instead of sleeping.
 """
@@ -92,6 +96,27 @@ class Fail:
 
 
 Step = Text | Tool | Fail
+
+
+@dataclass(frozen=True)
+class Sent:
+    """The token usage one answer reported, in teleclaude's terms (agents/tokens.py): `input` counts the
+    cached input too, `output` the reasoning too; each dialect spells it in its provider's fields."""
+
+    turn: bool  # an answer of the agent's loop (else a side request's)
+    input: int
+    cached: int
+    output: int
+    reasoning: int
+
+
+def sent_for(index: int, turn: bool) -> Sent:
+    """The n-th answer's usage: a different number every time, the side requests' apart."""
+    n = index + 1
+    base = 1000 if turn else 50_000
+    return Sent(turn, base + 137 * n, 7 * n, 40 + 13 * n, n % 3)
+
+
 QUOTA_MESSAGE = "You exceeded your current quota, please check your plan and billing details."
 FAILURES = (
     "rate_limit",
@@ -217,6 +242,7 @@ class ModelServer:
         self._uses: dict[int, int] = {}  # a Fail step's index -> the requests it answered
         self.default = default
         self.requests: list[Recorded] = []
+        self.sent: list[Sent] = []  # the token usage of each answer that reported any
         self._changed = threading.Condition()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._http.daemon_threads = True
@@ -285,6 +311,20 @@ class ModelServer:
             self.requests.append(entry)
             self._changed.notify_all()
 
+    def next_sent(self, turn: bool) -> Sent:
+        with self._changed:
+            sent = sent_for(len(self.sent), turn)
+            self.sent.append(sent)
+            return sent
+
+    def sent_total(self, turns_only: bool = True) -> Sent:
+        """The sum of the usage the answers reported (of the agent's loop only, by default)."""
+        with self._changed:
+            rows = [s for s in self.sent if s.turn or not turns_only]
+        return Sent(
+            True, *(sum(getattr(s, key) for s in rows) for key in ("input", "cached", "output", "reasoning"))
+        )
+
     def turns(self) -> list[Recorded]:
         with self._changed:
             return [r for r in self.requests if r.turn]
@@ -338,6 +378,9 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"error": {"message": f"no such route: {self.command} {path}"}})
                 return
             reply = dialect.answer(server, path, body if isinstance(body, dict) else {})
+            if reply.status == 200 and reply.label != "count":
+                payloads = [reply.body, *(data for _, data in reply.events or ())]
+                dialect.report_tokens(payloads, server.next_sent(reply.turn))
             server.record(
                 Recorded(dialect.name, self.command, self.path, headers, body, reply.turn, reply.label)
             )
@@ -456,6 +499,9 @@ class Dialect:
         from `since` (epoch seconds)."""
         return {}
 
+    def report_tokens(self, payloads: list[object], sent: Sent) -> None:
+        """Put `sent` into the usage fields of this answer's body or events, as the provider spells them."""
+
 
 def _pieces(text: str, size: int = 24) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
@@ -476,6 +522,22 @@ class Anthropic(Dialect):
 
     name = "anthropic"
     shell_tools = ("Bash",)
+
+    def report_tokens(self, payloads: list[object], sent: Sent) -> None:
+        usage = {
+            "input_tokens": sent.input - sent.cached,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": sent.cached,
+            "output_tokens": sent.output,
+        }
+        for payload in payloads:
+            if not isinstance(payload, dict):
+                continue
+            message = payload.get("message") if payload.get("type") == "message_start" else payload
+            if isinstance(message, dict) and "usage" in message:
+                message["usage"] = dict(usage) | ({"output_tokens": 1} if message is not payload else {})
+            if payload.get("type") == "message_delta":
+                payload["usage"] = dict(usage)
 
     def answer(self, server: ModelServer, path: str, body: dict) -> Reply:
         if path.endswith("/count_tokens"):
@@ -659,6 +721,19 @@ class OpenAIResponses(Dialect):
 
     name = "openai"
     shell_tools = ("shell", "exec_command", "shell_command", "local_shell")
+
+    def report_tokens(self, payloads: list[object], sent: Sent) -> None:
+        usage = {
+            "input_tokens": sent.input,
+            "input_tokens_details": {"cached_tokens": sent.cached},
+            "output_tokens": sent.output,
+            "output_tokens_details": {"reasoning_tokens": sent.reasoning},
+            "total_tokens": sent.input + sent.output,
+        }
+        for payload in payloads:
+            response = payload.get("response") if isinstance(payload, dict) else None
+            if isinstance(response, dict) and "usage" in response:
+                response["usage"] = usage
 
     def answer(self, server: ModelServer, path: str, body: dict) -> Reply:
         if path.endswith("/models"):
@@ -855,6 +930,18 @@ class Gemini(Dialect):
     name = "gemini"
     shell_tools = ("run_shell_command",)
 
+    def report_tokens(self, payloads: list[object], sent: Sent) -> None:
+        usage = {
+            "promptTokenCount": sent.input,
+            "cachedContentTokenCount": sent.cached,
+            "candidatesTokenCount": sent.output - sent.reasoning,
+            "thoughtsTokenCount": sent.reasoning,
+            "totalTokenCount": sent.input + sent.output,
+        }
+        for payload in payloads:
+            if isinstance(payload, dict) and "usageMetadata" in payload:
+                payload["usageMetadata"] = dict(usage)
+
     def answer(self, server: ModelServer, path: str, body: dict) -> Reply:
         if path.endswith(":countTokens"):
             return Reply("count", False, body={"totalTokens": max(1, len(json.dumps(body)) // 4)})
@@ -979,6 +1066,19 @@ class ChatCompletions(Dialect):
     tools (a side request)."""
 
     name = "chat"
+
+    def report_tokens(self, payloads: list[object], sent: Sent) -> None:
+        usage = {
+            "prompt_tokens": sent.input,
+            "prompt_tokens_details": {"cached_tokens": sent.cached},
+            "completion_tokens": sent.output,
+            "completion_tokens_details": {"reasoning_tokens": sent.reasoning},
+            "total_tokens": sent.input + sent.output,
+        }
+        for payload in payloads:
+            if isinstance(payload, dict) and "usage" in payload:
+                payload["usage"] = dict(usage)
+
     shell_tools = ("bash",)
 
     def answer(self, server: ModelServer, path: str, body: dict) -> Reply:

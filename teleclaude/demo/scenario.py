@@ -21,7 +21,7 @@ from typing import Protocol
 
 from teleclaude.adapters.git import find_repo
 from teleclaude.adapters.tmux import Tmux, TmuxError
-from teleclaude.board.gather import report_line
+from teleclaude.board.gather import cost_lines, report_line
 from teleclaude.demo import stand_in as fake_agent
 from teleclaude.demo.workers import Workers, commit_all, git, make_repository
 from teleclaude.errors import Error, ErrorCode, guard
@@ -97,11 +97,19 @@ idle_threshold = 0.6
 poll_interval = 0.1
 startup_timeout = 15
 settle = 0.2
+
+[prices]  # the stand-ins' tokens at a made-up price: the report's cost is an estimate from it
+"stand-in" = {{input = 3.0, cached = 0.3, output = 15.0}}
+
+[budget]  # far above what the demo uses: a runaway item would be parked, the others go on
+item_usd = 1.0
+run_usd = 5.0
 """
 DEMO_AGENTS = {  # how the fake agents misbehave, once each, on purpose
     "FAKE_AGENT_GEMINI": "limit",  # gemini prints a 429: marked unavailable, builds fall back to claude
     "FAKE_AGENT_REJECT": "greeting",  # the first review of greeting requests changes
     "FAKE_AGENT_FORGET": "farewell",  # the builder of farewell leaves its work uncommitted
+    "FAKE_AGENT": "hook,tokens",  # each turn ends by its Stop hook, which reads the tokens it used
 }
 DEMO_MAX_STEPS = 40
 
@@ -322,6 +330,8 @@ def _summary_of_run(project: Path, report, seconds: float) -> int:
         print("\n" + report.text.splitlines()[0])
     elif report.outcome is not Outcome.INTERRUPTED:
         print("\n" + report.text)
+    if report.run_id:
+        print("\n".join(cost_lines(report.run_id)))
     roadmap = (project / "todos" / "roadmap.md").read_text()
     done = sorted(p.name for p in (project / "done").iterdir()) if (project / "done").is_dir() else []
     print("\n" + roadmap)

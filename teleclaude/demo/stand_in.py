@@ -26,6 +26,9 @@ a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a comm
     homestate  keep its state in ~/.stand-in first, and exit with status 2 when it cannot
     usage      (claude) after each step, report its rate-limit window through `teleclaude hook statusline`
                the way Claude Code runs its status line (`rate_limits.five_hour`)
+    tokens     each step uses tokens: `FAKE_AGENT_TOKENS=INPUT:OUTPUT` a turn (default 1000:100), written
+               as Claude Code writes its transcript (model `stand-in`), outside the worktree; with `hook`,
+               its Stop hook names that transcript (`transcript_path`), as Claude Code's does
 
 The window: `FAKE_AGENT_WINDOW_<NAME>=PERCENT:SECONDS` gives that agent a window every turn of which uses
 PERCENT of it, and which resets SECONDS after its first turn; its state is shared by every stand-in of a run
@@ -233,8 +236,9 @@ def respond(agent: str, chosen: set[str], command: str, args: str, lines) -> int
     say(done)
     if "usage" in chosen and window is not None:
         run_hook("statusline", window.status_line(), "--agent", agent)
+    transcript = write_tokens() if "tokens" in chosen else None
     if "hook" in chosen:
-        run_stop_hook()
+        run_stop_hook(transcript)
     if "report" in chosen:
         report(done)
     return None
@@ -472,8 +476,27 @@ def next_archive(main: Path, slug: str) -> str:
     return layout.next_archive([p.name for p in done.iterdir()] if done.is_dir() else [], slug)
 
 
-def run_stop_hook() -> None:
-    run_hook("stop", {"hook_event_name": "Stop", "stop_hook_active": False})
+def run_stop_hook(transcript: Path | None = None) -> None:
+    named = {"transcript_path": str(transcript)} if transcript else {}
+    run_hook("stop", {"hook_event_name": "Stop", "stop_hook_active": False, **named})
+
+
+def write_tokens() -> Path:
+    """One more assistant message of `FAKE_AGENT_TOKENS` in this worker's transcript, in Claude Code's
+    shape; the file lives beside the session database (`TELECLAUDE_DB`), or in `FAKE_AGENT_TOKENS_DIR`,
+    never in the worktree (which would not be clean)."""
+    import tempfile
+
+    spent = (os.environ.get("FAKE_AGENT_TOKENS") or "1000:100").split(":")
+    usage = {"input_tokens": int(spent[0]), "output_tokens": int(spent[1] if len(spent) > 1 else 0)}
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", os.environ.get("TELECLAUDE_SESSION_ID") or str(os.getpid()))
+    database = os.environ.get("TELECLAUDE_DB")
+    folder = os.environ.get("FAKE_AGENT_TOKENS_DIR") or (os.path.dirname(database) if database else "")
+    path = Path(folder or tempfile.gettempdir()) / f"stand-in-transcript-{name}.jsonl"
+    message = {"id": f"msg-{time.time_ns()}", "model": "stand-in", "usage": usage}
+    with path.open("a", encoding="utf-8") as file:
+        file.write(json.dumps({"type": "assistant", "message": message}) + "\n")
+    return path
 
 
 def run_hook(name: str, payload: dict[str, object], *args: str) -> None:

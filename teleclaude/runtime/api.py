@@ -22,6 +22,7 @@ from teleclaude.adapters.settings import load_config
 from teleclaude.adapters.ssh import Fleet
 from teleclaude.adapters.store import AvailabilityStore, StoreError
 from teleclaude.adapters.tmux import Tmux
+from teleclaude.agents.tokens import Tokens
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, guard
 from teleclaude.planner.core.model import Dispatch, UsageWindow
@@ -169,6 +170,10 @@ class Runtime:
 
     def record_transcript(self, session_id: str, path: str) -> bool:
         return self.observer.record_transcript(session_id, path)
+
+    def record_spend(self, session_id: str, tokens: Tokens) -> bool:
+        """What the session used so far, as its stop hook read it from its CLI's record (core/spend.py)."""
+        return self.store.add_spend(session_id, self.clock(), tokens)
 
     # --- acting --------------------------------------------------------------------------------------------
 

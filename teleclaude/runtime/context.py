@@ -11,6 +11,7 @@ from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.adapters.tmux import Tmux
 from teleclaude.config.profiles import RuntimeConfig
+from teleclaude.config.spend import Budget
 from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core.terminal import untypable
 from teleclaude.runtime.core.sessions import Change, Session, SessionState, transition
@@ -30,6 +31,9 @@ class Context:
     # back here first, so whoever reads the event finds the work on the main checkout's branch
     before_turn_end: Callable[[Session], None] = lambda session: None
     run_id: str = ""  # set by `teleclaude run`: the sessions it starts carry it (their run's timeline)
+    budget: Budget | None = (
+        None  # `teleclaude run --budget`: the project's [budget] with these limits instead
+    )
 
     def change(
         self,

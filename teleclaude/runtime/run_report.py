@@ -69,6 +69,7 @@ class Progress:
     parked: tuple[str, ...] = ()  # --parallel: the items parked, each `SLUG (its first report line)`
     computers: tuple[str, ...] = ("local",)  # the names meaning this machine ([runtime] computers)
     usage: str = ""  # the agents in use, each with its windows: `AGENT 5h 83% ↺ 19:00 · 7d 41%`
+    budget: str = ""  # the last [budget] warning (80 % of a limit), runtime/spend.py
 
     def line(self) -> str:
         return f"{self.key()} · {format_duration(self.elapsed)}"
@@ -88,6 +89,8 @@ class Progress:
             text += f" | digest: {cut(self.digest, 80)}"
         if self.parked:
             text += " | parked: " + ", ".join(item[:60] for item in self.parked)
+        if self.budget:
+            text += f" | budget: {cut(self.budget, 80)}"
         if self.usage:  # last: a narrow terminal cuts it before anything above
             text += f" | usage: {self.usage}"
         return text

@@ -33,7 +33,7 @@ from teleclaude.planner.core.model import (
 )
 from teleclaude.planner.core.render import to_text, usage_text
 from teleclaude.planner.core.timeparse import format_duration, format_utc
-from teleclaude.runtime import gating, mainguard
+from teleclaude.runtime import gating, mainguard, spend
 from teleclaude.runtime.api import Runtime, guarded
 from teleclaude.runtime.core import ahead as ahead_rules
 from teleclaude.runtime.core import loop as rules
@@ -69,6 +69,7 @@ from teleclaude.runtime.core.stops import (
     attention_text,
     headline,
     item,
+    resume_command,
 )
 from teleclaude.runtime.launcher import Warm, starter_gone
 from teleclaude.runtime.observer import local_zone
@@ -97,6 +98,7 @@ class Serial:
     notify: Callable[[Notice], None] = field(default=lambda notice: None)  # `[notify]`: never blocks
     checks: tuple[Checks | None] | None = None  # the project's trusted [checks], read once (`_checks`)
     gate_sent_back: dict[str, int] = field(default_factory=dict)  # session -> times a red gate sent it back
+    budget: spend.BudgetWatch = field(default_factory=spend.BudgetWatch)  # [budget], before each step
 
     def go(self) -> Stop:
         try:
@@ -249,7 +251,21 @@ class Serial:
                 f"    {held.session.id} is already doing {action.command} {action.slug}: waiting for it"
             )
             return held.session
-        return held or self._set_up(action)
+        if held:
+            return held
+        over = spend.held_back(
+            self.budget,
+            self.runtime,
+            self._matrix().spend,
+            action,
+            resume_command(self.settings),
+            self.show,
+            self.notify,
+        )
+        if over is not None:  # an item's: parked; the run's or the day's: the run stops, between steps
+            whole_run, what, after = over
+            return Stop(Outcome.NEEDS_ATTENTION if whole_run else Outcome.PARKED, what, after, whole_run)
+        return self._set_up(action)
 
     # --- [checks] ----------------------------------------------------------------------------------------
 
@@ -293,6 +309,8 @@ class Serial:
             return False
         self.show(cut(f"    {session.id} {session.command} {session.slug}: {run.summary()}", 200))
         if not gating.red(run):
+            return False
+        if spend.out_of_budget(self.runtime, self._matrix().spend, session):  # past a [budget]: no other turn
             return False
         count = self.gate_sent_back.get(session.id, 0)
         if count >= self.runtime.config.max_nudges:
@@ -474,6 +492,7 @@ class Serial:
                 parked,
                 computers,
                 self._usage(sessions),
+                self.budget.warning,
             )
         )
 

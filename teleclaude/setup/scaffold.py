@@ -11,6 +11,7 @@ from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.settings import FILE_NAME, project_file
 from teleclaude.config.checks import EXAMPLE as CHECKS_EXAMPLE
+from teleclaude.config.spend import EXAMPLE as BUDGET_EXAMPLE
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core.layout import DONE, PLAN, ROADMAP, TREES, archive_parts, item_folder
 from teleclaude.planner.core.markdown import decode
@@ -92,7 +93,7 @@ def _checks_example(root: Path) -> str:
     path = fs.inside(root, project_file(root))
     if path.exists():
         return f"unchanged {FILE_NAME} (it exists; `[checks]` gates the merges into main)"
-    fs.atomic_write(path, CHECKS_EXAMPLE.encode())
+    fs.atomic_write(path, (CHECKS_EXAMPLE + "\n" + BUDGET_EXAMPLE).encode())
     return f"created   {FILE_NAME} (a commented [checks] example: what must pass before a merge)"
 
 

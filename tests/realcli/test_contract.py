@@ -313,3 +313,25 @@ def test_over_ssh_it_commits_and_its_own_hook_ends_the_turn(agent, remote_clone,
     the pane, the observer reads the mark over ssh and the commit comes back to this machine."""
     remote = remote_clone(agent)
     build_over_ssh(agent, model_server, project, remote, sshd)
+
+
+@drivers(Capability.TOKENS)
+def test_the_tokens_it_recorded_are_the_sum_its_provider_reported(
+    agent, agent_runtime, project, model_server
+):
+    """The scripted model reports its own token numbers on every answer, different each time; after each
+    turn the session's recorded use (read by its stop hook from the CLI's own record): their sum."""
+    runtime = agent_runtime
+    model_server.add(shell("echo one", "Say one"), Text("DONE: next-build greeting - nothing to build"))
+    started = start(runtime, project, agent)
+    for turn in (1, 2):
+        if turn == 2:
+            sent = runtime.send_message(started.session.id, "Turn 2: say done.")
+            assert not isinstance(sent, Error), sent
+        assert turn_ended(runtime, started.session.id)
+        readings = runtime.store.spend_readings([started.session.id])
+        assert readings, "no reading of what the session used"
+        tokens, want = readings[-1][2], model_server.sent_total()
+        assert (tokens.input, tokens.cached, tokens.output) == (want.input, want.cached, want.output), turn
+        assert tokens.reasoning in (None, want.reasoning)  # claude's record has no reasoning count
+    assert len(model_server.turns()) >= 3

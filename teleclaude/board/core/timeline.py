@@ -19,12 +19,17 @@ from datetime import UTC, datetime
 from enum import Enum
 
 from teleclaude.agents import PROFILES
+from teleclaude.agents.tokens import Tokens
+from teleclaude.config.spend import SpendConfig
 from teleclaude.planner.core.gate import GateRecord, Verdict
+from teleclaude.planner.core.model import Step
 from teleclaude.planner.core.terminal import printable
 from teleclaude.planner.core.timeparse import format_duration, format_utc
 from teleclaude.runtime.core.sessions import Event, EventKind, Session, SessionState
+from teleclaude.runtime.core.spend import Total
 from teleclaude.runtime.core.supervision import bare_command
 
+FIX = Step.FIX.command  # a fix round's step
 OTHER_COLOURS = ("#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#7f7f7f")
 
 
@@ -53,6 +58,7 @@ class Bar:
     live: bool
     marks: tuple[Mark, ...] = ()
     began: datetime | None = None  # its command typed (None: at `start`); it waited at its prompt before
+    tokens: Tokens | None = None  # what it used, as its stop hook last read it (None: unknown)
 
     @property
     def work_start(self) -> datetime:
@@ -93,6 +99,33 @@ class Timeline:
     end: datetime  # the run's end, or now while it runs
     outcome: str  # "" while it runs
     rows: tuple[Row, ...]
+    prices: SpendConfig = SpendConfig()  # [prices]: the bars' tokens as dollars
+
+    def spend(self, key: str) -> tuple[tuple[str, Total], ...]:
+        """What was used per item (`key="item"`), agent or step kind, the most expensive first (dollars,
+        then tokens)."""
+        sums: dict[str, Total] = {}
+        for row in self.rows:
+            for bar in row.bars:
+                name = row.slug if key == "item" else bar.agent if key == "agent" else bar.step
+                sums[name] = sums.get(name, Total()).plus(bar.tokens, bar.agent, self.prices)
+        return tuple(sorted(sums.items(), key=lambda pair: (-pair[1].usd, -pair[1].tokens, pair[0])))
+
+    def spent(self) -> Total:
+        found = Total()
+        for row in self.rows:
+            for bar in row.bars:
+                found = found.plus(bar.tokens, bar.agent, self.prices)
+        return found
+
+    def rounds(self, slug: str) -> tuple[int, Total]:
+        """The item's fix rounds (its fixers' sessions) and what they used: a runaway loop shows here."""
+        row = next((r for r in self.rows if r.slug == slug), None)
+        fixes = [bar for bar in row.bars if bar.step == FIX] if row else []
+        found = Total()
+        for bar in fixes:
+            found = found.plus(bar.tokens, bar.agent, self.prices)
+        return len(fixes), found
 
     @property
     def agents(self) -> tuple[str, ...]:
@@ -127,6 +160,8 @@ def timeline(
     events: Sequence[Event],
     now: datetime,
     gates: Mapping[str, tuple[GateRecord, ...]] | None = None,  # slug -> its gate runs, any time
+    used: Mapping[str, Tokens] | None = None,  # session id -> what it used (core/spend.py)
+    prices: SpendConfig | None = None,
 ) -> Timeline:
     by_session: dict[str, list[Event]] = {}
     for event in events:
@@ -160,6 +195,7 @@ def timeline(
             live,
             tuple(sorted(marks, key=lambda m: m.at)),
             end if waiting else session.delivered_at,
+            (used or {}).get(session.id),
         )
         rows.setdefault(session.slug, []).append(bar)
     last = ended or now
@@ -175,6 +211,7 @@ def timeline(
         end,
         outcome,
         tuple(Row(slug, tuple(bars), during.get(slug, ())) for slug, bars in rows.items()),
+        prices or SpendConfig(),
     )
 
 
@@ -228,9 +265,10 @@ def render_html(data: Timeline) -> str:
                 )
         for bar in row.bars:
             left, right = x(bar.work_start), x(bar.end)
+            used = Total().plus(bar.tokens, bar.agent, data.prices).text()
             title = (
                 f"{bar.step} {row.slug} · {bar.agent}@{bar.computer} · {format_duration(bar.seconds)} · "
-                f"{bar.outcome}"
+                f"{bar.outcome} · {used}"
             )
             svg.append(
                 f'<rect class="bar{" live" if bar.live else ""}" data-agent="{_e(bar.agent)}" '
@@ -267,6 +305,10 @@ def render_html(data: Timeline) -> str:
         steps=_totals(data.totals("step"), "step"),
         waited=_e(format_duration(data.waited)),
         ahead=_e(format_duration(data.ahead)),
+        spent=_e(data.spent().text()),
+        items=_costs(data, "item"),
+        agent_costs=_costs(data, "agent"),
+        step_costs=_costs(data, "step"),
     )
 
 
@@ -292,6 +334,20 @@ def _mark(mark: Mark, at: float, y: int) -> str:
 _GATE_COLOURS = {Verdict.GREEN: "#2a2", Verdict.FLAKY: "#e8a400", Verdict.RED: "#c00", Verdict.BROKEN: "#555"}
 
 
+def _costs(data: Timeline, kind: str) -> str:
+    """One row per item, agent or step kind with what it used, the most expensive first; an item's row also
+    counts its fix rounds and what they used."""
+    rows = []
+    for name, spent in data.spend(kind):
+        label = (name or "(bugs)") if kind == "item" else name
+        cells = [f"<td>{_e(label)}</td>", f'<td class="cost">{_e(spent.text())}</td>']
+        if kind == "item":
+            rounds, fixes = data.rounds(name)
+            cells.append(f'<td class="rounds">{rounds}{_e(" · " + fixes.text()) if rounds else ""}</td>')
+        rows.append(f'<tr class="spend" data-{kind}="{_e(name)}">{"".join(cells)}</tr>')
+    return "".join(rows) or '<tr><td colspan="3">none</td></tr>'
+
+
 def _totals(pairs: Sequence[tuple[str, float]], kind: str) -> str:
     rows = "".join(
         f'<tr class="total" data-{kind}="{_e(name)}"><td>{_e(name)}</td>'
@@ -309,6 +365,7 @@ _PAGE = """<!DOCTYPE html>
 <style>
 body {{ font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; background: #fff; }}
 h1 {{ font-size: 20px; margin: 0 0 4px; }}
+h2 {{ font-size: 16px; margin: 20px 0 4px; }}
 .meta {{ color: #555; margin-bottom: 12px; }}
 .legend span {{ margin-right: 16px; }}
 .legend i {{ display: inline-block; width: 12px; height: 12px; margin-right: 4px; vertical-align: -1px; }}
@@ -334,6 +391,10 @@ td, th {{ padding: 2px 10px 2px 0; text-align: left; }}
 <table class="steps"><tr><th>step</th><th>time</th></tr>{steps}</table>
 <table class="waits"><tr><th>waits</th><th>{waited}</th></tr>
 <tr><td>started ahead, waiting</td><td>{ahead}</td></tr></table>
+<h2>Cost: <span class="spent">{spent}</span></h2>
+<table class="item-costs"><tr><th>item</th><th>cost</th><th>fix rounds</th></tr>{items}</table>
+<table class="agent-costs"><tr><th>agent</th><th>cost</th></tr>{agent_costs}</table>
+<table class="step-costs"><tr><th>step</th><th>cost</th></tr>{step_costs}</table>
 </body>
 </html>
 """

@@ -23,6 +23,7 @@ from teleclaude.planner.core.terminal import printable
 from teleclaude.planner.core.timeparse import format_duration
 from teleclaude.planner.core.tool_lines import ago
 from teleclaude.runtime.core.sessions import Activity, Chunk, Session, SessionState
+from teleclaude.runtime.core.spend import Total, merged
 from teleclaude.runtime.core.supervision import bare_command
 
 SHOWN_FINISHED = 6  # finished sessions shown under the live ones, newest first
@@ -77,6 +78,7 @@ class Card:
     current: bool  # a worker is at work on it
     gate: str = ""  # its [checks] gate runs, `gate: red 3.1s (turn), green 2.2s (finalize)`, escaped
     waiting: tuple[str, ...] = ()  # the steps (next-review, …) of its workers started ahead, at their prompts
+    used: str = ""  # what its workers used (core/spend.py `Total.text`); "" when none ran
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,7 @@ class Worker:
     reminders: int
     tmux_session: str
     computer: str
+    used: str = ""  # what it used so far, `12k tokens, $0.05 (estimate)` or `unknown`
 
     @property
     def live(self) -> bool:
@@ -123,6 +126,7 @@ class View:
     problems: int  # roadmap lines the planner cannot read
     now: datetime
     gated: str = ""  # whether merges into main are gated by [checks], escaped
+    spent: str = ""  # the latest run's total, and a [budget] warning, `run: 1.2M tokens, $3.40 (estimate)`
 
 
 def build_view(
@@ -131,6 +135,8 @@ def build_view(
     sessions: Sequence[Session],
     tools: Mapping[str, Sequence[str]],  # session id -> its tool lines (`tool_lines`)
     now: datetime,
+    used: Mapping[str, Total] | None = None,  # session id -> what it used
+    spent: str = "",
 ) -> View:
     """The board of `board` (the status board) and the project's `sessions`."""
     working: dict[str, str] = {}  # slug -> the step its worker is at work on
@@ -157,30 +163,42 @@ def build_view(
                 slug in working,
                 printable(verdicts(row.gates)),
                 tuple(waiting.get(slug, ())),
+                _item_used(slug, sessions, used or {}),
             )
         )
     lanes = tuple((lane, tuple(cards[lane])) for lane in Lane if lane is not Lane.STUCK or cards[lane])
     return View(
         board.project,
         lanes,
-        _workers(sessions, tools, now),
+        _workers(sessions, tools, now, used or {}),
         agent_lines(board.agents, now) if board.agents else (),
         board.problems,
         now,
         printable(board.gated),
+        printable(spent),
     )
 
 
+def _item_used(slug: str, sessions: Sequence[Session], used: Mapping[str, Total]) -> str:
+    found = [used[s.id] for s in sessions if s.slug == slug and s.id in used]
+    if not found:
+        return ""
+    return merged(found).text()
+
+
 def _workers(
-    sessions: Sequence[Session], tools: Mapping[str, Sequence[str]], now: datetime
+    sessions: Sequence[Session], tools: Mapping[str, Sequence[str]], now: datetime, used: Mapping[str, Total]
 ) -> tuple[Worker, ...]:
     newest = sorted(sessions, key=lambda s: (s.created_at, s.id), reverse=True)
     live = [s for s in newest if not s.state.is_final]
     finished = [s for s in newest if s.state.is_final][:SHOWN_FINISHED]
-    return tuple(worker(s, tuple(tools.get(s.id, ())), now) for s in live + finished)
+    return tuple(
+        worker(s, tuple(tools.get(s.id, ())), now, used[s.id].text() if s.id in used else "")
+        for s in live + finished
+    )
 
 
-def worker(session: Session, tools: tuple[str, ...], now: datetime) -> Worker:
+def worker(session: Session, tools: tuple[str, ...], now: datetime, used: str = "") -> Worker:
     status = session.status_text.splitlines()[0] if session.status_text.strip() else ""
     return Worker(
         session.id,
@@ -195,6 +213,7 @@ def worker(session: Session, tools: tuple[str, ...], now: datetime) -> Worker:
         session.nudges,
         session.tmux_session,
         session.computer,
+        used,
     )
 
 

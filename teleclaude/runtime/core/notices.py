@@ -55,6 +55,13 @@ def parked(slug: str, headline: str, root: str, after: str) -> Notice:
     return Notice(NotifyEvent.PARKED, f"{root}:{slug}", f"teleclaude: {slug or 'the bug list'} parked", body)
 
 
+def budget_warning(what: str, root: str, key: str) -> Notice:
+    """An item, the run or the day passed 80 % of its `[budget]` (runtime/core/spend.py): at 100 % no other
+    step is started for it."""
+    body = f"{_line(what)}\nAt 100 % no further step is started for it; nothing to do yet."
+    return Notice(NotifyEvent.BUDGET, f"{root}:{key}", f"teleclaude: 80 % of a budget ({_name(root)})", body)
+
+
 # a finalize refused for what no worker fixes by itself (a merge conflict gets its fixer from next_work)
 FINALIZE_STOPS = ("FINALIZE_REFUSED", "LOCK_TIMEOUT")
 

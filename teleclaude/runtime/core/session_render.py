@@ -24,13 +24,17 @@ from teleclaude.runtime.core.sessions import (
     Started,
     Waited,
 )
+from teleclaude.runtime.core.spend import Total
 from teleclaude.runtime.core.supervision import MARK, digest_rule
 
 Answer = Started | Output | Waited | Ended | Reported | list[Session]
 Tools = Mapping[str, Sequence[str]]  # session id -> its latest tool uses, a line each (Runtime.recent_tools)
+Spent = Mapping[str, Total]  # session id -> what it used (runtime/spend.py `per_session`)
 
 
-def session_text(answer: Answer, tools: Tools | None = None, front_end: FrontEnd = FrontEnd.CLI) -> str:
+def session_text(
+    answer: Answer, tools: Tools | None = None, front_end: FrontEnd = FrontEnd.CLI, spent: Spent | None = None
+) -> str:
     """The answer as text; the next steps it names are spelled for `front_end` (a CLI verb, an MCP tool)."""
     if isinstance(answer, Started):
         return _started(answer.session, front_end)
@@ -54,10 +58,10 @@ def session_text(answer: Answer, tools: Tools | None = None, front_end: FrontEnd
         return f"OK: session {answer.session.id} ended ({answer.session.state.value}).\n" + _fields(
             _summary(answer.session)
         )
-    return _listing(answer, tools or {})
+    return _listing(answer, tools or {}, spent or {})
 
 
-def session_dict(answer: Answer, tools: Tools | None = None) -> Any:
+def session_dict(answer: Answer, tools: Tools | None = None, spent: Spent | None = None) -> Any:
     if isinstance(answer, Started | Ended):
         return _session_dict(answer.session)
     if isinstance(answer, Reported):
@@ -70,7 +74,11 @@ def session_dict(answer: Answer, tools: Tools | None = None) -> Any:
             "sessions": [_session_dict(s) for s in answer.sessions],
             "timed_out": answer.timed_out,
         }
-    return [{**_session_dict(s), "recent_tools": list((tools or {}).get(s.id, ()))} for s in answer]
+    return [
+        {**_session_dict(s), "recent_tools": list((tools or {}).get(s.id, ()))}
+        | ({"spend": spent[s.id].as_json()} if spent and s.id in spent else {})
+        for s in answer
+    ]
 
 
 def _started(session: Session, front_end: FrontEnd) -> str:
@@ -129,10 +137,11 @@ def _waited(answer: Waited) -> str:
     return "\n".join(lines)
 
 
-def _listing(sessions: list[Session], tools: Tools) -> str:
+def _listing(sessions: list[Session], tools: Tools, spent: Spent) -> str:
     lines = [f"SESSIONS: {len(sessions)}"]
     for session in sessions:
-        lines.append(_fields(_summary(session)))
+        used = {"used": spent[session.id].text()} if session.id in spent else {}
+        lines.append(_fields(_summary(session) | used))
         lines += [
             f"    {line}" for line in tools.get(session.id, ())
         ]  # already escaped by tool_lines (planner/core/tool_lines.py)

@@ -55,14 +55,16 @@ class Stop:
     outcome: Outcome
     what: str
     next: str | None = None  # the report's `next:` line, when it is not the outcome's usual advice
+    whole_run: bool = False  # the run's stop, never only its item's (a run's or a day's [budget])
 
 
 INTERRUPTED = Stop(Outcome.INTERRUPTED, "stopped by Ctrl-C; the workers keep running")
 
 
 def ends_the_run(stop: Stop) -> bool:
-    """A stop that is the whole run's even with lanes (--max-steps, Ctrl-C); any other parks one item."""
-    return stop.outcome in (Outcome.MAX_STEPS, Outcome.INTERRUPTED)
+    """A stop that is the whole run's even with lanes (--max-steps, Ctrl-C, a run's or a day's [budget]); any
+    other parks one item."""
+    return stop.outcome in (Outcome.MAX_STEPS, Outcome.INTERRUPTED) or stop.whole_run
 
 
 # --- texts the loop's values carry --------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from teleclaude.agents import PROFILES
 from teleclaude.agents.profile import AgentProfile
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import WorktreeState
-from teleclaude.runtime.hooks.record import mark_pane, record, record_transcript_usage, warn
+from teleclaude.runtime.hooks.record import mark_pane, record, record_spend, record_transcript_usage, warn
 
 MAX_LISTED = 20
 
@@ -142,6 +142,7 @@ def main(agent: str | None = None, stdin: TextIO | None = None, stdout: TextIO |
         return 0
     if event.transcript:  # the usage the turn's responses reported, for a driver that reads it there
         record_transcript_usage(event.agent, event.transcript, "stop")
+        record_spend(event.agent, event.transcript)
     if not decision.block:
         _record_turn_end(event.prompt)
         return 0

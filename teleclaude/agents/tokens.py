@@ -1,0 +1,118 @@
+"""What a worker used, as its CLI's own record of the session says: tokens in and out, and the dollars when
+the CLI reports them. Made by the drivers' token readers (`AgentProfile.tokens`), so it lives on the ground
+floor; the runtime's `core/spend.py` prices, sums and budgets it.
+
+A count the record does not give is None: unknown, never 0. A hostile record (a negative count, a
+non-number, a number past `MOST`) counts as unknown too, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# more tokens than any one session can use (a thousand billion): a bigger number is a forged or broken one
+MOST = 10**12
+MOST_USD = 10.0**7
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """A session's use so far (a CLI's record is cumulative: each reading replaces the last).
+
+    `input` counts every input token, those read from the provider's cache too (`cached`, a part of it);
+    `output` every output token, the model's reasoning too (`reasoning`, a part of it). `cost_usd` is what
+    the CLI itself says the session cost (None: it says nothing). `model`: the last model it named."""
+
+    input: int | None = None
+    cached: int | None = None
+    output: int | None = None
+    reasoning: int | None = None
+    cost_usd: float | None = None
+    model: str = ""
+
+    @property
+    def known(self) -> bool:
+        return self.input is not None and self.output is not None
+
+    @property
+    def total(self) -> int | None:
+        """Input and output tokens, None when either is unknown."""
+        if self.input is None or self.output is None:
+            return None
+        return self.input + self.output
+
+
+@dataclass(frozen=True)
+class Price:
+    """Dollars per million tokens: fresh input, input read from the provider's cache, output."""
+
+    input: float
+    cached: float
+    output: float
+
+
+@dataclass(frozen=True)
+class TokenReport:
+    """Where the CLI records what a session used, and its reader.
+
+    `read(text)` gives the session's use so far from the whole text of the file the CLI's stop hook names
+    (`transcript_path`): pure, never raises; None when the text says nothing usable. A CLI with no such
+    record has `read=None`, and `lacking` says why."""
+
+    read: Callable[[str], Tokens | None] | None = None
+    lacking: str = "what it used was not looked for"
+    # the list prices of the models the driver names, by a part of their names (`[prices]` overrides them)
+    prices: Mapping[str, Price] = field(default_factory=dict)
+
+
+def count(value: object) -> int | None:
+    """A token count as a record gives it: a whole number from 0 to MOST, else None (unknown)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and (not math.isfinite(value) or value != int(value)):
+        return None
+    number = int(value)
+    return number if 0 <= number <= MOST else None
+
+
+def dollars(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) and 0 <= number <= MOST_USD else None
+
+
+def add(one: int | None, other: int | None) -> int | None:
+    """Unknown stays unknown: a sum with an unknown part is unknown."""
+    return None if one is None or other is None else one + other
+
+
+def json_lines(text: str) -> Iterable[dict[str, Any]]:
+    """The JSON objects of a JSON Lines text; a line cut short, or anything but an object, is skipped."""
+    for line in text.splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            yield value
+
+
+def summed(
+    messages: Iterable[tuple[int | None, int | None, int | None, int | None]], model: str = ""
+) -> Tokens | None:
+    """The sum of each response's (input, cached, output, reasoning); None when there were none. A
+    response with an unknown input or output makes that sum unknown (never a count short of the truth)."""
+    rows = list(messages)
+    if not rows:
+        return None
+    totals: list[int | None] = [0, 0, 0, 0]
+    for row in rows:
+        totals = [add(total, part) for total, part in zip(totals, row, strict=True)]
+    return Tokens(totals[0], totals[1], totals[2], totals[3], model=model)
