@@ -45,7 +45,7 @@ from teleclaude.runtime.core.supervision import bare_command
 from teleclaude.runtime.launcher import Warm
 from teleclaude.runtime.remote import item_slug
 from teleclaude.runtime.run_report import Countdown, live
-from teleclaude.runtime.serial import START_LOOK, STARTING, Serial, Warming
+from teleclaude.runtime.serial import STARTING, Serial, Warming
 
 
 @dataclass
@@ -102,14 +102,12 @@ class Lanes(Serial):
         refilled = False
         while True:
             stop = self._fill()
-            filled = set(self.lanes)
+            filled = frozenset(self.lanes)
             stop = stop or self._advance_all()
             if stop:
                 return stop
-            if self.lanes and set(self.lanes) < filled and not refilled:
-                refilled = (
-                    True  # a lane left (its item delivered or parked): its next item starts before a wait
-                )
+            if rules.refill(frozenset(self.lanes), filled, refilled):
+                refilled = True
                 continue
             refilled = False
             if not self.lanes:
@@ -288,9 +286,10 @@ class Lanes(Serial):
             begun = self._started(action, lane.retries, answer.result())
             if isinstance(begun, Session):
                 lane.session, lane.adopted = begun, begun is not self.state.session
-                if not lane.adopted and begun.args == action.slug:  # not an architect's unattended start
+                after = ahead_rules.after_start(action, begun.args, lane.adopted)
+                if after.warm:
                     lane.warming = self._warm_after(action)
-                if not lane.adopted and action.step is Step.FINALIZE:
+                if after.claim:
                     self._next_item_ahead()
             elif isinstance(begun, Stop):
                 stop = self._park(lane, begun)
@@ -342,17 +341,16 @@ class Lanes(Serial):
             return stop
         busy = {lane.session.id: lane for lane in self.lanes.values() if lane.session is not None}
         starts = [lane.starting[1] for lane in self.lanes.values() if lane.starting is not None]
-        if not busy and starts:
-            wait_futures(starts, timeout=self.settings.tick, return_when=FIRST_COMPLETED)
+        how = rules.lanes_wait(bool(busy), bool(starts), self.settings.tick)
+        if how.starts:
+            wait_futures(starts, timeout=how.timeout, return_when=FIRST_COMPLETED)
             return None
-        if not busy:  # every lane waits for an agent's reset
+        if how.rest:  # every lane waits for an agent's reset
             self._count_down()
-            time.sleep(self.settings.tick)
+            time.sleep(how.timeout)
             return None
         self._status([lane.session for lane in busy.values() if lane.session is not None])  # new starts too
-        # while a start is under way, look often: its worker joins the wait as soon as it has its command
-        timeout = min(self.settings.tick, START_LOOK) if starts else self.settings.tick
-        waited = guarded(self.runtime.wait_for_sessions, list(busy), timeout, fresh=False)
+        waited = guarded(self.runtime.wait_for_sessions, list(busy), how.timeout, fresh=False)
         if isinstance(waited, Error):
             self.failed_waits += 1
             return self._wait_failed(waited, self.failed_waits)

@@ -76,7 +76,6 @@ from teleclaude.runtime.observer import local_zone
 from teleclaude.runtime.run_report import Countdown, Progress, RunState, StatusLine, cut, live, where
 
 STARTING = Stop(Outcome.SELF, "the worker is being started")  # a sentinel of `_launch`: under way
-START_LOOK = 0.2  # seconds per wait while a lane's worker is being started
 Warming = tuple[Dispatch, Future["Warm | Error"]]  # a worker being started ahead for this step
 
 
@@ -109,7 +108,7 @@ class Serial:
 
     def _go_serial(self) -> Stop:
         slug = self.settings.slug
-        adopted = live(self.runtime, self.settings.root, lambda s: slug is None or s.slug == slug)
+        adopted = live(self.runtime, self.settings.root, lambda s: rules.serial_adopts(s, slug))
         if adopted:
             names = ", ".join(f"{s.id} ({s.command} {s.slug}, {s.state.value})" for s in adopted)
             self.show(f"watching the sessions already running for this project (started before): {names}")
@@ -286,7 +285,7 @@ class Serial:
     def _set_up(self, action: Dispatch) -> Stop | None:
         """[checks] setup in the item's new worktree before its first worker: a failure starts none."""
         checks = self._checks()
-        if checks is None or not checks.setup or action.subfolder != layout.worktree(action.slug):
+        if checks is None or not rules.sets_up(bool(checks.setup), action):
             return None
         run = guarded(gating.set_up, self.settings.root, action.slug, checks)
         if run is None:
@@ -313,7 +312,7 @@ class Serial:
         if spend.out_of_budget(self.runtime, self._matrix().spend, session):  # past a [budget]: no other turn
             return False
         count = self.gate_sent_back.get(session.id, 0)
-        if count >= self.runtime.config.max_nudges:
+        if not rules.sends_back(count, self.runtime.config.max_nudges):
             self.show(f"    {session.id}: the gate is still red after {count} tries: the review follows")
             return False
         sent = guarded(self.runtime.send_message, session.id, gating.sent_back_text(run))
@@ -528,7 +527,7 @@ class Serial:
             state.history.append(Handled(session, kind, detail, adopted))
             text = attention_text(session, detail, self.settings.root, self.runtime.config.socket)
             return Stop(Outcome.NEEDS_ATTENTION, text)
-        if reaction is Reaction.NEXT and kind is EventKind.TURN_ENDED and self._sent_back_by_gate(session):
+        if rules.gate_first(reaction, kind) and self._sent_back_by_gate(session):
             return False  # working again, on the gate's output
         if state.digest_of == session.id:  # its digest leaves the status line with it
             state.digest = state.digest_of = ""

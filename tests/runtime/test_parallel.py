@@ -17,6 +17,7 @@ from teleclaude.planner.core.model import Dispatch, Marker
 from teleclaude.planner.core.roadmap import parse_roadmap
 from teleclaude.runtime import orchestrator
 from teleclaude.runtime.api import open_runtime
+from teleclaude.runtime.core import loop
 from teleclaude.runtime.core.sessions import EventKind, Session, Started, StartRequest
 from teleclaude.runtime.orchestrator import Outcome
 
@@ -346,7 +347,7 @@ def test_a_free_lane_asks_for_ready_items_when_a_lane_left_not_at_every_look(
     waits; and farewell still goes as soon as greeting is delivered."""
     monkeypatch.setenv("FAKE_AGENT", "hook")
     monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "1.5")
-    monkeypatch.setattr(orchestrator, "READY_AGAIN", 3600.0)  # so only a lane leaving asks again
+    monkeypatch.setattr(loop, "READY_AGAIN", 3600.0)  # so only a lane leaving asks again
     asks: list[int] = []
     ready_items = app.ready_items
 

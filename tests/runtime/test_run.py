@@ -351,18 +351,6 @@ def test_no_agent_for_a_step_and_no_wait_parks_each_item_with_self(project, fake
     assert SessionStore().sessions() == []
 
 
-def test_a_reset_further_away_than_limit_wait_parks_each_item_with_self(project, fake_agents, tmux_socket):
-    settings = project / "teleclaude.toml"
-    settings.write_text(settings.read_text() + "limit_wait = 600\n")
-    commit_all(project, "Wait ten minutes at most")
-    for agent in ("gemini", "claude", "codex"):
-        app.mark_agent_unavailable(agent, "1h", "quota_exhausted", cwd=project)
-    report, lines = run(project)
-    assert report.outcome is Outcome.PARKED, report.text
-    assert parked_lines(report) == dict.fromkeys(("greeting", "shouting"), "SELF:")
-    assert SessionStore().sessions() == []
-
-
 def test_a_run_whose_agents_are_all_out_waits_for_the_first_back_and_delivers(
     project, fake_agents, tmux_socket
 ):

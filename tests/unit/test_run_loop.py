@@ -428,7 +428,7 @@ def test_an_answer_the_run_cannot_carry_out_stops_it(action, keeps_failing, outc
         (out(("codex", 60)), 0, Outcome.SELF),  # waiting is off
         (out(("codex", 60)), 3600, RestUntil("codex", NOW + timedelta(seconds=60))),
         (out(("codex", 600), ("claude", 60)), 3600, RestUntil("claude", NOW + timedelta(seconds=60))),
-        (out(("codex", 7200)), 3600, Outcome.SELF),  # further away than limit_wait
+        (out(("codex", 7200)), 3600, Outcome.SELF),  # further away than limit_wait: its item parks
         (out(("codex", -5)), 0, RestUntil("codex", NOW - timedelta(seconds=5))),  # back already: ask again
     ],
 )
@@ -645,3 +645,90 @@ def test_while_an_item_is_finalized_the_next_is_claimed_ahead_without_parallel(
     ahead, parallel, lanes, finalizing, claimed, claims_next
 ):
     assert ahead_rules.claim_next_item(ahead, parallel, lanes, finalizing, claimed) is claims_next
+
+
+@pytest.mark.parametrize(
+    ("action", "args", "adopted", "warm", "claim"),
+    [
+        (BUILD, "x", False, True, False),  # the review's worker is started ahead
+        (BUILD, f"x {rules.UNATTENDED}", False, False, False),  # an architect's unattended start: none
+        (FINALIZE, "x", False, True, True),  # a finalize: the next item is claimed too
+        (FINALIZE, "x", True, False, False),  # a worker this run adopted sets nothing going
+    ],
+)
+def test_a_lanes_new_worker_sets_its_next_worker_and_the_next_item_going_ahead(
+    action, args, adopted, warm, claim
+):
+    assert ahead_rules.after_start(action, args, adopted) == ahead_rules.AfterStart(warm, claim)
+
+
+# --- adopting, the lanes' rounds ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("slug", "of", "adopted"),
+    [(None, "x", True), (None, "", True), ("x", "x", True), ("x", "y", False)],
+)
+def test_a_run_started_again_watches_the_live_workers_of_its_items_before_it_asks(slug, of, adopted):
+    assert rules.serial_adopts(session(slug=of), slug) is adopted
+
+
+@pytest.mark.parametrize(
+    ("lanes", "filled", "refilled", "again"),
+    [
+        ({"a"}, {"a", "b"}, False, True),  # b left: its next item starts before a wait
+        ({"a"}, {"a", "b"}, True, False),  # once in a row
+        (set(), {"a"}, False, False),  # nothing left in flight: the planner is asked why
+        ({"a", "b"}, {"a", "b"}, False, False),
+    ],
+)
+def test_a_lane_that_left_is_filled_again_before_the_next_wait(lanes, filled, refilled, again):
+    assert rules.refill(frozenset(lanes), frozenset(filled), refilled) is again
+
+
+@pytest.mark.parametrize(
+    ("workers", "starts", "expected"),
+    [
+        (True, False, rules.LanesWait(1.0, workers=True)),
+        (True, True, rules.LanesWait(rules.START_LOOK, workers=True)),  # a start joins the wait soon
+        (False, True, rules.LanesWait(1.0, starts=True)),
+        (False, False, rules.LanesWait(1.0, rest=True)),  # every lane waits for an agent's reset
+    ],
+)
+def test_the_lanes_wait_on_their_workers_their_starts_or_rest(workers, starts, expected):
+    assert rules.lanes_wait(workers, starts, 1.0) == expected
+
+
+# --- [checks] in a run --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("setup", "action", "runs"),
+    [
+        (True, BUILD, True),  # the item's worktree, before its first worker
+        (False, BUILD, False),
+        (True, replace(BUILD, subfolder=None), False),  # the main checkout
+        (True, replace(BUILD, subfolder="trees/other"), False),
+    ],
+)
+def test_checks_setup_runs_in_an_items_new_worktree(setup, action, runs):
+    assert rules.sets_up(setup, action) is runs
+
+
+@pytest.mark.parametrize(
+    ("reaction", "kind", "gated"),
+    [
+        (Reaction.NEXT, EventKind.TURN_ENDED, True),
+        (Reaction.NEXT, EventKind.FINISHED, False),  # the runtime ended it: the files say it is done
+        (Reaction.NEXT, EventKind.EXITED, False),
+        (Reaction.FAILED, EventKind.ERRORED, False),
+        (Reaction.WAIT, EventKind.TURN_ENDED, False),
+    ],
+)
+def test_a_worker_through_with_its_turn_meets_the_gate_first(reaction, kind, gated):
+    assert rules.gate_first(reaction, kind) is gated
+
+
+@pytest.mark.parametrize(("count", "back"), [(0, True), (2, True), (3, False), (4, False)])
+def test_a_red_gate_sends_the_worker_back_max_nudges_times_then_the_review_follows(count, back):
+    assert rules.sends_back(count, 3) is back

@@ -143,3 +143,20 @@ def claim_next_item(ahead: Ahead, parallel: int, lanes: int, finalizing: int, cl
     started ahead, one per item being finalized (off with --parallel: test_parallel once saw a second
     merge fix, cause unknown; speed.md)."""
     return ahead.allowed and parallel <= 1 and lanes > 0 and claimed < finalizing
+
+
+@dataclass(frozen=True)
+class AfterStart:
+    """What a lane's worker, once started, sets going ahead: the worker of its item's likely next step
+    (`warm`), the next item claimed (`claim`: it is a finalize)."""
+
+    warm: bool
+    claim: bool
+
+
+def after_start(action: Dispatch, args: str, adopted: bool) -> AfterStart:
+    """Nothing for a worker this run did not start (adopted); no worker ahead after an architect's
+    unattended start (its arguments are more than its item's slug)."""
+    if adopted:
+        return AfterStart(False, False)
+    return AfterStart(args == action.slug, action.step is Step.FINALIZE)

@@ -17,6 +17,7 @@ from enum import Enum
 from typing import TypeGuard
 
 from teleclaude.errors import Error, ErrorCode
+from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Action, Complete, Dispatch, Prepared, RunYourself
 from teleclaude.planner.core.render import to_text
 from teleclaude.runtime.core.sessions import EventKind, Session, SessionState
@@ -408,6 +409,30 @@ def counts_as_started(code: ErrorCode) -> bool:
     return code is ErrorCode.WORKER_BLOCKED
 
 
+def serial_adopts(session: Session, slug: str | None) -> bool:
+    """A run started again watches the project's live workers before it asks the planner anything (of its
+    item only, with a slug): a killed run neither loses a worker nor starts a second one for a step."""
+    return slug is None or session.slug == slug
+
+
+# --- [checks] in a run --------------------------------------------------------------------------------------
+
+
+def sets_up(setup: bool, action: Dispatch) -> bool:
+    """[checks] setup runs before the first worker of an item whose step is in its new worktree."""
+    return setup and action.subfolder == layout.worktree(action.slug)
+
+
+def gate_first(reaction: Reaction, kind: EventKind) -> bool:
+    """A worker back at its prompt and through (not failed, not exited) meets [checks] gate first."""
+    return reaction is Reaction.NEXT and kind is EventKind.TURN_ENDED
+
+
+def sends_back(count: int, max_nudges: int) -> bool:
+    """A red gate sends the worker back to fix it `max_nudges` times; then the review follows."""
+    return count < max_nudges
+
+
 # --- lanes (--parallel N) -----------------------------------------------------------------------------------
 
 
@@ -468,6 +493,34 @@ def adopts(session: Session, parked: Iterable[str], lane_busy: bool) -> bool:
     a lane: `parallel` caps the project's workers, not this run's. Not a parked item's, nor one a lane is
     busy with (starting a worker, or one started ahead: that PENDING session is its own)."""
     return session.slug not in set(parked) and not lane_busy
+
+
+def refill(lanes: frozenset[str], filled: frozenset[str], refilled: bool) -> bool:
+    """A lane left since the lanes were filled (its item delivered or parked): its next item is started
+    before the next wait, once in a row."""
+    return bool(lanes) and lanes < filled and not refilled
+
+
+@dataclass(frozen=True)
+class LanesWait:
+    """How the lanes wait this round: on their `workers`, or on the `starts` under way, or they `rest`
+    (every lane waits for an agent's reset), each for at most `timeout` seconds."""
+
+    timeout: float
+    workers: bool = False
+    starts: bool = False
+    rest: bool = False
+
+
+START_LOOK = 0.2  # seconds per wait while a lane's worker is being started
+
+
+def lanes_wait(workers: bool, starts: bool, tick: float) -> LanesWait:
+    """While a start is under way the lanes look often: its worker joins the wait as soon as it has its
+    command."""
+    if not workers:
+        return LanesWait(tick, starts=True) if starts else LanesWait(tick, rest=True)
+    return LanesWait(min(tick, START_LOOK) if starts else tick, workers=True)
 
 
 def idle(parked: Mapping[str, Stop]) -> Stop | None:
