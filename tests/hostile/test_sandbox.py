@@ -119,9 +119,7 @@ def test_a_hostile_builder_reaches_nothing_outside_its_worktree_and_the_item_is_
 def test_without_the_sandbox_a_worker_that_moves_main_stops_the_run_naming_the_commit(
     project, isolated_environment, monkeypatch
 ):
-    config = isolated_environment / ".config" / "teleclaude" / "teleclaude.toml"
-    config.parent.mkdir(parents=True)
-    config.write_text('[runtime]\nsandbox = "off"\n')
+    user_config(isolated_environment, '[runtime]\nsandbox = "off"\n')
     monkeypatch.setenv("FAKE_AGENT_HOSTILE", "greeting")
     report = orchestrator.run(
         project, "greeting", False, 40, open_runtime(project), lambda line: None, lambda progress: None
