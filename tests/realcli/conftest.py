@@ -11,6 +11,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -256,6 +257,6 @@ def busy_cores() -> Iterator[None]:
         for _ in range(2)
     ]
     yield
-    for burner in burners:
-        burner.kill()
+    for burner in burners:  # the whole group: killing `timeout` alone leaves its loop running
+        os.killpg(burner.pid, signal.SIGKILL)
         burner.wait()
