@@ -23,7 +23,8 @@ from teleclaude.agents.tokens import Price, TokenReport, Tokens, count, json_lin
 CLAUDE_STATE = "~/.claude.json"
 CLAUDE_SETTINGS = "~/.claude/settings.json"
 
-RETRYING = r"\bRetrying in \d+\w*.*\battempt \d+/\d+"  # "API error · Retrying in 26s · attempt 7/10"
+# "API error · Retrying in 26s · attempt 7/10" (2.1.197); "… · retrying in 19s · attempt 8/10" (2.1.332)
+RETRYING = r"\b[Rr]etrying in \d+\w*.*\battempt \d+/\d+"
 
 # Its status-line command gets the session's JSON on stdin, and (2.1.197) `rate_limits` in it once a response
 # carried a subscriber's `anthropic-ratelimit-unified-{5h,7d}-utilization` (a fraction) and `-reset` (epoch

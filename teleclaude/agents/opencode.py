@@ -165,6 +165,8 @@ PROFILE = AgentProfile(
     # (a space typed then empties the line): the name is erased and the line typed whole
     command_listed=r"^\s*┃\s*/{name}\s{2,}\S",
     command_retype=True,
+    # and under load (both cores busy) it still sent the listed line to the model as typed now and then
+    command_confirm=True,
     blockers=(
         Blocker(
             "its permission question",

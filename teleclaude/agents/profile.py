@@ -249,6 +249,9 @@ class AgentProfile:
     # once it is listed, erase the typed name and type the whole line (a CLI whose list takes the space
     # after a listed name, and drops the line)
     command_retype: bool = False
+    # after Enter, wait until the CLI shows the command's text (it expanded it) or the line itself as a
+    # message (it sent it to the model as typed, on a loaded machine), and type it again after an interrupt
+    command_confirm: bool = False
     # what keeps it from working on its own (dialogs, refusals: runtime/core/blockers.py reads them); when
     # every dialog of the CLI ends with one row, `dialog_footer` (a worker quoting a dialog shows none)
     blockers: tuple[Blocker, ...] = ()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import secrets
@@ -15,10 +16,12 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
+from teleclaude import assets
 from teleclaude.adapters import fs, sandbox
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.ssh import RemoteError, Unreachable, qualify
 from teleclaude.adapters.tmux import TURN_END_TO_PANE, TmuxError
+from teleclaude.agents.formats import split_front_matter
 from teleclaude.agents.profile import AgentProfile
 from teleclaude.config.matrix import THINKING_MODES
 from teleclaude.config.profiles import Computer, SandboxMode
@@ -47,7 +50,9 @@ from teleclaude.runtime.core.sessions import (
     Started,
     StartRequest,
     command_listed,
+    command_taken,
     seen_of,
+    shown_as_message,
     shows_part_of,
     transition,
     waiting_for_input,
@@ -56,12 +61,14 @@ from teleclaude.runtime.core.supervision import bare_command, resumed, step_of
 from teleclaude.runtime.panes import NotSent, Panes, Untypable, WorkerBlocked
 from teleclaude.runtime.remote import item_slug, send
 
+log = logging.getLogger("teleclaude.runtime")
 _COMMAND = re.compile(r"[a-z0-9][a-z0-9:._-]{0,80}")
 SAVE_ATTEMPTS = 20  # saves of a typed line refused by other writers of the row before giving up
 # seconds between looks at a starting worker's pane while its prompt is awaited, without output events: a
 # start the run waits on, and one started ahead of its step (each look is a tmux client: ~2 ms of CPU)
 PROMPT_POLL = 0.05
 AHEAD_POLL = 0.25
+COMMAND_ATTEMPTS = 3  # a command line the CLI took as plain text is typed again, at most this often in all
 
 
 @dataclass(frozen=True)
@@ -357,15 +364,43 @@ class Launcher:
             if isinstance(screen, Error):
                 return self._fail(session, screen)
             sent_at = self.context.clock()  # before typing: a turn that fails at once is still this one
-            self._type_command(session, profile, text)
-            if not self.panes.press_enter(session, typed=text.strip()):
-                refused = self._refused(session)
-                if refused is not None:
-                    return self._fail(session, refused)
+            expansion = _expansion(session.command, session.args) if profile.command_confirm else ()
+            for _ in range(COMMAND_ATTEMPTS):
+                shown = shown_as_message(self._screen(session), text.strip())
+                self._type_command(session, profile, text)
+                entered = self.panes.press_enter(session, typed=text.strip())
+                # a loaded CLI may redraw so late that the line seems not to move, yet shows it sent
+                if not entered and expansion:
+                    entered = command_taken(self._screen(session), text.strip(), expansion, shown) is not None
+                if not entered:
+                    refused = self._refused(session)
+                    if refused is not None:
+                        return self._fail(session, refused)
+                    return self._fail(
+                        session,
+                        _delivery_failed(
+                            session, text, "the screen did not change after Enter", self._screen(session)
+                        ),
+                    )
+                if not expansion or self._expanded(session, text.strip(), expansion, shown):
+                    break
+                # sent to the model as typed: interrupted (its turn on a bare command line is no step), the
+                # line typed again once the prompt is back
+                log.warning(
+                    "session %s: %s took %r as plain text; typing it again", session.id, session.agent, text
+                )
+                sent_at = self.context.clock()
+                screen = self._interrupted(session, profile)
+                if isinstance(screen, Error):
+                    return self._fail(session, screen)
+            else:
                 return self._fail(
                     session,
                     _delivery_failed(
-                        session, text, "the screen did not change after Enter", self._screen(session)
+                        session,
+                        text,
+                        f"it took the line as plain text {COMMAND_ATTEMPTS} times, never as its command",
+                        self._screen(session),
                     ),
                 )
         except TmuxError as error:
@@ -414,6 +449,27 @@ class Launcher:
             # the arguments typed: Enter while the CLI still lists the command (gemini under load, its list
             # behind its input) takes the listed name in place of the last word, and sends nothing
             self.panes.until_screen(session, lambda rows: not listed(rows), self.context.config.command_wait)
+
+    def _expanded(self, session: Session, text: str, expansion: Sequence[str], shown: int) -> bool:
+        """After Enter on the command line: whether the CLI took it as its command (a line of the command's
+        text shows), not as a message to the model (the line itself shows once more than before it was
+        typed). Neither within `command_wait`: taken (what was typed is on its way either way)."""
+        taken = partial(command_taken, typed=text, expansion=expansion, shown_before=shown)
+        self.panes.until_screen(
+            session, lambda rows: taken(rows) is not None, self.context.config.command_wait
+        )
+        return taken(self._screen(session)) is not False
+
+    def _interrupted(self, session: Session, profile: AgentProfile) -> list[str] | Error:
+        """Escape until the CLI is no longer busy (a CLI may stop only at the second), then its prompt."""
+        for _ in range(3):
+            screen = self._screen(session)
+            if not (profile.busy and any(re.search(profile.busy, row) for row in screen)):
+                break
+            self.context.tmux.send_key(session.pane_id, "Escape")
+            changed = partial(lambda before, rows: rows != before, screen)
+            self.panes.until_screen(session, changed, self.context.config.command_wait)
+        return self._wait_for_prompt(session, profile)
 
     def _wait_for_prompt(
         self, session: Session, profile: AgentProfile, stable: float | None = None, pause: float = PROMPT_POLL
@@ -642,6 +698,19 @@ def starter_gone(store: Path, session: Session) -> bool:
 def exit_channel(session_id: str) -> str:
     """The tmux wait-for channel a worker's pane signals when its CLI exits."""
     return f"tc-exit-{session_id}"
+
+
+def _expansion(command: str, args: str) -> tuple[str, ...]:
+    """Lines of the role command's text as the CLI expands it (`$ARGUMENTS` replaced), each short enough to
+    show whole in one row; none for a command teleclaude does not ship."""
+    try:
+        markdown = assets.read_text("commands", f"{command}.md")
+    except OSError:
+        return ()
+    lines = (
+        line.replace("$ARGUMENTS", args).strip() for line in split_front_matter(markdown)[1].splitlines()
+    )
+    return tuple(line for line in lines if 24 <= len(line) <= 100)
 
 
 def _workdir(project: str, subfolder: str | None) -> Path | Error:

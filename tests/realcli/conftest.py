@@ -11,6 +11,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -34,7 +35,6 @@ from ..tmux_reaper import reaper, stop
 REPO = Path(__file__).resolve().parents[2]
 # a subscriber's login: claude then shows subscription limits and reads the usage headers (NOTES.md)
 OAUTH_TOKEN = "sk-ant-oat01-teleclaude-scripted-model-server"
-VERSIONS = Path(__file__).with_name("versions.txt")
 
 # the idle rule is kept out of the way (5 minutes): a turn end here must come from the CLI's hook; a CLI
 # started cold on a loaded machine may take several times its usual few seconds to show its prompt; the
@@ -54,22 +54,32 @@ def codex_keeps_todays_clock(agent: str) -> None:
         pytest.skip("codex keeps today's clock under libfaketime: its timestamps would be a year behind ours")
 
 
-def pinned() -> dict[str, tuple[str, str]]:
-    """name -> (npm package, version), from versions.txt."""
-    rows = (line.split() for line in VERSIONS.read_text().splitlines())
-    return {row[0]: (row[1], row[2]) for row in rows if row and not row[0].startswith("#")}
+def latest() -> bool:
+    """TELECLAUDE_CLIS=latest (`./scripts/test --latest`): the tests run the newest release of each CLI on npm
+    (`scripts/agent-clis --latest`, installed beside the pins), to check a release before the pins move."""
+    wanted = os.environ.get("TELECLAUDE_CLIS", "pinned")
+    if wanted not in ("pinned", "latest"):
+        pytest.exit(
+            f"ERROR: BAD_ARGUMENT\nTELECLAUDE_CLIS={wanted!r}: set it to pinned or latest", returncode=2
+        )
+    return wanted == "latest"
 
 
 @pytest.fixture(scope="session")
 def agent_clis() -> dict[str, Path]:
-    """name -> the folder holding its executable; installs the pinned CLIs once (quick when cached)."""
+    """name -> the folder holding its executable; installs the pinned CLIs once (quick when cached), or the
+    newest releases with TELECLAUDE_CLIS=latest."""
     if shutil.which("npm") is None:
         pytest.skip("npm is not installed: the real agent CLI tests need it (Debian: apt-get install npm)")
-    done = subprocess.run(
-        [str(REPO / "scripts" / "agent-clis")], cwd=REPO, capture_output=True, text=True, timeout=900
-    )
+    argv = [str(REPO / "scripts" / "agent-clis"), *(["--latest"] if latest() else [])]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, f"scripts/agent-clis failed:\n{done.stderr}"
     return {name: Path(folder) for name, folder in (line.split() for line in done.stdout.splitlines())}
+
+
+def version_of(folder: Path) -> str:
+    """The version of the CLI installed in `folder` (`.cache/agent-clis/NAME-VERSION/bin`)."""
+    return folder.parent.name.split("-", 1)[1]
 
 
 @pytest.fixture
@@ -144,7 +154,7 @@ def claude_cli(agent_clis, model_server, project, isolated_environment, monkeypa
     (onboarding, API key approval). Its workers get the scripted server's address and key through
     `[runtime.agents.claude] env` in the project's teleclaude.toml, not from the tmux server's environment
     (which the test process, and so the tmux server it starts, does not have)."""
-    prepare_claude_login(isolated_environment, pinned()["claude"][1])
+    prepare_claude_login(isolated_environment, version_of(agent_clis["claude"]))
     env = claude_environment(model_server.url)
     for key in (*env, "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_MAX_RETRIES"):
         monkeypatch.delenv(key, raising=False)
@@ -236,3 +246,17 @@ def opencode(agent_clis, model_server, project, isolated_environment, monkeypatc
 @pytest.fixture
 def opencode_runtime(project, opencode) -> Runtime:
     return open_runtime(project)
+
+
+@pytest.fixture
+def busy_cores() -> Iterator[None]:
+    """Both cores of a two-core machine kept busy for the test (as a machine running several agent CLIs is):
+    two shell loops, each bounded by `timeout` should the run be killed before this fixture ends them."""
+    burners = [
+        subprocess.Popen(["timeout", "900", "sh", "-c", "while :; do :; done"], start_new_session=True)
+        for _ in range(2)
+    ]
+    yield
+    for burner in burners:  # the whole group: killing `timeout` alone leaves its loop running
+        os.killpg(burner.pid, signal.SIGKILL)
+        burner.wait()

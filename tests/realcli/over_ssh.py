@@ -25,7 +25,7 @@ from teleclaude.setup.install import Scope, install
 from teleclaude.setup.scaffold import init
 
 from ..loopback_sshd import NAME, Loopback, clone, toml
-from .conftest import give_env, pinned
+from .conftest import give_env, version_of
 from .watching import turn_ended
 
 # what each CLI's workers get besides its login's environment: no retries (a failure shows at once)
@@ -74,7 +74,7 @@ def set_up_remote(
     monkeypatch.setenv("HOME", str(sshd.home))  # over there, as its user: login, install, init
     env = prepare_home(agent, sshd.home, model_server.url) | EXTRA_ENV.get(agent, {})
     if agent == "claude":
-        prepare_claude_login(sshd.home, pinned()["claude"][1])  # its release notes seen too
+        prepare_claude_login(sshd.home, version_of(agent_clis["claude"]))  # its release notes seen too
     give_env(project, agent, env)  # what the worker gets over there: ssh passes on none of ours
     clone(project, remote)
     report = install([agent], Scope.USER)

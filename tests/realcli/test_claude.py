@@ -1,9 +1,10 @@
 """The real Claude Code, started by teleclaude's runtime, against the scripted Anthropic server: what only
-claude does (its MCP tool names and WaitForMcpServers, its trust of a worktree under the root's, its
-project-scope files). What every CLI does is test_contract.py."""
+claude does (its MCP tool names, WaitForMcpServers and ToolSearch, its trust of a worktree under the root's,
+its project-scope files). What every CLI does is test_contract.py."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -18,45 +19,69 @@ from .watching import events_until
 
 NEXT_WORK = "mcp__teleclaude__teleclaude__next_work"
 WAIT = "WaitForMcpServers"
+SEARCH = "ToolSearch"
 
 
 def orchestrator_model(body: dict) -> Step:
-    """A model that calls next_work once, then says DONE. MCP servers connect in the background and one
-    WaitForMcpServers call waits at most 5 s (claude 2.1.197), less than `teleclaude mcp` may need on a
-    loaded machine: like a real model, it waits again until the tool is offered (at most ten times)."""
-    called = [
+    """A model that calls next_work once, then says DONE; until it can, it waits for the tool as a real model
+    would (`until_offered`)."""
+    if NEXT_WORK in called(body):
+        return Text("DONE")
+    return until_offered(body, NEXT_WORK) or mcp("teleclaude", "teleclaude__next_work")
+
+
+def called(body: dict) -> list[str]:
+    """The tools the model called so far in the conversation, in order."""
+    return [
         block.get("name")
         for message in body.get("messages", [])
         if message.get("role") == "assistant" and isinstance(message.get("content"), list)
         for block in message["content"]
         if block.get("type") == "tool_use"
     ]
-    if NEXT_WORK in called:
-        return Text("DONE")
-    if NEXT_WORK in [tool["name"] for tool in body.get("tools", [])]:
-        return mcp("teleclaude", "teleclaude__next_work")
-    return Tool(WAIT, {}) if called.count(WAIT) < 10 else Text("DONE: the MCP server never connected")
+
+
+def until_offered(body: dict, name: str) -> Step | None:
+    """None once claude lets the model call the MCP tool `name`, else the call that waits for it (at most ten
+    times). MCP servers connect in the background. 2.1.197 offered an MCP tool in `tools` once connected
+    and, until then, WaitForMcpServers (one call waits at most 5 s, less than `teleclaude mcp` may need on a
+    loaded machine). 2.1.332 defers MCP tools: the model loads one with ToolSearch (`select:NAME`), whose
+    result names it once its server is connected ("Some MCP servers are still connecting" until then)."""
+    offered = {tool.get("name"): tool for tool in body.get("tools", [])}
+    if name in offered and not offered[name].get("defer_loading"):
+        return None
+    if SEARCH in offered:
+        if name in json.dumps(tool_results(body)):
+            return None
+        waits = called(body).count(SEARCH)
+        return Tool(SEARCH, {"query": f"select:{name}"}) if waits < 10 else Text("DONE: no MCP server")
+    return Tool(WAIT, {}) if called(body).count(WAIT) < 10 else Text("DONE: the MCP server never connected")
 
 
 def next_work_turns(model_server) -> tuple:
     """(the turn that called next_work, the turn that got its result) after the waits it needed (none when
     the server connected before the first turn)."""
     answers = [turn.answer for turn in model_server.turns()]
-    waits = next((i for i, answer in enumerate(answers) if answer != f"tool {WAIT}"), len(answers))
+    waiting = (f"tool {WAIT}", f"tool {SEARCH}")
+    waits = next((i for i, answer in enumerate(answers) if answer not in waiting), len(answers))
     assert answers[waits:] == [f"tool {NEXT_WORK}", "text"], answers
     return model_server.turns()[waits], model_server.turns()[waits + 1]
 
 
-def tool_result(turn) -> str:
-    """The text of the last tool_result block claude sent in `turn` (an Anthropic request)."""
-    blocks = [
+def tool_results(body: dict) -> list:
+    """Every tool_result block of the request (an Anthropic request)."""
+    return [
         block
-        for message in turn.body["messages"]
-        if isinstance(message["content"], list)
+        for message in body.get("messages", [])
+        if isinstance(message.get("content"), list)
         for block in message["content"]
         if block.get("type") == "tool_result"
     ]
-    content = blocks[-1]["content"]
+
+
+def tool_result(turn) -> str:
+    """The text of the last tool_result block claude sent in `turn` (an Anthropic request)."""
+    content = tool_results(turn.body)[-1]["content"]
     return content if isinstance(content, str) else "".join(part.get("text", "") for part in content)
 
 
@@ -64,8 +89,8 @@ def test_a_claude_orchestrator_runs_next_work_and_gets_a_tool_call(runtime, proj
     model_server.then = orchestrator_model
     started = start(runtime, project, "claude", "next-work", "")
     events_until(runtime, started.session.id, EventKind.TURN_ENDED, seconds=180)  # waits up to 10 x 5 s
-    called, answered = next_work_turns(model_server)
-    assert NEXT_WORK in [tool["name"] for tool in called.body["tools"]]
+    calling, answered = next_work_turns(model_server)
+    assert until_offered(calling.body, NEXT_WORK) is None
     result = tool_result(answered)
     assert result.startswith("TOOL_CALL:"), result
     assert 'command="next-build"' in result and 'args="greeting"' in result, result

@@ -79,8 +79,9 @@ SEEN = {
         "Bash",
         CLAUDE_429,
         CLAUDE_429,  # its StopFailure hook
-        # its MCP servers connect in the background: until then it offers WaitForMcpServers
-        mcp=("mcp__teleclaude__teleclaude__next_work", "WaitForMcpServers"),
+        # its MCP servers connect in the background: until then 2.1.197 offered WaitForMcpServers; 2.1.332
+        # defers MCP tools behind ToolSearch (test_claude.until_offered)
+        mcp=("mcp__teleclaude__teleclaude__next_work", "WaitForMcpServers", "ToolSearch"),
     ),
     "codex": Seen(
         # a skill: the user's message names it with the arguments; the skill's text keeps `$ARGUMENTS`

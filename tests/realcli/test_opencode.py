@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import os
 import sys
+from functools import partial
 from pathlib import Path
 
 from teleclaude.demo.agent_homes import plugin_dependency_stub
 from teleclaude.demo.model_server import Text, shell
 from teleclaude.demo.scenario import commit_all
 from teleclaude.demo.workers import git
+from teleclaude.errors import Error
 from teleclaude.runtime.core.sessions import EventKind
 from teleclaude.setup.install import Scope, install
 
 from .conftest import start
 from .watching import events_until
+
+BUILDER = "You are the **builder** for the work item `greeting`"
 
 
 def test_project_scope_alone_gives_opencode_its_commands_mcp_server_and_plugin(
@@ -48,3 +52,25 @@ def test_project_scope_alone_gives_opencode_its_commands_mcp_server_and_plugin(
     assert "You are the **builder** for the work item `greeting`" in turn.text()
     assert "teleclaude_teleclaude__next_work" in turn.tools()
     assert git(project, "status", "--porcelain", "--untracked-files=all") == "", git(project, "diff")
+
+
+def test_its_role_command_is_taken_as_its_command_with_both_cores_busy(
+    opencode_runtime, project, model_server, busy_cores
+):
+    """On a loaded machine opencode took a listed `/next-build greeting`, typed whole, as a message to the
+    model now and then (two starts of four here): the launcher waits for the command's text on its screen,
+    and interrupts and types again a line sent as typed. Three workers started one after another: each
+    model's conversation begins with the command expanded, and each turn ends by the plugin's stop."""
+    model_server.then = lambda body: Text("DONE: next-build greeting - nothing to build")
+    for _ in range(3):
+        earlier = [id(request) for request in model_server.requests]
+        started = start(opencode_runtime, project, "opencode")
+        turn = model_server.wait_for(
+            partial(lambda seen, r: r.turn and id(r) not in seen and BUILDER in r.text(), earlier),
+            timeout=180,
+        )
+        assert "/next-build greeting" not in turn.last_user_text()
+        events = events_until(opencode_runtime, started.session.id, EventKind.TURN_ENDED)
+        assert (EventKind.TURN_ENDED, "stop hook") in [(e.kind, e.detail) for e in events]
+        ended = opencode_runtime.end_session(started.session.id)
+        assert not isinstance(ended, Error), ended

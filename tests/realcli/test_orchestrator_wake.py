@@ -17,7 +17,7 @@ from teleclaude.adapters import fs
 from teleclaude.adapters.tmux import Tmux
 from teleclaude.agents import PROFILES
 from teleclaude.demo.agent_homes import claude_environment
-from teleclaude.demo.model_server import Step, Text, Tool, body_text, mcp, shell
+from teleclaude.demo.model_server import Step, Text, body_text, mcp, shell
 from teleclaude.demo.scenario import commit_all
 from teleclaude.runtime import supervisor as supervisors
 from teleclaude.runtime.api import open_runtime
@@ -25,13 +25,13 @@ from teleclaude.runtime.core.sessions import EventKind, SessionState, shows_type
 from teleclaude.runtime.core.supervision import MARK
 
 from .conftest import trusted
+from .test_claude import until_offered
 
 PERIOD, QUIET = 20, 10
 WAKE = f"{MARK} worker "
 ORDER = "Dispatch the builder of greeting, then end your turn."
 DISPATCH = "teleclaude__run_agent_command"
 BUILDER = "You are the **builder**"
-WAIT = "WaitForMcpServers"
 
 
 @pytest.fixture
@@ -103,8 +103,8 @@ def is_worker(body: dict) -> bool:
 
 def models(project, agent: str, release: threading.Event):
     """The scripted model of both CLIs: the worker thinks until `release` is set; the orchestrator dispatches
-    it once (waiting for the MCP tools as a real model would: claude's WaitForMcpServers, a second in
-    codex's shell), ends its turn, and acknowledges each digest."""
+    it once (waiting for the MCP tools as a real model would: claude's ToolSearch or WaitForMcpServers, a
+    second in codex's shell), ends its turn, and acknowledges each digest."""
 
     def then(body: dict) -> Step:
         if is_worker(body):
@@ -113,7 +113,9 @@ def models(project, agent: str, release: threading.Event):
             return Text("Noted the worker's digest.")
         if dispatched_in(body):
             return Text("The builder is dispatched; ending my turn.")
-        if offers_dispatch(body):
+        # claude loads its MCP tools as a real model would (test_claude.until_offered)
+        waiting = until_offered(body, f"mcp__teleclaude__{DISPATCH}") if agent == "claude" else None
+        if waiting is None if agent == "claude" else offers_dispatch(body):
             return mcp(
                 "teleclaude",
                 DISPATCH,
@@ -124,9 +126,11 @@ def models(project, agent: str, release: threading.Event):
                 agent=agent,
                 thinking_mode="med",
             )
+        if waiting is not None:
+            return waiting
         if len(called(body)) >= 30:
             return Text("DONE: the MCP server never connected")
-        return Tool(WAIT, {}) if agent == "claude" else shell("sleep 1", "Wait for the teleclaude MCP server")
+        return shell("sleep 1", "Wait for the teleclaude MCP server")
 
     return then
 

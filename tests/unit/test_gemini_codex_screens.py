@@ -15,7 +15,9 @@ from teleclaude.runtime.core.blockers import find_blocker, refused_command, unex
 from teleclaude.runtime.core.limits import find_limit
 from teleclaude.runtime.core.sessions import (
     command_listed,
+    command_taken,
     prompt_visible,
+    shown_as_message,
     shows_part_of,
     shows_typed,
     waiting_for_input,
@@ -317,3 +319,19 @@ def test_a_refused_command_says_the_fix_of_the_clis_own_table_row():
         (row,) = [b for b in PROFILES[agent].blockers if b.kind is Kind.COMMAND]
         text = refusal_text(agent, "the CLI's words")
         assert "the CLI's words" in text.splitlines()[0] and row.fix in text
+
+
+def test_an_opencode_command_line_is_taken_when_its_text_shows_and_sent_as_typed_when_the_line_does():
+    """After Enter: a line of the command's text on the screen says opencode expanded it; the typed line
+    shown as a message once more than before typing says it went to the model as typed; else not yet."""
+    expansion = ("You are the **builder** for the work item `greeting`.",)
+    expanded = [
+        "  ┃  - Never merge, rebase, push.",
+        "  ┃  You are the **builder** for the work item `greeting`.",
+    ]
+    as_typed = ["  ┃  /next-build greeting                                    Context", "  ┃", "  ┃  Build"]
+    assert command_taken(expanded, "/next-build greeting", expansion, 0) is True
+    assert command_taken(as_typed, "/next-build greeting", expansion, 0) is False
+    assert command_taken(as_typed, "/next-build greeting", expansion, 1) is None  # shown before: no news
+    assert command_taken(["  ┃", "  ┃  Build"], "/next-build greeting", expansion, 0) is None
+    assert shown_as_message(["  ┃  /next-build greetings"], "/next-build greeting") == 0

@@ -559,6 +559,27 @@ def shows_part_of(rows: list[str], typed: str) -> bool:
 _BORDERS = {code: " " for code in range(0x2500, 0x25A0)}  # box drawing, block elements
 
 
+def shown_as_message(rows: list[str], typed: str) -> int:
+    """How many rows hold `typed` alone (borders aside; a side panel may follow after two blanks): the line
+    as a CLI shows a message it sent to the model as typed, or its input box still holding it."""
+    shown = 0
+    for row in rows:
+        content = row.translate(_BORDERS).strip()
+        shown += content == typed or content.startswith(f"{typed}  ")
+    return shown
+
+
+def command_taken(rows: list[str], typed: str, expansion: Sequence[str], shown_before: int) -> bool | None:
+    """After Enter on a typed command line: True when a row shows a line of the command's text (`expansion`,
+    its arguments substituted: the CLI expanded it), False when the typed line shows as a message once more
+    than before it was typed (the CLI sent it to the model as plain text), None while neither shows."""
+    if any(line in row for row in rows for line in expansion):
+        return True
+    if shown_as_message(rows, typed) > shown_before:
+        return False
+    return None
+
+
 def shows_typed(rows: list[str], typed: str) -> bool:
     """`typed` on the screen, in one row or wrapped over consecutive rows (blanks and box-drawing borders
     aside): a CLI draws a typed line only once it has read its keys."""
