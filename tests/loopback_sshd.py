@@ -8,6 +8,7 @@ import the fixture from here (`from ..loopback_sshd import sshd`), never from ea
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import shutil
@@ -31,6 +32,53 @@ from .tmux_reaper import reaper, stop
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 NAME = "loopback-ssh"
+MAX_SESSIONS = 10  # sshd's default, said: channels one connection may carry
+
+
+class Server:
+    """The sshd process, its log kept (`sshd -e`); `kill` ends it with every connection it serves (as a
+    computer that drops), `start` brings it back on the same port."""
+
+    def __init__(self, config: Path) -> None:
+        self.config = config
+        self.log: list[str] = []
+        self.process: subprocess.Popen[str] = None  # type: ignore[assignment]
+        self._drain: threading.Thread | None = None
+
+    def start(self) -> bool:
+        """True once sshd says it listens."""
+        self.process = subprocess.Popen(
+            [SSHD, "-D", "-e", "-f", str(self.config)],
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        assert self.process.stderr is not None
+        for line in self.process.stderr:  # the event: sshd says it listens (or why it cannot)
+            self.log.append(line)
+            if "Server listening on 127.0.0.1" in line:
+                break
+        else:
+            self.process.wait()
+            return False
+        # sshd -e logs here: never let it block
+        self._drain = threading.Thread(target=self._keep, args=(self.process.stderr,), daemon=True)
+        self._drain.start()
+        return True
+
+    def _keep(self, stream) -> None:
+        for line in stream:
+            self.log.append(line)
+
+    def kill(self, how: signal.Signals = signal.SIGKILL) -> None:
+        """End sshd and its connections' processes (their process group)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, how)
+        self.process.wait()
+        if self._drain is not None:
+            self._drain.join(timeout=10)
+        if self.process.stderr is not None:
+            self.process.stderr.close()
 
 
 @dataclass(frozen=True)
@@ -41,6 +89,7 @@ class Loopback:
     tmux_dir: Path  # the "remote" tmux servers' folder
     db: Path  # the "remote" teleclaude database: nothing of this machine's sessions may land there
     home: Path  # the "remote" HOME (the login is this machine's user's: its own HOME is not touched)
+    server: Server
 
 
 def _keygen(path: Path) -> None:
@@ -72,39 +121,36 @@ def sshd(tmp_path) -> Iterator[Loopback]:
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys / 'host_key'}\nPidFile {keys / 'sshd.pid'}\n"
         f"AuthorizedKeysFile {keys / 'authorized_keys'}\nStrictModes no\nUsePAM no\n"
         "PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-        f"PermitRootLogin prohibit-password\n"
+        f"PermitRootLogin prohibit-password\nMaxSessions {MAX_SESSIONS}\n"
         f"SetEnv TMUX_TMPDIR={tmux_dir} TELECLAUDE_DB={tmp_path / 'remote-teleclaude.db'} HOME={home}"
         f"{_faked_clock()}\n"
     )
     if os.geteuid() == 0:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
-    server = subprocess.Popen(
-        [SSHD, "-D", "-e", "-f", str(keys / "sshd_config")], stderr=subprocess.PIPE, text=True
-    )
-    assert server.stderr is not None
-    for line in server.stderr:  # the event: sshd says it listens (or why it cannot)
-        if "Server listening on 127.0.0.1" in line:
-            break
-    else:
-        server.wait()
-        pytest.skip(f"sshd could not be started (exit status {server.returncode})")
-    drain = threading.Thread(target=server.stderr.read, daemon=True)  # sshd -e logs here: never let it block
-    drain.start()
+    server = Server(keys / "sshd_config")
+    if not server.start():
+        pytest.skip(f"sshd could not be started (exit status {server.process.returncode})")
     host_key = (keys / "host_key.pub").read_text().split()
     (keys / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_key[0]} {host_key[1]}\n")
     loopback = Loopback(
-        port, keys / "user_key", keys / "known_hosts", tmux_dir, tmp_path / "remote-teleclaude.db", home
+        port,
+        keys / "user_key",
+        keys / "known_hosts",
+        tmux_dir,
+        tmp_path / "remote-teleclaude.db",
+        home,
+        server,
     )
-    watcher = reaper(tmux_dir=tmux_dir, pids=[server.pid])  # a killed run skips what follows the yield
+    watcher = reaper(
+        tmux_dir=tmux_dir, pids=[server.process.pid]
+    )  # a killed run skips what follows the yield
     yield loopback
     ssh.close(computer(loopback, "/unused", tmp_path))
     for server_socket in tmux_dir.glob("tmux-*/*"):  # the remote tmux servers, with what they ran
         subprocess.run(["tmux", "-S", str(server_socket), "kill-server"], capture_output=True, check=False)
-    server.send_signal(signal.SIGTERM)
-    server.wait()
-    drain.join(timeout=10)
-    server.stderr.close()
-    stop(watcher)
+    server.kill(signal.SIGTERM)
+    for each in (watcher, *server.watchers):
+        stop(each)
     shutil.rmtree(tmux_dir, ignore_errors=True)
 
 

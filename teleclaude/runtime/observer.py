@@ -143,7 +143,13 @@ class Observer:
         if not live:
             return sessions
         views = self.panes.views()
-        fresh = {s.id: self._observe_safely(s, views.get(s.pane_id)) for s in live}
+        down = self.context.tmux.unreachable()  # after the views: they find out
+        fresh = {
+            s.id: self._unreachable(s)
+            if s.computer in down
+            else self._observe_safely(s, views.get(s.pane_id))
+            for s in live
+        }
         watched = {s.pane_id for s in fresh.values() if not s.state.is_final}
         for pane_id in [p for p in self._read if p not in watched]:
             del self._read[pane_id]
@@ -361,8 +367,9 @@ class Observer:
             over = all(s.state.is_final for s in sessions)
             if over or time.monotonic() >= deadline:
                 return Waited((), tuple(sessions), bool(ids) and not over)
-            self._stop_waiters([s.id for s in sessions if s.state.is_final])
-            watched = [s.id for s in sessions if not s.state.is_final]
+            down = tmux.unreachable()  # their wait-for clients could not connect: the sleep is the poll
+            self._stop_waiters([s.id for s in sessions if s.state.is_final or s.computer in down])
+            watched = [s.id for s in sessions if not s.state.is_final and s.computer not in down]
             woken = _sleep_until_signal(
                 [self._waiter(i, tmux) for i in watched], min(poll, deadline - time.monotonic())
             )
@@ -399,6 +406,23 @@ class Observer:
                 waiter.wait()
 
     # --- one look at one session ---------------------------------------------------------------------------
+
+    def _unreachable(self, session: Session) -> Session:
+        """A session whose computer ssh cannot reach: not gone (its worker may work on, its hooks mark its
+        pane), only unread; marked so until its computer answers and a look reads its pane again."""
+        if session.activity is Activity.UNREACHABLE or not session.pane_id:
+            return session
+        log.warning(
+            "session %s: %s cannot be reached; its pane is read again once it can",
+            session.id,
+            session.computer,
+        )
+        marked = replace(session, activity=Activity.UNREACHABLE)
+        return (
+            self.context.store.save(marked, expect=session.state)
+            or self.context.store.get(session.id)
+            or session
+        )
 
     def _observe_safely(self, session: Session, view: PaneView | None) -> Session:
         """A pane can vanish between listing and reading it (a finished cycle ended it): look next time."""
