@@ -218,6 +218,12 @@ class RemoteTmux(Tmux):
         self.down_since = None
         return done.returncode, _lines(done.stdout), _lines(done.stderr)
 
+    def views(self) -> dict[str, PaneView]:
+        found = super().views()
+        if self.down_since is not None:  # not "no server": ssh's own failure can read like tmux's
+            raise Unreachable(f"{self.computer.name}: ssh to {self.computer.host} failed")
+        return found
+
     def _down(self) -> None:
         if self.down_since is None:
             self.down_since = time.monotonic()
