@@ -37,7 +37,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench.bench_loop import build, percentile, timed_run  # noqa: E402
+from bench_loop import build, percentile, timed_run  # noqa: E402
+
 from teleclaude.adapters import trust_store  # noqa: E402
 from teleclaude.adapters.tmux import Tmux  # noqa: E402
 from teleclaude.agents import NAMES  # noqa: E402

@@ -11,13 +11,14 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, tzinfo
+from functools import lru_cache
 from pathlib import Path
 from subprocess import Popen
 
 from teleclaude.adapters.fs import read_tail
 from teleclaude.adapters.store import StoreError, marking_unavailable
 from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION, USAGE_OPTION, TmuxError
-from teleclaude.agents.profile import UsageSource, UsageWindow
+from teleclaude.agents.profile import Blocker, UsageSource, UsageWindow
 from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core.tool_lines import tool_lines
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
@@ -476,12 +477,12 @@ class Observer:
         blocked = self._blocked(scanned, [*rows, partial], screen, now, expect=session.state)
         if blocked is not None:
             return blocked
-        if profile and tool_shown(screen, profile.tool_running):
+        if profile and _tool_shown(tuple(screen), profile.tool_running):
             scanned = replace(scanned, tool_seen_at=now)  # the API wait after it is counted from here
         waited = self._api_wait_in(scanned, screen, now)
         if waited is not None:
             return self._record_limit(scanned, waited, waited.line, session.state)
-        prompt = waiting_for_input(screen, profile.prompt, profile.busy) if profile else False
+        prompt = _waiting_for_input(tuple(screen), profile.prompt, profile.busy) if profile else False
         watched, ended = observe_idle(scanned, screen, prompt, now, context.config.idle_threshold)
         retry = profile.retry if profile else ""
         activity = activity_of(watched, screen, now, context.config.idle_threshold, retry)
@@ -595,7 +596,7 @@ class Observer:
             why = refusal_text(session.agent, refusal)
             log.info("session %s: %s", session.id, why)
             return self.context.change(session, Change.ERRORED, why, expect=expect, error=why)
-        blocker = find_blocker(session.agent, screen)
+        blocker = _blocker(session.agent, tuple(screen))
         if blocker is None:
             return None
         text = blocked_text(session.agent, blocker, session.workdir, screen)
@@ -698,6 +699,26 @@ class _Read:
     scan_cursor: str
     partial: str
     screen: tuple[str, ...]
+
+
+# A busy worker's screen is mostly the one the last look saw (`_look` reuses it without a capture): what is
+# read off a screen alone is kept for the screens last seen, so thirty quiet panes cost a lookup each a look.
+_SCREENS = 256
+
+
+@lru_cache(maxsize=_SCREENS)
+def _blocker(agent: str, screen: tuple[str, ...]) -> Blocker | None:
+    return find_blocker(agent, screen)
+
+
+@lru_cache(maxsize=_SCREENS)
+def _tool_shown(screen: tuple[str, ...], tool_running: str) -> bool:
+    return tool_shown(list(screen), tool_running)
+
+
+@lru_cache(maxsize=_SCREENS)
+def _waiting_for_input(screen: tuple[str, ...], prompt: str, busy: str) -> bool:
+    return waiting_for_input(list(screen), prompt, busy)
 
 
 def local_zone(now: datetime) -> tzinfo:
