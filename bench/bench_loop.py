@@ -44,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -133,7 +134,15 @@ def busy_and_quiet(db: Path) -> tuple[bool, bool]:
     return busy, busy and all((now - at).total_seconds() > HANDOVER for at in moments)
 
 
-def timed_run(name: str, project: Path, env: dict[str, str], args: list[str]) -> Result:
+def timed_run(
+    name: str,
+    project: Path,
+    env: dict[str, str],
+    args: list[str],
+    sample: Callable[[int, bool], None] | None = None,
+) -> Result:
+    """`teleclaude run ARGS` timed and sampled; `sample(pid, busy)` is called at every sample too (for
+    bench_fleet.py's memory)."""
     db = Path(env["TELECLAUDE_DB"])
     process = subprocess.Popen(
         [sys.executable, "-m", "teleclaude", "run", *args],
@@ -154,6 +163,8 @@ def timed_run(name: str, project: Path, env: dict[str, str], args: list[str]) ->
                 busy, quiet = busy_and_quiet(db) if db.exists() else (False, False)
             except (OSError, ValueError):
                 break
+            if sample is not None:
+                sample(process.pid, busy)
             if last is not None and last[2] and busy:
                 busy_seconds += now - last[0]
                 busy_cpu += used - last[1]

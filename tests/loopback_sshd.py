@@ -8,6 +8,7 @@ import the fixture from here (`from ..loopback_sshd import sshd`), never from ea
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import shutil
@@ -31,6 +32,72 @@ from .tmux_reaper import reaper, stop
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 NAME = "loopback-ssh"
+MAX_SESSIONS = 10  # sshd's default, said: channels one connection may carry
+
+
+class Server:
+    """The sshd process, its log kept (`sshd -e`); `kill` ends it with every connection it serves (as a
+    computer that drops), `start` brings it back on the same port."""
+
+    def __init__(self, config: Path) -> None:
+        self.config = config
+        self.log: list[str] = []
+        self.process: subprocess.Popen[str] = None  # type: ignore[assignment]
+        self._drain: threading.Thread | None = None
+        self.watchers: list[subprocess.Popen[bytes]] = []  # each sshd started again has a reaper of its own
+
+    def start(self) -> bool:
+        """True once sshd says it listens."""
+        again = self.process is not None
+        self.process = subprocess.Popen(
+            [SSHD, "-D", "-e", "-f", str(self.config)],
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        if again:
+            self.watchers.append(reaper(pids=[self.process.pid]))
+        assert self.process.stderr is not None
+        for line in self.process.stderr:  # the event: sshd says it listens (or why it cannot)
+            self.log.append(line)
+            if "Server listening on 127.0.0.1" in line:
+                break
+        else:
+            self.process.wait()
+            return False
+        # sshd -e logs here: never let it block
+        self._drain = threading.Thread(target=self._keep, args=(self.process.stderr,), daemon=True)
+        self._drain.start()
+        return True
+
+    def _keep(self, stream) -> None:
+        for line in stream:
+            self.log.append(line)
+
+    def kill(self, how: signal.Signals = signal.SIGKILL) -> None:
+        """End sshd and the processes serving its connections (each in a session of its own, its children:
+        the logins' tmux servers, daemons, live on, as on a computer whose network went away)."""
+        pid = self.process.pid
+        connections = [
+            int(child) for task in Path(f"/proc/{pid}/task").glob("*") for child in _children(task)
+        ]
+        for each in (pid, *connections):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(each, how)
+        self.process.wait()
+        if self._drain is not None:
+            self._drain.join(timeout=10)
+        # a process that outlived it (a remote tmux server it started) may hold its log's pipe: its reader
+        # then never ends, and closing the pipe under it would wait for it
+        if self.process.stderr is not None and not (self._drain and self._drain.is_alive()):
+            self.process.stderr.close()
+
+
+def _children(task: Path) -> list[str]:
+    try:
+        return (task / "children").read_text().split()
+    except OSError:
+        return []
 
 
 @dataclass(frozen=True)
@@ -41,6 +108,7 @@ class Loopback:
     tmux_dir: Path  # the "remote" tmux servers' folder
     db: Path  # the "remote" teleclaude database: nothing of this machine's sessions may land there
     home: Path  # the "remote" HOME (the login is this machine's user's: its own HOME is not touched)
+    server: Server
 
 
 def _keygen(path: Path) -> None:
@@ -54,58 +122,62 @@ def _faked_clock() -> str:
     return "".join(f" {name}={os.environ[name]}" for name in names if name in os.environ)
 
 
-@pytest.fixture
-def sshd(tmp_path) -> Iterator[Loopback]:
-    if not os.access(SSHD, os.X_OK) or not shutil.which("ssh"):
-        pytest.skip("sshd or ssh is not installed (.ci/run installs openssh-server and openssh-client)")
-    keys = tmp_path / "ssh"
+def launch(folder: Path) -> Loopback | None:
+    """A loopback sshd with its keys and "remote" HOME in `folder`; None when sshd could not start (also for
+    bench/bench_fleet.py). `shut` ends it."""
+    keys = folder / "ssh"
     keys.mkdir()
     _keygen(keys / "host_key")
     _keygen(keys / "user_key")
     (keys / "authorized_keys").write_text((keys / "user_key.pub").read_text())
     # short: a tmux socket path must fit in 108 bytes, and pytest-xdist's tmp_path is long
     tmux_dir = Path(tempfile.mkdtemp(prefix="tc-tmux-", dir="/tmp"))
-    home = tmp_path / "remote-home"
+    home = folder / "remote-home"
     home.mkdir()
     port = free_port()
     (keys / "sshd_config").write_text(
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys / 'host_key'}\nPidFile {keys / 'sshd.pid'}\n"
         f"AuthorizedKeysFile {keys / 'authorized_keys'}\nStrictModes no\nUsePAM no\n"
         "PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-        f"PermitRootLogin prohibit-password\n"
-        f"SetEnv TMUX_TMPDIR={tmux_dir} TELECLAUDE_DB={tmp_path / 'remote-teleclaude.db'} HOME={home}"
+        f"PermitRootLogin prohibit-password\nMaxSessions {MAX_SESSIONS}\n"
+        f"SetEnv TMUX_TMPDIR={tmux_dir} TELECLAUDE_DB={folder / 'remote-teleclaude.db'} HOME={home}"
         f"{_faked_clock()}\n"
     )
     if os.geteuid() == 0:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
-    server = subprocess.Popen(
-        [SSHD, "-D", "-e", "-f", str(keys / "sshd_config")], stderr=subprocess.PIPE, text=True
-    )
-    assert server.stderr is not None
-    for line in server.stderr:  # the event: sshd says it listens (or why it cannot)
-        if "Server listening on 127.0.0.1" in line:
-            break
-    else:
-        server.wait()
-        pytest.skip(f"sshd could not be started (exit status {server.returncode})")
-    drain = threading.Thread(target=server.stderr.read, daemon=True)  # sshd -e logs here: never let it block
-    drain.start()
+    server = Server(keys / "sshd_config")
+    if not server.start():
+        shutil.rmtree(tmux_dir, ignore_errors=True)
+        return None
     host_key = (keys / "host_key.pub").read_text().split()
     (keys / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_key[0]} {host_key[1]}\n")
-    loopback = Loopback(
-        port, keys / "user_key", keys / "known_hosts", tmux_dir, tmp_path / "remote-teleclaude.db", home
+    return Loopback(
+        port, keys / "user_key", keys / "known_hosts", tmux_dir, folder / "remote-teleclaude.db", home, server
     )
-    watcher = reaper(tmux_dir=tmux_dir, pids=[server.pid])  # a killed run skips what follows the yield
-    yield loopback
-    ssh.close(computer(loopback, "/unused", tmp_path))
-    for server_socket in tmux_dir.glob("tmux-*/*"):  # the remote tmux servers, with what they ran
+
+
+def shut(loopback: Loopback) -> None:
+    """End the remote tmux servers (with what they ran), the shared ssh connections and sshd."""
+    ssh.close(computer(loopback, "/unused", loopback.home))
+    for server_socket in loopback.tmux_dir.glob("tmux-*/*"):
         subprocess.run(["tmux", "-S", str(server_socket), "kill-server"], capture_output=True, check=False)
-    server.send_signal(signal.SIGTERM)
-    server.wait()
-    drain.join(timeout=10)
-    server.stderr.close()
-    stop(watcher)
-    shutil.rmtree(tmux_dir, ignore_errors=True)
+    loopback.server.kill(signal.SIGTERM)
+    shutil.rmtree(loopback.tmux_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def sshd(tmp_path) -> Iterator[Loopback]:
+    if not os.access(SSHD, os.X_OK) or not shutil.which("ssh"):
+        pytest.skip("sshd or ssh is not installed (.ci/run installs openssh-server and openssh-client)")
+    loopback = launch(tmp_path)
+    if loopback is None:
+        pytest.skip("sshd could not be started")
+    # a killed run skips what follows the yield
+    watcher = reaper(tmux_dir=loopback.tmux_dir, pids=[loopback.server.process.pid])
+    yield loopback
+    shut(loopback)
+    for each in (watcher, *loopback.server.watchers):
+        stop(each)
 
 
 def computer(loopback: Loopback, project: str, bin_dir: Path) -> Computer:

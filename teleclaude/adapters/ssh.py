@@ -3,8 +3,12 @@
 Nothing here is a protocol of its own: every remote action is one `ssh … HOST -- COMMAND` whose command is
 an argument list joined with `shlex.join`, because ssh hands the remote login shell one string (it joins its
 arguments with spaces). So each argument reaches the remote program exactly as given, whatever it holds.
-Connections are shared through an OpenSSH control master (`ControlMaster=auto`), so the many small tmux
-commands an observer sends cost one round trip each, not one handshake each.
+Connections are shared through OpenSSH control masters (`ControlMaster=auto`), so the many small tmux
+commands an observer sends cost one round trip each, not one handshake each. sshd lets one connection carry
+`MaxSessions` channels (10 by default; a computer's `max_sessions`), and every worker holds one for its
+`tmux wait-for`: `Connections` counts this process's channels per connection and opens one more connection
+(a control master of its own, `ControlPath …%C.N`) when those it has are full, rather than letting ssh fall
+back to a handshake per command; a connection that no channel uses any more is closed.
 
 `Fleet` is the runtime's tmux when teleclaude.toml names other computers: it answers for this machine's
 private tmux server and for each remote one, telling them apart by a prefix on pane ids and session names
@@ -17,7 +21,10 @@ import os
 import shlex
 import subprocess
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,14 +34,94 @@ from teleclaude.errors import ErrorCode
 from teleclaude.runtime.core.sessions import PaneView
 
 SEPARATOR = ":"  # tmux itself never puts a colon in a session name or pane id
+RESERVED = 2  # channels of a connection left to short commands: long-lived ones (wait-for) take the rest
+DOWN_LOOK = 2.0  # seconds between two tries to reach a computer that could not be reached
 
 
-def ssh_options(computer: Computer, user: bool = True) -> list[str]:
-    """The `ssh` command line up to (not including) the destination; `user=False` leaves `-l USER` out."""
+class Connections:
+    """This process's ssh connections to one computer and the channels each carries now: short commands
+    (counted while they run) and long-lived clients (counted while their process lives). A channel goes to
+    the first connection with room (`MaxSessions` in all, `RESERVED` of them left to short commands), else
+    to a new one; the last connection, once nothing uses it, is closed (`ssh -O exit`)."""
+
+    def __init__(self, computer: Computer) -> None:
+        self.computer = computer
+        self.limit = max(computer.max_sessions, 1)
+        self._lock = threading.Lock()
+        self._short: list[int] = [0]  # per connection: short commands in flight
+        self._long: list[list[subprocess.Popen[bytes]]] = [[]]  # per connection: long-lived clients
+
+    @contextmanager
+    def short(self) -> Iterator[int]:
+        """The connection (its number) a short command runs through."""
+        with self._lock:
+            number = self._pick(self.limit)
+            self._short[number] += 1
+        try:
+            yield number
+        finally:
+            with self._lock:
+                self._short[number] -= 1
+                self._close_idle()
+
+    def long(self, start: Callable[[int], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+        """A long-lived client, started by `start(number)` on a connection with room for it."""
+        with self._lock:
+            number = self._pick(max(self.limit - RESERVED, 1))
+            process = start(number)
+            self._long[number].append(process)
+            return process
+
+    def count(self) -> int:
+        """Connections in use (the first is always counted)."""
+        with self._lock:
+            self._close_idle()
+            return len(self._short)
+
+    def _pick(self, long_room: int) -> int:
+        for number in range(len(self._short)):
+            live = self._live(number)
+            if live + self._short[number] < self.limit and (long_room == self.limit or live < long_room):
+                return number
+        self._short.append(0)
+        self._long.append([])
+        return len(self._short) - 1
+
+    def _live(self, number: int) -> int:
+        self._long[number] = [p for p in self._long[number] if p.poll() is None]
+        return len(self._long[number])
+
+    def _close_idle(self) -> None:
+        while len(self._short) > 1 and not self._short[-1] and not self._live(len(self._short) - 1):
+            self._short.pop()
+            self._long.pop()
+            close(self.computer, len(self._short))
+
+
+_CONNECTIONS: dict[tuple[str, str, int | None, str | None], Connections] = {}
+_CONNECTIONS_LOCK = threading.Lock()
+
+
+def connections(computer: Computer) -> Connections:
+    """This process's connections to `computer` (one `Connections` per destination)."""
+    key = (computer.name, computer.host, computer.port, computer.user)
+    with _CONNECTIONS_LOCK:
+        found = _CONNECTIONS.get(key)
+        if found is None or found.limit != max(computer.max_sessions, 1):
+            found = _CONNECTIONS[key] = Connections(computer)
+        return found
+
+
+def ssh_options(computer: Computer, user: bool = True, connection: int = 0) -> list[str]:
+    """The `ssh` command line up to (not including) the destination; `user=False` leaves `-l USER` out;
+    `connection`: which of the computer's shared connections (`Connections`) it goes through."""
     control = Path(tempfile.gettempdir(), f"teleclaude-ssh-{os.getuid()}")
     control.mkdir(mode=0o700, exist_ok=True)
+    path = f"{control}/%C" + (f".{connection}" if connection else "")
+    # a connection whose peer went silent ends after two unanswered keepalives (30 s), not six minutes on
     argv = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=15"]
-    argv += ["-o", "ControlMaster=auto", "-o", f"ControlPath={control}/%C", "-o", "ControlPersist=60"]
+    argv += ["-o", "ServerAliveCountMax=2"]
+    argv += ["-o", "ControlMaster=auto", "-o", f"ControlPath={path}", "-o", "ControlPersist=60"]
     for option in computer.ssh_options:
         argv += ["-o", option]
     if computer.identity_file:
@@ -44,10 +131,10 @@ def ssh_options(computer: Computer, user: bool = True) -> list[str]:
     return argv
 
 
-def ssh_argv(computer: Computer, remote: Sequence[str]) -> list[str]:
+def ssh_argv(computer: Computer, remote: Sequence[str], connection: int = 0) -> list[str]:
     """`ssh … HOST -- 'arg' 'arg' …`: `remote` runs there as exactly these arguments."""
     port = ["-p", str(computer.port)] if computer.port else []
-    return [*ssh_options(computer), *port, "--", computer.host, shlex.join(remote)]
+    return [*ssh_options(computer, connection=connection), *port, "--", computer.host, shlex.join(remote)]
 
 
 def run(
@@ -55,15 +142,16 @@ def run(
 ) -> subprocess.CompletedProcess[str]:
     """Run `remote` there; its output. Raises RemoteError on failure (ssh's own failures are status 255)."""
     try:
-        done = subprocess.run(
-            ssh_argv(computer, remote),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="surrogateescape",
-            timeout=timeout,
-            check=False,
-        )
+        with connections(computer).short() as connection:
+            done = subprocess.run(
+                ssh_argv(computer, remote, connection),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="surrogateescape",
+                timeout=timeout,
+                check=False,
+            )
     except subprocess.TimeoutExpired:
         raise RemoteError(f"{computer.name}: {remote[0]} did not answer within {timeout:g}s") from None
     except OSError as error:
@@ -88,10 +176,10 @@ def git_url(computer: Computer) -> str:
     return f"ssh://{user}{computer.host}{port}{computer.project}"
 
 
-def git_ssh_command(computer: Computer) -> str:
+def git_ssh_command(computer: Computer, connection: int = 0) -> str:
     """`core.sshCommand` for git: a shell string, so quoted word by word (git adds `-p PORT` and the host,
     and the user from the URL)."""
-    return shlex.join(ssh_options(computer, user=False))
+    return shlex.join(ssh_options(computer, user=False, connection=connection))
 
 
 class RemoteError(TmuxError):
@@ -116,12 +204,29 @@ class RemoteTmux(Tmux):
     def __init__(self, computer: Computer, socket: str, timeout: float = 10.0) -> None:
         super().__init__(socket, timeout)
         self.computer = computer
+        self.down_since: float | None = None  # monotonic: when ssh there last failed (None: it answers)
 
     def _call(self, args: Sequence[str]) -> tuple[int, list[str], list[str]]:
-        done = run(self.computer, [*self._tmux(), *args], self.timeout, check=False)
+        try:
+            done = run(self.computer, [*self._tmux(), *args], self.timeout, check=False)
+        except RemoteError:  # no answer within the timeout: a silent network counts as down
+            self._down()
+            raise
         if done.returncode == 255:
+            self._down()
             return 255, [], [f"ssh to {self.computer.name} failed: {_why(done)}"]
+        self.down_since = None
         return done.returncode, _lines(done.stdout), _lines(done.stderr)
+
+    def views(self) -> dict[str, PaneView]:
+        found = super().views()
+        if self.down_since is not None:  # not "no server": ssh's own failure can read like tmux's
+            raise Unreachable(f"{self.computer.name}: ssh to {self.computer.host} failed")
+        return found
+
+    def _down(self) -> None:
+        if self.down_since is None:
+            self.down_since = time.monotonic()
 
     def _tmux(self) -> list[str]:
         """tmux there: -u as ssh gives it no locale (else it prints a tab as `_`); a pane gets the PATH of the
@@ -130,12 +235,15 @@ class RemoteTmux(Tmux):
         return [*path, "tmux", "-u", "-L", self.socket]
 
     def wait_for(self, channel: str) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            ssh_argv(self.computer, [*self._tmux(), "wait-for", channel]),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        def start(connection: int) -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
+                ssh_argv(self.computer, [*self._tmux(), "wait-for", channel], connection),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+
+        return connections(self.computer).long(start)
 
     def signal(self, channel: str) -> None:
         self.cmd("wait-for", "-S", channel, check=False)
@@ -160,6 +268,7 @@ class Fleet(Tmux):
         super().__init__(socket, timeout)
         self.remotes = {name: RemoteTmux(computer, socket, timeout) for name, computer in remotes.items()}
         self.in_use = in_use
+        self._tried: dict[str, float] = {}  # computer -> when its panes were last asked for (monotonic)
 
     def on(self, computer: str) -> Tmux:
         return self.remotes.get(computer, self)
@@ -196,13 +305,27 @@ class Fleet(Tmux):
         return tmux.await_output(bare, mark, timeout, poll)
 
     def views(self) -> dict[str, PaneView]:
+        """Every pane here and on the computers in use; a computer ssh cannot reach is left out (its panes
+        are not gone: `unreachable` names it) and tried again `DOWN_LOOK` seconds after its last try."""
         views = super().views()
         for name in sorted(self.in_use() & set(self.remotes)):
             remote = self.remotes[name]
-            for view in remote.views().values():
+            if remote.down_since is not None and time.monotonic() - self._tried.get(name, 0.0) < DOWN_LOOK:
+                continue
+            self._tried[name] = time.monotonic()
+            try:
+                found = remote.views()
+            except TmuxError:
+                if remote.down_since is None:
+                    raise  # ssh got through: tmux itself failed there
+                continue
+            for view in found.values():
                 pane_id = qualify(remote, view.pane_id)
                 views[pane_id] = replace(view, pane_id=pane_id)
         return views
+
+    def unreachable(self) -> frozenset[str]:
+        return frozenset(name for name, remote in self.remotes.items() if remote.down_since is not None)
 
     def glance(self, pane_id: str) -> tuple[PaneView | None, list[str]]:
         tmux, bare = self._route(pane_id)
@@ -254,13 +377,23 @@ def _why(done: subprocess.CompletedProcess[str]) -> str:
     return " ".join(done.stderr.split()) or f"exit status {done.returncode}"
 
 
-def close(computer: Computer) -> None:
-    """End the shared connection to `computer` (else its control master lingers for ControlPersist)."""
+def close(computer: Computer, connection: int | None = None) -> None:
+    """End the shared connection `connection` to `computer` (every one without: else a control master
+    lingers for ControlPersist)."""
     port = ["-p", str(computer.port)] if computer.port else []
-    subprocess.run(
-        [*ssh_options(computer), *port, "-O", "exit", "--", computer.host],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=10,
-        check=False,
-    )
+    numbers = [connection] if connection is not None else range(_opened(computer))
+    for number in numbers:
+        subprocess.run(
+            [*ssh_options(computer, connection=number), *port, "-O", "exit", "--", computer.host],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+
+
+def _opened(computer: Computer) -> int:
+    key = (computer.name, computer.host, computer.port, computer.user)
+    with _CONNECTIONS_LOCK:
+        found = _CONNECTIONS.get(key)
+    return found.count() if found else 1

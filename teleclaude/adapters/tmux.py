@@ -99,6 +99,10 @@ class Tmux:
         """The tmux server of `computer`: this one (adapters.ssh.Fleet also answers for other computers)."""
         return self
 
+    def unreachable(self) -> frozenset[str]:
+        """The computers whose tmux cannot be reached now (adapters.ssh.Fleet): none for this one."""
+        return frozenset()
+
     # --- the one command path ------------------------------------------------------------------------------
 
     def cmd(self, *args: str, check: bool = True) -> list[str]:

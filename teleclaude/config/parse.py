@@ -495,6 +495,7 @@ _COMPUTER_KEYS = (
     "path",
     "ssh_options",
     "lanes",
+    "max_sessions",
 )
 # what reaches ssh's command line must not look like an option (`-oProxyCommand=...`) or hold a space
 _SSH_WORD = re.compile(r"[A-Za-z0-9_.@%+\[\]:][A-Za-z0-9_.@%+\[\]:-]*")
@@ -526,6 +527,11 @@ def _computer(path: str, name: str, table: Any) -> Computer:
     lanes = table.get("lanes", 0)
     if isinstance(lanes, bool) or not isinstance(lanes, int) or lanes < 0:
         raise ConfigError(path, f"{where}.lanes", f"must be a whole number of at least 0, not {lanes!r}")
+    sessions = table.get("max_sessions", 10)
+    if isinstance(sessions, bool) or not isinstance(sessions, int) or sessions < 1:
+        raise ConfigError(
+            path, f"{where}.max_sessions", f"must be sshd's MaxSessions there (at least 1), not {sessions!r}"
+        )
     project = _string(path, f"{where}.project", table["project"])
     if not project.startswith("/"):
         raise ConfigError(path, f"{where}.project", "must be an absolute path on that computer")
@@ -554,6 +560,7 @@ def _computer(path: str, name: str, table: Any) -> Computer:
         path=_string(path, f"{where}.path", table["path"]) if "path" in table else None,
         ssh_options=options,
         lanes=lanes,
+        max_sessions=sessions,
     )
 
 

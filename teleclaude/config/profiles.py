@@ -38,6 +38,7 @@ class Computer:
     path: str | None = None  # PATH for the workers there; else the login's default
     ssh_options: tuple[str, ...] = ()  # extra `-o KEY=VALUE` options, e.g. UserKnownHostsFile=...
     lanes: int = 0  # how many items of `teleclaude run` may have their worktree steps done there at once
+    max_sessions: int = 10  # sshd's MaxSessions there: channels one ssh connection may carry (more connect)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, tzinfo
+from functools import lru_cache
 from pathlib import Path
 from subprocess import Popen
 
@@ -18,7 +19,7 @@ from teleclaude.adapters import sandbox
 from teleclaude.adapters.fs import read_tail
 from teleclaude.adapters.store import StoreError, marking_unavailable
 from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION, USAGE_OPTION, TmuxError
-from teleclaude.agents.profile import UsageSource, UsageWindow
+from teleclaude.agents.profile import Blocker, UsageSource, UsageWindow
 from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core.tool_lines import tool_lines
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
@@ -145,7 +146,13 @@ class Observer:
         if not live:
             return sessions
         views = self.panes.views()
-        fresh = {s.id: self._observe_safely(s, views.get(s.pane_id)) for s in live}
+        down = self.context.tmux.unreachable()  # after the views: they find out
+        fresh = {
+            s.id: self._unreachable(s)
+            if s.computer in down
+            else self._observe_safely(s, views.get(s.pane_id))
+            for s in live
+        }
         watched = {s.pane_id for s in fresh.values() if not s.state.is_final}
         for pane_id in [p for p in self._read if p not in watched]:
             del self._read[pane_id]
@@ -401,8 +408,9 @@ class Observer:
             over = all(s.state.is_final for s in sessions)
             if over or time.monotonic() >= deadline:
                 return Waited((), tuple(sessions), bool(ids) and not over)
-            self._stop_waiters([s.id for s in sessions if s.state.is_final])
-            watched = [s.id for s in sessions if not s.state.is_final]
+            down = tmux.unreachable()  # their wait-for clients could not connect: the sleep is the poll
+            self._stop_waiters([s.id for s in sessions if s.state.is_final or s.computer in down])
+            watched = [s.id for s in sessions if not s.state.is_final and s.computer not in down]
             woken = _sleep_until_signal(
                 [self._waiter(i, tmux) for i in watched], min(poll, deadline - time.monotonic())
             )
@@ -439,6 +447,23 @@ class Observer:
                 waiter.wait()
 
     # --- one look at one session ---------------------------------------------------------------------------
+
+    def _unreachable(self, session: Session) -> Session:
+        """A session whose computer ssh cannot reach: not gone (its worker may work on, its hooks mark its
+        pane), only unread; marked so until its computer answers and a look reads its pane again."""
+        if session.activity is Activity.UNREACHABLE or not session.pane_id:
+            return session
+        log.warning(
+            "session %s: %s cannot be reached; its pane is read again once it can",
+            session.id,
+            session.computer,
+        )
+        marked = replace(session, activity=Activity.UNREACHABLE)
+        return (
+            self.context.store.save(marked, expect=session.state)
+            or self.context.store.get(session.id)
+            or session
+        )
 
     def _observe_safely(self, session: Session, view: PaneView | None) -> Session:
         """A pane can vanish between listing and reading it (a finished cycle ended it): look next time."""
@@ -494,12 +519,12 @@ class Observer:
         blocked = self._blocked(scanned, [*rows, partial], screen, now, expect=session.state)
         if blocked is not None:
             return blocked
-        if profile and tool_shown(screen, profile.tool_running):
+        if profile and _tool_shown(tuple(screen), profile.tool_running):
             scanned = replace(scanned, tool_seen_at=now)  # the API wait after it is counted from here
         waited = self._api_wait_in(scanned, screen, now)
         if waited is not None:
             return self._record_limit(scanned, waited, waited.line, session.state)
-        prompt = waiting_for_input(screen, profile.prompt, profile.busy) if profile else False
+        prompt = _waiting_for_input(tuple(screen), profile.prompt, profile.busy) if profile else False
         watched, ended = observe_idle(scanned, screen, prompt, now, context.config.idle_threshold)
         retry = profile.retry if profile else ""
         activity = activity_of(watched, screen, now, context.config.idle_threshold, retry)
@@ -613,7 +638,7 @@ class Observer:
             why = refusal_text(session.agent, refusal)
             log.info("session %s: %s", session.id, why)
             return self.context.change(session, Change.ERRORED, why, expect=expect, error=why)
-        blocker = find_blocker(session.agent, screen)
+        blocker = _blocker(session.agent, tuple(screen))
         if blocker is None:
             return None
         text = blocked_text(session.agent, blocker, session.workdir, screen)
@@ -716,6 +741,26 @@ class _Read:
     scan_cursor: str
     partial: str
     screen: tuple[str, ...]
+
+
+# A busy worker's screen is mostly the one the last look saw (`_look` reuses it without a capture): what is
+# read off a screen alone is kept for the screens last seen, so thirty quiet panes cost a lookup each a look.
+_SCREENS = 256
+
+
+@lru_cache(maxsize=_SCREENS)
+def _blocker(agent: str, screen: tuple[str, ...]) -> Blocker | None:
+    return find_blocker(agent, screen)
+
+
+@lru_cache(maxsize=_SCREENS)
+def _tool_shown(screen: tuple[str, ...], tool_running: str) -> bool:
+    return tool_shown(list(screen), tool_running)
+
+
+@lru_cache(maxsize=_SCREENS)
+def _waiting_for_input(screen: tuple[str, ...], prompt: str, busy: str) -> bool:
+    return waiting_for_input(list(screen), prompt, busy)
 
 
 def local_zone(now: datetime) -> tzinfo:

@@ -166,8 +166,10 @@ class Lanes(Serial):
         return None
 
     def _computer_for(self, lane: Lane, action: Dispatch) -> str:
-        """The lane's computer for a step in the item's worktree by an agent installed there; else here."""
-        agents = {name: computer.agents for name, computer in self.runtime.config.remotes.items()}
+        """The lane's computer for a step in the item's worktree by an agent installed there, while ssh
+        reaches it; else here."""
+        down = self.runtime.tmux.unreachable()
+        agents = {n: computer.agents for n, computer in self.runtime.config.remotes.items() if n not in down}
         return rules.computer_for(lane.computer, agents, action, item_slug(action.subfolder))
 
     def _park(self, lane: Lane, stop: Stop) -> Stop | None:

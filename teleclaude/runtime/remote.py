@@ -158,7 +158,8 @@ def _said(computer: str, error: ssh.RemoteError | subprocess.CalledProcessError)
 
 def _git(computer: Computer, cwd: Path, *args: str) -> None:
     try:
-        gitx.run_git(["-c", f"core.sshCommand={ssh.git_ssh_command(computer)}", *args], cwd)
+        with ssh.connections(computer).short() as connection:
+            gitx.run_git(["-c", f"core.sshCommand={ssh.git_ssh_command(computer, connection)}", *args], cwd)
     except subprocess.CalledProcessError as error:
         why = " ".join(error.stderr.decode(errors="replace").split())
         raise TravelError(f"git {args[0]} with {computer.name} failed: {why}") from None

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -19,13 +20,23 @@ import pytest
 from teleclaude.adapters import fs, ssh
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.sessions_db import SessionStore
+from teleclaude.agents import NAMES
 from teleclaude.demo import stand_in as fake_agent
+from teleclaude.demo.workers import PLAN
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.runtime import orchestrator, remote
 from teleclaude.runtime.api import Runtime, open_runtime
-from teleclaude.runtime.core.sessions import Ended, EventKind, Session, SessionState, Started, StartRequest
+from teleclaude.runtime.core.sessions import (
+    Activity,
+    Ended,
+    EventKind,
+    Session,
+    SessionState,
+    Started,
+    StartRequest,
+)
 from teleclaude.runtime.orchestrator import Outcome
 
 from ..loopback_sshd import NAME, clone, computer, settle_settings, toml
@@ -411,3 +422,122 @@ def test_a_computer_that_cannot_be_reached_leaves_its_clone_as_it_is_and_the_fin
     warning = err.splitlines()
     assert len(warning) == 1 and NAME in warning[0] and "greeting" in warning[0], err
     assert (remote_project / "trees" / "greeting").is_dir()
+
+
+def gated_items(project: Path, slugs: list[str], gate: Path, lanes: int) -> None:
+    """`slugs` on the roadmap beside the project's; every agent's steps wait for the file `gate`; the ssh
+    computer takes `lanes` of the run's lanes."""
+    roadmap = project / "todos" / "roadmap.md"
+    for slug in slugs:
+        roadmap.write_text(roadmap.read_text() + f"- [ ] {slug} — {slug} variants.\n")
+        folder = project / "todos" / slug
+        folder.mkdir()
+        (folder / "requirements.md").write_text(f"# Requirements: {slug}\n\nDeliver {slug}.\n")
+        (folder / "implementation-plan.md").write_text(PLAN.format(slug=slug, module=slug.replace("-", "_")))
+    text = (
+        (project / "teleclaude.toml")
+        .read_text()
+        .replace(f"[computers.{NAME}]", f"[computers.{NAME}]\nlanes = {lanes}")
+    )
+    for agent in NAMES:
+        text += f'\n[runtime.agents.{agent}]\nenv = {{ FAKE_AGENT_GATE = "{gate}" }}\n'
+    settle_settings(project, text, f"{len(slugs)} more items; steps wait for a gate")
+
+
+def running_there(count: int, seconds: float = 120) -> list[Session]:
+    """Wait until `count` workers on the ssh computer work (their steps held by the gate)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        there = [
+            s for s in SessionStore().sessions() if s.computer == NAME and s.state is SessionState.RUNNING
+        ]
+        if len(there) >= count:
+            return there
+        time.sleep(0.1)
+    raise AssertionError(f"fewer than {count} workers got to work over there")
+
+
+def delivered(project: Path) -> list[str]:
+    return sorted(re.sub(r"^\d{3}-", "", p.name) for p in (project / "done").iterdir())
+
+
+def steps_twice(sessions: list[Session]) -> list[tuple[str, str]]:
+    """Steps given to more than one worker (a duplicate dispatch)."""
+    counted = Counter((s.command, s.slug) for s in sessions)
+    return [step for step, count in counted.items() if count > 1]
+
+
+def run_in_background(project: Path, parallel: int, lines: list[str]):
+    pool = ThreadPoolExecutor(1)
+    future = pool.submit(
+        orchestrator.run,
+        project,
+        None,
+        False,
+        200,
+        open_runtime(project),
+        lines.append,
+        lambda p: None,
+        parallel=parallel,
+    )
+    pool.shutdown(wait=False)
+    return future
+
+
+def test_twelve_lanes_on_one_computer_with_max_sessions_ten_all_start_and_deliver(
+    project, remote_project, sshd, fake_agents, tmp_path
+):
+    slugs = [f"item-{n:02d}" for n in range(10)]
+    gate = tmp_path / "gate"
+    gated_items(project, slugs, gate, lanes=12)
+    lines: list[str] = []
+    future = run_in_background(project, 12, lines)
+    try:
+        # twelve workers there at once: a `tmux wait-for` channel each, more than one connection carries
+        assert len(running_there(12)) == 12
+    finally:
+        gate.touch()
+        report = future.result(timeout=600)
+    assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
+    assert delivered(project) == sorted([*slugs, "farewell", "greeting", "shouting"])
+    sessions = SessionStore().sessions()
+    assert steps_twice(sessions) == []
+    assert len({s.slug for s in sessions if s.computer == NAME}) == 13  # every item built there
+    log = "".join(sshd.server.log)
+    assert "no more sessions" not in log  # no channel was refused (ssh would fall back to a handshake each)
+    assert log.count("Accepted publickey") >= 2  # the channels were spread over more than one connection
+
+
+def test_a_computer_that_drops_mid_run_and_returns_delivers_every_item_once_and_loses_no_commit(
+    project, remote_project, sshd, fake_agents, tmp_path
+):
+    gate = tmp_path / "gate"
+    gated_items(project, [], gate, lanes=3)
+    lines: list[str] = []
+    future = run_in_background(project, 3, lines)
+    try:
+        held = running_there(2)  # greeting and shouting (farewell waits for greeting)
+        sshd.server.kill()  # sshd and every connection it served: the computer drops
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the run marks its workers there unreachable
+            marked = [SessionStore().get(s.id) for s in held]
+            if all(s is not None and s.activity is Activity.UNREACHABLE for s in marked):
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the workers of the computer that dropped were never marked unreachable")
+        assert all(s is not None and s.state is SessionState.RUNNING for s in marked)  # not given up
+        assert sshd.server.start()  # the computer is back: its workers worked on meanwhile
+    finally:
+        gate.touch()
+        report = future.result(timeout=600)
+    assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
+    assert delivered(project) == ["farewell", "greeting", "shouting"]
+    sessions = SessionStore().sessions()
+    assert steps_twice(sessions) == []  # none twice
+    assert {s.slug for s in sessions if s.computer == NAME and s.command == "next-build"} >= {
+        "greeting",
+        "shouting",
+    }
+    authors = git(project, "log", "--format=%an", "main").splitlines()
+    assert authors.count("remote worker") >= 2  # the builds made there while it was away reached main

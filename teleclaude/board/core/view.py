@@ -229,6 +229,7 @@ _BY_ACTIVITY = {
     Activity.TOOL: "working",
     Activity.WORKING: "working",
     Activity.QUIET: "quiet",
+    Activity.UNREACHABLE: "unreachable",
 }
 
 

@@ -68,6 +68,7 @@ class Activity(Enum):
     TOOL = "tool"
     WAITING_API = "waiting_api"  # the CLI counts down to retrying a failed API call
     QUIET = "quiet"
+    UNREACHABLE = "unreachable"  # ssh cannot reach its computer: its pane is not read until it answers
 
 
 @dataclass(frozen=True)
