@@ -11,6 +11,7 @@ from teleclaude.agents.formats import basic_string, split_front_matter
 from teleclaude.agents.profile import (
     AgentProfile,
     Blocker,
+    Capability,
     Hooks,
     Install,
     Kind,
@@ -317,4 +318,8 @@ PROFILE = AgentProfile(
     # a dialog can replace its prompt ~0.8 s after it shows
     prompt_stable=1.0,
     settle=0.1,
+    lacks={
+        Capability.RESUME: "its `codex resume ID` was not driven yet: a worker of a step it left is started "
+        "fresh",
+    },
 )
