@@ -343,6 +343,28 @@ def test_the_tokens_it_recorded_are_the_sum_its_provider_reported(
     assert len(model_server.turns()) >= 3
 
 
+def written(runtime, session_id: str, seconds: float = 60.0) -> None:
+    """Waits until the CLI's record of the conversation holds the first tool's result: a CLI writes its record
+    a moment after the request that carries it (claude batches its writes), and a kill before that loses the
+    call (its resume then drops the call it has no result of)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        session = runtime.store.get(session_id)
+        record = Path(session.transcript) if session and session.transcript else None
+        if (
+            record
+            and record.is_file()
+            and "Write the first notes" in record.read_text(errors="replace")
+            and (
+                "tool_result" in record.read_text(errors="replace")
+                or "function_call_output" in record.read_text(errors="replace")
+            )
+        ):
+            return
+        time.sleep(0.1)
+    pytest.fail("the CLI's record of the conversation never held the first tool's result")
+
+
 def killed_mid_build_turn(runtime, project, model_server, agent: str):
     """A build worker whose CLI is killed (SIGKILL) after its first tool call, while its model's next answer
     is held: its session is through with the CLI's exit. The worker's session, as stored then."""
@@ -354,6 +376,7 @@ def killed_mid_build_turn(runtime, project, model_server, agent: str):
     first = runtime.start(Dispatch(Step.BUILD, "greeting", str(project), agent, "med"))
     assert isinstance(first, Started), first
     model_server.wait_for(lambda r: r.turn and tool_result_sent(r.body or {}), timeout=120)
+    written(runtime, first.session.id)
     pane_pid = first.session.pane_pid
     for child in Path(f"/proc/{pane_pid}/task/{pane_pid}/children").read_text().split():
         os.kill(int(child), signal.SIGKILL)
