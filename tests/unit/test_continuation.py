@@ -119,7 +119,10 @@ def test_the_note_is_bounded_whatever_the_facts():
     )
     text = note(facts, limit=300)
     assert len(text) <= 300 and untypable(text) is None
-    assert "+46 more" in note(facts)
+    short = Facts(
+        "claude", "abcd1234", "its CLI exited", commits=tuple(f"{n:07x} Task {n}" for n in range(9))
+    )
+    assert "(+5 more)" in note(short)
 
 
 def test_a_note_with_nothing_done_says_so():

@@ -15,7 +15,7 @@ from teleclaude.planner.core.markdown import task_items
 from teleclaude.planner.core.terminal import printable
 
 LIMIT = 420  # characters of the whole note (a start's args are at most 500, the slug before it)
-PIECE = 120  # characters of one commit, box, status or tool use before it is cut
+PIECE = 80  # characters of one commit, box, status or tool use before it is cut
 SHOWN = 4  # commits, boxes and tool uses named at most (the newest); the rest counted
 
 
@@ -41,15 +41,14 @@ def ticked_since(before: str, now: str) -> tuple[str, ...]:
 def note(facts: Facts, limit: int = LIMIT) -> str:
     """The note, one line of at most `limit` characters, with no character that may not be typed."""
     parts = [f"(handed over from {_clean(facts.agent)} tc-{_clean(facts.session)}: {facts.why}"]
-    for title, items, newest_first in (
-        ("commits since the step began", facts.commits, True),
-        ("boxes ticked", facts.ticked, False),
-        ("its last tools", facts.tools, False),
-    ):
-        if items:
-            parts.append(f"{title}: {_listed(items, newest_first)}")
+    if facts.commits:
+        parts.append(f"commits since the step began: {_listed(facts.commits, newest_first=True)}")
+    if facts.ticked:
+        parts.append(f"boxes ticked: {_listed(facts.ticked, newest_first=False)}")
     if facts.status.strip():
         parts.append(f"its last status: {_cut(_clean(facts.status), PIECE)}")
+    if facts.tools:
+        parts.append(f"its last tools: {_listed(facts.tools, newest_first=False)}")
     if not (facts.commits or facts.ticked):
         parts.append("nothing committed or ticked since the step began")
     text = "; ".join(parts)
