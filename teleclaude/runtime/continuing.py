@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from teleclaude.planner.core import layout
 from teleclaude.runtime.context import Context
 from teleclaude.runtime.core import handover
 from teleclaude.runtime.core.continuation import How, decide, left_step, resume_line, step_began, stopped
-from teleclaude.runtime.core.sessions import Session, StartRequest
+from teleclaude.runtime.core.sessions import EventKind, Session, StartRequest
 
 log = logging.getLogger("teleclaude.runtime")
 
@@ -46,6 +47,7 @@ def continued(context: Context, request: StartRequest) -> StartRequest:
     decision = decide(
         previous, request.agent, resume.id_pattern if resume else None, recorded, live, here=local
     )
+    events = [event.kind for event in context.store.events([previous.id])]
     if decision.how is How.RESUME and profile is not None:
         command = profile.slash_command(request.command, request.args)
         log.info("%s %s: resuming %s's conversation", request.command, slug, previous.id)
@@ -53,12 +55,12 @@ def continued(context: Context, request: StartRequest) -> StartRequest:
             request,
             resumed_from=previous.id,
             conversation=previous.conversation,
-            told=resume_line(previous, command),
+            told=resume_line(previous, command, events),
         )
     if decision.how is How.HAND_OVER:
         began = step_began(sessions, previous)
         room = min(handover.LIMIT, ARGS_LIMIT - len(request.args) - 1)
-        text = handover.note(facts(context, previous, began, slug, request.subfolder), room)
+        text = handover.note(facts(context, previous, began, slug, request.subfolder, events), room)
         log.info("%s %s: handed over from %s (%s)", request.command, slug, previous.id, previous.agent)
         return replace(request, args=f"{request.args} {text}", handed_over_from=previous.id)
     if decision.why:
@@ -67,7 +69,12 @@ def continued(context: Context, request: StartRequest) -> StartRequest:
 
 
 def facts(
-    context: Context, previous: Session, began: Session, slug: str, subfolder: str | None
+    context: Context,
+    previous: Session,
+    began: Session,
+    slug: str,
+    subfolder: str | None,
+    events: Sequence[EventKind] = (),
 ) -> handover.Facts:
     """What the note says: read from the item's worktree, the plan there and the session store."""
     workdir = Path(previous.project) / subfolder if subfolder else Path(previous.project)
@@ -84,7 +91,7 @@ def facts(
     return handover.Facts(
         previous.agent,
         previous.id,
-        stopped(previous),
+        stopped(previous, events),
         commits=tuple(commits),
         ticked=handover.ticked_since(before, now) if now else (),
         status=previous.status_text,

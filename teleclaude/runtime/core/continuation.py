@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from teleclaude.runtime.core.sessions import Session, SessionState
+from teleclaude.runtime.core.sessions import EventKind, Session, SessionState
 
 
 class How(Enum):
@@ -103,20 +103,33 @@ def decide(
     return Continuation(How.RESUME, previous)
 
 
-def stopped(previous: Session) -> str:
-    """Why the previous worker stopped, in a few words."""
+def stopped(previous: Session, events: Sequence[EventKind] = ()) -> str:
+    """Why the previous worker stopped, in a few words: its last event that says so (the run ends a limited
+    worker's session afterwards), else its state."""
+    said = [kind for kind in events if kind in _WHY]
+    if said:
+        return _WHY[said[-1]]
     match previous.state:
         case SessionState.RATE_LIMITED:
-            return "its agent hit a usage limit"
+            return _WHY[EventKind.RATE_LIMITED]
         case SessionState.ERRORED:
-            return "its CLI exited or was killed mid-turn"
+            return _WHY[EventKind.ERRORED]
+        case SessionState.NEEDS_ATTENTION:
+            return _WHY[EventKind.NEEDS_ATTENTION]
         case SessionState.CANCELLED:
             return "it was ended before its step was done"
-        case SessionState.NEEDS_ATTENTION:
-            return "it stopped making progress"
-    return "its turn ended before its step was done"
+    return _WHY[EventKind.TURN_ENDED]
 
 
-def resume_line(previous: Session, role_command: str) -> str:
+_WHY = {
+    EventKind.RATE_LIMITED: "its agent hit a usage limit",
+    EventKind.EXITED: "its CLI exited or was killed mid-turn",
+    EventKind.ERRORED: "its CLI exited or was killed mid-turn",
+    EventKind.NEEDS_ATTENTION: "it stopped making progress",
+    EventKind.TURN_ENDED: "its turn ended before its step was done",
+}
+
+
+def resume_line(previous: Session, role_command: str, events: Sequence[EventKind] = ()) -> str:
     """The one line typed into a resumed worker: what happened, and to go on with its role command."""
-    return f"Your session was interrupted ({stopped(previous)}); go on with {role_command}"
+    return f"Your session was interrupted ({stopped(previous, events)}); go on with {role_command}"
