@@ -69,7 +69,9 @@ class Build:
             return Text("DONE: next-build greeting - 6 calls")
         self.calls += 1
         call = done + 1
-        command = f"printf 'call {call}\\n' >> todos/greeting/notes.md && git add -A && git commit -qm 'Call {call}'"
+        command = (
+            f"printf 'call {call}\\n' >> todos/greeting/notes.md && git add -A && git commit -qm 'C{call}'"
+        )
         return shell(command, f"Build call {call}")
 
 
@@ -151,6 +153,8 @@ def _until(runtime: Runtime, session_id: str, kind: EventKind) -> None:
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline:
         waited = runtime.wait_for_sessions([session_id], timeout=10)
+        if isinstance(waited, Error):
+            continue
         if any(event.kind is kind for event in waited.events):
             return
     raise SystemExit(f"no {kind.value} of {session_id}")

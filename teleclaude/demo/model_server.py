@@ -349,7 +349,7 @@ class ModelServer:
                 self._changed.wait(left)
 
     def tokens_sent(self, since: int = 0) -> int:
-        """The input tokens of every agent turn from the `since`-th request on, estimated as its `count_tokens`
+        """The input tokens of every agent turn from the `since`-th request on, estimated as `count_tokens`
         answers (a body's JSON characters / 4): what a provider would have billed the CLI's loop."""
         with self._changed:
             return sum(estimated_tokens(r.body) for r in self.requests[since:] if r.turn)
