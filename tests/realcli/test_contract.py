@@ -458,3 +458,32 @@ def test_a_resume_the_cli_refuses_is_a_fresh_start_logged(
     assert len([r for r in caplog.records if "failed, a fresh start" in r.message]) == 1, caplog.records
     assert [e.detail for e in turn_ended(runtime, again.session.id)] == ["stop hook"]
     assert "Build greeting" in git(project, "log", "--oneline", "-1")
+
+
+@drivers(Capability.RESUME)
+def test_after_a_limit_the_same_agent_resumes_its_conversation(agent, agent_runtime, project, model_server):
+    """The provider refuses the build's second request with the CLI's limit; `run` ends the limited worker
+    and, once the reset is waited out, gives the step to the same agent again: it resumes the conversation."""
+    codex_keeps_todays_clock(agent)
+    runtime = agent_runtime
+    model_server.add(
+        shell("printf 'first\\n' > todos/greeting/notes.md", "Write the first notes"),
+        SEEN[agent].limit.failure,
+    )
+    first = runtime.start(Dispatch(Step.BUILD, "greeting", str(project), agent, "med"))
+    assert isinstance(first, Started), first
+    events_until(runtime, first.session.id, EventKind.RATE_LIMITED, seconds=120)
+    runtime.end_session(first.session.id)  # as `run` ends a limited worker
+    before = len(model_server.turns())
+    model_server.add(
+        edit_and_commit("src/greeting.py", 'print("hello")', "Build greeting"),
+        Text("DONE: next-build greeting - 1 task built"),
+    )
+    again = runtime.start(Dispatch(Step.BUILD, "greeting", str(project), agent, "med"))
+    assert isinstance(again, Started), again
+    assert again.session.resumed_from == first.session.id
+    resumed = model_server.wait_for(lambda r: r.turn and r not in model_server.turns()[:before], timeout=120)
+    sent = resumed.text()
+    assert "printf 'first" in sent and "usage limit" in sent
+    assert [e.detail for e in turn_ended(runtime, again.session.id)] == ["stop hook"]
+    assert "Build greeting" in git(project, "log", "--oneline", "-1")
