@@ -462,7 +462,7 @@ def test_a_resume_the_cli_refuses_is_a_fresh_start_logged(
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known: the resumed CLI replays the limit's error on its screen, which the observer reads as a new "
+    reason="known: the resumed CLI replays the limit's error on its screen, read by the observer as a new "
     "limit (the resume itself and the build work: the earlier turns reach the model)",
 )
 @drivers(Capability.RESUME)
