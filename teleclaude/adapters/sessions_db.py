@@ -82,6 +82,9 @@ _SESSION_COLUMNS = {
     "parent_agent": str,
     "parent_pending": str,
     "parent_told": int,
+    "conversation": str,
+    "resumed_from": str,
+    "handed_over_from": str,
     "version": int,
 }
 # SessionState.ERRORED and NEEDS_ATTENTION, spelled out so the planner's read imports no session model.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from teleclaude.agents.profile import (
@@ -12,6 +13,7 @@ from teleclaude.agents.profile import (
     Hooks,
     Install,
     Kind,
+    Resume,
     SandboxNeeds,
     Setting,
     UsageReport,
@@ -98,6 +100,20 @@ def transcript_tokens(text: str) -> Tokens | None:
         messages[name] = (whole, read, count(usage.get("output_tokens")), None)
     return summed(messages.values(), model[:100])
 
+
+def resume_argv(binary: str, flags: Sequence[str], conversation: str) -> list[str]:
+    return [binary, *flags, "--resume", conversation]
+
+
+# its conversation id is the `session_id` of its hooks' input (a UUID), its transcript
+# ~/.claude/projects/<cwd, / and . as ->/<id>.jsonl (`transcript_path`); `--resume ID` goes on in that file
+# (not a copy: that is --fork-session). An id it does not know: "No conversation found with session ID: …"
+# and it exits
+RESUME = Resume(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+    resume_argv,
+    (r"No conversation found", r"(?i)already in use", r"Resume Session"),
+)
 
 PROFILE = AgentProfile(
     "claude",
@@ -210,6 +226,7 @@ PROFILE = AgentProfile(
         (".claude",), (".claude.json", ".claude.json.backup"), {"CLAUDE_CODE_BUBBLEWRAP": "1"}
     ),
     colour="#d97757",
+    resume=RESUME,
     # no dialog follows its prompt once the folder is trusted (`teleclaude init`)
     prompt_stable=0.3,
     settle=0.1,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from teleclaude.agents.formats import basic_string, split_front_matter
@@ -14,6 +14,7 @@ from teleclaude.agents.profile import (
     Hooks,
     Install,
     Kind,
+    Resume,
     SandboxNeeds,
     TurnError,
     UsageReport,
@@ -201,6 +202,19 @@ def rollout_tokens(text: str) -> Tokens | None:
     )
 
 
+def resume_argv(binary: str, flags: Sequence[str], conversation: str) -> list[str]:
+    return [binary, "resume", *flags, conversation]
+
+
+# its conversation is a thread (a UUID: its hooks' `session_id`, the tail of its rollout file's name, which
+# its UserPromptSubmit hook names); `codex resume ID` takes every flag of a start. An id it has no rollout of:
+# "No saved session found with ID …" and it exits; without an id it would open its picker
+RESUME = Resume(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+    resume_argv,
+    (r"(?i)no saved session found", r"(?i)no conversation found", r"(?i)resume a previous session"),
+)
+
 PROFILE = AgentProfile(
     "codex",
     ("codex",),
@@ -317,4 +331,5 @@ PROFILE = AgentProfile(
     # a dialog can replace its prompt ~0.8 s after it shows
     prompt_stable=1.0,
     settle=0.1,
+    resume=RESUME,
 )

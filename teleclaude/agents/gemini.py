@@ -156,5 +156,6 @@ PROFILE = AgentProfile(
         Capability.LIMIT_BY_HOOK: "none of its hooks reports a turn its API refused (AfterAgent runs for a "
         "turn that ended, BeforeTool before a tool), and it keeps no typed error teleclaude reads: its "
         "limits are read from its screen (its quota dialog) and by the api_wait rule",
+        Capability.RESUME: "its `--resume` was not driven yet: a worker of a step it left is started fresh",
     },
 )

@@ -225,5 +225,8 @@ PROFILE = AgentProfile(
         lacking="opencode 1.18 keeps each message's tokens and cost in its own database, which teleclaude "
         "does not read yet, and its stop event (session.idle) names no record: shown as unknown"
     ),
-    lacks={Capability.TOKENS: "its tokens are not read yet (its own database): shown as unknown"},
+    lacks={
+        Capability.TOKENS: "its tokens are not read yet (its own database): shown as unknown",
+        Capability.RESUME: "its `--session` was not driven yet: a worker of a step it left is started fresh",
+    },
 )

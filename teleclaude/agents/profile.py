@@ -8,6 +8,7 @@ ask for permission in a detached tmux pane is a stalled worker. A user overrides
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -35,6 +36,7 @@ class Capability(Enum):
     REFUSED_STOP = "its stop hook's refusal reaches the model, which goes on"
     OVER_SSH = "a worker on another computer over ssh, its turn ended by its hook there"
     TOKENS = "the tokens it used, read from its own record, equal what its provider reported"
+    RESUME = "a worker killed mid-turn is resumed in its own conversation by the next one"
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,20 @@ class Setting:
     value: object
     in_list: bool = False  # one item of the list at `keys`
     default: object = None  # what the CLI writes there by itself when nobody chose (None: nothing)
+
+
+@dataclass(frozen=True)
+class Resume:
+    """How the CLI takes up a conversation of its own again (runtime/core/continuation.py decides when).
+
+    `id_pattern` is the form of the CLI's conversation id (anything else is never put on its command line);
+    `argv(binary, flags, conversation)` is the command line that resumes it (`flags`: the args, trust
+    flags and mode, as for a fresh start); `refused` are the CLI's answers that it could not (a missing or
+    busy conversation, a picker opened instead): the worker is then started fresh."""
+
+    id_pattern: str
+    argv: Callable[[str, Sequence[str], str], list[str]]
+    refused: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -277,6 +293,8 @@ class AgentProfile:
     # one dropped anyway is pressed again)
     prompt_stable: float = 1.0
     settle: float = 0.3
+    # how it resumes one of its conversations (None: it cannot; `lacks` says why)
+    resume: Resume | None = None
     # what of the contract its CLI cannot do, and why (none: it does all of it)
     lacks: Mapping[Capability, str] = field(default_factory=dict)
     sandbox: SandboxNeeds = SandboxNeeds()  # the paths its CLI writes outside the worktree
@@ -284,6 +302,16 @@ class AgentProfile:
     def argv(self, binary: str, thinking_mode: str, trust: Sequence[str] = ()) -> list[str]:
         """`trust`: the flags that trust the worker's folders (`trust_flags`)."""
         return [binary, *self.args, *trust, *self.modes.get(thinking_mode, ())]
+
+    def resume_argv(
+        self, binary: str, thinking_mode: str, conversation: str, trust: Sequence[str] = ()
+    ) -> list[str] | None:
+        """The command line that resumes `conversation`; None when the CLI cannot, or the id is not in its
+        form (it is never put on a command line then)."""
+        resume = self.resume
+        if resume is None or not re.fullmatch(resume.id_pattern, conversation):
+            return None
+        return resume.argv(binary, [*self.args, *trust, *self.modes.get(thinking_mode, ())], conversation)
 
     def command_name(self, command: str) -> str:
         """The name the CLI knows the role command by (the user's `command_prefix` before it)."""

@@ -169,7 +169,7 @@ class BoardApp(App[None]):
                     (
                         w.id,
                         w.slug,
-                        w.step,
+                        f"{w.step} ({w.began})" if w.began else w.step,
                         w.where,
                         Text(w.activity, style=_STATE_STYLE.get(w.activity, "")),
                         f"{w.status} ({w.status_age})" if w.status else "",

@@ -121,6 +121,8 @@ def _run_report(args: argparse.Namespace) -> int:
             + "".join(f" [{mark.kind.value}]" for mark in bar.marks)
             + (f" (started ahead, waited {format_duration(bar.ahead)})" if bar.ahead >= 1 else "")
             + f" ({Total().plus(bar.tokens, bar.agent, data.prices).text()})"
+            + (f" (resumed from tc-{bar.resumed_from})" if bar.resumed_from else "")
+            + (f" (handed over from tc-{bar.handed_over_from})" if bar.handed_over_from else "")
             for bar in row.bars
         )
         lines.append(f"  {row.slug or '(bugs)'}: {steps}")
@@ -137,6 +139,11 @@ def _run_report(args: argparse.Namespace) -> int:
         lines.append(f"  {slug or '(bugs)'}: {spent.text()}{fixed}")
     lines.append("cost per agent: " + "; ".join(f"{a} {t.text()}" for a, t in data.spend("agent")))
     lines.append("cost per step: " + "; ".join(f"{a} {t.text()}" for a, t in data.spend("step")))
+    starts = data.starts()
+    lines.append(
+        f"workers: {starts['fresh']} fresh starts, {starts['resumed']} resumed, "
+        f"{starts['handed_over']} handed over"
+    )
     write("\n".join(map(printable, lines)))  # slugs, agents, steps and outcomes come from the database
     return 0
 

@@ -188,6 +188,11 @@ class Recorded:
         return ""
 
 
+def estimated_tokens(body: object) -> int:
+    """A request's input tokens as this server counts them (`count_tokens`): its JSON's characters / 4."""
+    return max(1, len(json.dumps(body)) // 4)
+
+
 def body_text(body: object) -> str:
     """Every string in a request body, joined (what a `then` model searches for the command it was given)."""
     return "\n".join(_strings(body))
@@ -342,6 +347,12 @@ class ModelServer:
                     seen = "\n".join(f"  {r.method} {r.path} [{r.answer}]" for r in self.requests)
                     raise TimeoutError(f"no matching request after {timeout:g}s; received:\n{seen}")
                 self._changed.wait(left)
+
+    def tokens_sent(self, since: int = 0) -> int:
+        """The input tokens of every agent turn from the `since`-th request on, estimated as `count_tokens`
+        answers (a body's JSON characters / 4): what a provider would have billed the CLI's loop."""
+        with self._changed:
+            return sum(estimated_tokens(r.body) for r in self.requests[since:] if r.turn)
 
     def wait_for_turn(self, contains: str, timeout: float = 30.0) -> Recorded:
         return self.wait_for(lambda r: r.turn and contains in r.text(), timeout)
@@ -541,7 +552,7 @@ class Anthropic(Dialect):
 
     def answer(self, server: ModelServer, path: str, body: dict) -> Reply:
         if path.endswith("/count_tokens"):
-            return Reply("count", False, body={"input_tokens": max(1, len(json.dumps(body)) // 4)})
+            return Reply("count", False, body={"input_tokens": estimated_tokens(body)})
         stream = bool(body.get("stream"))
         if self.offered_tools(body):
             return self.play(server, body, stream)

@@ -26,7 +26,8 @@ from teleclaude.agents.tokens import Tokens
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, guard
 from teleclaude.planner.core.model import Dispatch, UsageWindow
-from teleclaude.runtime import remote
+from teleclaude.planner.core.terminal import printable
+from teleclaude.runtime import continuing, remote
 from teleclaude.runtime import supervisor as supervisors
 from teleclaude.runtime.context import Context
 from teleclaude.runtime.core.marks import same_key
@@ -84,8 +85,23 @@ class Runtime:
     # --- starting ------------------------------------------------------------------------------------------
 
     def start(self, dispatch: Dispatch, args: str | None = None, computer: str = "local") -> Started | Error:
-        """Start the worker a `Dispatch` of the planner names (`args`: instead of the bare slug)."""
-        return self.run_agent_command(_request(dispatch, args, computer))
+        """Start the worker a `Dispatch` of the planner names (`args`: instead of the bare slug). A step its
+        item's last worker left is taken up (continuing.py): its conversation resumed by the same agent, or
+        handed over to another with a continuation note; a resume the CLI refuses starts fresh."""
+        request = _request(dispatch, args, computer)
+        continued = continuing.continued(self.context, request) if args is None else request
+        started = self.run_agent_command(continued)
+        if isinstance(started, Error) and continued.resumed_from:
+            reason = started.message.splitlines()[0] if started.message else started.code.value
+            log.warning(
+                "%s %s: resuming %s's conversation failed, a fresh start: %s",
+                request.command,
+                dispatch.slug,
+                continued.resumed_from,
+                printable(reason),
+            )
+            started = self.run_agent_command(request)
+        return started
 
     def warm(self, dispatch: Dispatch) -> Warm | Error:
         """The worker of a step `next_work` will likely name, started to its prompt on this machine and not

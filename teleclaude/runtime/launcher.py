@@ -28,6 +28,7 @@ from teleclaude.config.profiles import Computer, SandboxMode
 from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Step
+from teleclaude.planner.core.terminal import printable
 from teleclaude.runtime.context import Context, bad_argument, refused_text, unknown_session
 from teleclaude.runtime.core.blockers import (
     blocked_text,
@@ -98,7 +99,7 @@ class Launcher:
         # of it, and the next run restarts the step at once (`starter_gone`)
         with fs.holding(start_lock(self.context.store.path, session.id)):
             opened = self._hold_and_open(session, profile, binary, remote, workdir, request.thinking_mode)
-            return opened if isinstance(opened, Error) else self._deliver(opened, profile)
+            return opened if isinstance(opened, Error) else self._deliver(opened, profile, told=request.told)
 
     def warm(self, request: StartRequest) -> Warm | Error:
         """A worker started before its step is known (`teleclaude run` starts the agent most likely to take
@@ -180,6 +181,9 @@ class Launcher:
             run_id=self.context.run_id,
             parent=request.parent if config.parent_digests else "",
             parent_agent=request.parent_agent,
+            conversation=request.conversation if request.resumed_from else "",
+            resumed_from=request.resumed_from,
+            handed_over_from=request.handed_over_from,
         )
         if remote and item_slug(subfolder) is None:
             return _not_an_item_worktree(remote, subfolder)
@@ -224,7 +228,10 @@ class Launcher:
             folder = self._send(remote, session) if remote else str(workdir)
             root = remote.project if remote else session.project
             trust = profile.trust_flags((root, folder)) if profile.trust_flags else ()
-            argv, env = profile.argv(binary, thinking_mode, trust), self._worker_env(session, profile, remote)
+            argv = profile.argv(binary, thinking_mode, trust)
+            if session.resumed_from:  # checked by continuing.py; a form not the CLI's was refused there
+                argv = profile.resume_argv(binary, thinking_mode, session.conversation, trust) or argv
+            env = self._worker_env(session, profile, remote)
             if not remote:
                 boxed = self._sandboxed(session, profile, binary, workdir, argv, env)
                 if isinstance(boxed, Error):
@@ -279,7 +286,7 @@ class Launcher:
             return bad_argument(f"{command!r} is not a command name such as next-build")
         if len(args) > 500:
             return bad_argument("args must be one short line (the slug)")
-        return refused_text("args", args)
+        return refused_text("args", args) or refused_text("told", request.told)
 
     def _worker_env(
         self, session: Session, profile: AgentProfile, remote: Computer | None = None
@@ -355,10 +362,11 @@ class Launcher:
         return f"{remote.project}/{layout.TREES}/{slug}"
 
     def _deliver(
-        self, session: Session, profile: AgentProfile, stable: float | None = None
+        self, session: Session, profile: AgentProfile, stable: float | None = None, told: str = ""
     ) -> Started | Error:
-        """Wait for the CLI's prompt, paste the command, settle, press Enter, and check the screen moved."""
-        text = profile.slash_command(session.command, session.args)
+        """Wait for the CLI's prompt, paste the command (or `told`, a resumed worker's one line), settle,
+        press Enter, and check the screen moved."""
+        text = told or profile.slash_command(session.command, session.args)
         try:
             screen = self._wait_for_prompt(session, profile, stable)
             if isinstance(screen, Error):
@@ -492,6 +500,11 @@ class Launcher:
             if blocker is not None:
                 return Error(
                     ErrorCode.WORKER_BLOCKED, blocked_text(session.agent, blocker, session.workdir, screen)
+                )
+            refusal = resume_refused(profile, screen) if session.resumed_from else None
+            if refusal is not None:  # Runtime.start starts it fresh
+                return Error(
+                    ErrorCode.WORKER_BLOCKED, f"{session.agent} did not resume: {printable(refusal)}"
                 )
             if not waiting_for_input(screen, profile.prompt, profile.busy):
                 stable_since = None
@@ -671,6 +684,13 @@ def step_holder(session: Session, sessions: list[Session]) -> Error | None:
                 call("wait_for_sessions", session_ids=(other.id,)),
             )
     return None
+
+
+def resume_refused(profile: AgentProfile, rows: list[str]) -> str | None:
+    """The row in which the CLI says it cannot resume the conversation (missing, in use, a picker shown
+    instead): the profile's `resume.refused`."""
+    patterns = profile.resume.refused if profile.resume else ()
+    return next((row.strip() for row in rows if any(re.search(p, row) for p in patterns)), None)
 
 
 def _not_an_item_worktree(remote: Computer, subfolder: str | None) -> Error:

@@ -245,3 +245,29 @@ def test_an_alternate_screen_read_replaces_the_rows_kept():
     changed = follow(shown, chunk(["codex", "done"], 0, alternate_screen=True), keep=10)
     assert changed.rows == ("codex", "done")
     assert follow(shown, chunk([], 0, alternate_screen=True), keep=10).rows == shown.rows  # unchanged
+
+
+def test_the_report_counts_fresh_starts_resumes_and_hand_overs_and_marks_each():
+    run = [
+        session("b1", "claude", "next-build", "greeting", 0, 5, SessionState.ERRORED),
+        session("b2", "claude", "next-build", "greeting", 5, 8, SessionState.CANCELLED, resumed_from="b1"),
+        session("b3", "codex", "next-build", "greeting", 8, 12, SessionState.DONE, handed_over_from="b2"),
+    ]
+    data = timeline("r1", "/p", at(0), at(12), "COMPLETE", run, [], now=at(12))
+    assert data.starts() == {"fresh": 1, "resumed": 1, "handed_over": 1}
+    page = render_html(data)
+    assert page.count('data-start="resumed"') == 2  # its bar and its count
+    assert "resumed from tc-b1" in page and "handed over from tc-b2" in page
+
+
+def test_the_board_marks_a_resumed_worker_and_a_handed_over_one():
+    from teleclaude.board.core.view import worker
+
+    resumed = session("b2", "claude", "next-build", "greeting", 5, 8, SessionState.RUNNING, resumed_from="b1")
+    handed = session(
+        "b3", "codex", "next-build", "greeting", 8, 9, SessionState.RUNNING, handed_over_from="b2"
+    )
+    fresh = session("b1", "claude", "next-build", "greeting", 0, 5, SessionState.ERRORED)
+    assert worker(resumed, (), at(9)).began == "resumed from tc-b1"
+    assert worker(handed, (), at(9)).began == "handed over from tc-b2"
+    assert worker(fresh, (), at(9)).began == ""

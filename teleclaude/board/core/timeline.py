@@ -59,6 +59,13 @@ class Bar:
     marks: tuple[Mark, ...] = ()
     began: datetime | None = None  # its command typed (None: at `start`); it waited at its prompt before
     tokens: Tokens | None = None  # what it used, as its stop hook last read it (None: unknown)
+    resumed_from: str = ""  # the session whose conversation it went on with (runtime/core/continuation.py)
+    handed_over_from: str = ""  # the session whose step it took over from another agent, with a note
+
+    @property
+    def start_kind(self) -> str:
+        """How its worker began: `resumed`, `handed_over` or `fresh`."""
+        return "resumed" if self.resumed_from else "handed_over" if self.handed_over_from else "fresh"
 
     @property
     def work_start(self) -> datetime:
@@ -140,6 +147,14 @@ class Timeline:
                 sums[name] = sums.get(name, 0.0) + bar.seconds
         return tuple(sorted(sums.items(), key=lambda pair: (-pair[1], pair[0])))
 
+    def starts(self) -> dict[str, int]:
+        """How many workers began fresh, resumed a conversation, or took over a step with a note."""
+        counts = {"fresh": 0, "resumed": 0, "handed_over": 0}
+        for row in self.rows:
+            for bar in row.bars:
+                counts[bar.start_kind] += 1
+        return counts
+
     @property
     def waited(self) -> float:
         return sum((b - a).total_seconds() for row in self.rows for a, b in row.waits)
@@ -196,6 +211,8 @@ def timeline(
             tuple(sorted(marks, key=lambda m: m.at)),
             end if waiting else session.delivered_at,
             (used or {}).get(session.id),
+            session.resumed_from,
+            session.handed_over_from,
         )
         rows.setdefault(session.slug, []).append(bar)
     last = ended or now
@@ -270,8 +287,13 @@ def render_html(data: Timeline) -> str:
                 f"{bar.step} {row.slug} · {bar.agent}@{bar.computer} · {format_duration(bar.seconds)} · "
                 f"{bar.outcome} · {used}"
             )
+            if bar.resumed_from:
+                title += f" · resumed from tc-{bar.resumed_from}"
+            elif bar.handed_over_from:
+                title += f" · handed over from tc-{bar.handed_over_from}"
             svg.append(
                 f'<rect class="bar{" live" if bar.live else ""}" data-agent="{_e(bar.agent)}" '
+                f'data-start="{bar.start_kind}" '
                 f'data-step="{_e(bar.step)}" x="{left:.1f}" y="{y + 4}" width="{max(2.0, right - left):.1f}" '
                 f'height="22" rx="3" fill="{painted[bar.agent]}"><title>{_e(title)}</title></rect>'
             )
@@ -309,6 +331,7 @@ def render_html(data: Timeline) -> str:
         items=_costs(data, "item"),
         agent_costs=_costs(data, "agent"),
         step_costs=_costs(data, "step"),
+        **{f"starts_{kind}": count for kind, count in data.starts().items()},
     )
 
 
@@ -395,6 +418,10 @@ td, th {{ padding: 2px 10px 2px 0; text-align: left; }}
 <table class="item-costs"><tr><th>item</th><th>cost</th><th>fix rounds</th></tr>{items}</table>
 <table class="agent-costs"><tr><th>agent</th><th>cost</th></tr>{agent_costs}</table>
 <table class="step-costs"><tr><th>step</th><th>cost</th></tr>{step_costs}</table>
+<table class="starts"><tr><th>workers</th><th></th></tr>
+<tr class="start" data-start="fresh"><td>fresh starts</td><td>{starts_fresh}</td></tr>
+<tr class="start" data-start="resumed"><td>resumed</td><td>{starts_resumed}</td></tr>
+<tr class="start" data-start="handed_over"><td>handed over</td><td>{starts_handed_over}</td></tr></table>
 </body>
 </html>
 """

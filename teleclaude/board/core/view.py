@@ -98,6 +98,8 @@ class Worker:
     tmux_session: str
     computer: str
     used: str = ""  # what it used so far, `12k tokens, $0.05 (estimate)` or `unknown`
+    # "resumed from tc-…" (it went on in that worker's conversation), "handed over from tc-…", or "" (fresh)
+    began: str = ""
 
     @property
     def live(self) -> bool:
@@ -214,6 +216,11 @@ def worker(session: Session, tools: tuple[str, ...], now: datetime, used: str = 
         session.tmux_session,
         session.computer,
         used,
+        f"resumed from tc-{session.resumed_from}"
+        if session.resumed_from
+        else f"handed over from tc-{session.handed_over_from}"
+        if session.handed_over_from
+        else "",
     )
 
 

@@ -157,6 +157,10 @@ def _summary(session: Session) -> dict[str, Any]:
         "args": session.args,
         "workdir": session.workdir,
     }
+    if session.resumed_from:  # it goes on in that worker's conversation (core/continuation.py)
+        fields["resumed_from"] = f"tc-{session.resumed_from}"
+    if session.handed_over_from:  # it took over that worker's step, with a continuation note
+        fields["handed_over_from"] = f"tc-{session.handed_over_from}"
     if session.state.value in ("running", "stalled", "needs_attention"):
         fields["activity"] = session.activity.value
     if session.nudges:

@@ -124,6 +124,12 @@ class Session:
     parent_agent: str = ""  # the parent's agent CLI (its prompt and dialogs), "" when not known
     parent_pending: str = ""  # a digest line waiting for the parent's next idle moment
     parent_told: bool = False  # the parent was given the final digest of the worker's last turn
+    # the CLI's own id of its conversation (its hooks' `session_id`), once it said it: what resumes it
+    conversation: str = ""
+    # the session whose conversation this worker resumed, or whose step it took over from another agent
+    # with a continuation note (core/continuation.py); "" for a fresh start
+    resumed_from: str = ""
+    handed_over_from: str = ""
     version: int = 0  # counts the saves: a save made from an older read is refused
 
     @property
@@ -503,6 +509,13 @@ class StartRequest:
     # who is woken with the worker's digests (core/parents.py `Parent.encode`), "" for nobody; its agent CLI
     parent: str = ""
     parent_agent: str = ""
+    # resume that session's conversation (its `conversation`) instead of a fresh start, typing `told` (one
+    # line: what happened, go on with the role command) instead of the role command; or the session whose
+    # step this start takes over (its note is in `args`). Set by `Runtime.start` (core/continuation.py)
+    resumed_from: str = ""
+    conversation: str = ""
+    told: str = ""
+    handed_over_from: str = ""
 
 
 @dataclass(frozen=True)

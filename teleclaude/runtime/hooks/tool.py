@@ -17,10 +17,14 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from teleclaude.runtime.core.marks import SESSION_KEY
 from teleclaude.runtime.hooks.record import warn
+
+if TYPE_CHECKING:
+    from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.runtime.core.sessions import Session
 
 BUSY_TIMEOUT_MS = 1000
 
@@ -65,7 +69,35 @@ def record(session_id: str, key: str, raw: str) -> None:
     if session is not None and not same_key(session.key, key):  # no session: rows no one shows, as before
         warn(f"not recording the tool use: ${SESSION_KEY} is not session {session_id}'s key", "tool-use")
         return
+    if session is not None:
+        _conversation(store, session, data)
     cwd = data["cwd"] if isinstance(data.get("cwd"), str) else ""
     store.add_tool_use(
         tool_use(session_id, data["tool_name"], data.get("tool_input"), datetime.now(UTC), cwd)
     )
+
+
+CONVERSATION_TRIES = 5
+
+
+def _conversation(store: SessionStore, session: Session, data: dict) -> None:
+    """The CLI's own id of its conversation (`session_id`) and its record of it (`transcript_path`) kept on
+    the worker's session the first time a tool hook says them: what a later worker of its step resumes
+    (runtime/core/continuation.py). Written only when they are news."""
+    from dataclasses import replace
+
+    conversation, transcript = data.get("session_id"), data.get("transcript_path")
+    conversation = conversation if isinstance(conversation, str) and len(conversation) <= 200 else ""
+    transcript = transcript if isinstance(transcript, str) and len(transcript) <= 4096 else ""
+    for _ in range(CONVERSATION_TRIES):  # an observer saving the row meanwhile wins: read it again
+        wanted = replace(
+            session,
+            conversation=conversation or session.conversation,
+            transcript=session.transcript or transcript,
+        )
+        if wanted == session or store.save(wanted, expect=session.state) is not None:
+            return
+        again = store.get(session.id)
+        if again is None:
+            return
+        session = again

@@ -1,0 +1,129 @@
+"""How a worker takes up a step its item's last worker left (runtime/core/continuation.py), and the note it is
+handed when it is another agent's (runtime/core/handover.py)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from functools import partial
+
+from teleclaude.agents.claude import PROFILE as CLAUDE
+from teleclaude.planner.core.terminal import untypable
+from teleclaude.runtime.core.continuation import How, decide, left_step, resume_line, step_began
+from teleclaude.runtime.core.handover import Facts, note, ticked_since
+from teleclaude.runtime.core.sessions import SessionState
+
+from .factories import T0, running_session
+
+CONVERSATION = "0871d1b2-364d-489f-9d38-90152fe2f384"
+UUID = CLAUDE.resume.id_pattern if CLAUDE.resume else None
+killed = partial(running_session, state=SessionState.ERRORED, conversation=CONVERSATION)
+
+
+def test_the_item_s_last_worker_of_the_same_step_is_taken_up():
+    build = killed(id="b1")
+    assert left_step([build], "next-build", "greeting") == build
+    assert left_step([build], "/next-build", "greeting") == build  # however the command is spelled
+
+
+def test_a_new_round_of_the_step_or_a_live_worker_is_not_taken_up():
+    build = killed(id="b1")
+    review = running_session(
+        id="r1", command="next-review", state=SessionState.DONE, created_at=T0 + timedelta(1)
+    )
+    assert left_step([build, review], "next-build", "greeting") is None  # a review came between
+    assert left_step([running_session()], "next-build", "greeting") is None  # still working
+    assert left_step([build], "next-build", "other-item") is None
+    never_delivered = killed(delivered_at=None)
+    assert left_step([never_delivered], "next-build", "greeting") is None
+
+
+def test_the_step_began_with_the_first_of_its_workers_in_a_row():
+    review = running_session(id="r0", command="next-review", state=SessionState.DONE, created_at=T0)
+    first = killed(id="b1", created_at=T0 + timedelta(minutes=1))
+    second = killed(id="b2", created_at=T0 + timedelta(minutes=2))
+    assert step_began([second, review, first], second) == first
+
+
+def test_the_same_agent_resumes_its_conversation():
+    decision = decide(killed(), "claude", UUID, recorded=True, open_elsewhere=False)
+    assert decision.how is How.RESUME and decision.previous is not None
+
+
+def test_another_agent_takes_it_over_with_a_note():
+    assert decide(killed(), "codex", None, recorded=False, open_elsewhere=False).how is How.HAND_OVER
+
+
+def test_what_keeps_a_resume_from_happening_is_a_fresh_start_with_its_reason():
+    cases = {
+        "cannot": decide(killed(), "claude", None, True, False),
+        "never said": decide(killed(conversation=""), "claude", UUID, True, False),
+        "form": decide(killed(conversation="--help; rm -rf /"), "claude", UUID, True, False),
+        "gone": decide(killed(), "claude", UUID, False, False),
+        "another worker": decide(killed(), "claude", UUID, True, True),
+        "another computer": decide(killed(), "claude", UUID, True, False, here=False),
+    }
+    for words, decision in cases.items():
+        assert decision.how is How.FRESH and words in decision.why, (words, decision)
+    assert decide(None, "claude", UUID, True, False).why == ""  # nothing was left: nothing to say
+
+
+def test_a_conversation_not_in_the_cli_s_form_never_reaches_its_command_line():
+    assert CLAUDE.resume_argv("claude", "med", CONVERSATION) == [
+        "claude",
+        "--dangerously-skip-permissions",
+        "--model",
+        "sonnet",
+        "--resume",
+        CONVERSATION,
+    ]
+    assert CLAUDE.resume_argv("claude", "med", "--print") is None
+    assert CLAUDE.resume_argv("claude", "med", "") is None
+
+
+def test_the_resumed_worker_is_told_what_happened_in_one_typable_line():
+    line = resume_line(killed(last_error="exit status 137\n\x1b[31mred"), "/next-build greeting")
+    assert line.endswith("go on with /next-build greeting") and untypable(line) is None
+    assert "limit" in resume_line(killed(state=SessionState.RATE_LIMITED), "/next-build greeting")
+
+
+PLAN_BEFORE = "# Plan\n\n## Group 1\n\n- [x] One\n- [ ] Two\n- [ ] Three\n"
+PLAN_NOW = "# Plan\n\n## Group 1\n\n- [x] One\n- [x] Two\n- [ ] Three\n"
+
+
+def test_the_boxes_ticked_since_the_step_began():
+    assert ticked_since(PLAN_BEFORE, PLAN_NOW) == ("Two",)
+    assert ticked_since("", PLAN_NOW) == ("One", "Two")
+
+
+def test_the_note_says_the_facts_on_one_typable_line():
+    facts = Facts(
+        "claude",
+        "abcd1234",
+        "its agent hit a usage limit",
+        commits=("f00d123 Build greeting",),
+        ticked=("Two",),
+        status="built task two\n\x1b]52;c;evil\x07, tests pass",
+        tools=("Bash: git commit -m x",),
+    )
+    text = note(facts)
+    assert untypable(text) is None
+    for fact in ("claude tc-abcd1234", "usage limit", "f00d123 Build greeting", "Two", "Bash: git commit"):
+        assert fact in text
+    assert "built task two\\x0a\\x1b]52" in text  # escaped, not obeyed
+
+
+def test_the_note_is_bounded_whatever_the_facts():
+    many = tuple(f"{n:07x} " + "word " * 60 for n in range(50))
+    facts = Facts(
+        "claude", "abcd1234", "its CLI exited", commits=many, ticked=many, status="s" * 5000, tools=many
+    )
+    text = note(facts, limit=300)
+    assert len(text) <= 300 and untypable(text) is None
+    short = Facts(
+        "claude", "abcd1234", "its CLI exited", commits=tuple(f"{n:07x} Task {n}" for n in range(9))
+    )
+    assert "(+5 more)" in note(short)
+
+
+def test_a_note_with_nothing_done_says_so():
+    assert "nothing committed or ticked" in note(Facts("codex", "abcd1234", "its CLI exited"))
