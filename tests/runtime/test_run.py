@@ -356,7 +356,7 @@ def test_a_run_whose_agents_are_all_out_waits_for_the_first_back_and_delivers(
 ):
     for agent in ("claude", "codex"):
         app.mark_agent_unavailable(agent, "1h", "quota_exhausted", cwd=project)
-    app.mark_agent_unavailable("gemini", "3s", "rate_limited", cwd=project)
+    app.mark_agent_unavailable("gemini", "10s", "rate_limited", cwd=project)
     back = AvailabilityStore().unavailable(datetime.now(UTC))["gemini"].until
     shown: list[orchestrator.StatusLine] = []
     lines: list[str] = []
