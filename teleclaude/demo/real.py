@@ -101,18 +101,37 @@ DEMOS = {
         "its usage limit (429 usage_limit_reached)",
     ),
 }
-CACHE = Path(__file__).resolve().parents[2] / ".cache" / "agent-clis"  # scripts/agent-clis, in a checkout
+CHECKOUT = Path(__file__).resolve().parents[2]
+CACHE = CHECKOUT / ".cache" / "agent-clis"  # scripts/agent-clis, in a checkout
+PINS = CHECKOUT / "tests" / "realcli" / "versions.txt"
 
 
 def find_cli(name: str) -> Path | None:
-    """The pinned CLI from scripts/agent-clis (newest; in $TELECLAUDE_AGENT_CLIS when set, as there), else
-    `name` on PATH."""
+    """The pinned CLI from scripts/agent-clis (the version of versions.txt, else the newest installed; in
+    $TELECLAUDE_AGENT_CLIS when set, as there), else `name` on PATH."""
     cache = Path(os.environ.get("TELECLAUDE_AGENT_CLIS") or CACHE)
-    pinned = sorted(cache.glob(f"{name}-*/bin/{name}"))
-    if pinned:
-        return pinned[-1]
+    pinned = cache / f"{name}-{_pin(name)}" / "bin" / name
+    if pinned.is_file():
+        return pinned
+    installed = sorted(cache.glob(f"{name}-*/bin/{name}"), key=lambda path: _version(path.parents[1].name))
+    if installed:
+        return installed[-1]
     found = shutil.which(name)
     return Path(found) if found else None
+
+
+def _pin(name: str) -> str:
+    try:
+        lines = PINS.read_text().splitlines()
+    except OSError:
+        return ""
+    rows = (line.split() for line in lines)
+    return next((row[2] for row in rows if len(row) > 2 and row[0] == name), "")
+
+
+def _version(folder: str) -> tuple[int, ...]:
+    """`claude-2.1.332` -> (2, 1, 332): 2.1.332 is newer than 2.1.99."""
+    return tuple(int(part) for part in folder.rpartition("-")[2].split(".") if part.isdecimal())
 
 
 class ScriptedWorkers:
