@@ -1,19 +1,21 @@
-"""A real claude, sandboxed (`[runtime] sandbox = "auto"` in the user's config), made hostile by the scripted
-model: its shell tool tries to reach beyond the item's worktree, each try fails inside it and nothing outside
-changes; then it builds and commits as an honest builder does, and the turn ends by its own hook (through
-its session's channel folder). tests/hostile/test_sandbox.py does the same with the stand-in."""
+"""A real claude, sandboxed (`[runtime] sandbox = "auto"`), made hostile by the scripted model: its shell tool
+tries to reach beyond the item's worktree, each try fails inside it and nothing outside changes; then it
+builds and commits as an honest builder does, and the turn ends by its own hook (through its session's
+channel folder). tests/hostile/test_sandbox.py does the same with the stand-in."""
 
 from __future__ import annotations
 
 import os
 import shlex
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from teleclaude.adapters import sandbox
 from teleclaude.adapters.tmux import Tmux
+from teleclaude.config.profiles import SandboxMode
 from teleclaude.demo.model_server import Text, edit_and_commit, shell
 from teleclaude.demo.workers import git
 from teleclaude.planner.api import next_work
@@ -32,8 +34,7 @@ def test_a_hostile_claude_reaches_nothing_outside_its_worktree_and_still_builds(
     claude_runtime, project, model_server, isolated_environment, tmux_socket, tmp_path
 ):
     home = isolated_environment
-    (home / ".config" / "teleclaude").mkdir(parents=True)
-    (home / ".config" / "teleclaude" / "teleclaude.toml").write_text('[runtime]\nsandbox = "auto"\n')
+    claude_runtime.context.config = replace(claude_runtime.config, sandbox=SandboxMode.AUTO)
     (home / ".ssh").mkdir(mode=0o700)
     (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
     remote = tmp_path / "remote.git"
