@@ -19,7 +19,7 @@ from typing import Any
 
 from teleclaude.agents import PROFILES
 from teleclaude.agents.tokens import Price
-from teleclaude.errors import ErrorCode, Failure
+from teleclaude.config.checks import ChecksError
 
 EXAMPLE = """\
 # [budget]: what a night may cost. `teleclaude run` checks it before each worker: at 80 % of a limit a
@@ -73,14 +73,8 @@ class SpendConfig:
         return self.prices[max(keys, key=len)] if keys and name else None
 
 
-class SpendError(Failure, ValueError):
-    code = ErrorCode.INVALID_CONFIG
-    next_step = "Fix the file, then call again."
-
-    def __init__(self, path: str, key: str, problem: str) -> None:
-        super().__init__(f"{path}: {key}: {problem}")
-        self.path = path
-        self.key = key
+class SpendError(ChecksError):
+    """A `[prices]` or `[budget]` problem: its file and key, as a `[checks]` problem names them."""
 
 
 def _number(value: object) -> bool:
