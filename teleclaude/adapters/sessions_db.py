@@ -10,10 +10,12 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from contextlib import closing
 from dataclasses import asdict, dataclass, fields, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from teleclaude.adapters.store import SqliteStore, TableShape, insert_rows, upsert
+from teleclaude.adapters.tool_use_db import INSERT_TOOL_USE, PRUNE_TOOL_USES, SESSIONS, TOOL_USES
+from teleclaude.adapters.tool_use_db import stamp as _stamp
 
 if TYPE_CHECKING:
     from teleclaude.agents.tokens import Tokens
@@ -23,9 +25,7 @@ if TYPE_CHECKING:
 # The session model and the tool-use record are imported by the methods that build them: the planner reads
 # `latest_failure` on every dispatch, and defining their ~12 dataclasses would cost it ~12 ms.
 
-SESSIONS = "sessions"
 EVENTS = "session_events"
-TOOL_USES = "tool_uses"
 RUNS = "runs"
 SPEND = "spend"  # what each session used so far, a row each time its stop hook read a change
 _TIMES = (
@@ -256,11 +256,7 @@ class SessionStore(SqliteStore):
         from teleclaude.runtime.core.tool_uses import KEPT
 
         row = (use.session_id, _stamp(use.at), use.tool, use.target)
-        insert = f"INSERT INTO {TOOL_USES} (session_id, at, tool, target) VALUES (?, ?, ?, ?)"
-        prune = (
-            f"DELETE FROM {TOOL_USES} WHERE session_id = ? AND id NOT IN "
-            f"(SELECT id FROM {TOOL_USES} WHERE session_id = ? ORDER BY id DESC LIMIT ?)"
-        )
+        insert, prune = INSERT_TOOL_USE, PRUNE_TOOL_USES
 
         def plain() -> bool:
             with closing(self._connect()) as conn, conn:
@@ -478,10 +474,6 @@ def _event(row: sqlite3.Row) -> Event:
         row["detail"] or "",
         row["id"],
     )
-
-
-def _stamp(moment: datetime | None) -> str | None:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds") if moment else None
 
 
 def _time(text: str | None) -> datetime | None:

@@ -129,3 +129,70 @@ def test_a_hook_s_help_is_argparse_s(env):
 
 def test_the_names_are_the_drivers_in_their_order():
     assert tuple(PROFILES) == NAMES
+
+
+# what a worker's tool use (before every tool call of every worker) imports to record itself: sqlite3 and
+# the row's module, not the store's modules, their dataclasses, the session model or OpenSSL
+TOOL_USE_NOT = (
+    *HEAVY_OURS,
+    "dataclasses",
+    "inspect",
+    "typing",
+    "pathlib",
+    "hashlib",
+    "hmac",
+    "teleclaude.adapters.store",
+    "teleclaude.adapters.sessions_db",
+    "teleclaude.runtime.core.sessions",
+    "teleclaude.planner.core.model",
+)
+
+
+def _worker(env: dict[str, str], tmp_path, key: str = "k1") -> dict[str, str]:
+    from datetime import UTC, datetime
+
+    from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.runtime.core.sessions import Session, SessionState
+
+    now = datetime.now(UTC)
+    session = Session(
+        id="w1", agent="claude", command="next-build", args="feat", project=str(tmp_path), subfolder=None,
+        state=SessionState.RUNNING, created_at=now, updated_at=now, key=key,
+    )  # fmt: skip
+    SessionStore(env["TELECLAUDE_DB"]).add(session)
+    return {**env, "TELECLAUDE_SESSION_ID": "w1", "TELECLAUDE_SESSION_KEY": key}
+
+
+def test_a_worker_s_tool_use_is_recorded_with_sqlite3_alone(env, tmp_path):
+    from teleclaude.adapters.sessions_db import SessionStore
+
+    worker = _worker(env, tmp_path)
+    done, modules = run(["hook", "tool-use", "--agent", "claude"], worker, TOOL)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "teleclaude hook" not in done.stderr  # no warning
+    assert "sqlite3" in modules
+    assert {m for m in modules if m in TOOL_USE_NOT or m.startswith("teleclaude.agents.")} == set()
+    uses = SessionStore(env["TELECLAUDE_DB"]).recent_tool_uses(["w1"])["w1"]
+    assert [(u.tool, u.target) for u in uses] == [("Bash", "ls")]
+
+
+def test_a_tool_use_with_another_key_records_nothing(env, tmp_path):
+    from teleclaude.adapters.sessions_db import SessionStore
+
+    worker = {**_worker(env, tmp_path), "TELECLAUDE_SESSION_KEY": "not-k1"}
+    done, _ = run(["hook", "tool-use", "--agent", "claude"], worker, TOOL)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert SessionStore(env["TELECLAUDE_DB"]).recent_tool_uses(["w1"]) == {}
+
+
+@pytest.mark.parametrize(
+    "environ", [{"TELECLAUDE_DB": "/x/t.db", "HOME": "/h"}, {"HOME": "/h"}, {"HOME": ""}]
+)
+def test_the_tool_use_hook_writes_to_the_store_s_file(monkeypatch, environ):
+    from teleclaude.adapters.store import default_db_path
+    from teleclaude.runtime.hooks import tool
+
+    monkeypatch.delenv("TELECLAUDE_DB", raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    assert tool._db_path() == str(default_db_path())

@@ -8,15 +8,16 @@ A session stored before keys existed has none (""), and takes what it always too
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+# hmac's own constant-time comparison where OpenSSL is missing: `hmac` loads OpenSSL (`_hashlib`, a few ms),
+# which a tool-use hook comparing its key has no other use for
+from _operator import _compare_digest as compare_digest
 
 SESSION_KEY = "TELECLAUDE_SESSION_KEY"
 
 
 def same_key(stored: str, given: str) -> bool:
     """`given` is the session's key (compared in constant time)."""
-    return hmac.compare_digest(_bytes(stored), _bytes(given))
+    return compare_digest(_bytes(stored), _bytes(given))
 
 
 def seal(key: str, session_id: str, option: str, payload: str) -> str:
@@ -28,10 +29,13 @@ def unseal(key: str, session_id: str, option: str, mark: str) -> str | None:
     """The payload of a mark sealed with `key` for this session and option; None for any other mark."""
     mac, _, payload = mark.partition(" ")
     expected = _mac(key, session_id, option, payload)
-    return payload if hmac.compare_digest(_bytes(mac), _bytes(expected)) else None
+    return payload if compare_digest(_bytes(mac), _bytes(expected)) else None
 
 
 def _mac(key: str, session_id: str, option: str, payload: str) -> str:
+    import hashlib
+    import hmac
+
     message = "\0".join((session_id, option, payload))
     return hmac.new(_bytes(key), _bytes(message), hashlib.sha256).hexdigest()
 

@@ -9,9 +9,12 @@ planner/core/tool_lines.py, which the status board shares with digests and `sess
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 
-from teleclaude.planner.core.tool_lines import ToolUse
+TYPE_CHECKING = False  # typing's own, without importing typing
+if TYPE_CHECKING:  # the record is built only where it is kept: a hook writes `named`'s row (dataclasses)
+    from datetime import datetime
+
+    from teleclaude.planner.core.tool_lines import ToolUse
 
 KEPT = 20  # tool uses kept per session
 TARGET_LENGTH = 80
@@ -35,7 +38,14 @@ _TARGET_KEYS = (
 
 def tool_use(session_id: str, tool: str, tool_input: object, at: datetime, cwd: str = "") -> ToolUse:
     """A tool use as reported by a hook: its target is one line, a path inside `cwd` made relative."""
-    return ToolUse(session_id, tool.strip()[:TARGET_LENGTH], _target(tool_input, cwd), at)
+    from teleclaude.planner.core.tool_lines import ToolUse
+
+    return ToolUse(session_id, *named(tool, tool_input, cwd), at)
+
+
+def named(tool: str, tool_input: object, cwd: str = "") -> tuple[str, str]:
+    """The tool and its target, as `tool_use` keeps them."""
+    return tool.strip()[:TARGET_LENGTH], _target(tool_input, cwd)
 
 
 def _target(tool_input: object, cwd: str) -> str:

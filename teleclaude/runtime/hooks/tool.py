@@ -17,12 +17,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, TextIO
 
 from teleclaude.runtime.core.marks import SESSION_KEY
 from teleclaude.runtime.hooks.record import warn
 
+TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
+    from datetime import datetime
+    from typing import TextIO
+
     from teleclaude.adapters.sessions_db import SessionStore
     from teleclaude.runtime.core.sessions import Session
 
@@ -53,31 +56,71 @@ def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
 
 def record(session_id: str, key: str, raw: str) -> None:
     """The tool use on the session, only with the session's own key (runtime/core/marks.py): a worker's hook
-    cannot write another's tool activity."""
+    cannot write another's tool activity. Written plainly (adapters/tool_use_db.py) where the runtime's
+    database is as the runtime left it and the session has nothing new to keep (`_conversation`), else by
+    the store."""
     from datetime import UTC, datetime
 
-    from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.adapters.tool_use_db import add_plainly, stamp
     from teleclaude.runtime.core.marks import same_key
-    from teleclaude.runtime.core.tool_uses import tool_use
+    from teleclaude.runtime.core.tool_uses import KEPT, named
 
     data = json.loads(raw)
     if not isinstance(data, dict) or not isinstance(data.get("tool_name"), str):
         raise ValueError("the input has no tool_name")
+    cwd = data["cwd"] if isinstance(data.get("cwd"), str) else ""
+    now = datetime.now(UTC)
+    tool, target = named(data["tool_name"], data.get("tool_input"), cwd)
+    conversation, transcript = _conversation_of(data)
+
+    def plainly(stored_key: str, stored_conversation: str, stored_transcript: str) -> bool | None:
+        if not same_key(stored_key, key):
+            return False
+        news = (conversation and conversation != stored_conversation) or (
+            transcript and not stored_transcript
+        )
+        return None if news else True
+
+    row = (session_id, stamp(now), tool, target)
+    done = add_plainly(_db_path(), BUSY_TIMEOUT_MS, row, plainly, KEPT)
+    if done is None:
+        done = _record_with_store(session_id, key, data, row, now)
+    if not done:
+        warn(f"not recording the tool use: ${SESSION_KEY} is not session {session_id}'s key", "tool-use")
+
+
+def _db_path() -> str:
+    """The store's file (`store.default_db_path`), named without importing the store."""
+    if os.environ.get("TELECLAUDE_DB"):
+        return os.environ["TELECLAUDE_DB"]
+    return os.path.join(os.environ.get("HOME") or os.path.expanduser("~"), ".teleclaude", "teleclaude.db")
+
+
+def _record_with_store(session_id: str, key: str, data: dict, row: tuple, now: datetime) -> bool:
+    from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.planner.core.tool_lines import ToolUse
+    from teleclaude.runtime.core.marks import same_key
+
     store = SessionStore()
     store.busy_timeout_ms = BUSY_TIMEOUT_MS
     session = store.get(session_id)
     if session is not None and not same_key(session.key, key):  # no session: rows no one shows, as before
-        warn(f"not recording the tool use: ${SESSION_KEY} is not session {session_id}'s key", "tool-use")
-        return
+        return False
     if session is not None:
         _conversation(store, session, data)
-    cwd = data["cwd"] if isinstance(data.get("cwd"), str) else ""
-    store.add_tool_use(
-        tool_use(session_id, data["tool_name"], data.get("tool_input"), datetime.now(UTC), cwd)
-    )
+    store.add_tool_use(ToolUse(session_id, row[2], row[3], now))
+    return True
 
 
 CONVERSATION_TRIES = 5
+
+
+def _conversation_of(data: dict) -> tuple[str, str]:
+    """The CLI's own id of its conversation and its record of it, as the hook input says them ("": none)."""
+    conversation, transcript = data.get("session_id"), data.get("transcript_path")
+    conversation = conversation if isinstance(conversation, str) and len(conversation) <= 200 else ""
+    transcript = transcript if isinstance(transcript, str) and len(transcript) <= 4096 else ""
+    return conversation, transcript
 
 
 def _conversation(store: SessionStore, session: Session, data: dict) -> None:
@@ -86,9 +129,7 @@ def _conversation(store: SessionStore, session: Session, data: dict) -> None:
     (runtime/core/continuation.py). Written only when they are news."""
     from dataclasses import replace
 
-    conversation, transcript = data.get("session_id"), data.get("transcript_path")
-    conversation = conversation if isinstance(conversation, str) and len(conversation) <= 200 else ""
-    transcript = transcript if isinstance(transcript, str) and len(transcript) <= 4096 else ""
+    conversation, transcript = _conversation_of(data)
     for _ in range(CONVERSATION_TRIES):  # an observer saving the row meanwhile wins: read it again
         wanted = replace(
             session,

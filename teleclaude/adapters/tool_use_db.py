@@ -1,0 +1,76 @@
+"""A worker's tool use written as its hook runs: the rows of the `tool_uses` table, and the plain way to them.
+
+`teleclaude hook tool-use` runs before every tool call of every worker, so the usual case (the database and
+its tables there, made by the runtime that started the worker) is the stdlib's `sqlite3` and this module
+alone, without the store's modules (sessions_db.py, store.py: their dataclasses, and `dataclasses` imports
+`inspect`). Anything else (no file, a table missing or of another shape, a corrupt file) is left to
+`SessionStore.add_tool_use`, which makes, mends or moves the file aside as every write of the store does.
+The statements are this module's; sessions_db.py writes with them too.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from datetime import UTC
+
+TYPE_CHECKING = False  # typing's own, without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from datetime import datetime
+
+SESSIONS = "sessions"
+TOOL_USES = "tool_uses"
+INSERT_TOOL_USE = f"INSERT INTO {TOOL_USES} (session_id, at, tool, target) VALUES (?, ?, ?, ?)"
+# the session's latest `keep` (bound as session_id, session_id, keep)
+PRUNE_TOOL_USES = (
+    f"DELETE FROM {TOOL_USES} WHERE session_id = ? AND id NOT IN "
+    f"(SELECT id FROM {TOOL_USES} WHERE session_id = ? ORDER BY id DESC LIMIT ?)"
+)
+SESSION_OF = f"SELECT key, conversation, transcript FROM {SESSIONS} WHERE id = ?"
+_LOCKED_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def stamp(moment: datetime | None) -> str | None:
+    """A moment as the sessions' tables keep it."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds") if moment else None
+
+
+def add_plainly(
+    path: str,
+    busy_ms: int,
+    row: tuple[str, str | None, str, str],
+    plainly: Callable[[str, str, str], bool | None],
+    keep: int,
+) -> bool | None:
+    """`row` (session_id, at, tool, target) added to the tool uses of its session, keeping its latest `keep`,
+    when no such session is on record (rows no one shows, as the store writes them) or `plainly(key,
+    conversation, transcript)` of its stored row ("" for none) says True. False: it said False (another
+    session's key), nothing written. None: not written, for the store to do: it said None (the session has
+    news to keep), or the file or a table is missing, or of another shape, or the file is not a database.
+    Raises the store's `StoreLocked` when other writers hold the file past `busy_ms`."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        conn = sqlite3.connect(path, timeout=busy_ms / 1000)
+    except sqlite3.Error:
+        return None
+    try:
+        found = conn.execute(SESSION_OF, (row[0],)).fetchone()
+        verdict = True if found is None else plainly(*(value or "" for value in found))
+        if verdict is not True:
+            return verdict
+        with conn:
+            conn.execute(INSERT_TOOL_USE, row)
+            conn.execute(PRUNE_TOOL_USES, (row[0], row[0], keep))
+        return True
+    except sqlite3.Error as error:
+        if getattr(error, "sqlite_errorcode", 0) & 0xFF in _LOCKED_CODES:
+            from pathlib import Path
+
+            from teleclaude.adapters.store import store_error
+
+            raise store_error(Path(path), error) from error
+        return None
+    finally:
+        conn.close()
