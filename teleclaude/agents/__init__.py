@@ -6,7 +6,8 @@ planner, runtime and setup may all read it. Every list of agent names, `--agent`
 derives from `NAMES` and `PROFILES`.
 
 `NAMES` costs nothing; `PROFILES` imports the drivers (and `dataclasses`) when it is first read, so that a
-hook that only checks its `--agent` pays for no driver.
+hook that only checks its `--agent` pays for no driver; `driver(name)` imports that one driver alone (a hook
+runs for one CLI).
 """
 
 from __future__ import annotations
@@ -31,3 +32,16 @@ def __getattr__(name: str) -> object:
     profiles = {p.name: p for p in (claude.PROFILE, gemini.PROFILE, codex.PROFILE, opencode.PROFILE)}
     globals()["PROFILES"] = profiles
     return profiles
+
+
+def driver(name: str) -> AgentProfile:
+    """The profile of the driver `name` (one of `NAMES`, else KeyError), importing no other driver."""
+    if name not in NAMES:
+        raise KeyError(name)
+    profiles = globals().get("PROFILES")
+    if profiles is not None:
+        return profiles[name]  # type: ignore[no-any-return]
+    from importlib import import_module
+
+    profile: AgentProfile = import_module(f"{__name__}.{name}").PROFILE
+    return profile

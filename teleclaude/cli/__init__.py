@@ -60,11 +60,12 @@ def _agent_hook(event: str, rest: list[str]) -> int | None:
 
     agent = options.get("--agent")
     if event == "tool-use" and not hooks.tool_use_wanted():  # nothing to record: no driver looked up
-        return 0 if agent is None or agent in hooks.agents(event) else None
-    choices = hooks.agents(event)
+        return 0 if agent is None or hooks.runs(event, agent) else None
     if agent is None and event in hooks.FIRST_AGENT_BY_DEFAULT:
-        agent = choices[0]
-    if agent is not None and agent not in choices:
+        agent = hooks.first_agent(event)  # the drivers up to it, no more
+        if agent is None:
+            return None
+    if agent is not None and not hooks.runs(event, agent):
         return None
     from teleclaude.lazy import when_imported
 

@@ -196,3 +196,35 @@ def test_the_tool_use_hook_writes_to_the_store_s_file(monkeypatch, environ):
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
     assert tool._db_path() == str(default_db_path())
+
+
+def test_a_driver_is_the_registry_s():
+    from teleclaude.agents import driver
+
+    assert all(driver(name) is PROFILES[name] for name in NAMES)
+    with pytest.raises(KeyError):
+        driver("hal9000")
+
+
+@pytest.mark.parametrize(
+    ("argv", "stdin", "agent"),
+    [
+        (["hook", "statusline"], json.dumps({"model": {"display_name": "Opus"}}), "claude"),
+        (["hook", "prompt", "--agent", "codex"], json.dumps({"prompt": "hi"}), "codex"),
+        (
+            ["hook", "stop", "--agent", "claude"],
+            json.dumps({"cwd": "/", "hook_event_name": "Stop"}),
+            "claude",
+        ),
+        (
+            ["hook", "stop", "--agent=gemini"],
+            json.dumps({"cwd": "/", "hook_event_name": "AfterAgent"}),
+            "gemini",
+        ),
+    ],
+)
+def test_a_hook_for_one_cli_imports_that_cli_s_driver_alone(env, argv, stdin, agent):
+    done, modules = run(argv, env, stdin)
+    assert done.returncode == 0, done.stderr
+    drivers = {m.removeprefix("teleclaude.agents.") for m in modules if m.startswith("teleclaude.agents.")}
+    assert drivers & set(NAMES) == {agent}

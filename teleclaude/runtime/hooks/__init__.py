@@ -16,14 +16,30 @@ def agents(verb: str) -> tuple[str, ...]:
     `stop` and `tool-use`; for `statusline`, those whose usage is read from it)."""
     from teleclaude.agents import NAMES
 
-    if verb in ("stop", "tool-use"):
-        return NAMES  # without importing the drivers
-    from teleclaude.agents import PROFILES
-    from teleclaude.agents.profile import UsageSource
+    return tuple(name for name in NAMES if runs(verb, name))
 
+
+def runs(verb: str, agent: str) -> bool:
+    """Whether `agent` is one of `agents(verb)`, importing its driver alone (none: `stop`, `tool-use`)."""
+    from teleclaude.agents import NAMES, driver
+
+    if agent not in NAMES:
+        return False
+    if verb in ("stop", "tool-use"):
+        return True
     if verb == "statusline":
-        return tuple(name for name, d in PROFILES.items() if d.usage.source is UsageSource.STATUSLINE)
-    return tuple(name for name, driver in PROFILES.items() if driver.hooks.runs(verb))
+        from teleclaude.agents.profile import UsageSource
+
+        return driver(agent).usage.source is UsageSource.STATUSLINE
+    return driver(agent).hooks.runs(verb)
+
+
+def first_agent(verb: str) -> str | None:
+    """The first of `agents(verb)` (the default `--agent` of `FIRST_AGENT_BY_DEFAULT`), importing the drivers
+    up to it only."""
+    from teleclaude.agents import NAMES
+
+    return next((name for name in NAMES if runs(verb, name)), None)
 
 
 def tool_use_wanted() -> bool:

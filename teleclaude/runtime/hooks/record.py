@@ -130,10 +130,10 @@ def record_transcript_usage(agent: str, path: str, hook: str) -> None:
     """The usage the CLI's transcript (a hook input's `transcript_path`) reports so far, kept as
     `record_usage` keeps it, when the driver reads its usage there. Never raises."""
     try:
-        from teleclaude.agents import PROFILES
+        from teleclaude.agents import NAMES, driver
         from teleclaude.agents.profile import UsageSource
 
-        usage = PROFILES[agent].usage if agent in PROFILES else None
+        usage = driver(agent).usage if agent in NAMES else None
         if usage is None or usage.read is None or usage.source is not UsageSource.TRANSCRIPT:
             return
         from datetime import UTC, datetime

@@ -20,13 +20,14 @@ import os
 import sys
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from teleclaude.runtime.hooks.record import record_usage, warn
 
+TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:  # subprocess and select are imported by `theirs` alone: most status lines are ours
     import subprocess
     from collections.abc import Sequence
+    from typing import BinaryIO, TextIO
 
     from teleclaude.agents.profile import UsageWindow
 
@@ -47,9 +48,9 @@ def main(
     text = raw.decode("utf-8", "replace")
     line = ""
     try:
-        from teleclaude.agents import PROFILES
+        from teleclaude.agents import driver
 
-        reader = PROFILES[agent].usage.read
+        reader = driver(agent).usage.read
         now = datetime.now(UTC)
         windows = reader(text, now) if reader else ()
         record_usage(windows, "statusline")

@@ -19,14 +19,18 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
 
+from teleclaude import agents
 from teleclaude.adapters import git as gitx
-from teleclaude.agents import PROFILES
-from teleclaude.agents.profile import AgentProfile
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import WorktreeState
 from teleclaude.runtime.hooks.record import mark_pane, record, record_spend, record_transcript_usage, warn
+
+TYPE_CHECKING = False  # typing's own, without importing typing
+if TYPE_CHECKING:
+    from typing import TextIO
+
+    from teleclaude.agents.profile import AgentProfile
 
 MAX_LISTED = 20
 
@@ -64,7 +68,7 @@ def parse_event(raw: str, agent: str | None = None) -> StopEvent:
     cwd = data.get("cwd", os.getcwd())
     if not isinstance(cwd, str) or not cwd:
         raise MalformedInput("`cwd` is not a path")
-    driver = PROFILES[agent] if agent is not None and agent in PROFILES else dialect(data)
+    driver = agents.driver(agent) if agent is not None and agent in agents.NAMES else dialect(data)
     session, prompt, transcript = data.get("session_id"), data.get("prompt"), data.get("transcript_path")
     return StopEvent(
         driver.name,
@@ -79,7 +83,7 @@ def parse_event(raw: str, agent: str | None = None) -> StopEvent:
 def dialect(data: dict) -> AgentProfile:
     """The CLI that sent this stop input: its stop event's name, then the keys only its input has."""
     event = data.get("hook_event_name")
-    fitting = [d for d in PROFILES.values() if all(key in data for key in d.hooks.stop_keys)]
+    fitting = [d for d in agents.PROFILES.values() if all(key in data for key in d.hooks.stop_keys)]
     return max(fitting, key=lambda d: (d.hooks.stop_event == event, len(d.hooks.stop_keys)))
 
 
@@ -126,7 +130,7 @@ def render(decision: StopDecision, agent: str) -> str:
     """The CLI's own answer on stdout: nothing to let the stop through, else its refusal object."""
     if not decision.block:
         return ""
-    return json.dumps({"decision": PROFILES[agent].hooks.refusal, "reason": decision.reason})
+    return json.dumps({"decision": agents.driver(agent).hooks.refusal, "reason": decision.reason})
 
 
 def main(agent: str | None = None, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
