@@ -14,9 +14,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import BinaryIO
 
 from teleclaude.errors import ErrorCode, Failure
+
+TYPE_CHECKING = False  # typing's own, without importing typing (every hook that records imports this module)
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 LOCK_NAME = "teleclaude.lock"
 MAX_FILE_BYTES = 16 * 1024 * 1024

@@ -21,16 +21,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
 
 from teleclaude.adapters import fs
-from teleclaude.agents.profile import kept_usage
+from teleclaude.agents.profile import UsageWindow, kept_usage
 from teleclaude.errors import ErrorCode, Failure
-from teleclaude.planner.core.model import Unavailability, UsageWindow
 from teleclaude.planner.core.timeparse import format_utc
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False  # typing's own, without importing typing: a status line's read needs neither
+if TYPE_CHECKING:  # nor the planner's model (Unavailability: imported where one is made)
+    from typing import TypeVar
+
     import sqlite_utils
+
+    from teleclaude.planner.core.model import Unavailability
+
+    T = TypeVar("T")
 
 TABLE = "agent_availability"
 COLUMNS = {"agent": str, "available": int, "unavailable_until": str, "reason": str}
@@ -46,8 +51,6 @@ _WRONG_SCHEMA = ("no such column", "has no column named", "does not match any PR
 # schema) when this process last made sure of that store's tables: a write runs the schema again only when
 # it changed since (a table dropped or added, the file deleted or moved aside and made anew)
 _ENSURED: dict[tuple[type, str], int] = {}
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -314,6 +317,8 @@ class AvailabilityStore(SqliteStore):
 
     def mark_unavailable(self, agent: str, until: datetime, reason: str) -> Unavailability:
         self._write(marking_unavailable(agent, until, reason))
+        from teleclaude.planner.core.model import Unavailability
+
         parsed = _parse_stored(format_utc(until))
         assert parsed is not None  # format_utc writes what _parse_stored reads
         return Unavailability(agent, parsed, reason)
@@ -388,6 +393,8 @@ class AgentsOnRecord:
 
 
 def _out(rows: Iterable[AgentRow]) -> dict[str, Unavailability]:
+    from teleclaude.planner.core.model import Unavailability
+
     return {
         row.agent: Unavailability(row.agent, row.until, row.reason)
         for row in rows

@@ -228,3 +228,20 @@ def test_a_hook_for_one_cli_imports_that_cli_s_driver_alone(env, argv, stdin, ag
     assert done.returncode == 0, done.stderr
     drivers = {m.removeprefix("teleclaude.agents.") for m in modules if m.startswith("teleclaude.agents.")}
     assert drivers & set(NAMES) == {agent}
+
+
+def test_a_status_line_with_its_usage_on_record_imports_no_planner_model_nor_typing(env):
+    from datetime import UTC, datetime
+
+    resets = int(datetime.now(UTC).timestamp()) + 3600
+    status = json.dumps(
+        {
+            "model": {"display_name": "Opus"},
+            "rate_limits": {"five_hour": {"used_percentage": 42, "resets_at": resets}},
+        }
+    )
+    run(["hook", "statusline"], env, status)  # the first: records the usage
+    done, modules = run(["hook", "statusline"], env, status)
+    assert (done.returncode, done.stdout.startswith("Opus · 5h 42%")) == (0, True), done.stderr
+    unwanted = ("typing", "sqlite_utils", "teleclaude.planner.core.model", "teleclaude.planner.core.render")
+    assert {m for m in modules if m in unwanted or m.split(".")[0] in unwanted} == set()

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import datetime, timedelta, tzinfo
+from datetime import datetime
 
 from teleclaude.errors import Error, FrontEnd, call
 from teleclaude.planner.core.model import (
@@ -19,6 +18,7 @@ from teleclaude.planner.core.model import (
 )
 from teleclaude.planner.core.terminal import printable
 from teleclaude.planner.core.timeparse import format_duration, format_utc
+from teleclaude.planner.core.usage_line import usage_text as usage_text  # the board's and the runtime's too
 
 
 def to_text(action: Action | AgentMarked | AgentReport, front_end: FrontEnd = FrontEnd.CLI) -> str:
@@ -177,22 +177,6 @@ def usage_by_agent(report: AgentReport) -> dict[str, tuple[UsageWindow, ...]]:
     for window in sorted(current, key=lambda w: (order.get(w.agent, len(order)), w.agent)):
         by_agent.setdefault(window.agent, []).append(window)
     return {agent: tuple(windows) for agent, windows in by_agent.items()}
-
-
-def usage_text(windows: Iterable[UsageWindow], now: datetime, zone: tzinfo) -> str:
-    """`5h 83% ↺ 19:00 · 7d 41% ↺ Sat 29 09:00`: each window not yet reset, the share used and, when its CLI
-    said, when it resets (in `zone`; the day too when that is 20 hours or more away)."""
-    parts = []
-    for w in windows:
-        if not w.current(now):
-            continue
-        text = f"{printable(w.window)} {w.used_percent:.0f}%"
-        if w.resets_at is not None:
-            here = w.resets_at.astimezone(zone)
-            soon = w.resets_at - now < timedelta(hours=20)
-            text += f" ↺ {here:%H:%M}" if soon else f" ↺ {here:%a %d %H:%M}"
-        parts.append(text)
-    return " · ".join(parts)
 
 
 def _who(unavailable: tuple[Unavailability, ...]) -> str:

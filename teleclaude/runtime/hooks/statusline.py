@@ -171,8 +171,8 @@ def _exit_signal(pid: int) -> int | None:
 def our_line(agent: str, raw: str, windows: Sequence[UsageWindow], now: datetime) -> str:
     """The model's name, then each window's use as `teleclaude agents` shows it: `Opus 4.8 · 5h 83% ↺ 19:00 ·
     7d 41% ↺ Sun 29 09:00` (resets in local time)."""
-    from teleclaude.planner.core.render import usage_text
     from teleclaude.planner.core.terminal import printable
+    from teleclaude.planner.core.usage_line import usage_text
 
     try:
         data = json.loads(raw)

@@ -1,0 +1,31 @@
+"""How much of its rate-limit windows an agent has used, in one line: the planner's answers, the status board
+and `teleclaude hook statusline` (each refresh of Claude Code's status line, so apart from render.py's
+model of the planner's answers) show it alike."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, tzinfo
+
+from teleclaude.planner.core.terminal import printable
+
+TYPE_CHECKING = False  # typing's own, without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from teleclaude.agents.profile import UsageWindow
+
+
+def usage_text(windows: Iterable[UsageWindow], now: datetime, zone: tzinfo) -> str:
+    """`5h 83% ↺ 19:00 · 7d 41% ↺ Sat 29 09:00`: each window not yet reset, the share used and, when its CLI
+    said, when it resets (in `zone`; the day too when that is 20 hours or more away)."""
+    parts = []
+    for w in windows:
+        if not w.current(now):
+            continue
+        text = f"{printable(w.window)} {w.used_percent:.0f}%"
+        if w.resets_at is not None:
+            here = w.resets_at.astimezone(zone)
+            soon = w.resets_at - now < timedelta(hours=20)
+            text += f" ↺ {here:%H:%M}" if soon else f" ↺ {here:%a %d %H:%M}"
+        parts.append(text)
+    return " · ".join(parts)
