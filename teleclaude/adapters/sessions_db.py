@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from teleclaude.adapters.hook_db import INSERT_TOOL_USE, PRUNE_TOOL_USES, SESSIONS, TOOL_USES
+from teleclaude.adapters.hook_db import stamp as _stamp
 from teleclaude.adapters.store import SqliteStore, TableShape, insert_rows, upsert
-from teleclaude.adapters.tool_use_db import INSERT_TOOL_USE, PRUNE_TOOL_USES, SESSIONS, TOOL_USES
-from teleclaude.adapters.tool_use_db import stamp as _stamp
 
 if TYPE_CHECKING:
     from teleclaude.agents.tokens import Tokens

@@ -188,14 +188,14 @@ def test_a_tool_use_with_another_key_records_nothing(env, tmp_path):
 @pytest.mark.parametrize(
     "environ", [{"TELECLAUDE_DB": "/x/t.db", "HOME": "/h"}, {"HOME": "/h"}, {"HOME": ""}]
 )
-def test_the_tool_use_hook_writes_to_the_store_s_file(monkeypatch, environ):
+def test_the_hooks_plain_path_uses_the_store_s_file(monkeypatch, environ):
+    from teleclaude.adapters.hook_db import db_file
     from teleclaude.adapters.store import default_db_path
-    from teleclaude.runtime.hooks import tool
 
     monkeypatch.delenv("TELECLAUDE_DB", raising=False)
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
-    assert tool._db_path() == str(default_db_path())
+    assert db_file() == str(default_db_path())
 
 
 def test_a_driver_is_the_registry_s():
@@ -245,3 +245,32 @@ def test_a_status_line_with_its_usage_on_record_imports_no_planner_model_nor_typ
     assert (done.returncode, done.stdout.startswith("Opus · 5h 42%")) == (0, True), done.stderr
     unwanted = ("typing", "sqlite_utils", "teleclaude.planner.core.model", "teleclaude.planner.core.render")
     assert {m for m in modules if m in unwanted or m.split(".")[0] in unwanted} == set()
+
+
+def test_a_worker_s_prompt_with_its_transcript_on_record_loads_no_runtime(env, tmp_path):
+    from teleclaude.adapters.sessions_db import SessionStore
+
+    worker = _worker(env, tmp_path)
+    prompt = json.dumps({"transcript_path": str(tmp_path / "rollout.jsonl"), "prompt": "hi"})
+    first, modules = run(["hook", "prompt", "--agent", "codex"], worker, prompt)
+    assert first.returncode == 0 and "teleclaude.runtime.api" in modules
+    session = SessionStore(env["TELECLAUDE_DB"]).get("w1")
+    assert session is not None and session.transcript == str(tmp_path / "rollout.jsonl")
+    again, modules = run(["hook", "prompt", "--agent", "codex"], worker, prompt)
+    assert again.returncode == 0 and "teleclaude hook" not in again.stderr
+    assert "teleclaude.runtime.api" not in modules
+    other = json.dumps({"transcript_path": str(tmp_path / "other.jsonl"), "prompt": "hi"})
+    assert run(["hook", "prompt", "--agent", "codex"], worker, other)[0].returncode == 0
+    session = SessionStore(env["TELECLAUDE_DB"]).get("w1")
+    assert session is not None and session.transcript == str(tmp_path / "other.jsonl")
+
+
+def test_a_prompt_with_another_key_is_not_recorded(env, tmp_path):
+    from teleclaude.adapters.sessions_db import SessionStore
+
+    worker = {**_worker(env, tmp_path), "TELECLAUDE_SESSION_KEY": "not-k1"}
+    prompt = json.dumps({"transcript_path": str(tmp_path / "rollout.jsonl"), "prompt": "hi"})
+    done, _ = run(["hook", "prompt", "--agent", "codex"], worker, prompt)
+    assert done.returncode == 0
+    session = SessionStore(env["TELECLAUDE_DB"]).get("w1")
+    assert session is not None and session.transcript in ("", None)

@@ -19,9 +19,14 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import TextIO
 
 from teleclaude.runtime.hooks.record import record, record_transcript_usage
+
+TYPE_CHECKING = False  # typing's own, without importing typing
+if TYPE_CHECKING:
+    from typing import TextIO
+
+BUSY_TIMEOUT_MS = 1000  # the read of what is on record (the runtime's write waits as it always did)
 
 
 def transcript_path(raw: str) -> str:
@@ -48,10 +53,26 @@ def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
 
         write_mark(Path(channel), TRANSCRIPT, path)
         return 0
-    if path and not os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # TURN_END_TO_PANE: remote
+    remote = os.environ.get("TELECLAUDE_TURN_END_TO_PANE")  # TURN_END_TO_PANE: remote
+    if path and not remote and not _kept_already(path):
         record(
             lambda runtime, session_id: runtime.record_transcript(session_id, path),
             "the rollout file",
             hook="prompt",
         )
     return 0
+
+
+def _kept_already(path: str) -> bool:
+    """The worker's session (by its key) has this transcript on record already, as after its first message:
+    nothing to record, and the runtime is not loaded to find that out (adapters/hook_db.py)."""
+    session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
+    if not session_id:
+        return False
+    from teleclaude.adapters.hook_db import db_file, kept_transcript
+    from teleclaude.runtime.core.marks import SESSION_KEY, same_key
+
+    key = os.environ.get(SESSION_KEY, "")
+    return (
+        kept_transcript(db_file(), BUSY_TIMEOUT_MS, session_id, lambda stored: same_key(stored, key)) == path
+    )

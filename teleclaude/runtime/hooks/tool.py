@@ -56,12 +56,12 @@ def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
 
 def record(session_id: str, key: str, raw: str) -> None:
     """The tool use on the session, only with the session's own key (runtime/core/marks.py): a worker's hook
-    cannot write another's tool activity. Written plainly (adapters/tool_use_db.py) where the runtime's
+    cannot write another's tool activity. Written plainly (adapters/hook_db.py) where the runtime's
     database is as the runtime left it and the session has nothing new to keep (`_conversation`), else by
     the store."""
     from datetime import UTC, datetime
 
-    from teleclaude.adapters.tool_use_db import add_plainly, stamp
+    from teleclaude.adapters.hook_db import add_plainly, db_file, stamp
     from teleclaude.runtime.core.marks import same_key
     from teleclaude.runtime.core.tool_uses import KEPT, named
 
@@ -82,18 +82,11 @@ def record(session_id: str, key: str, raw: str) -> None:
         return None if news else True
 
     row = (session_id, stamp(now), tool, target)
-    done = add_plainly(_db_path(), BUSY_TIMEOUT_MS, row, plainly, KEPT)
+    done = add_plainly(db_file(), BUSY_TIMEOUT_MS, row, plainly, KEPT)
     if done is None:
         done = _record_with_store(session_id, key, data, row, now)
     if not done:
         warn(f"not recording the tool use: ${SESSION_KEY} is not session {session_id}'s key", "tool-use")
-
-
-def _db_path() -> str:
-    """The store's file (`store.default_db_path`), named without importing the store."""
-    if os.environ.get("TELECLAUDE_DB"):
-        return os.environ["TELECLAUDE_DB"]
-    return os.path.join(os.environ.get("HOME") or os.path.expanduser("~"), ".teleclaude", "teleclaude.db")
 
 
 def _record_with_store(session_id: str, key: str, data: dict, row: tuple, now: datetime) -> bool:

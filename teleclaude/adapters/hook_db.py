@@ -1,11 +1,11 @@
-"""A worker's tool use written as its hook runs: the rows of the `tool_uses` table, and the plain way to them.
+"""What a worker's agent hooks read and write on its session as they run, with the stdlib's `sqlite3` alone.
 
-`teleclaude hook tool-use` runs before every tool call of every worker, so the usual case (the database and
-its tables there, made by the runtime that started the worker) is the stdlib's `sqlite3` and this module
-alone, without the store's modules (sessions_db.py, store.py: their dataclasses, and `dataclasses` imports
-`inspect`). Anything else (no file, a table missing or of another shape, a corrupt file) is left to
-`SessionStore.add_tool_use`, which makes, mends or moves the file aside as every write of the store does.
-The statements are this module's; sessions_db.py writes with them too.
+`teleclaude hook tool-use` runs before every tool call of every worker and `hook prompt` at every message, so
+their usual case (the database and its tables there, made by the runtime that started the worker) goes
+without the store's modules (sessions_db.py, store.py: their dataclasses, and `dataclasses` imports
+`inspect`) or the runtime. Anything else (no file, a table missing or of another shape, a corrupt file) is
+left to the store, which makes, mends or moves the file aside as every write of the store does. The tool
+uses' statements are this module's; sessions_db.py writes with them too.
 """
 
 from __future__ import annotations
@@ -28,7 +28,15 @@ PRUNE_TOOL_USES = (
     f"(SELECT id FROM {TOOL_USES} WHERE session_id = ? ORDER BY id DESC LIMIT ?)"
 )
 SESSION_OF = f"SELECT key, conversation, transcript FROM {SESSIONS} WHERE id = ?"
+SESSION_TRANSCRIPT_OF = f"SELECT key, transcript FROM {SESSIONS} WHERE id = ?"
 _LOCKED_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def db_file() -> str:
+    """The store's file (`store.default_db_path`), named without importing the store (pathlib)."""
+    if os.environ.get("TELECLAUDE_DB"):
+        return os.environ["TELECLAUDE_DB"]
+    return os.path.join(os.environ.get("HOME") or os.path.expanduser("~"), ".teleclaude", "teleclaude.db")
 
 
 def stamp(moment: datetime | None) -> str | None:
@@ -74,3 +82,23 @@ def add_plainly(
         return None
     finally:
         conn.close()
+
+
+def kept_transcript(path: str, busy_ms: int, session_id: str, owns: Callable[[str], bool]) -> str | None:
+    """The transcript on record for the session ("" for none) when `owns` its stored key; None when that is
+    not known so (no file, no such session or column, another key, any fault): the runtime says then."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        conn = sqlite3.connect(path, timeout=busy_ms / 1000)
+    except sqlite3.Error:
+        return None
+    try:
+        found = conn.execute(SESSION_TRANSCRIPT_OF, (session_id,)).fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+    if found is None or not owns(found[0] or ""):
+        return None
+    return found[1] or ""
