@@ -12,7 +12,10 @@ import json
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+TYPE_CHECKING = False  # typing's own, without importing typing (every driver imports this module)
+if TYPE_CHECKING:
+    from typing import Any
 
 # more tokens than any one session can use (a thousand billion): a bigger number is a forged or broken one
 MOST = 10**12

@@ -274,3 +274,17 @@ def test_a_prompt_with_another_key_is_not_recorded(env, tmp_path):
     assert done.returncode == 0
     session = SessionStore(env["TELECLAUDE_DB"]).get("w1")
     assert session is not None and session.transcript in ("", None)
+
+
+def test_a_tool_use_naming_the_conversation_keeps_it_then_goes_the_plain_way(env, tmp_path):
+    from teleclaude.adapters.sessions_db import SessionStore
+
+    worker = _worker(env, tmp_path)
+    said = json.dumps({**json.loads(TOOL), "session_id": "c-1", "transcript_path": "/t.jsonl"})
+    first, modules = run(["hook", "tool-use", "--agent", "claude"], worker, said)
+    assert first.returncode == 0 and "teleclaude.adapters.sessions_db" in modules  # news: the store keeps it
+    session = SessionStore(env["TELECLAUDE_DB"]).get("w1")
+    assert session is not None and (session.conversation, session.transcript) == ("c-1", "/t.jsonl")
+    again, modules = run(["hook", "tool-use", "--agent", "claude"], worker, said)
+    assert again.returncode == 0 and "teleclaude.adapters.sessions_db" not in modules
+    assert len(SessionStore(env["TELECLAUDE_DB"]).recent_tool_uses(["w1"])["w1"]) == 2

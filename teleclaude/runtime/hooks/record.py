@@ -158,10 +158,10 @@ def record_spend(agent: str, path: str, hook: str = "stop") -> None:
     if not os.environ.get("TELECLAUDE_SESSION_ID") or os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):
         return
     try:
-        from teleclaude.agents import PROFILES
+        from teleclaude.agents import NAMES, driver
         from teleclaude.agents.tokens import Tokens
 
-        reader = PROFILES[agent].tokens.read if agent in PROFILES else None
+        reader = driver(agent).tokens.read if agent in NAMES else None
         if reader is None or not path:
             return
         tokens = _read_record(path, reader) or Tokens()
