@@ -19,7 +19,7 @@ and every process an agent event starts, against their own floor, a bare start o
     tool-use          the PreToolUse hook of a worker session recorded in the database as the runtime would
                       have it, once per tool call: one row written
     prompt            `teleclaude hook prompt --agent codex`: codex's UserPromptSubmit of that worker, once
-                      per turn (keeps the rollout file's path on the session)
+                      per turn (the rollout file's path on the session: on record from the uncounted round on)
     statusline        `teleclaude hook statusline` with a subscriber's rate limits already on record (each
                       refresh of Claude Code's status line; only news is written)
     stop (none)       `teleclaude hook stop` of a session outside a worker, in a folder outside any repository
