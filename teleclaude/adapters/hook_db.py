@@ -57,11 +57,8 @@ def add_plainly(
     session's key), nothing written. None: not written, for the store to do: it said None (the session has
     news to keep), or the file or a table is missing, or of another shape, or the file is not a database.
     Raises the store's `StoreLocked` when other writers hold the file past `busy_ms`."""
-    if not os.path.isfile(path):
-        return None
-    try:
-        conn = sqlite3.connect(path, timeout=busy_ms / 1000)
-    except sqlite3.Error:
+    conn = _connect(path, busy_ms)
+    if conn is None:
         return None
     try:
         found = conn.execute(SESSION_OF, (row[0],)).fetchone()
@@ -87,11 +84,8 @@ def add_plainly(
 def kept_transcript(path: str, busy_ms: int, session_id: str, owns: Callable[[str], bool]) -> str | None:
     """The transcript on record for the session ("" for none) when `owns` its stored key; None when that is
     not known so (no file, no such session or column, another key, any fault): the runtime says then."""
-    if not os.path.isfile(path):
-        return None
-    try:
-        conn = sqlite3.connect(path, timeout=busy_ms / 1000)
-    except sqlite3.Error:
+    conn = _connect(path, busy_ms)
+    if conn is None:
         return None
     try:
         found = conn.execute(SESSION_TRANSCRIPT_OF, (session_id,)).fetchone()
@@ -102,3 +96,13 @@ def kept_transcript(path: str, busy_ms: int, session_id: str, owns: Callable[[st
     if found is None or not owns(found[0] or ""):
         return None
     return found[1] or ""
+
+
+def _connect(path: str, busy_ms: int) -> sqlite3.Connection | None:
+    """The database file, opened as the store opens it; None when there is none or it cannot be opened."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        return sqlite3.connect(path, timeout=busy_ms / 1000)
+    except sqlite3.Error:
+        return None
