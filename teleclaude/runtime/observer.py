@@ -405,15 +405,16 @@ class Observer:
             if events:
                 store.mark_delivered(events)
                 return Waited(tuple(events), tuple(sessions), False)
-            over = all(s.state.is_final for s in sessions)
-            if over or time.monotonic() >= deadline:
-                return Waited((), tuple(sessions), bool(ids) and not over)
             down = tmux.unreachable()  # their wait-for clients could not connect: the sleep is the poll
             self._stop_waiters([s.id for s in sessions if s.state.is_final or s.computer in down])
             watched = [s.id for s in sessions if not s.state.is_final and s.computer not in down]
-            woken = _sleep_until_signal(
-                [self._waiter(i, tmux) for i in watched], min(poll, deadline - time.monotonic())
-            )
+            # started even by a wait that ends now (its look outlasted it, on a busy machine): the next one
+            # sleeps on them rather than looking again
+            waiters = [self._waiter(i, tmux) for i in watched] if timeout else []
+            over = all(s.state.is_final for s in sessions)
+            if over or time.monotonic() >= deadline:
+                return Waited((), tuple(sessions), bool(ids) and not over)
+            woken = _sleep_until_signal(waiters, min(poll, deadline - time.monotonic()))
             woken = self._forget_signalled(watched) or woken  # one that ended just after the sleep too
             sessions = store.sessions(ids)
             just_looked = not (fresh or woken) and self._looked_within(ids, poll)
