@@ -82,3 +82,18 @@ def write(text: str) -> None:
     except BrokenPipeError:  # `teleclaude agents | head -1`
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+
+
+def serving_banner(host: str, port: int, path: str, what: str, holder_can: str) -> tuple[str, list[str]]:
+    """The URL a `--host`/`--port` server answers on, and its first lines for stderr: where it listens and,
+    off loopback, who can reach it (`holder_can`: what whoever holds the token can do)."""
+    from teleclaude.adapters.http_guard import is_loopback
+
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}{path}"
+    lines = [f"teleclaude: serving {what} on {url}"]
+    if not is_loopback(host):
+        lines.append(
+            f"teleclaude: WARNING: {host} is reachable from other machines; whoever holds the token "
+            f"{holder_can}. Plain HTTP: use it only on a network you trust."
+        )
+    return url, lines

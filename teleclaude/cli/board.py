@@ -13,7 +13,7 @@ import os
 import shlex
 import sys
 
-from teleclaude.cli.base import Command, add_cwd, print_value, tcp_port, write
+from teleclaude.cli.base import Command, add_cwd, print_value, serving_banner, tcp_port, write
 from teleclaude.errors import Error, guard
 
 
@@ -55,7 +55,7 @@ def _run_board(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace, root) -> int:
-    from teleclaude.adapters.http_guard import can_listen, http_access, is_loopback
+    from teleclaude.adapters.http_guard import can_listen, http_access
     from teleclaude.adapters.token import token_path
     from teleclaude.board import web
 
@@ -65,14 +65,9 @@ def _serve(args: argparse.Namespace, root) -> int:
     refused = can_listen(args.host, args.port)
     if refused is not None:
         return print_value(refused)
-    host = f"[{args.host}]" if ":" in args.host else args.host
-    url = f"http://{host}:{args.port}/"
-    lines = [f"teleclaude: serving the board of {root} on {url}"]
-    if not is_loopback(args.host):
-        lines.append(
-            f"teleclaude: WARNING: {args.host} is reachable from other machines; whoever holds the token can "
-            "end sessions and mark agents. Plain HTTP: use it only on a network you trust."
-        )
+    url, lines = serving_banner(
+        args.host, args.port, "/", f"the board of {root}", "can end sessions and mark agents"
+    )
     lines.append(
         f'Open it with the token once, e.g. xdg-open "{url}?token=$(cat {shlex.quote(str(token_path()))})"'
     )

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from teleclaude import __version__
 from teleclaude.cli import configure_logging
-from teleclaude.cli.base import Command, add_cwd, print_action, print_value, tcp_port, write
+from teleclaude.cli.base import Command, add_cwd, print_action, print_value, serving_banner, tcp_port, write
 from teleclaude.errors import Error, guard
 
 if TYPE_CHECKING:  # imported by `build_parser`: `teleclaude.cli` runs `next-work` without a parser
@@ -167,17 +167,11 @@ def _explain_http(args: argparse.Namespace, access) -> None:
     """On stderr: where the server listens and how a client gets in (the token itself is never printed)."""
     import shlex
 
-    from teleclaude.adapters.http_guard import is_loopback
     from teleclaude.adapters.token import token_path
 
-    host = f"[{args.host}]" if ":" in args.host else args.host
-    url = f"http://{host}:{args.port}/mcp"
-    lines = [f"teleclaude: serving MCP over HTTP on {url}"]
-    if not is_loopback(args.host):
-        lines.append(
-            f"teleclaude: WARNING: {args.host} is reachable from other machines; whoever holds the token "
-            "can start agents that run commands as you. Plain HTTP: use it only on a network you trust."
-        )
+    url, lines = serving_banner(
+        args.host, args.port, "/mcp", "MCP over HTTP", "can start agents that run commands as you"
+    )
     if access.token is None:
         lines.append("teleclaude: WARNING: --no-token: any local process or user can call the tools.")
     else:

@@ -727,6 +727,17 @@ def _complete(block: dict, deltas: list[dict]) -> dict:
     return block | {"input": json.loads("".join(d["partial_json"] for d in deltas))}
 
 
+def _openai_usage(sent: Sent, input_key: str, output_key: str) -> dict[str, object]:
+    """OpenAI's usage object, under the Responses API's names or Chat Completions' (`prompt_tokens`, …)."""
+    return {
+        input_key: sent.input,
+        f"{input_key}_details": {"cached_tokens": sent.cached},
+        output_key: sent.output,
+        f"{output_key}_details": {"reasoning_tokens": sent.reasoning},
+        "total_tokens": sent.input + sent.output,
+    }
+
+
 class OpenAIResponses(Dialect):
     """The Responses API as Codex streams it (`POST /v1/responses`, `stream: true`)."""
 
@@ -734,13 +745,7 @@ class OpenAIResponses(Dialect):
     shell_tools = ("shell", "exec_command", "shell_command", "local_shell")
 
     def report_tokens(self, payloads: list[object], sent: Sent) -> None:
-        usage = {
-            "input_tokens": sent.input,
-            "input_tokens_details": {"cached_tokens": sent.cached},
-            "output_tokens": sent.output,
-            "output_tokens_details": {"reasoning_tokens": sent.reasoning},
-            "total_tokens": sent.input + sent.output,
-        }
+        usage = _openai_usage(sent, "input_tokens", "output_tokens")
         for payload in payloads:
             response = payload.get("response") if isinstance(payload, dict) else None
             if isinstance(response, dict) and "usage" in response:
@@ -1079,13 +1084,7 @@ class ChatCompletions(Dialect):
     name = "chat"
 
     def report_tokens(self, payloads: list[object], sent: Sent) -> None:
-        usage = {
-            "prompt_tokens": sent.input,
-            "prompt_tokens_details": {"cached_tokens": sent.cached},
-            "completion_tokens": sent.output,
-            "completion_tokens_details": {"reasoning_tokens": sent.reasoning},
-            "total_tokens": sent.input + sent.output,
-        }
+        usage = _openai_usage(sent, "prompt_tokens", "completion_tokens")
         for payload in payloads:
             if isinstance(payload, dict) and "usage" in payload:
                 payload["usage"] = dict(usage)
