@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from datetime import UTC
+from datetime import UTC, datetime
 
 TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from datetime import datetime
+    from collections.abc import Callable, Iterable
 
 SESSIONS = "sessions"
 TOOL_USES = "tool_uses"
@@ -29,6 +28,7 @@ PRUNE_TOOL_USES = (
 )
 SESSION_OF = f"SELECT key, conversation, transcript FROM {SESSIONS} WHERE id = ?"
 SESSION_TRANSCRIPT_OF = f"SELECT key, transcript FROM {SESSIONS} WHERE id = ?"
+USAGE_OF = "SELECT window, used_percent, resets_at FROM agent_usage WHERE agent = ?"  # store.py's USAGE_TABLE
 _LOCKED_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
@@ -96,6 +96,28 @@ def kept_transcript(path: str, busy_ms: int, session_id: str, owns: Callable[[st
     if found is None or not owns(found[0] or ""):
         return None
     return found[1] or ""
+
+
+def usage_known(path: str, busy_ms: int, agent: str, windows: Iterable[tuple[str, float, datetime]]) -> bool:
+    """Whether every window (name, percent used, reset) is on record for `agent` just so and not yet reset
+    (the reset is later than now): a status line's usual news, which the store would keep as it is. False
+    when not known so (no file, no table, any fault): the store then reads and keeps what is news."""
+    conn = _connect(path, busy_ms)
+    if conn is None:
+        return False
+    try:
+        stored = {row[0]: (row[1], row[2]) for row in conn.execute(USAGE_OF, (agent,))}
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+    now = datetime.now(UTC)
+    return all(reset > now and stored.get(window) == (used, utc(reset)) for window, used, reset in windows)
+
+
+def utc(moment: datetime) -> str:
+    """`2026-11-21T17:00:00Z`: a moment as the availability table keeps it (`timeparse.format_utc`)."""
+    return moment.astimezone(UTC).replace(tzinfo=None, microsecond=0).isoformat() + "Z"
 
 
 def _connect(path: str, busy_ms: int) -> sqlite3.Connection | None:

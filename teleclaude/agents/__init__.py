@@ -5,9 +5,9 @@ The ground floor of the house: pure, and importing nothing of teleclaude outside
 planner, runtime and setup may all read it. Every list of agent names, `--agent` choice and per-agent table
 derives from `NAMES` and `PROFILES`.
 
-`NAMES` costs nothing; `PROFILES` imports the drivers (and `dataclasses`) when it is first read, so that a
-hook that only checks its `--agent` pays for no driver; `driver(name)` imports that one driver alone (a hook
-runs for one CLI).
+`NAMES` and the hooks' tables cost nothing; `PROFILES` imports the drivers (and `dataclasses`) when it is
+first read, so that a hook that only checks its `--agent` pays for no driver; `driver(name)` imports that one
+driver alone (a hook runs for one CLI).
 """
 
 from __future__ import annotations
@@ -20,8 +20,19 @@ if TYPE_CHECKING:
 
     PROFILES: Mapping[str, AgentProfile]
 
-# in the default matrix's order of preference: PROFILES' order (tests/unit/test_agents.py holds them equal)
+# in the default matrix's order of preference: PROFILES' order (tests/frontends/test_hook_imports.py holds
+# them equal, and the tables below equal to the drivers')
 NAMES: tuple[str, ...] = ("claude", "gemini", "codex", "opencode")
+
+# What the hooks ask of a driver on every event, known without importing one: the `teleclaude hook` verbs its
+# CLI runs (`Hooks.events`) and where its usage is reported (`UsageReport.source`'s value), when it is.
+HOOK_VERBS: dict[str, tuple[str, ...]] = {
+    "claude": ("stop", "stop-failure", "tool-use"),
+    "gemini": ("stop", "tool-use"),
+    "codex": ("stop", "prompt", "tool-use"),
+    "opencode": ("stop", "stop-failure", "tool-use"),
+}
+USAGE_SOURCES: dict[str, str] = {"claude": "statusline", "codex": "transcript"}
 
 
 def __getattr__(name: str) -> object:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
+from teleclaude.agents.jsonin import loads
 from teleclaude.agents.profile import (
     AgentProfile,
     Blocker,
@@ -20,6 +19,7 @@ from teleclaude.agents.profile import (
     UsageSource,
     UsageWindow,
 )
+from teleclaude.agents.statusline import rate_limits
 from teleclaude.agents.tokens import Price, TokenReport, Tokens, count, json_lines, summed
 
 CLAUDE_STATE = "~/.claude.json"
@@ -28,51 +28,20 @@ CLAUDE_SETTINGS = "~/.claude/settings.json"
 # "API error · Retrying in 26s · attempt 7/10" (2.1.197); "… · retrying in 19s · attempt 8/10" (2.1.332)
 RETRYING = r"\b[Rr]etrying in \d+\w*.*\battempt \d+/\d+"
 
+
 # Its status-line command gets the session's JSON on stdin, and (2.1.197) `rate_limits` in it once a response
 # carried a subscriber's `anthropic-ratelimit-unified-{5h,7d}-utilization` (a fraction) and `-reset` (epoch
 # seconds) headers: `{"five_hour": {"used_percentage": utilization * 100, "resets_at": SECONDS}, "seven_day":
 # …}`, a window left out when its headers were not sent; no `rate_limits` at all with an API key (the CLI
 # reads those headers only for an OAuth login: tests/realcli/NOTES.md)
-WINDOWS = {"five_hour": "5h", "seven_day": "7d"}
-WINDOW_LENGTHS = {
-    "5h": timedelta(hours=5),
-    "7d": timedelta(days=7),
-}  # the latest a window without a reset ends
-
-
 def statusline_usage(text: str, now: datetime) -> tuple[UsageWindow, ...]:
-    """The windows the status line's JSON reports (`rate_limits`), seen `now`; () for anything else."""
+    """The windows the status line's JSON reports (`rate_limits`, read by statusline.py), seen `now`; () for
+    anything else."""
     try:
-        data = json.loads(text)
+        data = loads(text)
     except ValueError:
         return ()
-    limits = data.get("rate_limits") if isinstance(data, dict) else None
-    if not isinstance(limits, dict):
-        return ()
-    found = []
-    for key, window in WINDOWS.items():
-        report = limits.get(key)
-        if not isinstance(report, dict):
-            continue
-        used = report.get("used_percentage")
-        if isinstance(used, bool) or not isinstance(used, int | float) or not math.isfinite(used):
-            continue
-        reset = _moment(report.get("resets_at")) or now + WINDOW_LENGTHS[window]
-        found.append(UsageWindow("claude", window, float(used), reset, now))
-    return tuple(found)
-
-
-def _moment(value: object) -> datetime | None:
-    """Epoch seconds (what 2.1.197 passes on), or an ISO 8601 time."""
-    try:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return datetime.fromtimestamp(value, UTC)
-        if isinstance(value, str):
-            moment = datetime.fromisoformat(value)
-            return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
-    except (ValueError, OverflowError, OSError):
-        pass
-    return None
+    return tuple(UsageWindow("claude", *limit, now) for limit in rate_limits(data, now))
 
 
 # Its transcript (the Stop hook's `transcript_path`, JSON Lines) has a line per content block of each reply

@@ -184,6 +184,6 @@ def test_a_mark_that_is_not_usage_gives_nothing(mark):
 def test_the_status_line_shows_a_model_name_with_terminal_controls_escaped():
     from teleclaude.runtime.hooks.statusline import our_line
 
-    raw = json.dumps({"model": {"display_name": "Opus\x1b]0;owned\x07\u202e"}})
-    line = our_line("claude", raw, (), datetime(2026, 1, 1, tzinfo=UTC))
+    data = {"model": {"display_name": "Opus\x1b]0;owned\x07\u202e"}}
+    line = our_line("claude", data, (), datetime(2026, 1, 1, tzinfo=UTC))
     assert line.startswith("Opus") and "\x1b" not in line and "\u202e" not in line and "\x07" not in line

@@ -20,23 +20,20 @@ def agents(verb: str) -> tuple[str, ...]:
 
 
 def runs(verb: str, agent: str) -> bool:
-    """Whether `agent` is one of `agents(verb)`, importing its driver alone (none: `stop`, `tool-use`)."""
-    from teleclaude.agents import NAMES, driver
+    """Whether `agent` is one of `agents(verb)`, from the registry's tables: no driver imported."""
+    from teleclaude.agents import HOOK_VERBS, NAMES, USAGE_SOURCES
 
     if agent not in NAMES:
         return False
     if verb in ("stop", "tool-use"):
         return True
     if verb == "statusline":
-        from teleclaude.agents.profile import UsageSource
-
-        return driver(agent).usage.source is UsageSource.STATUSLINE
-    return driver(agent).hooks.runs(verb)
+        return USAGE_SOURCES.get(agent) == "statusline"
+    return verb in HOOK_VERBS[agent]
 
 
 def first_agent(verb: str) -> str | None:
-    """The first of `agents(verb)` (the default `--agent` of `FIRST_AGENT_BY_DEFAULT`), importing the drivers
-    up to it only."""
+    """The first of `agents(verb)` (the default `--agent` of `FIRST_AGENT_BY_DEFAULT`)."""
     from teleclaude.agents import NAMES
 
     return next((name for name in NAMES if runs(verb, name)), None)

@@ -15,13 +15,15 @@ exits 0: the status line is never what breaks the CLI.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 from datetime import UTC, datetime
 
-from teleclaude.runtime.hooks.record import record_usage, warn
+from teleclaude.agents import USAGE_SOURCES
+from teleclaude.agents.jsonin import loads
+from teleclaude.agents.statusline import rate_limits
+from teleclaude.runtime.hooks.record import USAGE_BUSY_MS, warn
 
 TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:  # subprocess and select are imported by `theirs` alone: most status lines are ours
@@ -29,7 +31,6 @@ if TYPE_CHECKING:  # subprocess and select are imported by `theirs` alone: most 
     from collections.abc import Sequence
     from typing import BinaryIO, TextIO
 
-    from teleclaude.agents.profile import UsageWindow
 
 THEIRS_TIMEOUT = 3.5  # Claude Code gives a status-line command 5 s in all (ours: up to 1 s more)
 THEIRS_BYTES = 64 * 1024  # a status line is a few rows: more is a command gone wrong (`yes`)
@@ -48,13 +49,12 @@ def main(
     text = raw.decode("utf-8", "replace")
     line = ""
     try:
-        from teleclaude.agents import driver
-
-        reader = driver(agent).usage.read
+        data = _parsed(text)
         now = datetime.now(UTC)
-        windows = reader(text, now) if reader else ()
-        record_usage(windows, "statusline")
-        line = our_line(agent, text, windows, now)
+        limits = rate_limits(data, now) if USAGE_SOURCES.get(agent) == "statusline" else ()
+        if limits and not _on_record(agent, limits):
+            _record(agent, text, now)
+        line = our_line(agent, data, limits, now)
     except Exception as error:  # record nothing; the line is still printed
         warn(f"{type(error).__name__}: {error}", "statusline")
     if then:
@@ -62,6 +62,33 @@ def main(
     stdout.write((line or agent) + "\n")
     stdout.flush()
     return 0
+
+
+def _parsed(text: str) -> object:
+    """The status line's JSON, parsed once for every field the hook reads of it (None: not JSON)."""
+    try:
+        return loads(text)
+    except ValueError:
+        return None
+
+
+def _on_record(agent: str, limits: tuple[tuple[str, float, datetime], ...]) -> bool:
+    """Every window is on record just so (most refreshes: the same numbers again), read with the stdlib's
+    sqlite3 alone (hook_db.py); a worker on another computer marks its pane each time instead (record.py)."""
+    if os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # TURN_END_TO_PANE of adapters/tmux.py: remote
+        return False
+    from teleclaude.adapters.hook_db import db_file, usage_known
+
+    return usage_known(db_file(), USAGE_BUSY_MS, agent, limits)
+
+
+def _record(agent: str, text: str, now: datetime) -> None:
+    """News: the driver's usage reader and the store keep it (record.py)."""
+    from teleclaude.agents import driver
+    from teleclaude.runtime.hooks.record import record_usage
+
+    reader = driver(agent).usage.read
+    record_usage(reader(text, now) if reader else (), "statusline")
 
 
 def _read(stream: BinaryIO) -> bytes:
@@ -168,18 +195,15 @@ def _exit_signal(pid: int) -> int | None:
         return None
 
 
-def our_line(agent: str, raw: str, windows: Sequence[UsageWindow], now: datetime) -> str:
-    """The model's name, then each window's use as `teleclaude agents` shows it: `Opus 4.8 · 5h 83% ↺ 19:00 ·
-    7d 41% ↺ Sun 29 09:00` (resets in local time)."""
+def our_line(agent: str, data: object, limits: Sequence[tuple[str, float, datetime]], now: datetime) -> str:
+    """The model's name, then each window's use (`limits`: window, percent used, reset) as `teleclaude
+    agents` shows it: `Opus 4.8 · 5h 83% ↺ 19:00 · 7d 41% ↺ Sun 29 09:00` (resets in local time)."""
     from teleclaude.planner.core.terminal import printable
-    from teleclaude.planner.core.usage_line import usage_text
+    from teleclaude.planner.core.usage_line import window_text
 
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        data = None
     model = data.get("model") if isinstance(data, dict) else None
     name = model.get("display_name") if isinstance(model, dict) else None
-    usage = usage_text(windows, now, now.astimezone().tzinfo or UTC)
+    zone = now.astimezone().tzinfo or UTC
+    usage = " · ".join(window_text(*limit, now, zone) for limit in limits if limit[2] > now)
     shown = printable(name) if isinstance(name, str) and name else agent  # the model's name is the provider's
     return " · ".join(part for part in (shown, usage) if part)
