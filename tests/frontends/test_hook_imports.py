@@ -47,6 +47,11 @@ def run(argv: list[str], env: dict[str, str], stdin: str = "") -> tuple[subproce
     return done, set(json.loads(listed[-1].removeprefix("MODULES ")))
 
 
+def driver_module(module: str) -> bool:
+    """A driver's module, or the profile they share (not the registry's lean readers: jsonin, statusline)."""
+    return module.removeprefix("teleclaude.agents.") in (*NAMES, "profile", "tokens", "formats")
+
+
 def heavy(modules: set[str]) -> set[str]:
     return {m for m in modules if m in HEAVY or m.split(".")[0] in HEAVY or m in HEAVY_OURS}
 
@@ -181,7 +186,7 @@ def test_a_worker_s_tool_use_is_recorded_with_sqlite3_alone(env, tmp_path):
     assert (done.returncode, done.stdout) == (0, "")
     assert "teleclaude hook" not in done.stderr  # no warning
     assert "sqlite3" in modules
-    assert {m for m in modules if m in TOOL_USE_NOT or m.startswith("teleclaude.agents.")} == set()
+    assert {m for m in modules if m in TOOL_USE_NOT or driver_module(m)} == set()
     uses = SessionStore(env["TELECLAUDE_DB"]).recent_tool_uses(["w1"])["w1"]
     assert [(u.tool, u.target) for u in uses] == [("Bash", "ls")]
 

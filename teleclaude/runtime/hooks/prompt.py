@@ -16,10 +16,10 @@ always exits 0.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
+from teleclaude.agents.jsonin import loads
 from teleclaude.runtime.hooks.record import record, record_transcript_usage
 
 TYPE_CHECKING = False  # typing's own, without importing typing
@@ -31,7 +31,7 @@ BUSY_TIMEOUT_MS = 1000  # the read of what is on record (the runtime's write wai
 
 def transcript_path(raw: str) -> str:
     try:
-        data = json.loads(raw)
+        data = loads(raw)
     except ValueError:
         return ""
     path = data.get("transcript_path") if isinstance(data, dict) else None

@@ -129,11 +129,15 @@ TRANSCRIPT_TAIL = 64 * 1024  # bytes of a transcript read for its latest usage
 def record_transcript_usage(agent: str, path: str, hook: str) -> None:
     """The usage the CLI's transcript (a hook input's `transcript_path`) reports so far, kept as
     `record_usage` keeps it, when the driver reads its usage there. Never raises."""
+    from teleclaude.agents import USAGE_SOURCES
+
+    if USAGE_SOURCES.get(agent) != "transcript" or not os.path.isfile(path):
+        return  # no driver imported to find that out (a stop hook's `transcript_path` comes every turn)
     try:
-        from teleclaude.agents import NAMES, driver
+        from teleclaude.agents import driver
         from teleclaude.agents.profile import UsageSource
 
-        usage = driver(agent).usage if agent in NAMES else None
+        usage = driver(agent).usage
         if usage is None or usage.read is None or usage.source is not UsageSource.TRANSCRIPT:
             return
         from datetime import UTC, datetime

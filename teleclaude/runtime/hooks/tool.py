@@ -14,10 +14,10 @@ blocks or breaks the agent.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
+from teleclaude.agents.jsonin import loads
 from teleclaude.runtime.core.marks import SESSION_KEY
 from teleclaude.runtime.hooks.record import warn
 
@@ -65,7 +65,7 @@ def record(session_id: str, key: str, raw: str) -> None:
     from teleclaude.runtime.core.marks import same_key
     from teleclaude.runtime.core.tool_uses import KEPT, named
 
-    data = json.loads(raw)
+    data = loads(raw)
     if not isinstance(data, dict) or not isinstance(data.get("tool_name"), str):
         raise ValueError("the input has no tool_name")
     cwd = data["cwd"] if isinstance(data.get("cwd"), str) else ""
