@@ -10,13 +10,16 @@ uses' statements are this module's; sessions_db.py writes with them too.
 
 from __future__ import annotations
 
+# The stdlib's sqlite3 is `_sqlite3` and sqlite3/dbapi2.py, which adds adapters for `datetime` values (the
+# hooks bind none) and imports `datetime` for them: most of what a worker's tool use would import else.
+import _sqlite3 as sqlite3
 import os
-import sqlite3
-from datetime import UTC, datetime
+import time
 
 TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
+    from datetime import datetime
 
 SESSIONS = "sessions"
 TOOL_USES = "tool_uses"
@@ -40,8 +43,16 @@ def db_file() -> str:
 
 
 def stamp(moment: datetime | None) -> str | None:
-    """A moment as the sessions' tables keep it."""
+    """A moment as the sessions' tables keep it: `2026-11-21T17:00:00.123+00:00`."""
+    from datetime import UTC
+
     return moment.astimezone(UTC).isoformat(timespec="milliseconds") if moment else None
+
+
+def stamp_now() -> str:
+    """`stamp` of this moment, without importing `datetime`."""
+    seconds, nanoseconds = divmod(time.time_ns(), 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{nanoseconds // 1_000_000:03d}+00:00"
 
 
 def add_plainly(
@@ -111,12 +122,16 @@ def usage_known(path: str, busy_ms: int, agent: str, windows: Iterable[tuple[str
         return False
     finally:
         conn.close()
+    from datetime import UTC, datetime
+
     now = datetime.now(UTC)
     return all(reset > now and stored.get(window) == (used, utc(reset)) for window, used, reset in windows)
 
 
 def utc(moment: datetime) -> str:
     """`2026-11-21T17:00:00Z`: a moment as the availability table keeps it (`timeparse.format_utc`)."""
+    from datetime import UTC
+
     return moment.astimezone(UTC).replace(tzinfo=None, microsecond=0).isoformat() + "Z"
 
 

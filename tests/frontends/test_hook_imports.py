@@ -1,5 +1,5 @@
 """What the processes an agent event starts import: `--version` and a hook with nothing to record stop at
-Python's own start and the `re` the console script imports, whatever they would need to record; the agent
+Python's own start (bin/teleclaude imports nothing more), whatever they would need to record; the agent
 hooks reach their work without argparse; an agent hook's arguments that are not plainly good get argparse's
 answer, as before."""
 
@@ -14,7 +14,10 @@ import pytest
 from teleclaude.agents import NAMES, PROFILES
 
 # what a process with nothing to do must not import: each costs about as much as Python's own start, or more
-HEAVY = ("dataclasses", "inspect", "typing", "logging", "argparse", "sqlite3", "sqlite_utils", "subprocess")
+HEAVY = (
+    *("dataclasses", "inspect", "typing", "logging", "argparse", "sqlite3", "_sqlite3", "sqlite_utils"),
+    *("subprocess", "re", "enum", "json", "datetime", "pathlib"),
+)
 HEAVY_OURS = (
     "teleclaude.agents.profile",
     "teleclaude.cli.parser",
@@ -24,11 +27,13 @@ HEAVY_OURS = (
 
 # the call in a fresh interpreter, as the console script makes it; prints the modules it imported on stderr
 PROBE = """\
-import json, sys
+import sys
 from teleclaude.cli import main
 code = main(sys.argv[1:])
 sys.stdout.flush()
-sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n")
+modules = sorted(sys.modules)
+import json
+sys.stderr.write("\\nMODULES " + json.dumps(modules) + "\\n")
 sys.exit(code)
 """
 
@@ -100,7 +105,34 @@ def test_the_agent_hooks_run_without_argparse(env, argv, stdin):
     done, modules = run(argv, env, stdin)
     assert done.returncode == 0, done.stderr
     assert not {"argparse", "teleclaude.cli.parser"} & modules
-    assert not {"sqlite_utils", "subprocess"} & modules or argv[1] == "stop"  # stop: the git adapter's
+    assert not {"sqlite_utils", "subprocess"} & modules
+
+
+@pytest.mark.parametrize("agent", NAMES)
+@pytest.mark.parametrize("where", ["outside", "project without a roadmap", "active"])
+def test_a_stop_with_nothing_to_refuse_or_record_imports_nothing_heavy(env, tmp_path, agent, where):
+    folder = tmp_path / "work"
+    (folder / ".git").mkdir(parents=True)
+    cwd = tmp_path if where == "outside" else folder
+    stop = {"cwd": str(cwd), "hook_event_name": "Stop", "stop_hook_active": where == "active"}
+    stop["transcript_path"] = str(tmp_path / "none.jsonl")  # claude's, every turn: a file that is not there
+    done, modules = run(["hook", "stop", "--agent", agent], env, json.dumps(stop))
+    assert (done.returncode, done.stdout) == (0, "") and "teleclaude hook" not in done.stderr
+    assert heavy(modules) == set()
+    assert not {m for m in modules if driver_module(m) or m == "teleclaude.adapters.git"}
+
+
+def test_a_stop_in_a_project_is_stop_py_s_to_decide(env, tmp_path):
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "todos" / "feat").mkdir(parents=True)
+    (tmp_path / "todos" / "roadmap.md").write_text("# Roadmap\n- [ ] feat\n")
+    (tmp_path / "todos" / "feat" / "requirements.md").write_text("# Feat\n")
+    stop = json.dumps({"cwd": str(tmp_path), "hook_event_name": "Stop"})
+    done, modules = run(["hook", "stop", "--agent", "claude"], env, stop)
+    assert done.returncode == 0 and json.loads(done.stdout)["decision"] == "block"
+    assert "teleclaude.adapters.git" in modules
 
 
 @pytest.mark.parametrize(
@@ -146,13 +178,19 @@ def test_the_hooks_tables_are_the_drivers():
     } == USAGE_SOURCES
 
 
-# what a worker's tool use (before every tool call of every worker) imports to record itself: sqlite3 and
-# the row's module, not the store's modules, their dataclasses, the session model or OpenSSL
+# what a worker's tool use (before every tool call of every worker) imports to record itself: _sqlite3 and
+# the row's module, not the store's modules, their dataclasses, the session model, OpenSSL, nor the modules
+# that cost a third of Python's start or more each (re: json's; datetime: sqlite3's)
 TOOL_USE_NOT = (
     *HEAVY_OURS,
     "dataclasses",
     "inspect",
     "typing",
+    "re",
+    "enum",
+    "json",
+    "datetime",
+    "sqlite3",
     "pathlib",
     "hashlib",
     "hmac",
@@ -185,7 +223,7 @@ def test_a_worker_s_tool_use_is_recorded_with_sqlite3_alone(env, tmp_path):
     done, modules = run(["hook", "tool-use", "--agent", "claude"], worker, TOOL)
     assert (done.returncode, done.stdout) == (0, "")
     assert "teleclaude hook" not in done.stderr  # no warning
-    assert "sqlite3" in modules
+    assert "_sqlite3" in modules
     assert {m for m in modules if m in TOOL_USE_NOT or driver_module(m)} == set()
     uses = SessionStore(env["TELECLAUDE_DB"]).recent_tool_uses(["w1"])["w1"]
     assert [(u.tool, u.target) for u in uses] == [("Bash", "ls")]
@@ -258,7 +296,11 @@ def test_a_status_line_with_its_usage_on_record_imports_no_planner_model_nor_typ
     run(["hook", "statusline"], env, status)  # the first: records the usage
     done, modules = run(["hook", "statusline"], env, status)
     assert (done.returncode, done.stdout.startswith("Opus · 5h 42%")) == (0, True), done.stderr
-    unwanted = ("typing", "sqlite_utils", "teleclaude.planner.core.model", "teleclaude.planner.core.render")
+    unwanted = (
+        *("typing", "sqlite_utils", "teleclaude.planner.core.model", "teleclaude.planner.core.render"),
+        *("dataclasses", "inspect", "re", "enum", "json", "subprocess", "pathlib", "sqlite3"),
+        *("teleclaude.agents.profile", "teleclaude.adapters.store"),
+    )
     assert {m for m in modules if m in unwanted or m.split(".")[0] in unwanted} == set()
 
 

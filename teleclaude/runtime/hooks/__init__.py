@@ -95,10 +95,15 @@ def quiet_stop(raw: str, agent: str | None) -> bool:
         data = loads(raw)
     except ValueError:
         return False
-    if not isinstance(data, dict) or (
-        USAGE_SOURCES.get(agent) == "transcript" and data.get("transcript_path")
-    ):
+    if not isinstance(data, dict):
         return False
+    transcript = data.get("transcript_path")
+    if (
+        USAGE_SOURCES.get(agent) == "transcript"
+        and isinstance(transcript, str)
+        and os.path.isfile(transcript)
+    ):
+        return False  # its usage to read (record.py)
     cwd = data.get("cwd", os.getcwd())
     if not isinstance(cwd, str) or not cwd:
         return False

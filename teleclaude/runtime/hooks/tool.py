@@ -23,7 +23,6 @@ from teleclaude.runtime.hooks.record import warn
 
 TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
-    from datetime import datetime
     from typing import TextIO
 
     from teleclaude.adapters.sessions_db import SessionStore
@@ -59,9 +58,7 @@ def record(session_id: str, key: str, raw: str) -> None:
     cannot write another's tool activity. Written plainly (adapters/hook_db.py) where the runtime's
     database is as the runtime left it and the session has nothing new to keep (`_conversation`), else by
     the store."""
-    from datetime import UTC, datetime
-
-    from teleclaude.adapters.hook_db import add_plainly, db_file, stamp
+    from teleclaude.adapters.hook_db import add_plainly, db_file, stamp_now
     from teleclaude.runtime.core.marks import same_key
     from teleclaude.runtime.core.tool_uses import KEPT, named
 
@@ -69,7 +66,6 @@ def record(session_id: str, key: str, raw: str) -> None:
     if not isinstance(data, dict) or not isinstance(data.get("tool_name"), str):
         raise ValueError("the input has no tool_name")
     cwd = data["cwd"] if isinstance(data.get("cwd"), str) else ""
-    now = datetime.now(UTC)
     tool, target = named(data["tool_name"], data.get("tool_input"), cwd)
     conversation, transcript = _conversation_of(data)
 
@@ -81,15 +77,17 @@ def record(session_id: str, key: str, raw: str) -> None:
         )
         return None if news else True
 
-    row = (session_id, stamp(now), tool, target)
+    row = (session_id, stamp_now(), tool, target)
     done = add_plainly(db_file(), BUSY_TIMEOUT_MS, row, plainly, KEPT)
     if done is None:
-        done = _record_with_store(session_id, key, data, row, now)
+        done = _record_with_store(session_id, key, data, row)
     if not done:
         warn(f"not recording the tool use: ${SESSION_KEY} is not session {session_id}'s key", "tool-use")
 
 
-def _record_with_store(session_id: str, key: str, data: dict, row: tuple, now: datetime) -> bool:
+def _record_with_store(session_id: str, key: str, data: dict, row: tuple) -> bool:
+    from datetime import datetime
+
     from teleclaude.adapters.sessions_db import SessionStore
     from teleclaude.planner.core.tool_lines import ToolUse
     from teleclaude.runtime.core.marks import same_key
@@ -101,7 +99,7 @@ def _record_with_store(session_id: str, key: str, data: dict, row: tuple, now: d
         return False
     if session is not None:
         _conversation(store, session, data)
-    store.add_tool_use(ToolUse(session_id, row[2], row[3], now))
+    store.add_tool_use(ToolUse(session_id, row[2], row[3], datetime.fromisoformat(row[1])))
     return True
 
 
