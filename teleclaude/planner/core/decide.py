@@ -8,7 +8,6 @@ action or a request to decide again on fresh facts.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -367,6 +366,8 @@ def _invalid_slug(problem: str) -> Error:
 def _unknown_item(facts: Facts, slug: str) -> Error:
     roadmap = facts.roadmap()
     slugs = [item.slug for item in roadmap.items] if roadmap else []
+    import difflib  # here alone: every other answer of the planner's cold path does without it
+
     close = difflib.get_close_matches(slug, slugs, n=3, cutoff=0.6)
     guess = f"Did you mean {' or '.join(close)}? " if close else ""
     return Error(
