@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TextIO
 
-from teleclaude.runtime.core.limits import parse_failure
 from teleclaude.runtime.hooks.record import mark_pane, record, warn
+
+TYPE_CHECKING = False  # typing's own, without importing typing
+if TYPE_CHECKING:
+    from typing import TextIO
 
 # retries 0.05 s apart: a failure can come while the launcher still waits to see its line taken (a loaded
 # machine, an Enter pressed again), and is told once the session works; the CLI waits on this hook meanwhile
@@ -31,7 +33,14 @@ PENDING_ATTEMPTS = 400
 
 
 def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
-    failure = parse_failure((stdin or sys.stdin).read())
+    raw = (stdin or sys.stdin).read()
+    if not os.environ.get("TELECLAUDE_SESSION_ID"):  # not a worker's: nothing to record, limits.py not loaded
+        if not _names_an_error(raw):
+            warn("ignoring the hook input: no `error` in a JSON object", "stop-failure")
+        return 0
+    from teleclaude.runtime.core.limits import parse_failure
+
+    failure = parse_failure(raw)
     if failure is None:
         warn("ignoring the hook input: no `error` in a JSON object", "stop-failure")
         return 0
@@ -50,3 +59,14 @@ def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
         hook="stop-failure",
     )
     return 0
+
+
+def _names_an_error(raw: str) -> bool:
+    """Whether `parse_failure` would read the input (a JSON object with an `error`), read as it reads it."""
+    from teleclaude.agents.jsonin import loads
+
+    try:
+        data = loads(raw)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and isinstance(data.get("error"), str)
