@@ -347,3 +347,23 @@ def test_a_tool_use_naming_the_conversation_keeps_it_then_goes_the_plain_way(env
     again, modules = run(["hook", "tool-use", "--agent", "claude"], worker, said)
     assert again.returncode == 0 and "teleclaude.adapters.sessions_db" not in modules
     assert len(SessionStore(env["TELECLAUDE_DB"]).recent_tool_uses(["w1"])["w1"]) == 2
+
+
+def test_the_installed_command_imports_no_re(env):
+    """bin/teleclaude as installed: not pip's entry-point wrapper, which imports `re` (and `enum`) first."""
+    from pathlib import Path
+
+    script = Path(sys.executable).with_name("teleclaude")
+    if not script.is_file():
+        pytest.skip("no teleclaude command beside this Python")
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", str(script), "--version"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (0, "teleclaude 0.1.0\n")
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert "teleclaude.cli" in imported
+    assert not {"re", "enum", "json", "typing", "dataclasses"} & imported
