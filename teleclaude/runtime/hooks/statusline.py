@@ -3,9 +3,13 @@
 Claude Code runs its `statusLine` command (its user settings.json) whenever its status line may change,
 with the session's JSON on stdin, and shows what the command prints under its input. Since 2.1 that JSON
 carries `rate_limits` for a subscriber (its 5-hour and 7-day windows: `used_percentage`, `resets_at`), read
-from the API's `anthropic-ratelimit-unified-*` headers. The hook reads them with the driver's usage reader
-and records them with the availability table (a worker on another computer: on its pane, record.py), so the
-planner sees an agent near its limit before the limit ends a turn.
+from the API's `anthropic-ratelimit-unified-*` headers. The hook reads them as plain values
+(agents/statusline.py) and, when they are news to the availability table (most refreshes repeat them:
+checked with `_sqlite3` alone, adapters/hook_db.py), records them with the driver's usage reader and the
+store (a worker on another computer: on its pane, record.py), so the planner sees an agent near its limit
+before the limit ends a turn. It runs at every refresh of the screen: the JSON is parsed once (`_parsed`,
+without `json`'s `re`), each field is read from that value, and what records a field is imported only when
+there is news to record.
 
 `--then COMMAND`: the status line the user had before `teleclaude install` put this one in its place. It is
 run as Claude Code runs a status line (`/bin/sh -c COMMAND`, the same stdin, at most a few seconds), and what
