@@ -252,7 +252,8 @@ PROFILE = AgentProfile(
     ),
     # its input line `› Ask Codex to do anything` stays while it works; the row above it tells:
     # `• Working (3s • esc to interrupt)`, `• Server is busy, reconnecting 2/5 (4s • esc to interrupt)`
-    busy=r"\besc to interrupt\b",
+    # resumed, it shows its prompt under `Resuming session…` and paints the conversation after
+    busy=r"\besc to interrupt\b|^\s*Resuming session\b",
     retry=r"\b(Server is busy, reconnecting|Reconnecting\.\.\.) \d+/\d+",
     command_sign="$",  # codex 0.169 has no custom prompts; role commands are skills: `$next-build x`
     trust_flags=trust_flags,

@@ -3,6 +3,8 @@ with the same profile when no `gemini` is on PATH."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from teleclaude.agents.formats import basic_string, multiline_string, split_front_matter
 from teleclaude.agents.profile import (
     AgentProfile,
@@ -11,6 +13,7 @@ from teleclaude.agents.profile import (
     Hooks,
     Install,
     Kind,
+    Resume,
     SandboxNeeds,
     UsageReport,
 )
@@ -51,6 +54,20 @@ def session_tokens(text: str) -> Tokens | None:
         messages[name] = (whole_in, count(tokens.get("cached", 0)), whole_out, thoughts)
     return summed(messages.values(), model)
 
+
+def resume_argv(binary: str, flags: Sequence[str], conversation: str) -> list[str]:
+    return [binary, *flags, "--resume", conversation]
+
+
+# its conversation id is the `session_id` of its hooks' input (a UUID), its record the chat file
+# ~/.gemini/tmp/<project>/chats/session-<time>-<first 8 of the id>.jsonl (`transcript_path`), which
+# `--resume ID` goes on writing. An id it has no chat of in the worker's project: "Error resuming session:
+# Invalid session identifier …" and it exits; `--resume` alone or a number would pick another chat
+RESUME = Resume(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+    resume_argv,
+    (r"(?i)error resuming session", r"(?i)invalid session identifier", r"(?i)no previous sessions found"),
+)
 
 PROFILE = AgentProfile(
     "gemini",
@@ -140,6 +157,7 @@ PROFILE = AgentProfile(
     ),
     sandbox=SandboxNeeds((".gemini",)),  # its settings, login and chats
     colour="#4285f4",
+    resume=RESUME,
     # "Trust this folder?" replaces its prompt ~0.25 s after it shows
     prompt_stable=0.5,
     settle=0.1,
@@ -156,6 +174,5 @@ PROFILE = AgentProfile(
         Capability.LIMIT_BY_HOOK: "none of its hooks reports a turn its API refused (AfterAgent runs for a "
         "turn that ended, BeforeTool before a tool), and it keeps no typed error teleclaude reads: its "
         "limits are read from its screen (its quota dialog) and by the api_wait rule",
-        Capability.RESUME: "its `--resume` was not driven yet: a worker of a step it left is started fresh",
     },
 )

@@ -14,6 +14,7 @@ from teleclaude.agents.profile import (
     Hooks,
     Install,
     Kind,
+    Resume,
     SandboxNeeds,
     UsageReport,
 )
@@ -135,6 +136,21 @@ ENV = {
     "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
 }
 
+
+def resume_argv(binary: str, flags: Sequence[str], conversation: str) -> list[str]:
+    return [binary, *flags, "--session", conversation]
+
+
+# its conversation is a session `ses_…` (its plugin's `sessionID`, which the plugin passes on as the hooks'
+# `session_id`), a row of the `session` table of its database, where its messages are too (no file per
+# conversation); `--session ID` opens it in the TUI. An id it does not know: "Session not found"
+RESUME = Resume(
+    r"ses_[0-9A-Za-z]{20,40}",
+    resume_argv,
+    (r"Session not found",),
+    database=".local/share/opencode/opencode.db",
+)
+
 RETRYING = r"\[retrying (in \d+\w* )?attempt #\d+\]"
 
 PROFILE = AgentProfile(
@@ -221,12 +237,12 @@ PROFILE = AgentProfile(
         (".config/opencode", ".local/share/opencode", ".local/state/opencode", ".cache/opencode")
     ),
     colour="#f59e0b",
+    resume=RESUME,
     tokens=TokenReport(
         lacking="opencode 1.18 keeps each message's tokens and cost in its own database, which teleclaude "
         "does not read yet, and its stop event (session.idle) names no record: shown as unknown"
     ),
     lacks={
         Capability.TOKENS: "its tokens are not read yet (its own database): shown as unknown",
-        Capability.RESUME: "its `--session` was not driven yet: a worker of a step it left is started fresh",
     },
 )

@@ -130,6 +130,9 @@ class Resume:
     id_pattern: str
     argv: Callable[[str, Sequence[str], str], list[str]]
     refused: tuple[str, ...] = ()
+    # where the CLI keeps its conversations when not a file each (the session's `transcript`, which must
+    # still be there): a SQLite file under the home folder whose `session` table has a row per conversation
+    database: str = ""
 
 
 @dataclass(frozen=True)

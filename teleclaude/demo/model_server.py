@@ -305,6 +305,11 @@ class ModelServer:
             self._script.pop(0)
             return step
 
+    def clear(self) -> None:
+        """The rest of the script dropped (a limit's refusals still to come: the provider's reset is over)."""
+        with self._changed:
+            self._script.clear()
+
     def pending(self) -> int:
         with self._changed:
             return len(self._script)

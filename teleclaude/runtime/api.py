@@ -90,13 +90,16 @@ class Runtime:
         handed over to another with a continuation note; a resume the CLI refuses starts fresh."""
         request = _request(dispatch, args, computer)
         continued = continuing.continued(self.context, request) if args is None else request
+        return self._start_continued(request, continued)
+
+    def _start_continued(self, request: StartRequest, continued: StartRequest) -> Started | Error:
         started = self.run_agent_command(continued)
         if isinstance(started, Error) and continued.resumed_from:
             reason = started.message.splitlines()[0] if started.message else started.code.value
             log.warning(
                 "%s %s: resuming %s's conversation failed, a fresh start: %s",
                 request.command,
-                dispatch.slug,
+                request.args,
                 continued.resumed_from,
                 printable(reason),
             )
@@ -109,7 +112,15 @@ class Runtime:
         return self.launcher.warm(_request(dispatch, None, "local"))
 
     def deliver_warm(self, warm: Warm) -> Started | Error:
-        return self.launcher.deliver_warm(warm)
+        """The warm worker's command typed; but a step its item's last worker left is taken up as `start`
+        takes it up (a worker started ahead is fresh): the warm worker ended, the step resumed in the left
+        conversation or handed over with its note."""
+        request = warm.request
+        continued = continuing.continued(self.context, request) if request is not None else None
+        if request is None or continued is None or continued == request:
+            return self.launcher.deliver_warm(warm)
+        self.launcher.drop_warm(warm)
+        return self._start_continued(request, continued)
 
     def drop_warm(self, warm: Warm) -> None:
         self.launcher.drop_warm(warm)

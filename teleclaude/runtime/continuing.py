@@ -8,12 +8,15 @@ arguments when another agent does, else the request as it came.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import subprocess
 from collections.abc import Sequence
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
 from teleclaude.adapters import git as gitx
+from teleclaude.agents.profile import Resume
 from teleclaude.planner.core import layout
 from teleclaude.runtime.context import Context
 from teleclaude.runtime.core import handover
@@ -38,7 +41,7 @@ def continued(context: Context, request: StartRequest) -> StartRequest:
     profile = context.config.profiles.get(request.agent)
     resume = profile.resume if profile else None
     local = request.computer == previous.computer and request.computer not in context.config.remotes
-    recorded = bool(previous.transcript) and local and Path(previous.transcript).is_file()
+    recorded = local and on_record(context, resume, previous)
     live = any(
         s.conversation == previous.conversation and not s.state.is_final and s.id != previous.id
         for s in sessions
@@ -66,6 +69,23 @@ def continued(context: Context, request: StartRequest) -> StartRequest:
     if decision.why:
         log.warning("%s %s: a fresh start: %s", request.command, slug, decision.why)
     return request
+
+
+def on_record(context: Context, resume: Resume | None, previous: Session) -> bool:
+    """The CLI's record of `previous`'s conversation is still there: its transcript file, or its row in the
+    CLI's database (`Resume.database`, read only)."""
+    if resume is None or not resume.database:
+        return bool(previous.transcript) and Path(previous.transcript).is_file()
+    database = Path(context.env.get("HOME", "~")).expanduser() / resume.database
+    if not database.is_file():
+        return False
+    try:
+        with closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True, timeout=5)) as connection:
+            found = connection.execute("SELECT 1 FROM session WHERE id = ?", (previous.conversation,))
+            return found.fetchone() is not None
+    except sqlite3.Error as error:  # a database of another form: nothing to resume from
+        log.info("%s: its CLI's database was not read: %s", previous.id, error)
+        return False
 
 
 def facts(

@@ -37,6 +37,7 @@ from teleclaude.runtime.core.blockers import (
     refusal_text,
     refused_command,
 )
+from teleclaude.runtime.core.continuation import past_replay
 from teleclaude.runtime.core.marks import SESSION_KEY
 from teleclaude.runtime.core.sandbox import blocked_text as sandbox_blocked
 from teleclaude.runtime.core.sandbox import bwrap_argv, denied_path
@@ -80,6 +81,7 @@ class Warm:
     session: Session
     profile: AgentProfile
     lock: ExitStack
+    request: StartRequest | None = None  # what it was started for
 
 
 class Launcher:
@@ -130,7 +132,7 @@ class Launcher:
             if isinstance(screen, Error):
                 return self._fail(opened, screen)
             unless_warm.pop_all()
-            return Warm(opened, profile, lock)
+            return Warm(opened, profile, lock, request)
 
     def deliver_warm(self, warm: Warm) -> Started | Error:
         """Type the warm worker's command: no `prompt_stable` wait (it has stood at its prompt since `warm`),
@@ -372,7 +374,13 @@ class Launcher:
             if isinstance(screen, Error):
                 return self._fail(session, screen)
             sent_at = self.context.clock()  # before typing: a turn that fails at once is still this one
-            expansion = _expansion(session.command, session.args) if profile.command_confirm else ()
+            # a resumed worker's line is no command of the CLI's: nothing of its command to confirm
+            confirm = profile.command_confirm and not told
+            expansion = _expansion(session.command, session.args) if confirm else ()
+            start: tuple[Cursor, tuple[str, ...]] = Cursor.start(session.pane_id, session.pane_pid), ()
+            if session.resumed_from:  # the conversation its CLI replayed is not the new turn's output
+                view, rows = self.context.tmux.glance(session.pane_id)
+                start = past_replay(view, rows, profile.prompt) if view is not None else start
             for _ in range(COMMAND_ATTEMPTS):
                 shown = shown_as_message(self._screen(session), text.strip())
                 self._type_command(session, profile, text)
@@ -419,7 +427,8 @@ class Launcher:
             running = replace(
                 running,
                 delivered_at=sent_at,
-                scan_cursor=Cursor.start(session.pane_id, session.pane_pid).encode(),
+                scan_cursor=start[0].encode(),
+                seen_rows=start[1],
                 screen_hash="",  # so the first look after delivery counts as a change
                 last_change_at=sent_at,
                 last_progress_at=now,

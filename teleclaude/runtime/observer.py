@@ -31,6 +31,7 @@ from teleclaude.runtime.core.blockers import (
     refused_command,
     unexpanded_command,
 )
+from teleclaude.runtime.core.continuation import not_replayed
 from teleclaude.runtime.core.limits import (
     DEFAULT_PAUSE,
     LimitHit,
@@ -573,8 +574,9 @@ class Observer:
         except InvalidCursor:
             return session, [], "", self.context.tmux.screen(session.pane_id, view)
         rows, seen = list(chunk.rows), session.seen_rows
-        if not chunk.alternate_screen:
-            seen = ()
+        if not chunk.alternate_screen:  # a resumed worker's: the rows its CLI replayed, kept
+            seen = seen if session.resumed_from else ()
+            rows = not_replayed(rows, seen)
         elif rows:  # the screen changed
             rows, seen = unseen_rows(rows, seen)
         scanned = replace(session, scan_cursor=chunk.cursor.encode(), seen_rows=seen)

@@ -12,9 +12,11 @@ import logging
 import os
 import re
 import signal
+import sqlite3
 import threading
 import time
 import uuid
+from contextlib import closing
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
@@ -28,6 +30,7 @@ from teleclaude.demo.workers import git
 from teleclaude.errors import Error
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch, Step
+from teleclaude.runtime import continuing
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 from teleclaude.runtime.launcher import Warm
 
@@ -357,19 +360,46 @@ def written(runtime, session_id: str, seconds: float = 60.0) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         session = runtime.store.get(session_id)
-        record = Path(session.transcript) if session and session.transcript else None
-        if (
-            record
-            and record.is_file()
-            and "todos/greeting/notes.md" in record.read_text(errors="replace")
-            and (
-                "tool_result" in record.read_text(errors="replace")
-                or "function_call_output" in record.read_text(errors="replace")
-            )
-        ):
+        said = record_of(runtime, session) if session else ""
+        if "todos/greeting/notes.md" in said and any(result in said for result in RESULTS):
             return
         time.sleep(0.1)
     pytest.fail("the CLI's record of the conversation never held the first tool's result")
+
+
+# how a tool's result reads in each CLI's record: claude's, codex's, gemini's, opencode's (a part's state)
+RESULTS = ("tool_result", "function_call_output", "functionResponse", '"status":"completed"')
+
+
+def cli_database(runtime, agent: str) -> Path | None:
+    """The database a CLI keeps its conversations in (opencode's), when not in a file each."""
+    resume = PROFILES[agent].resume
+    return Path(runtime.context.env["HOME"]) / resume.database if resume and resume.database else None
+
+
+def record_of(runtime, session) -> str:
+    """What the CLI's record of the session's conversation says so far: its transcript file, or its rows in
+    the CLI's database (every part of every message of the conversation)."""
+    database = cli_database(runtime, session.agent)
+    if database is None:
+        record = Path(session.transcript) if session.transcript else None
+        return record.read_text(errors="replace") if record and record.is_file() else ""
+    if not session.conversation or not database.is_file():
+        return ""
+    with closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True)) as connection:
+        parts = connection.execute("SELECT data FROM part WHERE session_id = ?", (session.conversation,))
+        return "\n".join(str(data) for (data,) in parts)
+
+
+def forget(runtime, left) -> None:
+    """The CLI's record of `left`'s conversation deleted, as a user deletes it: its transcript file, or its
+    row of the CLI's database."""
+    database = cli_database(runtime, left.agent)
+    if database is None:
+        Path(left.transcript).unlink()
+        return
+    with closing(sqlite3.connect(database)) as connection, connection:
+        connection.execute("DELETE FROM session WHERE id = ?", (left.conversation,))
 
 
 def killed_mid_build_turn(runtime, project, model_server, agent: str):
@@ -403,7 +433,7 @@ def test_killed_mid_build_turn_the_next_worker_resumes_its_conversation(
     the one line saying what happened; the build is then delivered."""
     runtime = agent_runtime
     left = killed_mid_build_turn(runtime, project, model_server, agent)
-    assert left.conversation and left.transcript, left
+    assert left.conversation and (left.transcript or cli_database(runtime, agent)), left
     before = len(model_server.turns())
     model_server.add(
         edit_and_commit("src/greeting.py", 'print("hello")', "Build greeting"),
@@ -422,10 +452,35 @@ def test_killed_mid_build_turn_the_next_worker_resumes_its_conversation(
 
 
 @drivers(Capability.RESUME)
+def test_started_ahead_for_a_step_its_agent_left_the_worker_resumes_instead(
+    agent, agent_runtime, project, model_server
+):
+    """`teleclaude run` starts a worker ahead (fresh) for the step the killed worker left: given the step,
+    the fresh worker is ended and the conversation resumed, as a start would."""
+    runtime = agent_runtime
+    left = killed_mid_build_turn(runtime, project, model_server, agent)
+    warm = runtime.warm(Dispatch(Step.BUILD, "greeting", str(project), agent, "med"))
+    assert isinstance(warm, Warm), warm
+    before = len(model_server.turns())
+    model_server.add(
+        edit_and_commit("src/greeting.py", 'print("hello")', "Build greeting"),
+        Text("DONE: next-build greeting - 1 task built"),
+    )
+    again = runtime.deliver_warm(warm)
+    assert isinstance(again, Started), again
+    assert again.session.id != warm.session.id and again.session.resumed_from == left.id
+    assert runtime.store.get(warm.session.id).state is SessionState.CANCELLED
+    resumed = model_server.wait_for(lambda r: r.turn and r not in model_server.turns()[:before], timeout=120)
+    assert "printf 'first" in resumed.text() and "Your session was interrupted" in resumed.text()
+    assert [e.detail for e in turn_ended(runtime, again.session.id)] == ["stop hook"]
+    assert "Build greeting" in git(project, "log", "--oneline", "-1")
+
+
+@drivers(Capability.RESUME)
 def test_a_deleted_conversation_is_a_fresh_start_logged(agent, agent_runtime, project, model_server, caplog):
     runtime = agent_runtime
     left = killed_mid_build_turn(runtime, project, model_server, agent)
-    Path(left.transcript).unlink()
+    forget(runtime, left)
     before = len(model_server.turns())
     model_server.add(
         edit_and_commit("src/greeting.py", 'print("hello")', "Build greeting"),
@@ -446,13 +501,17 @@ def test_a_deleted_conversation_is_a_fresh_start_logged(agent, agent_runtime, pr
 
 @drivers(Capability.RESUME)
 def test_a_resume_the_cli_refuses_is_a_fresh_start_logged(
-    agent, agent_runtime, project, model_server, caplog
+    agent, agent_runtime, project, model_server, caplog, monkeypatch
 ):
     """A conversation id of the CLI's form it does not know (its file there, its conversation not): the CLI
     refuses ("No conversation found"), and the worker is started fresh, never left at a stuck pane."""
     runtime = agent_runtime
     left = killed_mid_build_turn(runtime, project, model_server, agent)
-    unknown = replace(left, conversation=str(uuid.uuid4()))
+    conversation = str(uuid.uuid4())
+    if cli_database(runtime, agent):  # its database is read first: a conversation deleted after that read
+        conversation = f"ses_{uuid.uuid4().hex[:26]}"
+        monkeypatch.setattr(continuing, "on_record", lambda *_: True)
+    unknown = replace(left, conversation=conversation)
     assert runtime.store.save(unknown, expect=SessionState.ERRORED) is not None
     model_server.add(
         edit_and_commit("src/greeting.py", 'print("hello")', "Build greeting"),
@@ -486,6 +545,7 @@ def test_after_a_limit_the_same_agent_resumes_its_conversation(agent, agent_runt
     assert isinstance(first, Started), first
     events_until(runtime, first.session.id, EventKind.RATE_LIMITED, seconds=120)
     runtime.end_session(first.session.id)  # as `run` ends a limited worker
+    model_server.clear()  # its reset waited out: the refusals the CLI did not ask for are over
     before = len(model_server.turns())
     model_server.add(
         edit_and_commit("src/greeting.py", 'print("hello")', "Build greeting"),

@@ -6,11 +6,20 @@ from __future__ import annotations
 from datetime import timedelta
 from functools import partial
 
+from teleclaude.agents import PROFILES
 from teleclaude.agents.claude import PROFILE as CLAUDE
 from teleclaude.planner.core.terminal import untypable
-from teleclaude.runtime.core.continuation import How, decide, left_step, resume_line, step_began
+from teleclaude.runtime.core.continuation import (
+    How,
+    decide,
+    left_step,
+    not_replayed,
+    past_replay,
+    resume_line,
+    step_began,
+)
 from teleclaude.runtime.core.handover import Facts, note, ticked_since
-from teleclaude.runtime.core.sessions import SessionState
+from teleclaude.runtime.core.sessions import PaneView, SessionState, unseen_rows
 
 from .factories import T0, running_session
 
@@ -78,6 +87,58 @@ def test_a_conversation_not_in_the_cli_s_form_never_reaches_its_command_line():
     ]
     assert CLAUDE.resume_argv("claude", "med", "--print") is None
     assert CLAUDE.resume_argv("claude", "med", "") is None
+
+
+def test_each_cli_that_resumes_takes_only_an_id_of_its_own_form():
+    ids = {
+        "claude": CONVERSATION,
+        "codex": CONVERSATION,
+        "gemini": CONVERSATION,
+        "opencode": "ses_3a3fb1c42ffeAbCdEfGhIjKlMn",
+    }
+    for name, profile in PROFILES.items():
+        argv = profile.resume_argv(name, "med", ids[name])
+        assert argv is not None and argv[0] == name and argv[-1] == ids[name], (name, argv)
+        for bad in ("--print", "", "ses_../../x", f"{ids[name]} --yolo"):
+            assert profile.resume_argv(name, "med", bad) is None, (name, bad)
+
+
+LIMIT = "● API Error: Request rejected (429) · This request would exceed the rate limit"
+# claude resumed: the conversation replayed above its input box, its old limit error in it
+REPLAYED = [
+    "╭─── Claude Code ───╮",
+    "",
+    "❯ /next-build greeting",
+    "● Bash(printf 'first')",
+    LIMIT,
+    "",
+    "─" * 20,
+]
+AT_PROMPT = [*REPLAYED, "❯ ", "─" * 20, "  ⏵⏵ bypass permissions on", "", ""]
+
+
+def view(alternate: bool = False, history: int = 0, cursor_y: int = 7) -> PaneView:
+    return PaneView("%1", 42, history, 50000, cursor_y, len(AT_PROMPT), alternate, False)
+
+
+def test_a_resumed_worker_is_read_from_its_input_on_and_its_replayed_rows_are_no_new_output():
+    cursor, replayed = past_replay(view(history=30), AT_PROMPT, CLAUDE.prompt)
+    assert (cursor.line, cursor.base, cursor.anchor) == (37, 0, "")  # its input's row, with no anchor
+    # the CLI paints the whole conversation again below, then its new turn
+    painted = [*REPLAYED, "❯ Your session was interrupted; go on", "● Bash(git commit)", LIMIT + " (new)"]
+    assert [row for row in not_replayed(painted, replayed) if row.strip()] == [
+        "❯ Your session was interrupted; go on",
+        "● Bash(git commit)",
+        LIMIT + " (new)",
+    ]
+    assert not_replayed(painted, ()) == painted  # a worker not resumed: every row is output
+    # a terminal cursor above the input row: read from there (a read returns the rows above the cursor)
+    assert past_replay(view(cursor_y=2), AT_PROMPT, CLAUDE.prompt)[0].line == 2
+
+
+def test_a_resumed_worker_on_the_alternate_screen_has_seen_every_row_shown_at_its_prompt():
+    cursor, seen = past_replay(view(alternate=True), AT_PROMPT, CLAUDE.prompt)
+    assert unseen_rows([*AT_PROMPT, "┃ new"], seen)[0] == ["┃ new"]
 
 
 def test_the_resumed_worker_is_told_what_happened_in_one_typable_line():

@@ -12,7 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from teleclaude.runtime.core.sessions import EventKind, Session, SessionState
+from teleclaude.runtime.core.sessions import (
+    Cursor,
+    EventKind,
+    PaneView,
+    Session,
+    SessionState,
+    row_hash,
+    seen_of,
+)
 
 
 class How(Enum):
@@ -133,3 +141,30 @@ _WHY = {
 def resume_line(previous: Session, role_command: str, events: Sequence[EventKind] = ()) -> str:
     """The one line typed into a resumed worker: what happened, and to go on with its role command."""
     return f"Your session was interrupted ({stopped(previous, events)}); go on with {role_command}"
+
+
+def past_replay(view: PaneView, screen: Sequence[str], prompt: str) -> tuple[Cursor, tuple[str, ...]]:
+    """Where the observer starts reading a resumed worker (its `scan_cursor`), and the rows its CLI replayed
+    (its `seen_rows`), from its `view` and `screen` at its prompt before its line is typed: the replayed
+    conversation's old limit error must not limit it again. On the normal screen, the cursor at its input's
+    row (the last row that reads as its `prompt`, or the terminal cursor's if that is higher), with no anchor
+    (the rows above the input are redrawn as its box moves: an anchor that no longer matched would read
+    from the oldest row), and the rows above it replayed (`not_replayed`: a CLI may paint the whole
+    conversation again below). On the alternate screen, every row shown then is seen (`unseen_rows`)."""
+    if view.alternate:
+        return Cursor(view.pane_id, view.pane_pid, view.history_size, 0), seen_of(screen)
+    pattern = re.compile(prompt)
+    rows = [index for index, row in enumerate(screen[: view.height]) if pattern.search(row)]
+    row = min(rows[-1], view.cursor_y) if rows else view.cursor_y
+    return Cursor(view.pane_id, view.pane_pid, view.history_size + row, 0), seen_of(screen[:row])
+
+
+def not_replayed(rows: Sequence[str], replayed: Sequence[str]) -> list[str]:
+    """The rows read from a resumed worker's normal screen that are not a row of the conversation its CLI
+    replayed before its line was typed (`past_replay`), however often it paints them again. A new row that
+    says exactly what a replayed one said is left out too: its limit is then told by the CLI's hook or
+    record, which every driver that resumes has."""
+    if not replayed:
+        return list(rows)
+    old = set(replayed)
+    return [row for row in rows if row_hash(row) not in old]
