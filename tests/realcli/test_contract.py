@@ -526,15 +526,11 @@ def test_a_resume_the_cli_refuses_is_a_fresh_start_logged(
     assert "Build greeting" in git(project, "log", "--oneline", "-1")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: the resumed CLI replays the limit's error on its screen, read by the observer as a new "
-    "limit (the resume itself and the build work: the earlier turns reach the model)",
-)
 @drivers(Capability.RESUME)
 def test_after_a_limit_the_same_agent_resumes_its_conversation(agent, agent_runtime, project, model_server):
     """The provider refuses the build's second request with the CLI's limit; `run` ends the limited worker
-    and, once the reset is waited out, gives the step to the same agent again: it resumes the conversation."""
+    and, once the reset is waited out, gives the step to the same agent again: it resumes the conversation.
+    The CLI paints the conversation again, the old limit error in it: not a new limit."""
     codex_keeps_todays_clock(agent)
     runtime = agent_runtime
     model_server.add(
