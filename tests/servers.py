@@ -37,9 +37,11 @@ def listening(port: int) -> bool:
 
 
 def wait_for_port(
-    port: int, process: subprocess.Popen, seconds: float = 30.0, log: Path | None = None
+    port: int, process: subprocess.Popen, seconds: float = 300.0, log: Path | None = None
 ) -> None:
-    """Until `process` listens on `port`; fails when it exits first (with its log) or takes too long."""
+    """Until `process` listens on `port`; fails when it exits first (with its log) or never listens. The
+    bound is only for a server that hangs: `mcp --http` takes ~4 s to listen on a quiet machine, and over
+    30 s with both cores busy and four test workers beside it."""
     deadline = time.monotonic() + seconds
     while not listening(port):
         if process.poll() is not None:

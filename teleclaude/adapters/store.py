@@ -12,6 +12,7 @@ of the wrong shape renamed aside, not fatal. Any other fault of the file is a `S
 
 from __future__ import annotations
 
+import _thread
 import os
 import sqlite3
 import time
@@ -51,6 +52,11 @@ _WRONG_SCHEMA = ("no such column", "has no column named", "does not match any PR
 # schema) when this process last made sure of that store's tables: a write runs the schema again only when
 # it changed since (a table dropped or added, the file deleted or moved aside and made anew)
 _ENSURED: dict[tuple[type, str], int] = {}
+# file -> the lock this process's writers to it take in turn. SQLite's busy handler polls, at longer and
+# longer intervals, with no queue: `run`'s lanes (threads) beside other processes' writers, on a busy machine,
+# left one thread waiting out the whole busy timeout ("database is locked") while the others took the lock
+# again and again. One writer a process then competes with the other processes' (_thread: no import cost)
+_WRITERS: dict[str, _thread.RLock] = {}
 
 
 @dataclass(frozen=True)
@@ -133,7 +139,7 @@ class SqliteStore:
 
     def _apply(self, change: Callable[[sqlite3.Connection], T]) -> T:
         key = (type(self), str(self.path))
-        with closing(self._connect()) as conn:
+        with _WRITERS.setdefault(str(self.path), _thread.RLock()), closing(self._connect()) as conn:
             with _immediate(conn):  # the write lock: no other process changes the schema from here on
                 version = _schema_version(conn)
                 if _ENSURED.get(key) != version:

@@ -17,16 +17,27 @@ from teleclaude.planner.core.model import Complete
 
 from .conftest import git
 
+# Saves a line every 30-150 ms, and says when the first is saved. It saves at most five between two of the
+# planner's replaces of the file: a rewrite starts again on every save that lands while it works, and on a
+# busy machine (one attempt longer than the editor's pause) an editor that never paused would make it give
+# up (KeptChanging) however correct it is
 EDITOR = textwrap.dedent(
     """
     import os, random, sys, time
     path, stop = sys.argv[1], sys.argv[2]
-    count = 0
+    count, replaced, unseen = 0, os.stat(path).st_ino, 0
     while not os.path.exists(stop):
+        if os.stat(path).st_ino != replaced:
+            replaced, unseen = os.stat(path).st_ino, 0
+        if unseen >= 5:
+            time.sleep(0.01)
+            continue
         handle = os.open(path, os.O_WRONLY | os.O_APPEND)
         os.write(handle, f"- [ ] added-{count} — saved while the planner claims\\n".encode())
         os.close(handle)
-        count += 1
+        count, unseen = count + 1, unseen + 1
+        if count == 1:
+            print("saving", flush=True)
         time.sleep(random.uniform(0.03, 0.15))
     print(count)
     """
@@ -56,12 +67,13 @@ def test_lines_an_editor_appends_during_claims_all_survive(repo, tmp_path):
         [sys.executable, "-c", EDITOR, str(roadmap), str(stop)], stdout=subprocess.PIPE, text=True
     )
     try:
+        assert editor.stdout is not None and editor.stdout.readline() == "saving\n"  # however long it took
         for n in range(12):
             action = app.next_work(f"item-{n * 50}", cwd=repo)
             assert isinstance(action, Complete), action
     finally:
         stop.touch()
-        appended = int(editor.communicate(timeout=30)[0])
+        appended = int(editor.communicate(timeout=60)[0])
     text = roadmap.read_text()
     assert appended > 0
     missing = [n for n in range(appended) if f"- [ ] added-{n} —" not in text]

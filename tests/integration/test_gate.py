@@ -104,12 +104,20 @@ def test_check_prints_each_command_its_result_and_last_lines(tmp_path, capsys):
 # --- one command -------------------------------------------------------------------------------------------
 
 
-def _gone(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return state in ("Z", "X")
+def _gone(pid: int, seconds: float = 30.0) -> bool:
+    """Whether `pid` ends (or is a zombie) within `seconds`: SIGKILL is sent to the group at once, but a
+    process of it dies only once the scheduler runs it, later on a loaded machine."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def test_a_hanging_command_is_killed_with_its_process_group_at_its_timeout(tmp_path):

@@ -44,6 +44,7 @@ def test_fifty_flaps_in_a_minute_send_one_message(caplog):
         notifier = notify.Notifier(config_for(receiver.url(SECRET), min_interval=60))
         for index in range(50):
             notifier.post(flap(index))
+        receiver.wait_for(1)  # close() waits at most the timeout: importing Apprise may take longer, loaded
         notifier.close()  # what was queued is sent first
         assert len(receiver.messages) == 1
         (message,) = receiver.messages

@@ -17,7 +17,7 @@ def demo(agent: str) -> subprocess.CompletedProcess:
         env=env,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=600,  # only a hang's bound: opencode's demo takes ~70 s quiet, and passed 240 s at load 40
     )
 
 
