@@ -139,6 +139,14 @@ PROFILE = AgentProfile(
             "The subscription limit is reached: wait for its reset, or use another agent.",
             rate_limit=True,
         ),
+        Blocker(  # 2.1.332: no dialog; it waits for the reset and continues the turn by itself
+            "its automatic continue at the limit's reset",
+            r"Continuing automatically at .*Esc to cancel",
+            "The subscription limit is reached: claude continues by itself at the reset shown; or use "
+            "another agent.",
+            rate_limit=True,
+            kind=Kind.NOTICE,
+        ),
         Blocker(
             "the onboarding questions",
             r"Choose the text style that looks best with your terminal|Select login method:",
@@ -195,6 +203,10 @@ PROFILE = AgentProfile(
         (".claude",), (".claude.json", ".claude.json.backup"), {"CLAUDE_CODE_BUBBLEWRAP": "1"}
     ),
     colour="#d97757",
+    # 2.1.332 draws on the alternate screen ("fullscreen") for a fresh install: its retry countdown row then
+    # reads as new output every second. The classic renderer keeps its rows in the pane's history, as 2.1.197
+    # did (tests/realcli/NOTES.md)
+    env={"CLAUDE_CODE_DISABLE_ALTERNATE_SCREEN": "1"},
     resume=RESUME,
     # no dialog follows its prompt once the folder is trusted (`teleclaude init`)
     prompt_stable=0.3,

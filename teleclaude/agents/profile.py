@@ -21,6 +21,7 @@ class Kind(Enum):
     DIALOG = "dialog"  # open on a live screen, waiting for an answer
     EXIT = "exit"  # a refusal printed as the CLI exits
     COMMAND = "command"  # the CLI's answer to a typed command it refuses; nothing reached the model
+    NOTICE = "notice"  # a standing notice among the screen's last rows (no dialog footer): it waits by itself
 
 
 class Capability(Enum):

@@ -85,12 +85,14 @@ class Fail:
     """Answer with an error: `kind` is one of FAILURES (rate_limit, session_limit, weekly_limit, opus_limit,
     sonnet_limit, overloaded, unavailable, server_error, quota, billing). `repeat` requests get it (the CLI's
     retries included); `retry_after` seconds go into the retry-after header; `resets_in` seconds say when a
-    subscription limit resets."""
+    subscription limit resets, counted from the answer (`resets_at`, epoch seconds, instead: a reset the test
+    knows exactly however late the request comes)."""
 
     kind: str
     repeat: int = 1
     retry_after: int | None = 20
     resets_in: int = 3600
+    resets_at: int | None = None
     hold: threading.Event | None = None
     usage: Usage | None = None
 
@@ -666,7 +668,7 @@ class Anthropic(Dialect):
     def failure(self, step: Fail) -> tuple[int, dict[str, str], dict]:
         request_id = _id("req_")
         headers = {"request-id": request_id, "x-should-retry": "true"}
-        resets = int(time.time()) + step.resets_in
+        resets = step.resets_at or int(time.time()) + step.resets_in
         claims = {
             "session_limit": "five_hour",
             "weekly_limit": "seven_day",
@@ -895,7 +897,7 @@ class OpenAIResponses(Dialect):
 
     def failure(self, step: Fail) -> tuple[int, dict[str, str], dict]:
         headers = {"x-request-id": _id("req_")}
-        resets = int(time.time()) + step.resets_in
+        resets = step.resets_at or int(time.time()) + step.resets_in
         error: dict[str, object]
         if step.kind == "rate_limit":
             status = 429

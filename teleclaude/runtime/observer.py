@@ -6,6 +6,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import re
 import select
 import time
 from collections.abc import Iterable
@@ -19,7 +20,7 @@ from teleclaude.adapters import sandbox
 from teleclaude.adapters.fs import read_tail
 from teleclaude.adapters.store import StoreError, marking_unavailable
 from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION, USAGE_OPTION, TmuxError
-from teleclaude.agents.profile import Blocker, UsageSource, UsageWindow
+from teleclaude.agents.profile import AgentProfile, Blocker, UsageSource, UsageWindow
 from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core.tool_lines import tool_lines
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
@@ -56,6 +57,7 @@ from teleclaude.runtime.core.sessions import (
     Waited,
     observe_idle,
     output_stamp,
+    seen_of,
     transition,
     unseen_rows,
     waiting_for_input,
@@ -108,6 +110,9 @@ class Observer:
         # `Tmux.follow`s, or by tmux's time of its last output) is not read again (its screen and rows cannot
         # have changed).
         self._read: dict[str, _Read] = {}
+        # The screen the last scan of each pane saw: what a scan that lost its place reads again is new only
+        # where it differs (`_scan`)
+        self._shown: dict[str, tuple[str, ...]] = {}
 
     # --- looking -------------------------------------------------------------------------------------------
 
@@ -157,6 +162,8 @@ class Observer:
         watched = {s.pane_id for s in fresh.values() if not s.state.is_final}
         for pane_id in [p for p in self._read if p not in watched]:
             del self._read[pane_id]
+        for pane_id in [p for p in self._shown if p not in watched]:
+            del self._shown[pane_id]
         return [fresh.get(s.id, s) for s in sessions]
 
     def record_turn_end(self, session_id: str, source: str = "stop hook", prompt: str = "") -> bool:
@@ -504,7 +511,7 @@ class Observer:
             return failed
         scanned, rows, partial, screen = self._look(session, view)
         resumed: tuple[Event, ...] = ()  # kept when nothing else changes the state on this look
-        if is_progress(rows):
+        if is_progress(_not_waiting(rows, self.context.config.profiles.get(session.agent))):
             scanned, resumed = progressed(scanned, now)
         limited = self._limit_in(scanned, [*rows, partial], now)
         if limited is not None:
@@ -577,6 +584,13 @@ class Observer:
         if not chunk.alternate_screen:  # a resumed worker's: the rows its CLI replayed, kept
             seen = seen if session.resumed_from else ()
             rows = not_replayed(rows, seen)
+            shown = self._shown.get(view.pane_id)
+            if chunk.lines_missed is None and shown is not None:
+                # the rows after its reading position changed, so the screen was read again: a CLI that
+                # redraws rows above its cursor (claude 2.1.332 keeps it in its input box, below its spinner
+                # and retry countdown) printed nothing new in the rows still shown as at the last scan
+                rows, _ = unseen_rows(rows, seen_of(shown))
+            self._shown[view.pane_id] = tuple(screen)
         elif rows:  # the screen changed
             rows, seen = unseen_rows(rows, seen)
         scanned = replace(session, scan_cursor=chunk.cursor.encode(), seen_rows=seen)
@@ -744,6 +758,13 @@ class _Read:
     scan_cursor: str
     partial: str
     screen: tuple[str, ...]
+
+
+def _not_waiting(rows: list[str], profile: AgentProfile | None) -> list[str]:
+    """The rows but the CLI's retry countdown (its profile's `api_wait`): a countdown is no progress."""
+    if profile is None or not profile.api_wait:
+        return rows
+    return [row for row in rows if not re.search(profile.api_wait, row)]
 
 
 # A busy worker's screen is mostly the one the last look saw (`_look` reuses it without a capture): what is

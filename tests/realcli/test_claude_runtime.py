@@ -90,7 +90,7 @@ def test_a_limit_makes_claude_unavailable_until_its_reset_and_next_work_falls_ba
         del settings["hooks"]["StopFailure"]
         settings_file.write_text(json.dumps(settings))
     resets = int(time.time()) + 3 * 3600 + 30 * 60
-    model_server.add(Fail(failure, resets_in=resets - int(time.time())))
+    model_server.add(Fail(failure, resets_at=resets))
     started = runtime.start(app.next_work(cwd=project))
     assert isinstance(started, Started), started
     events_until(runtime, started.session.id, EventKind.RATE_LIMITED)
@@ -99,8 +99,10 @@ def test_a_limit_makes_claude_unavailable_until_its_reset_and_next_work_falls_ba
     if subscriber:  # "resets 3:48pm (UTC)": the printed reset, to the minute
         assert abs(until - datetime.fromtimestamp(resets, UTC)) <= timedelta(minutes=1)
     assert called_agent(project) == "codex"  # the next step goes to the next agent of the row
-    if subscriber:  # claude opens its /rate-limit-options dialog by itself: nothing may type into it
-        screen_shows(runtime, started.session, "Stop and wait for limit to reset")
+    if subscriber:  # nothing may type into what claude shows then: 2.1.197 opens its /rate-limit-options
+        # dialog by itself, 2.1.332 waits to continue by itself at the reset
+        waits = ("Stop and wait for limit to reset", "Continuing automatically")
+        screen_shows(runtime, started.session, waits)
         typed = runtime.send_message(started.session.id, "continue")
         assert isinstance(typed, Error) and typed.code is ErrorCode.WORKER_BLOCKED, typed
 

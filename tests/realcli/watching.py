@@ -17,13 +17,15 @@ def screen(runtime, session) -> str:
     return "\n".join(runtime.tmux.screen(session.pane_id, runtime.tmux.views()[session.pane_id]))
 
 
-def screen_shows(runtime, session, text: str, seconds: float = 60.0) -> None:
-    """Waits for `text` in a row of the session's screen: a CLI draws a dialog or a message a moment after
-    what the runtime reacted to, later still on a loaded machine."""
+def screen_shows(runtime, session, text: str | tuple[str, ...], seconds: float = 60.0) -> None:
+    """Waits for `text` (or one of several) in a row of the session's screen: a CLI draws a dialog or a
+    message a moment after what the runtime reacted to, later still on a loaded machine."""
+    texts = (text,) if isinstance(text, str) else text
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         view = runtime.tmux.views().get(session.pane_id)
-        if view and any(text in row for row in runtime.tmux.screen(session.pane_id, view)):
+        rows = runtime.tmux.screen(session.pane_id, view) if view else []
+        if any(one in row for row in rows for one in texts):
             return
         time.sleep(0.1)
     pytest.fail(f"{text!r} never showed; the screen:\n{screen(runtime, session)}")

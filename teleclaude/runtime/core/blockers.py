@@ -25,10 +25,14 @@ def find_blocker(agent: str, rows: Iterable[str], exited: bool = False) -> Block
     footer = profile.dialog_footer if profile else ""
     dialog = not footer or any(re.search(footer, row) for row in rows[-3:])
     for blocker in _blockers(agent):
-        shown = {Kind.DIALOG: dialog, Kind.EXIT: exited, Kind.COMMAND: False}[blocker.kind]
-        if shown and any(re.search(blocker.pattern, row) for row in rows):
+        shown = {Kind.DIALOG: dialog, Kind.EXIT: exited, Kind.COMMAND: False, Kind.NOTICE: not exited}
+        where = rows[-NOTICE_ROWS:] if blocker.kind is Kind.NOTICE else rows
+        if shown[blocker.kind] and any(re.search(blocker.pattern, row) for row in where):
             return blocker
     return None
+
+
+NOTICE_ROWS = 6  # a notice stands above the footer's last rows (model, mode, a status line)
 
 
 def refused_command(agent: str, rows: Iterable[str]) -> str | None:
