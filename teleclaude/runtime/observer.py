@@ -587,8 +587,8 @@ class Observer:
             shown = self._shown.get(view.pane_id)
             if chunk.lines_missed is None and shown is not None:
                 # the rows after its reading position changed, so the screen was read again: a CLI that
-                # redraws rows above its cursor (claude 2.1.332 keeps it in its input box, below its spinner
-                # and retry countdown) printed nothing new in the rows still shown as at the last scan
+                # redraws rows above its cursor (one that keeps it in its input box, below its spinner and
+                # retry countdown: tests/realcli/NOTES.md) printed nothing new in the rows shown as before
                 rows, _ = unseen_rows(rows, seen_of(shown))
             self._shown[view.pane_id] = tuple(screen)
         elif rows:  # the screen changed

@@ -76,3 +76,26 @@ def test_the_root_refusal_counts_only_once_the_cli_exited():
     assert blocker is not None
     text = blocked_text("claude", blocker, "/tmp/project", rows)
     assert 'env = {IS_SANDBOX = "1"}' in text and "Pane is dead" not in text
+
+
+# 2.1.332: no dialog after a subscriber's limit; a notice above the footer until it continues by itself
+AUTO_CONTINUE = [
+    "❯ /next-build greeting",
+    "  ⎿  You've hit your 5-hour limit · resets 7:23pm (UTC)",
+    "● Usage limit reached · set to continue automatically at 7:23pm",
+    "────────",
+    "❯ ",
+    "────────",
+    "  ⚠ Usage limit reached · limit resets 7:23pm",
+    "    Continuing automatically at 7:23pm · Esc to cancel",
+    "  Sonnet 5.5",
+    "  ⏵⏵ bypass permissions on (shift+tab to cycle)",
+]
+
+
+def test_its_automatic_continue_at_the_reset_is_the_rate_limit_nothing_types_into():
+    blocker = find_blocker("claude", ["", *AUTO_CONTINUE, "", ""])
+    assert blocker is not None and blocker.rate_limit
+    # the same words in a worker's output, above its prompt, are not the notice
+    quoted = ["● Read(NOTES.md)", "  Continuing automatically at 7:23pm · Esc to cancel", "● Bash(ls)"]
+    assert find_blocker("claude", [*quoted, *AUTO_CONTINUE[3:6], *AUTO_CONTINUE[8:]]) is None
