@@ -43,18 +43,23 @@ def called(body: dict) -> list[str]:
 
 def until_offered(body: dict, name: str) -> Step | None:
     """None once claude lets the model call the MCP tool `name`, else the call that waits for it (at most ten
-    times). MCP servers connect in the background. 2.1.197 offered an MCP tool in `tools` once connected
-    and, until then, WaitForMcpServers (one call waits at most 5 s, less than `teleclaude mcp` may need on a
-    loaded machine). 2.1.332 defers MCP tools: the model loads one with ToolSearch (`select:NAME`), whose
-    result names it once its server is connected ("Some MCP servers are still connecting" until then)."""
+    times, or while claude says the server is still connecting). MCP servers connect in the background.
+    2.1.197 offered an MCP tool in `tools` once connected and, until then, WaitForMcpServers (one call waits
+    at most 5 s, less than `teleclaude mcp` may need on a loaded machine). 2.1.332 defers MCP tools: the
+    model loads one with ToolSearch (`select:NAME`), whose result names it once its server is connected; until
+    then it answers at once "Some MCP servers are still connecting: teleclaude. … try searching again", as
+    often as asked, so a loaded machine needs more searches than ten."""
     offered = {tool.get("name"): tool for tool in body.get("tools", [])}
     if name in offered and not offered[name].get("defer_loading"):
         return None
     if SEARCH in offered:
-        if name in json.dumps(tool_results(body)):
+        results = tool_results(body)
+        if name in json.dumps(results):
             return None
         waits = called(body).count(SEARCH)
-        return Tool(SEARCH, {"query": f"select:{name}"}) if waits < 10 else Text("DONE: no MCP server")
+        connecting = "still connecting" in json.dumps(results[-1:])
+        searching = waits < 10 or (connecting and waits < 1000)
+        return Tool(SEARCH, {"query": f"select:{name}"}) if searching else Text("DONE: no MCP server")
     return Tool(WAIT, {}) if called(body).count(WAIT) < 10 else Text("DONE: the MCP server never connected")
 
 
