@@ -7,6 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from teleclaude.agents import PROFILES
 from teleclaude.config.parse import ConfigError, parse_config
 from teleclaude.runtime.core.limits import StopFailure, find_limit, parse_failure, reset_time
 
@@ -251,7 +252,8 @@ def test_an_agents_env_table_is_read_merged_and_checked():
     )
     runtime = config.runtime
     assert runtime is not None
-    assert runtime.profiles["claude"].env == {"ANTHROPIC_API_KEY": "k", "IS_SANDBOX": "1"}
+    own = PROFILES["claude"].env  # the driver's own variables, under the user's
+    assert runtime.profiles["claude"].env == {**own, "ANTHROPIC_API_KEY": "k", "IS_SANDBOX": "1"}
     assert runtime.profiles["codex"].env == {}
     for bad, key in (
         ("[runtime.agents.claude]\nenv = 1\n", "runtime.agents.claude.env"),
