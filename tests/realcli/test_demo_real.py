@@ -4,21 +4,41 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
+from ..tmux_reaper import reaper
+
 
 def demo(agent: str) -> subprocess.CompletedProcess:
+    """The demo as a user runs it, its tmux servers in a folder of their own: whatever way it ends (a hang's
+    timeout kills it mid-run), a watcher then ends every server there, with the CLIs in their panes."""
+    folder = Path(tempfile.mkdtemp(prefix="tc-tmux-", dir="/tmp"))  # short: a socket path fits 108 bytes
     env = {key: value for key, value in os.environ.items() if not key.startswith("TELECLAUDE_SESSION")}
-    return subprocess.run(
+    process = subprocess.Popen(
         [sys.executable, "-m", "teleclaude", "demo", "--real", agent, "--verbose"],
-        env=env,
-        capture_output=True,
+        env=env | {"TMUX_TMPDIR": str(folder)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=600,  # only a hang's bound: opencode's demo takes ~70 s quiet, and passed 240 s at load 40
     )
+    watcher = reaper(owner=process.pid, tmux_dir=folder)
+    try:
+        # only a hang's bound: opencode's demo takes ~70 s quiet, and passed 240 s at load 40
+        stdout, stderr = process.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        stdout, stderr = process.communicate()
+        stderr += "\n(killed after 600 s)"
+    finally:
+        watcher.wait(timeout=60)
+        shutil.rmtree(folder, ignore_errors=True)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 def tool_calls(printed: str) -> list[tuple[str, str]]:
