@@ -343,12 +343,8 @@ class SessionStore(SqliteStore):
         """Keep the session's use so far, when it differs from its last reading. True: kept or unchanged."""
         row: tuple[object, ...] = (session_id, _stamp(at), tokens.input, tokens.cached, tokens.output)
         row += (tokens.reasoning, tokens.cost_usd, tokens.model)
-        last = self._select(
-            f"SELECT input, cached, output, reasoning, cost_usd, model FROM {SPEND} "
-            "WHERE session_id = ? ORDER BY id DESC LIMIT 1",
-            (session_id,),
-        )
-        if last and tuple(last[0]) == row[2:]:
+        last = self._last_spend(session_id)
+        if last and tuple(last[0])[1:] == row[2:]:
             return True
         insert = (
             f"INSERT INTO {SPEND} (session_id, at, input, cached, output, reasoning, cost_usd, model) "
@@ -356,6 +352,36 @@ class SessionStore(SqliteStore):
         )
         self._write(lambda conn: conn.execute(insert, row))
         return True
+
+    def amend_spend(self, session_id: str, at: datetime, tokens: Tokens) -> bool:
+        """A later look at the record its last reading was read from (the turn is over, or the worker ends):
+        that reading made right when `tokens` says more (`Tokens.ahead_of`), so that a turn stays one
+        reading; the first reading when there is none. False: nothing to change."""
+        from teleclaude.agents.tokens import Tokens
+
+        last = self._last_spend(session_id)
+        if not last:
+            return self.add_spend(session_id, at, tokens)
+        row = last[0]
+        kept = Tokens(
+            row["input"], row["cached"], row["output"], row["reasoning"], row["cost_usd"], row["model"] or ""
+        )
+        if not tokens.ahead_of(kept):
+            return False
+        update = (
+            f"UPDATE {SPEND} SET input = ?, cached = ?, output = ?, reasoning = ?, cost_usd = ?, model = ? "
+            "WHERE id = ?"
+        )
+        values = (tokens.input, tokens.cached, tokens.output, tokens.reasoning, tokens.cost_usd)
+        self._write(lambda conn: conn.execute(update, (*values, tokens.model or kept.model, row["id"])))
+        return True
+
+    def _last_spend(self, session_id: str) -> list[sqlite3.Row]:
+        return self._select(
+            f"SELECT id, input, cached, output, reasoning, cost_usd, model FROM {SPEND} "
+            "WHERE session_id = ? ORDER BY id DESC LIMIT 1",
+            (session_id,),
+        )
 
     def spend_readings(
         self, ids: Iterable[str] | None = None, since: datetime | None = None

@@ -48,6 +48,20 @@ class Tokens:
             return None
         return self.input + self.output
 
+    def ahead_of(self, before: Tokens) -> bool:
+        """A later reading of the same cumulative record that says more than `before`: not the same, and
+        no count or cost below `before`'s (one `before` knew and this one does not: not ahead)."""
+        if self == before:
+            return False
+        pairs = (
+            (self.input, before.input),
+            (self.cached, before.cached),
+            (self.output, before.output),
+            (self.reasoning, before.reasoning),
+            (self.cost_usd, before.cost_usd),
+        )
+        return all(old is None or (new is not None and new >= old) for new, old in pairs)
+
 
 @dataclass(frozen=True)
 class Price:
@@ -119,3 +133,20 @@ def summed(
     for row in rows:
         totals = [add(total, part) for total, part in zip(totals, row, strict=True)]
     return Tokens(totals[0], totals[1], totals[2], totals[3], model=model)
+
+
+RECORD_MOST = 64 * 1024 * 1024  # bytes of a CLI's record read for what its session used; past it: unknown
+
+
+def read_record(path: str, reader: Callable[[str], Tokens | None]) -> Tokens | None:
+    """What the record at `path` (a file the CLI keeps) says its session used: `reader` of its text. None
+    when it is missing, unreadable or past RECORD_MOST bytes (unknown)."""
+    most = RECORD_MOST
+    try:
+        with open(path, "rb") as file:
+            data = file.read(most + 1)
+    except OSError:
+        return None
+    if len(data) > most:
+        return None
+    return reader(data.decode("utf-8", errors="replace"))

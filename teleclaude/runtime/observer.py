@@ -108,6 +108,9 @@ class Observer:
         # `Tmux.follow`s, or by tmux's time of its last output) is not read again (its screen and rows cannot
         # have changed).
         self._read: dict[str, _Read] = {}
+        # session id -> (path, size, time) of its CLI's record when read again after its turn ended: read
+        # once more only when it changed (spend.read_again)
+        self._spend_read: dict[str, tuple[str, int, int]] = {}
 
     # --- looking -------------------------------------------------------------------------------------------
 
@@ -157,6 +160,8 @@ class Observer:
         watched = {s.pane_id for s in fresh.values() if not s.state.is_final}
         for pane_id in [p for p in self._read if p not in watched]:
             del self._read[pane_id]
+        for session_id in [i for i in self._spend_read if i not in fresh]:
+            del self._spend_read[session_id]
         return [fresh.get(s.id, s) for s in sessions]
 
     def record_turn_end(self, session_id: str, source: str = "stop hook", prompt: str = "") -> bool:
@@ -236,6 +241,22 @@ class Observer:
         reader = profile.usage.read if profile and profile.usage.source is UsageSource.TRANSCRIPT else None
         if lines and reader is not None:
             self._keep_usage(reader("\n".join(lines), self.context.clock()))
+
+    def _spend_again(self, session: Session) -> None:
+        """What its CLI's record says now, after the turn's end (its last answer may have been written
+        after its stop hook read the record: spend.read_again), when it changed since this observer last
+        read it."""
+        try:
+            found = os.stat(session.transcript) if session.transcript else None
+        except OSError:
+            return
+        seen = (session.transcript, found.st_size, found.st_mtime_ns) if found else None
+        if seen is None or self._spend_read.get(session.id) == seen:
+            return
+        self._spend_read[session.id] = seen
+        from teleclaude.runtime import spend  # (the stop hook's runtime goes without it)
+
+        spend.read_again(self.context, session)
 
     def _marked_usage(self, session: Session, view: PaneView) -> None:
         """The usage hook of a worker on another computer marked its pane with its agent's usage: kept here as
@@ -494,6 +515,8 @@ class Observer:
             return context.change(session, Change.ERRORED, why, error=why)
         if session.state is SessionState.PENDING:
             return session  # still being delivered
+        if session.state is SessionState.TURN_ENDED or view.dead:
+            self._spend_again(session)
         view = self._with_channel(session, view)
         session = self._channel_transcript(session)
         transcript = self._transcript(session)

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
 
     from teleclaude.adapters.store import AvailabilityStore
     from teleclaude.agents.profile import UsageWindow
-    from teleclaude.agents.tokens import Tokens
     from teleclaude.runtime.api import Runtime
 
 
@@ -151,9 +150,6 @@ def record_transcript_usage(agent: str, path: str, hook: str) -> None:
         warn(f"could not read the usage: {type(error).__name__}: {error}", hook)
 
 
-RECORD_MOST = 64 * 1024 * 1024  # bytes of a CLI's record read for what its session used; past it: unknown
-
-
 def record_spend(agent: str, path: str, hook: str = "stop") -> None:
     """What this worker's session used so far, read from its CLI's record of the session (the hook input's
     `transcript_path`, the driver's `tokens` reader), kept on the session. A record that is missing,
@@ -163,25 +159,20 @@ def record_spend(agent: str, path: str, hook: str = "stop") -> None:
         return
     try:
         from teleclaude.agents import NAMES, driver
-        from teleclaude.agents.tokens import Tokens
+        from teleclaude.agents.tokens import Tokens, read_record
 
         reader = driver(agent).tokens.read if agent in NAMES else None
         if reader is None or not path:
             return
-        tokens = _read_record(path, reader) or Tokens()
+        tokens = read_record(path, reader) or Tokens()
+        # the record named on the session too: the runtime reads it again after the turn (a CLI can write
+        # its last answer after this hook read it) and before it ends the worker
         record(
-            lambda runtime, session_id: runtime.record_spend(session_id, tokens), "what it used", hook=hook
+            lambda runtime, session_id: (
+                runtime.record_transcript(session_id, path) and runtime.record_spend(session_id, tokens)
+            ),
+            "what it used",
+            hook=hook,
         )
     except Exception as error:  # never hold up the CLI over bookkeeping
         warn(f"could not read what the session used: {type(error).__name__}: {error}", hook)
-
-
-def _read_record(path: str, reader: Callable[[str], Tokens | None]) -> Tokens | None:
-    try:
-        with open(path, "rb") as file:
-            data = file.read(RECORD_MOST + 1)
-    except OSError:
-        return None
-    if len(data) > RECORD_MOST:
-        return None
-    return reader(data.decode("utf-8", errors="replace"))
