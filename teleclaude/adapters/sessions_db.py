@@ -341,9 +341,11 @@ class SessionStore(SqliteStore):
 
     def add_spend(self, session_id: str, at: datetime, tokens: Tokens) -> bool:
         """Keep the session's use so far, when it differs from its last reading. True: kept or unchanged."""
+        last = self._last_spend(session_id)
+        if tokens.cost_usd is None and last and last[0]["cost_usd"] is not None:
+            tokens = replace(tokens, cost_usd=last[0]["cost_usd"])  # `keep_cost`'s, until the next
         row: tuple[object, ...] = (session_id, _stamp(at), tokens.input, tokens.cached, tokens.output)
         row += (tokens.reasoning, tokens.cost_usd, tokens.model)
-        last = self._last_spend(session_id)
         if last and tuple(last[0])[1:] == row[2:]:
             return True
         insert = (
@@ -366,6 +368,8 @@ class SessionStore(SqliteStore):
         kept = Tokens(
             row["input"], row["cached"], row["output"], row["reasoning"], row["cost_usd"], row["model"] or ""
         )
+        if tokens.cost_usd is None:
+            tokens = replace(tokens, cost_usd=kept.cost_usd)  # the status line's (`keep_cost`), if any
         if not tokens.ahead_of(kept):
             return False
         update = (

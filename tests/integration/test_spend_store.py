@@ -16,7 +16,7 @@ from teleclaude.agents.tokens import Tokens
 from teleclaude.config.spend import SpendConfig
 from teleclaude.runtime import spend
 from teleclaude.runtime.hooks import record as hook_record
-from teleclaude.runtime.hooks import stop
+from teleclaude.runtime.hooks import statusline, stop
 
 from ..unit.factories import running_session
 
@@ -122,3 +122,47 @@ def test_the_day_total_counts_every_session_read_today(worker):
     store.add_spend(session.id, now, Tokens(600, 0, 60, 0, model="x"))
     store.add_spend(other.id, now, Tokens(7, 0, 1, 0, model="x"))
     assert spend.day_total(store, now, SpendConfig()).tokens == 110 + 8
+
+
+def status_line(cost: object) -> None:
+    """`teleclaude hook statusline` as Claude Code runs it, with `cost.total_cost_usd`."""
+    raw = json.dumps({"model": {"display_name": "Opus"}, "cost": {"total_cost_usd": cost}}).encode()
+    assert statusline.main("claude", stdin=io.BytesIO(raw), stdout=io.StringIO()) == 0
+
+
+def test_the_cost_claudes_status_line_reports_is_the_sessions_reported_cost(worker, tmp_path):
+    store, session = worker
+    transcript = tmp_path / "t.jsonl"
+    status_line(0.01)  # before any reading: it waits for the stop hook's (a reading of no tokens is unknown)
+    assert spend.readings(store, [session.id]) == []
+    claude_turn(transcript, "a", 100, 10)
+    stop_hook(transcript)
+    status_line(0.25)
+    claude_turn(transcript, "b", 200, 20)
+    stop_hook(transcript)  # the reported cost stays until the status line tells the next
+    assert [r.tokens.cost_usd for r in spend.readings(store, [session.id])] == [0.25, 0.25]
+    status_line(0.75)
+    assert [r.tokens.cost_usd for r in spend.readings(store, [session.id])] == [0.25, 0.75]
+    used = spend.per_session(store, [session], SpendConfig())[session.id]
+    assert used.usd == 0.75 and not used.estimate and used.text() == "330 tokens, $0.75"
+    assert [t.tokens.cost_usd for t in spend.turn_rows(store, session)] == [0.25, 0.5]
+
+
+@pytest.mark.parametrize("cost", [-1, "lots", 1e300, None, True])
+def test_a_hostile_cost_on_the_status_line_is_not_kept(worker, tmp_path, cost):
+    store, session = worker
+    transcript = tmp_path / "t.jsonl"
+    claude_turn(transcript, "a", 100, 10)
+    stop_hook(transcript)
+    status_line(cost)
+    assert [r.tokens.cost_usd for r in spend.readings(store, [session.id])] == [None]
+
+
+def test_another_sessions_key_sets_no_cost(worker, tmp_path, monkeypatch):
+    store, session = worker
+    transcript = tmp_path / "t.jsonl"
+    claude_turn(transcript, "a", 100, 10)
+    stop_hook(transcript)
+    monkeypatch.setenv("TELECLAUDE_SESSION_KEY", "not-its-key")
+    status_line(0.5)
+    assert [r.tokens.cost_usd for r in spend.readings(store, [session.id])] == [None]

@@ -150,6 +150,23 @@ def record_transcript_usage(agent: str, path: str, hook: str) -> None:
         warn(f"could not read the usage: {type(error).__name__}: {error}", hook)
 
 
+def record_cost(usd: float | None, hook: str = "statusline") -> None:
+    """What this worker's CLI says its session cost so far (its status line: the driver's `status_cost`),
+    kept on its latest reading (adapters/hook_db.py, with the stdlib's sqlite3 alone: a status line runs at
+    every change of the screen). Only for a worker of this computer's runtime. Never raises."""
+    session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
+    if usd is None or not session_id or os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):
+        return
+    try:
+        from teleclaude.adapters.hook_db import db_file, keep_cost
+        from teleclaude.runtime.core.marks import SESSION_KEY, same_key
+
+        key = os.environ.get(SESSION_KEY, "")
+        keep_cost(db_file(), USAGE_BUSY_MS, session_id, lambda stored: same_key(stored, key), usd)
+    except Exception as error:  # never break the agent over bookkeeping
+        warn(f"could not record the cost: {type(error).__name__}: {error}", hook)
+
+
 def record_spend(agent: str, path: str, hook: str = "stop") -> None:
     """What this worker's session used so far, read from its CLI's record of the session (the hook input's
     `transcript_path`, the driver's `tokens` reader), kept on the session. A record that is missing,
