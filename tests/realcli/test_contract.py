@@ -25,12 +25,13 @@ import pytest
 
 from teleclaude.agents import NAMES, PROFILES
 from teleclaude.agents.profile import Capability
+from teleclaude.config.spend import SpendConfig
 from teleclaude.demo.model_server import Fail, Text, edit_and_commit, shell, tool_result_sent
 from teleclaude.demo.workers import git
 from teleclaude.errors import Error
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch, Step
-from teleclaude.runtime import continuing
+from teleclaude.runtime import continuing, spend
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 from teleclaude.runtime.launcher import Warm
 
@@ -346,6 +347,20 @@ def test_the_tokens_it_recorded_are_the_sum_its_provider_reported(
         assert (tokens.input, tokens.cached, tokens.output) == (want.input, want.cached, want.output), turn
         assert tokens.reasoning in (None, want.reasoning)  # claude's record has no reasoning count
     assert len(model_server.turns()) >= 3
+    if agent == "claude":  # its status line says what the session cost: kept as reported, never estimated
+        used = reported_cost(runtime, runtime.store.get(started.session.id))
+        assert used.usd > 0 and not used.estimate and "(estimate)" not in used.text(), used
+
+
+def reported_cost(runtime, session, seconds: float = 60.0):
+    """The session's use priced, once its CLI reported a cost (its status line runs as its screen changes)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        readings = runtime.store.spend_readings([session.id])
+        if readings and readings[-1][2].cost_usd is not None:
+            return spend.per_session(runtime.store, [session], SpendConfig())[session.id]
+        time.sleep(0.1)
+    pytest.fail("its CLI never reported what the session cost")
 
 
 def recorded_until(runtime, session_id: str, want, seconds: float = 60.0):
