@@ -73,17 +73,31 @@ class Price:
 
 
 @dataclass(frozen=True)
+class DatabaseRecord:
+    """A CLI that keeps what its sessions used in an SQLite database of its own: `where(environ)` names the
+    file (from the CLI's environment: its HOME), `query` (bound as the CLI's own id of the session) selects
+    its rows and `read(rows)` sums them: pure, never raises; None when the rows say nothing usable. The file
+    is only ever read (adapters/records.py)."""
+
+    where: Callable[[Mapping[str, str]], str]
+    query: str
+    read: Callable[[list[tuple[object, ...]]], Tokens | None]
+
+
+@dataclass(frozen=True)
 class TokenReport:
     """Where the CLI records what a session used, and its reader.
 
     `read(text)` gives the session's use so far from the whole text of the file the CLI's stop hook names
-    (`transcript_path`): pure, never raises; None when the text says nothing usable. A CLI with no such
-    record has `read=None`, and `lacking` says why."""
+    (`transcript_path`): pure, never raises; None when the text says nothing usable. A CLI that keeps it in
+    a database has `database` instead; one with neither has `read=None`, and `lacking` says why."""
 
     read: Callable[[str], Tokens | None] | None = None
     lacking: str = "what it used was not looked for"
     # the list prices of the models the driver names, by a part of their names (`[prices]` overrides them)
     prices: Mapping[str, Price] = field(default_factory=dict)
+    # a record that is a database (read instead of the stop hook's `transcript_path`)
+    database: DatabaseRecord | None = None
 
 
 def count(value: object) -> int | None:
@@ -133,20 +147,3 @@ def summed(
     for row in rows:
         totals = [add(total, part) for total, part in zip(totals, row, strict=True)]
     return Tokens(totals[0], totals[1], totals[2], totals[3], model=model)
-
-
-RECORD_MOST = 64 * 1024 * 1024  # bytes of a CLI's record read for what its session used; past it: unknown
-
-
-def read_record(path: str, reader: Callable[[str], Tokens | None]) -> Tokens | None:
-    """What the record at `path` (a file the CLI keeps) says its session used: `reader` of its text. None
-    when it is missing, unreadable or past RECORD_MOST bytes (unknown)."""
-    most = RECORD_MOST
-    try:
-        with open(path, "rb") as file:
-            data = file.read(most + 1)
-    except OSError:
-        return None
-    if len(data) > most:
-        return None
-    return reader(data.decode("utf-8", errors="replace"))

@@ -216,13 +216,16 @@ class Observer:
         working, _ = progressed(session, self.context.clock())  # the turn's end is what is stored
         return self.context.change(working, Change.TURN_ENDED, source, expect=expect)
 
-    def record_transcript(self, session_id: str, path: str) -> bool:
-        """The CLI's prompt hook named the session's transcript (`teleclaude hook prompt`). True
+    def record_transcript(self, session_id: str, path: str, conversation: str = "") -> bool:
+        """The CLI's prompt hook named the session's transcript (`teleclaude hook prompt`; its stop hook, with
+        the CLI's own id of the session, `conversation`, when that names what it used in a database). True
         once the stored row shows it (or nothing is to record); False when another writer saved first."""
         session = self.context.store.get(session_id)
-        if session is None or session.transcript == path:
+        conversation = conversation or (session.conversation if session else "")
+        if session is None or (session.transcript, session.conversation) == (path, conversation):
             return True
-        return self.context.store.save(replace(session, transcript=path), expect=session.state) is not None
+        named = replace(session, transcript=path, conversation=conversation)
+        return self.context.store.save(named, expect=session.state) is not None
 
     def _transcript(self, session: Session) -> list[str]:
         """The tail of a working local session's transcript (the file its prompt hook named), when its driver

@@ -11,8 +11,9 @@ from datetime import datetime, time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from teleclaude.adapters.records import read_use
 from teleclaude.adapters.sessions_db import SessionStore
-from teleclaude.agents.tokens import Tokens, read_record
+from teleclaude.agents.tokens import Tokens
 from teleclaude.config.notify import Notice
 from teleclaude.config.spend import Budget, SpendConfig
 from teleclaude.planner.core.model import Dispatch, Step
@@ -46,11 +47,10 @@ def read_again(context: Context, session: Session) -> bool:
     read again never counts one twice). For a local worker whose driver reads a record it knows the path
     of. True when the reading changed. Never raises."""
     profile = context.config.profiles.get(session.agent)
-    reader = profile.tokens.read if profile else None
-    if reader is None or not session.transcript or context.config.elsewhere(session.computer):
+    if profile is None or not session.transcript or context.config.elsewhere(session.computer):
         return False
     try:
-        tokens = read_record(session.transcript, reader)
+        tokens = read_use(profile.tokens, session.transcript, session.conversation)
         return tokens is not None and context.store.amend_spend(session.id, context.clock(), tokens)
     except Exception as error:  # bookkeeping never stops a worker
         log.info(

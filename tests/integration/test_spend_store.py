@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from teleclaude.adapters import records
 from teleclaude.adapters.sessions_db import SessionStore
-from teleclaude.agents import tokens as tokens_module
 from teleclaude.agents.tokens import Tokens
 from teleclaude.config.spend import SpendConfig
 from teleclaude.runtime import spend
@@ -90,7 +90,7 @@ def test_a_record_past_the_size_read_is_unknown(worker, tmp_path, monkeypatch):
     store, session = worker
     transcript = tmp_path / "t.jsonl"
     claude_turn(transcript, "a", 100, 10)
-    monkeypatch.setattr(tokens_module, "RECORD_MOST", 10)
+    monkeypatch.setattr(records, "RECORD_MOST", 10)
     stop_hook(transcript)
     assert spend.readings(store, [session.id])[-1].tokens == Tokens()
 

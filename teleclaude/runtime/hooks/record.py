@@ -167,26 +167,33 @@ def record_cost(usd: float | None, hook: str = "statusline") -> None:
         warn(f"could not record the cost: {type(error).__name__}: {error}", hook)
 
 
-def record_spend(agent: str, path: str, hook: str = "stop") -> None:
+def record_spend(agent: str, path: str, conversation: str = "", hook: str = "stop") -> None:
     """What this worker's session used so far, read from its CLI's record of the session (the hook input's
-    `transcript_path`, the driver's `tokens` reader), kept on the session. A record that is missing,
-    unreadable or too big is kept as unknown. Only for a worker of this computer's runtime: a worker on
-    another computer keeps nothing (its use shows as unknown). Never raises."""
+    `transcript_path`, or the CLI's database for its own session id `conversation`: the driver's `tokens`),
+    kept on the session. A record that is missing, unreadable or too big is kept as unknown. Only for a
+    worker of this computer's runtime: a worker on another computer keeps nothing (its use shows as
+    unknown). Never raises."""
     if not os.environ.get("TELECLAUDE_SESSION_ID") or os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):
         return
     try:
         from teleclaude.agents import NAMES, driver
-        from teleclaude.agents.tokens import Tokens, read_record
+        from teleclaude.agents.tokens import Tokens
 
-        reader = driver(agent).tokens.read if agent in NAMES else None
-        if reader is None or not path:
+        report = driver(agent).tokens if agent in NAMES else None
+        if report is None or (report.read is None and report.database is None):
             return
-        tokens = read_record(path, reader) or Tokens()
+        path = report.database.where(os.environ) if report.database else path
+        if not path:
+            return
+        from teleclaude.adapters.records import read_use
+
+        tokens = read_use(report, path, conversation) or Tokens()
         # the record named on the session too: the runtime reads it again after the turn (a CLI can write
         # its last answer after this hook read it) and before it ends the worker
         record(
             lambda runtime, session_id: (
-                runtime.record_transcript(session_id, path) and runtime.record_spend(session_id, tokens)
+                runtime.record_transcript(session_id, path, conversation)
+                and runtime.record_spend(session_id, tokens)
             ),
             "what it used",
             hook=hook,
