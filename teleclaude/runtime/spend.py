@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 
 def read_again(context: Context, session: Session) -> bool:
-    """Its CLI's record of the session read once more, after its stop hook read it: claude can write a turn's
+    """Its CLI's record of the session read once more, after its stop hook read it: a CLI can write a turn's
     last answer to its transcript after its Stop hook has read it, so the turn's reading is made right when
     the record says more now (`SessionStore.amend_spend`; the readers count each message once, so a reading
     read again never counts one twice). For a local worker whose driver reads a record it knows the path
