@@ -18,7 +18,13 @@ from subprocess import Popen
 from teleclaude.adapters import sandbox
 from teleclaude.adapters.fs import read_tail
 from teleclaude.adapters.store import StoreError, marking_unavailable
-from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION, USAGE_OPTION, TmuxError
+from teleclaude.adapters.tmux import (
+    SPEND_OPTION,
+    STOP_FAILURE_OPTION,
+    TURN_END_OPTION,
+    USAGE_OPTION,
+    TmuxError,
+)
 from teleclaude.agents.profile import Blocker, UsageSource, UsageWindow
 from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core.tool_lines import tool_lines
@@ -269,6 +275,21 @@ class Observer:
             return
         self._keep_usage(decode_usage(session.agent, sealed))
         self._clear_mark(session, USAGE_OPTION)
+
+    def _marked_spend(self, session: Session, view: PaneView) -> None:
+        """The stop hook of a worker on another computer marked its pane with what its session used so far
+        (before its turn's end): kept here as a local hook keeps it, then the mark is taken away."""
+        sealed = self._sealed(session, SPEND_OPTION, view.spend)
+        if sealed is None:
+            return
+        from teleclaude.runtime.core.spend import decode_tokens
+
+        try:
+            self.context.store.add_spend(session.id, self.context.clock(), decode_tokens(sealed))
+        except StoreError as error:  # the mark stays for the next look
+            log.info("session %s: could not keep what it used: %s", session.id, error)
+            return
+        self._clear_mark(session, SPEND_OPTION)
 
     def _keep_usage(self, windows: tuple[UsageWindow, ...]) -> None:
         fresh = [w for w in windows if self._usage_seen.get((w.agent, w.window)) != w.seen_at]
@@ -525,6 +546,7 @@ class Observer:
         transcript = self._transcript(session)
         self._transcript_usage(session, transcript)
         self._marked_usage(session, view)
+        self._marked_spend(session, view)
         failed = self._turn_error(session, transcript) or self._marked_failure(session, view)
         if failed is not None:  # typed errors come before the words on the screen
             return failed

@@ -207,7 +207,7 @@ def test_opencodes_answers_in_its_database_are_its_sessions_use_with_its_subagen
     worker, tmp_path, monkeypatch
 ):
     store, session = worker
-    messages = [
+    messages: list[tuple[str, dict | str]] = [
         ("ses_a", {"role": "user"}),
         ("ses_a", answer(100, 10, read=50, reasoning=5)),
         ("ses_sub", answer(7, 3)),  # its subagent's

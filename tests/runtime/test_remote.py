@@ -21,12 +21,14 @@ from teleclaude.adapters import fs, ssh
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.agents import NAMES
+from teleclaude.agents.tokens import Tokens
+from teleclaude.config.spend import SpendConfig
 from teleclaude.demo import stand_in as fake_agent
 from teleclaude.demo.workers import PLAN
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
-from teleclaude.runtime import orchestrator, remote
+from teleclaude.runtime import orchestrator, remote, spend
 from teleclaude.runtime.api import Runtime, open_runtime
 from teleclaude.runtime.core.sessions import (
     Activity,
@@ -260,6 +262,24 @@ def test_the_usage_a_remote_worker_reports_reaches_this_machine_through_its_pane
     (kept,) = runtime.context.availability.usage(datetime.now(UTC))["claude"]  # on this machine
     assert (kept.window, kept.used_percent) == ("5h", 40.0)
     assert runtime.tmux.views()[session.pane_id].usage == ""  # the mark was taken away
+    assert not sshd.db.exists()  # nothing was written into the database over there
+    assert ended(runtime, session.id).state.is_final
+
+
+def test_what_a_remote_worker_used_reaches_this_machine_through_its_pane(
+    project, remote_project, sshd, watch, monkeypatch
+):
+    """The stand-in's Stop hook reads its transcript over there (1000 in, 100 out) and marks its pane; the
+    observer keeps it here before the turn's end (both marks come in the same look, the spend first)."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    hooks_only(project, "claude", "work,hook,tokens")
+    runtime, _, session = build_started_there(project, "claude")
+    watch(runtime, session.id).until(EventKind.TURN_ENDED, seconds=60)
+    (reading,) = runtime.store.spend_readings([session.id])
+    assert reading[2] == Tokens(1000, 0, 100, None, None, "stand-in")
+    stored = runtime.store.get(session.id)
+    assert stored is not None and spend.per_session(runtime.store, [stored], SpendConfig())[session.id].known
+    assert runtime.tmux.views()[session.pane_id].spend == ""  # the mark was taken away
     assert not sshd.db.exists()  # nothing was written into the database over there
     assert ended(runtime, session.id).state.is_final
 

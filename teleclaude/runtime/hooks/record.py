@@ -170,10 +170,10 @@ def record_cost(usd: float | None, hook: str = "statusline") -> None:
 def record_spend(agent: str, path: str, conversation: str = "", hook: str = "stop") -> None:
     """What this worker's session used so far, read from its CLI's record of the session (the hook input's
     `transcript_path`, or the CLI's database for its own session id `conversation`: the driver's `tokens`),
-    kept on the session. A record that is missing, unreadable or too big is kept as unknown. Only for a
-    worker of this computer's runtime: a worker on another computer keeps nothing (its use shows as
-    unknown). Never raises."""
-    if not os.environ.get("TELECLAUDE_SESSION_ID") or os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):
+    kept on the session. A record that is missing, unreadable or too big is kept as unknown. A worker on
+    another computer marks its pane with it instead (sealed, as its turn's end), which the observer reads
+    over ssh and keeps here. Never raises."""
+    if not os.environ.get("TELECLAUDE_SESSION_ID"):
         return
     try:
         from teleclaude.agents import NAMES, driver
@@ -188,6 +188,13 @@ def record_spend(agent: str, path: str, conversation: str = "", hook: str = "sto
         from teleclaude.adapters.records import read_use
 
         tokens = read_use(report, path, conversation) or Tokens()
+        if os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # TURN_END_TO_PANE of adapters/tmux.py: remote
+            from teleclaude.adapters.tmux import SPEND_OPTION
+            from teleclaude.runtime.core.spend import encode_tokens
+
+            if not mark_pane(SPEND_OPTION, encode_tokens(tokens)):
+                warn("could not mark what the session used on the tmux pane", hook)
+            return
         # the record named on the session too: the runtime reads it again after the turn (a CLI can write
         # its last answer after this hook read it) and before it ends the worker
         record(
