@@ -380,6 +380,17 @@ class SessionStore(SqliteStore):
         self._write(lambda conn: conn.execute(update, (*values, tokens.model or kept.model, row["id"])))
         return True
 
+    def set_cost(self, session_id: str, usd: float) -> bool:
+        """What the CLI says the session cost so far, set on its latest reading (as `hook_db.keep_cost` sets
+        a local worker's); False when it has none yet or the cost is the same."""
+        from teleclaude.adapters.hook_db import LAST_SPEND, SET_COST
+
+        last = self._select(LAST_SPEND, (session_id,))
+        if not last or last[0]["cost_usd"] == usd:
+            return False
+        self._write(lambda conn: conn.execute(SET_COST, (usd, last[0]["id"])))
+        return True
+
     def _last_spend(self, session_id: str) -> list[sqlite3.Row]:
         return self._select(
             f"SELECT id, input, cached, output, reasoning, cost_usd, model FROM {SPEND} "

@@ -29,6 +29,8 @@ a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a comm
     tokens     each step uses tokens: `FAKE_AGENT_TOKENS=INPUT:OUTPUT` a turn (default 1000:100), written
                as Claude Code writes its transcript (model `stand-in`), outside the worktree; with `hook`,
                its Stop hook names that transcript (`transcript_path`), as Claude Code's does
+    cost       after the step (and its Stop hook), report what the session cost so far through `teleclaude
+               hook statusline` (`cost.total_cost_usd`: `FAKE_AGENT_COST` dollars a turn, default 0.5)
     late       (with `tokens`) the turn's last answer (half its output tokens, written as two lines of one
                message) reaches the transcript only after its Stop hook has read it, as Claude Code's may
 
@@ -251,6 +253,10 @@ def respond(agent: str, chosen: set[str], command: str, args: str, lines) -> int
         run_stop_hook(transcript)
     if transcript and late:
         write_last_answer(transcript)
+    if "cost" in chosen:
+        COST_SO_FAR[0] += float(os.environ.get("FAKE_AGENT_COST") or 0.5)
+        status = {"model": {"display_name": "stand-in"}, "cost": {"total_cost_usd": COST_SO_FAR[0]}}
+        run_hook("statusline", status, "--agent", agent)
     if "report" in chosen:
         report(done)
     return None
@@ -491,6 +497,9 @@ def next_archive(main: Path, slug: str) -> str:
 def run_stop_hook(transcript: Path | None = None) -> None:
     named = {"transcript_path": str(transcript)} if transcript else {}
     run_hook("stop", {"hook_event_name": "Stop", "stop_hook_active": False, **named})
+
+
+COST_SO_FAR = [0.0]  # what `cost` reported so far: the session's, as Claude Code's status line sums it
 
 
 def turn_tokens() -> tuple[int, int]:

@@ -19,6 +19,7 @@ from teleclaude.adapters import sandbox
 from teleclaude.adapters.fs import read_tail
 from teleclaude.adapters.store import StoreError, marking_unavailable
 from teleclaude.adapters.tmux import (
+    COST_OPTION,
     SPEND_OPTION,
     STOP_FAILURE_OPTION,
     TURN_END_OPTION,
@@ -278,18 +279,25 @@ class Observer:
 
     def _marked_spend(self, session: Session, view: PaneView) -> None:
         """The stop hook of a worker on another computer marked its pane with what its session used so far
-        (before its turn's end): kept here as a local hook keeps it, then the mark is taken away."""
-        sealed = self._sealed(session, SPEND_OPTION, view.spend)
-        if sealed is None:
-            return
-        from teleclaude.runtime.core.spend import decode_tokens
+        (before its turn's end), its status line with what its CLI says it cost: kept here as a local hook
+        keeps them, then the marks are taken away."""
+        from teleclaude.runtime.core.spend import decode_cost, decode_tokens
 
+        sealed = self._sealed(session, SPEND_OPTION, view.spend)
         try:
-            self.context.store.add_spend(session.id, self.context.clock(), decode_tokens(sealed))
+            if sealed is not None:
+                self.context.store.add_spend(session.id, self.context.clock(), decode_tokens(sealed))
+                self._clear_mark(session, SPEND_OPTION)
+            # its status line's cost, on the reading just kept (none yet: the mark waits for one)
+            sealed = self._sealed(session, COST_OPTION, view.cost)
+            usd = decode_cost(sealed) if sealed is not None else None
+            if usd is not None and self.context.store.spend_readings([session.id]):
+                self.context.store.set_cost(session.id, usd)
+                self._clear_mark(session, COST_OPTION)
+            elif sealed is not None and usd is None:
+                self._clear_mark(session, COST_OPTION)  # not a cost: nothing to keep
         except StoreError as error:  # the mark stays for the next look
             log.info("session %s: could not keep what it used: %s", session.id, error)
-            return
-        self._clear_mark(session, SPEND_OPTION)
 
     def _keep_usage(self, windows: tuple[UsageWindow, ...]) -> None:
         fresh = [w for w in windows if self._usage_seen.get((w.agent, w.window)) != w.seen_at]

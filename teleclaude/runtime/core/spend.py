@@ -323,3 +323,11 @@ def decode_tokens(mark: str) -> Tokens:
         dollars(usd),
         model[:100] if isinstance(model, str) else "",
     )
+
+
+def decode_cost(mark: str) -> float | None:
+    """A pane's cost mark (dollars, as its status line said them); None for anything that is not one."""
+    try:
+        return dollars(float(mark))
+    except ValueError:
+        return None

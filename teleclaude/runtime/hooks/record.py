@@ -153,11 +153,17 @@ def record_transcript_usage(agent: str, path: str, hook: str) -> None:
 def record_cost(usd: float | None, hook: str = "statusline") -> None:
     """What this worker's CLI says its session cost so far (its status line: the driver's `status_cost`),
     kept on its latest reading (adapters/hook_db.py, with the stdlib's sqlite3 alone: a status line runs at
-    every change of the screen). Only for a worker of this computer's runtime. Never raises."""
+    every change of the screen); a worker on another computer marks its pane with it. Never raises."""
     session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
-    if usd is None or not session_id or os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):
+    if usd is None or not session_id:
         return
     try:
+        if os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # TURN_END_TO_PANE of adapters/tmux.py: remote
+            from teleclaude.adapters.tmux import COST_OPTION
+
+            if not mark_pane(COST_OPTION, repr(usd)):
+                warn("could not mark the cost on the tmux pane", hook)
+            return
         from teleclaude.adapters.hook_db import db_file, keep_cost
         from teleclaude.runtime.core.marks import SESSION_KEY, same_key
 
