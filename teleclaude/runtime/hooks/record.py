@@ -201,11 +201,13 @@ def record_spend(agent: str, path: str, conversation: str = "", hook: str = "sto
             if not mark_pane(SPEND_OPTION, encode_tokens(tokens)):
                 warn("could not mark what the session used on the tmux pane", hook)
             return
-        # the record named on the session too: the runtime reads it again after the turn (a CLI can write
-        # its last answer after this hook read it) and before it ends the worker
+        # the record named on the session too (with the CLI's id of the session, for a database): the runtime
+        # reads it again after the turn (a CLI can write its last answer after this hook read it) and before
+        # it ends the worker
+        named = conversation if report.database else ""
         record(
             lambda runtime, session_id: (
-                runtime.record_transcript(session_id, path, conversation)
+                runtime.record_transcript(session_id, path, named)
                 and runtime.record_spend(session_id, tokens)
             ),
             "what it used",
