@@ -265,3 +265,13 @@ def test_a_remote_workers_spend_mark_reads_back_and_a_hostile_one_is_unknown():
     ):
         found = decode_tokens(mark)
         assert found.total is None and found.cost_usd is None, mark
+
+
+def test_a_reading_read_again_replaces_the_last_only_when_it_says_more():
+    before = Tokens(1000, 10, 50, None, None, "m")
+    assert Tokens(1500, 10, 90, None, None, "m").ahead_of(before)  # the turn's last answer, written late
+    assert not before.ahead_of(before)
+    assert not Tokens(900, 10, 90, None, None, "m").ahead_of(before)  # a count shrank: rotated, not more
+    assert not Tokens(None, None, 90, None, None, "m").ahead_of(before)  # a count it knew is unknown now
+    assert Tokens(1000, 10, 50, None, 0.5, "m").ahead_of(before)  # a cost said now
+    assert Tokens(1000, 10, 50).ahead_of(Tokens())  # a record missing at the stop, found later
