@@ -149,7 +149,7 @@ def test_the_cost_claudes_status_line_reports_is_the_sessions_reported_cost(work
     assert [t.tokens.cost_usd for t in spend.turn_rows(store, session)] == [0.25, 0.5]
 
 
-@pytest.mark.parametrize("cost", [-1, "lots", 1e300, None, True])
+@pytest.mark.parametrize("cost", [-1, "lots", 1e300, None, True, 0])  # 0: a subscription's login
 def test_a_hostile_cost_on_the_status_line_is_not_kept(worker, tmp_path, cost):
     store, session = worker
     transcript = tmp_path / "t.jsonl"
