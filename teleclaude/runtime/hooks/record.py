@@ -151,7 +151,7 @@ def record_transcript_usage(agent: str, path: str, hook: str) -> None:
 
 
 def record_cost(usd: float | None, hook: str = "statusline") -> None:
-    """What this worker's CLI says its session cost so far (its status line: the driver's `status_cost`),
+    """What this worker's CLI says its session cost so far (its status line: agents/statusline.py `cost`),
     kept on its latest reading (adapters/hook_db.py, with the stdlib's sqlite3 alone: a status line runs at
     every change of the screen); a worker on another computer marks its pane with it. Never raises."""
     session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
