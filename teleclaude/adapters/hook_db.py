@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 SESSIONS = "sessions"
 TOOL_USES = "tool_uses"
+SPEND = "spend"
 INSERT_TOOL_USE = f"INSERT INTO {TOOL_USES} (session_id, at, tool, target) VALUES (?, ?, ?, ?)"
 # the session's latest `keep` (bound as session_id, session_id, keep)
 PRUNE_TOOL_USES = (
@@ -133,6 +134,40 @@ def utc(moment: datetime) -> str:
     from datetime import UTC
 
     return moment.astimezone(UTC).replace(tzinfo=None, microsecond=0).isoformat() + "Z"
+
+
+# the session's latest reading of what it used, and the cost on it (bound as session_id)
+LAST_SPEND = f"SELECT id, cost_usd FROM {SPEND} WHERE session_id = ? ORDER BY id DESC LIMIT 1"
+SET_COST = f"UPDATE {SPEND} SET cost_usd = ? WHERE id = ?"
+
+
+def keep_cost(path: str, busy_ms: int, session_id: str, owns: Callable[[str], bool], usd: float) -> bool:
+    """What the CLI says the session cost so far (its status line), set on the session's latest reading
+    (sessions_db.py `add_spend`) when `owns` its stored key and it differs. False when nothing was written:
+    the same cost, no reading yet (the cost waits for the stop hook's first: a reading of no tokens would be
+    an unknown turn), another key, no file or table, any fault. Raises the store's `StoreLocked` when other
+    writers hold the file past `busy_ms`."""
+    conn = _connect(path, busy_ms)
+    if conn is None:
+        return False
+    try:
+        found = conn.execute(SESSION_TRANSCRIPT_OF, (session_id,)).fetchone()
+        last = conn.execute(LAST_SPEND, (session_id,)).fetchone() if found and owns(found[0] or "") else None
+        if last is None or last[1] == usd:
+            return False
+        with conn:
+            conn.execute(SET_COST, (usd, last[0]))
+        return True
+    except sqlite3.Error as error:
+        if getattr(error, "sqlite_errorcode", 0) & 0xFF in _LOCKED_CODES:
+            from pathlib import Path
+
+            from teleclaude.adapters.store import store_error
+
+            raise store_error(Path(path), error) from error
+        return False
+    finally:
+        conn.close()
 
 
 def _connect(path: str, busy_ms: int) -> sqlite3.Connection | None:

@@ -341,14 +341,12 @@ class SessionStore(SqliteStore):
 
     def add_spend(self, session_id: str, at: datetime, tokens: Tokens) -> bool:
         """Keep the session's use so far, when it differs from its last reading. True: kept or unchanged."""
+        last = self._last_spend(session_id)
+        if tokens.cost_usd is None and last and last[0]["cost_usd"] is not None:
+            tokens = replace(tokens, cost_usd=last[0]["cost_usd"])  # `keep_cost`'s, until the next
         row: tuple[object, ...] = (session_id, _stamp(at), tokens.input, tokens.cached, tokens.output)
         row += (tokens.reasoning, tokens.cost_usd, tokens.model)
-        last = self._select(
-            f"SELECT input, cached, output, reasoning, cost_usd, model FROM {SPEND} "
-            "WHERE session_id = ? ORDER BY id DESC LIMIT 1",
-            (session_id,),
-        )
-        if last and tuple(last[0]) == row[2:]:
+        if last and tuple(last[0])[1:] == row[2:]:
             return True
         insert = (
             f"INSERT INTO {SPEND} (session_id, at, input, cached, output, reasoning, cost_usd, model) "
@@ -356,6 +354,49 @@ class SessionStore(SqliteStore):
         )
         self._write(lambda conn: conn.execute(insert, row))
         return True
+
+    def amend_spend(self, session_id: str, at: datetime, tokens: Tokens) -> bool:
+        """A later look at the record its last reading was read from (the turn is over, or the worker ends):
+        that reading made right when `tokens` says more (`Tokens.ahead_of`), so that a turn stays one
+        reading; the first reading when there is none. False: nothing to change."""
+        from teleclaude.agents.tokens import Tokens
+
+        last = self._last_spend(session_id)
+        if not last:
+            return self.add_spend(session_id, at, tokens)
+        row = last[0]
+        kept = Tokens(
+            row["input"], row["cached"], row["output"], row["reasoning"], row["cost_usd"], row["model"] or ""
+        )
+        if tokens.cost_usd is None:
+            tokens = replace(tokens, cost_usd=kept.cost_usd)  # the status line's (`keep_cost`), if any
+        if not tokens.ahead_of(kept):
+            return False
+        update = (
+            f"UPDATE {SPEND} SET input = ?, cached = ?, output = ?, reasoning = ?, cost_usd = ?, model = ? "
+            "WHERE id = ?"
+        )
+        values = (tokens.input, tokens.cached, tokens.output, tokens.reasoning, tokens.cost_usd)
+        self._write(lambda conn: conn.execute(update, (*values, tokens.model or kept.model, row["id"])))
+        return True
+
+    def set_cost(self, session_id: str, usd: float) -> bool:
+        """What the CLI says the session cost so far, set on its latest reading (as `hook_db.keep_cost` sets
+        a local worker's); False when it has none yet or the cost is the same."""
+        from teleclaude.adapters.hook_db import LAST_SPEND, SET_COST
+
+        last = self._select(LAST_SPEND, (session_id,))
+        if not last or last[0]["cost_usd"] == usd:
+            return False
+        self._write(lambda conn: conn.execute(SET_COST, (usd, last[0]["id"])))
+        return True
+
+    def _last_spend(self, session_id: str) -> list[sqlite3.Row]:
+        return self._select(
+            f"SELECT id, input, cached, output, reasoning, cost_usd, model FROM {SPEND} "
+            "WHERE session_id = ? ORDER BY id DESC LIMIT 1",
+            (session_id,),
+        )
 
     def spend_readings(
         self, ids: Iterable[str] | None = None, since: datetime | None = None

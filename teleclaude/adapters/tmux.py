@@ -47,6 +47,8 @@ _VIEW_FORMAT = "\t".join(
         "@teleclaude_turn_end",
         "@teleclaude_stop_failure",
         "@teleclaude_usage",
+        "@teleclaude_spend",
+        "@teleclaude_cost",
     )
 )
 # A worker on another computer cannot reach this machine's database, so its stop hook marks its own pane
@@ -59,6 +61,8 @@ _VIEW_FORMAT = "\t".join(
 TURN_END_OPTION = "@teleclaude_turn_end"
 STOP_FAILURE_OPTION = "@teleclaude_stop_failure"
 USAGE_OPTION = "@teleclaude_usage"
+SPEND_OPTION = "@teleclaude_spend"  # its stop hook's: what its session used so far (core/spend.py `encode`)
+COST_OPTION = "@teleclaude_cost"  # its status line's: what its CLI says the session cost so far, in dollars
 TURN_END_TO_PANE = "TELECLAUDE_TURN_END_TO_PANE"
 # Enters the folder, runs the agent, records its exit status on the pane (tmux 3.3 leaves
 # #{pane_dead_status} empty), then signals the session's wait-for channel. Inputs arrive as positional
@@ -381,6 +385,8 @@ def _view(row: str, listed_at: int) -> PaneView:
         turn_end,
         failure,
         usage,
+        spend,
+        cost,
     ) = row.split("\t")
     return PaneView(
         pane_id,
@@ -399,6 +405,8 @@ def _view(row: str, listed_at: int) -> PaneView:
         usage,
         int(activity or 0),
         listed_at,
+        spend,
+        cost,
     )
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from teleclaude.agents.formats import split_front_matter
 from teleclaude.agents.profile import (
     AgentProfile,
     Blocker,
-    Capability,
     Hooks,
     Install,
     Kind,
@@ -18,7 +18,7 @@ from teleclaude.agents.profile import (
     SandboxNeeds,
     UsageReport,
 )
-from teleclaude.agents.tokens import TokenReport
+from teleclaude.agents.tokens import DatabaseRecord, TokenReport, Tokens, count, dollars, summed
 
 
 def command_md(name: str, markdown: str) -> str:
@@ -153,6 +153,52 @@ RESUME = Resume(
 
 RETRYING = r"\[retrying (in \d+\w* )?attempt #\d+\]"
 
+# it keeps each message in its database (`$XDG_DATA_HOME/opencode/opencode.db`, ~/.local/share by default),
+# a row of `message` whose JSON `data` has, for an answer, `tokens: {input, output, reasoning, cache: {read,
+# write}}` (input without what was read from or written to the cache, output without the reasoning) and
+# `cost` (0 for a model its catalogue gives no price); a subagent's messages are in sessions whose
+# `parent_id` is the worker's session
+MESSAGES = """
+WITH RECURSIVE tree(id) AS (
+    SELECT ? UNION SELECT session.id FROM session JOIN tree ON session.parent_id = tree.id
+)
+SELECT json_extract(data, '$.tokens.input'), json_extract(data, '$.tokens.cache.read'),
+    json_extract(data, '$.tokens.cache.write'), json_extract(data, '$.tokens.output'),
+    json_extract(data, '$.tokens.reasoning'), json_extract(data, '$.cost'), json_extract(data, '$.modelID')
+FROM message
+WHERE session_id IN (SELECT id FROM tree) AND json_extract(data, '$.role') = 'assistant'
+ORDER BY time_created, id
+"""
+
+
+def database_path(environ: Mapping[str, str]) -> str:
+    data = environ.get("XDG_DATA_HOME", "")
+    if not data.startswith("/"):  # the XDG rule: a relative path is ignored
+        data = f"{environ.get('HOME', '')}/.local/share" if environ.get("HOME") else ""
+    return f"{data}/opencode/opencode.db" if data else ""
+
+
+def database_tokens(rows: list[tuple[object, ...]]) -> Tokens | None:
+    """The session's answers summed (each a row of MESSAGES); the cost it reports when it gave one (a cost
+    of 0 is a model it has no price for: unknown, never $0)."""
+    counted: list[tuple[int | None, int | None, int | None, int | None]] = []
+    usd: float | None = 0.0
+    model = ""
+    for fresh, read, written, out, reasoning, cost, name in rows:
+        fresh, read, written, out, reasoning = (count(v) for v in (fresh, read, written, out, reasoning))
+        whole = None if fresh is None or read is None or written is None else fresh + read + written
+        counted.append(
+            (whole, read, None if out is None or reasoning is None else out + reasoning, reasoning)
+        )
+        spent = dollars(cost)
+        usd = None if usd is None or spent is None else usd + spent
+        model = name if isinstance(name, str) and name else model
+    found = summed(counted, model[:100])
+    if found is None:
+        return None
+    return replace(found, cost_usd=usd if usd else None)
+
+
 PROFILE = AgentProfile(
     "opencode",
     ("opencode",),
@@ -238,11 +284,5 @@ PROFILE = AgentProfile(
     ),
     colour="#f59e0b",
     resume=RESUME,
-    tokens=TokenReport(
-        lacking="opencode 1.18 keeps each message's tokens and cost in its own database, which teleclaude "
-        "does not read yet, and its stop event (session.idle) names no record: shown as unknown"
-    ),
-    lacks={
-        Capability.TOKENS: "its tokens are not read yet (its own database): shown as unknown",
-    },
+    tokens=TokenReport(database=DatabaseRecord(database_path, MESSAGES, database_tokens)),
 )

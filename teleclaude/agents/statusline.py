@@ -44,3 +44,17 @@ def moment(value: object) -> datetime | None:
     except (ValueError, OverflowError, OSError):
         pass
     return None
+
+
+MOST_USD = 10.0**7  # tokens.py's: more dollars than any one session costs
+
+
+def cost(data: object) -> float | None:
+    """`cost.total_cost_usd` of the status line's JSON (`data`, parsed): what the session cost so far, as
+    Claude Code counts it. None for anything else, and for 0: a subscription's login says 0 (its price is
+    the plan), never $0."""
+    report = data.get("cost") if isinstance(data, dict) else None
+    usd = report.get("total_cost_usd") if isinstance(report, dict) else None
+    if isinstance(usd, bool) or not isinstance(usd, int | float) or not math.isfinite(usd):
+        return None
+    return float(usd) if 0 < usd <= MOST_USD else None

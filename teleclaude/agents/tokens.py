@@ -48,6 +48,20 @@ class Tokens:
             return None
         return self.input + self.output
 
+    def ahead_of(self, before: Tokens) -> bool:
+        """A later reading of the same cumulative record that says more than `before`: not the same, and
+        no count or cost below `before`'s (one `before` knew and this one does not: not ahead)."""
+        if self == before:
+            return False
+        pairs = (
+            (self.input, before.input),
+            (self.cached, before.cached),
+            (self.output, before.output),
+            (self.reasoning, before.reasoning),
+            (self.cost_usd, before.cost_usd),
+        )
+        return all(old is None or (new is not None and new >= old) for new, old in pairs)
+
 
 @dataclass(frozen=True)
 class Price:
@@ -59,17 +73,31 @@ class Price:
 
 
 @dataclass(frozen=True)
+class DatabaseRecord:
+    """A CLI that keeps what its sessions used in an SQLite database of its own: `where(environ)` names the
+    file (from the CLI's environment: its HOME), `query` (bound as the CLI's own id of the session) selects
+    its rows and `read(rows)` sums them: pure, never raises; None when the rows say nothing usable. The file
+    is only ever read (adapters/records.py)."""
+
+    where: Callable[[Mapping[str, str]], str]
+    query: str
+    read: Callable[[list[tuple[object, ...]]], Tokens | None]
+
+
+@dataclass(frozen=True)
 class TokenReport:
     """Where the CLI records what a session used, and its reader.
 
     `read(text)` gives the session's use so far from the whole text of the file the CLI's stop hook names
-    (`transcript_path`): pure, never raises; None when the text says nothing usable. A CLI with no such
-    record has `read=None`, and `lacking` says why."""
+    (`transcript_path`): pure, never raises; None when the text says nothing usable. A CLI that keeps it in
+    a database has `database` instead; one with neither has `read=None`, and `lacking` says why."""
 
     read: Callable[[str], Tokens | None] | None = None
     lacking: str = "what it used was not looked for"
     # the list prices of the models the driver names, by a part of their names (`[prices]` overrides them)
     prices: Mapping[str, Price] = field(default_factory=dict)
+    # a record that is a database (read instead of the stop hook's `transcript_path`)
+    database: DatabaseRecord | None = None
 
 
 def count(value: object) -> int | None:

@@ -29,6 +29,10 @@ a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a comm
     tokens     each step uses tokens: `FAKE_AGENT_TOKENS=INPUT:OUTPUT` a turn (default 1000:100), written
                as Claude Code writes its transcript (model `stand-in`), outside the worktree; with `hook`,
                its Stop hook names that transcript (`transcript_path`), as Claude Code's does
+    cost       after the step (and its Stop hook), report what the session cost so far through `teleclaude
+               hook statusline` (`cost.total_cost_usd`: `FAKE_AGENT_COST` dollars a turn, default 0.5)
+    late       (with `tokens`) the turn's last answer (half its output tokens, written as two lines of one
+               message) reaches the transcript only after its Stop hook has read it, as Claude Code's may
 
 The window: `FAKE_AGENT_WINDOW_<NAME>=PERCENT:SECONDS` gives that agent a window every turn of which uses
 PERCENT of it, and which resets SECONDS after its first turn; its state is shared by every stand-in of a run
@@ -243,9 +247,16 @@ def respond(agent: str, chosen: set[str], command: str, args: str, lines) -> int
     say(done)
     if "usage" in chosen and window is not None:
         run_hook("statusline", window.status_line(), "--agent", agent)
-    transcript = write_tokens() if "tokens" in chosen else None
+    late = "late" in chosen
+    transcript = write_tokens(late) if "tokens" in chosen else None
     if "hook" in chosen:
         run_stop_hook(transcript)
+    if transcript and late:
+        write_last_answer(transcript)
+    if "cost" in chosen:
+        COST_SO_FAR[0] += float(os.environ.get("FAKE_AGENT_COST") or 0.5)
+        status = {"model": {"display_name": "stand-in"}, "cost": {"total_cost_usd": COST_SO_FAR[0]}}
+        run_hook("statusline", status, "--agent", agent)
     if "report" in chosen:
         report(done)
     return None
@@ -488,22 +499,42 @@ def run_stop_hook(transcript: Path | None = None) -> None:
     run_hook("stop", {"hook_event_name": "Stop", "stop_hook_active": False, **named})
 
 
-def write_tokens() -> Path:
+COST_SO_FAR = [0.0]  # what `cost` reported so far: the session's, as Claude Code's status line sums it
+
+
+def turn_tokens() -> tuple[int, int]:
+    spent = (os.environ.get("FAKE_AGENT_TOKENS") or "1000:100").split(":")
+    return int(spent[0]), int(spent[1] if len(spent) > 1 else 0)
+
+
+def write_tokens(late: bool = False) -> Path:
     """One more assistant message of `FAKE_AGENT_TOKENS` in this worker's transcript, in Claude Code's
-    shape; the file lives beside the session database (`TELECLAUDE_DB`), or in `FAKE_AGENT_TOKENS_DIR`,
-    never in the worktree (which would not be clean)."""
+    shape (`late`: less the last answer's output tokens); the file lives beside the session database
+    (`TELECLAUDE_DB`), or in `FAKE_AGENT_TOKENS_DIR`, never in the worktree (which would not be clean)."""
     import tempfile
 
-    spent = (os.environ.get("FAKE_AGENT_TOKENS") or "1000:100").split(":")
-    usage = {"input_tokens": int(spent[0]), "output_tokens": int(spent[1] if len(spent) > 1 else 0)}
+    fresh, out = turn_tokens()
     name = re.sub(r"[^A-Za-z0-9_-]", "_", os.environ.get("TELECLAUDE_SESSION_ID") or str(os.getpid()))
     database = os.environ.get("TELECLAUDE_DB")
     folder = os.environ.get("FAKE_AGENT_TOKENS_DIR") or (os.path.dirname(database) if database else "")
     path = Path(folder or tempfile.gettempdir()) / f"stand-in-transcript-{name}.jsonl"
-    message = {"id": f"msg-{time.time_ns()}", "model": "stand-in", "usage": usage}
-    with path.open("a", encoding="utf-8") as file:
-        file.write(json.dumps({"type": "assistant", "message": message}) + "\n")
+    assistant_lines(path, f"msg-{time.time_ns()}", fresh, [out - out // 2 if late else out])
     return path
+
+
+def write_last_answer(path: Path) -> None:
+    """The turn's last answer (`late`): half its output tokens, in two lines of one message, the first with
+    a part of its output count (as Claude Code writes a message's content blocks)."""
+    last = turn_tokens()[1] // 2
+    assistant_lines(path, f"msg-{time.time_ns()}-last", 0, [min(1, last), last])
+
+
+def assistant_lines(path: Path, name: str, fresh: int, outputs: list[int]) -> None:
+    with path.open("a", encoding="utf-8") as file:
+        for out in outputs:
+            usage = {"input_tokens": fresh, "output_tokens": out}
+            message = {"id": name, "model": "stand-in", "usage": usage}
+            file.write(json.dumps({"type": "assistant", "message": message}) + "\n")
 
 
 def run_hook(name: str, payload: dict[str, object], *args: str) -> None:

@@ -195,8 +195,8 @@ class Runtime:
     def record_stop_failure(self, session_id: str, error: str, message: str) -> bool:
         return self.observer.record_stop_failure(session_id, error, message)
 
-    def record_transcript(self, session_id: str, path: str) -> bool:
-        return self.observer.record_transcript(session_id, path)
+    def record_transcript(self, session_id: str, path: str, conversation: str = "") -> bool:
+        return self.observer.record_transcript(session_id, path, conversation)
 
     def record_spend(self, session_id: str, tokens: Tokens) -> bool:
         """What the session used so far, as its stop hook read it from its CLI's record (core/spend.py)."""

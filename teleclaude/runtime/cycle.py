@@ -156,6 +156,9 @@ class Cycle:
         finished, events = transition(session, Change.FINISHED, now, f"{verdict.reason} ({waited})")
         if store.save(replace(finished, cycle_started_at=None), expect=session.state, events=events) is None:
             return False
+        from teleclaude.runtime import spend  # (the stop hook's runtime goes without it)
+
+        spend.read_again(self.context, session)  # its last answer may be on record only now
         try:
             self.context.tmux.kill_session(session.tmux_session)
         except TmuxError as error:

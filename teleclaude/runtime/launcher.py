@@ -643,6 +643,9 @@ class Launcher:
         session = self.context.store.get(session_id)
         if session is None:
             return unknown_session(session_id)
+        from teleclaude.runtime import spend  # (the stop hook's runtime goes without it)
+
+        spend.read_again(self.context, session)  # its last answer may be on record only now
         try:
             self.context.tmux.kill_session(session.tmux_session)
         except TmuxError as error:

@@ -19,7 +19,14 @@ from subprocess import Popen
 from teleclaude.adapters import sandbox
 from teleclaude.adapters.fs import read_tail
 from teleclaude.adapters.store import StoreError, marking_unavailable
-from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION, USAGE_OPTION, TmuxError
+from teleclaude.adapters.tmux import (
+    COST_OPTION,
+    SPEND_OPTION,
+    STOP_FAILURE_OPTION,
+    TURN_END_OPTION,
+    USAGE_OPTION,
+    TmuxError,
+)
 from teleclaude.agents.profile import AgentProfile, Blocker, UsageSource, UsageWindow
 from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core.tool_lines import tool_lines
@@ -113,6 +120,9 @@ class Observer:
         # The screen the last scan of each pane saw: what a scan that lost its place reads again is new only
         # where it differs (`_scan`)
         self._shown: dict[str, tuple[str, ...]] = {}
+        # session id -> (path, size, time) of its CLI's record when read again after its turn ended: read
+        # once more only when it changed (spend.read_again)
+        self._spend_read: dict[str, tuple[str, int, int]] = {}
 
     # --- looking -------------------------------------------------------------------------------------------
 
@@ -164,6 +174,8 @@ class Observer:
             del self._read[pane_id]
         for pane_id in [p for p in self._shown if p not in watched]:
             del self._shown[pane_id]
+        for session_id in [i for i in self._spend_read if i not in fresh]:
+            del self._spend_read[session_id]
         return [fresh.get(s.id, s) for s in sessions]
 
     def record_turn_end(self, session_id: str, source: str = "stop hook", prompt: str = "") -> bool:
@@ -218,13 +230,16 @@ class Observer:
         working, _ = progressed(session, self.context.clock())  # the turn's end is what is stored
         return self.context.change(working, Change.TURN_ENDED, source, expect=expect)
 
-    def record_transcript(self, session_id: str, path: str) -> bool:
-        """The CLI's prompt hook named the session's transcript (`teleclaude hook prompt`). True
+    def record_transcript(self, session_id: str, path: str, conversation: str = "") -> bool:
+        """The CLI's prompt hook named the session's transcript (`teleclaude hook prompt`; its stop hook, with
+        the CLI's own id of the session, `conversation`, when that names what it used in a database). True
         once the stored row shows it (or nothing is to record); False when another writer saved first."""
         session = self.context.store.get(session_id)
-        if session is None or session.transcript == path:
+        conversation = conversation or (session.conversation if session else "")
+        if session is None or (session.transcript, session.conversation) == (path, conversation):
             return True
-        return self.context.store.save(replace(session, transcript=path), expect=session.state) is not None
+        named = replace(session, transcript=path, conversation=conversation)
+        return self.context.store.save(named, expect=session.state) is not None
 
     def _transcript(self, session: Session) -> list[str]:
         """The tail of a working local session's transcript (the file its prompt hook named), when its driver
@@ -244,6 +259,22 @@ class Observer:
         if lines and reader is not None:
             self._keep_usage(reader("\n".join(lines), self.context.clock()))
 
+    def _spend_again(self, session: Session) -> None:
+        """What its CLI's record says now, after the turn's end (its last answer may have been written
+        after its stop hook read the record: spend.read_again), when it changed since this observer last
+        read it."""
+        try:
+            found = os.stat(session.transcript) if session.transcript else None
+        except OSError:
+            return
+        seen = (session.transcript, found.st_size, found.st_mtime_ns) if found else None
+        if seen is None or self._spend_read.get(session.id) == seen:
+            return
+        self._spend_read[session.id] = seen
+        from teleclaude.runtime import spend  # (the stop hook's runtime goes without it)
+
+        spend.read_again(self.context, session)
+
     def _marked_usage(self, session: Session, view: PaneView) -> None:
         """The usage hook of a worker on another computer marked its pane with its agent's usage: kept here as
         a local hook keeps it, then the mark is taken away."""
@@ -252,6 +283,28 @@ class Observer:
             return
         self._keep_usage(decode_usage(session.agent, sealed))
         self._clear_mark(session, USAGE_OPTION)
+
+    def _marked_spend(self, session: Session, view: PaneView) -> None:
+        """The stop hook of a worker on another computer marked its pane with what its session used so far
+        (before its turn's end), its status line with what its CLI says it cost: kept here as a local hook
+        keeps them, then the marks are taken away."""
+        from teleclaude.runtime.core.spend import decode_cost, decode_tokens
+
+        sealed = self._sealed(session, SPEND_OPTION, view.spend)
+        try:
+            if sealed is not None:
+                self.context.store.add_spend(session.id, self.context.clock(), decode_tokens(sealed))
+                self._clear_mark(session, SPEND_OPTION)
+            # its status line's cost, on the reading just kept (none yet: the mark waits for one)
+            sealed = self._sealed(session, COST_OPTION, view.cost)
+            usd = decode_cost(sealed) if sealed is not None else None
+            if usd is not None and self.context.store.spend_readings([session.id]):
+                self.context.store.set_cost(session.id, usd)
+                self._clear_mark(session, COST_OPTION)
+            elif sealed is not None and usd is None:
+                self._clear_mark(session, COST_OPTION)  # not a cost: nothing to keep
+        except StoreError as error:  # the mark stays for the next look
+            log.info("session %s: could not keep what it used: %s", session.id, error)
 
     def _keep_usage(self, windows: tuple[UsageWindow, ...]) -> None:
         fresh = [w for w in windows if self._usage_seen.get((w.agent, w.window)) != w.seen_at]
@@ -501,11 +554,14 @@ class Observer:
             return context.change(session, Change.ERRORED, why, error=why)
         if session.state is SessionState.PENDING:
             return session  # still being delivered
+        if session.state is SessionState.TURN_ENDED or view.dead:
+            self._spend_again(session)
         view = self._with_channel(session, view)
         session = self._channel_transcript(session)
         transcript = self._transcript(session)
         self._transcript_usage(session, transcript)
         self._marked_usage(session, view)
+        self._marked_spend(session, view)
         failed = self._turn_error(session, transcript) or self._marked_failure(session, view)
         if failed is not None:  # typed errors come before the words on the screen
             return failed

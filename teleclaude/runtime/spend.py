@@ -11,6 +11,7 @@ from datetime import datetime, time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from teleclaude.adapters.records import read_use
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.agents.tokens import Tokens
 from teleclaude.config.notify import Notice
@@ -34,8 +35,28 @@ from teleclaude.runtime.core.spend import (
 
 if TYPE_CHECKING:
     from teleclaude.runtime.api import Runtime
+    from teleclaude.runtime.context import Context
 
 log = logging.getLogger(__name__)
+
+
+def read_again(context: Context, session: Session) -> bool:
+    """Its CLI's record of the session read once more, after its stop hook read it: a CLI can write a turn's
+    last answer to its transcript after its Stop hook has read it, so the turn's reading is made right when
+    the record says more now (`SessionStore.amend_spend`; the readers count each message once, so a reading
+    read again never counts one twice). For a local worker whose driver reads a record it knows the path
+    of. True when the reading changed. Never raises."""
+    profile = context.config.profiles.get(session.agent)
+    if profile is None or not session.transcript or context.config.elsewhere(session.computer):
+        return False
+    try:
+        tokens = read_use(profile.tokens, session.transcript, session.conversation)
+        return tokens is not None and context.store.amend_spend(session.id, context.clock(), tokens)
+    except Exception as error:  # bookkeeping never stops a worker
+        log.info(
+            "session %s: could not read what it used again: %s: %s", session.id, type(error).__name__, error
+        )
+        return False
 
 
 def readings(store: SessionStore, ids: Iterable[str]) -> list[Reading]:

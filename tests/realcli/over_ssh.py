@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from teleclaude.agents import PROFILES
+from teleclaude.agents.profile import Capability
 from teleclaude.demo.agent_homes import prepare_claude_login, prepare_home
 from teleclaude.demo.model_server import ModelServer, Text, edit_and_commit
 from teleclaude.demo.scenario import commit_all
@@ -120,5 +122,9 @@ def build_over_ssh(
     assert (tree / "greeting.txt").read_text() == "hello from over there\n"
     assert runtime.tmux.views()[session.pane_id].turn_end == ""  # the hook's mark was taken away
     assert not sshd.db.exists()  # nothing recorded in a database over there
+    if Capability.TOKENS not in PROFILES[agent].lacks:  # what it used came here through its pane
+        readings = runtime.store.spend_readings([session.id])
+        assert readings and readings[-1][2].known and readings[-1][2].input, readings
+        assert runtime.tmux.views()[session.pane_id].spend == ""
     ended = runtime.end_session(session.id)
     assert isinstance(ended, Ended) and ended.session.state.is_final

@@ -25,12 +25,13 @@ import pytest
 
 from teleclaude.agents import NAMES, PROFILES
 from teleclaude.agents.profile import Capability
+from teleclaude.config.spend import SpendConfig
 from teleclaude.demo.model_server import Fail, Text, edit_and_commit, shell, tool_result_sent
 from teleclaude.demo.workers import git
 from teleclaude.errors import Error
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch, Step
-from teleclaude.runtime import continuing
+from teleclaude.runtime import continuing, spend
 from teleclaude.runtime.core.sessions import EventKind, SessionState, Started
 from teleclaude.runtime.launcher import Warm
 
@@ -327,16 +328,12 @@ def test_over_ssh_it_commits_and_its_own_hook_ends_the_turn(agent, remote_clone,
 
 @drivers(Capability.TOKENS)
 def test_the_tokens_it_recorded_are_the_sum_its_provider_reported(
-    agent, agent_runtime, project, model_server, request
+    agent, agent_runtime, project, model_server
 ):
     """The scripted model reports its own token numbers on every answer, different each time; after each
-    turn the session's recorded use (read by its stop hook from the CLI's own record): their sum."""
-    if agent == "claude":  # seen once in a fresh-clone run: (1137, 7, 53) recorded of (2411, 21, 119) sent
-        reason = (
-            "known: claude may write its last messages to its transcript after its Stop hook has read it, "
-            "so a turn's last answer is counted only at the next turn's stop (or never, after the last)"
-        )
-        request.applymarker(pytest.mark.xfail(reason=reason, strict=False))
+    turn the session's recorded use (read by its stop hook from the CLI's own record, and read again by the
+    runtime's looks after the turn: claude may write its last answer after its Stop hook read the record):
+    their sum."""
     runtime = agent_runtime
     model_server.add(shell("echo one", "Say one"), Text("DONE: next-build greeting - nothing to build"))
     started = start(runtime, project, agent)
@@ -345,12 +342,41 @@ def test_the_tokens_it_recorded_are_the_sum_its_provider_reported(
             sent = runtime.send_message(started.session.id, "Turn 2: say done.")
             assert not isinstance(sent, Error), sent
         assert turn_ended(runtime, started.session.id)
-        readings = runtime.store.spend_readings([started.session.id])
-        assert readings, "no reading of what the session used"
-        tokens, want = readings[-1][2], model_server.sent_total()
+        want = model_server.sent_total()
+        tokens = recorded_until(runtime, started.session.id, want)
         assert (tokens.input, tokens.cached, tokens.output) == (want.input, want.cached, want.output), turn
         assert tokens.reasoning in (None, want.reasoning)  # claude's record has no reasoning count
     assert len(model_server.turns()) >= 3
+    if agent == "claude":  # its status line says what the session cost: kept as reported, never estimated
+        used = reported_cost(runtime, runtime.store.get(started.session.id))
+        assert used.usd > 0 and not used.estimate and "(estimate)" not in used.text(), used
+
+
+def reported_cost(runtime, session, seconds: float = 60.0):
+    """The session's use priced, once its CLI reported a cost (its status line runs as its screen changes)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        readings = runtime.store.spend_readings([session.id])
+        if readings and readings[-1][2].cost_usd is not None:
+            return spend.per_session(runtime.store, [session], SpendConfig())[session.id]
+        time.sleep(0.1)
+    pytest.fail("its CLI never reported what the session cost")
+
+
+def recorded_until(runtime, session_id: str, want, seconds: float = 60.0):
+    """The session's recorded use once it equals what the server sent (the runtime's looks read the CLI's
+    record again when it changes), or the last one after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        readings = runtime.store.spend_readings([session_id])
+        tokens = readings[-1][2] if readings else None
+        if tokens and (tokens.input, tokens.cached, tokens.output) == (want.input, want.cached, want.output):
+            return tokens
+        if time.monotonic() > deadline:
+            assert tokens is not None, "no reading of what the session used"
+            return tokens
+        runtime.list_sessions()  # a look
+        time.sleep(0.1)
 
 
 def written(runtime, session_id: str, seconds: float = 60.0) -> None:

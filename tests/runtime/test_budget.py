@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,10 +15,12 @@ import pytest
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.demo.scenario import commit_all
 from teleclaude.planner.core.model import Marker
+from teleclaude.runtime.core.sessions import EventKind, Started, StartRequest
 from teleclaude.runtime.orchestrator import Outcome, Progress
 
 from ..browser import CHROMIUM, open_page
 from ..unit.factories import running_session
+from .conftest import Watch
 from .test_run import archives, assert_no_workers, markers, parked_lines, run
 
 TURN = 1100  # tokens a stand-in turn uses (FAKE_AGENT_TOKENS 1000:100)
@@ -88,6 +91,50 @@ def test_a_day_budget_spans_two_runs(project, fake_agents, tmux_socket, monkeypa
     assert second.text.startswith("NEEDS_ATTENTION: BUDGET: this day spent"), second.text
     assert recorded("farewell") == [TURN]
     assert_no_workers(tmux_socket)
+
+
+def late_turn(runtime, project, monkeypatch) -> str:
+    """A stand-in claude's turn whose last answer (50 of its 100 output tokens) reaches its transcript only
+    after its Stop hook read it, as Claude Code's may."""
+    monkeypatch.setenv("FAKE_AGENT_CLAUDE", "hook,tokens,late")
+    started = runtime.run_agent_command(StartRequest("local", "hello", "x", str(project), "claude", "med"))
+    assert isinstance(started, Started), started
+    return started.session.id
+
+
+def answered_late(runtime, session_id: str, seconds: float = 60) -> None:
+    """Waits until the stand-in wrote its last answer (after its stop hook kept what it read)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        session = runtime.store.get(session_id)
+        record = Path(session.transcript) if session.transcript else None
+        if record and record.is_file() and record.read_text().count("-last") == 2:
+            return
+        time.sleep(0.05)
+    pytest.fail("the stand-in never wrote its last answer")
+
+
+def test_a_turns_last_answer_written_after_its_stop_hook_is_counted_at_a_later_look(
+    project, runtime, fake_agents, monkeypatch
+):
+    session_id = late_turn(runtime, project, monkeypatch)
+    Watch(runtime, session_id).until(EventKind.TURN_ENDED)
+    answered_late(runtime, session_id)
+    deadline = time.monotonic() + 60
+    while runtime.store.spend_readings([session_id])[-1][2].total != TURN and time.monotonic() < deadline:
+        runtime.list_sessions()  # a look: the observer reads the transcript again once it changed
+    readings = runtime.store.spend_readings([session_id])
+    assert [tokens.total for _, _, tokens in readings] == [TURN]  # the turn's one reading, made right
+
+
+def test_a_last_answer_written_after_the_stop_hook_is_counted_when_the_worker_is_ended(
+    project, runtime, fake_agents, monkeypatch
+):
+    session_id = late_turn(runtime, project, monkeypatch)
+    answered_late(runtime, session_id)  # no look of the observer since: the end reads it
+    assert [tokens.total for _, _, tokens in runtime.store.spend_readings([session_id])] == [TURN - 50]
+    runtime.end_session(session_id)
+    assert [tokens.total for _, _, tokens in runtime.store.spend_readings([session_id])] == [TURN]
 
 
 @pytest.mark.skipif(not CHROMIUM, reason="chromium is not installed")

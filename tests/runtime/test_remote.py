@@ -21,12 +21,13 @@ from teleclaude.adapters import fs, ssh
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.agents import NAMES
+from teleclaude.config.spend import SpendConfig
 from teleclaude.demo import stand_in as fake_agent
 from teleclaude.demo.workers import PLAN
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
-from teleclaude.runtime import orchestrator, remote
+from teleclaude.runtime import orchestrator, remote, spend
 from teleclaude.runtime.api import Runtime, open_runtime
 from teleclaude.runtime.core.sessions import (
     Activity,
@@ -260,6 +261,32 @@ def test_the_usage_a_remote_worker_reports_reaches_this_machine_through_its_pane
     (kept,) = runtime.context.availability.usage(datetime.now(UTC))["claude"]  # on this machine
     assert (kept.window, kept.used_percent) == ("5h", 40.0)
     assert runtime.tmux.views()[session.pane_id].usage == ""  # the mark was taken away
+    assert not sshd.db.exists()  # nothing was written into the database over there
+    assert ended(runtime, session.id).state.is_final
+
+
+def test_what_a_remote_worker_used_reaches_this_machine_through_its_pane(
+    project, remote_project, sshd, watch, monkeypatch
+):
+    """The stand-in's Stop hook reads its transcript over there (1000 in, 100 out) and marks its pane; the
+    observer keeps it here before the turn's end (both marks come in the same look, the spend first)."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    hooks_only(project, "claude", "work,hook,tokens,cost", FAKE_AGENT_COST="0.5")
+    runtime, _, session = build_started_there(project, "claude")
+    watching = watch(runtime, session.id)
+    watching.until(EventKind.TURN_ENDED, seconds=60)
+    (reading,) = runtime.store.spend_readings([session.id])
+    assert reading[2].total == 1100 and reading[2].model == "stand-in"
+    # its status line's cost, marked after its Stop hook: on the reading once a look took it
+    deadline = time.monotonic() + 60
+    while runtime.store.spend_readings([session.id])[-1][2].cost_usd is None and time.monotonic() < deadline:
+        watching.wait(timeout=0.5)  # a look
+    stored = runtime.store.get(session.id)
+    assert stored is not None
+    used = spend.per_session(runtime.store, [stored], SpendConfig())[session.id]
+    assert (used.tokens, used.usd, used.estimate) == (1100, 0.5, False)  # reported, not estimated
+    view = runtime.tmux.views()[session.pane_id]
+    assert (view.spend, view.cost) == ("", "")  # the marks were taken away
     assert not sshd.db.exists()  # nothing was written into the database over there
     assert ended(runtime, session.id).state.is_final
 

@@ -12,7 +12,19 @@ from teleclaude.agents.tokens import Tokens
 from teleclaude.config.parse import ConfigError, parse_config
 from teleclaude.config.spend import Budget, SpendConfig
 from teleclaude.runtime.core.sessions import Session, SessionState
-from teleclaude.runtime.core.spend import Level, Reading, Scope, Total, decide, raised, since, total, turns
+from teleclaude.runtime.core.spend import (
+    Level,
+    Reading,
+    Scope,
+    Total,
+    decide,
+    decode_tokens,
+    encode_tokens,
+    raised,
+    since,
+    total,
+    turns,
+)
 
 T0 = datetime(2026, 11, 28, 12, tzinfo=UTC)
 
@@ -237,3 +249,29 @@ def test_the_timeline_sums_per_item_agent_and_step_the_most_expensive_first_with
     page = render_html(data)
     assert 'class="spend" data-item="dear"' in page and "1 session unknown" in page
     assert page.index('data-item="dear"') < page.index('data-item="cheap"')
+
+
+def test_a_remote_workers_spend_mark_reads_back_and_a_hostile_one_is_unknown():
+    used = Tokens(1000, 10, 100, 5, 0.25, "opus")
+    assert decode_tokens(encode_tokens(used)) == used
+    assert decode_tokens(encode_tokens(Tokens())) == Tokens()
+    for mark in (
+        "",
+        "not json",
+        "[1, 2]",
+        '{"input": 1}',
+        "[-1, 0, 5, 0, -3, 7]",
+        '["a", 0, 1e300, 0, "x", 1]',
+    ):
+        found = decode_tokens(mark)
+        assert found.total is None and found.cost_usd is None, mark
+
+
+def test_a_reading_read_again_replaces_the_last_only_when_it_says_more():
+    before = Tokens(1000, 10, 50, None, None, "m")
+    assert Tokens(1500, 10, 90, None, None, "m").ahead_of(before)  # the turn's last answer, written late
+    assert not before.ahead_of(before)
+    assert not Tokens(900, 10, 90, None, None, "m").ahead_of(before)  # a count shrank: rotated, not more
+    assert not Tokens(None, None, 90, None, None, "m").ahead_of(before)  # a count it knew is unknown now
+    assert Tokens(1000, 10, 50, None, 0.5, "m").ahead_of(before)  # a cost said now
+    assert Tokens(1000, 10, 50).ahead_of(Tokens())  # a record missing at the stop, found later

@@ -285,6 +285,8 @@ class PaneView:
     )
     activity: int = 0  # when its window last printed, in whole seconds of the tmux server's clock
     listed_at: int = 0  # that clock when this view was listed (0: unknown)
+    spend: str = ""  # its stop hook's mark: what its session used so far (core/spend.py `encode_tokens`)
+    cost: str = ""  # its status line's mark: what its CLI says the session cost so far (dollars)
 
 
 def output_stamp(view: PaneView) -> int | None:

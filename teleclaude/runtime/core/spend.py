@@ -9,12 +9,13 @@ as 0.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import Enum
 
-from teleclaude.agents.tokens import Tokens, add
+from teleclaude.agents.tokens import Tokens, add, count, dollars
 from teleclaude.config.spend import BUDGET_KEYS, Budget, SpendConfig
 
 WARN_AT = 0.8  # of a budget: a warning
@@ -293,3 +294,40 @@ def raised(verdict: Verdict) -> str:
     value = verdict.limit * 2
     number = f"{int(value)}" if verdict.key.endswith("_tokens") else f"{value:g}"
     return f"{verdict.key}={number}"
+
+
+def encode_tokens(tokens: Tokens) -> str:
+    """What a worker on another computer used, as the mark its stop hook puts on its pane (its hook cannot
+    reach this machine's database): `[input, cached, output, reasoning, cost, model]`, JSON in printable
+    ASCII on one row. The observer reads it back (`decode_tokens`)."""
+    return json.dumps(
+        [tokens.input, tokens.cached, tokens.output, tokens.reasoning, tokens.cost_usd, tokens.model[:100]]
+    )
+
+
+def decode_tokens(mark: str) -> Tokens:
+    """A pane's spend mark as what its session used; a count that is not one is unknown, and anything that is
+    not a mark at all is all unknown (never 0)."""
+    try:
+        row = json.loads(mark)
+    except ValueError:
+        return Tokens()
+    if not (isinstance(row, list) and len(row) == 6):
+        return Tokens()
+    fresh, cached, out, reasoning, usd, model = row
+    return Tokens(
+        count(fresh),
+        count(cached),
+        count(out),
+        count(reasoning),
+        dollars(usd),
+        model[:100] if isinstance(model, str) else "",
+    )
+
+
+def decode_cost(mark: str) -> float | None:
+    """A pane's cost mark (dollars, as its status line said them); None for anything that is not one."""
+    try:
+        return dollars(float(mark))
+    except ValueError:
+        return None

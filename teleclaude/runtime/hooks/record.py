@@ -15,7 +15,6 @@ if TYPE_CHECKING:
 
     from teleclaude.adapters.store import AvailabilityStore
     from teleclaude.agents.profile import UsageWindow
-    from teleclaude.agents.tokens import Tokens
     from teleclaude.runtime.api import Runtime
 
 
@@ -151,37 +150,68 @@ def record_transcript_usage(agent: str, path: str, hook: str) -> None:
         warn(f"could not read the usage: {type(error).__name__}: {error}", hook)
 
 
-RECORD_MOST = 64 * 1024 * 1024  # bytes of a CLI's record read for what its session used; past it: unknown
+def record_cost(usd: float | None, hook: str = "statusline") -> None:
+    """What this worker's CLI says its session cost so far (its status line: agents/statusline.py `cost`),
+    kept on its latest reading (adapters/hook_db.py, with the stdlib's sqlite3 alone: a status line runs at
+    every change of the screen); a worker on another computer marks its pane with it. Never raises."""
+    session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
+    if usd is None or not session_id:
+        return
+    try:
+        if os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # TURN_END_TO_PANE of adapters/tmux.py: remote
+            from teleclaude.adapters.tmux import COST_OPTION
+
+            if not mark_pane(COST_OPTION, repr(usd)):
+                warn("could not mark the cost on the tmux pane", hook)
+            return
+        from teleclaude.adapters.hook_db import db_file, keep_cost
+        from teleclaude.runtime.core.marks import SESSION_KEY, same_key
+
+        key = os.environ.get(SESSION_KEY, "")
+        keep_cost(db_file(), USAGE_BUSY_MS, session_id, lambda stored: same_key(stored, key), usd)
+    except Exception as error:  # never break the agent over bookkeeping
+        warn(f"could not record the cost: {type(error).__name__}: {error}", hook)
 
 
-def record_spend(agent: str, path: str, hook: str = "stop") -> None:
+def record_spend(agent: str, path: str, conversation: str = "", hook: str = "stop") -> None:
     """What this worker's session used so far, read from its CLI's record of the session (the hook input's
-    `transcript_path`, the driver's `tokens` reader), kept on the session. A record that is missing,
-    unreadable or too big is kept as unknown. Only for a worker of this computer's runtime: a worker on
-    another computer keeps nothing (its use shows as unknown). Never raises."""
-    if not os.environ.get("TELECLAUDE_SESSION_ID") or os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):
+    `transcript_path`, or the CLI's database for its own session id `conversation`: the driver's `tokens`),
+    kept on the session. A record that is missing, unreadable or too big is kept as unknown. A worker on
+    another computer marks its pane with it instead (sealed, as its turn's end), which the observer reads
+    over ssh and keeps here. Never raises."""
+    if not os.environ.get("TELECLAUDE_SESSION_ID"):
         return
     try:
         from teleclaude.agents import NAMES, driver
         from teleclaude.agents.tokens import Tokens
 
-        reader = driver(agent).tokens.read if agent in NAMES else None
-        if reader is None or not path:
+        report = driver(agent).tokens if agent in NAMES else None
+        if report is None or (report.read is None and report.database is None):
             return
-        tokens = _read_record(path, reader) or Tokens()
+        path = report.database.where(os.environ) if report.database else path
+        if not path:
+            return
+        from teleclaude.adapters.records import read_use
+
+        tokens = read_use(report, path, conversation) or Tokens()
+        if os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # TURN_END_TO_PANE of adapters/tmux.py: remote
+            from teleclaude.adapters.tmux import SPEND_OPTION
+            from teleclaude.runtime.core.spend import encode_tokens
+
+            if not mark_pane(SPEND_OPTION, encode_tokens(tokens)):
+                warn("could not mark what the session used on the tmux pane", hook)
+            return
+        # the record named on the session too (with the CLI's id of the session, for a database): the runtime
+        # reads it again after the turn (a CLI can write its last answer after this hook read it) and before
+        # it ends the worker
+        named = conversation if report.database else ""
         record(
-            lambda runtime, session_id: runtime.record_spend(session_id, tokens), "what it used", hook=hook
+            lambda runtime, session_id: (
+                runtime.record_transcript(session_id, path, named)
+                and runtime.record_spend(session_id, tokens)
+            ),
+            "what it used",
+            hook=hook,
         )
     except Exception as error:  # never hold up the CLI over bookkeeping
         warn(f"could not read what the session used: {type(error).__name__}: {error}", hook)
-
-
-def _read_record(path: str, reader: Callable[[str], Tokens | None]) -> Tokens | None:
-    try:
-        with open(path, "rb") as file:
-            data = file.read(RECORD_MOST + 1)
-    except OSError:
-        return None
-    if len(data) > RECORD_MOST:
-        return None
-    return reader(data.decode("utf-8", errors="replace"))

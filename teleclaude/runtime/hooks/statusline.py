@@ -26,8 +26,8 @@ from datetime import UTC, datetime
 
 from teleclaude.agents import USAGE_SOURCES
 from teleclaude.agents.jsonin import loads
-from teleclaude.agents.statusline import rate_limits
-from teleclaude.runtime.hooks.record import USAGE_BUSY_MS, warn
+from teleclaude.agents.statusline import cost, rate_limits
+from teleclaude.runtime.hooks.record import USAGE_BUSY_MS, record_cost, warn
 
 TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:  # subprocess and select are imported by `theirs` alone: most status lines are ours
@@ -58,6 +58,7 @@ def main(
         limits = rate_limits(data, now) if USAGE_SOURCES.get(agent) == "statusline" else ()
         if limits and not _on_record(agent, limits):
             _record(agent, text, now)
+        record_cost(cost(data))  # what the session cost so far, for a worker (record.py)
         line = our_line(agent, data, limits, now)
     except Exception as error:  # record nothing; the line is still printed
         warn(f"{type(error).__name__}: {error}", "statusline")

@@ -146,7 +146,7 @@ def main(agent: str | None = None, stdin: TextIO | None = None, stdout: TextIO |
         return 0
     if event.transcript:  # the usage the turn's responses reported, for a driver that reads it there
         record_transcript_usage(event.agent, event.transcript, "stop")
-        record_spend(event.agent, event.transcript)
+    record_spend(event.agent, event.transcript, event.session_id)
     if not decision.block:
         _record_turn_end(event.prompt)
         return 0
