@@ -298,5 +298,62 @@ def clear_mark(folder: Path, option: str) -> None:
     (folder / option.lstrip("@")).unlink(missing_ok=True)
 
 
+REPORT = "report"
+REPORT_KEPT = 16 * 1024  # bytes of a report read (its text is cut at 500 characters anyway)
+
+
+def write_report(folder: Path, text: str, wait_cmd: str | None) -> None:
+    """A worker's report_status, for the observer to record (it cannot reach the sessions database); a
+    newer one replaces one not taken yet."""
+    line = json.dumps({"text": text, "wait_cmd": wait_cmd or ""})
+    fs.atomic_write(folder / REPORT, line.encode(), follow=False, mode=0o600)
+
+
+def take_report(folder: Path) -> tuple[str, str | None] | None:
+    """The report the channel holds, (text, wait_cmd), taken out of it; None when it holds none (or a
+    link, or not a report)."""
+    taken = folder / f"{REPORT}.taken"
+    try:
+        os.replace(folder / REPORT, taken)
+    except OSError:
+        return None
+    try:
+        fd = os.open(taken, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            report = json.loads(os.read(fd, REPORT_KEPT))
+        finally:
+            os.close(fd)
+        return str(report["text"]), str(report["wait_cmd"]) or None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    finally:
+        taken.unlink(missing_ok=True)
+
+
+def box_file(store: Path, session_id: str) -> Path:
+    """Where a sandboxed worker's bubblewrap command line is kept, beside its channel (out of its reach):
+    its post-report cycle runs the wait command in the same sandbox."""
+    return Path(f"{store}.channels") / f"{session_id}.box"
+
+
+def write_box(store: Path, session_id: str, prefix: list[str]) -> None:
+    fs.atomic_write(box_file(store, session_id), json.dumps(prefix).encode(), follow=False, mode=0o600)
+
+
+def read_box(store: Path, session_id: str) -> list[str] | None:
+    """The bubblewrap command line (up to its `--`) of a sandboxed worker; None for a worker that is not
+    sandboxed (it has no channel); [] for one whose record is gone or broken (run nothing)."""
+    if not channel_folder(store, session_id).is_dir():
+        return None
+    try:
+        prefix = json.loads(box_file(store, session_id).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(prefix, list) or not prefix or prefix[-1] != "--":
+        return []
+    return [str(arg) for arg in prefix]
+
+
 def close_channel(store: Path, session_id: str) -> None:
     shutil.rmtree(channel_folder(store, session_id), ignore_errors=True)
+    box_file(store, session_id).unlink(missing_ok=True)

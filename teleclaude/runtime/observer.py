@@ -9,7 +9,7 @@ import os
 import re
 import select
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from functools import lru_cache
@@ -113,6 +113,8 @@ class Observer:
         # The screen the last scan of each pane saw: what a scan that lost its place reads again is new only
         # where it differs (`_scan`)
         self._shown: dict[str, tuple[str, ...]] = {}
+        # records a sandboxed worker's report_status, left in its channel (Cycle.report; set by api.py)
+        self.report: Callable[[str, str, str | None, str], object] | None = None
 
     # --- looking -------------------------------------------------------------------------------------------
 
@@ -329,6 +331,20 @@ class Observer:
             sandbox.clear_mark(folder, sandbox.TRANSCRIPT)
         return self.context.store.get(session.id) or session
 
+    def _channel_report(self, session: Session) -> Session:
+        """A sandboxed worker's report_status, left in its channel: recorded as if it had called it here (its
+        channel is its own: the observer vouches for its key)."""
+        if self.report is None or session.computer in self.context.config.remotes:
+            return session
+        taken = sandbox.take_report(sandbox.channel_folder(self.context.store.path, session.id))
+        if taken is None:
+            return session
+        answer = self.report(session.id, taken[0], taken[1], session.key)
+        log.info(
+            "session %s: its report from its sandbox: %s", session.id, getattr(answer, "code", "recorded")
+        )
+        return self.context.store.get(session.id) or session
+
     def _clear_mark(self, session: Session, option: str) -> None:
         if session.computer not in self.context.config.remotes:
             sandbox.clear_mark(sandbox.channel_folder(self.context.store.path, session.id), option)
@@ -503,6 +519,7 @@ class Observer:
             return session  # still being delivered
         view = self._with_channel(session, view)
         session = self._channel_transcript(session)
+        session = self._channel_report(session)
         transcript = self._transcript(session)
         self._transcript_usage(session, transcript)
         self._marked_usage(session, view)
