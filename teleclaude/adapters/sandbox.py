@@ -89,6 +89,7 @@ def worker_layout(
     tmux_folder: str,
     merges: bool,
     network: bool,
+    env: Mapping[str, str] | None = None,
 ) -> Layout:
     """The sandbox of a worker in `workdir` (an item's worktree, or the main checkout) of `project`.
 
@@ -112,6 +113,7 @@ def worker_layout(
         target.mkdir(mode=0o700, parents=True, exist_ok=True)
         writable.append(target)
     readonly = [repo.root, *_installs(binary, path)]
+    shown, inside_env = _settings(env or {}, home)
     return Layout(
         workdir=str(workdir),
         homes=homes,
@@ -120,9 +122,27 @@ def worker_layout(
         writable=tuple(str(p) for p in writable),
         writable_files=tuple(str(Path(home, name)) for name in needs.state_files),
         protected=tuple(str(p) for p in protected),
-        env=needs.env,
+        shown_files=shown,
+        env={**inside_env, **needs.env},
         network=network,
     )
+
+
+def _settings(env: Mapping[str, str], home: str) -> tuple[tuple[tuple[str, str], ...], dict[str, str]]:
+    """What teleclaude run inside needs of the user's (a finalizer's gate, a worker's next_work): the user's
+    teleclaude.toml and the trusted-settings file, read-only, where teleclaude inside looks for them (it has
+    no TELECLAUDE_DB), and the XDG_CONFIG_HOME that finds the first."""
+    from teleclaude.adapters.settings import FILE_NAME, user_config_file
+    from teleclaude.adapters.trust_store import trust_path
+
+    shown = []
+    user = user_config_file(FILE_NAME, env)
+    if user is not None:
+        shown.append((str(user), str(user)))
+    if home:
+        shown.append((str(trust_path(env)), str(trust_path({"HOME": home}))))
+    xdg = env.get("XDG_CONFIG_HOME", "")
+    return tuple(shown), ({"XDG_CONFIG_HOME": xdg} if os.path.isabs(xdg) else {})
 
 
 def _worktree_git(repo: gitx.Repo, tree: Path) -> tuple[list[Path], list[Path]]:
@@ -157,7 +177,10 @@ def _installs(binary: str, path: str) -> list[Path]:
     """What a CLI and teleclaude need to run: the CLI's folder (and its real one, behind a link), the
     folders on PATH, and teleclaude's interpreter and package."""
     found = [Path(binary).parent, Path(binary).resolve().parent]
-    found += [Path(folder) for folder in path.split(os.pathsep) if folder and Path(folder).is_absolute()]
+    folders = [Path(folder) for folder in path.split(os.pathsep) if folder and Path(folder).is_absolute()]
+    found += folders
+    # a version manager's shims (pyenv, rbenv, asdf) run it from the folder they are in
+    found += [folder.parent for folder in folders if folder.name == "shims"]
     found += [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent]
     found.append(Path(__file__).resolve().parents[2])  # the folder teleclaude's package is in
     return [p for p in dict.fromkeys(found) if p.is_dir()]

@@ -351,6 +351,7 @@ class Launcher:
             tmux_folder=_tmux_folder(self.context.tmux.socket, self.context.env),
             merges=step_of(session.command) is Step.FINALIZE,
             network=config.sandbox_network,
+            env=self.context.env,
         )
         inside = {name: value for name, value in env.items() if name != "TELECLAUDE_DB"}
         inside.update({TURN_END_TO_PANE: "1", sandbox.CHANNEL: str(channel)})
