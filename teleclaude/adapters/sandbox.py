@@ -4,6 +4,7 @@ sealed marks into (`write_mark`; the observer reads them with `read_marks`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -18,6 +19,7 @@ from pathlib import Path
 from teleclaude.adapters import fs
 from teleclaude.adapters import git as gitx
 from teleclaude.agents.profile import SandboxNeeds
+from teleclaude.agents.tokens import Tokens
 from teleclaude.config.profiles import RuntimeConfig, SandboxMode
 from teleclaude.runtime.core.sandbox import Layout
 
@@ -348,6 +350,39 @@ def take_report(folder: Path) -> tuple[str, str | None] | None:
             os.close(fd)
         return str(report["text"]), str(report["wait_cmd"]) or None
     except (OSError, ValueError, KeyError, TypeError):
+        return None
+    finally:
+        taken.unlink(missing_ok=True)
+
+
+SPEND = "spend"
+
+
+def write_spend(folder: Path, tokens: Tokens) -> None:
+    """What the session used so far, as its stop hook read it from its CLI's record (the last one wins)."""
+    fs.atomic_write(folder / SPEND, json.dumps(dataclasses.asdict(tokens)).encode(), follow=False, mode=0o600)
+
+
+def take_spend(folder: Path) -> Tokens | None:
+    """The use the channel holds, taken out of it; None when none (or not one)."""
+    taken = folder / f"{SPEND}.taken"
+    try:
+        os.replace(folder / SPEND, taken)
+    except OSError:
+        return None
+    try:
+        fd = os.open(taken, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            fields = json.loads(os.read(fd, REPORT_KEPT))
+        finally:
+            os.close(fd)
+        numbers = {k: fields.get(k) for k in ("input", "cached", "output", "reasoning")}
+        if not all(v is None or (isinstance(v, int) and v >= 0) for v in numbers.values()):
+            return None
+        cost = fields.get("cost_usd")
+        cost = float(cost) if isinstance(cost, int | float) and cost >= 0 else None
+        return Tokens(**numbers, cost_usd=cost, model=str(fields.get("model") or "")[:100])
+    except (OSError, ValueError, TypeError, AttributeError):
         return None
     finally:
         taken.unlink(missing_ok=True)

@@ -304,6 +304,9 @@ class Observer:
         if session.computer in self.context.config.remotes:
             return view
         folder = sandbox.channel_folder(self.context.store.path, session.id)
+        spent = sandbox.take_spend(folder)
+        if spent is not None:
+            self.context.store.add_spend(session.id, self.context.clock(), spent)
         for use in sandbox.take_tool_uses(folder):
             at = datetime.fromtimestamp(float(str(use["at"])), UTC)
             cwd = str(use.get("cwd") or "")

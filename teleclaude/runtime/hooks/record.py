@@ -159,7 +159,10 @@ def record_spend(agent: str, path: str, hook: str = "stop") -> None:
     `transcript_path`, the driver's `tokens` reader), kept on the session. A record that is missing,
     unreadable or too big is kept as unknown. Only for a worker of this computer's runtime: a worker on
     another computer keeps nothing (its use shows as unknown). Never raises."""
-    if not os.environ.get("TELECLAUDE_SESSION_ID") or os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):
+    channel = os.environ.get("TELECLAUDE_CHANNEL")  # a sandboxed worker: its session's own folder
+    if not os.environ.get("TELECLAUDE_SESSION_ID") or (
+        os.environ.get("TELECLAUDE_TURN_END_TO_PANE") and not channel
+    ):
         return
     try:
         from teleclaude.agents import NAMES, driver
@@ -169,6 +172,13 @@ def record_spend(agent: str, path: str, hook: str = "stop") -> None:
         if reader is None or not path:
             return
         tokens = _read_record(path, reader) or Tokens()
+        if channel:  # the observer keeps it (adapters/sandbox.py take_spend)
+            from pathlib import Path
+
+            from teleclaude.adapters.sandbox import write_spend
+
+            write_spend(Path(channel), tokens)
+            return
         record(
             lambda runtime, session_id: runtime.record_spend(session_id, tokens), "what it used", hook=hook
         )
