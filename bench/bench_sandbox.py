@@ -84,15 +84,20 @@ def main() -> int:
             )
 
         boxed = bwrap_argv(found.bwrap, layout(), command)
-        plain = timed(lambda: subprocess.run(command, cwd=tree, check=True), runs)
-        built = timed(lambda: bwrap_argv(found.bwrap, layout(), command), runs)
-        inside = timed(lambda: subprocess.run(boxed, cwd=tree, check=True), runs)
+        plain: list[float] = []
+        built: list[float] = []
+        inside: list[float] = []
+        for _ in range(runs):  # side by side: a load that changes meanwhile weighs on both alike
+            plain += timed(lambda: subprocess.run(command, cwd=tree, check=True), 1)
+            built += timed(lambda: bwrap_argv(found.bwrap, layout(), command), 1)
+            inside += timed(lambda: subprocess.run(boxed, cwd=tree, check=True), 1)
         total = [b + i for b, i in zip(built, inside, strict=True)]
         print(line("started directly", plain))
         print(line("sandbox paths + argv", built))
         print(line("started inside bubblewrap", inside))
         print(line("sandboxed start, all told", total))
-        print(f"added by the sandbox: {statistics.median(total) - statistics.median(plain):.1f} ms (median)")
+        added = statistics.median(total) - statistics.median(plain)
+        print(f"added by the sandbox: {added:.1f} ms (median), at load {os.getloadavg()[0]:.1f}")
     return 0
 
 

@@ -306,6 +306,13 @@ async def wait_for_sessions(session_ids: list[str] | None = None, timeout: float
 
 
 async def report_status(session_id: str, text: str, wait_cmd: str | None = None) -> str:
+    channel = os.environ.get("TELECLAUDE_CHANNEL")  # a sandboxed worker: its session's own folder
+    if channel:
+        from teleclaude.runtime.cycle import report_to_channel
+
+        own = os.environ.get("TELECLAUDE_SESSION_ID", "")
+        answer = report_to_channel(channel, session_id, own, text, wait_cmd or None)
+        return to_text(answer, FrontEnd.MCP) if isinstance(answer, Error) else answer
     return await asyncio.to_thread(_session_answer, "report_status", session_id, text, wait_cmd or None)
 
 

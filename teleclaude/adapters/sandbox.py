@@ -89,6 +89,7 @@ def worker_layout(
     tmux_folder: str,
     merges: bool,
     network: bool,
+    env: Mapping[str, str] | None = None,
 ) -> Layout:
     """The sandbox of a worker in `workdir` (an item's worktree, or the main checkout) of `project`.
 
@@ -112,6 +113,7 @@ def worker_layout(
         target.mkdir(mode=0o700, parents=True, exist_ok=True)
         writable.append(target)
     readonly = [repo.root, *_installs(binary, path)]
+    shown, inside_env = _settings(env or {}, home)
     return Layout(
         workdir=str(workdir),
         homes=homes,
@@ -120,9 +122,27 @@ def worker_layout(
         writable=tuple(str(p) for p in writable),
         writable_files=tuple(str(Path(home, name)) for name in needs.state_files),
         protected=tuple(str(p) for p in protected),
-        env=needs.env,
+        shown_files=shown,
+        env={**inside_env, **needs.env},
         network=network,
     )
+
+
+def _settings(env: Mapping[str, str], home: str) -> tuple[tuple[tuple[str, str], ...], dict[str, str]]:
+    """What teleclaude run inside needs of the user's (a finalizer's gate, a worker's next_work): the user's
+    teleclaude.toml and the trusted-settings file, read-only, where teleclaude inside looks for them (it has
+    no TELECLAUDE_DB), and the XDG_CONFIG_HOME that finds the first."""
+    from teleclaude.adapters.settings import FILE_NAME, user_config_file
+    from teleclaude.adapters.trust_store import trust_path
+
+    shown = []
+    user = user_config_file(FILE_NAME, env)
+    if user is not None:
+        shown.append((str(user), str(user)))
+    if home:
+        shown.append((str(trust_path(env)), str(trust_path({"HOME": home}))))
+    xdg = env.get("XDG_CONFIG_HOME", "")
+    return tuple(shown), ({"XDG_CONFIG_HOME": xdg} if os.path.isabs(xdg) else {})
 
 
 def _worktree_git(repo: gitx.Repo, tree: Path) -> tuple[list[Path], list[Path]]:
@@ -157,7 +177,10 @@ def _installs(binary: str, path: str) -> list[Path]:
     """What a CLI and teleclaude need to run: the CLI's folder (and its real one, behind a link), the
     folders on PATH, and teleclaude's interpreter and package."""
     found = [Path(binary).parent, Path(binary).resolve().parent]
-    found += [Path(folder) for folder in path.split(os.pathsep) if folder and Path(folder).is_absolute()]
+    folders = [Path(folder) for folder in path.split(os.pathsep) if folder and Path(folder).is_absolute()]
+    found += folders
+    # a version manager's shims (pyenv, rbenv, asdf) run it from the folder they are in
+    found += [folder.parent for folder in folders if folder.name == "shims"]
     found += [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent]
     found.append(Path(__file__).resolve().parents[2])  # the folder teleclaude's package is in
     return [p for p in dict.fromkeys(found) if p.is_dir()]
@@ -226,7 +249,8 @@ def write_mark(folder: Path, option: str, value: str) -> bool:
 def read_marks(folder: Path) -> dict[str, str]:
     """The marks in a session's channel ({tmux option: sealed value}); none when it has no channel."""
     marks = {}
-    for option in ("@teleclaude_turn_end", "@teleclaude_stop_failure", "@teleclaude_usage"):
+    options = ("@teleclaude_turn_end", "@teleclaude_stop_failure", "@teleclaude_usage", "@teleclaude_spend")
+    for option in (*options, "@teleclaude_cost"):
         try:
             marks[option] = (folder / option.lstrip("@")).read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -298,5 +322,62 @@ def clear_mark(folder: Path, option: str) -> None:
     (folder / option.lstrip("@")).unlink(missing_ok=True)
 
 
+REPORT = "report"
+REPORT_KEPT = 16 * 1024  # bytes of a report read (its text is cut at 500 characters anyway)
+
+
+def write_report(folder: Path, text: str, wait_cmd: str | None) -> None:
+    """A worker's report_status, for the observer to record (it cannot reach the sessions database); a
+    newer one replaces one not taken yet."""
+    line = json.dumps({"text": text, "wait_cmd": wait_cmd or ""})
+    fs.atomic_write(folder / REPORT, line.encode(), follow=False, mode=0o600)
+
+
+def take_report(folder: Path) -> tuple[str, str | None] | None:
+    """The report the channel holds, (text, wait_cmd), taken out of it; None when it holds none (or a
+    link, or not a report)."""
+    taken = folder / f"{REPORT}.taken"
+    try:
+        os.replace(folder / REPORT, taken)
+    except OSError:
+        return None
+    try:
+        fd = os.open(taken, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            report = json.loads(os.read(fd, REPORT_KEPT))
+        finally:
+            os.close(fd)
+        return str(report["text"]), str(report["wait_cmd"]) or None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    finally:
+        taken.unlink(missing_ok=True)
+
+
+def box_file(store: Path, session_id: str) -> Path:
+    """Where a sandboxed worker's bubblewrap command line is kept, beside its channel (out of its reach):
+    its post-report cycle runs the wait command in the same sandbox."""
+    return Path(f"{store}.channels") / f"{session_id}.box"
+
+
+def write_box(store: Path, session_id: str, prefix: list[str]) -> None:
+    fs.atomic_write(box_file(store, session_id), json.dumps(prefix).encode(), follow=False, mode=0o600)
+
+
+def read_box(store: Path, session_id: str) -> list[str] | None:
+    """The bubblewrap command line (up to its `--`) of a sandboxed worker; None for a worker that is not
+    sandboxed (it has no channel); [] for one whose record is gone or broken (run nothing)."""
+    if not channel_folder(store, session_id).is_dir():
+        return None
+    try:
+        prefix = json.loads(box_file(store, session_id).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(prefix, list) or not prefix or prefix[-1] != "--":
+        return []
+    return [str(arg) for arg in prefix]
+
+
 def close_channel(store: Path, session_id: str) -> None:
     shutil.rmtree(channel_folder(store, session_id), ignore_errors=True)
+    box_file(store, session_id).unlink(missing_ok=True)

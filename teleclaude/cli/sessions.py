@@ -122,7 +122,21 @@ def _run_wait(args: argparse.Namespace) -> int:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    return _answer(args, "report_status", args.session_id, args.text, args.wait_cmd)
+    import os
+
+    channel = os.environ.get("TELECLAUDE_CHANNEL")  # a sandboxed worker: its session's own folder
+    if not channel:
+        return _answer(args, "report_status", args.session_id, args.text, args.wait_cmd)
+    from teleclaude.planner.core.render import to_dict, to_text
+    from teleclaude.runtime.cycle import report_to_channel
+
+    own = os.environ.get("TELECLAUDE_SESSION_ID", "")
+    answer = report_to_channel(channel, args.session_id, own, args.text, args.wait_cmd)
+    if isinstance(answer, Error):
+        write(json.dumps(to_dict(answer)) if args.json else to_text(answer))
+        return 1
+    write(json.dumps({"id": own, "sent": True, "cycle": bool(args.wait_cmd)}) if args.json else answer)
+    return 0
 
 
 def _run_cycle(args: argparse.Namespace) -> int:

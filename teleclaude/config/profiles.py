@@ -115,10 +115,9 @@ class RuntimeConfig:
     # `teleclaude run`: when every agent that may take a step is out, wait this long at most for the first
     # to come back from its limit (0: stop with SELF at once, as `run --no-wait` does)
     limit_wait: float = 12 * 3600.0
-    # workers in bubblewrap (runtime/core/sandbox.py): `auto` where it works, `bwrap` always, `off` (the
-    # default for now: a sandboxed worker's report_status does not reach the sessions database yet); and
+    # workers in bubblewrap (runtime/core/sandbox.py): `auto` where it works, `bwrap` always, `off`; and
     # whether a sandboxed worker reaches the network (its model's API needs it)
-    sandbox: SandboxMode = SandboxMode.OFF  # `auto` once report_status reaches the run from a sandbox
+    sandbox: SandboxMode = SandboxMode.AUTO
     sandbox_network: bool = True
     untrusted: Untrusted | None = None  # settings of the project file left out until the user trusts it
 

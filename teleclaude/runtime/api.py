@@ -61,6 +61,7 @@ class Runtime:
         self.launcher = Launcher(self.context, panes)
         self.observer = Observer(self.context, panes)
         self.cycle = Cycle(self.context, panes)
+        self.observer.report = self.cycle.report
         self.supervisor = Supervisor(self.context, self.observer, self.launcher)
         # starts the project's supervisor process (a test drives `supervisor.round` itself instead)
         self.start_supervisor: Callable[[str], Error | None] = lambda project: supervisors.start(

@@ -14,6 +14,7 @@ import threading
 import time
 from dataclasses import replace
 from datetime import datetime
+from pathlib import Path
 
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.settings import load_config
@@ -35,11 +36,15 @@ class Cycle:
         self.context = context
         self.panes = panes
 
-    def report(self, session_id: str, text: str, wait_cmd: str | None = None) -> Reported | Error:
+    def report(
+        self, session_id: str, text: str, wait_cmd: str | None = None, key: str | None = None
+    ) -> Reported | Error:
         """A worker says how it is doing. With `wait_cmd`, a post-report cycle starts in the background. Only
         with the session's key in the caller's environment (its worker's, runtime/core/marks.py): one worker
-        cannot speak for another."""
+        cannot speak for another. `key`: a sandboxed worker's report, taken from its own channel by the
+        observer, which vouches for it."""
         store = self.context.store
+        key = self.context.env.get(SESSION_KEY, "") if key is None else key
         session_id = session_id or self.context.env.get("TELECLAUDE_SESSION_ID", "")
         text = " ".join(text.split())[:500]
         if not text:
@@ -51,7 +56,7 @@ class Cycle:
             session = store.get(session_id)
             if session is None:
                 return unknown_session(session_id)
-            if not same_key(session.key, self.context.env.get(SESSION_KEY, "")):
+            if not same_key(session.key, key):
                 return bad_argument(
                     f"session {session_id} is not yours: a worker reports its own session, the one whose "
                     f"key its ${SESSION_KEY} is"
@@ -179,11 +184,18 @@ class Cycle:
         """Run the worker's wait command in its folder, in a process group of its own (killed whole on
         timeout); its output goes to a file, so a background child keeping it open cannot hold us."""
         timeout = self.context.config.wait_timeout
+        from teleclaude.adapters import sandbox  # here: hooks import this module, and need none of it
+
+        box = sandbox.read_box(self.context.store.path, session.id)
+        if box == []:
+            return WaitOutcome(argv[0], None, why="its sandbox's record is gone: it is not run outside it")
+        env = {name: value for name, value in self.context.env.items() if name != "TELECLAUDE_DB"}
         with tempfile.TemporaryFile("w+") as output:
             try:
                 child = subprocess.Popen(
-                    argv,
+                    [*box, *argv] if box else argv,  # a sandboxed worker's: inside its sandbox
                     cwd=session.workdir,
+                    env=env if box else None,
                     stdin=subprocess.DEVNULL,
                     stdout=output,
                     stderr=output,
@@ -266,3 +278,32 @@ def _command_line(text: str) -> list[str] | Error:
         return bad_argument("wait_cmd is empty")
     refused = next(filter(None, (refused_text("wait_cmd", arg) for arg in argv)), None)
     return argv if refused is None else refused
+
+
+def report_to_channel(
+    channel: str, session_id: str, own: str, text: str, wait_cmd: str | None
+) -> str | Error:
+    """A sandboxed worker's report (`own`: its session, `channel`: that session's folder; it cannot reach
+    the sessions database), checked as `Cycle.report` checks it and left in the channel for the observer,
+    which records it and starts the post-report cycle at its next look."""
+    if session_id and session_id != own:
+        return bad_argument(f"session {session_id} is not yours: a worker reports its own session, {own}")
+    text = " ".join(text.split())[:500]
+    if not text:
+        return bad_argument("text must say something: what you did, what you are doing next")
+    argv = _command_line(wait_cmd) if wait_cmd and wait_cmd.strip() else None
+    if isinstance(argv, Error):
+        return argv
+    from teleclaude.adapters.sandbox import write_report
+
+    try:
+        write_report(Path(channel), text, wait_cmd if argv else None)
+    except OSError as error:
+        return Error(ErrorCode.FILE_ERROR, f"could not leave the report in {channel}: {error}")
+    then = (
+        "The supervisor runs wait_cmd (in your sandbox), waits for your pane to be quiet, then ends your "
+        "session or types one directive."
+        if argv
+        else "Carry on."
+    )
+    return f"OK: status sent for session {own} (through its sandbox's channel).\n{then}"

@@ -351,10 +351,13 @@ class Launcher:
             tmux_folder=_tmux_folder(self.context.tmux.socket, self.context.env),
             merges=step_of(session.command) is Step.FINALIZE,
             network=config.sandbox_network,
+            env=self.context.env,
         )
         inside = {name: value for name, value in env.items() if name != "TELECLAUDE_DB"}
         inside.update({TURN_END_TO_PANE: "1", sandbox.CHANNEL: str(channel)})
-        return bwrap_argv(found.bwrap, box, argv), inside
+        prefix = bwrap_argv(found.bwrap, box, [])  # its post-report cycle runs wait_cmd in the same sandbox
+        sandbox.write_box(self.context.store.path, session.id, prefix)
+        return [*prefix, *argv], inside
 
     def _send(self, remote: Computer, session: Session) -> str:
         """The item branch goes to the remote clone first: the worker there works in its trees/{slug}."""

@@ -9,7 +9,7 @@ import os
 import re
 import select
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from functools import lru_cache
@@ -123,6 +123,8 @@ class Observer:
         # session id -> (path, size, time) of its CLI's record when read again after its turn ended: read
         # once more only when it changed (spend.read_again)
         self._spend_read: dict[str, tuple[str, int, int]] = {}
+        # records a sandboxed worker's report_status, left in its channel (Cycle.report; set by api.py)
+        self.report: Callable[[str, str, str | None, str], object] | None = None
 
     # --- looking -------------------------------------------------------------------------------------------
 
@@ -367,6 +369,8 @@ class Observer:
             turn_end=marks.get(TURN_END_OPTION) or view.turn_end,
             stop_failure=marks.get(STOP_FAILURE_OPTION) or view.stop_failure,
             usage=marks.get(USAGE_OPTION) or view.usage,
+            spend=marks.get(SPEND_OPTION) or view.spend,
+            cost=marks.get(COST_OPTION) or view.cost,
         )
 
     def _channel_transcript(self, session: Session) -> Session:
@@ -380,6 +384,20 @@ class Observer:
             return session
         if self.record_transcript(session.id, path):  # else the mark stays for the next look
             sandbox.clear_mark(folder, sandbox.TRANSCRIPT)
+        return self.context.store.get(session.id) or session
+
+    def _channel_report(self, session: Session) -> Session:
+        """A sandboxed worker's report_status, left in its channel: recorded as if it had called it here (its
+        channel is its own: the observer vouches for its key)."""
+        if self.report is None or session.computer in self.context.config.remotes:
+            return session
+        taken = sandbox.take_report(sandbox.channel_folder(self.context.store.path, session.id))
+        if taken is None:
+            return session
+        answer = self.report(session.id, taken[0], taken[1], session.key)
+        log.info(
+            "session %s: its report from its sandbox: %s", session.id, getattr(answer, "code", "recorded")
+        )
         return self.context.store.get(session.id) or session
 
     def _clear_mark(self, session: Session, option: str) -> None:
@@ -558,6 +576,7 @@ class Observer:
             self._spend_again(session)
         view = self._with_channel(session, view)
         session = self._channel_transcript(session)
+        session = self._channel_report(session)
         transcript = self._transcript(session)
         self._transcript_usage(session, transcript)
         self._marked_usage(session, view)

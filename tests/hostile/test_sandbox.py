@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ from teleclaude.demo.scenario import commit_all, git, make_repository
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.runtime import orchestrator
 from teleclaude.runtime.api import open_runtime
+from teleclaude.runtime.core.sessions import EventKind
 from teleclaude.runtime.orchestrator import Outcome
 
 from ..tmux_reaper import reaper, stop
@@ -128,6 +132,57 @@ def test_without_the_sandbox_a_worker_that_moves_main_stops_the_run_naming_the_c
     assert report.outcome is Outcome.NEEDS_ATTENTION, report.text
     assert f'commit="{moved}"' in report.text
     assert "Merge greeting" not in git(project, "log", "--format=%s", "main")
+
+
+def test_a_sandboxed_workers_report_reaches_the_run_and_its_wait_cmd_runs_inside_its_sandbox(
+    project, isolated_environment, monkeypatch
+):
+    home = isolated_environment
+    (home / ".ssh").mkdir(mode=0o700)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+    # exits 0 only where the key is not there and the home folder not writable: inside the sandbox (one
+    # line: a wait_cmd holds no control character)
+    check = (
+        f"import os, sys; home = {str(home)!r}; "
+        "sys.exit(os.access(home, os.W_OK) or os.path.exists(home + '/.ssh/id_ed25519'))"
+    )
+    monkeypatch.setenv("FAKE_AGENT", "work,hook,report")
+    monkeypatch.setenv("FAKE_AGENT_WAIT_CMD", shlex.join([sys.executable, "-c", check]))
+    runtime = open_runtime(project)
+    started = start(project)
+    assert not isinstance(started, Error), started
+    finished = wait_for(runtime, started.session.id, EventKind.FINISHED)
+
+    assert "exited 0" in finished.detail, finished.detail  # the check ran, and inside
+    stored = runtime.store.get(started.session.id)
+    assert stored is not None and stored.status_text  # the report went through the channel
+
+
+def test_a_sandboxed_workers_report_for_another_session_is_refused(project, isolated_environment, tmp_path):
+    channel = sandbox.open_channel(tmp_path / "sessions.db", "mine")
+    env = {**os.environ, sandbox.CHANNEL: str(channel), "TELECLAUDE_SESSION_ID": "mine"}
+    done = subprocess.run(
+        [sys.executable, "-m", "teleclaude", "sessions", "report", "theirs", "done"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1 and done.stdout.startswith("ERROR: INVALID_ARGUMENT"), done.stdout
+    assert sandbox.take_report(channel) is None
+
+
+def wait_for(runtime, session_id: str, kind: EventKind, seconds: float = 120):
+    seen: list = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        waited = runtime.wait_for_sessions([session_id], timeout=10)
+        seen += waited.events
+        found = [event for event in seen if event.kind is kind]
+        if found:
+            return found[0]
+    pytest.fail(f"no {kind.value}; saw {[event.kind.value for event in seen]}")
 
 
 # --- bad input ---------------------------------------------------------------------------------------------

@@ -35,6 +35,15 @@ HOSTILE = {  # what a repository's authors could put in its teleclaude.toml; {ev
 }
 
 
+@pytest.fixture(autouse=True)
+def unsandboxed(isolated_environment) -> None:
+    """The markers these agents touch are in the test's folder, which a sandboxed worker cannot reach (its
+    /tmp is its own): what is tested here is what starts, not where it may write."""
+    config = isolated_environment / ".config" / "teleclaude" / "teleclaude.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[runtime]\nsandbox = "off"\n')
+
+
 def git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 

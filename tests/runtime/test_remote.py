@@ -515,7 +515,7 @@ def test_twelve_lanes_on_one_computer_with_max_sessions_ten_all_start_and_delive
     project, remote_project, sshd, fake_agents, tmp_path
 ):
     slugs = [f"item-{n:02d}" for n in range(10)]
-    gate = tmp_path / "gate"
+    gate = project / ".git" / "gate"  # where the sandboxed workers here see it too (their /tmp is their own)
     gated_items(project, slugs, gate, lanes=12)
     lines: list[str] = []
     future = run_in_background(project, 12, lines)
@@ -542,7 +542,7 @@ def test_twelve_lanes_on_one_computer_with_max_sessions_ten_all_start_and_delive
 def test_a_computer_that_drops_mid_run_and_returns_delivers_every_item_once_and_loses_no_commit(
     project, remote_project, sshd, fake_agents, tmp_path
 ):
-    gate = tmp_path / "gate"
+    gate = project / ".git" / "gate"  # where the sandboxed workers here see it too (their /tmp is their own)
     gated_items(project, [], gate, lanes=3)
     lines: list[str] = []
     future = run_in_background(project, 3, lines)

@@ -19,11 +19,14 @@ def turn(runtime, project) -> str:
 
 
 def test_a_stand_in_claudes_window_is_recorded_turn_by_turn_until_a_turn_is_lost(
-    project, runtime, monkeypatch, tmp_path
+    project, runtime, monkeypatch, isolated_environment
 ):
     monkeypatch.setenv("FAKE_AGENT_CLAUDE", "usage")
     monkeypatch.setenv("FAKE_AGENT_WINDOW_CLAUDE", "40:600")
-    monkeypatch.setenv("FAKE_AGENT_WINDOW_FILE", str(tmp_path / "window.json"))
+    # the stand-ins' shared window, in claude's own folder: each sandboxed worker has its own /tmp
+    window = isolated_environment / ".claude" / "window.json"
+    window.parent.mkdir(exist_ok=True)
+    monkeypatch.setenv("FAKE_AGENT_WINDOW_FILE", str(window))
     store = AvailabilityStore()
     seen = []
     for _ in range(3):

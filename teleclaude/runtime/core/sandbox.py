@@ -14,8 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-# variables that lead out of the sandbox: the user's agents (ssh, gpg, the desktop bus) and the workers' tmux
+# variables that lead out of the sandbox: the user's agents (ssh, gpg, the desktop bus) and the workers' tmux;
+# the sessions database (hidden: a sandboxed worker's hooks use its channel, its teleclaude finds the user's
+# trusted settings where they are shown to it)
 UNSET = (
+    "TELECLAUDE_DB",
     "SSH_AUTH_SOCK",
     "SSH_AGENT_PID",
     "GPG_AGENT_INFO",
@@ -36,6 +39,7 @@ class Layout:
     writable: tuple[str, ...] = ()  # read-write: the worktree, the git data its commits need, the CLI's state
     writable_files: tuple[str, ...] = ()  # read-write when they exist (a CLI's state file)
     protected: tuple[str, ...] = ()  # read-only again inside what is writable: main's ref, other branches
+    shown_files: tuple[tuple[str, str], ...] = ()  # (outside, inside): read-only when they exist
     env: Mapping[str, str] = field(default_factory=dict)  # set inside only
     network: bool = True
 
@@ -57,6 +61,8 @@ def bwrap_argv(bwrap: str, layout: Layout, argv: list[str]) -> list[str]:
         out += [flag, path, path]
     for path in _outer_first(layout.protected):
         out += ["--ro-bind", path, path]
+    for source, target in layout.shown_files:
+        out += ["--ro-bind-try", source, target]
     for path in _outer_first(layout.homes):  # only what is bound inside stays writable
         out += ["--remount-ro", path]
     for name in UNSET:

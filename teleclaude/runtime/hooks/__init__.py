@@ -42,8 +42,11 @@ def first_agent(verb: str) -> str | None:
 
 def tool_use_wanted() -> bool:
     """Whether `hook tool-use` records anything here: only for a worker started by this machine's runtime
-    (TELECLAUDE_SESSION_ID), not one on another computer (TELECLAUDE_TURN_END_TO_PANE; tool.py)."""
-    return bool(os.environ.get("TELECLAUDE_SESSION_ID")) and not os.environ.get("TELECLAUDE_TURN_END_TO_PANE")
+    (TELECLAUDE_SESSION_ID), not one on another computer (TELECLAUDE_TURN_END_TO_PANE; tool.py), unless it
+    is a sandboxed one here (TELECLAUDE_CHANNEL: its session's folder)."""
+    if not os.environ.get("TELECLAUDE_SESSION_ID"):
+        return False
+    return not os.environ.get("TELECLAUDE_TURN_END_TO_PANE") or bool(os.environ.get("TELECLAUDE_CHANNEL"))
 
 
 def run(verb: str, agent: str | None, then: str | None = None) -> int:
