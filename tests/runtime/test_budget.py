@@ -93,6 +93,15 @@ def test_a_day_budget_spans_two_runs(project, fake_agents, tmux_socket, monkeypa
     assert_no_workers(tmux_socket)
 
 
+@pytest.fixture
+def unsandboxed(isolated_environment) -> None:
+    """The stand-in keeps its transcript beside the database, which a sandboxed one cannot see (the real
+    claude's, in its own folder, is read again sandboxed too: tests/realcli/test_contract.py tokens)."""
+    config = isolated_environment / ".config" / "teleclaude" / "teleclaude.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[runtime]\nsandbox = "off"\n')
+
+
 def late_turn(runtime, project, monkeypatch) -> str:
     """A stand-in claude's turn whose last answer (50 of its 100 output tokens) reaches its transcript only
     after its Stop hook read it, as Claude Code's may."""
@@ -115,7 +124,7 @@ def answered_late(runtime, session_id: str, seconds: float = 60) -> None:
 
 
 def test_a_turns_last_answer_written_after_its_stop_hook_is_counted_at_a_later_look(
-    project, runtime, fake_agents, monkeypatch
+    unsandboxed, project, runtime, fake_agents, monkeypatch
 ):
     session_id = late_turn(runtime, project, monkeypatch)
     Watch(runtime, session_id).until(EventKind.TURN_ENDED)
@@ -128,7 +137,7 @@ def test_a_turns_last_answer_written_after_its_stop_hook_is_counted_at_a_later_l
 
 
 def test_a_last_answer_written_after_the_stop_hook_is_counted_when_the_worker_is_ended(
-    project, runtime, fake_agents, monkeypatch
+    unsandboxed, project, runtime, fake_agents, monkeypatch
 ):
     session_id = late_turn(runtime, project, monkeypatch)
     answered_late(runtime, session_id)  # no look of the observer since: the end reads it
