@@ -13,7 +13,8 @@ lanes each (30 workers: two computers of 15, so each needs two ssh connections).
   was running, divided by N (ms/s);
 - dispatch p50/p95 (a Stop hook to the next worker of the item typed into);
 - memory (PSS, MB, the largest sample): the run process; its live children (tmux or ssh clients: a
-  `wait-for` per worker); the project's supervisor; the hook processes alive at once (at rest: none);
+  `wait-for` per worker); the project's supervisor (`-`: none ran; a run starts none, its workers have no
+  parent: it watches them itself); the hook processes alive at once (at rest: none);
 - wall time against the ideal, 3 × W (build, review, finalize; every item at once).
 
 Never asserts; exits 0; deletes everything it made. The machine's load is printed: on a shared machine
@@ -31,7 +32,7 @@ import shutil
 import signal
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -59,7 +60,7 @@ class Memory:
     supervisor: int = 0
     hooks: int = 0
     at_rest: int = 0  # run + clients + supervisor in one busy sample
-    seen: set[int] = field(default_factory=set)
+    supervised: bool = False  # a supervisor process of the database was seen (a run starts none: see below)
 
     def sample(self, pid: int, busy: bool) -> None:
         run = _pss(pid)
@@ -73,6 +74,7 @@ class Memory:
                 continue
             if "supervise" in argv:
                 supervisor += _pss(other)
+                self.supervised = True
             elif "hook" in argv:
                 hooks += _pss(other)
         self.run, self.clients = max(self.run, run), max(self.clients, clients)
@@ -236,11 +238,17 @@ def main() -> int:
         print(
             f"{where + ' ' + str(workers):<9} {cpu:>8.1f} {cpu / workers:>7.2f} "
             f"{percentile(r.latencies, 0.5):>8.2f} {percentile(r.latencies, 0.95):>6.2f} "
-            f"{m.run / 1024:>6.1f} {m.clients / 1024:>7.1f} {m.supervisor / 1024:>7.1f} "
+            f"{m.run / 1024:>6.1f} {m.clients / 1024:>7.1f} "
+            f"{f'{m.supervisor / 1024:.1f}' if m.supervised else '-':>7} "
             f"{m.hooks / 1024:>5.1f} "
             f"{m.at_rest / 1024:>7.1f} {r.wall:>7.1f} {r.wall / ideal:>7.2f}"
             + ("" if r.code == 0 else f"  (exit {r.code})")
             + f"  busy {r.busy_seconds:.0f} s, {r.steps} steps"
+        )
+    if not any(m.supervised for *_, m in rows):
+        print(
+            "superv. -: no supervisor ran. `teleclaude run` watches its own workers (they have no parent);"
+            " the supervisor process serves workers an agent started over MCP"
         )
     print("targets at 30 on 2 cores: ≤ 0.5 ms/s a busy worker, dispatch p95 ≤ 1 s, memory at rest ≤ 150 MB")
     return 0
