@@ -7,12 +7,14 @@ agent's command line is passed to tmux as separate arguments, which tmux execute
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import logging
 import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
@@ -176,9 +178,11 @@ class Tmux:
         return Started(pane_id, int(pid))
 
     def kill_session(self, name: str) -> None:
+        """End the session; its panes' processes that outlive the hang-up are ended in the background
+        (`_STRAGGLERS`): a run ending thirty workers at once does not wait for each in turn."""
         groups = self._pane_groups("-t", f"={name}")
         self.cmd("kill-session", "-t", f"={name}", check=False)
-        self._end_stragglers(groups)
+        _STRAGGLERS.add(groups)
 
     def session_names(self) -> set[str]:
         try:
@@ -415,6 +419,60 @@ def _no_server(error: TmuxError) -> bool:
     text = str(error)
     signs = ("no server running", "error connecting to", "No such file", "server exited", "no current target")
     return any(sign in text for sign in signs)
+
+
+class _Stragglers:
+    """Process groups of ended panes, each killed once its grace is over unless it ended by then: one thread
+    looks at all of them together (one /proc scan a round), and the process waits for them at its exit."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._due: dict[int, float] = {}  # group -> when it is killed (monotonic)
+        self._thread: threading.Thread | None = None
+        atexit.register(self.finish)
+
+    def add(self, groups: list[int], grace: float = STRAGGLER_GRACE) -> None:
+        if not groups:
+            return
+        with self._lock:
+            for group in groups:
+                self._due.setdefault(group, time.monotonic() + grace)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._watch, name="tmux-stragglers", daemon=True)
+                self._thread.start()
+
+    def _watch(self) -> None:
+        pause = 0.01  # most are gone within a few ms
+        while True:
+            with self._lock:
+                due = dict(self._due)
+                if not due:
+                    self._thread = None
+                    return
+            alive = _live_groups(list(due))
+            now = time.monotonic()
+            with self._lock:
+                for group, deadline in due.items():
+                    if group not in alive:
+                        self._due.pop(group, None)
+                    elif now >= deadline:
+                        with suppress(ProcessLookupError, PermissionError):
+                            os.killpg(group, signal.SIGKILL)
+                        self._due.pop(group, None)
+                if not self._due:
+                    self._thread = None
+                    return
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+
+    def finish(self) -> None:
+        """Wait until every group handed over has ended or been killed."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(STRAGGLER_GRACE + 1.0)
+
+
+_STRAGGLERS = _Stragglers()
 
 
 def _live_groups(candidates: list[int]) -> set[int]:
