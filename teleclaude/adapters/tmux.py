@@ -53,6 +53,8 @@ _VIEW_FORMAT = "\t".join(
         "@teleclaude_cost",
     )
 )
+# Every pane's view, after the server's clock (the panes' activity times are on it): one tmux invocation
+VIEWS_COMMAND = ("display-message", "-p", "%s", ";", "list-panes", "-a", "-F", _VIEW_FORMAT)
 # A worker on another computer cannot reach this machine's database, so its stop hook marks its own pane
 # instead (`mark_own_pane`, when the launcher gave it this variable), and the observer reads the mark with
 # the pane's other facts, over the ssh connection it already uses, then clears it. Its StopFailure hook
@@ -230,14 +232,12 @@ class Tmux:
         """Every pane of this server by id; empty when the server is not running. Listed with the server's
         clock, which the panes' activity times are on (in one invocation: no output is read in between)."""
         try:
-            lines = self.cmd("display-message", "-p", "%s", ";", "list-panes", "-a", "-F", _VIEW_FORMAT)
+            lines = self.cmd(*VIEWS_COMMAND)
         except TmuxError as error:
             if _no_server(error):
                 return {}
             raise
-        clock = lines.pop(0) if lines and "\t" not in lines[0] else ""
-        listed_at = int(clock) if clock.isdigit() else 0
-        return {view.pane_id: view for view in (_view(row, listed_at) for row in lines)}
+        return views_of(lines)
 
     def glance(self, pane_id: str) -> tuple[PaneView | None, list[str]]:
         """One pane's view and its screen, in one tmux client (a start's prompt wait looks many times a
@@ -412,6 +412,14 @@ def _view(row: str, listed_at: int) -> PaneView:
         spend,
         cost,
     )
+
+
+def views_of(lines: list[str]) -> dict[str, PaneView]:
+    """`VIEWS_COMMAND`'s output as the panes' views."""
+    lines = list(lines)
+    clock = lines.pop(0) if lines and "\t" not in lines[0] else ""
+    listed_at = int(clock) if clock.isdigit() else 0
+    return {view.pane_id: view for view in (_view(row, listed_at) for row in lines)}
 
 
 def _no_server(error: TmuxError) -> bool:
