@@ -10,6 +10,9 @@ commands an observer sends cost one round trip each, not one handshake each. ssh
 (a control master of its own, `ControlPath …%C.N`) when those it has are full, rather than letting ssh fall
 back to a handshake per command; a connection that no channel uses any more is closed.
 
+A run lists a computer's panes every second: through `_Lister`, one long-lived ssh whose remote shell runs
+the fixed listing at each empty line it reads, rather than an ssh client each time.
+
 `Fleet` is the runtime's tmux when teleclaude.toml names other computers: it answers for this machine's
 private tmux server and for each remote one, telling them apart by a prefix on pane ids and session names
 (`box:%3`, `box:tc-1a2b3c4d`), so the services that read panes need not know where a pane lives.
