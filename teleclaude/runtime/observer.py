@@ -490,10 +490,13 @@ class Observer:
                 return Waited(tuple(events), tuple(sessions), False)
             down = tmux.unreachable()  # their wait-for clients could not connect: the sleep is the poll
             self._stop_waiters([s.id for s in sessions if s.state.is_final or s.computer in down])
-            watched = [s.id for s in sessions if not s.state.is_final and s.computer not in down]
+            watching = [s for s in sessions if not s.state.is_final and s.computer not in down]
+            watched = [s.id for s in watching]
             # started even by a wait that ends now (its look outlasted it, on a busy machine): the next one
-            # sleeps on them rather than looking again
-            waiters = [self._waiter(i, tmux) for i in watched] if timeout else []
+            # sleeps on them rather than looking again. On the tmux server of the session's computer (its
+            # pane's exit and its hooks signal there): one on this machine's would never be signalled, and
+            # ended at once when this machine has no server, waking every sleep
+            waiters = [self._waiter(s.id, tmux.on(s.computer)) for s in watching] if timeout else []
             over = all(s.state.is_final for s in sessions)
             if over or time.monotonic() >= deadline:
                 return Waited((), tuple(sessions), bool(ids) and not over)
