@@ -13,8 +13,12 @@ lanes each (30 workers: two computers of 15, so each needs two ssh connections).
   was running, divided by N (ms/s);
 - dispatch p50/p95 (a Stop hook to the next worker of the item typed into);
 - memory (PSS, MB, the largest sample): the run process; its live children (tmux or ssh clients: a
-  `wait-for` per worker); the project's supervisor; the hook processes alive at once (at rest: none);
-- wall time against the ideal, 3 × W (build, review, finalize; every item at once).
+  `wait-for` per worker); the project's supervisor (`-`: none ran; a run starts none, its workers have no
+  parent: it watches them itself); the hook processes alive at once (at rest: none);
+- wall time against the ideal, 3 × W (build, review, finalize; every item at once);
+- the machine's load (1-minute average) at the subject's start and end.
+
+Each row is also printed to stderr as soon as its subject is measured.
 
 Never asserts; exits 0; deletes everything it made. The machine's load is printed: on a shared machine
 compare the ratios (per worker at 30 against at 10), not the absolute numbers.
@@ -31,13 +35,13 @@ import shutil
 import signal
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench_loop import build, percentile, timed_run  # noqa: E402
+from bench_loop import Result, build, percentile, timed_run  # noqa: E402
 
 from teleclaude.adapters import trust_store  # noqa: E402
 from teleclaude.adapters.tmux import Tmux  # noqa: E402
@@ -59,7 +63,7 @@ class Memory:
     supervisor: int = 0
     hooks: int = 0
     at_rest: int = 0  # run + clients + supervisor in one busy sample
-    seen: set[int] = field(default_factory=set)
+    supervised: bool = False  # a supervisor process of the database was seen (a run starts none: see below)
 
     def sample(self, pid: int, busy: bool) -> None:
         run = _pss(pid)
@@ -73,6 +77,7 @@ class Memory:
                 continue
             if "supervise" in argv:
                 supervisor += _pss(other)
+                self.supervised = True
             elif "hook" in argv:
                 hooks += _pss(other)
         self.run, self.clients = max(self.run, run), max(self.clients, clients)
@@ -138,6 +143,21 @@ lanes = {count}
     return text
 
 
+def line(where: str, workers: int, r: Result, m: Memory, load: tuple[float, float], ideal: float) -> str:
+    """One subject's row of the table."""
+    cpu = r.busy_cpu / r.busy_seconds if r.busy_seconds else float("nan")
+    return (
+        f"{where + ' ' + str(workers):<9} {cpu:>8.1f} {cpu / workers:>7.2f} "
+        f"{percentile(r.latencies, 0.5):>8.2f} {percentile(r.latencies, 0.95):>6.2f} "
+        f"{m.run / 1024:>6.1f} {m.clients / 1024:>7.1f} "
+        f"{f'{m.supervisor / 1024:.1f}' if m.supervised else '-':>7} "
+        f"{m.hooks / 1024:>5.1f} "
+        f"{m.at_rest / 1024:>7.1f} {r.wall:>7.1f} {r.wall / ideal:>7.2f} {load[0]:>4.0f}-{load[1]:<4.0f}"
+        + ("" if r.code == 0 else f"  (exit {r.code})")
+        + f"  busy {r.busy_seconds:.0f} s, {r.steps} steps"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workers", default="1,10,30")
@@ -160,7 +180,7 @@ def main() -> int:
         "GIT_COMMITTER_NAME": "bench",
         "GIT_COMMITTER_EMAIL": "bench@teleclaude.invalid",
     }
-    rows = []
+    rows: list[tuple[str, int, Result, Memory, tuple[float, float]]] = []
     sockets: list[str] = []
     loopbacks: list[Loopback] = []
     saved = dict(os.environ)
@@ -206,10 +226,12 @@ def main() -> int:
                         clone(project, remote)
                 memory = Memory(str(db))
                 run_env = {**env, "TELECLAUDE_DB": str(db)}
+                load = os.getloadavg()[0]
                 result = timed_run(
                     f"{where} {workers}", project, run_env, ["--parallel", str(workers)], memory.sample
                 )
-                rows.append((where, workers, result, memory))
+                rows.append((where, workers, result, memory, (load, os.getloadavg()[0])))
+                print(line(*rows[-1], STEPS * options.work), file=sys.stderr, flush=True)  # if stopped later
                 for loopback in loopbacks:
                     shut(loopback)
                 loopbacks.clear()
@@ -228,19 +250,14 @@ def main() -> int:
     print(f"{os.cpu_count()} cores, load {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
     print(
         f"{'subject':<9} {'CPU ms/s':>8} {'/worker':>7} {'disp p50':>8} {'p95 s':>6} {'run MB':>6} "
-        f"{'clients':>7} {'superv.':>7} {'hooks':>5} {'at rest':>7} {'wall s':>7} {'/ ideal':>7}"
+        f"{'clients':>7} {'superv.':>7} {'hooks':>5} {'at rest':>7} {'wall s':>7} {'/ ideal':>7} {'load':>9}"
     )
-    ideal = STEPS * options.work
-    for where, workers, r, m in rows:
-        cpu = r.busy_cpu / r.busy_seconds if r.busy_seconds else float("nan")
+    for row in rows:
+        print(line(*row, STEPS * options.work))
+    if not any(row[3].supervised for row in rows):
         print(
-            f"{where + ' ' + str(workers):<9} {cpu:>8.1f} {cpu / workers:>7.2f} "
-            f"{percentile(r.latencies, 0.5):>8.2f} {percentile(r.latencies, 0.95):>6.2f} "
-            f"{m.run / 1024:>6.1f} {m.clients / 1024:>7.1f} {m.supervisor / 1024:>7.1f} "
-            f"{m.hooks / 1024:>5.1f} "
-            f"{m.at_rest / 1024:>7.1f} {r.wall:>7.1f} {r.wall / ideal:>7.2f}"
-            + ("" if r.code == 0 else f"  (exit {r.code})")
-            + f"  busy {r.busy_seconds:.0f} s, {r.steps} steps"
+            "superv. -: no supervisor ran. `teleclaude run` watches its own workers (they have no parent);"
+            " the supervisor process serves workers an agent started over MCP"
         )
     print("targets at 30 on 2 cores: ≤ 0.5 ms/s a busy worker, dispatch p95 ≤ 1 s, memory at rest ≤ 150 MB")
     return 0

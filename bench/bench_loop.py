@@ -43,6 +43,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from contextlib import closing
@@ -152,6 +153,11 @@ def timed_run(
         stderr=subprocess.STDOUT,
         text=True,
     )
+    # read as it comes: a run that prints more than a pipe holds (thirty workers) would block on its stdout
+    output: list[str] = []
+    assert process.stdout is not None
+    reader = threading.Thread(target=lambda: output.extend(process.stdout or ()), daemon=True)
+    reader.start()
     started = time.monotonic()
     busy_cpu = busy_seconds = quiet_cpu = quiet_seconds = 0.0
     last: tuple[float, float, bool, bool] | None = None
@@ -176,7 +182,9 @@ def timed_run(
     finally:
         if process.poll() is None and sys.exc_info()[0] is not None:  # the bench was stopped
             process.terminate()
-    out, _ = process.communicate()
+    process.wait()
+    reader.join()
+    out = "".join(output)
     wall = time.monotonic() - started
     if process.returncode != 0:
         first = next((line for line in out.splitlines() if line[:1].isupper() and ":" in line), "")

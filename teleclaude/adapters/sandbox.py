@@ -246,11 +246,22 @@ def write_mark(folder: Path, option: str, value: str) -> bool:
     return True
 
 
-def read_marks(folder: Path) -> dict[str, str]:
-    """The marks in a session's channel ({tmux option: sealed value}); none when it has no channel."""
+def listing(store: Path, session_id: str) -> frozenset[str]:
+    """The names of the files in a session's channel (`channel_folder`); none when it has no channel."""
+    try:
+        return frozenset(os.listdir(f"{store}.channels/{session_id}"))
+    except OSError:
+        return frozenset()
+
+
+def read_marks(folder: Path, files: frozenset[str] | None = None) -> dict[str, str]:
+    """The marks in a session's channel ({tmux option: sealed value}); none when it has no channel.
+    `files`: the channel's `listing`, when taken already (only the marks it names are read)."""
     marks = {}
     options = ("@teleclaude_turn_end", "@teleclaude_stop_failure", "@teleclaude_usage", "@teleclaude_spend")
     for option in (*options, "@teleclaude_cost"):
+        if files is not None and option.lstrip("@") not in files:
+            continue
         try:
             marks[option] = (folder / option.lstrip("@")).read_text(encoding="utf-8", errors="replace")
         except OSError:

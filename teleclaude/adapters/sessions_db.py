@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from contextlib import closing
 from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from teleclaude.adapters.hook_db import INSERT_TOOL_USE, PRUNE_TOOL_USES, SESSIONS, TOOL_USES
@@ -463,11 +464,37 @@ def _row(session: Session) -> dict[str, Any]:
     return row
 
 
+# The rows last read as sessions, by id, with what they were read as: `teleclaude run` reads its workers'
+# rows every second, and a row that did not change since is the same (frozen) Session. Bounded: cleared
+# when it outgrows `_PARSED_MAX` (a read of every session of a long-used file).
+_parsed: dict[str, tuple[tuple[Any, ...], Session]] = {}
+_PARSED_MAX = 1024
+
+
 def _session(row: sqlite3.Row) -> Session:
     """A row as a Session; columns a file from an older teleclaude lacks take the field's default."""
+    whole = tuple(row)
+    known = _parsed.get(row["id"])
+    if known is not None and known[0] == whole:
+        return known[1]
+    session = _read_session(row)
+    if len(_parsed) >= _PARSED_MAX:
+        _parsed.clear()
+    _parsed[session.id] = (whole, session)
+    return session
+
+
+@cache
+def _session_fields() -> frozenset[str]:
+    from teleclaude.runtime.core.sessions import Session
+
+    return frozenset(f.name for f in fields(Session))
+
+
+def _read_session(row: sqlite3.Row) -> Session:
     from teleclaude.runtime.core.sessions import Activity, Session, SessionState
 
-    names = {f.name for f in fields(Session)}
+    names = _session_fields()
     values = {key: row[key] for key in row.keys() if key in names and row[key] is not None}  # noqa: SIM118 (sqlite3.Row has keys() only)
     values["subfolder"] = values.get("subfolder") or None
     values["state"] = SessionState(values["state"])

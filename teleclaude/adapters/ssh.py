@@ -10,6 +10,9 @@ commands an observer sends cost one round trip each, not one handshake each. ssh
 (a control master of its own, `ControlPath …%C.N`) when those it has are full, rather than letting ssh fall
 back to a handshake per command; a connection that no channel uses any more is closed.
 
+A run lists a computer's panes every second: through `_Lister`, one long-lived ssh whose remote shell runs
+the fixed listing at each empty line it reads, rather than an ssh client each time.
+
 `Fleet` is the runtime's tmux when teleclaude.toml names other computers: it answers for this machine's
 private tmux server and for each remote one, telling them apart by a prefix on pane ids and session names
 (`box:%3`, `box:tc-1a2b3c4d`), so the services that read panes need not know where a pane lives.
@@ -17,18 +20,21 @@ private tmux server and for each remote one, telling them apart by a prefix on p
 
 from __future__ import annotations
 
+import atexit
 import os
+import secrets
+import select
 import shlex
 import subprocess
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from pathlib import Path
 
-from teleclaude.adapters.tmux import Tmux, TmuxError
+from teleclaude.adapters.tmux import VIEWS_COMMAND, Tmux, TmuxError, views_of
 from teleclaude.config.profiles import Computer
 from teleclaude.errors import ErrorCode
 from teleclaude.runtime.core.sessions import PaneView
@@ -205,6 +211,8 @@ class RemoteTmux(Tmux):
         super().__init__(socket, timeout)
         self.computer = computer
         self.down_since: float | None = None  # monotonic: when ssh there last failed (None: it answers)
+        self._lister: _Lister | None = None
+        self._lister_lock = threading.Lock()
 
     def _call(self, args: Sequence[str]) -> tuple[int, list[str], list[str]]:
         try:
@@ -219,10 +227,31 @@ class RemoteTmux(Tmux):
         return done.returncode, _lines(done.stdout), _lines(done.stderr)
 
     def views(self) -> dict[str, PaneView]:
-        found = super().views()
+        """Through the computer's `_Lister` while it answers; else (and for every failure: no server, ssh
+        down) one `ssh … tmux list-panes`, as before."""
+        found = self._listed()
+        if found is None:
+            found = super().views()
         if self.down_since is not None:  # not "no server": ssh's own failure can read like tmux's
             raise Unreachable(f"{self.computer.name}: ssh to {self.computer.host} failed")
         return found
+
+    def _listed(self) -> dict[str, PaneView] | None:
+        with self._lister_lock:
+            if self._lister is None and self.down_since is None:
+                self._lister = _Lister(self.computer, [*self._tmux(), *VIEWS_COMMAND])
+            lines = self._lister.ask(self.timeout) if self._lister is not None else None
+            if lines is None and self._lister is not None:
+                self._lister.close()
+                self._lister = None
+        return None if lines is None else views_of(lines)
+
+    def stop_listing(self) -> None:
+        """End the computer's `_Lister` (its lanes are over; the next `views` starts one again)."""
+        with self._lister_lock:
+            if self._lister is not None:
+                self._lister.close()
+                self._lister = None
 
     def _down(self) -> None:
         if self.down_since is None:
@@ -252,6 +281,71 @@ class RemoteTmux(Tmux):
         """The control client runs there, through the same ssh connection the commands use; closing its
         stdin here ends ssh's, which detaches it there."""
         return ssh_argv(self.computer, [*self._tmux(), "-N", "-C", "attach-session", "-t", f"={session}"])
+
+
+class _Lister:
+    """One long-lived `ssh` to a computer whose remote shell runs `listing` (argv) each time a line comes in
+    and answers its output, then a line of a random token and tmux's exit status: a run looks at its panes
+    there every second without starting an ssh client each time. The line sent is always empty and the
+    command is fixed at the start (quoted with `shlex.join`), so nothing this side reads is ever run there.
+    Only a listing that succeeded is taken (`ask`); anything else (a failure, no answer in time, ssh gone)
+    is None, and the caller lists the one-shot way, which tells what went wrong."""
+
+    def __init__(self, computer: Computer, listing: Sequence[str]) -> None:
+        self.token = secrets.token_hex(16)
+        script = f'while read -r _; do {shlex.join(listing)} 2>/dev/null; echo "{self.token} $?"; done'
+        self._buffer = b""
+        self.process: subprocess.Popen[bytes] | None = None
+        try:
+            self.process = connections(computer).long(
+                lambda connection: subprocess.Popen(
+                    ssh_argv(computer, ["sh", "-c", script], connection),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        except OSError:
+            self.process = None
+        atexit.register(self.close)
+
+    def ask(self, timeout: float) -> list[str] | None:
+        process = self.process
+        if process is None or process.stdin is None or process.stdout is None or process.poll() is not None:
+            return None
+        try:
+            process.stdin.write(b"\n")
+            process.stdin.flush()
+        except OSError:
+            return None
+        fd = process.stdout.fileno()
+        lines: list[str] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\n" in self._buffer:
+                raw, _, self._buffer = self._buffer.partition(b"\n")
+                line = raw.decode(errors="surrogateescape")
+                word, _, status = line.partition(" ")
+                if word == self.token:
+                    return lines if status == "0" else None
+                lines.append(line)
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:  # ssh ended
+                return None
+            self._buffer += chunk
+
+    def close(self) -> None:
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdin, process.stdout) if process is not None else ():
+            if stream is not None:
+                with suppress(OSError):
+                    stream.close()
 
 
 class Fleet(Tmux):
@@ -308,7 +402,10 @@ class Fleet(Tmux):
         """Every pane here and on the computers in use; a computer ssh cannot reach is left out (its panes
         are not gone: `unreachable` names it) and tried again `DOWN_LOOK` seconds after its last try."""
         views = super().views()
-        for name in sorted(self.in_use() & set(self.remotes)):
+        in_use = self.in_use()
+        for name in set(self.remotes) - in_use:
+            self.remotes[name].stop_listing()
+        for name in sorted(in_use & set(self.remotes)):
             remote = self.remotes[name]
             if remote.down_since is not None and time.monotonic() - self._tried.get(name, 0.0) < DOWN_LOOK:
                 continue

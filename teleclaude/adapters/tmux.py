@@ -7,12 +7,14 @@ agent's command line is passed to tmux as separate arguments, which tmux execute
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import logging
 import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
@@ -51,6 +53,8 @@ _VIEW_FORMAT = "\t".join(
         "@teleclaude_cost",
     )
 )
+# Every pane's view, after the server's clock (the panes' activity times are on it): one tmux invocation
+VIEWS_COMMAND = ("display-message", "-p", "%s", ";", "list-panes", "-a", "-F", _VIEW_FORMAT)
 # A worker on another computer cannot reach this machine's database, so its stop hook marks its own pane
 # instead (`mark_own_pane`, when the launcher gave it this variable), and the observer reads the mark with
 # the pane's other facts, over the ssh connection it already uses, then clears it. Its StopFailure hook
@@ -176,9 +180,11 @@ class Tmux:
         return Started(pane_id, int(pid))
 
     def kill_session(self, name: str) -> None:
+        """End the session; its panes' processes that outlive the hang-up are ended in the background
+        (`_STRAGGLERS`): a run ending thirty workers at once does not wait for each in turn."""
         groups = self._pane_groups("-t", f"={name}")
         self.cmd("kill-session", "-t", f"={name}", check=False)
-        self._end_stragglers(groups)
+        _STRAGGLERS.add(groups)
 
     def session_names(self) -> set[str]:
         try:
@@ -226,14 +232,12 @@ class Tmux:
         """Every pane of this server by id; empty when the server is not running. Listed with the server's
         clock, which the panes' activity times are on (in one invocation: no output is read in between)."""
         try:
-            lines = self.cmd("display-message", "-p", "%s", ";", "list-panes", "-a", "-F", _VIEW_FORMAT)
+            lines = self.cmd(*VIEWS_COMMAND)
         except TmuxError as error:
             if _no_server(error):
                 return {}
             raise
-        clock = lines.pop(0) if lines and "\t" not in lines[0] else ""
-        listed_at = int(clock) if clock.isdigit() else 0
-        return {view.pane_id: view for view in (_view(row, listed_at) for row in lines)}
+        return views_of(lines)
 
     def glance(self, pane_id: str) -> tuple[PaneView | None, list[str]]:
         """One pane's view and its screen, in one tmux client (a start's prompt wait looks many times a
@@ -410,11 +414,73 @@ def _view(row: str, listed_at: int) -> PaneView:
     )
 
 
+def views_of(lines: list[str]) -> dict[str, PaneView]:
+    """`VIEWS_COMMAND`'s output as the panes' views."""
+    lines = list(lines)
+    clock = lines.pop(0) if lines and "\t" not in lines[0] else ""
+    listed_at = int(clock) if clock.isdigit() else 0
+    return {view.pane_id: view for view in (_view(row, listed_at) for row in lines)}
+
+
 def _no_server(error: TmuxError) -> bool:
     """No server, or one whose last session just ended (it is exiting: "no current target")."""
     text = str(error)
     signs = ("no server running", "error connecting to", "No such file", "server exited", "no current target")
     return any(sign in text for sign in signs)
+
+
+class _Stragglers:
+    """Process groups of ended panes, each killed once its grace is over unless it ended by then: one thread
+    looks at all of them together (one /proc scan a round), and the process waits for them at its exit."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._due: dict[int, float] = {}  # group -> when it is killed (monotonic)
+        self._thread: threading.Thread | None = None
+        atexit.register(self.finish)
+
+    def add(self, groups: list[int], grace: float = STRAGGLER_GRACE) -> None:
+        if not groups:
+            return
+        with self._lock:
+            for group in groups:
+                self._due.setdefault(group, time.monotonic() + grace)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._watch, name="tmux-stragglers", daemon=True)
+                self._thread.start()
+
+    def _watch(self) -> None:
+        pause = 0.01  # most are gone within a few ms
+        while True:
+            with self._lock:
+                due = dict(self._due)
+                if not due:
+                    self._thread = None
+                    return
+            alive = _live_groups(list(due))
+            now = time.monotonic()
+            with self._lock:
+                for group, deadline in due.items():
+                    if group not in alive:
+                        self._due.pop(group, None)
+                    elif now >= deadline:
+                        with suppress(ProcessLookupError, PermissionError):
+                            os.killpg(group, signal.SIGKILL)
+                        self._due.pop(group, None)
+                if not self._due:
+                    self._thread = None
+                    return
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+
+    def finish(self) -> None:
+        """Wait until every group handed over has ended or been killed."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(STRAGGLER_GRACE + 1.0)
+
+
+_STRAGGLERS = _Stragglers()
 
 
 def _live_groups(candidates: list[int]) -> set[int]:

@@ -351,17 +351,17 @@ class Observer:
             self._clear_mark(session, STOP_FAILURE_OPTION)
         return self.context.store.get(session.id) or session  # not recorded: the mark stays for the next look
 
-    def _with_channel(self, session: Session, view: PaneView) -> PaneView:
+    def _with_channel(self, session: Session, view: PaneView, files: frozenset[str]) -> PaneView:
         """A sandboxed worker's hooks mark its channel folder, not its pane (adapters/sandbox.py): read as
-        the pane's marks are."""
-        if session.computer in self.context.config.remotes:
+        the pane's marks are. `files`: what the folder holds (`sandbox.listing`)."""
+        if session.computer in self.context.config.remotes or not files:
             return view
         folder = sandbox.channel_folder(self.context.store.path, session.id)
-        for use in sandbox.take_tool_uses(folder):
+        for use in sandbox.take_tool_uses(folder) if sandbox.TOOL_USES in files else []:
             at = datetime.fromtimestamp(float(str(use["at"])), UTC)
             cwd = str(use.get("cwd") or "")
             self.context.store.add_tool_use(tool_use(session.id, str(use["tool"]), use.get("input"), at, cwd))
-        marks = sandbox.read_marks(folder)
+        marks = sandbox.read_marks(folder, files)
         if not marks:
             return view
         return replace(
@@ -373,10 +373,14 @@ class Observer:
             cost=marks.get(COST_OPTION) or view.cost,
         )
 
-    def _channel_transcript(self, session: Session) -> Session:
+    def _channel_transcript(self, session: Session, files: frozenset[str]) -> Session:
         """The transcript path a sandboxed worker's prompt hook left in its channel, kept on its session."""
         profile = self.context.config.profiles.get(session.agent)
-        if profile is None or session.computer in self.context.config.remotes:
+        if (
+            profile is None
+            or session.computer in self.context.config.remotes
+            or sandbox.TRANSCRIPT not in files
+        ):
             return session
         folder = sandbox.channel_folder(self.context.store.path, session.id)
         path = sandbox.read_transcript(folder, self.context.env.get("HOME", ""), profile.sandbox)
@@ -486,10 +490,13 @@ class Observer:
                 return Waited(tuple(events), tuple(sessions), False)
             down = tmux.unreachable()  # their wait-for clients could not connect: the sleep is the poll
             self._stop_waiters([s.id for s in sessions if s.state.is_final or s.computer in down])
-            watched = [s.id for s in sessions if not s.state.is_final and s.computer not in down]
+            watching = [s for s in sessions if not s.state.is_final and s.computer not in down]
+            watched = [s.id for s in watching]
             # started even by a wait that ends now (its look outlasted it, on a busy machine): the next one
-            # sleeps on them rather than looking again
-            waiters = [self._waiter(i, tmux) for i in watched] if timeout else []
+            # sleeps on them rather than looking again. On the tmux server of the session's computer (its
+            # pane's exit and its hooks signal there): one on this machine's would never be signalled, and
+            # ended at once when this machine has no server, waking every sleep
+            waiters = [self._waiter(s.id, tmux.on(s.computer)) for s in watching] if timeout else []
             over = all(s.state.is_final for s in sessions)
             if over or time.monotonic() >= deadline:
                 return Waited((), tuple(sessions), bool(ids) and not over)
@@ -574,8 +581,11 @@ class Observer:
             return session  # still being delivered
         if session.state is SessionState.TURN_ENDED or view.dead:
             self._spend_again(session)
-        view = self._with_channel(session, view)
-        session = self._channel_transcript(session)
+        # one listing of the worker's channel rather than a read of each file it may hold (most hold none)
+        remote = session.computer in self.context.config.remotes
+        files = frozenset() if remote else sandbox.listing(context.store.path, session.id)
+        view = self._with_channel(session, view, files)
+        session = self._channel_transcript(session, files)
         session = self._channel_report(session)
         transcript = self._transcript(session)
         self._transcript_usage(session, transcript)
@@ -612,7 +622,8 @@ class Observer:
         watched, ended = observe_idle(scanned, screen, prompt, now, context.config.idle_threshold)
         retry = profile.retry if profile else ""
         activity = activity_of(watched, screen, now, context.config.idle_threshold, retry)
-        watched = replace(watched, activity=activity)
+        if activity is not watched.activity:
+            watched = replace(watched, activity=activity)
         if ended:
             return context.change(watched, Change.TURN_ENDED, "idle at its prompt", expect=session.state)
         return self._supervise(session, watched, screen, now, resumed)

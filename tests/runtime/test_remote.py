@@ -5,11 +5,15 @@ holds a clone of the project, with the stand-in CLI on that side's PATH.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -57,6 +61,38 @@ def test_arguments_reach_the_remote_tmux_exactly_as_given(sshd, tmp_path, tmux_s
         remote.cmd("set-buffer", "-b", "probe", "--", hostile)
         assert remote.cmd("show-buffer", "-b", "probe") == [hostile]
     assert not Path("/tmp/pwned").exists()
+
+
+def test_a_computers_panes_are_listed_look_after_look_through_one_ssh_client(
+    sshd, tmp_path, tmux_socket, monkeypatch
+):
+    started = _count_ssh_clients(tmp_path, monkeypatch)
+    remote = ssh.RemoteTmux(computer(sshd, "/unused", tmp_path), tmux_socket)
+    try:
+        remote.cmd("new-session", "-d", "-s", "probe", "sh", "-c", "sleep 60")
+        first = remote.views()
+        assert len(first) == 1
+        before = started()
+        for _ in range(5):
+            assert remote.views().keys() == first.keys()
+        assert started() == before  # no ssh client started a look
+        remote.cmd("kill-server")
+        assert remote.views() == {}  # no server there, as a single `list-panes` says
+    finally:
+        remote.stop_listing()
+
+
+def _count_ssh_clients(tmp_path: Path, monkeypatch) -> Callable[[], int]:
+    """`ssh` on PATH counts its starts, then runs the real one; how many so far."""
+    folder, log = tmp_path / "counting", tmp_path / "ssh-starts"
+    folder.mkdir()
+    real = shutil.which("ssh")
+    assert real
+    wrapper = folder / "ssh"
+    wrapper.write_text(f'#!/bin/sh\necho >> {shlex.quote(str(log))}\nexec {shlex.quote(real)} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    return lambda: len(log.read_text().splitlines()) if log.exists() else 0
 
 
 def test_a_remote_panes_output_arrives_as_events_through_ssh_and_its_client_ends_there_too(

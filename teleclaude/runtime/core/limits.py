@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from functools import lru_cache
 
 from teleclaude.agents import PROFILES
 from teleclaude.agents.profile import UsageWindow
@@ -30,15 +31,29 @@ def find_limit(
     agent: str, rows: Iterable[str], now: datetime, local: tzinfo, patterns: Iterable[str] | None = None
 ) -> LimitHit | None:
     """The first row matching one of the agent's limit patterns, with its reset time (else now + 1 h)."""
-    compiled = [re.compile(p) for p in (_default_patterns(agent) if patterns is None else patterns)]
-    rows = list(rows)
-    for index, row in enumerate(rows):
-        if any(p.search(row) for p in compiled):
-            context = " ".join(rows[index : index + 3])  # the reset time is often on the next line
-            until = reset_time(context, now, local) or now + DEFAULT_PAUSE
-            # a dialog's row keeps its borders on screen: `│ Usage limit reached for MODEL.   │`
-            return LimitHit(row.strip().strip("│┃|").strip(), until.astimezone(UTC), _reason(row))
-    return None
+    rows = tuple(rows)
+    patterns = tuple(_default_patterns(agent) if patterns is None else patterns)
+    # a quiet pane's look scans only its unfinished row, the same as the last look's: kept; new output is not
+    index = _quiet_limit_row(patterns, rows) if len(rows) <= _QUIET_ROWS else _limit_row(patterns, rows)
+    if index is None:
+        return None
+    row = rows[index]
+    context = " ".join(rows[index : index + 3])  # the reset time is often on the next line
+    until = reset_time(context, now, local) or now + DEFAULT_PAUSE
+    # a dialog's row keeps its borders on screen: `│ Usage limit reached for MODEL.   │`
+    return LimitHit(row.strip().strip("│┃|").strip(), until.astimezone(UTC), _reason(row))
+
+
+_QUIET_ROWS = 4
+
+
+def _limit_row(patterns: tuple[str, ...], rows: tuple[str, ...]) -> int | None:
+    """The index of the first row matching one of `patterns`."""
+    compiled = [re.compile(p) for p in patterns]
+    return next((i for i, row in enumerate(rows) if any(p.search(row) for p in compiled)), None)
+
+
+_quiet_limit_row = lru_cache(maxsize=256)(_limit_row)
 
 
 def _default_patterns(agent: str) -> tuple[str, ...]:

@@ -639,7 +639,8 @@ def observe_idle(
     if digest != session.screen_hash:
         return replace(session, screen_hash=digest, last_change_at=now, prompt_polls=0), False
     polls = session.prompt_polls + 1 if prompt else 0
-    session = replace(session, prompt_polls=polls)
+    if polls != session.prompt_polls:
+        session = replace(session, prompt_polls=polls)
     changed_since_delivery = (
         session.delivered_at is not None
         and session.last_change_at is not None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import lru_cache
 
 from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.planner.core import layout
@@ -72,12 +73,20 @@ def activity_of(
 ) -> Activity:
     """What the pane shows: a retry countdown (`retry`, the profile's pattern), a tool running, output, or
     nothing new for `idle_seconds`."""
-    tail = [row for row in screen if row.strip()][-8:]
-    if retry and any(re.search(retry, row) for row in tail):
+    retrying, tool = _screen_signs(tuple(screen), retry)
+    if retrying:
         return Activity.WAITING_API
     if session.last_change_at and (now - session.last_change_at).total_seconds() >= idle_seconds:
         return Activity.QUIET
-    return Activity.TOOL if any(_TOOL_ROW.search(row) for row in tail) else Activity.WORKING
+    return Activity.TOOL if tool else Activity.WORKING
+
+
+@lru_cache(maxsize=256)  # a busy worker's screen is mostly the one seen at the last look
+def _screen_signs(screen: tuple[str, ...], retry: str) -> tuple[bool, bool]:
+    """(a retry countdown, a tool row) in the screen's last eight rows that are not blank."""
+    tail = [row for row in screen if row.strip()][-8:]
+    retrying = bool(retry) and any(re.search(retry, row) for row in tail)
+    return retrying, any(_TOOL_ROW.search(row) for row in tail)
 
 
 def silent_since(session: Session) -> datetime | None:
