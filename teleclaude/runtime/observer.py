@@ -579,8 +579,6 @@ class Observer:
             return context.change(session, Change.ERRORED, why, error=why)
         if session.state is SessionState.PENDING:
             return session  # still being delivered
-        if session.state is SessionState.TURN_ENDED or view.dead:
-            self._spend_again(session)
         # one listing of the worker's channel rather than a read of each file it may hold (most hold none)
         remote = session.computer in self.context.config.remotes
         files = frozenset() if remote else sandbox.listing(context.store.path, session.id)
@@ -591,6 +589,8 @@ class Observer:
         self._transcript_usage(session, transcript)
         self._marked_usage(session, view)
         self._marked_spend(session, view)
+        if session.state is SessionState.TURN_ENDED or view.dead:  # after its stop hook's reading is kept
+            self._spend_again(session)
         failed = self._turn_error(session, transcript) or self._marked_failure(session, view)
         if failed is not None:  # typed errors come before the words on the screen
             return failed

@@ -20,7 +20,7 @@ from teleclaude.config.checks import Checks
 from teleclaude.config.matrix import Config
 from teleclaude.config.notify import Notice
 from teleclaude.config.parse import ConfigError
-from teleclaude.errors import Error
+from teleclaude.errors import Error, guard
 from teleclaude.planner import api as app
 from teleclaude.planner.checks import describe
 from teleclaude.planner.core import layout
@@ -29,6 +29,7 @@ from teleclaude.planner.core.model import (
     Dispatch,
     Prepared,
     RunYourself,
+    Step,
     UsageWindow,
 )
 from teleclaude.planner.core.render import to_text, usage_text
@@ -71,6 +72,7 @@ from teleclaude.runtime.core.stops import (
     item,
     resume_command,
 )
+from teleclaude.runtime.core.supervision import step_of
 from teleclaude.runtime.launcher import Warm, starter_gone
 from teleclaude.runtime.observer import local_zone
 from teleclaude.runtime.run_report import Countdown, Progress, RunState, StatusLine, cut, live, where
@@ -532,9 +534,26 @@ class Serial:
         if state.digest_of == session.id:  # its digest leaves the status line with it
             state.digest = state.digest_of = ""
         ended = guarded(self.runtime.end_session, session.id)
+        self._clean_up_elsewhere(session)
         ended_session = ended.session if isinstance(ended, Ended) else session
         state.history.append(Handled(ended_session, kind, detail, adopted))
         return rules.failed_again(session, kind, reaction, retries, detail, state.history) or True
+
+    def _clean_up_elsewhere(self, session: Session) -> None:
+        """After a finalize: the delivered item's worktrees and branches on the other computers removed by the
+        run itself (a sandboxed finalizer has no ssh keys and no session store; `teleclaude finalize` outside
+        one has done it already, and the second time finds nothing)."""
+        if (
+            not self.runtime.config.remotes
+            or step_of(session.command) is not Step.FINALIZE
+            or not session.slug
+        ):
+            return
+        from teleclaude.runtime.remote import clean_up_delivered
+
+        cleaned = guard(clean_up_delivered)(session.slug, cwd=self.settings.root)
+        for result in [] if isinstance(cleaned, Error) else cleaned:
+            self.show(f"    {result.text()}")
 
     def _heard(self, event: Event, session: Session) -> None:
         notice = notices.of_event(event, session, str(self.settings.root), in_run=True)

@@ -200,6 +200,13 @@ def record_spend(agent: str, path: str, conversation: str = "", hook: str = "sto
 
             if not mark_pane(SPEND_OPTION, encode_tokens(tokens)):
                 warn("could not mark what the session used on the tmux pane", hook)
+            channel = os.environ.get("TELECLAUDE_CHANNEL")  # a sandboxed worker: its record named, as below
+            if channel and not report.database:
+                from pathlib import Path
+
+                from teleclaude.adapters.sandbox import TRANSCRIPT, write_mark
+
+                write_mark(Path(channel), TRANSCRIPT, path)
             return
         # the record named on the session too (with the CLI's id of the session, for a database): the runtime
         # reads it again after the turn (a CLI can write its last answer after this hook read it) and before
