@@ -10,6 +10,7 @@ import os
 import resource
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 from .conftest import hook
@@ -43,8 +44,15 @@ def test_a_process_of_theirs_that_left_the_group_and_holds_the_output_is_not_wai
     try:
         shown = _status_line(subprocess_env, tmp_path, stray)
         assert (shown.returncode, shown.stdout) == (0, "mine\n")  # theirs, shown as it printed it
+        deadline = time.monotonic() + 60  # a hang's bound: the stray may start after ours has returned
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            assert time.monotonic() < deadline, "the stray never started"
+            time.sleep(0.05)
         assert _alive(int(pid_file.read_text()))  # returned with the stray still holding the pipe
     finally:
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() and time.monotonic() < deadline:  # never leave it running
+            time.sleep(0.05)
         if pid_file.exists():
             os.kill(int(pid_file.read_text()), signal.SIGKILL)
 
