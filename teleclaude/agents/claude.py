@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 
 from teleclaude.agents.jsonin import loads
 from teleclaude.agents.profile import (
+    UUID,
     AgentProfile,
     Blocker,
     Hooks,
@@ -18,6 +18,7 @@ from teleclaude.agents.profile import (
     UsageReport,
     UsageSource,
     UsageWindow,
+    resume_option_argv,
 )
 from teleclaude.agents.statusline import rate_limits
 from teleclaude.agents.tokens import Price, TokenReport, Tokens, count, json_lines, summed
@@ -70,17 +71,13 @@ def transcript_tokens(text: str) -> Tokens | None:
     return summed(messages.values(), model[:100])
 
 
-def resume_argv(binary: str, flags: Sequence[str], conversation: str) -> list[str]:
-    return [binary, *flags, "--resume", conversation]
-
-
 # its conversation id is the `session_id` of its hooks' input (a UUID), its transcript
 # ~/.claude/projects/<cwd, / and . as ->/<id>.jsonl (`transcript_path`); `--resume ID` goes on in that file
 # (not a copy: that is --fork-session). An id it does not know: "No conversation found with session ID: …"
 # and it exits
 RESUME = Resume(
-    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
-    resume_argv,
+    UUID,
+    resume_option_argv,
     (r"No conversation found", r"(?i)already in use", r"Resume Session"),
 )
 

@@ -3,10 +3,9 @@ with the same profile when no `gemini` is on PATH."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from teleclaude.agents.formats import basic_string, multiline_string, split_front_matter
 from teleclaude.agents.profile import (
+    UUID,
     AgentProfile,
     Blocker,
     Capability,
@@ -16,6 +15,7 @@ from teleclaude.agents.profile import (
     Resume,
     SandboxNeeds,
     UsageReport,
+    resume_option_argv,
 )
 from teleclaude.agents.tokens import Price, TokenReport, Tokens, count, json_lines, summed
 
@@ -55,17 +55,13 @@ def session_tokens(text: str) -> Tokens | None:
     return summed(messages.values(), model)
 
 
-def resume_argv(binary: str, flags: Sequence[str], conversation: str) -> list[str]:
-    return [binary, *flags, "--resume", conversation]
-
-
 # its conversation id is the `session_id` of its hooks' input (a UUID), its record the chat file
 # ~/.gemini/tmp/<project>/chats/session-<time>-<first 8 of the id>.jsonl (`transcript_path`), which
 # `--resume ID` goes on writing. An id it has no chat of in the worker's project: "Error resuming session:
 # Invalid session identifier …" and it exits; `--resume` alone or a number would pick another chat
 RESUME = Resume(
-    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
-    resume_argv,
+    UUID,
+    resume_option_argv,
     (r"(?i)error resuming session", r"(?i)invalid session identifier", r"(?i)no previous sessions found"),
 )
 

@@ -136,6 +136,16 @@ class Resume:
     database: str = ""
 
 
+UUID = (
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # a conversation id of claude's, gemini's
+)
+
+
+def resume_option_argv(binary: str, flags: Sequence[str], conversation: str) -> list[str]:
+    """`BINARY FLAGS… --resume ID`, as claude and gemini take a conversation up again."""
+    return [binary, *flags, "--resume", conversation]
+
+
 @dataclass(frozen=True)
 class TurnError:
     """The API error that ended the CLI's last turn, typed, as its own record of the session says."""

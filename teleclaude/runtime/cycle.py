@@ -46,12 +46,10 @@ class Cycle:
         store = self.context.store
         key = self.context.env.get(SESSION_KEY, "") if key is None else key
         session_id = session_id or self.context.env.get("TELECLAUDE_SESSION_ID", "")
-        text = " ".join(text.split())[:500]
-        if not text:
-            return bad_argument("text must say something: what you did, what you are doing next")
-        argv = _command_line(wait_cmd) if wait_cmd and wait_cmd.strip() else None
-        if isinstance(argv, Error):
-            return argv
+        checked = _checked_report(text, wait_cmd)
+        if isinstance(checked, Error):
+            return checked
+        text, argv = checked
         for _ in range(5):  # compare-and-set against observers saving meanwhile
             session = store.get(session_id)
             if session is None:
@@ -280,6 +278,15 @@ def _command_line(text: str) -> list[str] | Error:
     return argv if refused is None else refused
 
 
+def _checked_report(text: str, wait_cmd: str | None) -> tuple[str, list[str] | None] | Error:
+    """A report's text on one line (at most 500 characters) and its wait_cmd's argv (None without one)."""
+    text = " ".join(text.split())[:500]
+    if not text:
+        return bad_argument("text must say something: what you did, what you are doing next")
+    argv = _command_line(wait_cmd) if wait_cmd and wait_cmd.strip() else None
+    return argv if isinstance(argv, Error) else (text, argv)
+
+
 def report_to_channel(
     channel: str, session_id: str, own: str, text: str, wait_cmd: str | None
 ) -> str | Error:
@@ -288,12 +295,10 @@ def report_to_channel(
     which records it and starts the post-report cycle at its next look."""
     if session_id and session_id != own:
         return bad_argument(f"session {session_id} is not yours: a worker reports its own session, {own}")
-    text = " ".join(text.split())[:500]
-    if not text:
-        return bad_argument("text must say something: what you did, what you are doing next")
-    argv = _command_line(wait_cmd) if wait_cmd and wait_cmd.strip() else None
-    if isinstance(argv, Error):
-        return argv
+    checked = _checked_report(text, wait_cmd)
+    if isinstance(checked, Error):
+        return checked
+    text, argv = checked
     from teleclaude.adapters.sandbox import write_report
 
     try:
