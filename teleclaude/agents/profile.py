@@ -277,7 +277,8 @@ class AgentProfile:
     # `/name x` typed before as a plain prompt for the model)
     command_listed: str = ""
     # once it is listed, erase the typed name and type the whole line (a CLI whose list takes the space
-    # after a listed name, and drops the line)
+    # after a listed name, and drops the line); the list waited for up to `startup_timeout`, the name typed
+    # again each `command_wait` or once its keys were lost
     command_retype: bool = False
     # after Enter, wait until the CLI shows the command's text (it expanded it) or the line itself as a
     # message (it sent it to the model as typed, on a loaded machine), and type it again after an interrupt

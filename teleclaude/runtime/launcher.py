@@ -442,8 +442,9 @@ class Launcher:
 
     def _type_command(self, session: Session, profile: AgentProfile, text: str) -> None:
         """Type the command line; with the profile's `command_listed`, the command's name first and the rest
-        once the CLI lists the command (it knows it), or after `command_wait`: an unknown command then gets
-        the CLI's own answer, as without the rule."""
+        once the CLI lists the command (it knows it), or after `command_wait` (with `command_retype`, after
+        `startup_timeout`: `_until_listed`): an unknown command then gets the CLI's own answer, as without
+        the rule."""
         tmux, pane = self.context.tmux, session.pane_id
         name = profile.command_name(session.command)
         head = f"{profile.command_sign}{name}"
@@ -452,23 +453,57 @@ class Launcher:
             return
         tmux.send_text(pane, head)
         listed = partial(command_listed, listed_pattern=profile.command_listed, name=name)
-        self.panes.until_screen(session, listed, self.context.config.command_wait, pause=0.05)
+        emptied = partial(waiting_for_input, prompt_pattern=profile.prompt, busy_pattern=profile.busy)
+
+        def empty(rows: list[str]) -> bool:
+            """The input empty again: a bare border row matches opencode's prompt while `/` is still typed."""
+            return emptied(rows) and not listed(rows) and not shows_part_of(rows, head)
+
         if profile.command_retype:  # the name erased, and once the list is gone the line typed whole
+            self._until_listed(session, head, listed, empty)
             for _ in head:
                 tmux.send_key(pane, "BSpace")
-            emptied = partial(waiting_for_input, prompt_pattern=profile.prompt, busy_pattern=profile.busy)
-            # the input empty again: a bare border row matches opencode's prompt while `/` is still typed
-            self.panes.until_screen(
-                session,
-                lambda rows: emptied(rows) and not listed(rows) and not shows_part_of(rows, head),
-                self.context.config.command_wait,
-            )
+            self.panes.until_screen(session, empty, self.context.config.command_wait)
             tmux.send_text(pane, text)
-        elif text[len(head) :]:
+            return
+        self.panes.until_screen(session, listed, self.context.config.command_wait, pause=0.05)
+        if text[len(head) :]:
             tmux.send_text(pane, text[len(head) :])
             # the arguments typed: Enter while the CLI still lists the command (gemini under load, its list
             # behind its input) takes the listed name in place of the last word, and sends nothing
             self.panes.until_screen(session, lambda rows: not listed(rows), self.context.config.command_wait)
+
+    def _until_listed(
+        self,
+        session: Session,
+        head: str,
+        listed: Callable[[list[str]], bool],
+        empty: Callable[[list[str]], bool],
+    ) -> None:
+        """Until the CLI lists the typed command name `head`, for up to `startup_timeout` (a loaded opencode
+        loads its commands long after its prompt shows, and takes a line typed before as plain text). Its
+        list follows its commands as they load; keys typed before it is ready are lost: once the typed name
+        is gone from the input, or `command_wait` passed without the list, the name is erased and typed
+        again. Never listed: the line is typed all the same (an unknown command gets the CLI's answer)."""
+        config, tmux, pane = self.context.config, self.context.tmux, session.pane_id
+        deadline = time.monotonic() + config.startup_timeout
+        while True:
+            seen = [False]
+
+            def listed_or_lost(rows: list[str], seen: list[bool] = seen) -> bool:
+                typed = shown_as_message(rows, head) > 0
+                seen[0] = seen[0] or typed
+                return listed(rows) or (seen[0] and not typed)
+
+            left = deadline - time.monotonic()
+            self.panes.until_screen(session, listed_or_lost, min(config.command_wait, left), pause=0.05)
+            if listed(self._screen(session)) or time.monotonic() >= deadline:
+                return
+            log.info("session %s: %s lists no %s yet; typing it again", session.id, session.agent, head)
+            for _ in head:
+                tmux.send_key(pane, "BSpace")
+            self.panes.until_screen(session, empty, min(config.command_wait, deadline - time.monotonic()))
+            tmux.send_text(pane, head)
 
     def _expanded(self, session: Session, text: str, expansion: Sequence[str], shown: int) -> bool:
         """After Enter on the command line: whether the CLI took it as its command (a line of the command's

@@ -57,10 +57,11 @@ def test_project_scope_alone_gives_opencode_its_commands_mcp_server_and_plugin(
 def test_its_role_command_is_taken_as_its_command_with_both_cores_busy(
     opencode_runtime, project, model_server, busy_cores
 ):
-    """On a loaded machine opencode took a listed `/next-build greeting`, typed whole, as a message to the
-    model now and then (two starts of four here): the launcher waits for the command's text on its screen,
-    and interrupts and types again a line sent as typed. Three workers started one after another: each
-    model's conversation begins with the command expanded, and each turn ends by the plugin's stop."""
+    """On a loaded machine opencode took `/next-build greeting` as a message to the model now and then
+    (still loading its commands long after its prompt showed): the launcher types the line only once opencode
+    lists the command, and interrupts and types again a line sent as typed. Three workers started one after
+    another: no plain-text line ever reaches the model, each model's conversation begins with the command
+    expanded, and each turn ends by the plugin's stop."""
     model_server.then = lambda body: Text("DONE: next-build greeting - nothing to build")
     for _ in range(3):
         earlier = [id(request) for request in model_server.requests]
@@ -74,3 +75,7 @@ def test_its_role_command_is_taken_as_its_command_with_both_cores_busy(
         assert (EventKind.TURN_ENDED, "stop hook") in [(e.kind, e.detail) for e in events]
         ended = opencode_runtime.end_session(started.session.id)
         assert not isinstance(ended, Error), ended
+    plain = [
+        r for r in model_server.requests if r.turn and r.last_user_text().strip() == "/next-build greeting"
+    ]
+    assert not plain, "opencode was sent its command as plain text"
