@@ -176,7 +176,7 @@ def _files(folder: Path) -> list[Path]:
 def _installs(binary: str, path: str) -> list[Path]:
     """What a CLI and teleclaude need to run: the CLI's folder (and its real one, behind a link), the
     folders on PATH, and teleclaude's interpreter and package."""
-    found = [Path(binary).parent, Path(binary).resolve().parent]
+    found = [Path(binary).parent, Path(binary).resolve().parent, *_package_root(Path(binary).resolve())]
     folders = [Path(folder) for folder in path.split(os.pathsep) if folder and Path(folder).is_absolute()]
     found += folders
     # a version manager's shims (pyenv, rbenv, asdf) run it from the folder they are in
@@ -184,6 +184,17 @@ def _installs(binary: str, path: str) -> list[Path]:
     found += [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent]
     found.append(Path(__file__).resolve().parents[2])  # the folder teleclaude's package is in
     return [p for p in dict.fromkeys(found) if p.is_dir()]
+
+
+def _package_root(program: Path) -> list[Path]:
+    """The npm package a CLI's program is in (the first folder above it with a package.json): what it loads
+    at run time lives there too (codex's native binary, gemini's bundle, opencode's platform build)."""
+    for folder in program.parents:
+        if (folder / "package.json").is_file():
+            return [folder]
+        if folder.name == "node_modules":
+            break
+    return []
 
 
 def _under(path: Path, folders: tuple[str, ...]) -> bool:
