@@ -188,7 +188,7 @@ def _installs(binary: str, path: str) -> list[Path]:
 
 def _package_root(program: Path) -> list[Path]:
     """The npm package a CLI's program is in (the first folder above it with a package.json): what it loads
-    at run time lives there too (codex's native binary, gemini's bundle, opencode's platform build)."""
+    at run time lives there too (a native build, a bundle, a platform-specific package)."""
     for folder in program.parents:
         if (folder / "package.json").is_file():
             return [folder]

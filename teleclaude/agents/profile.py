@@ -136,13 +136,11 @@ class Resume:
     database: str = ""
 
 
-UUID = (
-    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # a conversation id of claude's, gemini's
-)
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # a UUID conversation id
 
 
 def resume_option_argv(binary: str, flags: Sequence[str], conversation: str) -> list[str]:
-    """`BINARY FLAGS… --resume ID`, as claude and gemini take a conversation up again."""
+    """`BINARY FLAGS… --resume ID`, as CLIs whose ids are UUIDs take a conversation up again."""
     return [binary, *flags, "--resume", conversation]
 
 
