@@ -82,12 +82,7 @@ def add_plainly(
             conn.execute(PRUNE_TOOL_USES, (row[0], row[0], keep))
         return True
     except sqlite3.Error as error:
-        if getattr(error, "sqlite_errorcode", 0) & 0xFF in _LOCKED_CODES:
-            from pathlib import Path
-
-            from teleclaude.adapters.store import store_error
-
-            raise store_error(Path(path), error) from error
+        _raise_if_locked(path, error)
         return None
     finally:
         conn.close()
@@ -159,15 +154,21 @@ def keep_cost(path: str, busy_ms: int, session_id: str, owns: Callable[[str], bo
             conn.execute(SET_COST, (usd, last[0]))
         return True
     except sqlite3.Error as error:
-        if getattr(error, "sqlite_errorcode", 0) & 0xFF in _LOCKED_CODES:
-            from pathlib import Path
-
-            from teleclaude.adapters.store import store_error
-
-            raise store_error(Path(path), error) from error
+        _raise_if_locked(path, error)
         return False
     finally:
         conn.close()
+
+
+def _raise_if_locked(path: str, error: sqlite3.Error) -> None:
+    """A database another writer held past the busy timeout is the store's error (the caller retries);
+    any other fault is the caller's to answer quietly."""
+    if getattr(error, "sqlite_errorcode", 0) & 0xFF in _LOCKED_CODES:
+        from pathlib import Path
+
+        from teleclaude.adapters.store import store_error
+
+        raise store_error(Path(path), error) from error
 
 
 def _connect(path: str, busy_ms: int) -> sqlite3.Connection | None:
