@@ -25,6 +25,7 @@ from teleclaude.demo.agent_homes import claude_environment, prepare_claude_login
 from teleclaude.demo.model_server import ModelServer
 from teleclaude.demo.scenario import commit_all, git, make_repository
 from teleclaude.errors import Error
+from teleclaude.planner.core.terminal import printable
 from teleclaude.runtime.api import Runtime, open_runtime
 from teleclaude.runtime.core.sessions import Started, StartRequest
 from teleclaude.setup.install import Scope, install
@@ -93,6 +94,22 @@ def tmux_socket() -> Iterator[str]:
     stop(watcher)
     socket_file = Path(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", name)
     socket_file.unlink(missing_ok=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's report carries what every pane of its tmux server showed then (its history too),
+    printable: a flake seen once in CI can be read afterwards, not only guessed at."""
+    outcome = yield
+    report = outcome.get_result()
+    socket = item.funcargs.get("tmux_socket") if hasattr(item, "funcargs") else None
+    if report.when != "call" or not report.failed or not socket:
+        return
+    tmux = Tmux(socket)
+    for pane_id, view in tmux.views().items():
+        rows = tmux.capture(pane_id, -min(view.history_size, 200), view.height - 1)
+        text = "\n".join(printable(row).rstrip() for row in rows).strip("\n")
+        report.sections.append((f"pane {pane_id} at the failure (dead={view.dead})", text))
 
 
 @pytest.fixture
