@@ -58,11 +58,16 @@ def session_tokens(text: str) -> Tokens | None:
 # its conversation id is the `session_id` of its hooks' input (a UUID), its record the chat file
 # ~/.gemini/tmp/<project>/chats/session-<time>-<first 8 of the id>.jsonl (`transcript_path`), which
 # `--resume ID` goes on writing. An id it has no chat of in the worker's project: "Error resuming session:
-# Invalid session identifier …" and it exits; `--resume` alone or a number would pick another chat
+# Invalid session identifier …" and it exits; `--resume` alone or a number would pick another chat. It shows
+# its prompt before it loads the chat (once its client is ready: "Resuming session...", its input hidden,
+# the screen cleared and the conversation painted again); an Enter meanwhile is lost or its line queued
+# and then dropped. The replay's user rows (` > /next-build greeting`, ` > [Function Response: …]`) say
+# it is done; its input's placeholder has three spaces after its sign
 RESUME = Resume(
     UUID,
     resume_option_argv,
     (r"(?i)error resuming session", r"(?i)invalid session identifier", r"(?i)no previous sessions found"),
+    replayed=r"^ ?> \S",
 )
 
 PROFILE = AgentProfile(

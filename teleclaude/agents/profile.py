@@ -134,6 +134,10 @@ class Resume:
     # where the CLI keeps its conversations when not a file each (the session's `transcript`, which must
     # still be there): a SQLite file under the home folder whose `session` table has a row per conversation
     database: str = ""
+    # a row the CLI's screen shows once it has painted the conversation again, for a CLI that shows its
+    # prompt before it loads the conversation and drops or queues a line typed meanwhile: the resumed
+    # worker's line waits for it ("" for a CLI whose prompt comes after its replay)
+    replayed: str = ""
 
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # a UUID conversation id

@@ -15,6 +15,7 @@ from teleclaude.runtime.core.continuation import (
     left_step,
     not_replayed,
     past_replay,
+    replay_shown,
     resume_line,
     step_began,
 )
@@ -188,3 +189,31 @@ def test_the_note_is_bounded_whatever_the_facts():
 
 def test_a_note_with_nothing_done_says_so():
     assert "nothing committed or ticked" in note(Facts("codex", "abcd1234", "its CLI exited"))
+
+
+GEMINI_BEFORE_ITS_REPLAY = [
+    "⚠  Warning: True color (24-bit) support not detected.",
+    "                                                      ? for shortcuts",
+    "─" * 60,
+    " YOLO Ctrl+Y                                          1 MCP server",
+    " *   Type your message or @path/to/file",
+    " workspace (/directory)                 branch        sandbox        /model",
+]
+GEMINI_REPLAYED = [
+    " ▝▜▄     Gemini CLI v0.61.0",
+    "Tips for getting started:",
+    " > /next-build greeting",
+    "╭" + "─" * 58 + "╮",
+    "│ ✓  Shell printf 'first\\n' > todos/greeting/notes.md" + " " * 5 + "│",
+    "╰" + "─" * 58 + "╯",
+    " > [Function Response: run_shell_command]",
+    *GEMINI_BEFORE_ITS_REPLAY,
+]
+
+
+def test_a_resumed_gemini_is_typed_into_only_once_it_painted_its_conversation_again():
+    """gemini shows its prompt before it loads the chat it resumes, and loses a line typed meanwhile."""
+    replayed = PROFILES["gemini"].resume.replayed
+    assert not replay_shown(GEMINI_BEFORE_ITS_REPLAY, replayed)
+    assert replay_shown(GEMINI_REPLAYED, replayed)
+    assert replay_shown(GEMINI_BEFORE_ITS_REPLAY, CLAUDE.resume.replayed)  # its prompt comes after it

@@ -159,6 +159,13 @@ def past_replay(view: PaneView, screen: Sequence[str], prompt: str) -> tuple[Cur
     return Cursor(view.pane_id, view.pane_pid, view.history_size + row, 0), seen_of(screen[:row])
 
 
+def replay_shown(screen: Sequence[str], replayed: str) -> bool:
+    """Whether a resumed worker's screen shows a row of the conversation its CLI painted again (its driver's
+    `Resume.replayed`): until then a CLI that shows its prompt before it loads the conversation would lose
+    the line typed into it. Always, for a CLI without the pattern (its prompt comes after its replay)."""
+    return not replayed or any(re.search(replayed, row) for row in screen)
+
+
 def not_replayed(rows: Sequence[str], replayed: Sequence[str]) -> list[str]:
     """The rows read from a resumed worker's normal screen that are not a row of the conversation its CLI
     replayed before its line was typed (`past_replay`), however often it paints them again. A new row that
