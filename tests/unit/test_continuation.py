@@ -213,7 +213,9 @@ GEMINI_REPLAYED = [
 
 def test_a_resumed_gemini_is_typed_into_only_once_it_painted_its_conversation_again():
     """gemini shows its prompt before it loads the chat it resumes, and loses a line typed meanwhile."""
-    replayed = PROFILES["gemini"].resume.replayed
+    gemini, claude = PROFILES["gemini"].resume, CLAUDE.resume
+    assert gemini is not None and claude is not None
+    replayed = gemini.replayed
     assert not replay_shown(GEMINI_BEFORE_ITS_REPLAY, replayed)
     assert replay_shown(GEMINI_REPLAYED, replayed)
-    assert replay_shown(GEMINI_BEFORE_ITS_REPLAY, CLAUDE.resume.replayed)  # its prompt comes after it
+    assert replay_shown(GEMINI_BEFORE_ITS_REPLAY, claude.replayed)  # its prompt comes after it
