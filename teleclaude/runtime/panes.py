@@ -11,16 +11,8 @@ from teleclaude.adapters.tmux import Tmux, TmuxError
 from teleclaude.errors import ErrorCode, Failure, call
 from teleclaude.runtime.context import Context, refused_text
 from teleclaude.runtime.core.blockers import blocked_text, find_blocker
-from teleclaude.runtime.core.sessions import (
-    Chunk,
-    Cursor,
-    PaneView,
-    Session,
-    StaleView,
-    read_since,
-    shows_typed,
-    typed_at,
-)
+from teleclaude.runtime.core.screens import shows_typed, typed_at
+from teleclaude.runtime.core.sessions import Chunk, Cursor, PaneView, Session, StaleView, read_since
 
 log = logging.getLogger("teleclaude.runtime")
 # seconds for a typed line to show before Enter is pressed all the same (a CLI may show a long line otherwise,

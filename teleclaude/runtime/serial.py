@@ -73,9 +73,10 @@ from teleclaude.runtime.core.stops import (
     resume_command,
 )
 from teleclaude.runtime.core.supervision import step_of
-from teleclaude.runtime.launcher import Warm, starter_gone
+from teleclaude.runtime.launcher import Warm
 from teleclaude.runtime.observer import local_zone
 from teleclaude.runtime.run_report import Countdown, Progress, RunState, StatusLine, cut, live, where
+from teleclaude.runtime.worker_setup import starter_gone
 
 STARTING = Stop(Outcome.SELF, "the worker is being started")  # a sentinel of `_launch`: under way
 Warming = tuple[Dispatch, Future["Warm | Error"]]  # a worker being started ahead for this step

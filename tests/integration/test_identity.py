@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 from teleclaude.adapters import git as gitx
-from teleclaude.runtime.launcher import identity_config
+from teleclaude.runtime.worker_setup import identity_config
 
 
 def test_the_identity_is_the_repositorys_own_over_the_homes(tmp_path: Path):

@@ -21,7 +21,8 @@ from teleclaude.demo.model_server import Step, Text, body_text, mcp, shell
 from teleclaude.demo.scenario import commit_all
 from teleclaude.runtime import supervisor as supervisors
 from teleclaude.runtime.api import open_runtime
-from teleclaude.runtime.core.sessions import EventKind, SessionState, shows_typed
+from teleclaude.runtime.core.screens import shows_typed
+from teleclaude.runtime.core.sessions import EventKind, SessionState
 from teleclaude.runtime.core.supervision import MARK
 
 from .conftest import trusted

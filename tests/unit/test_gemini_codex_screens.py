@@ -13,7 +13,7 @@ from teleclaude.agents import PROFILES
 from teleclaude.agents.codex import failure_kind, last_turn_error
 from teleclaude.runtime.core.blockers import find_blocker, refused_command, unexpanded_command
 from teleclaude.runtime.core.limits import find_limit
-from teleclaude.runtime.core.sessions import (
+from teleclaude.runtime.core.screens import (
     command_listed,
     command_taken,
     prompt_visible,

@@ -8,6 +8,7 @@ from functools import partial
 
 import pytest
 
+from teleclaude.runtime.core.screens import observe_idle, prompt_visible
 from teleclaude.runtime.core.sessions import (
     RECORDED,
     TRANSITIONS,
@@ -19,8 +20,6 @@ from teleclaude.runtime.core.sessions import (
     PaneView,
     Session,
     SessionState,
-    observe_idle,
-    prompt_visible,
     read_since,
     seen_of,
     transition,
@@ -365,7 +364,7 @@ CLAUDE_BUSY = [
 
 def test_claudes_busy_footer_keeps_a_screen_with_its_prompt_from_counting_as_idle():
     from teleclaude.agents import PROFILES
-    from teleclaude.runtime.core.sessions import waiting_for_input
+    from teleclaude.runtime.core.screens import waiting_for_input
 
     claude = PROFILES["claude"]
     assert waiting_for_input(CLAUDE_IDLE, claude.prompt, claude.busy)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from teleclaude.agents.profile import AgentProfile
 from teleclaude.runtime.core.blockers import find_blocker
-from teleclaude.runtime.core.sessions import waiting_for_input
+from teleclaude.runtime.core.screens import waiting_for_input
 
 _PANE = re.compile(r"%\d+")
 _SESSION = re.compile(r"[0-9a-f]{8}")

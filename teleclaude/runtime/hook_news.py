@@ -1,0 +1,362 @@
+"""The news of a worker's hooks, as the observer records it: a turn's end, a StopFailure (and every limit,
+recorded one way), a transcript named, usage and spend kept; told by a local hook directly, by a remote one's
+pane marks, by a sandboxed one's channel folder. `HookNews` is the part of `Observer` that does it."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime, tzinfo
+from pathlib import Path
+
+from teleclaude.adapters import sandbox
+from teleclaude.adapters.fs import read_tail
+from teleclaude.adapters.store import StoreError, marking_unavailable
+from teleclaude.adapters.tmux import (
+    COST_OPTION,
+    SPEND_OPTION,
+    STOP_FAILURE_OPTION,
+    TURN_END_OPTION,
+    USAGE_OPTION,
+    TmuxError,
+)
+from teleclaude.agents.profile import UsageSource, UsageWindow
+from teleclaude.runtime.context import Context
+from teleclaude.runtime.core.blockers import unexpanded_command
+from teleclaude.runtime.core.limits import LimitHit, decode_usage, failure_limit, parse_failure
+from teleclaude.runtime.core.marks import unseal
+from teleclaude.runtime.core.sessions import Change, PaneView, Session, SessionState, transition
+from teleclaude.runtime.core.supervision import progressed
+from teleclaude.runtime.core.tool_uses import tool_use
+from teleclaude.runtime.worker_setup import exit_channel
+
+log = logging.getLogger("teleclaude.runtime")
+
+WORKING = (SessionState.RUNNING, SessionState.STALLED, SessionState.NEEDS_ATTENTION)
+TRANSCRIPT_TAIL = 64 * 1024  # bytes of a session's transcript read for its last turn's end
+FATAL_FAILURES = ("billing_error", "authentication_failed")  # no retry helps: a person must act
+
+
+class HookNews:
+    """What a worker's hooks tell, recorded; the observer's own attributes it works with are set by
+    `Observer.__init__`."""
+
+    context: Context
+    # (agent, window) -> when the usage last kept was seen; session id -> its CLI's record when read again
+    _usage_seen: dict[tuple[str, str], datetime]
+    _spend_read: dict[str, tuple[str, int, int]]
+    report: Callable[[str, str, str | None, str], object] | None
+
+    def record_turn_end(self, session_id: str, source: str = "stop hook", prompt: str = "") -> bool:
+        """An agent's Stop hook said its turn is over (called from `teleclaude hook stop`). True once the
+        stored row shows it (or there is nothing to record); False when another writer saved first.
+
+        `prompt` (from a stop hook whose input says, `Hooks.stop_prompt`): what the model was sent. When it
+        is the session's command line as typed, the CLI did not know the command: the session errs, the step
+        never ran."""
+        session = self.context.store.get(session_id)
+        if session is None or session.state.is_final:
+            return True
+        if session.state not in WORKING:
+            # the turn of a line typed in may be over before the launcher saw the line taken (a loaded
+            # machine): it ends the turn by this time, once it makes the session work; else a late stop
+            stopped = replace(session, stopped_at=self.context.clock())
+            return self.context.store.save(stopped, expect=session.state) is not None
+        profile = self.context.config.profiles.get(session.agent)
+        typed = profile.slash_command(session.command, session.args) if profile else ""
+        if prompt and unexpanded_command(prompt, typed):
+            why = (
+                f"{session.agent} does not know the command: it sent `{typed}` to the model as a plain "
+                f"prompt. Run `teleclaude install --{session.agent}` so that the role commands exist."
+            )
+            saved = self.context.change(session, Change.ERRORED, why, expect=session.state, error=why)
+        else:
+            saved = self._turn_ended(session, source, session.state)
+        if saved.state in WORKING:
+            return False
+        self._wake(session)
+        return True
+
+    def _hook_ended(self, session: Session, now: datetime, expect: SessionState) -> Session | None:
+        """A stop hook's news, told by a pane mark, saved as `record_turn_end` saves a local hook's: a working
+        session's turn ends; on one not working (a line typed in, the launcher not yet sure it was taken)
+        `stopped_at` is kept for the launcher. None when another writer saved first."""
+        if session.state in WORKING:
+            ended = self._turn_ended(session, "stop hook", expect)
+            return None if ended.state in WORKING else ended
+        return self.context.store.save(replace(session, stopped_at=now), expect=expect)
+
+    def _wake(self, session: Session) -> None:
+        """A hook's news is saved: whoever waits on the session (`wait`, in another process) looks at once,
+        not at its next poll: through the channel they listen on, which its pane's exit also signals."""
+        try:
+            self.context.tmux.signal(exit_channel(session.id))
+        except TmuxError as error:
+            log.info("session %s: could not wake its waiters (%s)", session.id, error)
+
+    def _turn_ended(self, session: Session, source: str, expect: SessionState) -> Session:
+        """A stop hook said the turn is over: a stalled or neglected worker runs again, then ends its turn."""
+        working, _ = progressed(session, self.context.clock())  # the turn's end is what is stored
+        return self.context.change(working, Change.TURN_ENDED, source, expect=expect)
+
+    def record_transcript(self, session_id: str, path: str, conversation: str = "") -> bool:
+        """The CLI's prompt hook named the session's transcript (`teleclaude hook prompt`; its stop hook, with
+        the CLI's own id of the session, `conversation`, when that names what it used in a database). True
+        once the stored row shows it (or nothing is to record); False when another writer saved first."""
+        session = self.context.store.get(session_id)
+        conversation = conversation or (session.conversation if session else "")
+        if session is None or (session.transcript, session.conversation) == (path, conversation):
+            return True
+        named = replace(session, transcript=path, conversation=conversation)
+        return self.context.store.save(named, expect=session.state) is not None
+
+    def _transcript(self, session: Session) -> list[str]:
+        """The tail of a working local session's transcript (the file its prompt hook named), when its driver
+        reads one (for the error that ended its turn, or its usage); [] otherwise."""
+        local = not self.context.config.elsewhere(session.computer)
+        profile = self.context.config.profiles.get(session.agent)
+        reads = profile is not None and (profile.turn_error or profile.usage.source is UsageSource.TRANSCRIPT)
+        if not (reads and session.transcript and local and session.state in WORKING):
+            return []
+        return read_tail(Path(session.transcript), TRANSCRIPT_TAIL)
+
+    def _transcript_usage(self, session: Session, lines: list[str]) -> None:
+        """The usage of its agent's windows the transcript reports (the driver's `usage`), kept with the
+        availability table when newer than what this observer kept last."""
+        profile = self.context.config.profiles.get(session.agent)
+        reader = profile.usage.read if profile and profile.usage.source is UsageSource.TRANSCRIPT else None
+        if lines and reader is not None:
+            self._keep_usage(reader("\n".join(lines), self.context.clock()))
+
+    def _spend_again(self, session: Session) -> None:
+        """What its CLI's record says now, after the turn's end (its last answer may have been written
+        after its stop hook read the record: spend.read_again), when it changed since this observer last
+        read it."""
+        try:
+            found = os.stat(session.transcript) if session.transcript else None
+        except OSError:
+            return
+        seen = (session.transcript, found.st_size, found.st_mtime_ns) if found else None
+        if seen is None or self._spend_read.get(session.id) == seen:
+            return
+        self._spend_read[session.id] = seen
+        from teleclaude.runtime import spend  # (the stop hook's runtime goes without it)
+
+        spend.read_again(self.context, session)
+
+    def _marked_usage(self, session: Session, view: PaneView) -> None:
+        """The usage hook of a worker on another computer marked its pane with its agent's usage: kept here as
+        a local hook keeps it, then the mark is taken away."""
+        sealed = self._sealed(session, USAGE_OPTION, view.usage)
+        if sealed is None:
+            return
+        self._keep_usage(decode_usage(session.agent, sealed))
+        self._clear_mark(session, USAGE_OPTION)
+
+    def _marked_spend(self, session: Session, view: PaneView) -> None:
+        """The stop hook of a worker on another computer marked its pane with what its session used so far
+        (before its turn's end), its status line with what its CLI says it cost: kept here as a local hook
+        keeps them, then the marks are taken away."""
+        from teleclaude.runtime.core.spend import decode_cost, decode_tokens
+
+        sealed = self._sealed(session, SPEND_OPTION, view.spend)
+        try:
+            if sealed is not None:
+                self.context.store.add_spend(session.id, self.context.clock(), decode_tokens(sealed))
+                self._clear_mark(session, SPEND_OPTION)
+            # its status line's cost, on the reading just kept (none yet: the mark waits for one)
+            sealed = self._sealed(session, COST_OPTION, view.cost)
+            usd = decode_cost(sealed) if sealed is not None else None
+            if usd is not None and self.context.store.spend_readings([session.id]):
+                self.context.store.set_cost(session.id, usd)
+                self._clear_mark(session, COST_OPTION)
+            elif sealed is not None and usd is None:
+                self._clear_mark(session, COST_OPTION)  # not a cost: nothing to keep
+        except StoreError as error:  # the mark stays for the next look
+            log.info("session %s: could not keep what it used: %s", session.id, error)
+
+    def _keep_usage(self, windows: tuple[UsageWindow, ...]) -> None:
+        fresh = [w for w in windows if self._usage_seen.get((w.agent, w.window)) != w.seen_at]
+        if not fresh:
+            return
+        try:
+            self.context.availability.record_usage(fresh)
+        except StoreError as error:  # soft state: the next report brings it again
+            log.info("could not keep the usage of %s: %s", fresh[0].agent, error)
+            return
+        self._usage_seen.update({(w.agent, w.window): w.seen_at for w in fresh})
+
+    def _turn_error(self, session: Session, lines: list[str]) -> Session | None:
+        """The API error that ended the turn, typed, from the session's transcript (the driver's `turn_error`:
+        no hook runs for such a turn): recorded as a StopFailure hook's would be (a limit makes the agent
+        unavailable until its reset)."""
+        profile = self.context.config.profiles.get(session.agent)
+        reader = profile.turn_error if profile else None
+        if not (reader and lines and session.delivered_at):
+            return None
+        error = reader(lines)
+        if error is None or error.completed_at < session.delivered_at.replace(microsecond=0):
+            return None  # the turn goes on, completed, or is one from before the last message
+        log.info(
+            "session %s: its transcript ends the turn with %s: %s", session.id, error.kind, error.message
+        )
+        self.record_stop_failure(session.id, error.kind, error.message, error.source)
+        return self.context.store.get(session.id) or session
+
+    def _marked_failure(self, session: Session, view: PaneView) -> Session | None:
+        """The StopFailure hook of a worker on another computer marked its pane with the failure (it cannot
+        reach this database): recorded as a local StopFailure hook's is, then the mark is taken away."""
+        sealed = self._sealed(session, STOP_FAILURE_OPTION, view.stop_failure)
+        if sealed is None:
+            return None
+        failure = parse_failure(sealed)
+        if failure is None:  # not a failure teleclaude's hook writes: nothing to record
+            self._clear_mark(session, STOP_FAILURE_OPTION)
+            return None
+        log.info("session %s: its pane is marked with %s: %s", session.id, failure.error, failure.message)
+        if self.record_stop_failure(session.id, failure.error, failure.message):
+            self._clear_mark(session, STOP_FAILURE_OPTION)
+        return self.context.store.get(session.id) or session  # not recorded: the mark stays for the next look
+
+    def _with_channel(self, session: Session, view: PaneView, files: frozenset[str]) -> PaneView:
+        """A sandboxed worker's hooks mark its channel folder, not its pane (adapters/sandbox.py): read as
+        the pane's marks are. `files`: what the folder holds (`sandbox.listing`)."""
+        if session.computer in self.context.config.remotes or not files:
+            return view
+        folder = sandbox.channel_folder(self.context.store.path, session.id)
+        for use in sandbox.take_tool_uses(folder) if sandbox.TOOL_USES in files else []:
+            at = datetime.fromtimestamp(float(str(use["at"])), UTC)
+            cwd = str(use.get("cwd") or "")
+            self.context.store.add_tool_use(tool_use(session.id, str(use["tool"]), use.get("input"), at, cwd))
+        marks = sandbox.read_marks(folder, files)
+        if not marks:
+            return view
+        return replace(
+            view,
+            turn_end=marks.get(TURN_END_OPTION) or view.turn_end,
+            stop_failure=marks.get(STOP_FAILURE_OPTION) or view.stop_failure,
+            usage=marks.get(USAGE_OPTION) or view.usage,
+            spend=marks.get(SPEND_OPTION) or view.spend,
+            cost=marks.get(COST_OPTION) or view.cost,
+        )
+
+    def _channel_transcript(self, session: Session, files: frozenset[str]) -> Session:
+        """The transcript path a sandboxed worker's prompt hook left in its channel, kept on its session."""
+        profile = self.context.config.profiles.get(session.agent)
+        if (
+            profile is None
+            or session.computer in self.context.config.remotes
+            or sandbox.TRANSCRIPT not in files
+        ):
+            return session
+        folder = sandbox.channel_folder(self.context.store.path, session.id)
+        path = sandbox.read_transcript(folder, self.context.env.get("HOME", ""), profile.sandbox)
+        if path is None:
+            return session
+        if self.record_transcript(session.id, path):  # else the mark stays for the next look
+            sandbox.clear_mark(folder, sandbox.TRANSCRIPT)
+        return self.context.store.get(session.id) or session
+
+    def _channel_report(self, session: Session) -> Session:
+        """A sandboxed worker's report_status, left in its channel: recorded as if it had called it here (its
+        channel is its own: the observer vouches for its key)."""
+        if self.report is None or session.computer in self.context.config.remotes:
+            return session
+        taken = sandbox.take_report(sandbox.channel_folder(self.context.store.path, session.id))
+        if taken is None:
+            return session
+        answer = self.report(session.id, taken[0], taken[1], session.key)
+        log.info(
+            "session %s: its report from its sandbox: %s", session.id, getattr(answer, "code", "recorded")
+        )
+        return self.context.store.get(session.id) or session
+
+    def _clear_mark(self, session: Session, option: str) -> None:
+        if session.computer not in self.context.config.remotes:
+            sandbox.clear_mark(sandbox.channel_folder(self.context.store.path, session.id), option)
+        self.context.tmux.clear_mark(session.pane_id, option)
+
+    def _sealed(self, session: Session, option: str, mark: str) -> str | None:
+        """What the session's own hook marked its pane with; a mark not sealed with the session's key (set by
+        another process, which any process of the user may) is taken away unread."""
+        if not mark:
+            return None
+        payload = unseal(session.key, session.id, option, mark)
+        if payload is None:
+            log.warning("session %s: its pane's %s was not set by its own hook: ignored", session.id, option)
+            self._clear_mark(session, option)
+        return payload
+
+    def record_stop_failure(
+        self, session_id: str, error: str, message: str, signal: str = "StopFailure hook"
+    ) -> bool:
+        """An agent's StopFailure hook said an API error ended its turn (`teleclaude hook stop-failure`):
+        a limit makes the session rate-limited and the agent unavailable until the reset the message names;
+        billing or authentication errors end it as errored; any other error ends the turn. True once the
+        stored row shows it (or there is nothing to record); False when another writer saved first, or while
+        the session is PENDING: its line typed, the launcher not yet sure it was taken (a loaded machine), the
+        failure is told again once it works (a limit's agent is out at once)."""
+        context = self.context
+        session = context.store.get(session_id)
+        if session is None:
+            return True
+        now, expect = context.clock(), session.state
+        source = f"{signal}: {error}" + (f": {message.strip()[:300]}" if message.strip() else "")
+        hit = failure_limit(error, message, now, local_zone(now))
+        limitable = session.state in (*WORKING, SessionState.TURN_ENDED)
+        if hit is not None:  # the hook's reset is the CLI's own: it wins over a guess from the screen
+            saved = self._record_limit(session, hit, source, expect, wins=True, limitable=limitable)
+            if saved.state is SessionState.PENDING:
+                return False
+            return not limitable or saved.state is SessionState.RATE_LIMITED or saved.state.is_final
+        if session.state is SessionState.PENDING:
+            return False
+        if not limitable:
+            return True
+        if error in FATAL_FAILURES:
+            detail, target, change = source, SessionState.ERRORED, Change.ERRORED
+        elif session.state in WORKING:
+            detail, target, change = source, SessionState.TURN_ENDED, Change.TURN_ENDED
+            session, _ = progressed(
+                session, now
+            )  # a stalled or neglected worker runs again, then ends its turn
+        else:
+            return True  # the turn already ended
+        saved = context.change(session, change, detail, expect=expect, error=detail)
+        return saved.state is target or saved.state.is_final
+
+    def _record_limit(
+        self,
+        session: Session,
+        hit: LimitHit,
+        source: str,
+        expect: SessionState,
+        error: str | None = None,
+        *,
+        wins: bool = False,
+        limitable: bool = True,
+    ) -> Session:
+        """The one way a limit is recorded: the session's RATE_LIMITED change (when `limitable`) and its
+        agent's mark until the reset, saved in one transaction, so whoever sees the event finds the agent out.
+        When another writer saved first (say the StopFailure hook, which knew the CLI's own reset), its row
+        and its time stay, unless this limit `wins` (it is the hook's)."""
+        detail = f"{hit.reason} until {hit.until.isoformat(timespec='seconds')}: {source}"
+        log.info("session %s: %s", session.id, detail)
+        availability, store = self.context.availability, self.context.store
+        if not limitable:
+            if wins:
+                availability.mark_unavailable(session.agent, hit.until, hit.reason)
+            return store.get(session.id) or session
+        now, mark = self.context.clock(), marking_unavailable(session.agent, hit.until, hit.reason)
+        limited, events = transition(session, Change.RATE_LIMITED, now, detail, error=error or detail)
+        saved = store.save(limited, expect=expect, events=events, also=mark)  # one file holds both (Runtime)
+        if saved is None and wins:  # the session moved on, but the hook's reset is the CLI's own
+            availability.mark_unavailable(session.agent, hit.until, hit.reason)
+        return saved or store.get(session.id) or session
+
+
+def local_zone(now: datetime) -> tzinfo:
+    """The computer's time zone at `now` (the runtime's clock): the zone a CLI's local reset times are in."""
+    return now.astimezone().tzinfo or UTC
