@@ -12,6 +12,7 @@
 - pyproject's `packages` list is exactly the package folders.
 - An agent CLI is named (as a word) in at most five modules outside the demo: its driver, the registry, the
   default matrix and little else; everything else asks the driver.
+- No module is over 600 lines: a room that grows past it is split into rooms a reader can name.
 
 Every import counts, also one inside a function or under `if TYPE_CHECKING:`. The last tests plant each kind
 of violation in a throwaway tree and check that it is reported, so a rule cannot pass by reading nothing.
@@ -207,6 +208,18 @@ def test_each_agent_cli_is_named_in_few_modules():
         naming = sorted(path for path, text in sources.items() if re.search(rf"\b{name}\b", text))
         assert f"teleclaude/agents/{name}.py" in naming
         assert len(naming) <= 5, f"{name} is named in {naming}: ask its driver instead"
+
+
+MAX_LINES = 600
+
+
+def test_no_module_is_over_600_lines():
+    lengths = {
+        path.relative_to(ROOT).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+        for path in (ROOT / "teleclaude").rglob("*.py")
+    }
+    assert len(lengths) > 50  # the whole tree was read
+    assert {path: size for path, size in lengths.items() if size > MAX_LINES} == {}
 
 
 def test_the_rules_see_the_whole_tree():
