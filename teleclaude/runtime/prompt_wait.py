@@ -22,6 +22,7 @@ from teleclaude.runtime.core.blockers import (
     refusal_text,
     refused_command,
 )
+from teleclaude.runtime.core.continuation import replay_shown
 from teleclaude.runtime.core.sandbox import blocked_text as sandbox_blocked
 from teleclaude.runtime.core.sandbox import denied_path
 from teleclaude.runtime.core.screens import (
@@ -139,10 +140,12 @@ class PromptWait:
         default its `prompt_stable`): a CLI may paint its prompt and then replace it by a dialog (codex's
         hooks review ~0.7 s later), and whatever is typed into a dialog answers it. A dialog, a refusal or
         an early exit is reported at once (with the CLI's own last output), never waited out, never typed
-        into."""
+        into. A resumed worker's prompt counts once its CLI has painted the conversation again
+        (`Resume.replayed`): one that shows its prompt before it loads it loses a line typed meanwhile."""
         config, tmux = self.context.config, self.context.tmux
         deadline = time.monotonic() + config.startup_timeout
         stable_since, last = None, None
+        replayed = profile.resume.replayed if session.resumed_from and profile.resume else ""
         stable = config.prompt_stable_of(session.agent) if stable is None else stable
         while True:
             mark = tmux.output_mark(session.pane_id)  # before the screen is read: output after it wakes us
@@ -159,7 +162,8 @@ class PromptWait:
                 return Error(
                     ErrorCode.WORKER_BLOCKED, f"{session.agent} did not resume: {printable(refusal)}"
                 )
-            if not waiting_for_input(screen, profile.prompt, profile.busy):
+            at_prompt = waiting_for_input(screen, profile.prompt, profile.busy)
+            if not (at_prompt and replay_shown(screen, replayed)):
                 stable_since = None
             elif screen != last or stable_since is None:
                 stable_since = time.monotonic()
@@ -167,6 +171,9 @@ class PromptWait:
                 return screen
             last = screen
             if time.monotonic() > deadline:
+                if at_prompt and not replay_shown(screen, replayed):  # scrolled away, say: typed anyway
+                    log.warning("session %s: %s's replayed conversation not seen", session.id, session.agent)
+                    return screen
                 denied = self._denied(session, screen)
                 if denied is not None:  # stuck on a path its sandbox hides, not silent
                     output = "\n".join(row.rstrip() for row in last_rows(screen))

@@ -452,14 +452,11 @@ def killed_mid_build_turn(runtime, project, model_server, agent: str):
 
 @drivers(Capability.RESUME)
 def test_killed_mid_build_turn_the_next_worker_resumes_its_conversation(
-    agent, agent_runtime, project, model_server, request
+    agent, agent_runtime, project, model_server
 ):
     """The same agent takes up the step: its CLI resumes the conversation, so the first request after the
     restart carries the earlier turns (the role command expanded, the first tool call and its result), and
     the one line saying what happened; the build is then delivered."""
-    if agent == "gemini":  # seen once in a fresh-clone CI, not yet understood
-        reason = "known: a resumed gemini's screen may not show its line taken after Enter (a fresh start)"
-        request.applymarker(pytest.mark.xfail(strict=False, reason=reason))
     runtime = agent_runtime
     left = killed_mid_build_turn(runtime, project, model_server, agent)
     assert left.conversation and (left.transcript or cli_database(runtime, agent)), left
@@ -569,6 +566,7 @@ def test_after_a_limit_the_same_agent_resumes_its_conversation(agent, agent_runt
     first = runtime.start(Dispatch(Step.BUILD, "greeting", str(project), agent, "med"))
     assert isinstance(first, Started), first
     events_until(runtime, first.session.id, EventKind.RATE_LIMITED, seconds=120)
+    written(runtime, first.session.id)  # a loaded CLI may show the limit before it records the call
     runtime.end_session(first.session.id)  # as `run` ends a limited worker
     model_server.clear()  # its reset waited out: the refusals the CLI did not ask for are over
     before = len(model_server.turns())
