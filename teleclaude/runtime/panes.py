@@ -73,10 +73,11 @@ class Panes:
         return chunk, tmux.screen(session.pane_id, view)
 
     def press_enter(self, session: Session, attempts: int = 3, typed: str = "") -> bool:
-        """Enter, then up to 1 s for the screen to change, pressed again with twice the wait each time: agent
-        CLIs drop an Enter that comes too soon, and on a loaded machine a slow one (opencode) takes seconds to
-        show a taken Enter. With `typed`, the typed line must move or new rows appear (a footer that changes
-        by itself, as a git branch appearing, is not a taken Enter), and is first awaited on the screen:
+        """Enter, then up to 1 s for the screen to change, pressed again with twice the wait each time (the
+        last up to `command_wait`): agent CLIs drop an Enter that comes too soon, and on a loaded machine a
+        slow one (opencode) takes seconds to show a taken Enter. With `typed`, the typed line must move or
+        new rows appear (a footer that changes by itself, as a git branch appearing, is not a taken Enter),
+        and is first awaited on the screen:
         its echo arriving after the Enter was pressed is not the Enter taken either. The first Enter comes
         the agent's `settle` after the line showed: a CLI may take an Enter read right after the last typed
         key as a newline (tests/realcli/NOTES.md), and on a loaded machine it reads the keys late, so a wait
@@ -93,7 +94,10 @@ class Panes:
                 return True  # nothing left to press Enter in; observing says what happened
             before = _where(screen, typed)
             tmux.send_key(pane, "Enter")
-            deadline = time.monotonic() + 2.0**attempt
+            # the last Enter is waited on up to `command_wait`: a CLI starved of CPU may take that long to
+            # redraw, and an Enter it took must not be told as dropped (nor its line typed again)
+            last = attempt == attempts - 1
+            deadline = time.monotonic() + max(2.0**attempt, self.context.config.command_wait if last else 0)
             while (left := deadline - time.monotonic()) > 0:
                 # looked at again when it printed, and every 0.25 s all the same: an event that comes late
                 # (a loaded machine) must not make a taken Enter look dropped, and be pressed again
