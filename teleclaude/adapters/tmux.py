@@ -182,9 +182,15 @@ class Tmux:
     def kill_session(self, name: str) -> None:
         """End the session; its panes' processes that outlive the hang-up are ended in the background
         (`_STRAGGLERS`): a run ending thirty workers at once does not wait for each in turn."""
-        groups = self._pane_groups("-t", f"={name}")
-        self.cmd("kill-session", "-t", f"={name}", check=False)
-        _STRAGGLERS.add(groups)
+        target = f"={name}"
+        if not self.local_processes:
+            self.cmd("kill-session", "-t", target, check=False)
+            return
+        # one client for both (a run ending thirty workers at once pays for each client it starts)
+        listed = self.cmd(
+            "list-panes", "-t", target, "-F", "#{pane_pid}", ";", "kill-session", "-t", target, check=False
+        )
+        _STRAGGLERS.add([int(pid) for pid in listed if pid.isdigit()])
 
     def session_names(self) -> set[str]:
         try:

@@ -14,8 +14,16 @@ from teleclaude.planner.core.model import Action
 from teleclaude.runtime.api import Runtime
 
 
-def next_work(runtime: Runtime, slug: str | None, root: Path) -> Action:
-    """`next_work(slug)`, or MAIN_MOVED naming the commit main moved to behind teleclaude's back."""
+def next_work(runtime: Runtime, slug: str | None, root: Path, checked: bool = False) -> Action:
+    """`next_work(slug)`, or MAIN_MOVED naming the commit main moved to behind teleclaude's back. `checked`:
+    the caller has just asked `moved` (the lanes ask once for all those that ask next_work at once)."""
+    found = None if checked else moved(runtime, root)
+    return found or app.next_work(slug, cwd=root)
+
+
+def moved(runtime: Runtime, root: Path) -> Error | None:
+    """MAIN_MOVED naming the commit main moved to behind teleclaude's back; None while it did not (or it
+    could not be told: next_work says what is wrong)."""
     project = str(root.resolve())
 
     def on_main_since(since: float) -> bool:
@@ -26,6 +34,4 @@ def next_work(runtime: Runtime, slug: str | None, root: Path) -> Action:
         )
 
     found = guard(mainref.check)(root, on_main_since)  # a failure to look is next_work's to answer
-    if isinstance(found, Error) and found.code is ErrorCode.MAIN_MOVED:
-        return found
-    return app.next_work(slug, cwd=root)
+    return found if isinstance(found, Error) and found.code is ErrorCode.MAIN_MOVED else None

@@ -32,7 +32,7 @@ from teleclaude.runtime.core.loop import (
     Start,
     WaitOut,
 )
-from teleclaude.runtime.core.sessions import EventKind, Session, Started, Waited
+from teleclaude.runtime.core.sessions import Ended, EventKind, Session, Started, Waited
 from teleclaude.runtime.core.stops import (
     Outcome,
     Stop,
@@ -82,11 +82,17 @@ class Lanes(Serial):
     # items claimed while a lane's item is finalized, each with its first worker started ahead
     # (`_next_item_ahead`): the lanes that free up take them first
     ahead: dict[str, Warming] = field(default_factory=dict)
+    ender: ThreadPoolExecutor | None = None  # the sessions of workers through, ended side by side (`_end`)
+    # each with the index of its entry in the run's history, which takes the ended session once it is
+    ending: list[tuple[int, Future[Ended | Error]]] = field(default_factory=list)
 
     def go(self) -> Stop:
         try:
             return self._go()
         finally:  # a start under way ends first (its worker gets its command), so the report lists it
+            self._ended()
+            if self.ender is not None:
+                self.ender.shutdown(wait=True)
             if self.starter is not None:
                 self.starter.shutdown(wait=True)
             for lane in self.lanes.values():  # a worker started ahead ends with the run (Ctrl-C too)
@@ -189,8 +195,10 @@ class Lanes(Serial):
         return None
 
     def _advance_all(self) -> Stop | None:
-        """Ask `next_work` for every lane without a worker, and start what it says."""
+        """Ask `next_work` for every lane without a worker, and start what it says. Whether main moved is
+        asked once for all of them (`mainguard.moved`)."""
         now = self.runtime.clock()
+        checked = False
         for lane in list(self.lanes.values()):
             if lane.resting and not rules.rest_over(lane.resting.until, now):
                 continue
@@ -199,13 +207,18 @@ class Lanes(Serial):
                     notices.agents_back(lane.resting.step, lane.resting.agent, str(self.settings.root))
                 )
             if lane.session is None and lane.starting is None:
+                if not checked:
+                    moved = mainguard.moved(self.runtime, self.settings.root)
+                    if moved is not None:
+                        return self._error_stop(moved)  # the whole run stops, not this lane
+                    checked = True
                 stop = self._advance(lane)
                 if stop:
                     return stop
         return None
 
     def _advance(self, lane: Lane) -> Stop | None:
-        action = mainguard.next_work(self.runtime, lane.slug or None, self.settings.root)
+        action = mainguard.next_work(self.runtime, lane.slug or None, self.settings.root, checked=True)
         if isinstance(action, Error) and action.code is ErrorCode.MAIN_MOVED:
             return self._error_stop(action)  # the whole run stops, not this lane
         if isinstance(action, Dispatch):
@@ -336,8 +349,42 @@ class Lanes(Serial):
             return self._launch(lane, decided.action, args=decided.args)
         return decided
 
+    def _end(self, session: Session) -> Session:
+        """The sessions of the workers through in one wait are ended side by side, on threads (each a tmux
+        call or two): a lane's next step waits for its own worker's end, not for every other lane's
+        (`_ended`, before the lanes ask again)."""
+        if self.ender is None:
+            self.ender = ThreadPoolExecutor(max(self.settings.parallel, 1), thread_name_prefix="end")
+        self.ending.append(
+            (len(self.state.history), self.ender.submit(guarded, self.runtime.end_session, session.id))
+        )
+        return session
+
+    def _ended(self) -> None:
+        """Wait for the sessions being ended (`_end`); their entries in the history take the ended session."""
+        ending, self.ending = self.ending, []
+        history = self.state.history
+        for index, future in ending:
+            ended = future.result()
+            if isinstance(ended, Ended) and index < len(history):
+                history[index] = replace(history[index], session=ended.session)
+
+    def _watch(self, sessions: list[Session], adopted: bool = False) -> Stop | None:
+        """Serial's wait on one worker (nothing in flight; the planner's answer): ended on return."""
+        try:
+            return super()._watch(sessions, adopted)
+        finally:
+            self._ended()
+
     def _wait(self) -> Stop | None:
-        """One wait on every worker in flight; a lane whose worker is through asks again next round."""
+        """One wait on every worker in flight; a lane whose worker is through asks again next round (once its
+        worker's session is ended: `_ended`)."""
+        try:
+            return self._wait_once()
+        finally:
+            self._ended()
+
+    def _wait_once(self) -> Stop | None:
         stop = self._collect()
         if stop:
             return stop

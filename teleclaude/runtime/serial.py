@@ -534,11 +534,14 @@ class Serial:
             return False  # working again, on the gate's output
         if state.digest_of == session.id:  # its digest leaves the status line with it
             state.digest = state.digest_of = ""
-        ended = guarded(self.runtime.end_session, session.id)
+        state.history.append(Handled(self._end(session), kind, detail, adopted))
         self._clean_up_elsewhere(session)
-        ended_session = ended.session if isinstance(ended, Ended) else session
-        state.history.append(Handled(ended_session, kind, detail, adopted))
         return rules.failed_again(session, kind, reaction, retries, detail, state.history) or True
+
+    def _end(self, session: Session) -> Session:
+        """End the worker's session (its tmux session killed, the row ENDED): the ended session."""
+        ended = guarded(self.runtime.end_session, session.id)
+        return ended.session if isinstance(ended, Ended) else session
 
     def _clean_up_elsewhere(self, session: Session) -> None:
         """After a finalize: the delivered item's worktrees and branches on the other computers removed by the
