@@ -453,7 +453,8 @@ class SessionStore(SqliteStore):
 
 
 def _row(session: Session) -> dict[str, Any]:
-    row = asdict(session)
+    # its fields as they are (all plain values): `asdict` deep-copied each, most of a save's cost
+    row = {name: getattr(session, name) for name in _session_fields()}
     row["state"] = session.state.value
     row["activity"] = session.activity.value
     row["digest_escalated"] = int(session.digest_escalated)

@@ -196,6 +196,8 @@ def live(runtime: Runtime, root: Path, wanted: Callable[[Session], bool]) -> lis
 
 
 def _same_path(one: str, other: Path) -> bool:
+    if one == str(other):  # stored resolved, as the run's root is: no lookup on disk (asked per session)
+        return True
     try:
         return Path(one).resolve() == other
     except OSError:
