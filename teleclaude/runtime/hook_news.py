@@ -259,10 +259,15 @@ class HookNews:
             sandbox.clear_mark(folder, sandbox.TRANSCRIPT)
         return self.context.store.get(session.id) or session
 
-    def _channel_report(self, session: Session) -> Session:
+    def _channel_report(self, session: Session, files: frozenset[str]) -> Session:
         """A sandboxed worker's report_status, left in its channel: recorded as if it had called it here (its
-        channel is its own: the observer vouches for its key)."""
-        if self.report is None or session.computer in self.context.config.remotes:
+        channel is its own: the observer vouches for its key). `files`: what the channel holds
+        (`sandbox.listing`)."""
+        if (
+            self.report is None
+            or session.computer in self.context.config.remotes
+            or sandbox.REPORT not in files
+        ):
             return session
         taken = sandbox.take_report(sandbox.channel_folder(self.context.store.path, session.id))
         if taken is None:

@@ -196,6 +196,12 @@ class Observer(HookNews):
             woken = _sleep_until_signal(waiters, min(poll, deadline - time.monotonic()))
             woken = self._forget_signalled(watched) or woken  # one that ended just after the sleep too
             sessions = store.sessions(ids)
+            if woken:  # a hook's news is in the store already: told without a look at every pane (thirty
+                # workers through at once woke a wait thirty times, and each looked at all thirty panes)
+                events = store.undelivered(ids)
+                if events:
+                    store.mark_delivered(events)
+                    return Waited(tuple(events), tuple(sessions), False)
             just_looked = not (fresh or woken) and self._looked_within(ids, poll)
 
     def _looked_within(self, ids: list[str], seconds: float) -> bool:
@@ -277,7 +283,7 @@ class Observer(HookNews):
         files = frozenset() if remote else sandbox.listing(context.store.path, session.id)
         view = self._with_channel(session, view, files)
         session = self._channel_transcript(session, files)
-        session = self._channel_report(session)
+        session = self._channel_report(session, files)
         transcript = self._transcript(session)
         self._transcript_usage(session, transcript)
         self._marked_usage(session, view)
