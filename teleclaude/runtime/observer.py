@@ -173,8 +173,15 @@ class Observer(HookNews):
         poll = self.context.config.poll_interval
         # Only a wait that sleeps before its deadline skips its first look: a short one always looks.
         just_looked = (timeout >= poll or not fresh) and self._looked_within(ids, poll)
+        woken = False
         while True:
             if not just_looked:
+                # what a hook stored is told before a look at every pane (the look comes with the next wait):
+                # thirty workers through together woke a wait thirty times, each looking at thirty panes first
+                stored = store.undelivered(ids) if woken or not fresh else []
+                if stored:
+                    store.mark_delivered(stored)
+                    return Waited(tuple(stored), tuple(sessions), False)
                 sessions = self.refresh(sessions)
                 self._looked = (frozenset(ids), time.monotonic())
             events = store.undelivered(ids)
@@ -196,12 +203,6 @@ class Observer(HookNews):
             woken = _sleep_until_signal(waiters, min(poll, deadline - time.monotonic()))
             woken = self._forget_signalled(watched) or woken  # one that ended just after the sleep too
             sessions = store.sessions(ids)
-            if woken:  # a hook's news is in the store already: told without a look at every pane (thirty
-                # workers through at once woke a wait thirty times, and each looked at all thirty panes)
-                events = store.undelivered(ids)
-                if events:
-                    store.mark_delivered(events)
-                    return Waited(tuple(events), tuple(sessions), False)
             just_looked = not (fresh or woken) and self._looked_within(ids, poll)
 
     def _looked_within(self, ids: list[str], seconds: float) -> bool:

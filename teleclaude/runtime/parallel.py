@@ -138,6 +138,7 @@ class Lanes(Serial):
     def _adopt(self) -> None:
         """The project's live workers no lane of this run waits on (left by an earlier run, or started by a
         run beside this one) get a lane here too: so `parallel` caps the project's workers, not this run's."""
+        self._ended()  # a worker's session being ended is no worker to adopt
         for session in live(self.runtime, self.settings.root, lambda s: s.slug not in self.state.parked):
             lane = self.lanes.setdefault(session.slug, Lane(session.slug))
             busy = lane.session is not None or lane.starting is not None or lane.warming is not None
@@ -350,9 +351,9 @@ class Lanes(Serial):
         return decided
 
     def _end(self, session: Session) -> Session:
-        """The sessions of the workers through in one wait are ended side by side, on threads (each a tmux
-        call or two): a lane's next step waits for its own worker's end, not for every other lane's
-        (`_ended`, before the lanes ask again)."""
+        """The sessions of the workers through are ended side by side, on threads (a tmux call each), while
+        their lanes ask for their next steps: ended before any worker is started (`_may_start`) or adopted
+        (`_adopt`)."""
         if self.ender is None:
             self.ender = ThreadPoolExecutor(max(self.settings.parallel, 1), thread_name_prefix="end")
         self.ending.append(
@@ -376,15 +377,13 @@ class Lanes(Serial):
         finally:
             self._ended()
 
-    def _wait(self) -> Stop | None:
-        """One wait on every worker in flight; a lane whose worker is through asks again next round (once its
-        worker's session is ended: `_ended`)."""
-        try:
-            return self._wait_once()
-        finally:
-            self._ended()
+    def _may_start(self, action: Dispatch, retries: Retries, besides: str = "") -> Session | Stop | None:
+        """Serial's, once the sessions being ended are (a step's worker ended by now holds it no more)."""
+        self._ended()
+        return super()._may_start(action, retries, besides)
 
-    def _wait_once(self) -> Stop | None:
+    def _wait(self) -> Stop | None:
+        """One wait on every worker in flight; a lane whose worker is through asks again next round."""
         stop = self._collect()
         if stop:
             return stop
