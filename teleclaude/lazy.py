@@ -52,14 +52,14 @@ class _Finder:
             return spec
 
         def exec_module(module: ModuleType) -> None:
-            placed = stand_in is not None and stand_in.__name__ not in sys.modules
-            if placed:
-                sys.modules[stand_in.__name__] = stand_in
+            placed = stand_in if stand_in is not None and stand_in.__name__ not in sys.modules else None
+            if placed is not None:
+                sys.modules[placed.__name__] = placed
             try:
                 run(module)
             finally:
-                if placed and sys.modules.get(stand_in.__name__) is stand_in:
-                    del sys.modules[stand_in.__name__]
+                if placed is not None and sys.modules.get(placed.__name__) is placed:
+                    del sys.modules[placed.__name__]
             then(module)
 
         spec.loader.exec_module = exec_module  # the loader of this spec alone
