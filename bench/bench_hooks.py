@@ -25,6 +25,7 @@ and every process an agent event starts, against their own floor, a bare start o
     stop (none)       `teleclaude hook stop` of a session outside a worker, in a folder outside any repository
     stop (project)    the same in the project's main checkout, clean (one `git status`), also against
                       Python's start plus that `git status` (`git status` alone is measured too)
+    stop (worker)     the worker's stop there: its turn's end recorded on its session (the runtime)
 
 Prints the median, the minimum and the ratio to the floor; deletes the repository; never asserts; exits 0.
 """
@@ -168,6 +169,7 @@ def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> tuple[dict[str,
         measure("stop (none)", [teleclaude, "hook", "stop", "--agent", "claude"], env, stop, outside)
         stop = json.dumps({"cwd": str(root), "session_id": "s", "hook_event_name": "Stop"})
         measure("stop (project)", [teleclaude, "hook", "stop", "--agent", "claude"], env, stop)
+        measure("stop (worker)", [teleclaude, "hook", "stop", "--agent", "codex"], worker, stop)
         measure("git status", STOP_STATUS, {**env, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
         if i < 0:
             results.clear()

@@ -19,17 +19,21 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def when_imported(name: str, then: Callable[[ModuleType], None]) -> None:
+def when_imported(name: str, then: Callable[[ModuleType], None], stand_in: ModuleType | None = None) -> None:
+    """`then(module)` once `name` is imported; while it first runs, `import {stand_in.__name__}` in it (and
+    in what it imports) gives `stand_in`, unless that module is imported already."""
     module = sys.modules.get(name)
     if module is not None:
         then(module)
     else:
-        sys.meta_path.insert(0, _Finder(name, then))
+        sys.meta_path.insert(0, _Finder(name, then, stand_in))
 
 
 class _Finder:
-    def __init__(self, name: str, then: Callable[[ModuleType], None]) -> None:
-        self.name, self.then = name, then
+    def __init__(
+        self, name: str, then: Callable[[ModuleType], None], stand_in: ModuleType | None = None
+    ) -> None:
+        self.name, self.then, self.stand_in = name, then, stand_in
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
         if name != self.name:
@@ -43,12 +47,19 @@ class _Finder:
                 break
         else:
             return None
-        run, then = getattr(spec.loader, "exec_module", None), self.then
+        run, then, stand_in = getattr(spec.loader, "exec_module", None), self.then, self.stand_in
         if run is None:
             return spec
 
         def exec_module(module: ModuleType) -> None:
-            run(module)
+            placed = stand_in if stand_in is not None and stand_in.__name__ not in sys.modules else None
+            if placed is not None:
+                sys.modules[placed.__name__] = placed
+            try:
+                run(module)
+            finally:
+                if placed is not None and sys.modules.get(placed.__name__) is placed:
+                    del sys.modules[placed.__name__]
             then(module)
 
         spec.loader.exec_module = exec_module  # the loader of this spec alone

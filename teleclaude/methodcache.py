@@ -11,6 +11,9 @@ code run is exactly what `exec(text)` would compile; a class that changed simply
 
 `dataclasses` (with `inspect`, which it imports) costs as much as Python's own start: a process that defines
 no dataclass must not pay for it, so `install()` gives the module its `exec` as it is imported (lazy.py).
+`dataclasses` imports `inspect` (with `ast`, `dis`, `tokenize`: more than `dataclasses` itself) only to write
+the signature of a class without a docstring into one: it gets a stand-in (`_inspect`) that gives a class of
+teleclaude's its bare name for a docstring and imports `inspect` for anyone else's.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def install() -> None:
     when `dataclasses` is imported already, else as it is imported (`lazy.when_imported`)."""
     if not _waiting:
         _waiting.append(True)
-        when_imported("dataclasses", _route)
+        when_imported("dataclasses", _route, stand_in=_inspect())
 
 
 _waiting: list[bool] = []
@@ -71,6 +74,30 @@ def _exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
         else:
             source = compile(source, "<string>", "exec", dont_inherit=True)
     builtins.exec(source, globals, locals)
+
+
+def _inspect() -> ModuleType:
+    """`inspect` as `dataclasses` uses it: `signature` refused for teleclaude's classes (which dataclasses
+    takes as "no signature": the class's name is its docstring), anything else from the real module."""
+    from types import ModuleType
+
+    stand_in = ModuleType("inspect")
+
+    def real() -> ModuleType:
+        if sys.modules.get("inspect") is stand_in:
+            del sys.modules["inspect"]
+        from importlib import import_module
+
+        return import_module("inspect")
+
+    def signature(thing: Any, *args: Any, **kwargs: Any) -> Any:
+        if _ours(getattr(thing, "__module__", None)):
+            raise ValueError("no signature in the docstring of a teleclaude class")
+        return real().signature(thing, *args, **kwargs)
+
+    stand_in.signature = signature  # type: ignore[attr-defined]
+    stand_in.__getattr__ = lambda name: getattr(real(), name)  # type: ignore[method-assign]  # PEP 562
+    return stand_in
 
 
 def _ours(module: object) -> bool:

@@ -13,6 +13,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from teleclaude.adapters import gitstatus
 from teleclaude.errors import ErrorCode, Failure
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import MainStatus, Worktree, WorktreeState
@@ -269,24 +270,7 @@ def stage(root: Path, path: str, mode: str, data: bytes) -> None:
 
 def status(cwd: Path, pathspec: str | None = None) -> MainStatus:
     """One `git status`: whether HEAD has a commit, and the changed or untracked paths."""
-    args = ["status", "--porcelain=v2", "--branch", "-z"]
-    if pathspec:
-        args += ["--untracked-files=all", "--ignored=matching", "--", pathspec]
-    records = run_git(args, cwd).split("\0")
-    has_commits, changes, ignored, skip = True, [], [], False
-    for record in records:
-        if skip or not record:
-            skip = False
-            continue
-        if record == "# branch.oid (initial)":
-            has_commits = False
-        elif record.startswith("! "):
-            ignored.append(record[2:])
-        elif record[0] in "12u?":
-            fields = {"1": 8, "2": 9, "u": 10, "?": 1}[record[0]]
-            changes.append(record.split(" ", fields)[-1])
-            skip = record[0] == "2"  # a rename is followed by its original path
-    return MainStatus(has_commits, tuple(changes), tuple(ignored))
+    return MainStatus(*gitstatus.records(run_git(gitstatus.status_args(pathspec), cwd)))
 
 
 def worktree_state(repo: Repo, slug: str) -> Worktree:

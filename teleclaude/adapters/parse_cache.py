@@ -17,13 +17,17 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
 
 from teleclaude.adapters import fs
 
+TYPE_CHECKING = False  # typing's own, without importing typing
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
+
 FOLDER = "teleclaude-cache"
 FORMAT = 1
-T = TypeVar("T")
 _last: dict[Path, tuple[str, Any]] = {}  # cache file -> (text, value) of its last parse in this process
 
 

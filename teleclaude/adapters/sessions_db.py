@@ -12,13 +12,15 @@ from contextlib import closing
 from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime
 from functools import cache
-from typing import TYPE_CHECKING, Any
 
 from teleclaude.adapters.hook_db import INSERT_TOOL_USE, PRUNE_TOOL_USES, SESSIONS, TOOL_USES
 from teleclaude.adapters.hook_db import stamp as _stamp
 from teleclaude.adapters.store import SqliteStore, TableShape, insert_rows, upsert
 
+TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from teleclaude.agents.tokens import Tokens
     from teleclaude.planner.core.tool_lines import ToolUse
     from teleclaude.runtime.core.sessions import Event, Session, SessionState

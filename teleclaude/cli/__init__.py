@@ -16,7 +16,6 @@ import sys
 
 TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
-    import argparse
     from collections.abc import Sequence
     from types import ModuleType
 
@@ -101,7 +100,6 @@ def _next(command: str, rest: list[str]) -> int | None:
 
     when_imported("logging", configure_logging)  # as `run` sets it up, should the planner log
     from types import SimpleNamespace
-    from typing import cast
 
     from teleclaude.cli import parser
 
@@ -113,7 +111,7 @@ def _next(command: str, rest: list[str]) -> int | None:
         dry_run="--dry-run" in found,
     )
     run = parser.run_next_work if command == "next-work" else parser.run_next_prepare
-    return run(cast("argparse.Namespace", args))
+    return run(args)  # type: ignore[arg-type]  # what the parser's Namespace would hold (typing's cast costs)
 
 
 def _options(rest: list[str], names: tuple[str, ...]) -> dict[str, str] | None:

@@ -13,10 +13,10 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from teleclaude.errors import Error
 
+TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:  # argparse itself when a parser is built: `teleclaude next-work` goes without (cli/)
     import argparse
 

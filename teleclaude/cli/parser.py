@@ -20,13 +20,13 @@ import os
 import sys
 from collections.abc import Sequence
 from importlib import import_module
-from typing import TYPE_CHECKING
 
 from teleclaude import __version__
 from teleclaude.cli import configure_logging
 from teleclaude.cli.base import Command, add_cwd, print_action, print_value, serving_banner, tcp_port, write
 from teleclaude.errors import Error, guard
 
+TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:  # imported by `build_parser`: `teleclaude.cli` runs `next-work` without a parser
     import argparse
 

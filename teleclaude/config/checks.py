@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, replace
-from typing import Any
 
 from teleclaude.errors import ErrorCode, Failure
+
+TYPE_CHECKING = False  # typing's own, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 CHECKS_KEYS = ("gate", "setup", "timeout")
 EXECUTABLE_CHECKS_KEYS = ("gate", "setup")

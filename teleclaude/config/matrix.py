@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from teleclaude.agents import NAMES
 from teleclaude.config.notify import NotifyConfig
 from teleclaude.config.spend import SpendConfig
 from teleclaude.planner.core.model import AgentChoice, Step, Unavailability, UsageWindow
 
+TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
     from teleclaude.config.checks import Checks
     from teleclaude.config.profiles import RuntimeConfig, Untrusted

@@ -12,7 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any
+
+TYPE_CHECKING = False  # typing's own, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 NOTIFY_KEYS = ("urls", "events", "min_interval", "digests", "timeout")
 _URL = re.compile(r"([a-z][a-z0-9+.-]*)://[!-~]+", re.IGNORECASE)  # printable ASCII, no space

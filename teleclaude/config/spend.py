@@ -15,11 +15,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from teleclaude.agents import PROFILES
 from teleclaude.agents.tokens import Price
 from teleclaude.config.checks import ChecksError
+
+TYPE_CHECKING = False  # typing's own, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 EXAMPLE = """\
 # [budget]: what a night may cost. `teleclaude run` checks it before each worker: at 80 % of a limit a

@@ -126,6 +126,43 @@ def test_a_folder_under_trees_that_is_not_a_worktree_does_nothing(stop, repo, to
     assert stop(repo / "trees" / "stray").stdout == ""
 
 
+@pytest.mark.parametrize("agent", [*CONTRACTS, None])
+def test_in_the_main_checkout_the_hook_answers_as_the_decision_function(stop, repo, tools, agent):
+    """A stop in a main checkout is mostly answered before stop.py is imported (hooks/__init__.py): the
+    same answer, for each situation, as `decide`'s."""
+    from teleclaude.runtime.hooks import stop as stophook
+
+    tools.write(repo, "trees/stray/file.txt", "x\n")
+    situations = [
+        ("src/unrelated.py", "x\n"),  # outside todos/: never blocks
+        ("todos/roadmap.md", (repo / "todos/roadmap.md").read_text() + "- [ ] more\n"),
+        ("todos/notes.md", "x\n"),  # beside the items' folders
+        ("todos/feat/implementation-plan.md", "# Plan\n## Group 1\n- [x] done\n"),
+        ("todos/other/requirements.md", "# Other\n"),
+    ]
+    args = () if agent is None else ("--agent", agent)
+    for path, text in situations:
+        tools.write(repo, path, text)
+        for cwd in (repo, repo / "src", repo / "todos" / "feat", repo / "trees" / "stray"):
+            decided = stophook.decide(stophook.parse_event(json.dumps({"cwd": str(cwd)}), agent))
+            done = stop(cwd, agent or "claude", extra_args=args)
+            assert (done.returncode, done.stderr) == (0, "")
+            assert bool(done.stdout) is decided.block, (path, cwd)
+            if decided.block:
+                assert path in json.loads(done.stdout)["reason"]
+
+
+def test_git_sent_to_another_repository_lets_the_stop_through(cli, repo, tools, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    tools.git(other, "init", "-q")
+    tools.write(repo, "todos/other/requirements.md", "# Other\n")
+    payload = json.dumps({**CONTRACTS["claude"][0], "cwd": str(repo)})
+    for args in ((), ("--agent", "claude")):
+        done = cli("hook", "stop", *args, stdin=payload, env={"GIT_DIR": str(other / ".git")})
+        assert (done.returncode, done.stdout) == (0, "")
+
+
 @pytest.mark.parametrize("stdin", ["", "not json", "[1, 2]", '{"cwd": 42}'])
 def test_malformed_input_never_breaks_the_agent(cli, stdin):
     done = cli("hook", "stop", stdin=stdin)

@@ -124,6 +124,19 @@ def test_a_stop_with_nothing_to_refuse_or_record_imports_nothing_heavy(env, tmp_
     assert not {m for m in modules if driver_module(m) or m == "teleclaude.adapters.git"}
 
 
+def test_a_stop_in_a_project_s_main_checkout_with_nothing_to_commit_imports_nothing_heavy(env, tmp_path):
+    """Claude Code's stop outside a worker, at every turn's end: one `git status`, run without subprocess."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "todos" / "feat").mkdir(parents=True)
+    (tmp_path / "todos" / "roadmap.md").write_text("# Roadmap\n- [ ] feat\n")
+    (tmp_path / "src.py").write_text("x\n")  # outside todos/: never blocks
+    stop = json.dumps({"cwd": str(tmp_path / "todos"), "hook_event_name": "Stop"})
+    done, modules = run(["hook", "stop", "--agent", "claude"], env, stop)
+    assert (done.returncode, done.stdout) == (0, "") and "teleclaude hook" not in done.stderr
+    assert heavy(modules) == set()
+    assert not {m for m in modules if driver_module(m) or m == "teleclaude.adapters.git"}
+
+
 def test_a_stop_in_a_project_is_stop_py_s_to_decide(env, tmp_path):
     import subprocess
 

@@ -65,3 +65,25 @@ def test_other_packages_dataclasses_keep_their_real_annotations(tmp_path: Path) 
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "{'x': <class 'int'>, 'return': <class 'NoneType'>}"
+
+
+def test_dataclasses_imports_inspect_only_for_another_package_s_class(tmp_path: Path) -> None:
+    """`inspect` costs more than `dataclasses`, which uses it only to write a docstring-less class's signature
+    into its docstring: not for teleclaude's classes; for anyone else's as before, and `import inspect` is the
+    real module."""
+    code = (
+        "import sys, teleclaude, dataclasses\n"
+        "from teleclaude.planner.core.model import Heading, Roadmap\n"
+        "print('inspect' in sys.modules, Heading.__doc__, Roadmap().open_items())\n"
+        "@dataclasses.dataclass\nclass Point:\n x: int\n"
+        "import inspect\n"
+        "print('inspect' in sys.modules, Point.__doc__, inspect.signature(Heading), inspect.getmodule(Point))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONPYCACHEPREFIX=str(tmp_path), PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "False Heading ()",
+        "True Point(x: int) (level: 'int', text: 'str') -> None <module '__main__' (built-in)>",
+    ]

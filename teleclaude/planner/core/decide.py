@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
-from typing import Protocol
 
 from teleclaude.config.matrix import Config, choose_agent, over_headroom
 from teleclaude.errors import Call, Error, ErrorCode, call
@@ -40,6 +39,12 @@ from teleclaude.planner.core.model import (
 )
 from teleclaude.planner.core.roadmap import blocking_problems, slug_problem
 from teleclaude.planner.core.timeparse import format_utc
+
+TYPE_CHECKING = False  # typing's own, without importing typing
+if TYPE_CHECKING:
+    from typing import Protocol
+else:
+    Protocol = object  # `Facts` is a type for mypy alone: nothing subclasses it
 
 ARCHITECT_NOTE = "Engage as collaborator - this is an architect session requiring discussion."
 WORK_AGAIN = call("next_work")

@@ -19,18 +19,21 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from teleclaude.errors import ErrorCode, Failure
 from teleclaude.planner.core.model import Heading, TaskItem
+
+TYPE_CHECKING = False  # typing's own, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
+
+    Token = dict[str, Any]  # mistune's token: {"type": ..., "children": [...], "attrs": {...}, "raw": ...}
+    Summary = Any  # what a parser keeps of a chunk's blocks: JSON-able (lists, strings, numbers, None)
 
 # A line that could open a task item: bullet or ordered marker, then `[ ]`, `[x]`, `[X]` or `[>]`.
 TASK_LINE = re.compile(r"^([ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\[[ xX>]\])", re.MULTILINE)
 _TAG_OPEN, _TAG_CLOSE = "\ue000", "\ue001"
 _TAGGED_TEXT = re.compile(r"\[([ xX>])\]" + _TAG_OPEN + r"(\d+)" + _TAG_CLOSE + r"(.*)", re.DOTALL)
-
-
-Token = dict[str, Any]  # mistune's token: {"type": ..., "children": [...], "attrs": {...}, "raw": ...}
 
 
 @lru_cache(maxsize=1)
@@ -273,8 +276,6 @@ def _untagged(text: str) -> str:
 _TOP_ITEM = re.compile(rb"^(?:[-*+]|\d{1,9}[.)])[ \t]+\[[ xX>]\]([^\n]*)", re.MULTILINE)
 CHUNK_SPREAD = 32  # about one column-0 item in 32 ends a chunk (a power of two: `crc & (SPREAD - 1)`)
 CHUNK_FORMAT = "3"  # part of every chunk key: bump it when a summary's shape or meaning changes
-
-Summary = Any  # what a parser keeps of a chunk's blocks: JSON-able (lists, strings, numbers, None)
 
 
 def chunk_summaries(

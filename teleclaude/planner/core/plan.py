@@ -5,10 +5,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
-from typing import Any
 
-from teleclaude.planner.core.markdown import Block, Summary, chunk_summaries
+from teleclaude.planner.core.markdown import Block, chunk_summaries
 from teleclaude.planner.core.model import Heading, PlanStatus, TaskItem
+
+TYPE_CHECKING = False  # typing's own, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
+
+    from teleclaude.planner.core.markdown import Summary
+
+    # a heading as [level, group or None], a task, or a run of cached tasks
+    Entry = list[Any] | TaskItem | str
 
 GROUP_HEADING = re.compile(r"group\s+(\d+)\b", re.IGNORECASE)
 BUILD_GROUPS = range(1, 5)
@@ -76,9 +84,6 @@ def _summarize(blocks: tuple[Block, ...]) -> Summary:
         else:
             summary.append(entry)
     return summary
-
-
-Entry = list[Any] | TaskItem | str  # a heading as [level, group or None], a task, or a run of cached tasks
 
 
 def _entries(blocks: Iterable[Block]) -> Iterator[Entry]:

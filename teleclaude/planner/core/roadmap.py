@@ -5,10 +5,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import AnyStr
 
-from teleclaude.planner.core.markdown import TASK_LINE, Block, Summary, chunk_summaries, decoded
+from teleclaude.planner.core.markdown import TASK_LINE, Block, chunk_summaries, decoded
 from teleclaude.planner.core.model import Marker, Problem, Roadmap, RoadmapItem, TaskItem
+
+TYPE_CHECKING = False  # typing's own, without importing typing
+if TYPE_CHECKING:
+    from typing import AnyStr
+
+    from teleclaude.planner.core.markdown import Summary
 
 SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 _ITEM_TEXT = re.compile(

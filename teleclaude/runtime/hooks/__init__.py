@@ -81,15 +81,20 @@ def run(verb: str, agent: str | None, then: str | None = None) -> int:
     return statusline.main(agent, then)
 
 
-ROADMAP = ("todos", "roadmap.md")  # planner/core/layout.py's ROADMAP, spelled out: layout imports `re`
+# planner/core/layout.py's TODOS, ROADMAP and TREES, spelled out: layout imports `re`
+TODOS, TREES = "todos", "trees"
+ROADMAP = (TODOS, "roadmap.md")
+# the variables that send git elsewhere than the folder's repository (git.py's `_own_environment`)
+GIT_ELSEWHERE = ("GIT_DIR", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_WORK_TREE")
 
 
 def quiet_stop(raw: str, agent: str | None) -> bool:
     """A stop hook (stop.py) with nothing to record that would let the stop through, seen without stop.py's
     modules (the git adapter, dataclasses): not a worker's, no usage to read from the CLI's transcript, and
-    stop_hook_active or its folder in no teleclaude project (no `.git` above it, or a main checkout without
-    a roadmap). False for anything else, and for input that is not plainly good: stop.py then decides."""
-    if os.environ.get("TELECLAUDE_SESSION_ID") or agent is None:
+    stop_hook_active, or its folder in no teleclaude project (no `.git` above it, or a main checkout without
+    a roadmap), or in a project's main checkout (not trees/) whose todos/{slug}/ folders have no uncommitted
+    file. False for anything else, and for input that is not plainly good: stop.py then decides."""
+    if os.environ.get("TELECLAUDE_SESSION_ID"):
         return False
     from teleclaude.agents import USAGE_SOURCES
     from teleclaude.agents.jsonin import loads
@@ -101,27 +106,40 @@ def quiet_stop(raw: str, agent: str | None) -> bool:
     if not isinstance(data, dict):
         return False
     transcript = data.get("transcript_path")
-    if (
-        USAGE_SOURCES.get(agent) == "transcript"
-        and isinstance(transcript, str)
-        and os.path.isfile(transcript)
-    ):
+    reads_usage = agent is None or USAGE_SOURCES.get(agent) == "transcript"  # None: stop.py names the CLI
+    if reads_usage and isinstance(transcript, str) and os.path.isfile(transcript):
         return False  # its usage to read (record.py)
     cwd = data.get("cwd", os.getcwd())
     if not isinstance(cwd, str) or not cwd:
         return False
     if data.get("stop_hook_active") is True:
         return True
-    folder = os.path.join(os.getcwd(), cwd)  # as git.find_repo walks up from it
+    folder = start = os.path.join(os.getcwd(), cwd)  # as git.find_repo walks up from it
     if not os.path.isdir(folder):
         return True
     while True:
         dot_git = os.path.join(folder, ".git")
         if os.path.isdir(dot_git):
-            return not os.path.isfile(os.path.join(folder, *ROADMAP))
+            return not os.path.isfile(os.path.join(folder, *ROADMAP)) or _committed(folder, start)
         if os.path.lexists(dot_git):
             return False  # a worktree's (or a submodule's) `.git` file: stop.py follows it
         parent = os.path.dirname(folder)
         if parent == folder:
             return True
         folder = parent
+
+
+def _committed(root: str, cwd: str) -> bool:
+    """`cwd` is in the main checkout `root` (not in trees/) and its todos/{slug}/ folders have no uncommitted
+    file: what stop.py lets through there, found with one `git status` run without `subprocess`."""
+    if cwd != os.path.normpath(cwd) or any(os.environ.get(name) for name in GIT_ELSEWHERE):
+        return False  # what pathlib would make of it, or where git would go, is stop.py's to say
+    if os.path.relpath(cwd, root).split(os.sep)[0] == TREES:
+        return False
+    from teleclaude.adapters.gitstatus import changed
+
+    try:
+        changes = changed(root, TODOS)
+    except OSError:
+        return False
+    return changes is not None and not any(path.count("/") >= 2 for path in changes)
