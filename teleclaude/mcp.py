@@ -130,6 +130,21 @@ def _answer(function: Callable[..., Action | AgentMarked | AgentReport], *args, 
     return to_text(guard(function)(*args, **kwargs), FrontEnd.MCP)
 
 
+def _sandboxed(tool: str) -> str | None:
+    """The answer of a sandboxed worker's server (its session's channel in its environment) to a tool that
+    needs what its sandbox hides: the sessions database and the workers' tmux server (docs/security.md).
+    None anywhere else."""
+    if not os.environ.get("TELECLAUDE_CHANNEL"):  # CHANNEL of adapters/sandbox.py
+        return None
+    why = (
+        f"teleclaude__{tool} is out of a sandboxed worker's reach: it drives no other worker and reads no "
+        "session or agent record (its sandbox hides the sessions database and the workers' tmux server).\n"
+        "Do your step, then tell teleclaude with teleclaude__report_status (it goes through your session's "
+        "channel); whoever started you takes the next step."
+    )
+    return to_text(Error(ErrorCode.SANDBOXED, why), FrontEnd.MCP)
+
+
 def next_prepare(slug: str | None = None, cwd: str | None = None) -> str:
     log.debug("next_prepare(slug=%r, cwd=%r)", slug, cwd)
     return _answer(app.next_prepare, slug or None, cwd=cwd or None)
@@ -142,16 +157,18 @@ def next_work(slug: str | None = None, cwd: str | None = None, dry_run: bool = F
 
 def mark_agent_unavailable(agent: str, unavailable_until: str | None = None, reason: str = "") -> str:
     log.debug("mark_agent_unavailable(%r, %r, %r)", agent, unavailable_until, reason)
-    return _answer(app.mark_agent_unavailable, agent, unavailable_until, reason)
+    return _sandboxed("mark_agent_unavailable") or _answer(
+        app.mark_agent_unavailable, agent, unavailable_until, reason
+    )
 
 
 def mark_agent_available(agent: str) -> str:
     log.debug("mark_agent_available(%r)", agent)
-    return _answer(app.mark_agent_available, agent)
+    return _sandboxed("mark_agent_available") or _answer(app.mark_agent_available, agent)
 
 
 def agent_status() -> str:
-    return _answer(app.agent_status)
+    return _sandboxed("agent_status") or _answer(app.agent_status)
 
 
 # --- the worker runtime: every call runs in a thread, so tmux and the long-poll never block the server ------
@@ -220,6 +237,9 @@ def _runtime():
 def _session_answer(method: str, *args, **kwargs) -> str:
     from teleclaude.runtime.core.session_render import session_text
 
+    refused = _sandboxed(method)
+    if refused is not None:
+        return refused
     answer = guard(lambda: getattr(_runtime(), method)(*args, **kwargs))()
     if isinstance(answer, Error):
         return to_text(answer, FrontEnd.MCP)
@@ -254,6 +274,9 @@ def _dispatch(request: StartRequest, parent: str | None) -> str:
     from teleclaude.runtime.core import parents
     from teleclaude.runtime.supervisor import parent_of_process
 
+    refused = _sandboxed("run_agent_command")
+    if refused is not None:
+        return refused
     runtime = guard(_runtime)()
     if isinstance(runtime, Error):
         return to_text(runtime, FrontEnd.MCP)

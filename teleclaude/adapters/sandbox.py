@@ -292,12 +292,46 @@ def read_transcript(folder: Path, home: str, needs: SandboxNeeds) -> str | None:
         path = mark.read_text(encoding="utf-8").strip()
     except (OSError, ValueError):
         return None
+    own = own_record(path, home, needs)
+    if own is None:
+        mark.unlink(missing_ok=True)
+    return own
+
+
+def own_record(path: str, home: str, needs: SandboxNeeds) -> str | None:
+    """`path` resolved, when it is in the CLI's state folders (where a sandboxed CLI keeps its record of the
+    session); None for a path anywhere else, which a hook inside has no business naming."""
+    if not home or not path or len(path) > 4096 or "\0" in path:
+        return None
     resolved = Path(path).resolve()
     folders = tuple(str(Path(home, state).resolve()) for state in needs.state)
-    if home and _under(resolved, folders):
-        return str(resolved)
-    mark.unlink(missing_ok=True)
-    return None
+    return str(resolved) if _under(resolved, folders) else None
+
+
+CONVERSATION = "conversation"  # a hook's CLI's own id of its session (what a later worker resumes)
+CONVERSATION_KEPT = 200  # characters: a longer one is no CLI's id
+
+
+def name_record(folder: Path, transcript: str, conversation: str = "") -> None:
+    """A hook's news of the CLI's record of the session (its path) and, when it says it, the CLI's own id
+    of the session: left in the channel (`read_transcript`, `read_conversation`) for the observer."""
+    if transcript:
+        write_mark(folder, TRANSCRIPT, transcript)
+    if conversation and len(conversation) <= CONVERSATION_KEPT:
+        write_mark(folder, CONVERSATION, conversation)
+
+
+def read_conversation(folder: Path) -> str:
+    """The CLI's id of the session a hook left in the channel ("": none, or not one)."""
+    try:
+        fd = os.open(folder / CONVERSATION, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return ""
+    try:
+        text = os.read(fd, CONVERSATION_KEPT + 1).decode("utf-8", "replace").strip()
+    finally:
+        os.close(fd)
+    return text if 0 < len(text) <= CONVERSATION_KEPT and text.isprintable() else ""
 
 
 TOOL_USES = "tool-uses.jsonl"
@@ -311,6 +345,9 @@ def append_tool_use(folder: Path, raw: str) -> None:
         raise ValueError("the input has no tool_name")
     line = {"tool": data["tool_name"], "input": data.get("tool_input"), "cwd": data.get("cwd") or ""}
     line["at"] = time.time()
+    for key, name in (("conversation", "session_id"), ("transcript", "transcript_path")):
+        if isinstance(data.get(name), str) and data[name]:  # the CLI's id of the session, its record
+            line[key] = data[name]
     fd = os.open(folder / TOOL_USES, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
         os.write(fd, (json.dumps(line) + "\n").encode())
@@ -338,6 +375,20 @@ def take_tool_uses(folder: Path) -> list[dict[str, object]]:
         if isinstance(use, dict) and isinstance(use.get("tool"), str) and isinstance(use.get("at"), float):
             uses.append(use)
     return uses
+
+
+def named_in(uses: list[dict[str, object]]) -> tuple[str, str]:
+    """(the CLI's id of its session, its record's path) the latest of a channel's tool uses name ("":
+    none): what a local tool hook keeps on the session (runtime/hooks/tool.py)."""
+    conversation = transcript = ""
+    for use in uses:
+        named = use.get("conversation")
+        if isinstance(named, str) and 0 < len(named) <= CONVERSATION_KEPT and named.isprintable():
+            conversation = named
+        path = use.get("transcript")
+        if isinstance(path, str) and path:
+            transcript = path
+    return conversation, transcript
 
 
 def clear_mark(folder: Path, option: str) -> None:

@@ -321,9 +321,15 @@ PROFILE = AgentProfile(
         # one before its first turn (exiting with the server's error should it fail to start)
         # and gives a stdio server only a few variables of its own environment (HOME, PATH, …) unless named
         # here: report_status needs the worker's session and its key (runtime/core/marks.py), and its database
+        # (a sandboxed worker: its session's channel folder instead, adapters/sandbox.py)
         mcp_entry={
             "required": True,
-            "env_vars": ["TELECLAUDE_SESSION_ID", "TELECLAUDE_SESSION_KEY", "TELECLAUDE_DB"],
+            "env_vars": [
+                "TELECLAUDE_SESSION_ID",
+                "TELECLAUDE_SESSION_KEY",
+                "TELECLAUDE_DB",
+                "TELECLAUDE_CHANNEL",
+            ],
         },
         hooks_file="{folder}/hooks.json",
     ),

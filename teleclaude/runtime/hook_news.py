@@ -64,6 +64,15 @@ class HookNews:
             # machine): it ends the turn by this time, once it makes the session work; else a late stop
             stopped = replace(session, stopped_at=self.context.clock())
             return self.context.store.save(stopped, expect=session.state) is not None
+        saved = self._stop_told(session, source, prompt, session.state)
+        if saved.state in WORKING:
+            return False
+        self._wake(session)
+        return True
+
+    def _stop_told(self, session: Session, source: str, prompt: str, expect: SessionState) -> Session:
+        """A working session's turn ended by its stop hook; errored when the `prompt` its CLI sent the model
+        is its command line as typed (the CLI did not know the command)."""
         profile = self.context.config.profiles.get(session.agent)
         typed = profile.slash_command(session.command, session.args) if profile else ""
         if prompt and unexpanded_command(prompt, typed):
@@ -71,20 +80,18 @@ class HookNews:
                 f"{session.agent} does not know the command: it sent `{typed}` to the model as a plain "
                 f"prompt. Run `teleclaude install --{session.agent}` so that the role commands exist."
             )
-            saved = self.context.change(session, Change.ERRORED, why, expect=session.state, error=why)
-        else:
-            saved = self._turn_ended(session, source, session.state)
-        if saved.state in WORKING:
-            return False
-        self._wake(session)
-        return True
+            return self.context.change(session, Change.ERRORED, why, expect=expect, error=why)
+        return self._turn_ended(session, source, expect)
 
-    def _hook_ended(self, session: Session, now: datetime, expect: SessionState) -> Session | None:
-        """A stop hook's news, told by a pane mark, saved as `record_turn_end` saves a local hook's: a working
-        session's turn ends; on one not working (a line typed in, the launcher not yet sure it was taken)
-        `stopped_at` is kept for the launcher. None when another writer saved first."""
+    def _hook_ended(
+        self, session: Session, now: datetime, expect: SessionState, prompt: str = ""
+    ) -> Session | None:
+        """A stop hook's news, told by a mark (a remote worker's pane, a sandboxed one's channel), with the
+        prompt its CLI sent when the mark carries it, saved as `record_turn_end` saves a local hook's: a
+        working session's turn ends (or errs); on one not working (a line typed in, the launcher not yet sure
+        it was taken) `stopped_at` is kept for the launcher. None when another writer saved first."""
         if session.state in WORKING:
-            ended = self._turn_ended(session, "stop hook", expect)
+            ended = self._stop_told(session, "stop hook", prompt, expect)
             return None if ended.state in WORKING else ended
         return self.context.store.save(replace(session, stopped_at=now), expect=expect)
 
@@ -220,19 +227,24 @@ class HookNews:
             self._clear_mark(session, STOP_FAILURE_OPTION)
         return self.context.store.get(session.id) or session  # not recorded: the mark stays for the next look
 
-    def _with_channel(self, session: Session, view: PaneView, files: frozenset[str]) -> PaneView:
+    def _with_channel(
+        self, session: Session, view: PaneView, files: frozenset[str]
+    ) -> tuple[PaneView, tuple[str, str]]:
         """A sandboxed worker's hooks mark its channel folder, not its pane (adapters/sandbox.py): read as
-        the pane's marks are. `files`: what the folder holds (`sandbox.listing`)."""
+        the pane's marks are, with (its CLI's id of the session, its record) its tool uses named.
+        `files`: what the folder holds (`sandbox.listing`)."""
         if session.computer in self.context.config.remotes or not files:
-            return view
+            return view, ("", "")
         folder = sandbox.channel_folder(self.context.store.path, session.id)
-        for use in sandbox.take_tool_uses(folder) if sandbox.TOOL_USES in files else []:
+        uses = sandbox.take_tool_uses(folder) if sandbox.TOOL_USES in files else []
+        for use in uses:
             at = datetime.fromtimestamp(float(str(use["at"])), UTC)
             cwd = str(use.get("cwd") or "")
             self.context.store.add_tool_use(tool_use(session.id, str(use["tool"]), use.get("input"), at, cwd))
+        named = sandbox.named_in(uses)
         marks = sandbox.read_marks(folder, files)
         if not marks:
-            return view
+            return view, named
         return replace(
             view,
             turn_end=marks.get(TURN_END_OPTION) or view.turn_end,
@@ -240,23 +252,27 @@ class HookNews:
             usage=marks.get(USAGE_OPTION) or view.usage,
             spend=marks.get(SPEND_OPTION) or view.spend,
             cost=marks.get(COST_OPTION) or view.cost,
-        )
+        ), named
 
-    def _channel_transcript(self, session: Session, files: frozenset[str]) -> Session:
-        """The transcript path a sandboxed worker's prompt hook left in its channel, kept on its session."""
+    def _channel_transcript(
+        self, session: Session, files: frozenset[str], named: tuple[str, str] = ("", "")
+    ) -> Session:
+        """The CLI's record of the session (its path) and its own id of the session that a sandboxed
+        worker's hooks left in its channel (a prompt or stop hook's marks; `named`: its tool uses'), kept
+        on its session as a local hook keeps them (runtime/hooks/tool.py, record.py): a record only in its
+        CLI's state folders, and a tool use's only where the session has none yet."""
         profile = self.context.config.profiles.get(session.agent)
-        if (
-            profile is None
-            or session.computer in self.context.config.remotes
-            or sandbox.TRANSCRIPT not in files
-        ):
+        marked = {sandbox.TRANSCRIPT, sandbox.CONVERSATION} & files
+        if profile is None or session.computer in self.context.config.remotes or not (marked or any(named)):
             return session
         folder = sandbox.channel_folder(self.context.store.path, session.id)
-        path = sandbox.read_transcript(folder, self.context.env.get("HOME", ""), profile.sandbox)
-        if path is None:
-            return session
-        if self.record_transcript(session.id, path):  # else the mark stays for the next look
-            sandbox.clear_mark(folder, sandbox.TRANSCRIPT)
+        home = self.context.env.get("HOME", "")
+        path = sandbox.read_transcript(folder, home, profile.sandbox) if marked else None
+        conversation = (sandbox.read_conversation(folder) if marked else "") or named[0]
+        path = path or session.transcript or sandbox.own_record(named[1], home, profile.sandbox) or ""
+        if self.record_transcript(session.id, path, conversation):  # else the marks stay for the next look
+            for mark in marked:
+                sandbox.clear_mark(folder, mark)
         return self.context.store.get(session.id) or session
 
     def _channel_report(self, session: Session, files: frozenset[str]) -> Session:

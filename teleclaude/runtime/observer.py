@@ -25,6 +25,7 @@ from teleclaude.runtime.core.apiwait import api_wait_limit, tool_shown
 from teleclaude.runtime.core.blockers import blocked_text, find_blocker, refusal_text, refused_command
 from teleclaude.runtime.core.continuation import not_replayed
 from teleclaude.runtime.core.limits import DEFAULT_PAUSE, LimitHit, find_limit, reset_time
+from teleclaude.runtime.core.marks import turn_end_prompt
 from teleclaude.runtime.core.screens import observe_idle, waiting_for_input
 from teleclaude.runtime.core.sessions import (
     Activity,
@@ -282,8 +283,8 @@ class Observer(HookNews):
         # one listing of the worker's channel rather than a read of each file it may hold (most hold none)
         remote = session.computer in self.context.config.remotes
         files = frozenset() if remote else sandbox.listing(context.store.path, session.id)
-        view = self._with_channel(session, view, files)
-        session = self._channel_transcript(session, files)
+        view, named = self._with_channel(session, view, files)
+        session = self._channel_transcript(session, files, named)
         session = self._channel_report(session, files)
         transcript = self._transcript(session)
         self._transcript_usage(session, transcript)
@@ -303,9 +304,11 @@ class Observer(HookNews):
             return self._record_limit(scanned, limited, limited.line, session.state)
         if view.dead:
             return self._after_exit(scanned, view, expect=session.state)
-        if self._sealed(session, TURN_END_OPTION, view.turn_end) is not None:
-            # the stop hook of a worker on another computer marked its pane: recorded as a local hook's is
-            hooked = self._hook_ended(scanned, now, session.state)
+        turn_end = self._sealed(session, TURN_END_OPTION, view.turn_end)
+        if turn_end is not None:
+            # the stop hook of a worker on another computer marked its pane (a sandboxed one its channel):
+            # recorded as a local hook's is
+            hooked = self._hook_ended(scanned, now, session.state, turn_end_prompt(turn_end))
             if hooked is not None:  # recorded: the mark has done its work
                 self._clear_mark(session, TURN_END_OPTION)
             return hooked or context.store.get(session.id) or scanned  # else the mark stays for the next look

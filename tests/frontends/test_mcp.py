@@ -230,6 +230,36 @@ def test_errors_are_text_answers(project, call_tool, monkeypatch, tool, argument
     assert "Traceback" not in text
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("teleclaude__run_agent_command", {"computer": "local", "command": "next-build", "args": PREPARED}),
+        ("teleclaude__list_sessions", {}),
+        ("teleclaude__get_session_output", {"session_id": "other"}),
+        ("teleclaude__send_message", {"session_id": "other", "text": "rm -rf ~"}),
+        ("teleclaude__end_session", {"session_id": "other"}),
+        ("teleclaude__wait_for_sessions", {}),
+        ("teleclaude__mark_agent_unavailable", {"agent": "gemini"}),
+        ("teleclaude__mark_agent_available", {"agent": "gemini"}),
+        ("teleclaude__agent_status", {}),
+    ],
+)
+def test_a_sandboxed_workers_server_drives_no_worker_and_reads_no_record(
+    project, call_tool, monkeypatch, tmp_path, tool, arguments
+):
+    """Its CLI started it inside the sandbox (its session's channel in its environment), where the sessions
+    database and the workers' tmux server are hidden: a plain refusal, nothing recorded."""
+    from teleclaude.adapters.store import AvailabilityStore
+
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("TELECLAUDE_CHANNEL", str(tmp_path / "channel"))
+    if tool == "teleclaude__run_agent_command":
+        arguments = {**arguments, "project": str(project), "agent": "claude", "thinking_mode": "med"}
+    text = call_tool(tool, **arguments)
+    assert first_line(text) == "ERROR: SANDBOXED"
+    assert AvailabilityStore().unavailable(datetime.now(UTC)) == {}
+
+
 @pytest.mark.parametrize("tool", ["teleclaude__next_work", "teleclaude__next_prepare"])
 def test_outside_a_repository_the_answer_is_not_a_git_repo(not_a_repo, isolated_env, call_tool, tool):
     text = call_tool(tool, cwd=str(not_a_repo))

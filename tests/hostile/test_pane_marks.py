@@ -16,8 +16,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from teleclaude.adapters import sandbox
 from teleclaude.adapters.store import AvailabilityStore
-from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION, USAGE_OPTION
+from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION, TURN_END_TO_PANE, USAGE_OPTION
 from teleclaude.agents.profile import UsageWindow
 from teleclaude.errors import Error
 from teleclaude.runtime.core.limits import encode_usage, parse_failure
@@ -208,3 +209,67 @@ def test_a_status_report_or_tool_use_with_another_sessions_id_records_nothing_on
     assert stored.status_text == "forged: all done"
     assert [line.split(" (")[0] for line in runtime.recent_tools([stored])[target.id]] == ["Bash: rm -rf /"]
     assert runtime.store.get(own.id).status_text == ""
+
+
+def _channel_hook(env, project, name: str, payload: Mapping[str, object], session, channel, *args: str):
+    """A sandboxed worker's hook: its session's key and channel folder, no database (`TURN_END_TO_PANE`)."""
+    hook_env = {
+        **env,
+        "TELECLAUDE_SESSION_ID": session.id,
+        SESSION_KEY: session.key,
+        sandbox.CHANNEL: str(channel),
+        TURN_END_TO_PANE: "1",
+    }
+    return hook(hook_env, project, name, *args, stdin=json.dumps({**payload, "cwd": str(project)}))
+
+
+@pytest.mark.slow  # the worker runtime in tmux
+def test_a_sandboxed_workers_hooks_keep_its_conversation_and_record_through_its_channel(
+    worker_runtime, worker_project, subprocess_env, start_worker, isolated_environment
+):
+    """What a local tool hook records on the session (the CLI's id of its conversation, its record: what a
+    later worker resumes), a sandboxed one leaves in its channel, and a look of the runtime records; a
+    record outside the CLI's own state folders is not taken."""
+    runtime = worker_runtime
+    target = start_worker("x")
+    channel = sandbox.open_channel(runtime.store.path, target.id)
+    record = isolated_environment / ".claude" / "projects" / "x" / "c0ffee.jsonl"
+    tool = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}}
+    forged = {**tool, "session_id": "c0ffee", "transcript_path": str(isolated_environment / ".ssh" / "k")}
+    done = _channel_hook(subprocess_env, worker_project, "tool-use", forged, target, channel)
+    assert (done.returncode, done.stdout) == (0, "")
+    runtime.list_sessions()
+    stored = runtime.store.get(target.id)
+    assert (stored.conversation, stored.transcript) == ("c0ffee", "")
+    assert [line.split(" (")[0] for line in runtime.recent_tools([stored])[target.id]] == ["Bash: ls"]
+
+    named = {**tool, "session_id": "c0ffee", "transcript_path": str(record)}
+    assert _channel_hook(subprocess_env, worker_project, "tool-use", named, target, channel).returncode == 0
+    runtime.list_sessions()
+    stored = runtime.store.get(target.id)
+    assert (stored.conversation, stored.transcript) == ("c0ffee", str(record))
+    assert stored.state is SessionState.RUNNING
+
+
+@pytest.mark.slow  # the worker runtime in tmux
+def test_a_sandboxed_workers_turn_end_with_its_command_line_as_the_prompt_errs_its_session(
+    worker_runtime, worker_project, subprocess_env, start_worker
+):
+    """A CLI that did not know the role command sends the line as typed to the model; its stop hook (one
+    whose input carries the prompt) tells it through the channel, and the session errs as a local one
+    would, rather than ending a turn that never did the step."""
+    runtime = worker_runtime
+    honest, unknown = start_worker("x"), start_worker("y")
+    profile = runtime.config.profiles[unknown.agent]
+    stop = {"hook_event_name": "AfterAgent", "stop_hook_active": False, "session_id": "s"}
+    for session, prompt in ((honest, "Build x as the plan says."), (unknown, None)):
+        typed = profile.slash_command(session.command, session.args)
+        channel = sandbox.open_channel(runtime.store.path, session.id)
+        payload = {**stop, "prompt": typed if prompt is None else prompt}
+        done = _channel_hook(
+            subprocess_env, worker_project, "stop", payload, session, channel, "--agent", "gemini"
+        )
+        assert (done.returncode, done.stdout) == (0, ""), done.stderr
+    runtime.list_sessions()
+    assert runtime.store.get(honest.id).state is SessionState.TURN_ENDED
+    assert runtime.store.get(unknown.id).state is SessionState.ERRORED

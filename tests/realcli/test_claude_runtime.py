@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from teleclaude.adapters.store import AvailabilityStore
+from teleclaude.config.profiles import SandboxMode
 from teleclaude.demo.model_server import Fail
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
@@ -50,8 +51,10 @@ def test_a_first_run_dialog_is_reported_as_worker_blocked_with_its_fix(
 
 @pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="claude refuses only root")
 def test_as_root_without_is_sandbox_claudes_refusal_and_the_fix_reach_the_user(runtime, project, monkeypatch):
+    """Unsandboxed (in bubblewrap claude is told it is sandboxed, CLAUDE_CODE_BUBBLEWRAP, and starts)."""
     monkeypatch.delenv("IS_SANDBOX", raising=False)  # not from the tmux server's environment either
     with_env(runtime, "claude", IS_SANDBOX=None)
+    runtime.context.config = replace(runtime.config, sandbox=SandboxMode.OFF)
     answer = blocked(runtime, project)
     assert "--dangerously-skip-permissions cannot be used with root" in answer.message  # claude's own words
     assert 'env = {IS_SANDBOX = "1"}' in answer.message

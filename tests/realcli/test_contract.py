@@ -382,13 +382,15 @@ def recorded_until(runtime, session_id: str, want, seconds: float = 60.0):
 def written(runtime, session_id: str, seconds: float = 60.0) -> None:
     """Waits until the CLI's record of the conversation holds the first tool's result: a CLI writes its record
     a moment after the request that carries it (claude batches its writes), and a kill before that loses the
-    call (its resume then drops the call it has no result of)."""
+    call (its resume then drops the call it has no result of). The runtime looks meanwhile: a sandboxed
+    worker's hooks name its record in its channel, which a look keeps on its session."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         session = runtime.store.get(session_id)
         said = record_of(runtime, session) if session else ""
         if "todos/greeting/notes.md" in said and any(result in said for result in RESULTS):
             return
+        runtime.list_sessions()  # a look
         time.sleep(0.1)
     pytest.fail("the CLI's record of the conversation never held the first tool's result")
 

@@ -41,12 +41,15 @@ def recorded(agent: str) -> dict[str, float]:
     return {w.window: w.used_percent for w in windows}
 
 
-def wait_recorded(agent: str, expected: dict[str, float], seconds: float = 60.0) -> None:
-    """Waits for the recorded usage to be `expected` (a status line runs a moment after the answer)."""
+def wait_recorded(runtime, agent: str, expected: dict[str, float], seconds: float = 60.0) -> None:
+    """Waits for the recorded usage to be `expected` (a status line runs a moment after the answer), the
+    runtime looking at its workers meanwhile (a sandboxed worker's hook leaves its usage in its channel,
+    which a look records)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if recorded(agent) == expected:
             return
+        runtime.list_sessions()
         time.sleep(0.2)
     assert recorded(agent) == expected
 
@@ -75,7 +78,7 @@ def test_the_recorded_usage_follows_the_providers_headers_turn_by_turn(agent, re
             assert not isinstance(sent, Error), sent
         turn_ended(runtime, session_id)
         try:
-            wait_recorded(agent, {five_hour: used * 100, weekly: 20.0 + n})
+            wait_recorded(runtime, agent, {five_hour: used * 100, weekly: 20.0 + n})
         except AssertionError:
             print(screen(runtime, runtime.store.get(session_id)))
             raise
@@ -115,7 +118,7 @@ def build(
     assert model_server.turns()[turns - 1].provider == provider  # which agent's server got the step
     turn_ended(runtime, started.session.id)
     if usage is not None:
-        wait_recorded(*usage)
+        wait_recorded(runtime, *usage)
     ended = runtime.end_session(started.session.id)
     assert not isinstance(ended, Error), ended
 

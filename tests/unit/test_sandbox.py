@@ -1,11 +1,17 @@
-"""A worker's sandbox as bubblewrap's argv (runtime/core/sandbox.py), and `[runtime] sandbox`."""
+"""A worker's sandbox as bubblewrap's argv (runtime/core/sandbox.py), `[runtime] sandbox`, and what its hooks
+leave in its channel folder (adapters/sandbox.py)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from teleclaude.adapters import sandbox
+from teleclaude.agents.profile import SandboxNeeds
 from teleclaude.config.parse import ConfigError, parse_config
 from teleclaude.config.profiles import RuntimeConfig, SandboxMode
+from teleclaude.runtime.core.marks import turn_end_payload, turn_end_prompt
 from teleclaude.runtime.core.sandbox import Layout, bwrap_argv, denied_path
 
 PROJECT = "/home/u/project"
@@ -128,3 +134,53 @@ def test_an_untrusted_project_file_cannot_turn_the_sandbox_off():
 )
 def test_the_path_a_cli_could_not_open_is_read_from_its_output(row, path):
     assert denied_path(["some output", row, ""]) == path
+
+
+# --- the channel: what a sandboxed worker's hooks leave for the observer ----------------------------------
+
+
+@pytest.mark.parametrize("prompt", ["", "/next-build greeting", 'multi\nline\t"quoted" é ✓'])
+def test_a_turn_end_mark_carries_the_prompt_on_one_printable_line(prompt):
+    payload = turn_end_payload(1234, prompt)
+    assert payload.isascii() and "\n" not in payload and "\t" not in payload
+    assert turn_end_prompt(payload) == prompt
+
+
+def test_a_turn_end_mark_of_an_older_hook_or_a_broken_one_carries_no_prompt():
+    assert turn_end_prompt("1234") == ""
+    assert turn_end_prompt("1234 not-json") == ""
+    assert turn_end_prompt('1234 ["a list"]') == ""
+
+
+def test_the_tool_uses_name_the_latest_conversation_and_record_and_nothing_unfit(tmp_path):
+    folder = tmp_path / "channel"
+    folder.mkdir()
+    for conversation, transcript in (("first", "/h/.claude/a.jsonl"), ("second", ""), ("x" * 201, "")):
+        raw = {"tool_name": "Bash", "tool_input": {"command": "ls"}, "session_id": conversation}
+        sandbox.append_tool_use(folder, json.dumps({**raw, "transcript_path": transcript}))
+    uses = sandbox.take_tool_uses(folder)
+    assert [use["tool"] for use in uses] == ["Bash"] * 3
+    assert sandbox.named_in(uses) == ("second", "/h/.claude/a.jsonl")
+    assert sandbox.named_in([{"conversation": "bad\x1b[31m"}]) == ("", "")
+
+
+def test_a_conversation_and_record_named_by_a_stop_hook_are_kept_in_the_channel(tmp_path):
+    folder = tmp_path / "channel"
+    folder.mkdir()
+    assert sandbox.read_conversation(folder) == ""
+    sandbox.name_record(folder, "/h/.local/share/opencode/opencode.db", "ses_1")
+    assert sandbox.read_conversation(folder) == "ses_1"
+    assert (folder / sandbox.TRANSCRIPT).read_text() == "/h/.local/share/opencode/opencode.db"
+    sandbox.name_record(folder, "", "y" * 201)  # no CLI's id: the one kept stays
+    assert sandbox.read_conversation(folder) == "ses_1"
+
+
+def test_only_a_record_in_the_clis_own_state_is_taken(tmp_path):
+    needs = SandboxNeeds((".claude",))
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    mine = home / ".claude" / "projects" / "s.jsonl"
+    assert sandbox.own_record(str(mine), str(home), needs) == str(mine)
+    assert sandbox.own_record(str(home / ".ssh" / "id_ed25519"), str(home), needs) is None
+    assert sandbox.own_record(str(home / ".claude" / ".." / ".ssh" / "k"), str(home), needs) is None
+    assert sandbox.own_record("", str(home), needs) is None

@@ -42,3 +42,30 @@ def _mac(key: str, session_id: str, option: str, payload: str) -> str:
 
 def _bytes(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")  # an environment's undecodable bytes included
+
+
+PROMPT_KEPT = 64 * 1024  # characters of the prompt a turn-end mark carries (a command line is short)
+
+
+def turn_end_payload(stamp: int, prompt: str = "") -> str:
+    """A stop hook's turn-end mark: when it ran, then (when its CLI says it) the prompt the model was sent,
+    as JSON in printable ASCII (one line: a tmux option, a channel file)."""
+    if not prompt:
+        return str(stamp)
+    import json
+
+    return f"{stamp} {json.dumps(prompt[:PROMPT_KEPT])}"
+
+
+def turn_end_prompt(payload: str) -> str:
+    """The prompt a turn-end mark carries ("" for none, or one that is not a JSON string)."""
+    _, _, rest = payload.partition(" ")
+    if not rest:
+        return ""
+    import json
+
+    try:
+        prompt = json.loads(rest)
+    except ValueError:
+        return ""
+    return prompt if isinstance(prompt, str) else ""

@@ -201,12 +201,12 @@ def record_spend(agent: str, path: str, conversation: str = "", hook: str = "sto
             if not mark_pane(SPEND_OPTION, encode_tokens(tokens)):
                 warn("could not mark what the session used on the tmux pane", hook)
             channel = os.environ.get("TELECLAUDE_CHANNEL")  # a sandboxed worker: its record named, as below
-            if channel and not report.database:
+            if channel:
                 from pathlib import Path
 
-                from teleclaude.adapters.sandbox import TRANSCRIPT, write_mark
+                from teleclaude.adapters.sandbox import name_record
 
-                write_mark(Path(channel), TRANSCRIPT, path)
+                name_record(Path(channel), path, conversation if report.database else "")
             return
         # the record named on the session too (with the CLI's id of the session, for a database): the runtime
         # reads it again after the turn (a CLI can write its last answer after this hook read it) and before

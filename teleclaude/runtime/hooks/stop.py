@@ -158,14 +158,15 @@ def main(agent: str | None = None, stdin: TextIO | None = None, stdout: TextIO |
 def _record_turn_end(prompt: str = "") -> None:
     """A worker started by the runtime ended its turn: tell the runtime now, not after its idle wait (with
     the prompt, when the CLI sends it: an unknown /command reaches the model as it was typed). A worker on
-    another computer (the launcher set TURN_END_TO_PANE) marks its tmux pane instead, sealed with its
-    session's key, which the runtime reads over ssh with the pane's output (adapters/tmux.py,
-    runtime/core/marks.py)."""
+    another computer (the launcher set TURN_END_TO_PANE) marks its tmux pane instead, a sandboxed one its
+    channel folder, with the prompt too, sealed with its session's key, which the runtime reads (over ssh
+    with the pane's output; adapters/tmux.py, runtime/core/marks.py)."""
     # TURN_END_TO_PANE of adapters/tmux.py, spelled out: every other stop stays off that module
     if os.environ.get("TELECLAUDE_TURN_END_TO_PANE") and os.environ.get("TELECLAUDE_SESSION_ID"):
         from teleclaude.adapters.tmux import TURN_END_OPTION
+        from teleclaude.runtime.core.marks import turn_end_payload
 
-        if not mark_pane(TURN_END_OPTION, str(time.time_ns())):
+        if not mark_pane(TURN_END_OPTION, turn_end_payload(time.time_ns(), prompt)):
             warn("could not mark the end of the turn on the tmux pane")
         return
     record(
