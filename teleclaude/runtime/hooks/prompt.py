@@ -1,21 +1,20 @@
 """`teleclaude hook prompt`: the CLI is given a message; tells the runtime which conversation it is in and
 where the CLI records it.
 
-The CLI (a driver whose `Hooks` run `prompt`: Claude Code's and Codex's `UserPromptSubmit`, Gemini CLI's
-`BeforeAgent`, opencode's `chat.message` through teleclaude's plugin) runs it for each message it is given,
-before the model is asked, with JSON on stdin: `{"session_id", "cwd", "hook_event_name", "transcript_path",
-"prompt", …}` (opencode's has no `transcript_path`: its conversations are rows of its database).
-`session_id` is the CLI's own id of the conversation and `transcript_path` its record of it: for a worker of
-the runtime (TELECLAUDE_SESSION_ID set) both are kept on its session from its first message on, so that a
-worker killed before its first tool call is resumed all the same (runtime/continuing.py). The transcript is
-also where codex writes, typed, an API error that ends the turn (no hook runs for such a turn: the driver's
-`turn_error` reads it), and the usage of its rate-limit windows the provider reported on each response (the
-driver's `usage`, source `transcript`). The usage the file holds so far is recorded for every session,
-worker or not (record.py; a worker on another computer marks its pane with it). A worker on another computer
-(TELECLAUDE_TURN_END_TO_PANE set) keeps nothing: its file is over there, out of the observer's reach, and
-this machine's database is too; its limits are read from its screen. A sandboxed worker writes the path
-into its session's channel folder, for the observer to keep (a path in its CLI's own state folders only).
-The hook prints nothing (the prompt goes ahead) and always exits 0.
+The CLI (a driver whose `Hooks` run `prompt`, on its event for a message given: `UserPromptSubmit`, say)
+runs it for each message it is given, before the model is asked, with JSON on stdin: `{"session_id", "cwd",
+"hook_event_name", "transcript_path", "prompt", …}` (no `transcript_path` from a CLI that keeps its
+conversations in a database). `session_id` is the CLI's own id of the conversation and `transcript_path` its
+record of it: for a worker of the runtime (TELECLAUDE_SESSION_ID set) both are kept on its session from its
+first message on, so that a worker killed before its first tool call is resumed all the same
+(runtime/continuing.py). The transcript is also where a CLI may write, typed, an API error that ends the turn
+(no hook runs for such a turn: the driver's `turn_error` reads it), and the usage of its rate-limit windows
+the provider reported on each response (the driver's `usage`, source `transcript`). The usage the file holds
+so far is recorded for every session, worker or not (record.py; a worker on another computer marks its pane
+with it). A worker on another computer (TELECLAUDE_TURN_END_TO_PANE set) keeps nothing: its file is over
+there, out of the observer's reach, and this machine's database is too; its limits are read from its screen.
+A sandboxed worker writes the path into its session's channel folder, for the observer to keep (a path in
+its CLI's own state folders only). The hook prints nothing (the prompt goes ahead) and always exits 0.
 """
 
 from __future__ import annotations
