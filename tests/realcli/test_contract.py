@@ -491,15 +491,12 @@ def test_killed_mid_build_turn_the_next_worker_resumes_its_conversation(
 
 @drivers(Capability.RESUME)
 def test_killed_before_its_first_tool_call_the_next_worker_resumes_its_conversation(
-    agent, agent_runtime, project, model_server, request
+    agent, agent_runtime, project, model_server
 ):
     """The CLI is killed while its model's first answer is held: no tool hook ever ran, yet its conversation
     was on record from its first message (its prompt hook), so the next worker of the same agent resumes it:
     the first request after the restart carries the role command of the first, and the line saying what
     happened; the build is then delivered."""
-    if agent == "gemini":  # as test_killed_mid_build_turn_the_next_worker_resumes_its_conversation
-        reason = "known: a resumed gemini's screen may not show its line taken after Enter (a fresh start)"
-        request.applymarker(pytest.mark.xfail(strict=False, reason=reason))
     runtime = agent_runtime
     held = threading.Event()
     model_server.add(Text("never sent: the CLI is killed before", hold=held))
