@@ -88,21 +88,24 @@ def add_plainly(
         conn.close()
 
 
-def kept_transcript(path: str, busy_ms: int, session_id: str, owns: Callable[[str], bool]) -> str | None:
-    """The transcript on record for the session ("" for none) when `owns` its stored key; None when that is
-    not known so (no file, no such session or column, another key, any fault): the runtime says then."""
+def kept_conversation(
+    path: str, busy_ms: int, session_id: str, owns: Callable[[str], bool]
+) -> tuple[str, str] | None:
+    """(conversation, transcript) on record for the session ("" for none) when `owns` its stored key; None
+    when that is not known so (no file, no such session or column, another key, any fault): the runtime
+    says then."""
     conn = _connect(path, busy_ms)
     if conn is None:
         return None
     try:
-        found = conn.execute(SESSION_TRANSCRIPT_OF, (session_id,)).fetchone()
+        found = conn.execute(SESSION_OF, (session_id,)).fetchone()
     except sqlite3.Error:
         return None
     finally:
         conn.close()
     if found is None or not owns(found[0] or ""):
         return None
-    return found[1] or ""
+    return found[1] or "", found[2] or ""
 
 
 def usage_known(path: str, busy_ms: int, agent: str, windows: Iterable[tuple[str, float, datetime]]) -> bool:

@@ -27,10 +27,10 @@ NAMES: tuple[str, ...] = ("claude", "gemini", "codex", "opencode")
 # What the hooks ask of a driver on every event, known without importing one: the `teleclaude hook` verbs its
 # CLI runs (`Hooks.events`) and where its usage is reported (`UsageReport.source`'s value), when it is.
 HOOK_VERBS: dict[str, tuple[str, ...]] = {
-    "claude": ("stop", "stop-failure", "tool-use"),
-    "gemini": ("stop", "tool-use"),
+    "claude": ("stop", "stop-failure", "tool-use", "prompt"),
+    "gemini": ("stop", "tool-use", "prompt"),
     "codex": ("stop", "prompt", "tool-use"),
-    "opencode": ("stop", "stop-failure", "tool-use"),
+    "opencode": ("stop", "stop-failure", "tool-use", "prompt"),
 }
 USAGE_SOURCES: dict[str, str] = {"claude": "statusline", "codex": "transcript"}
 

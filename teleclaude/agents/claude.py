@@ -164,6 +164,10 @@ PROFILE = AgentProfile(
             ("Stop", "stop"),  # the turn ended: refuse with uncommitted work, else record the turn end
             ("StopFailure", "stop-failure"),  # an API error ended the turn (rate_limit, billing_error, …)
             ("PreToolUse", "tool-use"),  # the worker's recent tool activity, for digests and `sessions list`
+            (
+                "UserPromptSubmit",
+                "prompt",
+            ),  # its conversation (`session_id`, `transcript_path`), from the start
         )
     ),
     # its MCP servers: ~/.claude.json (user scope), the project's .mcp.json (project scope)

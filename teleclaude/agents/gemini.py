@@ -142,6 +142,8 @@ PROFILE = AgentProfile(
             ("AfterAgent", "stop"),
             # before every tool call (no matcher: every tool), with PreToolUse's fields (NOTES.md)
             ("BeforeTool", "tool-use"),
+            # before its model is asked for a message: its conversation (`session_id`, `transcript_path`)
+            ("BeforeAgent", "prompt"),
         ),
         refusal="deny",  # the reason becomes the agent's next prompt
         stop_prompt=True,  # its AfterAgent input's `prompt` is what the model was sent

@@ -34,10 +34,11 @@ def command_md(name: str, markdown: str) -> str:
 
 
 # opencode runs no commands on its events: a plugin (a JS module in its `plugins/` folder, loaded at start)
-# does. It gets every bus event and the `tool.execute.before` hook, and runs `teleclaude hook VERB` with the
-# JSON the other CLIs' hooks send. `session.idle` ends a turn (twice ~100 ms apart after an error or an
-# abort: a turn that failed ends by its `session.error`, and is not also a stop); a refused stop's reason
-# is sent to the session as the next prompt, and the idle after it carries `stop_hook_active`.
+# does. It gets every bus event and the `tool.execute.before` and `chat.message` hooks, and runs
+# `teleclaude hook VERB` with the JSON the other CLIs' hooks send. `session.idle` ends a turn (twice ~100 ms
+# apart after an error or an abort: a turn that failed ends by its `session.error`, and is not also a stop);
+# a refused stop's reason is sent to the session as the next prompt, and the idle after it carries
+# `stop_hook_active`.
 _PLUGIN = """\
 // Installed by `teleclaude install`; `teleclaude install --uninstall` removes it.
 import { spawn } from "node:child_process"
@@ -106,6 +107,10 @@ export const Teleclaude = async ({ client, directory }) => {
         }
       }
     },
+    "chat.message": async (input) => {
+      if (!RUN.prompt) return
+      await run("prompt", { session_id: input.sessionID, cwd: directory, hook_event_name: "chat.message" })
+    },
     "tool.execute.before": async (input, output) => {
       if (!RUN["tool-use"]) return
       await run("tool-use", {
@@ -122,7 +127,8 @@ export const Teleclaude = async ({ client, directory }) => {
 
 
 def plugin(commands: Mapping[str, Sequence[str]]) -> str:
-    """The plugin file: `commands` maps each hook verb (stop, tool-use, stop-failure) to the argv it runs."""
+    """The plugin file: `commands` maps each hook verb (stop, tool-use, stop-failure, prompt) to the argv it
+    runs."""
     return _PLUGIN.replace("__RUN__", json.dumps({verb: list(argv) for verb, argv in commands.items()}))
 
 
@@ -249,6 +255,7 @@ PROFILE = AgentProfile(
             ("session.idle", "stop"),
             ("session.error", "stop-failure"),
             ("tool.execute.before", "tool-use"),
+            ("chat.message", "prompt"),  # a message given to a session: its id, before its model is asked
         ),
         stop_keys=(),
     ),

@@ -1,8 +1,10 @@
 """A stand-in agent CLI for tests and the demo: shows a prompt, takes `/command slug`, does the step, returns.
 
-Installed as `claude`, `gemini` and `codex` shims (`install(bin_dir)`) first on PATH. Like the real CLIs it
-reads the terminal key by key and drops an Enter that arrives within 50 ms of typed text. What it does with
-a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a comma-separated list of:
+Installed as `claude`, `gemini`, `codex` and `opencode` shims (`install(bin_dir)`) first on PATH; as
+`opencode` it draws opencode's input box (a `┃` border, emptied on Enter) and lists commands as it does.
+Like the real CLIs it reads the terminal key by key and drops an Enter that arrives within 50 ms of typed
+text. What it does with a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a
+comma-separated list of:
 
     work       do the step on the files and commit, like a real worker (the default)
     hang       say it is thinking, then never answer (lines typed in are shown as queued)
@@ -33,6 +35,10 @@ a command is chosen per agent by `FAKE_AGENT_<NAME>` (else `FAKE_AGENT`), a comm
                hook statusline` (`cost.total_cost_usd`: `FAKE_AGENT_COST` dollars a turn, default 0.5)
     late       (with `tokens`) the turn's last answer (half its output tokens, written as two lines of one
                message) reaches the transcript only after its Stop hook has read it, as Claude Code's may
+    latelist   (opencode) its commands load `FAKE_AGENT_LIST_SECONDS` (default 2) after it starts, long after
+               its prompt shows: until then a typed `/name` is not listed, and a command line is sent to the
+               model as typed (shown as a message, answered as one, no step); once loaded, a typed `/name`
+               is listed below its input, and a command line is expanded (its text's first line shown)
 
 The window: `FAKE_AGENT_WINDOW_<NAME>=PERCENT:SECONDS` gives that agent a window every turn of which uses
 PERCENT of it, and which resets SECONDS after its first turn; its state is shared by every stand-in of a run
@@ -80,7 +86,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from teleclaude.demo.stand_in_keys import read_line, read_lines
+from teleclaude.demo.stand_in_keys import BOX, read_line, read_lines
 from teleclaude.errors import ErrorCode, Failure
 
 # The rest of teleclaude (the demo's workers, the planner, the agents' registry: ~0.25 s, seconds on a loaded
@@ -96,6 +102,7 @@ LIMIT_MESSAGES = {
 # what Claude Code's StopFailure hook gets for a subscription limit (tests/realcli/NOTES.md)
 FAILURE_MESSAGE = "You've hit your session limit · resets 3:48pm (UTC)"
 OWN_WORK_SECONDS = 0.5  # of a step's W (`FAKE_AGENT_STEP_SECONDS`): its git work, at the end of it
+LIST_SECONDS = 2.0  # latelist: how long after its start opencode lists its commands
 
 
 SHIM_SIGN = " -m teleclaude.demo.stand_in "
@@ -162,25 +169,49 @@ def serve(agent: str, chosen: set[str]) -> int:
         time.sleep(1.0)
     if "busy" in chosen:  # the prompt on the bottom row: a row more scrolls the screen
         say("\n".join(f"busy: row {row}" for row in range(shutil.get_terminal_size().lines)))
+    boxed = agent == "opencode"
+    seconds = float(os.environ.get("FAKE_AGENT_LIST_SECONDS") or LIST_SECONDS)
+    loads_at = time.monotonic() + seconds if "latelist" in chosen else 0.0
     lines = read_lines(
-        lists_commands=agent == "gemini",
+        lists_commands=agent in ("gemini", "opencode"),
         deaf="deaf" in chosen,
         sluggish="sluggish" in chosen,
         lagging="lagging" in chosen,
         busy="busy" in chosen,
+        boxed=boxed,
+        loads_at=loads_at,
     )
     for line in lines:
         match = re.fullmatch(r"[/$](?:prompts:)?([a-z0-9-]+)\s*(.*)", line.strip())
+        if match and time.monotonic() < loads_at:  # no command known yet: a message to the model as typed
+            say(f"{BOX}{line.strip()}\n(sent to the model as typed)")
+            match = None
         if not match:
             say(follow(line))
             if "report" in chosen:
                 report(line)
             continue
         command, args = match.groups()
+        if boxed:
+            say(expanded(command, args.strip()))
         code = respond(agent, chosen, command, args.strip(), lines)
         if code is not None:
             return code
     return 0
+
+
+def expanded(command: str, args: str) -> str:
+    """The first line of the command's text, its arguments substituted: opencode shows a command it took
+    expanded, as the message it sends its model."""
+    from teleclaude import assets
+    from teleclaude.agents.formats import split_front_matter
+
+    try:
+        body = split_front_matter(assets.read_text("commands", f"{command}.md"))[1]
+    except OSError:
+        return f"/{command} {args}"
+    line = next((line for line in body.splitlines() if line.strip() and not line.startswith("#")), "")
+    return f"{BOX}{line.replace('$ARGUMENTS', args)}"
 
 
 def respond(agent: str, chosen: set[str], command: str, args: str, lines) -> int | None:

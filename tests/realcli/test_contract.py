@@ -395,6 +395,18 @@ def written(runtime, session_id: str, seconds: float = 60.0) -> None:
     pytest.fail("the CLI's record of the conversation never held the first tool's result")
 
 
+def holds(runtime, session_id: str, words: str, seconds: float = 60.0) -> None:
+    """Waits until the CLI's record of the session's conversation holds `words` (it writes a moment after
+    the request that carries them)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        session = runtime.store.get(session_id)
+        if session and words in record_of(runtime, session):
+            return
+        time.sleep(0.1)
+    pytest.fail(f"the CLI's record of the conversation never held {words!r}")
+
+
 # how a tool's result reads in each CLI's record: claude's, codex's, gemini's, opencode's (a part's state)
 RESULTS = ("tool_result", "function_call_output", "functionResponse", '"status":"completed"')
 
@@ -477,6 +489,43 @@ def test_killed_mid_build_turn_the_next_worker_resumes_its_conversation(
     assert [e.detail for e in turn_ended(runtime, again.session.id)] == ["stop hook"]
     assert "Build greeting" in git(project, "log", "--oneline", "-1")
     assert f'resumed_from="tc-{left.id}"' in sessions_list(project)
+
+
+@drivers(Capability.RESUME)
+def test_killed_before_its_first_tool_call_the_next_worker_resumes_its_conversation(
+    agent, agent_runtime, project, model_server
+):
+    """The CLI is killed while its model's first answer is held: no tool hook ever ran, yet its conversation
+    was on record from its first message (its prompt hook), so the next worker of the same agent resumes it:
+    the first request after the restart carries the role command of the first, and the line saying what
+    happened; the build is then delivered."""
+    runtime = agent_runtime
+    held = threading.Event()
+    model_server.add(Text("never sent: the CLI is killed before", hold=held))
+    first = runtime.start(Dispatch(Step.BUILD, "greeting", str(project), agent, "med"))
+    assert isinstance(first, Started), first
+    model_server.wait_for(lambda r: r.turn and BUILDER in r.text(), timeout=120)
+    holds(runtime, first.session.id, "greeting")  # its record has the first message (no tool result)
+    pane_pid = first.session.pane_pid
+    for child in Path(f"/proc/{pane_pid}/task/{pane_pid}/children").read_text().split():
+        os.kill(int(child), signal.SIGKILL)
+    events_until(runtime, first.session.id, EventKind.EXITED)
+    held.set()
+    left = runtime.store.get(first.session.id)
+    assert left is not None and left.conversation, left
+    assert runtime.store.recent_tool_uses([left.id]).get(left.id, ()) == ()  # it never called a tool
+    before = len(model_server.turns())
+    model_server.add(
+        edit_and_commit("src/greeting.py", 'print("hello")', "Build greeting"),
+        Text("DONE: next-build greeting - 1 task built"),
+    )
+    again = runtime.start(Dispatch(Step.BUILD, "greeting", str(project), agent, "med"))
+    assert isinstance(again, Started), again
+    assert again.session.resumed_from == left.id and again.session.conversation == left.conversation
+    resumed = model_server.wait_for(lambda r: r.turn and r not in model_server.turns()[:before], timeout=120)
+    assert BUILDER in resumed.text() and "Your session was interrupted" in resumed.text()
+    assert [e.detail for e in turn_ended(runtime, again.session.id)] == ["stop hook"]
+    assert "Build greeting" in git(project, "log", "--oneline", "-1")
 
 
 @drivers(Capability.RESUME)

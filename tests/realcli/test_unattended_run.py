@@ -41,7 +41,7 @@ MATRIX = {
     "review": ("claude", "codex", "gemini"),
     "finalize": ("codex", "claude", "gemini"),
 }
-SETTINGS = """agents = ["claude", "codex", "gemini"]
+SETTINGS = """agents = {agents}
 
 [matrix]
 {matrix}
@@ -99,10 +99,10 @@ class LimitedOnce:
         return Fail("session_limit", resets_in=boundary - 1 - int(now))
 
 
-def three_clis_project(base, agent_clis, server, tmux_socket, monkeypatch, matrix=MATRIX):
-    """The demo's roadmap of three items, the three real CLIs set up in a fresh HOME against `server`."""
+def three_clis_project(base, agent_clis, server, tmux_socket, monkeypatch, matrix=MATRIX, agents=AGENTS):
+    """The demo's roadmap of three items, the real CLIs (`agents`) set up in a fresh HOME against `server`."""
     base.mkdir()
-    clis = {name: agent_clis[name] / name for name in AGENTS}
+    clis = {name: agent_clis[name] / name for name in agents}
     for name, value in prepare_environment(base, clis, server.url).items():
         if value is None:
             monkeypatch.delenv(name, raising=False)
@@ -113,10 +113,11 @@ def three_clis_project(base, agent_clis, server, tmux_socket, monkeypatch, matri
         f"{task} = {json.dumps([f'{a}:{DEFAULT_MATRIX[task][0].thinking_mode}' for a in agents])}"
         for task, agents in matrix.items()
     )
-    (project / "teleclaude.toml").write_text(SETTINGS.format(matrix=rows, socket=tmux_socket))
+    settings = SETTINGS.format(agents=json.dumps(list(agents)), matrix=rows, socket=tmux_socket)
+    (project / "teleclaude.toml").write_text(settings)
     trusted(project)
     commit_all(project, "Three real CLIs, each first on one step")
-    for done in (install(list(AGENTS), Scope.USER), init(project)):
+    for done in (install(list(agents), Scope.USER), init(project)):
         assert not hasattr(done, "code"), done
     return project
 

@@ -88,7 +88,7 @@ def fake_agents(tmp_path, monkeypatch) -> Path:
     bin_dir = fake_agent.install(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("FAKE_AGENT", raising=False)
-    for name in ("CLAUDE", "GEMINI", "CODEX"):
+    for name in ("CLAUDE", "GEMINI", "CODEX", "OPENCODE"):
         monkeypatch.delenv(f"FAKE_AGENT_{name}", raising=False)
     return bin_dir
 

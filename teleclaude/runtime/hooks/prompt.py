@@ -1,17 +1,20 @@
-"""`teleclaude hook prompt`: a `UserPromptSubmit` hook; tells the runtime where the CLI records the turn.
+"""`teleclaude hook prompt`: the CLI is given a message; tells the runtime which conversation it is in and
+where the CLI records it.
 
-The CLI (a driver whose `Hooks` run `prompt`) runs it for each message it is given, before the model is asked,
-with JSON on stdin: `{"session_id", "turn_id", "cwd", "hook_event_name": "UserPromptSubmit",
-"transcript_path", "prompt", …}`. `transcript_path` is the session's own record, where the CLI writes, typed,
-an API error that ends the turn (no hook runs for such a turn: the driver's `turn_error` reads it), and the
-usage of its rate-limit windows the provider reported on each response (the driver's `usage`, source
-`transcript`). For a worker of the runtime (TELECLAUDE_SESSION_ID set) the path is kept on its session. The
-usage the file holds so far is recorded for every session, worker or not (record.py; a worker on another
-computer marks its pane with it). A worker on another computer (TELECLAUDE_TURN_END_TO_PANE set) keeps no
-path: its file is over there, out of the observer's reach, and this machine's database is too; its limits are
-read from its screen. A sandboxed worker writes the path into its session's channel folder, for the observer
-to keep (a path in its CLI's own state folders only). The hook prints nothing (the prompt goes ahead) and
-always exits 0.
+The CLI (a driver whose `Hooks` run `prompt`, on its event for a message given: `UserPromptSubmit`, say)
+runs it for each message it is given, before the model is asked, with JSON on stdin: `{"session_id", "cwd",
+"hook_event_name", "transcript_path", "prompt", …}` (no `transcript_path` from a CLI that keeps its
+conversations in a database). `session_id` is the CLI's own id of the conversation and `transcript_path` its
+record of it: for a worker of the runtime (TELECLAUDE_SESSION_ID set) both are kept on its session from its
+first message on, so that a worker killed before its first tool call is resumed all the same
+(runtime/continuing.py). The transcript is also where a CLI may write, typed, an API error that ends the turn
+(no hook runs for such a turn: the driver's `turn_error` reads it), and the usage of its rate-limit windows
+the provider reported on each response (the driver's `usage`, source `transcript`). The usage the file holds
+so far is recorded for every session, worker or not (record.py; a worker on another computer marks its pane
+with it). A worker on another computer (TELECLAUDE_TURN_END_TO_PANE set) keeps nothing: its file is over
+there, out of the observer's reach, and this machine's database is too; its limits are read from its screen.
+A sandboxed worker writes the path into its session's channel folder, for the observer to keep (a path in
+its CLI's own state folders only). The hook prints nothing (the prompt goes ahead) and always exits 0.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import sys
 
 from teleclaude.agents.jsonin import loads
 from teleclaude.runtime.hooks.record import record, record_transcript_usage
+from teleclaude.runtime.hooks.tool import conversation_of
 
 TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
@@ -29,50 +33,50 @@ if TYPE_CHECKING:
 BUSY_TIMEOUT_MS = 1000  # the read of what is on record (the runtime's write waits as it always did)
 
 
-def transcript_path(raw: str) -> str:
+def said(raw: str) -> tuple[str, str]:
+    """(the CLI's id of its conversation, the path of its record) as the hook's input says them ("": none)."""
     try:
         data = loads(raw)
     except ValueError:
-        return ""
-    path = data.get("transcript_path") if isinstance(data, dict) else None
-    return path if isinstance(path, str) else ""
+        return "", ""
+    return conversation_of(data) if isinstance(data, dict) else ("", "")
 
 
 def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
     try:
-        path = transcript_path((stdin or sys.stdin).read())
+        conversation, path = said((stdin or sys.stdin).read())
     except (OSError, ValueError):  # unreadable or not UTF-8: nothing to keep, and the prompt goes ahead
         return 0
     if path and agent:
         record_transcript_usage(agent, path, "prompt")
     channel = os.environ.get("TELECLAUDE_CHANNEL")  # a sandboxed worker: its session's own folder
-    if path and channel:
-        from pathlib import Path
+    if channel:
+        if path:
+            from pathlib import Path
 
-        from teleclaude.adapters.sandbox import TRANSCRIPT, write_mark
+            from teleclaude.adapters.sandbox import TRANSCRIPT, write_mark
 
-        write_mark(Path(channel), TRANSCRIPT, path)
+            write_mark(Path(channel), TRANSCRIPT, path)
         return 0
     remote = os.environ.get("TELECLAUDE_TURN_END_TO_PANE")  # TURN_END_TO_PANE: remote
-    if path and not remote and not _kept_already(path):
+    if (path or conversation) and not remote and not _kept_already(conversation, path):
         record(
-            lambda runtime, session_id: runtime.record_transcript(session_id, path),
-            "the rollout file",
+            lambda runtime, session_id: runtime.record_transcript(session_id, path, conversation),
+            "the conversation",
             hook="prompt",
         )
     return 0
 
 
-def _kept_already(path: str) -> bool:
-    """The worker's session (by its key) has this transcript on record already, as after its first message:
-    nothing to record, and the runtime is not loaded to find that out (adapters/hook_db.py)."""
+def _kept_already(conversation: str, path: str) -> bool:
+    """The worker's session (by its key) has this conversation and transcript on record already, as after its
+    first message: nothing to record, and the runtime is not loaded to find that out (adapters/hook_db.py)."""
     session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
     if not session_id:
         return False
-    from teleclaude.adapters.hook_db import db_file, kept_transcript
+    from teleclaude.adapters.hook_db import db_file, kept_conversation
     from teleclaude.runtime.core.marks import SESSION_KEY, same_key
 
     key = os.environ.get(SESSION_KEY, "")
-    return (
-        kept_transcript(db_file(), BUSY_TIMEOUT_MS, session_id, lambda stored: same_key(stored, key)) == path
-    )
+    kept = kept_conversation(db_file(), BUSY_TIMEOUT_MS, session_id, lambda stored: same_key(stored, key))
+    return kept is not None and kept == (conversation or kept[0], path)

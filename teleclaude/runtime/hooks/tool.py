@@ -67,7 +67,7 @@ def record(session_id: str, key: str, raw: str) -> None:
         raise ValueError("the input has no tool_name")
     cwd = data["cwd"] if isinstance(data.get("cwd"), str) else ""
     tool, target = named(data["tool_name"], data.get("tool_input"), cwd)
-    conversation, transcript = _conversation_of(data)
+    conversation, transcript = conversation_of(data)
 
     def plainly(stored_key: str, stored_conversation: str, stored_transcript: str) -> bool | None:
         if not same_key(stored_key, key):
@@ -106,7 +106,7 @@ def _record_with_store(session_id: str, key: str, data: dict, row: tuple) -> boo
 CONVERSATION_TRIES = 5
 
 
-def _conversation_of(data: dict) -> tuple[str, str]:
+def conversation_of(data: dict) -> tuple[str, str]:
     """The CLI's own id of its conversation and its record of it, as the hook input says them ("": none)."""
     conversation, transcript = data.get("session_id"), data.get("transcript_path")
     conversation = conversation if isinstance(conversation, str) and len(conversation) <= 200 else ""
@@ -120,7 +120,7 @@ def _conversation(store: SessionStore, session: Session, data: dict) -> None:
     (runtime/core/continuation.py). Written only when they are news."""
     from dataclasses import replace
 
-    conversation, transcript = _conversation_of(data)
+    conversation, transcript = conversation_of(data)
     for _ in range(CONVERSATION_TRIES):  # an observer saving the row meanwhile wins: read it again
         wanted = replace(
             session,
