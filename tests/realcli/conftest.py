@@ -119,8 +119,8 @@ def model_server():
 
 
 @pytest.fixture
-def project(tmp_path, tmux_socket) -> Path:
-    root = make_repository(tmp_path / "project")
+def project(tmp_path, tmux_socket, copy_repository) -> Path:
+    root = copy_repository(make_repository, tmp_path / "project")
     (root / "teleclaude.toml").write_text(SETTINGS.format(socket=tmux_socket))
     commit_all(root, "Runtime settings for the tests")
     return root
