@@ -43,3 +43,22 @@ def ancestors(pid: int, limit: int = 8) -> list[int]:
             break
         found.append(pid)
     return found
+
+
+def waited_for_cpu(group: int) -> float | None:
+    """The seconds the processes of process group `group` have spent ready to run while others had the CPU
+    (a loaded machine): the most of any one of them, its main thread's (`/proc/PID/schedstat`). None when
+    /proc does not tell (not Linux, no such group)."""
+    most: float | None = None
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
+            if int(fields[2]) != group:  # after the name: state, parent, process group
+                continue
+            waited = int((entry / "schedstat").read_text().split()[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue
+        most = waited if most is None else max(most, waited)
+    return most

@@ -398,6 +398,10 @@ class Fleet(Tmux):
             return super().await_output(pane_id, mark, timeout, poll)
         return tmux.await_output(bare, mark, timeout, poll)
 
+    def unread_input(self, pane_id: str) -> int | None:
+        tmux, bare = self._route(pane_id)
+        return super().unread_input(pane_id) if tmux is self else tmux.unread_input(bare)
+
     def views(self) -> dict[str, PaneView]:
         """Every pane here and on the computers in use; a computer ssh cannot reach is left out (its panes
         are not gone: `unreachable` names it) and tried again `DOWN_LOOK` seconds after its last try."""

@@ -289,6 +289,33 @@ class Tmux:
     def send_key(self, pane_id: str, key: str) -> None:
         self.cmd("send-keys", "-t", pane_id, key)
 
+    def unread_input(self, pane_id: str) -> int | None:
+        """How many bytes typed into the pane its program has not read yet (its terminal's input queue): a
+        key still there was not dropped, the program has not got to it (a loaded machine). None when that
+        cannot be told (the pane gone, its terminal on another computer or not openable here)."""
+        if not self.local_processes:
+            return None
+        import fcntl
+        import struct
+        import termios
+
+        try:
+            (tty,) = self.cmd("display-message", "-p", "-t", pane_id, "#{pane_tty}")
+        except (TmuxError, ValueError):
+            return None
+        if not tty.startswith("/dev/"):
+            return None
+        try:  # opened only to ask: never its controlling terminal, never waited on
+            fd = os.open(tty, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
+        except OSError:
+            return None
+        try:
+            return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
     def clear_mark(self, pane_id: str, option: str) -> None:
         """Take away a hook's mark on the pane (`mark_own_pane`): it has been recorded."""
         self.cmd("set-option", "-p", "-u", "-t", pane_id, option)

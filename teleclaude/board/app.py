@@ -71,10 +71,13 @@ class BoardApp(App[None]):
         Binding("q", "quit", "quit"),
     ]
 
-    def __init__(self, source: Source, interval: float = INTERVAL, web: bool = False) -> None:
+    def __init__(
+        self, source: Source, interval: float = INTERVAL, web: bool = False, confirm: float = CONFIRM_SECONDS
+    ) -> None:
         super().__init__()
         self.source = source
         self.interval = interval
+        self.confirm = confirm  # seconds within which a second `e` ends the session
         self.web = web
         # under `board --web`: its server's pid (textual-serve leaves its apps running when it is stopped)
         server = os.environ.get(SERVER_PID, "") if web else ""
@@ -258,7 +261,7 @@ class BoardApp(App[None]):
             self.notify("select a live worker first", severity="warning")
             return
         now = time.monotonic()
-        if self.ending is None or self.ending[0] != worker.id or now - self.ending[1] > CONFIRM_SECONDS:
+        if self.ending is None or self.ending[0] != worker.id or now - self.ending[1] > self.confirm:
             self.ending = (worker.id, now)
             self.notify(f"press e again to end {worker.id} ({worker.step} {worker.slug})", severity="warning")
             return

@@ -18,6 +18,7 @@ log = logging.getLogger("teleclaude.runtime")
 # seconds for a typed line to show before Enter is pressed all the same (a CLI may show a long line otherwise,
 # as a placeholder for pasted text); a loaded machine takes seconds to draw it
 SHOWN_WAIT = 10.0
+UNREAD_WAIT = 60.0  # seconds a CLI may leave an Enter unread (a loaded machine) before it counts as lost
 
 
 class WorkerBlocked(Failure):
@@ -81,32 +82,47 @@ class Panes:
         its echo arriving after the Enter was pressed is not the Enter taken either. The first Enter comes
         the agent's `settle` after the line showed: a CLI may take an Enter read right after the last typed
         key as a newline (tests/realcli/NOTES.md), and on a loaded machine it reads the keys late, so a wait
-        counted from the typing may be over before it read them."""
+        counted from the typing may be over before it read them.
+
+        Every look compares with the screen from before the first Enter: an Enter taken just after its wait
+        ran out is still seen taken (compared with a screen looked at after it, it never would be). An
+        Enter its CLI has not read yet (`unread_input`) is not pressed again: its wait counts from then."""
         tmux = self.context.tmux
         if typed:
             self._until_shown(session, typed)
         time.sleep(self.context.config.settle_of(session.agent))
         pane = session.pane_id
+        mark = tmux.output_mark(pane)
+        view, screen = tmux.glance(pane)
+        if view is None or view.dead:
+            return True  # nothing left to press Enter in; observing says what happened
+        before = _where(screen, typed)
         for attempt in range(attempts):
-            mark = tmux.output_mark(pane)
-            view, screen = tmux.glance(pane)
-            if view is None or view.dead:
-                return True  # nothing left to press Enter in; observing says what happened
-            before = _where(screen, typed)
             tmux.send_key(pane, "Enter")
             # the last Enter is waited on up to `command_wait`: a CLI starved of CPU may take that long to
             # redraw, and an Enter it took must not be told as dropped (nor its line typed again)
             last = attempt == attempts - 1
-            deadline = time.monotonic() + max(2.0**attempt, self.context.config.command_wait if last else 0)
-            while (left := deadline - time.monotonic()) > 0:
+            window = max(2.0**attempt, self.context.config.command_wait if last else 0)
+            pressed = time.monotonic()
+            deadline = pressed + window
+            while (left := deadline - time.monotonic()) > 0 or self._unread(session, pressed):
                 # looked at again when it printed, and every 0.25 s all the same: an event that comes late
                 # (a loaded machine) must not make a taken Enter look dropped, and be pressed again
-                tmux.await_output(pane, mark, min(left, 0.25), poll=0.02)
+                tmux.await_output(pane, mark, min(left, 0.25) if left > 0 else 0.25, poll=0.02)
                 mark = tmux.output_mark(pane)
                 view, screen = tmux.glance(pane)
                 if view is None or view.dead or _where(screen, typed) != before:
                     return True
+                if left <= 0:  # its CLI had not read the Enter: the wait counts from when it has
+                    deadline = time.monotonic() + window
         return False
+
+    def _unread(self, session: Session, pressed: float) -> bool:
+        """The worker's CLI has not read every key typed into it yet (a loaded machine), at most UNREAD_WAIT
+        seconds after the Enter: an Enter not read was not dropped, and pressed again it would only queue."""
+        if time.monotonic() - pressed > UNREAD_WAIT:
+            return False
+        return bool(self.context.tmux.unread_input(session.pane_id))
 
     def _until_shown(self, session: Session, typed: str, seconds: float = SHOWN_WAIT) -> None:
         """Up to `seconds` for `typed` to show on the pane's screen, in one row or wrapped over several."""

@@ -58,6 +58,7 @@ class Lane:
     retries: Retries = field(default_factory=Retries)
     computer: str = "local"  # where its worktree steps run: this machine or a [computers.NAME] with lanes
     resting: Countdown | None = None  # every agent for its step is out: asked again once it is back
+    rest: RestUntil | None = None  # while resting: until when, and on which agents
     # its worker's start, under way in the background: the step, and the runtime's answer to come
     starting: tuple[Dispatch, Future[Started | Error]] | None = None
     warming: Warming | None = None  # the worker started ahead for its step likely next (`_warm_after`)
@@ -200,8 +201,9 @@ class Lanes(Serial):
         asked once for all of them (`mainguard.moved`)."""
         now = self.runtime.clock()
         checked = False
+        out = self._out() if any(lane.resting for lane in self.lanes.values()) else None
         for lane in list(self.lanes.values()):
-            if lane.resting and not rules.rest_over(lane.resting.until, now):
+            if lane.rest and not rules.rest_over(lane.rest, now, out):
                 continue
             if lane.resting:  # back: asked again below
                 self.notify(
@@ -248,13 +250,14 @@ class Lanes(Serial):
                 if isinstance(back, RestUntil):  # the other lanes go on meanwhile
                     step = f"{out.step.command} {item(lane.slug)}"
                     lane.resting = Countdown(step, back.agent, back.until, 0.0)
+                    lane.rest = back
                     return None
                 begun = back
             case GiveUp(action=refused):
                 begun = self._error_stop(refused)
             case Stop() as stop:
                 begun = stop
-        lane.resting = None
+        lane.resting, lane.rest = None, None
         if begun is STARTING:
             return None
         if isinstance(begun, Session):

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from teleclaude.adapters import sandbox
+from teleclaude.adapters import procs, sandbox
 from teleclaude.agents.profile import AgentProfile
 from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core.terminal import printable
@@ -39,6 +39,7 @@ from teleclaude.runtime.worker_setup import EXIT_OUTPUT_WAIT, delivery_failed, r
 log = logging.getLogger("teleclaude.runtime")
 
 PROMPT_POLL = 0.05  # seconds between looks at a starting pane without output events (see AHEAD_POLL)
+STARVED_LIMIT = 5  # a CLI starved of CPU gets its prompt wait prolonged up to this many startup_timeouts
 
 
 class PromptWait:
@@ -143,7 +144,8 @@ class PromptWait:
         into. A resumed worker's prompt counts once its CLI has painted the conversation again
         (`Resume.replayed`): one that shows its prompt before it loads it loses a line typed meanwhile."""
         config, tmux = self.context.config, self.context.tmux
-        deadline = time.monotonic() + config.startup_timeout
+        began = time.monotonic()
+        deadline, starved = began + config.startup_timeout, self._waited_for_cpu(session)
         stable_since, last = None, None
         replayed = profile.resume.replayed if session.resumed_from and profile.resume else ""
         stable = config.prompt_stable_of(session.agent) if stable is None else stable
@@ -170,6 +172,13 @@ class PromptWait:
             elif time.monotonic() - stable_since >= stable:
                 return screen
             last = screen
+            if time.monotonic() > deadline and starved is not None:
+                # the time its CLI was ready to run while others had the CPU (a loaded machine) is not
+                # counted against it (for at most STARVED_LIMIT timeouts in all; each reprieve at least 1 s)
+                late = max((self._waited_for_cpu(session) or 0.0) - starved, 0.0)
+                later = began + min(config.startup_timeout + late, STARVED_LIMIT * config.startup_timeout)
+                if later - time.monotonic() >= 1.0:
+                    deadline = later
             if time.monotonic() > deadline:
                 if at_prompt and not replay_shown(screen, replayed):  # scrolled away, say: typed anyway
                     log.warning("session %s: %s's replayed conversation not seen", session.id, session.agent)
@@ -186,6 +195,13 @@ class PromptWait:
             quiet = stable_since + stable - time.monotonic() if stable_since is not None else 0.25
             poll = pause if stable_since is None else max(pause, stable / 4)
             tmux.await_output(session.pane_id, mark, max(0.0, min(quiet, 0.25)), poll=poll)
+
+    def _waited_for_cpu(self, session: Session) -> float | None:
+        """Seconds the worker's CLI has waited for a CPU so far (`procs.waited_for_cpu` of its pane's
+        process group); None for a worker on another computer, or where /proc does not tell."""
+        if session.computer in self.context.config.remotes or not session.pane_pid:
+            return None
+        return procs.waited_for_cpu(session.pane_pid)
 
     def _denied(self, session: Session, rows: list[str]) -> str | None:
         """The path a sandboxed worker's CLI says it could not open, if it is one."""

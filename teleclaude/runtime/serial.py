@@ -172,12 +172,18 @@ class Serial:
         if isinstance(back, Stop):
             return back
         countdown = f"{action.step.command} {item(action.slug)}"
-        while (left := (back.until - self.runtime.clock()).total_seconds()) > 0:
-            self.status(Countdown(countdown, back.agent, back.until, left))
-            time.sleep(min(self.settings.tick, left))
-        time.sleep(LIMIT_MARGIN)  # the store counts an agent out until the second it names
+        while not rules.rest_over(back, now := self.runtime.clock(), self._out()):
+            left = (back.until - now).total_seconds()
+            self.status(Countdown(countdown, back.agent, back.until, max(left, 0.0)))
+            time.sleep(min(self.settings.tick, max(left + LIMIT_MARGIN, 0.01)))
         self.notify(notices.agents_back(countdown, back.agent, str(self.settings.root)))
         return None
+
+    def _out(self) -> frozenset[str] | None:
+        """The agents out now, as the availability store has them (one marked back by hand ends a rest);
+        None when it cannot be read (the rest goes on until the reset)."""
+        out = guarded(self.runtime.context.availability.unavailable, self.runtime.clock())
+        return None if isinstance(out, Error) else frozenset(out)
 
     def _reset_in_reach(self, action: RunYourself) -> RestUntil | Stop:
         back = rules.wait_out(action, self.runtime.clock(), self.settings.limit_wait)

@@ -10,7 +10,7 @@ import struct
 import subprocess
 import termios
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,8 +20,10 @@ import pytest
 from teleclaude.adapters.tmux import Tmux
 from teleclaude.demo import stand_in as fake_agent
 from teleclaude.demo.scenario import commit_all, make_repository
+from teleclaude.planner import api as app
 from teleclaude.runtime.api import Runtime, open_runtime
 from teleclaude.runtime.core.sessions import Event, EventKind, Output, Waited
+from teleclaude.runtime.run_report import Countdown, StatusLine
 
 from ..tmux_reaper import reaper, stop
 
@@ -45,6 +47,19 @@ class FakeClock:
 
     def advance(self, seconds: float) -> None:
         self.offset += timedelta(seconds=seconds)
+
+
+def back_at_countdown(project: Path, agent: str, seen: list[StatusLine]) -> Callable[[StatusLine], None]:
+    """A run's status-line callback keeping each line in `seen`; at the run's first countdown (every agent
+    out) `agent` is marked available, as a user does (`teleclaude agents available`): the rest ends on that
+    event, not at a reset the test would have to time against a loaded machine's start."""
+
+    def status(line: StatusLine) -> None:
+        if isinstance(line, Countdown) and not any(isinstance(shown, Countdown) for shown in seen):
+            app.mark_agent_available(agent, cwd=project)
+        seen.append(line)
+
+    return status
 
 
 @pytest.fixture

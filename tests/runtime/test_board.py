@@ -27,7 +27,7 @@ from textual.widgets import DataTable, Static
 from teleclaude.adapters.store import AvailabilityStore
 from teleclaude.adapters.token import token_path
 from teleclaude.agents import PROFILES
-from teleclaude.board.app import BoardApp
+from teleclaude.board.app import CONFIRM_SECONDS, BoardApp
 from teleclaude.board.core.timeline import Timeline, render_html
 from teleclaude.board.gather import Source, run_timeline
 from teleclaude.errors import Error, ErrorCode
@@ -80,9 +80,15 @@ def drive(project) -> Callable[..., None]:
     """`drive(steps)`: the board over the project in Textual's pilot; once it has read the facts `loads`
     times, `await steps(board, pilot)`."""
 
-    def run(steps: Steps, interval: float = 0.5, loads: int = 1, size: tuple[int, int] = SIZE) -> None:
+    def run(
+        steps: Steps,
+        interval: float = 0.5,
+        loads: int = 1,
+        size: tuple[int, int] = SIZE,
+        confirm: float = CONFIRM_SECONDS,
+    ) -> None:
         async def go() -> None:
-            board = BoardApp(Source(project), interval=interval)
+            board = BoardApp(Source(project), interval=interval, confirm=confirm)
             async with board.run_test(size=size) as pilot:
                 await loaded(board, pilot, loads)
                 await steps(board, pilot)
@@ -219,7 +225,7 @@ def test_a_session_ends_on_the_second_press_only(drive, project, runtime, worker
         await until(pilot, lambda: runtime.store.get(workers[0]).state is SessionState.CANCELLED)
         await loaded(board, pilot)  # the board read again after its answer
 
-    drive(steps)
+    drive(steps, confirm=3600)  # the second press is the second however long a loaded machine takes to it
     ended = runtime.store.get(workers[0])
     assert ended is not None and ended.state is SessionState.CANCELLED
     assert ended.tmux_session not in runtime.tmux.session_names()

@@ -15,6 +15,7 @@ from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.orchestrator import Outcome
 
 from ..servers import Receiver
+from .conftest import back_at_countdown
 
 SECRET = "s3cret-webhook-path"
 
@@ -64,14 +65,16 @@ def test_a_wait_for_every_agent_sends_one_message_and_one_when_work_resumes(
     project, fake_agents, tmux_socket
 ):
     for agent in ("claude", "codex"):
-        app.mark_agent_unavailable(agent, "1h", "quota_exhausted", cwd=project)
-    app.mark_agent_unavailable("gemini", "3s", "rate_limited", cwd=project)
+        app.mark_agent_unavailable(agent, "2h", "quota_exhausted", cwd=project)
+    app.mark_agent_unavailable("gemini", "1h", "rate_limited", cwd=project)  # the first back
     lines: list[str] = []
     with Receiver() as receiver:
-        notifier = notifier_for(receiver)
+        # a send past its timeout counts as failed but may still arrive, after the next notice: on a loaded
+        # machine Apprise's first start alone took 10 s
+        notifier = notifier_for(receiver, timeout=60)
         report = orchestrator.run(
-            project, "greeting", False, 40, open_runtime(project), lines.append, lambda progress: None,
-            notify=notifier.post,
+            project, "greeting", False, 40, open_runtime(project), lines.append,
+            back_at_countdown(project, "gemini", []), notify=notifier.post,
         )  # fmt: skip
         notifier.close()
         assert report.outcome is Outcome.COMPLETE, report.text
@@ -89,13 +92,13 @@ def test_a_wait_for_every_agent_sends_one_message_and_one_when_work_resumes(
 
 def test_a_service_that_hangs_does_not_hold_the_run_up(project, fake_agents, tmux_socket, caplog):
     for agent in ("claude", "codex"):
-        app.mark_agent_unavailable(agent, "1h", "quota_exhausted", cwd=project)
-    app.mark_agent_unavailable("gemini", "2s", "rate_limited", cwd=project)
+        app.mark_agent_unavailable(agent, "2h", "quota_exhausted", cwd=project)
+    app.mark_agent_unavailable("gemini", "1h", "rate_limited", cwd=project)  # the first back
     with Receiver("hang") as receiver:
         notifier = notifier_for(receiver, timeout=1)
         report = orchestrator.run(
-            project, "greeting", False, 40, open_runtime(project), print, lambda progress: None,
-            notify=notifier.post,
+            project, "greeting", False, 40, open_runtime(project), print,
+            back_at_countdown(project, "gemini", []), notify=notifier.post,
         )  # fmt: skip
         assert report.outcome is Outcome.COMPLETE, report.text
         assert receiver.messages and not receiver.released.is_set()  # the service never answered

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import re
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from teleclaude.runtime.core import loop
 from teleclaude.runtime.core.sessions import EventKind, Session, Started, StartRequest
 from teleclaude.runtime.orchestrator import Outcome
 
+from .conftest import back_at_countdown
+
 FOUR = ("greeting", "farewell", "shouting", "whisper")  # farewell waits for greeting
 STEPS = ("next-build", "next-review", "next-finalize")
 
@@ -36,7 +39,7 @@ def add_item(project: Path, slug: str, after: str = "") -> None:
     commit_all(project, f"Add {slug}")
 
 
-def run(project: Path, parallel: int, progress: list | None = None):
+def run(project: Path, parallel: int, progress: Callable[[orchestrator.StatusLine], None] | None = None):
     lines: list[str] = []
     report = orchestrator.run(
         project,
@@ -45,7 +48,7 @@ def run(project: Path, parallel: int, progress: list | None = None):
         60,
         open_runtime(project),
         lines.append,
-        (progress.append if progress is not None else lambda p: None),
+        progress or (lambda p: None),
         parallel=parallel,
     )
     return report, lines
@@ -139,10 +142,10 @@ def test_lanes_whose_agents_are_all_out_rest_until_the_first_is_back_and_then_de
     project, fake_agents, tmux_socket
 ):
     for agent in ("claude", "codex"):
-        app.mark_agent_unavailable(agent, "1h", "quota_exhausted", cwd=project)
-    app.mark_agent_unavailable("gemini", "3s", "rate_limited", cwd=project)
+        app.mark_agent_unavailable(agent, "2h", "quota_exhausted", cwd=project)
+    app.mark_agent_unavailable("gemini", "1h", "rate_limited", cwd=project)  # the first back
     progress: list[orchestrator.StatusLine] = []
-    report, lines = run(project, parallel=2, progress=progress)
+    report, lines = run(project, parallel=2, progress=back_at_countdown(project, "gemini", progress))
     assert report.outcome is Outcome.COMPLETE, report.text
     assert any(isinstance(line, orchestrator.Countdown) for line in progress)
     assert not any("parked" in line for line in lines), lines
@@ -242,7 +245,7 @@ def test_an_item_that_fails_is_parked_and_the_other_lanes_deliver_theirs(
 ):
     monkeypatch.setenv("FAKE_AGENT_CRASH", "shouting")  # every worker of shouting crashes
     progress: list[orchestrator.StatusLine] = []
-    report, lines = run(project, parallel=2, progress=progress)
+    report, lines = run(project, parallel=2, progress=progress.append)
     assert report.outcome is Outcome.PARKED and report.exit_code == 1, report.text
     # the other lanes carried on: greeting, and farewell (after greeting) once it was delivered
     assert markers(project) == {"greeting": Marker.DONE, "farewell": Marker.DONE, "shouting": Marker.ACTIVE}

@@ -198,6 +198,21 @@ def test_a_worker_slow_to_show_a_taken_enter_gets_its_command_once(project, runt
     assert screen.count("running /emit 2") == 1 and "row 2" in screen
 
 
+def test_a_message_to_a_worker_slow_to_show_it_taken_is_sent_once(project, runtime, monkeypatch, watch):
+    """A CLI on a loaded machine shows a taken Enter late (3.5 s here: past the 1 + 2 s a message's two
+    Enters are given): the Enter pressed again is still unread in its terminal meanwhile, and one not read
+    is not lost, so the wait goes on until the line shows taken."""
+    monkeypatch.setenv("FAKE_AGENT_CLAUDE", "sluggish")
+    started = runtime.run_agent_command(StartRequest("local", "emit", "1", str(project), "claude", "med"))
+    assert isinstance(started, Started), started
+    watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
+    sent = runtime.send_message(started.session.id, "how is it going")
+    assert not isinstance(sent, Error), sent
+    watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
+    screen = runtime.get_session_output(started.session.id).chunk.rows
+    assert screen.count("status: still working on it") == 1, screen
+
+
 def test_the_enter_waits_for_a_busy_worker_to_show_the_typed_line(project, runtime, monkeypatch, watch):
     """A CLI on a loaded machine reads its keys late, and takes an Enter read right after them as a newline
     in its input (gemini: within 30 ms), which scrolls a full screen: the typed row moved, yet nothing was

@@ -426,10 +426,18 @@ def test_an_answer_the_run_cannot_carry_out_stops_it(action, keeps_failing, outc
     [
         (out(), 3600, Outcome.SELF),  # nobody staffs the step: no reset to wait for
         (out(("codex", 60)), 0, Outcome.SELF),  # waiting is off
-        (out(("codex", 60)), 3600, RestUntil("codex", NOW + timedelta(seconds=60))),
-        (out(("codex", 600), ("claude", 60)), 3600, RestUntil("claude", NOW + timedelta(seconds=60))),
+        (out(("codex", 60)), 3600, RestUntil("codex", NOW + timedelta(seconds=60), frozenset({"codex"}))),
+        (
+            out(("codex", 600), ("claude", 60)),
+            3600,
+            RestUntil("claude", NOW + timedelta(seconds=60), frozenset({"codex", "claude"})),
+        ),
         (out(("codex", 7200)), 3600, Outcome.SELF),  # further away than limit_wait: its item parks
-        (out(("codex", -5)), 0, RestUntil("codex", NOW - timedelta(seconds=5))),  # back already: ask again
+        (  # back already: ask again
+            out(("codex", -5)),
+            0,
+            RestUntil("codex", NOW - timedelta(seconds=5), frozenset({"codex"})),
+        ),
     ],
 )
 def test_a_step_nobody_may_take_is_waited_out_until_its_first_agent_is_back_within_limit_wait(
@@ -448,7 +456,25 @@ def test_a_step_nobody_may_take_is_waited_out_until_its_first_agent_is_back_with
 )
 def test_a_resting_lane_asks_again_a_margin_after_the_reset(seconds, over):
     """The store counts an agent out until the second it names."""
-    assert rules.rest_over(NOW, NOW + timedelta(seconds=seconds)) is over
+    rest = RestUntil("codex", NOW, frozenset({"codex"}))
+    assert rules.rest_over(rest, NOW + timedelta(seconds=seconds)) is over
+    assert rules.rest_over(rest, NOW + timedelta(seconds=seconds), out={"codex"}) is over
+
+
+@pytest.mark.parametrize(
+    ("out", "over"),
+    [
+        ({"codex", "claude"}, False),  # both still out: until the reset
+        ({"claude"}, True),  # codex marked back by hand (`agents available`, the board's `v`)
+        ({"codex"}, True),  # claude, not the first back, marked back: it may take the step
+        ({"codex", "claude", "gemini"}, False),  # another agent out is no news
+        (set(), True),
+        (None, False),  # the store could not be read: until the reset
+    ],
+)
+def test_a_rest_ends_as_soon_as_an_agent_it_waits_on_is_marked_back(out, over):
+    rest = RestUntil("codex", NOW + timedelta(hours=1), frozenset({"codex", "claude"}))
+    assert rules.rest_over(rest, NOW, out) is over
 
 
 # --- starting a worker --------------------------------------------------------------------------------------

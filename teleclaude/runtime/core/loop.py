@@ -10,7 +10,7 @@ tests/unit/test_run_loop.py, as `planner/core/decide.py` is in test_decide.py.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import Enum
@@ -335,10 +335,12 @@ def error_stop(action: Action, keeps_failing: bool) -> Stop:
 
 @dataclass(frozen=True)
 class RestUntil:
-    """Wait (or rest the lane) until `agent`, the first of the step's row to come back, is back."""
+    """Wait (or rest the lane) until `agent`, the first of the step's row to come back, is back; or until
+    any agent of the row that was out (`waits_on`) is marked back by hand (`rest_over`)."""
 
     agent: str
     until: datetime
+    waits_on: frozenset[str] = frozenset()
 
 
 def first_back(action: RunYourself) -> tuple[str, datetime] | None:
@@ -355,13 +357,16 @@ def wait_out(action: RunYourself, now: datetime, limit_wait: float) -> RestUntil
     back = first_back(action)
     if back is None or (back[1] - now).total_seconds() > limit_wait:
         return Stop(Outcome.SELF, to_text(action))
-    return RestUntil(*back)
+    return RestUntil(*back, frozenset(gone.agent for gone in action.unavailable))
 
 
-def rest_over(until: datetime, now: datetime) -> bool:
-    """An agent's reset is past, with the margin the store needs (it counts an agent out until the second
-    it names)."""
-    return until + timedelta(seconds=LIMIT_MARGIN) <= now
+def rest_over(rest: RestUntil, now: datetime, out: Collection[str] | None = None) -> bool:
+    """The rest is over: its agent's reset is past, with the margin the store needs (it counts an agent out
+    until the second it names); or an agent it waits on is no longer among those `out` now (marked back:
+    `teleclaude agents available`, the board's `v`). `out` None: not known (the store could not be read)."""
+    if out is not None and not rest.waits_on <= frozenset(out):
+        return True
+    return rest.until + timedelta(seconds=LIMIT_MARGIN) <= now
 
 
 # --- starting a worker --------------------------------------------------------------------------------------
