@@ -138,7 +138,7 @@ def run_git_bytes(args: list[str], cwd: Path, given: bytes | None = None, home: 
 
     A command git refused because another git process (an agent's `git status`, an editor) held the index
     lock is run again until the lock is free, for up to INDEX_LOCK_WAIT seconds, then `IndexLocked`."""
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"} | ({"HOME": home} if home else {})
+    env = {**os.environ, **gitstatus.GIT_ENV} | ({"HOME": home} if home else {})
     starts_merge = args[:1] == ["merge"] and not {"--abort", "--continue", "--quit"} & set(args)
     index = _index_file(cwd) if starts_merge else None
     deadline = time.monotonic() + INDEX_LOCK_WAIT

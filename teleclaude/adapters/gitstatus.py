@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 
-# as git.py's run_git runs every command: no optional lock taken (an agent's own git may hold the index),
-# git's messages in English
+# how every git command of teleclaude's runs (git.py's run_git too): no optional lock taken (an agent's own
+# git may hold the index), git's messages in English
 GIT_ENV = {"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
 
 
