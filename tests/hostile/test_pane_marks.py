@@ -252,6 +252,30 @@ def test_a_sandboxed_workers_hooks_keep_its_conversation_and_record_through_its_
 
 
 @pytest.mark.slow  # the worker runtime in tmux
+def test_a_sandboxed_workers_prompt_hook_keeps_its_conversation_before_any_tool_call(
+    worker_runtime, worker_project, subprocess_env, start_worker, isolated_environment
+):
+    """A sandboxed CLI killed before its first tool call is resumed as an unsandboxed one: its prompt hook
+    leaves its id of the conversation (and its record) in the channel at the first message; a CLI that
+    keeps its conversations in a database says no record, and its id is kept all the same."""
+    runtime = worker_runtime
+    with_record, without = start_worker("x"), start_worker("y")
+    record = isolated_environment / ".claude" / "projects" / "x" / "beef.jsonl"
+    prompt = {"hook_event_name": "UserPromptSubmit", "prompt": "Build x as the plan says."}
+    for session, said in (
+        (with_record, {"session_id": "beef", "transcript_path": str(record)}),
+        (without, {"session_id": "ses_1"}),
+    ):
+        channel = sandbox.open_channel(runtime.store.path, session.id)
+        done = _channel_hook(subprocess_env, worker_project, "prompt", {**prompt, **said}, session, channel)
+        assert (done.returncode, done.stdout) == (0, ""), done.stderr
+    runtime.list_sessions()
+    stored = runtime.store.get(with_record.id)
+    assert (stored.conversation, stored.transcript) == ("beef", str(record))
+    assert runtime.store.get(without.id).conversation == "ses_1"
+
+
+@pytest.mark.slow  # the worker runtime in tmux
 def test_a_sandboxed_workers_turn_end_with_its_command_line_as_the_prompt_errs_its_session(
     worker_runtime, worker_project, subprocess_env, start_worker
 ):

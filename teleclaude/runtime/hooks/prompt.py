@@ -13,8 +13,9 @@ the provider reported on each response (the driver's `usage`, source `transcript
 so far is recorded for every session, worker or not (record.py; a worker on another computer marks its pane
 with it). A worker on another computer (TELECLAUDE_TURN_END_TO_PANE set) keeps nothing: its file is over
 there, out of the observer's reach, and this machine's database is too; its limits are read from its screen.
-A sandboxed worker writes the path into its session's channel folder, for the observer to keep (a path in
-its CLI's own state folders only). The hook prints nothing (the prompt goes ahead) and always exits 0.
+A sandboxed worker writes both into its session's channel folder, for the observer to keep (a path in
+its CLI's own state folders only): it too is resumed when killed before its first tool call. The hook
+prints nothing (the prompt goes ahead) and always exits 0.
 """
 
 from __future__ import annotations
@@ -51,12 +52,12 @@ def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
         record_transcript_usage(agent, path, "prompt")
     channel = os.environ.get("TELECLAUDE_CHANNEL")  # a sandboxed worker: its session's own folder
     if channel:
-        if path:
+        if path or conversation:
             from pathlib import Path
 
-            from teleclaude.adapters.sandbox import TRANSCRIPT, write_mark
+            from teleclaude.adapters.sandbox import name_record
 
-            write_mark(Path(channel), TRANSCRIPT, path)
+            name_record(Path(channel), path, conversation)
         return 0
     remote = os.environ.get("TELECLAUDE_TURN_END_TO_PANE")  # TURN_END_TO_PANE: remote
     if (path or conversation) and not remote and not _kept_already(conversation, path):
