@@ -7,7 +7,10 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
+import secrets
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -95,18 +98,19 @@ def worker_layout(
 
     `merges`: its step commits on main (the finalizer, a worker on the main checkout): the main checkout and
     the whole git directory are writable for it. Else only the worktree and, of the git directory, the
-    objects, its own branch (every other ref is read-only again, main's among them), its worktree's admin
-    folder and the project lock."""
+    objects, its own branch (refs/heads is a folder of its own with that branch and main's read-only), its
+    worktree's admin folder and the project lock."""
     homes = tuple(dict.fromkeys(p for p in (home, _user_home()) if p and Path(p).is_dir()))
     hidden = tuple(p for p in (f"/run/user/{os.getuid()}", tmux_folder, _agent_folder()) if p and _dir(p))
     covered = (*homes, *hidden, "/tmp")
     repo = gitx.find_repo(project)
     writable: list[Path] = [workdir, channel]
     protected: list[Path] = []
+    moved: list[tuple[Path, Path]] = []
     if merges or workdir == repo.root:
         writable += [repo.root, repo.common_dir]
     else:
-        writable_git, protected = _worktree_git(repo, workdir)
+        writable_git, protected, moved = _worktree_git(repo, workdir)
         writable += writable_git
     for folder in needs.state:
         target = Path(home, folder)
@@ -122,6 +126,7 @@ def worker_layout(
         writable=tuple(str(p) for p in writable),
         writable_files=tuple(str(Path(home, name)) for name in needs.state_files),
         protected=tuple(str(p) for p in protected),
+        moved=tuple((str(source), str(target)) for source, target in moved),
         shown_files=shown,
         env={**inside_env, **needs.env},
         network=network,
@@ -145,32 +150,114 @@ def _settings(env: Mapping[str, str], home: str) -> tuple[tuple[tuple[str, str],
     return tuple(shown), ({"XDG_CONFIG_HOME": xdg} if os.path.isabs(xdg) else {})
 
 
-def _worktree_git(repo: gitx.Repo, tree: Path) -> tuple[list[Path], list[Path]]:
-    """(writable, protected) of the git directory for a worker's commits in its worktree `tree`."""
+def _worktree_git(repo: gitx.Repo, tree: Path) -> tuple[list[Path], list[Path], list[tuple[Path, Path]]]:
+    """(writable, protected, moved) of the git directory for a worker's commits in its worktree `tree`.
+
+    Its sandbox's refs/heads is a folder of its own holding its branch, of which the branch everyone sees
+    is a link (`link_branch`): its commits move that branch, and no other ref, whenever it was made, can be
+    written or removed by it (refs/heads itself is out of its reach); main's ref is shown read-only in
+    it."""
     admin = gitx.worktree_git_dir(tree)
     if admin is None:  # not a linked worktree: nothing of git's is writable
-        return [], []
+        return [], [], []
     common = repo.common_dir
     lock = common / fs.LOCK_NAME
     lock.touch(exist_ok=True)
     own = gitx.worktree_branch(admin)
+    own_ref = f"refs/heads/{own}"
     main = gitx.main_head_ref(repo)
     if main.startswith("refs/heads/") and not (common / main).is_file():  # packed: made loose, then bound
         gitx.run_git(["update-ref", main, gitx.commit_of(repo.root, main)], repo.root)
-    writable = [admin, common / "objects", common / "refs" / "heads", lock]
+    shown = main.startswith("refs/heads/") and main != own_ref  # main's ref, read-only in its refs/heads
+    heads = link_branch(repo, admin, own, (main.removeprefix("refs/heads/"),) if shown else ())
+    writable = [admin, common / "objects", lock]
     protected = [tree / ".git", admin / "commondir", admin / "gitdir"]
-    logs = common / "logs" / "refs" / "heads"
-    if logs.is_dir():
-        writable.append(logs)
-    for folder in (common / "refs" / "heads", logs):
-        for ref in _files(folder):
-            if ref.relative_to(folder).as_posix() != own:
-                protected.append(ref)
-    return writable, [p for p in protected if p.exists()]
+    if (heads / own).is_file():
+        log = common / "logs" / "refs" / "heads" / own  # its reflog, which git appends to (made first)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.touch(exist_ok=True)
+        writable.append(log)
+    if shown:
+        protected.append(common / main)
+    return writable, [p for p in protected if p.exists()], [(heads, common / "refs" / "heads")]
 
 
-def _files(folder: Path) -> list[Path]:
-    return [Path(root, name) for root, _, names in os.walk(folder) for name in names]
+HEADS = "teleclaude-heads"  # in the git common dir: ADMIN, the refs/heads of a worktree's sandboxed workers
+_COMMIT = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})?\n?")
+
+
+def link_branch(repo: gitx.Repo, admin: Path, own: str, shown: tuple[str, ...] = ()) -> Path:
+    """The folder the sandboxed workers of the linked worktree (admin folder `admin`) see as refs/heads,
+    holding its branch `own` (when that has a commit), of which refs/heads/OWN is made a link (relative):
+    git outside reads what a worker commits inside at once. Linked already (a worker started ahead of the
+    next step shares it with the one at work), it stays. `shown`: the refs bound read-only into it (main's),
+    whose places are cleared of what a worker made there (a link, a folder). A `git pack-refs` or a commit
+    made outside replaces the link with the branch's commit; the next worker links it again."""
+    heads = repo.common_dir / HEADS / admin.name
+    heads.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for name in shown:
+        _clear(heads, name, keep_file=True)
+    if not own:
+        return heads
+    real = repo.common_dir / "refs" / "heads" / own
+    kept = heads / own
+    link = os.path.relpath(kept, real.parent)
+    linked = real.is_symlink() and os.readlink(real) == link
+    if linked and _holds_commit(heads, own):
+        return heads
+    if linked:  # what a worker made of the file is no commit: git reads the branch's packed one, if any
+        real.unlink()
+    commit = gitx.commit_of(repo.root, f"refs/heads/{own}") or _last_logged(repo, own)
+    if not commit:
+        return heads
+    _clear(heads, own, keep_file=False)
+    kept.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fs.atomic_write(kept, f"{commit}\n".encode(), follow=False)
+    made = heads.parent / f".{admin.name}.{secrets.token_hex(6)}.link"  # same file system: renamed at once
+    os.symlink(link, made)
+    try:
+        os.replace(made, real)
+    finally:
+        made.unlink(missing_ok=True)
+    return heads
+
+
+def _last_logged(repo: gitx.Repo, own: str) -> str:
+    """The commit branch `own` was last moved to, as its reflog says: what it was before a worker made its
+    file no commit. "" when there is none."""
+    lines = fs.read_tail(repo.common_dir / "logs" / "refs" / "heads" / own, 4096)
+    moved = lines[-1].split()[1:2] if lines else []
+    return gitx.commit_of(repo.root, moved[0]) if moved and _COMMIT.fullmatch(moved[0].encode()) else ""
+
+
+def _holds_commit(heads: Path, name: str) -> bool:
+    """`heads/name` is a regular file holding a commit id, read without following a link or waiting on a
+    pipe (its folders included: a worker may have made any of them something else)."""
+    if any(part.is_symlink() for part in (heads / name).parents if part.is_relative_to(heads)):
+        return False
+    try:
+        fd = os.open(heads / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and bool(_COMMIT.fullmatch(os.read(fd, 128)))
+    finally:
+        os.close(fd)
+
+
+def _clear(heads: Path, name: str, *, keep_file: bool) -> None:
+    """The way to `heads/name` cleared of what is not a folder (a link, a file), and `heads/name` itself of
+    what is not a regular file (`keep_file`) or of anything."""
+    place = heads
+    for part in Path(name).parts:
+        last = place / part == heads / name
+        place = place / part
+        if place.is_symlink() or (place.exists() and not place.is_dir() and not last):
+            place.unlink()
+        elif place.is_dir() and last:
+            shutil.rmtree(place)
+        elif last and (not keep_file or not place.is_file()):
+            place.unlink(missing_ok=True)
 
 
 def _installs(binary: str, path: str) -> list[Path]:

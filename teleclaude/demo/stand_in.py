@@ -378,7 +378,8 @@ def attack(here: Path) -> None:
     (`done`, or the error that stopped it) written to hostile.json in its worktree (committed with its
     work). Targets from the environment: `FAKE_AGENT_HOSTILE_PID` (a process to kill),
     `FAKE_AGENT_HOSTILE_REMOTE` (a bare repository to push to), `FAKE_AGENT_HOSTILE_TMUX` (`SOCKET PANE`:
-    another worker's pane to type into)."""
+    another worker's pane to type into), `FAKE_AGENT_HOSTILE_LATER` (a branch made after it started, to move
+    and delete)."""
     from teleclaude.adapters.git import find_repo
 
     root = find_repo(here).root
@@ -398,6 +399,12 @@ def attack(here: Path) -> None:
         "kill": lambda: os.kill(int(os.environ.get("FAKE_AGENT_HOSTILE_PID") or 0), signal.SIGKILL),
         "tmux_send_keys": ("tmux", "-S", *victim[:1], "send-keys", "-t", *victim[1:2], "echo pwned", "Enter"),
     }
+    later = os.environ.get("FAKE_AGENT_HOSTILE_LATER", "")  # a branch made after this worker started
+    if later:
+        refs = find_repo(here).common_dir / "refs" / "heads"
+        tries["move_later"] = ("git", "update-ref", f"refs/heads/{later}", "HEAD")
+        tries["delete_later"] = ("git", "branch", "-D", later)
+        tries["unlink_later"] = lambda: (refs / later).unlink()
     outcomes = {}
     for name, how in tries.items():
         try:

@@ -20,6 +20,8 @@ from teleclaude.adapters.tmux import Tmux
 from teleclaude.demo import stand_in
 from teleclaude.demo.scenario import commit_all, git, make_repository
 from teleclaude.errors import Error, ErrorCode
+from teleclaude.planner.api import next_work
+from teleclaude.planner.core.model import Dispatch
 from teleclaude.runtime import orchestrator
 from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind
@@ -120,6 +122,39 @@ def test_a_hostile_builder_reaches_nothing_outside_its_worktree_and_the_item_is_
     assert git(project, "rev-parse", "main~2").strip() == main  # moved by the merge and archive only
 
 
+def test_a_branch_made_after_the_worker_started_is_out_of_its_reach_and_its_own_branch_commits(
+    project, isolated_environment, monkeypatch
+):
+    """The branch is made once the worker's sandbox is (while its step waits at the gate): its tries to
+    move it, delete it or remove its file fail inside, and what it builds lands on its own branch, which
+    git outside reads at once."""
+    gate = project / ".git" / "test-gate"  # shown (read-only) inside
+    monkeypatch.setenv("FAKE_AGENT_GATE", str(gate))
+    monkeypatch.setenv("FAKE_AGENT_HOSTILE", "greeting")
+    monkeypatch.setenv("FAKE_AGENT_HOSTILE_LATER", "later/made")
+    claimed = next_work(cwd=project)
+    assert isinstance(claimed, Dispatch) and claimed.subfolder, claimed
+    tree = project / claimed.subfolder
+    built_on = git(tree, "rev-parse", "HEAD").strip()
+    runtime = open_runtime(project)
+    started = start(project, subfolder=claimed.subfolder)
+    assert not isinstance(started, Error), started
+    main = git(project, "rev-parse", "main").strip()
+    git(project, "branch", "later/made", "main")
+    gate.touch()
+    wait_for(runtime, started.session.id, EventKind.TURN_ENDED)
+
+    outcomes = json.loads((tree / stand_in.HOSTILE_REPORT).read_text())
+    later = {name: how for name, how in outcomes.items() if name.endswith("_later")}
+    assert set(later) == {"move_later", "delete_later", "unlink_later"}
+    assert [how for how in later.values() if not how.startswith("refused")] == []
+    assert git(project, "rev-parse", "later/made").strip() == main
+    assert git(project, "rev-parse", "main").strip() == main
+    # its own branch moved with its commit, as git outside (and the next step) sees it
+    assert git(project, "merge-base", "--is-ancestor", built_on, "greeting") == ""
+    assert git(project, "rev-parse", "greeting").strip() == git(tree, "rev-parse", "HEAD").strip() != built_on
+
+
 def test_without_the_sandbox_a_worker_that_moves_main_stops_the_run_naming_the_commit(
     project, isolated_environment, monkeypatch
 ):
@@ -188,11 +223,11 @@ def wait_for(runtime, session_id: str, kind: EventKind, seconds: float = 120):
 # --- bad input ---------------------------------------------------------------------------------------------
 
 
-def start(project: Path, agent: str = "claude"):
+def start(project: Path, agent: str = "claude", subfolder: str | None = None):
     from teleclaude.runtime.core.sessions import StartRequest
 
     return open_runtime(project).run_agent_command(
-        StartRequest("local", "next-build", "greeting", str(project), agent, "med")
+        StartRequest("local", "next-build", "greeting", str(project), agent, "med", subfolder)
     )
 
 

@@ -4,6 +4,8 @@ leave in its channel folder (adapters/sandbox.py)."""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -22,9 +24,10 @@ LAYOUT = Layout(
     homes=("/home/u",),
     hidden=("/run/user/1000",),
     readonly=(PROJECT, "/home/u/.local/bin"),
-    writable=(TREE, f"{GIT}/objects", f"{GIT}/refs/heads", f"{GIT}/worktrees/feat", "/home/u/.claude"),
+    writable=(TREE, f"{GIT}/objects", f"{GIT}/worktrees/feat", "/home/u/.claude"),
     writable_files=("/home/u/.claude.json",),
     protected=(f"{GIT}/refs/heads/main", f"{TREE}/.git"),
+    moved=((f"{GIT}/teleclaude-heads/feat", f"{GIT}/refs/heads"),),
     env={"CLAUDE_CODE_BUBBLEWRAP": "1"},
 )
 
@@ -69,6 +72,15 @@ def test_the_worktree_is_writable_inside_the_read_only_project_and_mains_ref_rea
     assert last_mount(argv, f"{GIT}/refs/heads/main") == "--ro-bind"
     assert last_mount(argv, f"{GIT}/config") == "--ro-bind"
     assert last_mount(argv, f"{TREE}/.git") == "--ro-bind"
+
+
+def test_the_refs_heads_a_worker_sees_is_its_own_folder_never_the_one_other_branches_are_made_in():
+    argv = bwrap_argv("bwrap", LAYOUT, ["x"])
+    index = argv.index(f"{GIT}/refs/heads")
+    assert argv[index - 2 : index] == ["--bind", f"{GIT}/teleclaude-heads/feat"]
+    assert f"{GIT}/refs/heads" not in argv[:index]  # no bind of the real one, writable or not
+    order = mounts(argv)
+    assert order.index(("--bind", f"{GIT}/refs/heads")) < order.index(("--ro-bind", f"{GIT}/refs/heads/main"))
 
 
 def test_the_home_is_empty_and_read_only_but_for_the_clis_own_state():
@@ -184,3 +196,80 @@ def test_only_a_record_in_the_clis_own_state_is_taken(tmp_path):
     assert sandbox.own_record(str(home / ".ssh" / "id_ed25519"), str(home), needs) is None
     assert sandbox.own_record(str(home / ".claude" / ".." / ".ssh" / "k"), str(home), needs) is None
     assert sandbox.own_record("", str(home), needs) is None
+
+
+# --- a worker's own branch, linked (adapters/sandbox.py `link_branch`) -------------------------------------
+
+
+def _git(cwd, *args: str) -> str:
+    import subprocess
+
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=60)
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def worktree(tmp_path):
+    """A repository with main and the item branch `feat` checked out in trees/feat."""
+    root = tmp_path / "project"
+    root.mkdir()
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "one")
+    _git(root, "worktree", "add", "-q", "trees/feat", "-b", "feat")
+    return root, root / "trees" / "feat"
+
+
+def _layout(root, tree, home):
+    from teleclaude.agents import PROFILES
+
+    return sandbox.worker_layout(
+        workdir=tree,
+        project=root,
+        home=str(home),
+        needs=PROFILES["claude"].sandbox,
+        binary="/usr/bin/env",
+        path="/usr/bin:/bin",
+        channel=tree,
+        tmux_folder="",
+        merges=False,
+        network=True,
+    )
+
+
+def test_a_workers_refs_heads_is_its_own_folder_and_its_branch_a_link_git_outside_reads(worktree, tmp_path):
+    root, tree = worktree
+    commit = _git(root, "rev-parse", "feat")
+    layout = _layout(root, tree, tmp_path)
+    (heads, refs) = layout.moved[0]
+    assert refs == str(root / ".git" / "refs" / "heads") and refs not in layout.writable
+    branch = root / ".git" / "refs" / "heads" / "feat"
+    assert branch.is_symlink() and branch.resolve() == (root / ".git" / heads / "feat").resolve()
+    assert _git(root, "rev-parse", "feat") == commit
+    assert str(root / ".git" / "refs" / "heads" / "main") in layout.protected  # shown read-only inside
+    assert str(root / ".git" / "logs" / "refs" / "heads" / "feat") in layout.writable  # its reflog only
+    assert _layout(root, tree, tmp_path).moved == layout.moved  # a worker started ahead shares it
+    assert os.readlink(branch) == os.path.relpath(f"{heads}/feat", branch.parent)
+
+
+def test_a_branch_file_its_worker_made_no_commit_is_linked_again_from_its_reflog(worktree, tmp_path):
+    root, tree = worktree
+    commit = _git(root, "rev-parse", "feat")
+    heads = Path(_layout(root, tree, tmp_path).moved[0][0])
+    (heads / "feat").unlink()
+    os.mkfifo(heads / "feat")  # git outside would wait on it forever; teleclaude does not read it
+    (heads / "main").unlink(missing_ok=True)
+    (heads / "main").symlink_to("/etc/passwd")  # where main's ref is bound read-only: cleared
+    _layout(root, tree, tmp_path)
+    assert (heads / "feat").is_file() and _git(root, "rev-parse", "feat") == commit
+    assert not (heads / "main").is_symlink()
+
+
+def test_a_branch_packed_meanwhile_is_linked_again_from_its_packed_commit(worktree, tmp_path):
+    root, tree = worktree
+    _layout(root, tree, tmp_path)
+    _git(root, "pack-refs", "--all", "--prune")
+    branch = root / ".git" / "refs" / "heads" / "feat"
+    assert not branch.exists()  # the link went with the packing
+    _git(tree, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "two")
+    _layout(root, tree, tmp_path)
+    assert branch.is_symlink() and _git(root, "log", "--format=%s", "-1", "feat") == "two"

@@ -38,7 +38,9 @@ class Layout:
     readonly: tuple[str, ...] = ()  # shown read-only inside what is hidden: the project, the CLI's install
     writable: tuple[str, ...] = ()  # read-write: the worktree, the git data its commits need, the CLI's state
     writable_files: tuple[str, ...] = ()  # read-write when they exist (a CLI's state file)
-    protected: tuple[str, ...] = ()  # read-only again inside what is writable: main's ref, other branches
+    protected: tuple[str, ...] = ()  # read-only again inside what is writable: main's ref, .git links
+    # (outside, inside): read-write, shown at another place (a worker's own branch folder as refs/heads)
+    moved: tuple[tuple[str, str], ...] = ()
     shown_files: tuple[tuple[str, str], ...] = ()  # (outside, inside): read-only when they exist
     env: Mapping[str, str] = field(default_factory=dict)  # set inside only
     network: bool = True
@@ -57,8 +59,10 @@ def bwrap_argv(bwrap: str, layout: Layout, argv: list[str]) -> list[str]:
     binds = [(path, "--ro-bind") for path in layout.readonly]
     binds += [(path, "--bind") for path in layout.writable]
     binds += [(path, "--bind-try") for path in layout.writable_files]
-    for path, flag in sorted(_unique(binds), key=lambda bind: _depth(bind[0])):
-        out += [flag, path, path]
+    placed = [(path, path, flag) for path, flag in _unique(binds)]
+    placed += [(source, target, "--bind") for source, target in layout.moved]
+    for source, target, flag in sorted(placed, key=lambda bind: _depth(bind[1])):
+        out += [flag, source, target]
     for path in _outer_first(layout.protected):
         out += ["--ro-bind", path, path]
     for source, target in layout.shown_files:
