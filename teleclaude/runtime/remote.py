@@ -8,7 +8,9 @@ local worktree fast-forwards to it. Both ends only fast-forward: diverged work i
 Once the item is delivered here, `clean_up` removes its worktree and branch over there, as the finalize did
 here, but only when the branch there holds nothing that main here lacks. `clean_up_delivered` does that for
 every computer a session of the item ran on; `teleclaude finalize SLUG` calls it after its merge, outside the
-project lock, so every delivery is cleaned up whoever orchestrated it (`teleclaude run`, an agent over MCP).
+project lock, so every delivery is cleaned up whoever orchestrated it (`teleclaude run`, an agent over MCP);
+`teleclaude run` calls it again after a finalize it saw deliver the item (`clean_up_finalized`), for a
+finalizer in a sandbox, which cannot.
 """
 
 from __future__ import annotations
@@ -147,6 +149,18 @@ def clean_up_delivered(slug: str, cwd: str | os.PathLike | None = None) -> list[
         else:
             said.append(CleanedUp(name, slug))
     return said
+
+
+def clean_up_finalized(slug: str, root: Path) -> list[CleanedUp]:
+    """`clean_up_delivered` after a finalize `teleclaude run` saw end, outside any sandbox (a sandboxed
+    finalizer reaches neither the other computers nor the session store): only once the item is delivered
+    here, its branch merged into main or gone; after a finalize that did not merge, nothing is touched."""
+    if not SLUG.fullmatch(slug):
+        return []
+    tip = gitx.branch_commit(root, slug)
+    if tip and not gitx.in_history(root, tip):
+        return []
+    return clean_up_delivered(slug, cwd=root)
 
 
 def _said(computer: str, error: ssh.RemoteError | subprocess.CalledProcessError) -> str:

@@ -550,18 +550,18 @@ class Serial:
         return ended.session if isinstance(ended, Ended) else session
 
     def _clean_up_elsewhere(self, session: Session) -> None:
-        """After a finalize: the delivered item's worktrees and branches on the other computers removed by the
-        run itself (a sandboxed finalizer has no ssh keys and no session store; `teleclaude finalize` outside
-        one has done it already, and the second time finds nothing)."""
+        """After a finalize that delivered the item: its worktrees and branches on the other computers removed
+        by the run itself (a sandboxed finalizer has no ssh keys and no session store; `teleclaude finalize`
+        outside one has done it already, and the second time finds nothing)."""
         if (
             not self.runtime.config.remotes
             or step_of(session.command) is not Step.FINALIZE
             or not session.slug
         ):
             return
-        from teleclaude.runtime.remote import clean_up_delivered
+        from teleclaude.runtime.remote import clean_up_finalized
 
-        cleaned = guard(clean_up_delivered)(session.slug, cwd=self.settings.root)
+        cleaned = guard(clean_up_finalized)(session.slug, self.settings.root)
         for result in [] if isinstance(cleaned, Error) else cleaned:
             self.show(f"    {result.text()}")
 

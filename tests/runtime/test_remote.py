@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from teleclaude.adapters import fs, ssh
+from teleclaude.adapters import fs, sandbox, ssh
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.agents import NAMES
@@ -410,6 +410,30 @@ def test_a_finalize_run_as_the_cli_removes_the_items_worktree_and_branch_from_th
     assert out.startswith("FINALIZED:") and err == "", out + err
     assert (project / "done" / "001-greeting").is_dir()
     assert_cleaned_up(project, remote_project)
+
+
+@pytest.mark.skipif(not sandbox.probe(os.environ).usable, reason="bubblewrap does not work here")
+def test_after_a_sandboxed_finalize_the_run_removes_the_items_worktree_and_branch_from_the_remote_clone(
+    project, remote_project, watch, monkeypatch, fake_agents, isolated_environment
+):
+    """A finalizer in a sandbox reaches neither the ssh computer nor the session store: the run that saw it
+    deliver the item cleans up over there, outside the sandbox."""
+    with monkeypatch.context() as here:
+        here.setenv("PATH", "/usr/bin:/bin")
+        built_over_there(project, watch)
+    approve(project, "greeting")  # its review, here
+    user = isolated_environment / ".config" / "teleclaude" / "teleclaude.toml"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text('[runtime]\nsandbox = "bwrap"\n')  # no worker starts unsandboxed
+    lines: list[str] = []
+    runtime = open_runtime(project)
+    report = orchestrator.run(project, "greeting", False, 60, runtime, lines.append, lambda p: None)
+    assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
+    finalizers = [s for s in SessionStore().sessions() if s.command == "next-finalize"]
+    assert [s.computer for s in finalizers] == ["local"]
+    assert (project / "done" / "001-greeting").is_dir()
+    assert_cleaned_up(project, remote_project)
+    assert any(f"on {NAME}" in line and "removed" in line for line in lines), lines
 
 
 def test_a_remote_branch_with_work_not_on_main_here_is_left_and_the_finalize_still_succeeds(
