@@ -182,18 +182,19 @@ def _worktree_git(repo: gitx.Repo, tree: Path) -> tuple[list[Path], list[Path], 
     return writable, [p for p in protected if p.exists()], [(heads, common / "refs" / "heads")]
 
 
-HEADS = "teleclaude-heads"  # in the git common dir: ADMIN, the refs/heads of a worktree's sandboxed workers
+HEADS = "teleclaude-heads"  # in the git common dir: BRANCH (quoted), the refs/heads of its sandboxed workers
 _COMMIT = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})?\n?")
 
 
 def link_branch(repo: gitx.Repo, admin: Path, own: str, shown: tuple[str, ...] = ()) -> Path:
-    """The folder the sandboxed workers of the linked worktree (admin folder `admin`) see as refs/heads,
-    holding its branch `own` (when that has a commit), of which refs/heads/OWN is made a link (relative):
+    """The folder the sandboxed workers of the linked worktree (admin folder `admin`) on branch `own` see as
+    refs/heads, holding that branch (when it has a commit), of which refs/heads/OWN is made a link (relative):
     git outside reads what a worker commits inside at once. Linked already (a worker started ahead of the
     next step shares it with the one at work), it stays. `shown`: the refs bound read-only into it (main's),
     whose places are cleared of what a worker made there (a link, a folder). A `git pack-refs` or a commit
     made outside replaces the link with the branch's commit; the next worker links it again."""
-    heads = repo.common_dir / HEADS / admin.name
+    # one folder a branch: a worker is never shown another branch's file, whichever worktree had it before
+    heads = repo.common_dir / HEADS / (_flat(own) if own else f"@{admin.name}")
     heads.mkdir(mode=0o700, parents=True, exist_ok=True)
     for name in shown:
         _clear(heads, name, keep_file=True)
@@ -213,13 +214,18 @@ def link_branch(repo: gitx.Repo, admin: Path, own: str, shown: tuple[str, ...] =
     _clear(heads, own, keep_file=False)
     kept.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fs.atomic_write(kept, f"{commit}\n".encode(), follow=False)
-    made = heads.parent / f".{admin.name}.{secrets.token_hex(6)}.link"  # same file system: renamed at once
+    made = heads.parent / f".{secrets.token_hex(8)}.link"  # on the same file system: renamed at once
     os.symlink(link, made)
     try:
         os.replace(made, real)
     finally:
         made.unlink(missing_ok=True)
     return heads
+
+
+def _flat(branch: str) -> str:
+    """A branch's name as one folder's name (its slashes quoted)."""
+    return branch.replace("%", "%25").replace("/", "%2F")
 
 
 def _last_logged(repo: gitx.Repo, own: str) -> str:

@@ -273,3 +273,14 @@ def test_a_branch_packed_meanwhile_is_linked_again_from_its_packed_commit(worktr
     _git(tree, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "two")
     _layout(root, tree, tmp_path)
     assert branch.is_symlink() and _git(root, "log", "--format=%s", "-1", "feat") == "two"
+
+
+def test_a_branch_with_slashes_has_a_folder_of_its_own_and_its_link_leads_there(worktree, tmp_path):
+    root, _ = worktree
+    _git(root, "worktree", "add", "-q", "trees/team", "-b", "team/feat")
+    heads = Path(_layout(root, root / "trees" / "team", tmp_path).moved[0][0])
+    assert heads.name == "team%2Ffeat" and (heads / "team" / "feat").is_file()
+    assert _git(root, "rev-parse", "team/feat") == _git(root, "rev-parse", "main")
+    assert (root / ".git" / "refs" / "heads" / "team" / "feat").resolve() == (
+        heads / "team" / "feat"
+    ).resolve()
