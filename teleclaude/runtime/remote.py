@@ -128,6 +128,8 @@ def clean_up_delivered(slug: str, cwd: str | os.PathLike | None = None) -> list[
     configured computer a session of the item ran on (the session store knows), one after the other; what
     one of them refuses or cannot be reached for is said, never raised. Call it outside the project lock:
     ssh can be slow, and the planner waits on that lock."""
+    if os.environ.get("TELECLAUDE_CHANNEL"):  # CHANNEL of adapters/sandbox.py: a sandboxed finalizer reaches
+        return []  # no ssh key and no session store: `teleclaude run` cleans up after its finalize
     root = gitx.find_repo(cwd or os.getcwd()).root
     config = load_config(root).runtime
     untrusted = config.untrusted if config else None
