@@ -123,7 +123,7 @@ def test_a_hostile_builder_reaches_nothing_outside_its_worktree_and_the_item_is_
 
 
 def test_a_branch_made_after_the_worker_started_is_out_of_its_reach_and_its_own_branch_commits(
-    project, isolated_environment, monkeypatch
+    project, bystander, monkeypatch
 ):
     """The branch is made once the worker's sandbox is (while its step waits at the gate): its tries to
     move it, delete it or remove its file fail inside, and what it builds lands on its own branch, which
@@ -132,6 +132,7 @@ def test_a_branch_made_after_the_worker_started_is_out_of_its_reach_and_its_own_
     monkeypatch.setenv("FAKE_AGENT_GATE", str(gate))
     monkeypatch.setenv("FAKE_AGENT_HOSTILE", "greeting")
     monkeypatch.setenv("FAKE_AGENT_HOSTILE_LATER", "later/made")
+    monkeypatch.setenv("FAKE_AGENT_HOSTILE_PID", str(bystander.pid))  # its other tries, as in the test above
     claimed = next_work(cwd=project)
     assert isinstance(claimed, Dispatch) and claimed.subfolder, claimed
     tree = project / claimed.subfolder
