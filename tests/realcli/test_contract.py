@@ -403,6 +403,7 @@ def holds(runtime, session_id: str, words: str, seconds: float = 60.0) -> None:
         session = runtime.store.get(session_id)
         if session and words in record_of(runtime, session):
             return
+        runtime.list_sessions()  # a look: a sandboxed worker's prompt hook names its record in its channel
         time.sleep(0.1)
     pytest.fail(f"the CLI's record of the conversation never held {words!r}")
 
