@@ -55,8 +55,10 @@ class Anthropic(Dialect):
         return [t.get("name", "") for t in body.get("tools") or () if isinstance(t, dict)]
 
     def tool_result_sent(self, body: dict) -> bool:
-        messages = body.get("messages") or [{}]
-        content = messages[-1].get("content") if isinstance(messages[-1], dict) else None
+        # the last user message; claude 2.1.332 may put a `system` one after it (its MCP tools, connected
+        # late, announced as deferred tools)
+        users = [m for m in body.get("messages") or () if isinstance(m, dict) and m.get("role") != "system"]
+        content = users[-1].get("content") if users and users[-1].get("role") == "user" else None
         return isinstance(content, list) and any(
             isinstance(block, dict) and block.get("type") == "tool_result" for block in content
         )

@@ -152,6 +152,18 @@ def test_a_turn_says_whose_it_is_and_whether_it_carries_a_tool_result(provider):
     assert not tool_result_sent(asked) and tool_result_sent(answered)
 
 
+def test_a_tool_result_is_read_past_claudes_system_message_after_it():
+    """claude 2.1.332 puts a `system` message after the tool result when its MCP tools connected late (its
+    deferred tools announced): the turn still carries the result, so a script's first-turn count holds."""
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]}
+    late = {"role": "system", "content": [{"type": "text", "text": "The following deferred tools are now"}]}
+    system = [{"type": "text", "text": "You are Claude Code"}]
+    turn = [{"role": "user", "content": "/next-review x"}, {"role": "assistant", "content": []}, result, late]
+    assert tool_result_sent({"system": system, "messages": turn})
+    asked = {"role": "user", "content": "/next-review x"}
+    assert not tool_result_sent({"system": system, "messages": [*turn[:3], asked, late]})
+
+
 @pytest.mark.parametrize(
     ("kind", "status", "header"),
     [
