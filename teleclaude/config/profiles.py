@@ -116,9 +116,8 @@ class RuntimeConfig:
     # to come back from its limit (0: stop with SELF at once, as `run --no-wait` does)
     limit_wait: float = 12 * 3600.0
     # workers in bubblewrap (runtime/core/sandbox.py): `auto` where it works, `bwrap` always, `off`; and
-    # whether a sandboxed worker reaches the network (its model's API needs it). Off by default until the
-    # whole real-CLI suite has passed sandboxed (docs/security.md)
-    sandbox: SandboxMode = SandboxMode.OFF
+    # whether a sandboxed worker reaches the network (its model's API needs it)
+    sandbox: SandboxMode = SandboxMode.AUTO
     sandbox_network: bool = True
     untrusted: Untrusted | None = None  # settings of the project file left out until the user trusts it
 

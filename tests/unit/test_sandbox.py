@@ -115,7 +115,7 @@ def test_a_path_both_read_only_and_writable_is_bound_once_writable():
 
 
 def test_sandbox_setting():
-    assert RuntimeConfig().sandbox is SandboxMode.OFF
+    assert RuntimeConfig().sandbox is SandboxMode.AUTO
     text = '[runtime]\nsandbox = "off"\nsandbox_network = false'
     runtime = parse_config([("/u/teleclaude.toml", text)]).runtime
     assert runtime is not None and runtime.sandbox is SandboxMode.OFF and runtime.sandbox_network is False
