@@ -550,7 +550,8 @@ def test_a_run_killed_mid_run_and_started_again_finishes_without_dispatching_any
     sessions = [s for s in every if s.delivered_at is not None]  # the workers given a step
     twice = [pair for pair, n in collections.Counter((s.command, s.args) for s in sessions).items() if n > 1]
     assert twice == []
-    assert len(sessions) == 9  # build, review, finalize for each of the three
+    steps = [(s.command, s.args, s.agent, s.state.value) for s in sessions]
+    assert len(sessions) == 9, "\n".join(map(str, steps))  # build, review, finalize for each of the three
     assert all(s.state.is_final for s in every)
     # a worker the killed run had started ahead of its step was ended by the next one, never typed into
     assert all(s.state is SessionState.CANCELLED for s in every if s.delivered_at is None)
