@@ -26,11 +26,10 @@ from teleclaude.agents.profile import UsageSource, UsageWindow
 from teleclaude.runtime.context import Context
 from teleclaude.runtime.core.blockers import unexpanded_command
 from teleclaude.runtime.core.limits import LimitHit, decode_usage, failure_limit, parse_failure
-from teleclaude.runtime.core.marks import unseal
+from teleclaude.runtime.core.marks import exit_channel, unseal
 from teleclaude.runtime.core.sessions import Change, PaneView, Session, SessionState, transition
 from teleclaude.runtime.core.supervision import progressed
 from teleclaude.runtime.core.tool_uses import tool_use
-from teleclaude.runtime.worker_setup import exit_channel
 
 log = logging.getLogger("teleclaude.runtime")
 

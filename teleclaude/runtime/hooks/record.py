@@ -59,6 +59,40 @@ def record(
         warn(f"could not record {what}: {error}", hook)
 
 
+TURN_END_BUSY_MS = 1000  # the plain record's wait for the database; past it, the runtime's waits and retries
+
+
+def end_turn_plainly() -> bool:
+    """A local worker's turn ended (no prompt to judge): recorded with the stdlib's sqlite3
+    (adapters/hook_db.py `end_turn`), its waiters woken through the tmux server its pane is in ($TMUX),
+    as the runtime records it, without loading the runtime or the project's settings. False when that is
+    not known so (not in a pane, the session not running, the database busy or not as the runtime left it):
+    `record` then records it through the runtime."""
+    session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
+    server = os.environ.get("TMUX", "").split(",")[0]  # the socket of the pane's server: $TMUX's first field
+    if not session_id or not server.startswith("/"):
+        return False
+    from teleclaude.adapters.hook_db import ENDED, NOT_OWNED, db_file, end_turn, stamp_now
+    from teleclaude.runtime.core.marks import SESSION_KEY, exit_channel, same_key
+
+    key = os.environ.get(SESSION_KEY, "")
+    try:
+        done = end_turn(
+            db_file(), TURN_END_BUSY_MS, session_id, lambda stored: same_key(stored, key), stamp_now()
+        )
+    except Exception:  # held past the busy timeout (StoreLocked): the runtime's record waits and tries again
+        return False
+    if done is None:
+        return False
+    if done == NOT_OWNED:
+        warn(f"not recording the end of the turn: ${SESSION_KEY} is not session {session_id}'s key")
+    elif done == ENDED:  # as `Tmux.signal`: a server no one waits on is no failure
+        from teleclaude.adapters.spawn import output
+
+        output(["tmux", "-S", server, "wait-for", "-S", exit_channel(session_id)])
+    return True
+
+
 def mark_pane(option: str, payload: str) -> bool:
     """A worker on another computer: mark its own tmux pane with `payload`, sealed with its session's key
     (runtime/core/marks.py), for the observer to read over ssh; a sandboxed worker: the same mark as a file
