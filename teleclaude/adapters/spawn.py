@@ -1,5 +1,6 @@
-"""A short command run with `os` alone, for the hooks that run one: `subprocess` (with `threading`,
-`selectors`, `signal`) costs a hook more than the command. Its standard input and errors are /dev/null."""
+"""A short command run with `os` alone, for the processes that run one or two: importing `subprocess` (with
+`threading`, `selectors`, `signal`, `locale`) costs a hook more than the command, and the planner's cold path
+(one `git status`) a sixth of Python's own start. Its standard input is /dev/null."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ if TYPE_CHECKING:
 
 
 def output(argv: list[str], env: Mapping[str, str] | None = None) -> bytes | None:
-    """The command's output (found on PATH as `posix_spawnp` finds it), None unless it exits 0."""
+    """The command's output (found on PATH as `posix_spawnp` finds it; its errors to /dev/null), None unless
+    it exits 0."""
     try:
         null = os.open(os.devnull, os.O_RDWR)
     except OSError:
@@ -38,3 +40,42 @@ def output(argv: list[str], env: Mapping[str, str] | None = None) -> bytes | Non
         os.close(read)
         os.close(null)
     return b"".join(chunks) if os.waitstatus_to_exitcode(code) == 0 else None
+
+
+def run(argv: list[str], env: Mapping[str, str]) -> tuple[int, bytes, bytes] | None:
+    """The command's exit code, output and errors, as `subprocess.run(argv, env=env, capture_output=True)`
+    has them; its errors kept in a memory file (Linux's `memfd_create`), so that neither pipe can fill
+    while the other is read. None where there is no such file: `subprocess` then. Raises OSError as
+    `subprocess` does (no such program)."""
+    if not hasattr(os, "memfd_create"):
+        return None
+    errors = os.memfd_create("stderr", os.MFD_CLOEXEC)
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            read, write = os.pipe()
+            try:
+                actions = [(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, write, 1)]
+                actions.append((os.POSIX_SPAWN_DUP2, errors, 2))
+                pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions)
+            except BaseException:
+                os.close(read)
+                raise
+            finally:
+                os.close(write)
+        finally:
+            os.close(null)
+        try:
+            chunks = []
+            while chunk := os.read(read, 65536):
+                chunks.append(chunk)
+        finally:
+            os.close(read)
+            _, status = os.waitpid(pid, 0)
+        os.lseek(errors, 0, os.SEEK_SET)
+        said = []
+        while chunk := os.read(errors, 65536):
+            said.append(chunk)
+        return os.waitstatus_to_exitcode(status), b"".join(chunks), b"".join(said)
+    finally:
+        os.close(errors)

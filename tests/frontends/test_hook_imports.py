@@ -462,3 +462,18 @@ def test_a_worker_s_stop_the_plain_way_cannot_decide_is_the_runtime_s(env, tmp_p
     else:
         assert state is SessionState.TURN_ENDED and "teleclaude hook" not in done.stderr
         assert "teleclaude.runtime.api" in modules
+
+
+def test_the_planner_s_cold_path_imports_no_subprocess_nor_a_driver(env, tmp_path):
+    """A cold `next-work` (issue 40 §3): its one `git status` spawned with `os` (adapters/spawn.py), the
+    settings' prices and the usage windows read without a driver (config/spend.py, agents/usage.py)."""
+    _clean_project(tmp_path)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "-A"], check=True)
+    subprocess.run(
+        ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@invalid", "commit", "-qm", "x"],
+        check=True,
+    )
+    done, modules = run(["next-work", "--dry-run", "--cwd", str(tmp_path)], env)
+    assert done.stdout.startswith("ERROR: NOT_PREPARED"), done.stdout + done.stderr  # its answer, from git's
+    assert not {"subprocess", "argparse", "sqlite_utils"} & modules
+    assert not {m for m in modules if driver_module(m)}

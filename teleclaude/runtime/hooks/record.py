@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from teleclaude.adapters.store import AvailabilityStore
-    from teleclaude.agents.profile import UsageWindow
+    from teleclaude.agents.usage import UsageWindow
     from teleclaude.runtime.api import Runtime
 
 

@@ -1,0 +1,45 @@
+"""git run without `subprocess` (adapters/spawn.py) answers as it did through `subprocess`: its output, its
+failure as `CalledProcessError` with git's own words, a folder that is not there as an OSError."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from teleclaude.adapters import git as gitx
+
+
+@pytest.fixture
+def repo(tmp_path):
+    subprocess.run(["git", "init", "-q", "-b", "main", str(tmp_path)], check=True)
+    (tmp_path / "a.txt").write_text("a\n")
+    return tmp_path
+
+
+def test_git_s_output_is_read_whole(repo):
+    for i in range(3000):  # more than a pipe holds
+        (repo / f"file-{i:04d}-with-a-long-name.txt").write_text("x\n")
+    assert gitx.status(repo).changes[-1] == "file-2999-with-a-long-name.txt"
+
+
+def test_a_failure_is_a_called_process_error_with_git_s_words(repo):
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        gitx.run_git(["rev-parse", "--verify", "no-such-branch"], repo)
+    assert failed.value.returncode == 128 and failed.value.cmd[:2] == ["git", "rev-parse"]
+    assert b"fatal" in failed.value.stderr
+
+
+def test_a_folder_that_is_not_there_is_an_os_error(tmp_path):
+    with pytest.raises(OSError):
+        gitx.run_git(["status"], tmp_path / "gone")
+
+
+def test_input_is_given(repo):
+    blob = gitx.run_git_bytes(["hash-object", "-w", "--stdin"], repo, given=b"hello\n").strip()
+    assert gitx.run_git(["cat-file", "-p", blob.decode()], repo) == "hello\n"
+
+
+def test_index_locked_is_a_called_process_error():
+    assert issubclass(gitx.IndexLocked, subprocess.CalledProcessError)
+    assert gitx.IndexLocked.__name__ == "IndexLocked"
