@@ -233,6 +233,17 @@ class SessionStore(SqliteStore):
 
         return self._write(change)
 
+    def name_transcript(self, session_id: str, path: str, conversation: str = "") -> bool:
+        """The session's transcript (its CLI's record of it) and the CLI's own id of it, when news (a hook
+        names them: runtime/hook_news.py). True once the stored row shows them (or there is no such
+        session); False when another writer saved first."""
+        session = self.get(session_id)
+        conversation = conversation or (session.conversation if session else "")
+        if session is None or (session.transcript, session.conversation) == (path, conversation):
+            return True
+        named = replace(session, transcript=path, conversation=conversation)
+        return self.save(named, expect=session.state) is not None
+
     # --- events --------------------------------------------------------------------------------------------
 
     def undelivered(self, ids: Iterable[str]) -> list[Event]:

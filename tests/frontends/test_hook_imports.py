@@ -327,7 +327,8 @@ def test_a_worker_s_prompt_with_its_transcript_on_record_loads_no_runtime(env, t
     worker = _worker(env, tmp_path)
     prompt = json.dumps({"transcript_path": str(tmp_path / "rollout.jsonl"), "prompt": "hi"})
     first, modules = run(["hook", "prompt", "--agent", "codex"], worker, prompt)
-    assert first.returncode == 0 and "teleclaude.runtime.api" in modules
+    assert first.returncode == 0 and "teleclaude.adapters.sessions_db" in modules  # kept by the store
+    assert "teleclaude.runtime.api" not in modules
     session = SessionStore(env["TELECLAUDE_DB"]).get("w1")
     assert session is not None and session.transcript == str(tmp_path / "rollout.jsonl")
     again, modules = run(["hook", "prompt", "--agent", "codex"], worker, prompt)
@@ -459,6 +460,10 @@ def test_a_worker_s_stop_the_plain_way_cannot_decide_is_the_runtime_s(env, tmp_p
     if case == "another key":
         assert state is SessionState.RUNNING and done.stderr.startswith("teleclaude hook stop: not recording")
         assert "teleclaude.runtime.api" not in modules
+    elif case == "in its CLI's record":  # stop.py: what it used kept by the store, the turn's end plainly
+        assert state is SessionState.TURN_ENDED and "teleclaude hook" not in done.stderr
+        assert "teleclaude.runtime.hooks.stop" in modules and "teleclaude.runtime.api" not in modules
+        assert store.spend_readings(["w1"])
     else:
         assert state is SessionState.TURN_ENDED and "teleclaude hook" not in done.stderr
         assert "teleclaude.runtime.api" in modules

@@ -13,6 +13,7 @@ TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from teleclaude.adapters.sessions_db import SessionStore
     from teleclaude.adapters.store import AvailabilityStore
     from teleclaude.agents.usage import UsageWindow
     from teleclaude.runtime.api import Runtime
@@ -32,31 +33,63 @@ def record(
     so `write` is tried again (up to `attempts` times, `pause` seconds apart) until it says the row shows it.
     A failure is a warning on stderr, as from `teleclaude hook {hook}`.
     """
-    session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
-    if not session_id:
+    if not os.environ.get("TELECLAUDE_SESSION_ID", ""):
         return
     try:  # imported only for a worker's session: every other stop stays off sqlite and the runtime
         from teleclaude.runtime.api import open_runtime
-        from teleclaude.runtime.core.marks import SESSION_KEY
 
         runtime = open_runtime(os.getcwd())  # the project's own profiles: its command prefix and sign
-        if not runtime.owns(session_id, os.environ.get(SESSION_KEY, "")):
-            warn(f"not recording {what}: ${SESSION_KEY} is not session {session_id}'s key", hook)
-            return
-        from teleclaude.adapters.store import StoreLocked
-
-        for attempt in range(attempts):
-            try:
-                if write(runtime, session_id):
-                    return
-            except StoreLocked:  # other writers held the file past the busy timeout: try again
-                if attempt + 1 == attempts:
-                    raise
-            if attempt + 1 < attempts:
-                time.sleep(pause)
-        warn(f"could not record {what}: session {session_id} kept changing", hook)
+        _retried(lambda session_id: write(runtime, session_id), runtime.owns, what, attempts, pause, hook)
     except Exception as error:  # never break the agent over bookkeeping
         warn(f"could not record {what}: {error}", hook)
+
+
+def keep(write: Callable[[SessionStore, str], bool], what: str, hook: str = "stop") -> None:
+    """`record` of news that only the session's row keeps (what it used, its transcript named): with the
+    store alone, without the runtime and the project's settings."""
+    if not os.environ.get("TELECLAUDE_SESSION_ID", ""):
+        return
+    try:
+        from teleclaude.adapters.sessions_db import SessionStore
+        from teleclaude.runtime.core.marks import same_key
+
+        store = SessionStore()
+
+        def owns(session_id: str, key: str) -> bool:  # as `Runtime.owns`
+            session = store.get(session_id)
+            return session is None or same_key(session.key, key)
+
+        _retried(lambda session_id: write(store, session_id), owns, what, hook=hook)
+    except Exception as error:  # never break the agent over bookkeeping
+        warn(f"could not record {what}: {error}", hook)
+
+
+def _retried(
+    write: Callable[[str], bool],
+    owns: Callable[[str, str], bool],
+    what: str,
+    attempts: int = 50,
+    pause: float = 0.05,
+    hook: str = "stop",
+) -> None:
+    from teleclaude.runtime.core.marks import SESSION_KEY
+
+    session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
+    if not owns(session_id, os.environ.get(SESSION_KEY, "")):
+        warn(f"not recording {what}: ${SESSION_KEY} is not session {session_id}'s key", hook)
+        return
+    from teleclaude.adapters.store import StoreLocked
+
+    for attempt in range(attempts):
+        try:
+            if write(session_id):
+                return
+        except StoreLocked:  # other writers held the file past the busy timeout: try again
+            if attempt + 1 == attempts:
+                raise
+        if attempt + 1 < attempts:
+            time.sleep(pause)
+    warn(f"could not record {what}: session {session_id} kept changing", hook)
 
 
 TURN_END_BUSY_MS = 1000  # the plain record's wait for the database; past it, the runtime's waits and retries
@@ -246,10 +279,12 @@ def record_spend(agent: str, path: str, conversation: str = "", hook: str = "sto
         # reads it again after the turn (a CLI can write its last answer after this hook read it) and before
         # it ends the worker
         named = conversation if report.database else ""
-        record(
-            lambda runtime, session_id: (
-                runtime.record_transcript(session_id, path, named)
-                and runtime.record_spend(session_id, tokens)
+        from datetime import UTC, datetime
+
+        keep(
+            lambda store, session_id: (
+                store.name_transcript(session_id, path, named)
+                and store.add_spend(session_id, datetime.now(UTC), tokens)
             ),
             "what it used",
             hook=hook,
