@@ -9,6 +9,13 @@ import os
 TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from signal import SIGPIPE, SIGXFSZ
+else:
+    from _signal import SIGPIPE, SIGXFSZ  # `signal`'s own numbers, without its enums
+
+# the signals Python ignores and a command must not inherit ignored (as `subprocess` restores them): a git
+# writing to a closed pipe dies of SIGPIPE, as it would started from a shell
+DEFAULT = (SIGPIPE, SIGXFSZ)
 
 
 def output(argv: list[str], env: Mapping[str, str] | None = None) -> bytes | None:
@@ -27,7 +34,9 @@ def output(argv: list[str], env: Mapping[str, str] | None = None) -> bytes | Non
         try:
             actions = [(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, write, 1)]
             actions.append((os.POSIX_SPAWN_DUP2, null, 2))
-            pid = os.posix_spawnp(argv[0], argv, os.environ if env is None else env, file_actions=actions)
+            pid = os.posix_spawnp(
+                argv[0], argv, os.environ if env is None else env, file_actions=actions, setsigdef=DEFAULT
+            )
         except OSError:
             return None
         finally:
@@ -57,7 +66,7 @@ def run(argv: list[str], env: Mapping[str, str]) -> tuple[int, bytes, bytes] | N
             try:
                 actions = [(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, write, 1)]
                 actions.append((os.POSIX_SPAWN_DUP2, errors, 2))
-                pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions)
+                pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions, setsigdef=DEFAULT)
             except BaseException:
                 os.close(read)
                 raise

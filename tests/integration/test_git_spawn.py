@@ -43,3 +43,13 @@ def test_input_is_given(repo):
 def test_index_locked_is_a_called_process_error():
     assert issubclass(gitx.IndexLocked, subprocess.CalledProcessError)
     assert gitx.IndexLocked.__name__ == "IndexLocked"
+
+
+def test_git_does_not_inherit_python_s_ignored_sigpipe():
+    """As `subprocess` restores it: a command spawned here dies of a closed pipe, as from a shell."""
+    from teleclaude.adapters.spawn import output
+
+    status = output(["grep", "^SigIgn:", "/proc/self/status"])
+    assert status is not None
+    ignored = int(status.split()[1], 16)
+    assert not ignored & (1 << (13 - 1))  # SIGPIPE
