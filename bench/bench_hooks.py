@@ -25,7 +25,8 @@ and every process an agent event starts, against their own floor, a bare start o
     stop (none)       `teleclaude hook stop` of a session outside a worker, in a folder outside any repository
     stop (project)    the same in the project's main checkout, clean (one `git status`), also against
                       Python's start plus that `git status` (`git status` alone is measured too)
-    stop (worker)     the worker's stop there: its turn's end recorded on its session (the runtime)
+    stop (worker)     the worker's stop there: its turn's end recorded on its session, its waiters woken
+                      (a tmux client of its pane's server, here one that is not running)
 
 Prints the median, the minimum and the ratio to the floor; deletes the repository; never asserts; exits 0.
 """
@@ -111,6 +112,15 @@ def add_worker_session(root: Path) -> str:
     return session.id
 
 
+def working(db: Path, session_id: str) -> None:
+    """The worker's session at work again, as after its next message (not measured)."""
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE sessions SET state = 'running' WHERE id = ?", (session_id,))
+    conn.close()
+
+
 def git_hooks(root: Path, rounds: int, env: dict[str, str]) -> None:
     hooks = root / ".git" / "hooks"
     results: dict[str, list[float]] = {}
@@ -143,7 +153,9 @@ def git_hooks(root: Path, rounds: int, env: dict[str, str]) -> None:
 
 def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> tuple[dict[str, list[float]], ...]:
     teleclaude = str(Path(sys.executable).with_name("teleclaude"))
-    worker = {**env, "TELECLAUDE_SESSION_ID": add_worker_session(root)}
+    # a worker runs in a tmux pane: its stop hook wakes the runtime's wait through that server ($TMUX); here
+    # a socket no server listens on, so the tmux client it starts fails at once
+    worker = {**env, "TELECLAUDE_SESSION_ID": add_worker_session(root), "TMUX": f"{root.parent}/tmux,1,0"}
     outside = root.parent / "outside"
     outside.mkdir(exist_ok=True)
     rollout = root / "rollout.jsonl"
@@ -169,6 +181,7 @@ def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> tuple[dict[str,
         measure("stop (none)", [teleclaude, "hook", "stop", "--agent", "claude"], env, stop, outside)
         stop = json.dumps({"cwd": str(root), "session_id": "s", "hook_event_name": "Stop"})
         measure("stop (project)", [teleclaude, "hook", "stop", "--agent", "claude"], env, stop)
+        working(root.parent / "teleclaude.db", worker["TELECLAUDE_SESSION_ID"])  # each stop ends a turn
         measure("stop (worker)", [teleclaude, "hook", "stop", "--agent", "codex"], worker, stop)
         measure("git status", STOP_STATUS, {**env, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
         if i < 0:

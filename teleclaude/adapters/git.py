@@ -7,16 +7,29 @@ directly, without starting a process.
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from contextlib import suppress
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
-from teleclaude.adapters import gitstatus
+from teleclaude.adapters import gitstatus, spawn
 from teleclaude.errors import ErrorCode, Failure
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import MainStatus, Worktree, WorktreeState
+
+TYPE_CHECKING = False  # typing's own, without importing typing
+
+
+class _Subprocess:
+    """`subprocess`, imported when first used: git runs through spawn.py where it can, and the planner's
+    cold path (one `git status`) never needs it; its `CalledProcessError` is what every git failure raises."""
+
+    def __getattr__(self, name: str) -> object:
+        import subprocess
+
+        globals()["subprocess"] = subprocess
+        return getattr(subprocess, name)
 
 
 class NotAGitRepo(Failure):
@@ -144,16 +157,30 @@ def run_git_bytes(args: list[str], cwd: Path, given: bytes | None = None, home: 
     deadline = time.monotonic() + INDEX_LOCK_WAIT
     while True:
         before = _stat(index)
-        done = subprocess.run(["git", *args], cwd=cwd, env=env, input=given, capture_output=True, check=False)
-        if done.returncode == 0:
-            return done.stdout
-        if not _lock_refused(done.stderr, index, before):
-            raise subprocess.CalledProcessError(done.returncode, ["git", *args], done.stdout, done.stderr)
+        code, out, said = _git(args, cwd, env, given)
+        if code == 0:
+            return out
+        if not _lock_refused(said, index, before):
+            raise subprocess.CalledProcessError(code, ["git", *args], out, said)
         if index is not None:  # the refused merge wrote its merge state (MERGE_HEAD), and nothing else
-            subprocess.run(["git", "merge", "--quit"], cwd=cwd, env=env, capture_output=True, check=False)
+            _git(["merge", "--quit"], cwd, env)
         if time.monotonic() >= deadline:
-            raise IndexLocked(done.returncode, ["git", *args], done.stdout, done.stderr)
+            raise _index_locked()(code, ["git", *args], out, said)
         time.sleep(INDEX_LOCK_LOOK)
+
+
+def _git(
+    args: list[str], cwd: Path, env: dict[str, str], given: bytes | None = None
+) -> tuple[int, bytes, bytes]:
+    """git's exit code, output and errors: spawned with `os` (spawn.py) where it can be, as `git -C cwd`
+    (the same as git started there), else through `subprocess` (input to give, a `cwd` that is not a folder:
+    its error is subprocess's)."""
+    if given is None and os.path.isdir(cwd):
+        done = spawn.run(["git", "-C", os.fspath(cwd), *args], env)
+        if done is not None:
+            return done
+    ran = subprocess.run(["git", *args], cwd=cwd, env=env, input=given, capture_output=True, check=False)
+    return ran.returncode, ran.stdout, ran.stderr
 
 
 def identity(cwd: Path, home: str | None = None) -> tuple[tuple[str, str], ...]:
@@ -170,9 +197,34 @@ def identity(cwd: Path, home: str | None = None) -> tuple[tuple[str, str], ...]:
     return tuple(found.items())
 
 
-class IndexLocked(subprocess.CalledProcessError):
-    """git refused the command for INDEX_LOCK_WAIT seconds: another process held `index.lock`. Nothing was
-    changed."""
+if TYPE_CHECKING:
+    import subprocess
+
+    class IndexLocked(subprocess.CalledProcessError):
+        """git refused the command for INDEX_LOCK_WAIT seconds: another process held `index.lock`. Nothing
+        was changed."""
+
+else:
+    subprocess = _Subprocess()
+
+    def __getattr__(name: str) -> type:
+        if name == "IndexLocked":
+            return _index_locked()
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@cache
+def _index_locked() -> type[subprocess.CalledProcessError]:
+    """`IndexLocked`, defined when first raised or asked for (`subprocess` with it)."""
+    import subprocess
+
+    class IndexLocked(subprocess.CalledProcessError):
+        """git refused the command for INDEX_LOCK_WAIT seconds: another process held `index.lock`. Nothing
+        was changed."""
+
+        __qualname__ = "IndexLocked"
+
+    return IndexLocked
 
 
 def _lock_refused(said: bytes, index: Path | None, before: tuple[int, int, int] | None) -> bool:

@@ -1,4 +1,4 @@
-"""`git status --porcelain=v2 -z` read into paths, and run with `os` alone for the stop hook.
+"""`git status --porcelain=v2 -z` read into paths, and run with `os` alone for the stop hook (spawn.py).
 
 `git.status` reads its output with `records` here. `changed` runs the same command without `subprocess`
 (its `threading`, `selectors`, `signal`: with `pathlib` and `dataclasses`, what `git.py` imports costs more
@@ -9,6 +9,8 @@ turn's end.
 from __future__ import annotations
 
 import os
+
+from teleclaude.adapters.spawn import output
 
 # how every git command of teleclaude's runs (git.py's run_git too): no optional lock taken (an agent's own
 # git may hold the index), git's messages in English
@@ -45,35 +47,5 @@ def records(out: str) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
 def changed(root: str, pathspec: str) -> tuple[str, ...] | None:
     """The changed or untracked paths in `pathspec` of the checkout `root`, as `git.status(root, pathspec)`
     has them; None when git could not say (not found, not a repository, any failure)."""
-    out = _run(["git", "-C", root, *status_args(pathspec)])
+    out = output(["git", "-C", root, *status_args(pathspec)], {**os.environ, **GIT_ENV})
     return None if out is None else records(out.decode("utf-8", errors="surrogateescape"))[1]
-
-
-def _run(argv: list[str]) -> bytes | None:
-    """The command's output (its standard input and errors /dev/null), None unless it exits 0."""
-    try:
-        null = os.open(os.devnull, os.O_RDWR)
-    except OSError:
-        return None
-    try:
-        read, write = os.pipe()
-    except OSError:
-        os.close(null)
-        return None
-    try:
-        try:
-            actions = [(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, write, 1)]
-            actions.append((os.POSIX_SPAWN_DUP2, null, 2))
-            pid = os.posix_spawnp(argv[0], argv, {**os.environ, **GIT_ENV}, file_actions=actions)
-        except OSError:
-            return None
-        finally:
-            os.close(write)
-        chunks = []
-        while chunk := os.read(read, 65536):
-            chunks.append(chunk)
-        _, code = os.waitpid(pid, 0)
-    finally:
-        os.close(read)
-        os.close(null)
-    return b"".join(chunks) if os.waitstatus_to_exitcode(code) == 0 else None

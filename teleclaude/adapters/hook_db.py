@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
 SESSIONS = "sessions"
+EVENTS = "session_events"
 TOOL_USES = "tool_uses"
 SPEND = "spend"
 INSERT_TOOL_USE = f"INSERT INTO {TOOL_USES} (session_id, at, tool, target) VALUES (?, ?, ?, ?)"
@@ -159,6 +160,59 @@ def keep_cost(path: str, busy_ms: int, session_id: str, owns: Callable[[str], bo
     except sqlite3.Error as error:
         _raise_if_locked(path, error)
         return False
+    finally:
+        conn.close()
+
+
+# A working session's turn ended by its stop hook, as the runtime saves it (hook_news.py `record_turn_end`, no
+# prompt): progress first (the reminders start again), then TURN_ENDED with its event, compare-and-set on the
+# state and version the row was read with (sessions_db.py `save`); bound as (at, at, version + 1, id,
+# version).
+SESSION_STATE_OF = f"SELECT key, state, version FROM {SESSIONS} WHERE id = ?"
+END_TURN = (
+    f"UPDATE {SESSIONS} SET state = 'turn_ended', updated_at = ?, last_progress_at = ?, nudges = 0, "
+    "last_nudge_at = NULL, version = ? WHERE id = ? AND state = 'running' AND IFNULL(version, 0) = ?"
+)
+# the event, told to whoever waits (EventKind.TURN_ENDED, `told`: delivered 0); bound as (id, at)
+TURN_ENDED_EVENT = (
+    f"INSERT INTO {EVENTS} (session_id, kind, at, detail, delivered) "
+    "VALUES (?, 'turn_ended', ?, 'stop hook', 0)"
+)
+FINAL_STATES = ("done", "errored", "cancelled")  # SessionState.is_final, as sessions_db.py spells it
+# what `end_turn` did: the turn's end written (its waiters to wake), nothing to write, another session's key
+ENDED, NOTHING, NOT_OWNED = "ended", "nothing", "not owned"
+
+
+def end_turn(path: str, busy_ms: int, session_id: str, owns: Callable[[str], bool], at: str) -> str | None:
+    """A worker's turn ended at `at` (`stamp_now`), recorded on its session when it is running and `owns`
+    its stored key: ENDED. NOTHING when the runtime would write nothing (no such session, a final one);
+    NOT_OWNED for another key. None: not written, for the runtime to record (the session not running: a
+    stalled one's progress, a stop before its line was taken; the row changed since it was read; no file,
+    table or column as the runtime leaves them). Raises the store's `StoreLocked` when other writers hold
+    the file past `busy_ms`."""
+    conn = _connect(path, busy_ms)
+    if conn is None:
+        return None
+    try:
+        found = conn.execute(SESSION_STATE_OF, (session_id,)).fetchone()
+        if found is None:
+            return NOTHING
+        key, state, version = found
+        if not owns(key or ""):
+            return NOT_OWNED
+        if state in FINAL_STATES:
+            return NOTHING
+        if state != "running":
+            return None
+        version = version or 0
+        with conn:
+            if conn.execute(END_TURN, (at, at, version + 1, session_id, version)).rowcount != 1:
+                return None
+            conn.execute(TURN_ENDED_EVENT, (session_id, at))
+        return ENDED
+    except sqlite3.Error as error:
+        _raise_if_locked(path, error)
+        return None
     finally:
         conn.close()
 

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime
 from functools import cache
 
-from teleclaude.adapters.hook_db import INSERT_TOOL_USE, PRUNE_TOOL_USES, SESSIONS, TOOL_USES
+from teleclaude.adapters.hook_db import EVENTS, INSERT_TOOL_USE, PRUNE_TOOL_USES, SESSIONS, TOOL_USES
 from teleclaude.adapters.hook_db import stamp as _stamp
 from teleclaude.adapters.store import SqliteStore, TableShape, insert_rows, upsert
 
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 # The session model and the tool-use record are imported by the methods that build them: the planner reads
 # `latest_failure` on every dispatch, and defining their ~12 dataclasses would cost it ~12 ms.
 
-EVENTS = "session_events"
 RUNS = "runs"
 SPEND = "spend"  # what each session used so far, a row each time its stop hook read a change
 _TIMES = (
@@ -233,6 +232,17 @@ class SessionStore(SqliteStore):
             return saved
 
         return self._write(change)
+
+    def name_transcript(self, session_id: str, path: str, conversation: str = "") -> bool:
+        """The session's transcript (its CLI's record of it) and the CLI's own id of it, when news (a hook
+        names them: runtime/hook_news.py). True once the stored row shows them (or there is no such
+        session); False when another writer saved first."""
+        session = self.get(session_id)
+        conversation = conversation or (session.conversation if session else "")
+        if session is None or (session.transcript, session.conversation) == (path, conversation):
+            return True
+        named = replace(session, transcript=path, conversation=conversation)
+        return self.save(named, expect=session.state) is not None
 
     # --- events --------------------------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from functools import partial
 from pathlib import Path
 
 from teleclaude.adapters import fs
-from teleclaude.agents.profile import UsageWindow, kept_usage
+from teleclaude.agents.usage import UsageWindow, kept_usage
 from teleclaude.errors import ErrorCode, Failure
 from teleclaude.planner.core.timeparse import format_utc
 

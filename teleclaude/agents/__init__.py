@@ -33,6 +33,14 @@ HOOK_VERBS: dict[str, tuple[str, ...]] = {
     "opencode": ("stop", "stop-failure", "tool-use", "prompt"),
 }
 USAGE_SOURCES: dict[str, str] = {"claude": "statusline", "codex": "transcript"}
+# and where a worker's stop hook reads what its session used (`TokenReport`): the file its stop input names
+# (`transcript_path`), or the CLI's own database
+SPEND_SOURCES: dict[str, str] = {
+    "claude": "transcript",
+    "gemini": "transcript",
+    "codex": "transcript",
+    "opencode": "database",
+}
 
 
 def __getattr__(name: str) -> object:

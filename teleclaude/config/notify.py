@@ -13,12 +13,14 @@ import re
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from teleclaude.planner.core.lazy_re import compiled
+
 TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
     from typing import Any
 
 NOTIFY_KEYS = ("urls", "events", "min_interval", "digests", "timeout")
-_URL = re.compile(r"([a-z][a-z0-9+.-]*)://[!-~]+", re.IGNORECASE)  # printable ASCII, no space
+_URL = compiled(r"([a-z][a-z0-9+.-]*)://[!-~]+", re.IGNORECASE)  # printable ASCII, no space
 
 
 class NotifyEvent(Enum):

@@ -2,7 +2,7 @@
 day may spend.
 
 `[prices]`: `"MODEL" = {input = 3.0, cached = 0.3, output = 15.0}`, dollars per million tokens, for a model
-whose name contains MODEL (the longest such key wins; the shipped `DEFAULT_PRICES` are the list prices of
+whose name contains MODEL (the longest such key wins; the shipped `default_prices()` are the list prices of
 the models the drivers name, overridden key by key); `subscription = ["NAME", …]`: agents logged in with a
 plan, shown in tokens and as "subscription" (what they cost is the plan, not the tokens).
 
@@ -13,16 +13,21 @@ day, across runs and projects). Each must be more than 0; a key left out sets no
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cache
 
-from teleclaude.agents import PROFILES
-from teleclaude.agents.tokens import Price
 from teleclaude.config.checks import ChecksError
 
 TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
     from typing import Any
+
+    from teleclaude.agents.tokens import Price
+
+    _Prices = Mapping[str, Price]
+else:  # agents/tokens.py imported when a price is first read, not by every read of the settings
+    _Prices = Mapping
 
 EXAMPLE = """\
 # [budget]: what a night may cost. `teleclaude run` checks it before each worker: at 80 % of a limit a
@@ -42,9 +47,28 @@ PRICE_KEYS = ("input", "cached", "output")
 # the list prices (USD per million tokens) of the models the drivers name, as their providers publish them
 # (each driver's `TokenReport.prices`); a cost from these is an estimate (marked so): what a CLI reports
 # itself is used instead
-DEFAULT_PRICES: Mapping[str, Price] = {
-    model: price for profile in PROFILES.values() for model, price in profile.tokens.prices.items()
-}
+@cache
+def default_prices() -> dict[str, Price]:
+    from teleclaude.agents import PROFILES
+
+    return {model: price for profile in PROFILES.values() for model, price in profile.tokens.prices.items()}
+
+
+class DefaultPrices(_Prices):
+    """`default_prices()`, read when first asked: the drivers that name them are imported then, not by every
+    call that reads the settings (the planner's next step reads no price)."""
+
+    def __getitem__(self, model: str) -> Price:
+        return default_prices()[model]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(default_prices())
+
+    def __len__(self) -> int:
+        return len(default_prices())
+
+    def __repr__(self) -> str:
+        return repr(default_prices())
 
 
 @dataclass(frozen=True)
@@ -65,7 +89,7 @@ class Budget:
 
 @dataclass(frozen=True)
 class SpendConfig:
-    prices: Mapping[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    prices: Mapping[str, Price] = field(default_factory=DefaultPrices)
     subscription: tuple[str, ...] = ()  # agents logged in with a plan
     budget: Budget = Budget()
 
@@ -134,6 +158,8 @@ def parse_prices(path: str, value: Any, earlier: SpendConfig | None = None) -> S
                 )
         if "input" not in item or "output" not in item:
             raise SpendError(path, where, "needs input and output (dollars per million tokens)")
+        from teleclaude.agents.tokens import Price
+
         prices[key] = Price(
             float(item["input"]),
             float(item["cached"] if "cached" in item else item["input"]),

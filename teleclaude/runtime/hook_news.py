@@ -26,11 +26,10 @@ from teleclaude.agents.profile import UsageSource, UsageWindow
 from teleclaude.runtime.context import Context
 from teleclaude.runtime.core.blockers import unexpanded_command
 from teleclaude.runtime.core.limits import LimitHit, decode_usage, failure_limit, parse_failure
-from teleclaude.runtime.core.marks import unseal
+from teleclaude.runtime.core.marks import exit_channel, unseal
 from teleclaude.runtime.core.sessions import Change, PaneView, Session, SessionState, transition
 from teleclaude.runtime.core.supervision import progressed
 from teleclaude.runtime.core.tool_uses import tool_use
-from teleclaude.runtime.worker_setup import exit_channel
 
 log = logging.getLogger("teleclaude.runtime")
 
@@ -112,12 +111,7 @@ class HookNews:
         """The CLI's prompt hook named the session's transcript (`teleclaude hook prompt`; its stop hook, with
         the CLI's own id of the session, `conversation`, when that names what it used in a database). True
         once the stored row shows it (or nothing is to record); False when another writer saved first."""
-        session = self.context.store.get(session_id)
-        conversation = conversation or (session.conversation if session else "")
-        if session is None or (session.transcript, session.conversation) == (path, conversation):
-            return True
-        named = replace(session, transcript=path, conversation=conversation)
-        return self.context.store.save(named, expect=session.state) is not None
+        return self.context.store.name_transcript(session_id, path, conversation)
 
     def _transcript(self, session: Session) -> list[str]:
         """The tail of a working local session's transcript (the file its prompt hook named), when its driver

@@ -23,7 +23,7 @@ from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Step
 from teleclaude.runtime.context import Context, bad_argument, refused_text, unknown_session
 from teleclaude.runtime.core.continuation import past_replay
-from teleclaude.runtime.core.marks import SESSION_KEY
+from teleclaude.runtime.core.marks import SESSION_KEY, exit_channel
 from teleclaude.runtime.core.sandbox import bwrap_argv
 from teleclaude.runtime.core.screens import command_taken, shown_as_message
 from teleclaude.runtime.core.sessions import (
@@ -45,7 +45,6 @@ from teleclaude.runtime.remote import item_slug, send
 from teleclaude.runtime.worker_setup import (
     command_expansion,
     delivery_failed,
-    exit_channel,
     find_binary,
     identity_config,
     not_an_item_worktree,

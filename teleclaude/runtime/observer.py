@@ -25,7 +25,7 @@ from teleclaude.runtime.core.apiwait import api_wait_limit, tool_shown
 from teleclaude.runtime.core.blockers import blocked_text, find_blocker, refusal_text, refused_command
 from teleclaude.runtime.core.continuation import not_replayed
 from teleclaude.runtime.core.limits import DEFAULT_PAUSE, LimitHit, find_limit, reset_time
-from teleclaude.runtime.core.marks import turn_end_prompt
+from teleclaude.runtime.core.marks import exit_channel, turn_end_prompt
 from teleclaude.runtime.core.screens import observe_idle, waiting_for_input
 from teleclaude.runtime.core.sessions import (
     Activity,
@@ -59,7 +59,6 @@ from teleclaude.runtime.core.supervision import (
 )
 from teleclaude.runtime.hook_news import HookNews, local_zone
 from teleclaude.runtime.panes import Panes
-from teleclaude.runtime.worker_setup import exit_channel
 
 log = logging.getLogger("teleclaude.runtime")
 

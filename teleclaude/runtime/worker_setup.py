@@ -86,11 +86,6 @@ def starter_gone(store: Path, session: Session) -> bool:
     return True
 
 
-def exit_channel(session_id: str) -> str:
-    """The tmux wait-for channel a worker's pane signals when its CLI exits."""
-    return f"tc-exit-{session_id}"
-
-
 def command_expansion(command: str, args: str) -> tuple[str, ...]:
     """Lines of the role command's text as the CLI expands it (`$ARGUMENTS` replaced), each short enough to
     show whole in one row; none for a command teleclaude does not ship."""

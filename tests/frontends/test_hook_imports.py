@@ -184,13 +184,15 @@ def test_the_names_are_the_drivers_in_their_order():
 
 
 def test_the_hooks_tables_are_the_drivers():
-    from teleclaude.agents import HOOK_VERBS, USAGE_SOURCES
+    from teleclaude.agents import HOOK_VERBS, SPEND_SOURCES, USAGE_SOURCES
     from teleclaude.agents.profile import UsageSource
 
     assert {name: tuple(verb for _, verb in d.hooks.events) for name, d in PROFILES.items()} == HOOK_VERBS
     assert {
         name: d.usage.source.value for name, d in PROFILES.items() if d.usage.source is not UsageSource.NONE
     } == USAGE_SOURCES
+    spend = {name: d.tokens for name, d in PROFILES.items() if d.tokens.read or d.tokens.database}
+    assert {name: "database" if t.database else "transcript" for name, t in spend.items()} == SPEND_SOURCES
 
 
 # what a worker's tool use (before every tool call of every worker) imports to record itself: _sqlite3 and
@@ -325,7 +327,8 @@ def test_a_worker_s_prompt_with_its_transcript_on_record_loads_no_runtime(env, t
     worker = _worker(env, tmp_path)
     prompt = json.dumps({"transcript_path": str(tmp_path / "rollout.jsonl"), "prompt": "hi"})
     first, modules = run(["hook", "prompt", "--agent", "codex"], worker, prompt)
-    assert first.returncode == 0 and "teleclaude.runtime.api" in modules
+    assert first.returncode == 0 and "teleclaude.adapters.sessions_db" in modules  # kept by the store
+    assert "teleclaude.runtime.api" not in modules
     session = SessionStore(env["TELECLAUDE_DB"]).get("w1")
     assert session is not None and session.transcript == str(tmp_path / "rollout.jsonl")
     again, modules = run(["hook", "prompt", "--agent", "codex"], worker, prompt)
@@ -380,3 +383,102 @@ def test_the_installed_command_imports_no_re(env):
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     assert "teleclaude.cli" in imported
     assert not {"re", "enum", "json", "typing", "dataclasses"} & imported
+
+
+def _clean_project(root) -> None:
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "todos").mkdir()
+    (root / "todos" / "roadmap.md").write_text("# Roadmap\n- [ ] feat\n")
+
+
+def _state_and_events(db: str, session_id: str) -> tuple:
+    from teleclaude.adapters.sessions_db import SessionStore
+
+    store = SessionStore(db)
+    session = store.get(session_id)
+    assert session is not None
+    events = [(e.kind.value, e.detail) for e in store.undelivered([session_id])]
+    return session.state.value, session.nudges, session.last_nudge_at, session.version, events
+
+
+def test_a_worker_s_turn_end_is_recorded_with_sqlite3_alone_as_the_runtime_records_it(env, tmp_path):
+    """A local worker's stop in a clean main checkout, nothing to read from its CLI's records: its turn's end
+    written without stop.py, the runtime or the store's modules, and the row and its event as the
+    runtime's own `record_turn_end` leaves them (a second worker beside it, ended that way)."""
+    from dataclasses import replace
+
+    from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.config.profiles import RuntimeConfig
+    from teleclaude.runtime.api import Runtime
+
+    _clean_project(tmp_path)
+    worker = {**_worker(env, tmp_path), "TMUX": f"{tmp_path}/no-server,1,0"}  # in a pane: its server's socket
+    store = SessionStore(env["TELECLAUDE_DB"])
+    first = store.get("w1")
+    assert first is not None
+    store.save(replace(first, nudges=2, last_nudge_at=first.created_at), expect=first.state)
+    other = store.get("w1")
+    assert other is not None
+    store.add(replace(other, id="w2"))  # the same row, as saved once
+    stop = json.dumps({"cwd": str(tmp_path), "hook_event_name": "Stop", "session_id": "c"})
+    done, modules = run(["hook", "stop", "--agent", "codex"], worker, stop)
+    assert (done.returncode, done.stdout) == (0, "") and "teleclaude hook" not in done.stderr
+    assert {m for m in modules if m in TOOL_USE_NOT or driver_module(m)} == set()
+    assert not {"subprocess", "teleclaude.runtime.hooks.stop", "teleclaude.runtime.api"} & modules
+    Runtime(RuntimeConfig(socket=f"tc-none-{tmp_path.name}"), store).record_turn_end("w2")
+    plain, by_runtime = (
+        _state_and_events(env["TELECLAUDE_DB"], "w1"),
+        _state_and_events(env["TELECLAUDE_DB"], "w2"),
+    )
+    assert plain == by_runtime == ("turn_ended", 0, None, 2, [("turn_ended", "stop hook")])
+
+
+@pytest.mark.parametrize("case", ["another key", "not in a pane", "stalled", "in its CLI's record"])
+def test_a_worker_s_stop_the_plain_way_cannot_decide_is_the_runtime_s(env, tmp_path, case):
+    from dataclasses import replace
+
+    from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.runtime.core.sessions import SessionState
+
+    _clean_project(tmp_path)
+    worker = {**_worker(env, tmp_path), "TMUX": f"{tmp_path}/no-server,1,0"}
+    stop = {"cwd": str(tmp_path), "hook_event_name": "Stop"}
+    store = SessionStore(env["TELECLAUDE_DB"])
+    if case == "another key":
+        worker["TELECLAUDE_SESSION_KEY"] = "not-k1"
+    elif case == "not in a pane":
+        del worker["TMUX"]
+    elif case == "stalled":
+        session = store.get("w1")
+        assert session is not None
+        store.save(replace(session, state=SessionState.STALLED), expect=session.state)
+    else:
+        stop["transcript_path"] = str(tmp_path / "none.jsonl")  # what it used: unknown, kept as such
+    done, modules = run(["hook", "stop", "--agent", "codex"], worker, json.dumps(stop))
+    assert (done.returncode, done.stdout) == (0, "")
+    state = store.get("w1").state  # type: ignore[union-attr]
+    if case == "another key":
+        assert state is SessionState.RUNNING and done.stderr.startswith("teleclaude hook stop: not recording")
+        assert "teleclaude.runtime.api" not in modules
+    elif case == "in its CLI's record":  # stop.py: what it used kept by the store, the turn's end plainly
+        assert state is SessionState.TURN_ENDED and "teleclaude hook" not in done.stderr
+        assert "teleclaude.runtime.hooks.stop" in modules and "teleclaude.runtime.api" not in modules
+        assert store.spend_readings(["w1"])
+    else:
+        assert state is SessionState.TURN_ENDED and "teleclaude hook" not in done.stderr
+        assert "teleclaude.runtime.api" in modules
+
+
+def test_the_planner_s_cold_path_imports_no_subprocess_nor_a_driver(env, tmp_path):
+    """A cold `next-work` (issue 40 §3): its one `git status` spawned with `os` (adapters/spawn.py), the
+    settings' prices and the usage windows read without a driver (config/spend.py, agents/usage.py)."""
+    _clean_project(tmp_path)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "-A"], check=True)
+    subprocess.run(
+        ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@invalid", "commit", "-qm", "x"],
+        check=True,
+    )
+    done, modules = run(["next-work", "--dry-run", "--cwd", str(tmp_path)], env)
+    assert done.stdout.startswith("ERROR: NOT_PREPARED"), done.stdout + done.stderr  # its answer, from git's
+    assert not {"subprocess", "argparse", "sqlite_utils"} & modules
+    assert not {m for m in modules if driver_module(m)}

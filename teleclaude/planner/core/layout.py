@@ -3,7 +3,7 @@ archive-folder rule, in one place. Paths are relative to the main checkout (or t
 
 from __future__ import annotations
 
-import re
+from teleclaude.planner.core.lazy_re import compiled
 
 TODOS = "todos"
 ROADMAP = "todos/roadmap.md"
@@ -15,7 +15,7 @@ PLAN = "implementation-plan.md"
 REVIEW = "review-findings.md"
 CONFIG = "teleclaude.toml"
 
-_ARCHIVE_NAME = re.compile(r"(\d{3,})-(.+)")
+_ARCHIVE_NAME = compiled(r"(\d{3,})-(.+)")
 
 
 def item_folder(slug: str) -> str:

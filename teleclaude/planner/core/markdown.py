@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from teleclaude.errors import ErrorCode, Failure
+from teleclaude.planner.core.lazy_re import compiled
 from teleclaude.planner.core.model import Heading, TaskItem
 
 TYPE_CHECKING = False  # typing's own, without importing typing
@@ -31,9 +32,9 @@ if TYPE_CHECKING:
     Summary = Any  # what a parser keeps of a chunk's blocks: JSON-able (lists, strings, numbers, None)
 
 # A line that could open a task item: bullet or ordered marker, then `[ ]`, `[x]`, `[X]` or `[>]`.
-TASK_LINE = re.compile(r"^([ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\[[ xX>]\])", re.MULTILINE)
+TASK_LINE = compiled(r"^([ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\[[ xX>]\])", re.MULTILINE)
 _TAG_OPEN, _TAG_CLOSE = "\ue000", "\ue001"
-_TAGGED_TEXT = re.compile(r"\[([ xX>])\]" + _TAG_OPEN + r"(\d+)" + _TAG_CLOSE + r"(.*)", re.DOTALL)
+_TAGGED_TEXT = compiled(r"\[([ xX>])\]" + _TAG_OPEN + r"(\d+)" + _TAG_CLOSE + r"(.*)", re.DOTALL)
 
 
 @lru_cache(maxsize=1)
@@ -52,7 +53,7 @@ def _parse(text: str) -> list[Token]:
 # Limits (docs/design.md §1): past them a file is refused rather than parsed for minutes in gigabytes.
 MAX_INDENT = 200  # columns of leading spaces, tabs (4 columns) and `>` on one line: ~100 nested levels
 MAX_CHUNK_CHARS = 2_000_000  # characters without a line where a top-level item could start
-_DEEP_LINE = re.compile(rf"^[ \t>]{{{MAX_INDENT // 4 + 1},}}", re.MULTILINE)
+_DEEP_LINE = compiled(rf"^[ \t>]{{{MAX_INDENT // 4 + 1},}}", re.MULTILINE)
 
 
 class TooComplex(Failure):
@@ -77,18 +78,18 @@ Block = Heading | TaskItem
 
 # For `teleclaude lint`: a line a reader would take for a task item, near misses included (`- []`, `-[ ]`,
 # `- [o]`, `[ ] text` without a bullet). Real items match too; `near_items` keeps the ones that are not.
-NEAR_TASK_LINE = re.compile(
+NEAR_TASK_LINE = compiled(
     r"^[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]*\[[ \txXoOvV>*.~\u2713\u2714-]{0,3}\]|\[[ xX>]?\][ \t])",
     re.MULTILINE,
 )
 # Git's conflict markers at the start of a line (`=======` alone is also a setext underline, so not that one).
-_CONFLICT_MARKER = re.compile(r"^(?:<{7}|\|{7}|>{7})(?: |$)", re.MULTILINE)
+_CONFLICT_MARKER = compiled(r"^(?:<{7}|\|{7}|>{7})(?: |$)", re.MULTILINE)
 # A task item after a character some editors show as a line break but markdown does not: form feed,
 # vertical tab, NEL, U+2028/U+2029 and the ASCII separators. Such an item is running text.
-_HIDDEN_TASK = re.compile(r"[\v\f\x1c-\x1e\x85\u2028\u2029][ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]*\[[ xX>]\]")
-_ATX_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]+|(?=\r?$))", re.MULTILINE)
-_SETEXT_TEXT = re.compile(r"^[^\n]*\S[^\n]*(?=\r?\n {0,3}(?:=+|-+)[ \t]*\r?$)", re.MULTILINE)
-_TAG = re.compile(_TAG_OPEN + r"(\d+)" + _TAG_CLOSE)
+_HIDDEN_TASK = compiled(r"[\v\f\x1c-\x1e\x85\u2028\u2029][ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]*\[[ xX>]\]")
+_ATX_HEADING = compiled(r"^ {0,3}#{1,6}(?:[ \t]+|(?=\r?$))", re.MULTILINE)
+_SETEXT_TEXT = compiled(r"^[^\n]*\S[^\n]*(?=\r?\n {0,3}(?:=+|-+)[ \t]*\r?$)", re.MULTILINE)
+_TAG = compiled(_TAG_OPEN + r"(\d+)" + _TAG_CLOSE)
 
 
 @dataclass(frozen=True)
@@ -273,7 +274,7 @@ def _untagged(text: str) -> str:
 # so that boundaries depend on the text around them, not on their position, and survive edits elsewhere.
 # Chunks are cut and hashed in the UTF-8 bytes of the text (encoded once; no copy of a chunk is made unless
 # it is parsed), so the pattern is a bytes one.
-_TOP_ITEM = re.compile(rb"^(?:[-*+]|\d{1,9}[.)])[ \t]+\[[ xX>]\]([^\n]*)", re.MULTILINE)
+_TOP_ITEM = compiled(rb"^(?:[-*+]|\d{1,9}[.)])[ \t]+\[[ xX>]\]([^\n]*)", re.MULTILINE)
 CHUNK_SPREAD = 32  # about one column-0 item in 32 ends a chunk (a power of two: `crc & (SPREAD - 1)`)
 CHUNK_FORMAT = "3"  # part of every chunk key: bump it when a summary's shape or meaning changes
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, tzinfo
 from enum import Enum
 
 # re-exported: made by the agent drivers' usage readers, read by the planner
-from teleclaude.agents.profile import UsageWindow as UsageWindow
+from teleclaude.agents.usage import UsageWindow as UsageWindow
 from teleclaude.errors import Call, Error
 
 # --- parsed files -----------------------------------------------------------------------------------

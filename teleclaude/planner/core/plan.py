@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 
+from teleclaude.planner.core.lazy_re import compiled
 from teleclaude.planner.core.markdown import Block, chunk_summaries
 from teleclaude.planner.core.model import Heading, PlanStatus, TaskItem
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     # a heading as [level, group or None], a task, or a run of cached tasks
     Entry = list[Any] | TaskItem | str
 
-GROUP_HEADING = re.compile(r"group\s+(\d+)\b", re.IGNORECASE)
+GROUP_HEADING = compiled(r"group\s+(\d+)\b", re.IGNORECASE)
 BUILD_GROUPS = range(1, 5)
 
 

@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 
+from teleclaude.planner.core.lazy_re import compiled
 from teleclaude.planner.core.markdown import TASK_LINE, Block, chunk_summaries, decoded
 from teleclaude.planner.core.model import Marker, Problem, Roadmap, RoadmapItem, TaskItem
 
@@ -15,8 +16,8 @@ if TYPE_CHECKING:
 
     from teleclaude.planner.core.markdown import Summary
 
-SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
-_ITEM_TEXT = re.compile(
+SLUG = compiled(r"[a-z0-9][a-z0-9-]{0,62}")
+_ITEM_TEXT = compiled(
     r"(?P<slug>[^\s:(—–]*)\s*(?:\(after:(?P<after>[^)]*)\))?\s*(?:[—–:-]+\s*)?(?P<description>.*)", re.DOTALL
 )
 
@@ -69,10 +70,10 @@ def parse_roadmap_chunks(text: str, known: Mapping[str, Summary]) -> tuple[Roadm
 _VALID_SLUG = r"(?=[a-z0-9-]{1,63}(?![a-z0-9-]))[a-z0-9]+(?:-[a-z0-9]+)*(?![\w-])"
 # A task line as `_check_lines` reads it: its marker, then its slug (markup such as `**` or a backtick
 # before it allowed), then any `(after: …)` on the same line. The prefix is TASK_LINE's.
-_ITEM_LINE = re.compile(
+_ITEM_LINE = compiled(
     rf"[ \t]*(?:[-*+]|\d{{1,9}}[.)])[ \t]+\[([ xX>])\][\W_]*?({_VALID_SLUG})[^\w(\n]*(?:\(after:([^)\n]*)\))?"
 )
-_VALID_AFTER = re.compile(rf" *{_VALID_SLUG}(?: *, *{_VALID_SLUG})* *")
+_VALID_AFTER = compiled(rf" *{_VALID_SLUG}(?: *, *{_VALID_SLUG})* *")
 
 
 def _check_lines(text: str, roadmap: Roadmap) -> None:
@@ -198,7 +199,7 @@ def may_be_pending(text: str, slug: str) -> bool:
     return re.search(pending_line, text.replace("\\", ""), re.MULTILINE) is not None
 
 
-_LINE_END = re.compile(r"\r\n|\r|\n")
+_LINE_END = compiled(r"\r\n|\r|\n")
 
 
 class MarkerRewriteError(ValueError):
@@ -227,7 +228,7 @@ def rewrite_marker(data: bytes, line: int, new: Marker) -> bytes:
     return bom + (text[:position] + new.value + text[position + 1 :]).encode(codec)
 
 
-_LINE_END_BYTES = re.compile(rb"\r\n|\r|\n")
+_LINE_END_BYTES = compiled(rb"\r\n|\r|\n")
 
 
 def _line_span(text: AnyStr, line_end: re.Pattern[AnyStr], line: int) -> tuple[int, int]:

@@ -6,6 +6,7 @@ import re
 from datetime import UTC, datetime, timedelta, tzinfo
 
 from teleclaude.errors import ErrorCode, Failure
+from teleclaude.planner.core.lazy_re import compiled
 
 DEFAULT_DURATION = timedelta(hours=1)
 MAX_DURATION = timedelta(days=366)
@@ -15,7 +16,7 @@ ACCEPTED = (
     "or an ISO 8601 time such as 2026-11-21T17:00:00Z, 2026-11-21T17:00+02:00 or 2026-11-21"
 )
 
-_DURATION = re.compile(
+_DURATION = compiled(
     r"(?:(?P<days>[0-9]{1,6})\s*d)?\s*"
     r"(?:(?P<hours>[0-9]{1,6})\s*h)?\s*"
     r"(?:(?P<minutes>[0-9]{1,6})\s*m)?\s*"

@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from teleclaude.agents.profile import UsageWindow
+    from teleclaude.agents.usage import UsageWindow
 
 
 def usage_text(windows: Iterable[UsageWindow], now: datetime, zone: tzinfo) -> str:

@@ -15,6 +15,12 @@ from _operator import _compare_digest as compare_digest
 SESSION_KEY = "TELECLAUDE_SESSION_KEY"
 
 
+def exit_channel(session_id: str) -> str:
+    """The tmux wait-for channel a worker's pane signals when its CLI exits, and its stop hook when it
+    recorded the turn's end: whoever waits on the session looks at once."""
+    return f"tc-exit-{session_id}"
+
+
 def same_key(stored: str, given: str) -> bool:
     """`given` is the session's key (compared in constant time)."""
     return compare_digest(_bytes(stored), _bytes(given))

@@ -91,24 +91,61 @@ GIT_ELSEWHERE = ("GIT_DIR", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRE
 def quiet_stop(raw: str, agent: str | None) -> bool:
     """A stop hook (stop.py) with nothing to record that would let the stop through, seen without stop.py's
     modules (the git adapter, dataclasses): not a worker's, no usage to read from the CLI's transcript, and
-    stop_hook_active, or its folder in no teleclaude project (no `.git` above it, or a main checkout without
-    a roadmap), or in a project's main checkout (not trees/) whose todos/{slug}/ folders have no uncommitted
-    file. False for anything else, and for input that is not plainly good: stop.py then decides."""
+    `lets_through`. False for anything else, and for input that is not plainly good: stop.py then decides."""
     if os.environ.get("TELECLAUDE_SESSION_ID"):
+        return worker_stop(raw, agent)
+    data = _stop_input(raw)
+    return data is not None and not _reads_usage(data, agent) and lets_through(data)
+
+
+def worker_stop(raw: str, agent: str | None) -> bool:
+    """A local worker's stop (stop.py) that lets the stop through and has only its turn's end to record,
+    recorded here (record.py `end_turn_plainly`) without stop.py's modules: its `--agent` named, no usage
+    or spend to read from its CLI's record of the session, no prompt to judge, and `lets_through`. False
+    for anything else (a worker on another computer or in a sandbox, which marks its pane or channel): stop.py
+    then decides and records, as it does when the plain record cannot."""
+    from teleclaude.agents import NAMES, SPEND_SOURCES
+
+    if agent not in NAMES or os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # TURN_END_TO_PANE: tmux.py's
         return False
-    from teleclaude.agents import USAGE_SOURCES
+    data = _stop_input(raw)
+    if data is None or _reads_usage(data, agent) or data.get("prompt"):
+        return False
+    spend = SPEND_SOURCES.get(agent)  # what record.py `record_spend` would read
+    if spend == "database" or (spend == "transcript" and isinstance(data.get("transcript_path"), str)):
+        return False
+    if not lets_through(data):
+        return False
+    from teleclaude.runtime.hooks.record import end_turn_plainly
+
+    return end_turn_plainly()
+
+
+def _stop_input(raw: str) -> dict | None:
+    """The stop hook's input, a JSON object (agents/jsonin.py, as stop.py's reader reads it); None else."""
     from teleclaude.agents.jsonin import loads
 
     try:
         data = loads(raw)
     except ValueError:
-        return False
-    if not isinstance(data, dict):
-        return False
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _reads_usage(data: dict, agent: str | None) -> bool:
+    """Whether stop.py would read the CLI's usage from the transcript the input names (record.py)."""
+    from teleclaude.agents import USAGE_SOURCES
+
     transcript = data.get("transcript_path")
     reads_usage = agent is None or USAGE_SOURCES.get(agent) == "transcript"  # None: stop.py names the CLI
-    if reads_usage and isinstance(transcript, str) and os.path.isfile(transcript):
-        return False  # its usage to read (record.py)
+    return reads_usage and isinstance(transcript, str) and os.path.isfile(transcript)
+
+
+def lets_through(data: dict) -> bool:
+    """Whether stop.py's `decide` lets this stop through, seen without its modules: stop_hook_active, or its
+    folder in no teleclaude project (no `.git` above it, or a main checkout without a roadmap), or in a
+    project's main checkout (not trees/) whose todos/{slug}/ folders have no uncommitted file. False for
+    anything else (a worktree, something to refuse, a folder that is not plainly good): stop.py decides."""
     cwd = data.get("cwd", os.getcwd())
     if not isinstance(cwd, str) or not cwd:
         return False

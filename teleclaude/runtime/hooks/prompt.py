@@ -24,7 +24,7 @@ import os
 import sys
 
 from teleclaude.agents.jsonin import loads
-from teleclaude.runtime.hooks.record import record, record_transcript_usage
+from teleclaude.runtime.hooks.record import keep, record_transcript_usage
 from teleclaude.runtime.hooks.tool import conversation_of
 
 TYPE_CHECKING = False  # typing's own, without importing typing
@@ -61,8 +61,8 @@ def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
         return 0
     remote = os.environ.get("TELECLAUDE_TURN_END_TO_PANE")  # TURN_END_TO_PANE: remote
     if (path or conversation) and not remote and not _kept_already(conversation, path):
-        record(
-            lambda runtime, session_id: runtime.record_transcript(session_id, path, conversation),
+        keep(
+            lambda store, session_id: store.name_transcript(session_id, path, conversation),
             "the conversation",
             hook="prompt",
         )

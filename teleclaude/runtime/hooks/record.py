@@ -13,8 +13,9 @@ TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from teleclaude.adapters.sessions_db import SessionStore
     from teleclaude.adapters.store import AvailabilityStore
-    from teleclaude.agents.profile import UsageWindow
+    from teleclaude.agents.usage import UsageWindow
     from teleclaude.runtime.api import Runtime
 
 
@@ -32,31 +33,97 @@ def record(
     so `write` is tried again (up to `attempts` times, `pause` seconds apart) until it says the row shows it.
     A failure is a warning on stderr, as from `teleclaude hook {hook}`.
     """
-    session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
-    if not session_id:
+    if not os.environ.get("TELECLAUDE_SESSION_ID", ""):
         return
     try:  # imported only for a worker's session: every other stop stays off sqlite and the runtime
         from teleclaude.runtime.api import open_runtime
-        from teleclaude.runtime.core.marks import SESSION_KEY
 
         runtime = open_runtime(os.getcwd())  # the project's own profiles: its command prefix and sign
-        if not runtime.owns(session_id, os.environ.get(SESSION_KEY, "")):
-            warn(f"not recording {what}: ${SESSION_KEY} is not session {session_id}'s key", hook)
-            return
-        from teleclaude.adapters.store import StoreLocked
-
-        for attempt in range(attempts):
-            try:
-                if write(runtime, session_id):
-                    return
-            except StoreLocked:  # other writers held the file past the busy timeout: try again
-                if attempt + 1 == attempts:
-                    raise
-            if attempt + 1 < attempts:
-                time.sleep(pause)
-        warn(f"could not record {what}: session {session_id} kept changing", hook)
+        _retried(lambda session_id: write(runtime, session_id), runtime.owns, what, attempts, pause, hook)
     except Exception as error:  # never break the agent over bookkeeping
         warn(f"could not record {what}: {error}", hook)
+
+
+def keep(write: Callable[[SessionStore, str], bool], what: str, hook: str = "stop") -> None:
+    """`record` of news that only the session's row keeps (what it used, its transcript named): with the
+    store alone, without the runtime and the project's settings."""
+    if not os.environ.get("TELECLAUDE_SESSION_ID", ""):
+        return
+    try:
+        from teleclaude.adapters.sessions_db import SessionStore
+        from teleclaude.runtime.core.marks import same_key
+
+        store = SessionStore()
+
+        def owns(session_id: str, key: str) -> bool:  # as `Runtime.owns`
+            session = store.get(session_id)
+            return session is None or same_key(session.key, key)
+
+        _retried(lambda session_id: write(store, session_id), owns, what, hook=hook)
+    except Exception as error:  # never break the agent over bookkeeping
+        warn(f"could not record {what}: {error}", hook)
+
+
+def _retried(
+    write: Callable[[str], bool],
+    owns: Callable[[str, str], bool],
+    what: str,
+    attempts: int = 50,
+    pause: float = 0.05,
+    hook: str = "stop",
+) -> None:
+    from teleclaude.runtime.core.marks import SESSION_KEY
+
+    session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
+    if not owns(session_id, os.environ.get(SESSION_KEY, "")):
+        warn(f"not recording {what}: ${SESSION_KEY} is not session {session_id}'s key", hook)
+        return
+    from teleclaude.adapters.store import StoreLocked
+
+    for attempt in range(attempts):
+        try:
+            if write(session_id):
+                return
+        except StoreLocked:  # other writers held the file past the busy timeout: try again
+            if attempt + 1 == attempts:
+                raise
+        if attempt + 1 < attempts:
+            time.sleep(pause)
+    warn(f"could not record {what}: session {session_id} kept changing", hook)
+
+
+TURN_END_BUSY_MS = 1000  # the plain record's wait for the database; past it, the runtime's waits and retries
+
+
+def end_turn_plainly() -> bool:
+    """A local worker's turn ended (no prompt to judge): recorded with the stdlib's sqlite3
+    (adapters/hook_db.py `end_turn`), its waiters woken through the tmux server its pane is in ($TMUX),
+    as the runtime records it, without loading the runtime or the project's settings. False when that is
+    not known so (not in a pane, the session not running, the database busy or not as the runtime left it):
+    `record` then records it through the runtime."""
+    session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
+    server = os.environ.get("TMUX", "").split(",")[0]  # the socket of the pane's server: $TMUX's first field
+    if not session_id or not server.startswith("/"):
+        return False
+    from teleclaude.adapters.hook_db import ENDED, NOT_OWNED, db_file, end_turn, stamp_now
+    from teleclaude.runtime.core.marks import SESSION_KEY, exit_channel, same_key
+
+    key = os.environ.get(SESSION_KEY, "")
+    try:
+        done = end_turn(
+            db_file(), TURN_END_BUSY_MS, session_id, lambda stored: same_key(stored, key), stamp_now()
+        )
+    except Exception:  # held past the busy timeout (StoreLocked): the runtime's record waits and tries again
+        return False
+    if done is None:
+        return False
+    if done == NOT_OWNED:
+        warn(f"not recording the end of the turn: ${SESSION_KEY} is not session {session_id}'s key")
+    elif done == ENDED:  # as `Tmux.signal`: a server no one waits on is no failure
+        from teleclaude.adapters.spawn import output
+
+        output(["tmux", "-S", server, "wait-for", "-S", exit_channel(session_id)])
+    return True
 
 
 def mark_pane(option: str, payload: str) -> bool:
@@ -212,10 +279,12 @@ def record_spend(agent: str, path: str, conversation: str = "", hook: str = "sto
         # reads it again after the turn (a CLI can write its last answer after this hook read it) and before
         # it ends the worker
         named = conversation if report.database else ""
-        record(
-            lambda runtime, session_id: (
-                runtime.record_transcript(session_id, path, named)
-                and runtime.record_spend(session_id, tokens)
+        from datetime import UTC, datetime
+
+        keep(
+            lambda store, session_id: (
+                store.name_transcript(session_id, path, named)
+                and store.add_spend(session_id, datetime.now(UTC), tokens)
             ),
             "what it used",
             hook=hook,

@@ -24,7 +24,14 @@ from teleclaude import agents
 from teleclaude.adapters import git as gitx
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import WorktreeState
-from teleclaude.runtime.hooks.record import mark_pane, record, record_spend, record_transcript_usage, warn
+from teleclaude.runtime.hooks.record import (
+    end_turn_plainly,
+    mark_pane,
+    record,
+    record_spend,
+    record_transcript_usage,
+    warn,
+)
 
 TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
@@ -169,6 +176,8 @@ def _record_turn_end(prompt: str = "") -> None:
         if not mark_pane(TURN_END_OPTION, turn_end_payload(time.time_ns(), prompt)):
             warn("could not mark the end of the turn on the tmux pane")
         return
-    record(
-        lambda runtime, session_id: runtime.record_turn_end(session_id, prompt=prompt), "the end of the turn"
-    )
+    if prompt or not end_turn_plainly():
+        record(
+            lambda runtime, session_id: runtime.record_turn_end(session_id, prompt=prompt),
+            "the end of the turn",
+        )
