@@ -547,3 +547,30 @@ def read_box(store: Path, session_id: str) -> list[str] | None:
 def close_channel(store: Path, session_id: str) -> None:
     shutil.rmtree(channel_folder(store, session_id), ignore_errors=True)
     box_file(store, session_id).unlink(missing_ok=True)
+
+
+WAKE = "wake"  # a channel's pipe on another computer (adapters/remote_sandbox.py): its relay reads it
+
+
+def relayed(folder: Path) -> bool:
+    """Whether the channel is a worker's on another computer: a relay there moves its marks onto its pane
+    (nothing else in it reaches this machine)."""
+    try:
+        return stat.S_ISFIFO(os.lstat(folder / WAKE).st_mode)
+    except OSError:
+        return False
+
+
+def wake(folder: Path) -> None:
+    """Poke the channel's relay (after a mark was left), when it has one; never blocks."""
+    try:
+        fd = os.open(folder / WAKE, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:  # no pipe (a channel here), or no relay reading it
+        return
+    try:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            os.write(fd, b"\n")
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

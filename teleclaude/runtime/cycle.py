@@ -299,7 +299,13 @@ def report_to_channel(
     if isinstance(checked, Error):
         return checked
     text, argv = checked
-    from teleclaude.adapters.sandbox import write_report
+    from teleclaude.adapters.sandbox import relayed, write_report
+
+    if relayed(Path(channel)):  # on another computer: only its hooks' marks reach teleclaude (its pane)
+        return bad_argument(
+            "report_status does not reach teleclaude from a worker on another computer; do your step, "
+            "commit, and end your turn: your stop hook tells teleclaude"
+        )
 
     try:
         write_report(Path(channel), text, wait_cmd if argv else None)

@@ -42,6 +42,7 @@ from teleclaude.runtime.core.supervision import resumed, step_of
 from teleclaude.runtime.panes import NotSent, Panes, Untypable, WorkerBlocked
 from teleclaude.runtime.prompt_wait import PromptWait
 from teleclaude.runtime.remote import item_slug, send
+from teleclaude.runtime.remote_box import sandboxed_there
 from teleclaude.runtime.worker_setup import (
     command_expansion,
     delivery_failed,
@@ -227,11 +228,14 @@ class Launcher(PromptWait):
             if session.resumed_from:  # checked by continuing.py; a form not the CLI's was refused there
                 argv = profile.resume_argv(binary, thinking_mode, session.conversation, trust) or argv
             env = self._worker_env(session, profile, remote)
-            if not remote:
+            if remote:
+                slug = item_slug(session.subfolder) or ""
+                boxed = sandboxed_there(config, remote, session.id, slug, profile, argv, env)
+            else:
                 boxed = self._sandboxed(session, profile, binary, workdir, argv, env)
-                if isinstance(boxed, Error):
-                    return boxed
-                argv, env = boxed
+            if isinstance(boxed, Error):
+                return boxed
+            argv, env = boxed
             started = tmux.start(
                 f"tc-{session.id}",
                 folder,

@@ -121,3 +121,68 @@ def blocked_text(agent: str, path: str, output: str) -> str:
         f"SandboxNeeds (teleclaude/agents/{agent}.py) lacks it: report it; meanwhile set "
         '[runtime] sandbox = "off" in ~/.config/teleclaude/teleclaude.toml.'
     )
+
+
+# --- a worker on another computer ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RemoteHost:
+    """What a computer's probe found there (adapters/remote_sandbox.py): its paths, not this machine's."""
+
+    home: str  # the ssh login's HOME
+    user_home: str = ""  # the user's own home folder there, when it is another
+    hidden: tuple[str, ...] = ()  # existing folders to empty: /run/user/UID, the workers' tmux socket's
+    installs: tuple[str, ...] = ()  # existing folders: the CLIs, their packages, PATH's, teleclaude's
+    settings: str = ""  # the user's teleclaude.toml there ("": none)
+
+
+@dataclass(frozen=True)
+class RemoteTree:
+    """An item's worktree in the computer's clone, and the git data its commits need (absolute paths)."""
+
+    workdir: str
+    root: str  # the clone's main checkout
+    admin: str  # the worktree's admin folder (.git/worktrees/NAME)
+    common: str  # the clone's git directory
+    lock: str  # the project lock file
+    others: tuple[str, ...] = ()  # every other branch's ref file (and reflog), main's among them
+    logs: str = ""  # logs/refs/heads, when there is one
+
+
+def remote_layout(
+    host: RemoteHost,
+    tree: RemoteTree,
+    *,
+    state: tuple[str, ...],
+    state_files: tuple[str, ...],
+    channel: str,
+    env: Mapping[str, str],
+    network: bool,
+) -> Layout:
+    """The sandbox of a worker in an item's worktree on another computer, from that computer's paths: as a
+    worker's here (adapters/sandbox.py `worker_layout`) with its CLI's state folders `state` under its HOME
+    there, and the channel folder its hooks leave their marks in (relayed to its pane there)."""
+    homes = tuple(dict.fromkeys(p for p in (host.home, host.user_home) if p))
+    covered = (*homes, *host.hidden, "/tmp")
+    writable = [tree.workdir, channel, tree.admin, f"{tree.common}/objects", f"{tree.common}/refs/heads"]
+    writable += [tree.lock, *([tree.logs] if tree.logs else [])]
+    writable += [str(PurePosixPath(host.home, folder)) for folder in state]
+    protected = [f"{tree.workdir}/.git", f"{tree.admin}/commondir", f"{tree.admin}/gitdir", *tree.others]
+    readonly = [tree.root, *host.installs]
+    return Layout(
+        workdir=tree.workdir,
+        homes=homes,
+        hidden=host.hidden,
+        readonly=tuple(p for p in readonly if _inside(p, covered)),
+        writable=tuple(writable),
+        writable_files=tuple(str(PurePosixPath(host.home, name)) for name in state_files),
+        protected=tuple(protected),
+        shown_files=((host.settings, host.settings),) if host.settings else (),
+        env=dict(env),
+        network=network,
+    )
+
+
+def _inside(path: str, folders: tuple[str, ...]) -> bool:
+    return any(PurePosixPath(path).is_relative_to(folder) for folder in folders)

@@ -138,9 +138,11 @@ def mark_pane(option: str, payload: str) -> bool:
     if channel:  # its only way out: its session's own folder, which the observer reads
         from pathlib import Path
 
-        from teleclaude.adapters.sandbox import write_mark
+        from teleclaude.adapters.sandbox import wake, write_mark
 
-        return write_mark(Path(channel), option, sealed)
+        written = write_mark(Path(channel), option, sealed)
+        wake(Path(channel))  # on another computer: its relay moves the mark onto its pane
+        return written
     from teleclaude.adapters.tmux import mark_own_pane
 
     return mark_own_pane(sealed, option)
