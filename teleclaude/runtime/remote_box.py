@@ -19,7 +19,8 @@ from teleclaude.runtime.core.sandbox import bwrap_argv, remote_layout
 
 log = logging.getLogger("teleclaude.runtime")
 
-_WARNED: set[str] = set()  # computers whose unsandboxed workers were warned about (once per process)
+# computers whose unsandboxed workers were warned about (once per process)
+_WARNED: set[tuple[str, str, int | None]] = set()
 _WARNED_LOCK = threading.Lock()
 
 
@@ -46,8 +47,9 @@ def sandboxed_there(
                 f"outside one.\nOn {computer.name}: {local_sandbox.FIX}",
             )
         with _WARNED_LOCK:
-            first = computer.name not in _WARNED
-            _WARNED.add(computer.name)
+            where = (computer.name, computer.host, computer.port)
+            first = where not in _WARNED
+            _WARNED.add(where)
         if first:
             log.warning(
                 "WARNING: workers on %s are not sandboxed: %s. On %s: %s",
