@@ -44,7 +44,7 @@ def sandboxed_there(
             return Error(
                 ErrorCode.SANDBOX_UNAVAILABLE,
                 f'{computer.name}: {probed.problem}, and [runtime] sandbox = "bwrap" starts no worker '
-                f"outside one.\nOn {computer.name}: {local_sandbox.FIX}",
+                f"outside one.\n{fix_there(computer.name)}",
             )
         with _WARNED_LOCK:
             where = (computer.name, computer.host, computer.port)
@@ -52,11 +52,10 @@ def sandboxed_there(
             _WARNED.add(where)
         if first:
             log.warning(
-                "WARNING: workers on %s are not sandboxed: %s. On %s: %s",
+                "workers on %s are not sandboxed: %s. %s",
                 computer.name,
                 probed.problem,
-                computer.name,
-                local_sandbox.FIX,
+                fix_there(computer.name),
             )
         return argv, env
     tree = remote_sandbox.tree(computer, slug, config.ssh_timeout)
@@ -73,6 +72,15 @@ def sandboxed_there(
     )
     inside = {**env, local_sandbox.CHANNEL: channel}
     return remote_sandbox.relayed(channel, bwrap_argv(probed.bwrap, layout, argv)), inside
+
+
+def fix_there(name: str) -> str:
+    return (
+        f"Install bubblewrap on {name} (Debian/Ubuntu: apt-get install bubblewrap) and allow user "
+        "namespaces there (sysctl kernel.unprivileged_userns_clone=1, or "
+        "kernel.apparmor_restrict_unprivileged_userns=0), or set [runtime] sandbox = "
+        '"off" in ~/.config/teleclaude/teleclaude.toml here.'
+    )
 
 
 def _state_of(config: RuntimeConfig, computer: Computer) -> tuple[str, ...]:
