@@ -64,7 +64,8 @@ tick makes it tick its build tasks and commit, one that says its check failed ma
 `/emit N` prints N numbered rows, 20 ms apart (for reading output while it grows); `/emit N WIDTH` pads each
 row with dots to WIDTH characters.
 `FAKE_AGENT_GATE=PATH` makes every step wait, before its own work, until the file PATH exists (a test
-opens the gate when it has seen what it waits for).
+opens the gate when it has seen what it waits for); `PATH:PATH…`: until one of them does (a sandboxed
+worker on another computer sees only its clone there).
 `FAKE_AGENT_STEP_SECONDS=W` makes every step (a command of the planner) take W seconds, its own git work
 included (done in the last OWN_WORK_SECONDS of them, as a model's turn commits at its end), as a model's
 turn would (bench/bench_loop.py measures the loop's own time around it).
@@ -261,10 +262,10 @@ def respond(agent: str, chosen: set[str], command: str, args: str, lines) -> int
     if work > 0:
         say("working...")
         time.sleep(max(0.0, work - OWN_WORK_SECONDS))
-    gate = Path(os.environ.get("FAKE_AGENT_GATE") or "") if command in steps else None
-    if gate and str(gate) != ".":
+    gates = [Path(p) for p in (os.environ.get("FAKE_AGENT_GATE") or "").split(os.pathsep) if p]
+    if gates and command in steps:
         say("working until the gate opens...")
-        while not gate.exists():  # the test's event: it creates the file
+        while not any(gate.exists() for gate in gates):  # the test's event: it creates the file
             time.sleep(0.05)
     done = do_step(command, args.split()[0] if args.split() else "")
     time.sleep(max(0.0, began + work - time.monotonic()))  # the step, its own git work included, takes W

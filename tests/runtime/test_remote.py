@@ -511,9 +511,9 @@ def test_a_computer_that_cannot_be_reached_leaves_its_clone_as_it_is_and_the_fin
     assert (remote_project / "trees" / "greeting").is_dir()
 
 
-def gated_items(project: Path, slugs: list[str], gate: Path, lanes: int) -> None:
-    """`slugs` on the roadmap beside the project's; every agent's steps wait for the file `gate`; the ssh
-    computer takes `lanes` of the run's lanes."""
+def gated_items(project: Path, slugs: list[str], gate: list[Path], lanes: int) -> None:
+    """`slugs` on the roadmap beside the project's; every agent's steps wait for one of the files `gate`; the
+    ssh computer takes `lanes` of the run's lanes."""
     roadmap = project / "todos" / "roadmap.md"
     for slug in slugs:
         roadmap.write_text(roadmap.read_text() + f"- [ ] {slug} — {slug} variants.\n")
@@ -527,7 +527,9 @@ def gated_items(project: Path, slugs: list[str], gate: Path, lanes: int) -> None
         .replace(f"[computers.{NAME}]", f"[computers.{NAME}]\nlanes = {lanes}")
     )
     for agent in NAMES:
-        text += f'\n[runtime.agents.{agent}]\nenv = {{ FAKE_AGENT_GATE = "{gate}" }}\n'
+        text += (
+            f'\n[runtime.agents.{agent}]\nenv = {{ FAKE_AGENT_GATE = "{os.pathsep.join(map(str, gate))}" }}\n'
+        )
     settle_settings(project, text, f"{len(slugs)} more items; steps wait for a gate")
 
 
@@ -575,7 +577,8 @@ def test_twelve_lanes_on_one_computer_with_max_sessions_ten_all_start_and_delive
     project, remote_project, sshd, fake_agents, tmp_path
 ):
     slugs = [f"item-{n:02d}" for n in range(10)]
-    gate = project / ".git" / "gate"  # where the sandboxed workers here see it too (their /tmp is their own)
+    # where the sandboxed workers here and there see them too (their /tmp is their own)
+    gate = [project / ".git" / "gate", remote_project / ".git" / "gate"]
     gated_items(project, slugs, gate, lanes=12)
     lines: list[str] = []
     future = run_in_background(project, 12, lines)
@@ -588,7 +591,8 @@ def test_twelve_lanes_on_one_computer_with_max_sessions_ten_all_start_and_delive
             assert time.monotonic() < deadline, "the channels never needed a second connection"
             time.sleep(0.2)
     finally:
-        gate.touch()
+        for each in gate:
+            each.touch()
         report = future.result(timeout=600)
     assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
     assert delivered(project) == sorted([*slugs, "farewell", "greeting", "shouting"])
@@ -602,7 +606,8 @@ def test_twelve_lanes_on_one_computer_with_max_sessions_ten_all_start_and_delive
 def test_a_computer_that_drops_mid_run_and_returns_delivers_every_item_once_and_loses_no_commit(
     project, remote_project, sshd, fake_agents, tmp_path
 ):
-    gate = project / ".git" / "gate"  # where the sandboxed workers here see it too (their /tmp is their own)
+    # where the sandboxed workers here and there see them too (their /tmp is their own)
+    gate = [project / ".git" / "gate", remote_project / ".git" / "gate"]
     gated_items(project, [], gate, lanes=3)
     lines: list[str] = []
     future = run_in_background(project, 3, lines)
@@ -620,7 +625,8 @@ def test_a_computer_that_drops_mid_run_and_returns_delivers_every_item_once_and_
         assert all(s is not None and s.state is SessionState.RUNNING for s in marked)  # not given up
         assert sshd.server.start()  # the computer is back: its workers worked on meanwhile
     finally:
-        gate.touch()
+        for each in gate:
+            each.touch()
         report = future.result(timeout=600)
     assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
     assert delivered(project) == ["farewell", "greeting", "shouting"]
