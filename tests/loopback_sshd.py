@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -189,7 +190,7 @@ def computer(loopback: Loopback, project: str, bin_dir: Path) -> Computer:
         user=getpass.getuser(),
         port=loopback.port,
         identity_file=str(loopback.user_key),
-        path=f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
+        path=f"{bin_dir}:{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
         ssh_options=(f"UserKnownHostsFile={loopback.known_hosts}", "StrictHostKeyChecking=yes"),
     )
 
@@ -215,7 +216,7 @@ user = "{getpass.getuser()}"
 port = {loopback.port}
 identity_file = "{loopback.user_key}"
 project = "{remote}"
-path = "{bin_dir}:/usr/local/bin:/usr/bin:/bin"
+path = "{bin_dir}:{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
 agents = {{ {", ".join(f'{name} = "{name}"' for name in NAMES)} }}
 ssh_options = ["UserKnownHostsFile={loopback.known_hosts}", "StrictHostKeyChecking=yes"]
 """

@@ -54,6 +54,14 @@ _FACTS = r"""
 say() { case "$2" in *"
 "*) ;; *) printf '%s\t%s\n' "$1" "$2";; esac; }
 dir() { [ -d "$2" ] && say "$1" "$(cd -- "$2" && pwd -P)"; }
+interpreter() {  # the install of the interpreter a script's first line names (through env), resolved
+  i_line=$(head -n 1 -- "$1" 2>/dev/null) || return 0
+  case "$i_line" in "#!"*) ;; *) return 0;; esac
+  set -f; set -- ${i_line#??}; set +f
+  if [ "${1##*/}" = env ]; then shift; [ "$1" = -S ] && shift; fi
+  [ -n "$1" ] || return 0
+  i_found=$(command -v -- "$1") && i_real=$(readlink -f -- "$i_found") && dir install "${i_real%/*/*}"
+}
 say home "$HOME"
 for state do shift; [ "$state" = -- ] && break; mkdir -p -m 700 -- "$HOME/$state"; done
 dir user_home "$(getent passwd "$(id -u)" | cut -d: -f6)"
@@ -62,7 +70,7 @@ dir hidden "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)"
 for binary do
   found=$(command -v -- "$binary") || continue
   real=$(readlink -f -- "$found") || continue
-  dir install "${found%/*}"; dir install "${real%/*}"
+  dir install "${found%/*}"; dir install "${real%/*}"; interpreter "$real"
   folder=${real%/*}
   while [ -n "$folder" ] && [ "$folder" != / ]; do
     if [ -f "$folder/package.json" ]; then dir install "$folder"; break; fi
@@ -73,9 +81,7 @@ done
 IFS=:; for folder in $PATH; do case "$folder" in /*) dir install "$folder"
   [ "${folder##*/}" = shims ] && dir install "${folder%/*}";; esac; done; unset IFS
 if found=$(command -v teleclaude); then
-  real=$(readlink -f -- "$found"); dir install "${real%/*/*}"
-  python=$(sed -n '1s/^#! *\([^ ]*\).*/\1/p' "$real"); python=$(readlink -f -- "$python")
-  [ -n "$python" ] && dir install "${python%/*/*}"
+  real=$(readlink -f -- "$found"); dir install "${real%/*/*}"; interpreter "$real"
 fi
 settings="${XDG_CONFIG_HOME:-$HOME/.config}/teleclaude/teleclaude.toml"
 [ -f "$settings" ] && say settings "$settings"

@@ -98,12 +98,14 @@ def test_a_hostile_builder_on_another_computer_reaches_nothing_outside_its_workt
         FAKE_AGENT_HOSTILE_REMOTE=str(bare),
         FAKE_AGENT_HOSTILE_TMUX=f"{socket} =victim:",
     )
+    # main there one commit on: the item branch's parent (what the worker tries to move main to) is not it
+    git(remote, "commit", "-q", "--allow-empty", "-m", "Only over there")
     remote_main = git(remote, "rev-parse", "main").strip()
 
     lines: list[str] = []
     report = orchestrator.run(
-        project, "greeting", False, 60, open_runtime(project), lines.append, lambda p: None
-    )
+        project, None, False, 60, open_runtime(project), lines.append, lambda p: None
+    )  # the roadmap: its items' lane on the ssh computer
 
     assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
     sessions = open_runtime(project).store.sessions()
@@ -183,8 +185,8 @@ def test_the_relay_moves_only_its_marks_onto_the_pane_follows_no_link_and_remove
     )
     tmux = Tmux(tmux_socket)
     argv = remote_sandbox.relayed(str(channel), ["sh", "-c", worker, "worker", str(channel)])
-    tmux.cmd("set-option", "-g", "remain-on-exit", "on")
     pane = tmux.cmd("new-session", "-d", "-s", "relay", "-P", "-F", "#{pane_id}", *argv)[-1]
+    tmux.cmd("set-option", "-w", "-t", pane, "remain-on-exit", "on")  # it waits at the gate meanwhile
 
     def options() -> str:
         return "\n".join(tmux.cmd("show-options", "-p", "-t", pane))
