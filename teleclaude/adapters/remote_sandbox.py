@@ -20,13 +20,13 @@ import threading
 from dataclasses import dataclass
 
 from teleclaude.adapters import fs, ssh
+from teleclaude.adapters.sandbox import WAKE  # the channel's pipe a hook pokes after leaving a mark
 from teleclaude.config.profiles import Computer
 from teleclaude.runtime.core.sandbox import RemoteHost, RemoteTree
 
 # the marks a sandboxed worker's hooks may move onto its pane (adapters/tmux.py's options), the turn's end
 # last: its usage and spend are on the pane before the observer ends the turn
 RELAYED = ("teleclaude_usage", "teleclaude_spend", "teleclaude_cost", "teleclaude_stop_failure")
-WAKE = "wake"  # the channel's pipe a hook pokes after leaving a mark
 MARK_KEPT = 16 * 1024  # bytes of a mark file moved onto the pane
 
 # $1 the channel folder, then the sandboxed command: the channel and its pipe are made, a background loop

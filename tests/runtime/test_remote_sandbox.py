@@ -204,3 +204,21 @@ def test_the_relay_moves_only_its_marks_onto_the_pane_follows_no_link_and_remove
     assert "PRIVATE KEY" not in moved and "@teleclaude_turn_end" not in moved  # the link was not followed
     assert "remain-on-exit" not in moved  # only its marks' options
     assert not channel.exists()
+
+
+def test_a_sandboxed_remote_workers_report_status_says_it_does_not_reach_teleclaude(tmp_path):
+    """Its channel is over there (a relay's, with its `wake` pipe): a report left in it would reach no one."""
+    channel = tmp_path / "channels" / "mine"
+    channel.mkdir(parents=True)
+    os.mkfifo(channel / remote_sandbox.WAKE)
+    env = {**os.environ, sandbox.CHANNEL: str(channel), "TELECLAUDE_SESSION_ID": "mine"}
+    done = subprocess.run(
+        [sys.executable, "-m", "teleclaude", "sessions", "report", "mine", "half done"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1 and done.stdout.startswith("ERROR: INVALID_ARGUMENT"), done.stdout
+    assert sandbox.take_report(channel) is None
