@@ -50,8 +50,12 @@ def test_the_remote_worktree_is_writable_inside_its_read_only_clone_and_the_othe
     assert last_mount(built, f"{TREE}/greeting.py") == "--bind"
     for writable in ("objects/ab/cdef", "refs/heads/feat", "worktrees/feat/HEAD", "teleclaude.lock"):
         assert last_mount(built, f"{GIT}/{writable}") == "--bind", writable
-    for other in WORKTREE.others + (f"{TREE}/.git", f"{GIT}/worktrees/feat/commondir", f"{GIT}/config"):
-        assert last_mount(built, other) == "--ro-bind", other
+    for protected in (f"{TREE}/.git", f"{GIT}/worktrees/feat/commondir", f"{GIT}/config"):
+        assert last_mount(built, protected) == "--ro-bind", protected
+    heads = built.index(f"{GIT}/refs/heads")
+    for other in WORKTREE.others:  # read-only when still there: one delivered meanwhile is removed there
+        at = built.index(other)
+        assert built[at - 1 : at + 2] == ["--ro-bind-try", other, other] and at > heads, other
 
 
 def test_the_remote_home_is_empty_and_read_only_but_for_the_clis_state_and_the_channel():

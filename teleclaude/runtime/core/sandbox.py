@@ -168,7 +168,7 @@ def remote_layout(
     writable = [tree.workdir, channel, tree.admin, f"{tree.common}/objects", f"{tree.common}/refs/heads"]
     writable += [tree.lock, *([tree.logs] if tree.logs else [])]
     writable += [str(PurePosixPath(host.home, folder)) for folder in state]
-    protected = [f"{tree.workdir}/.git", f"{tree.admin}/commondir", f"{tree.admin}/gitdir", *tree.others]
+    protected = [f"{tree.workdir}/.git", f"{tree.admin}/commondir", f"{tree.admin}/gitdir"]
     readonly = [tree.root, *host.installs]
     return Layout(
         workdir=tree.workdir,
@@ -178,7 +178,8 @@ def remote_layout(
         writable=tuple(writable),
         writable_files=tuple(str(PurePosixPath(host.home, name)) for name in state_files),
         protected=tuple(protected),
-        shown_files=((host.settings, host.settings),) if host.settings else (),
+        # the other branches read-only when they are still there (one delivered meanwhile is removed there)
+        shown_files=tuple((p, p) for p in (*tree.others, *([host.settings] if host.settings else ()))),
         env=dict(env),
         network=network,
     )
