@@ -69,6 +69,14 @@ def next_work(slug: str | None = None, cwd: str | os.PathLike | None = None, dry
     config = load_config(repo.root)
     if dry_run:
         return _dry_run(repo, config, slug)
+    # most answers change nothing (a step after a step): decided beside the other readers (a run's lanes ask
+    # at once), never beside a writer; one with effects is decided again under the lock of its own
+    with fs.project_lock(repo.common_dir, shared=True):
+        facts = RepoFacts(repo, config)
+        decision = decide_work(facts, slug)
+        if not decision.effects and decision.action is not None:
+            action = _with_note(decision.action, facts.store_problems())
+            return _with_note(action, _last_error(action, repo.root))
     with fs.project_lock(repo.common_dir):
         for _ in range(MAX_ROUNDS_OF_EFFECTS):
             facts = RepoFacts(repo, config)
