@@ -178,7 +178,7 @@ def stages(db: Path, trace: Path) -> dict[str, tuple[float, ...]]:
                 break
             moments.append(at)
         else:
-            for stage, begun, done in zip(STAGES, moments, moments[1:], strict=True):
+            for stage, begun, done in zip(STAGES, moments[:-1], moments[1:], strict=True):
                 found[stage].append(done - begun)
     return {stage: tuple(values) for stage, values in found.items()}
 

@@ -171,8 +171,10 @@ class Observer(HookNews):
             return unknown_session(", ".join(unknown))
         deadline = time.monotonic() + timeout
         poll = self.context.config.poll_interval
-        # Only a wait that sleeps before its deadline skips its first look: a short one always looks.
-        just_looked = (timeout >= poll or not fresh) and self._looked_within(ids, poll)
+        # Only a wait that sleeps before its deadline skips its first look: a short one always looks. A run's
+        # wait (not fresh) takes a session that joined since the last look (a worker just given its command)
+        # at the next: thirty hand-overs looked at thirty panes each time one more worker joined
+        just_looked = (timeout >= poll or not fresh) and self._looked_within(ids, poll, joined_too=not fresh)
         woken = False
         while True:
             if not just_looked:
@@ -203,12 +205,14 @@ class Observer(HookNews):
             woken = _sleep_until_signal(waiters, min(poll, deadline - time.monotonic()))
             woken = self._forget_signalled(watched) or woken  # one that ended just after the sleep too
             sessions = store.sessions(ids)
-            just_looked = not (fresh or woken) and self._looked_within(ids, poll)
+            just_looked = not (fresh or woken) and self._looked_within(ids, poll, joined_too=True)
 
-    def _looked_within(self, ids: list[str], seconds: float) -> bool:
-        """The last look took in every one of `ids`, less than `seconds` ago."""
+    def _looked_within(self, ids: list[str], seconds: float, joined_too: bool = False) -> bool:
+        """The last look took in every one of `ids`, less than `seconds` ago; `joined_too`: the last look,
+        less than `seconds` ago, whichever of `ids` it took in (those that joined since are looked at with
+        the rest at the next)."""
         looked_ids, looked_at = self._looked
-        return set(ids) <= looked_ids and time.monotonic() - looked_at < seconds
+        return time.monotonic() - looked_at < seconds and (joined_too or set(ids) <= looked_ids)
 
     def _waiter(self, session_id: str, tmux) -> Popen[bytes]:
         """The session's wait-for client. One that saw its signal between two waits is returned as it is: its

@@ -89,9 +89,9 @@ class Lanes(Serial):
     # (`_next_item_ahead`): the lanes that free up take them first
     ahead: dict[str, Warming] = field(default_factory=dict)
     ender: ThreadPoolExecutor | None = None  # the sessions of workers through, ended side by side (`_end`)
-    # each with its item and the index of its entry in the run's history, which takes the ended session once
+    # each with its step and the index of its entry in the run's history, which takes the ended session once
     # it is
-    ending: list[tuple[str, int, Future[Ended | Error]]] = field(default_factory=list)
+    ending: list[tuple[rules.StepKey, int, Future[Ended | Error]]] = field(default_factory=list)
 
     def go(self) -> Stop:
         try:
@@ -392,17 +392,17 @@ class Lanes(Serial):
         if self.ender is None:
             self.ender = ThreadPoolExecutor(max(self.settings.parallel, 1), thread_name_prefix="end")
         ended = self.ender.submit(guarded, self.runtime.end_session, session.id)
-        self.ending.append((session.slug, len(self.state.history), ended))
+        self.ending.append((rules.step_key(session.command, session.slug), len(self.state.history), ended))
         return session
 
-    def _ended(self, slug: str | None = None) -> None:
-        """Wait for the sessions being ended (`_end`), or only those of item `slug`; their entries in the
-        history take the ended session."""
-        if slug is None:
+    def _ended(self, step: rules.StepKey | None = None) -> None:
+        """Wait for the sessions being ended (`_end`), or only those `rules.ended_first` before a start of
+        `step`; their entries in the history take the ended session."""
+        if step is None:
             ending, self.ending = self.ending, []
         else:
-            ending = [entry for entry in self.ending if entry[0] == slug]
-            self.ending = [entry for entry in self.ending if entry[0] != slug]
+            ending = [entry for entry in self.ending if rules.ended_first(entry[0], step)]
+            self.ending = [entry for entry in self.ending if not rules.ended_first(entry[0], step)]
         history = self.state.history
         for _, index, future in ending:
             ended = future.result()
@@ -417,9 +417,9 @@ class Lanes(Serial):
             self._ended()
 
     def _may_start(self, action: Dispatch, retries: Retries, besides: str = "") -> Session | Stop | None:
-        """Serial's, once the item's sessions being ended are (a step's worker ended by now holds it no more;
-        another item's cannot hold this one's step: a lane does not wait on the other lanes' ends)."""
-        self._ended(action.slug)
+        """Serial's, once the step's worker being ended is (it holds the step until then:
+        `rules.ended_first`)."""
+        self._ended(rules.step_key(action.command, action.slug))
         trace.mark("ended", action.slug)
         return super()._may_start(action, retries, besides)
 

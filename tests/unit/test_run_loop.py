@@ -713,6 +713,19 @@ def test_a_lane_that_left_is_filled_again_before_the_next_wait(lanes, filled, re
 
 
 @pytest.mark.parametrize(
+    ("ending", "starting", "first"),
+    [
+        (("next-build", "a"), ("next-build", "a"), True),  # a retry: the step's worker holds it until ended
+        (("next-build", "a"), ("next-review", "a"), False),  # the step after: ended beside the start
+        (("next-review", "a"), ("next-finalize", "a"), False),
+        (("next-build", "b"), ("next-build", "a"), False),  # another lane's item
+    ],
+)
+def test_a_lane_waits_only_for_the_end_of_its_own_steps_worker(ending, starting, first):
+    assert rules.ended_first(ending, starting) is first
+
+
+@pytest.mark.parametrize(
     ("workers", "starts", "expected"),
     [
         (True, False, rules.LanesWait(1.0, workers=True)),
