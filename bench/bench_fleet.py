@@ -1,7 +1,7 @@
 """What does a worker cost `teleclaude run` at 1, 10 and 30 workers, here and on computers over ssh?
 
     PYTHONPATH=. python bench/bench_fleet.py [--workers 1,10,30] [--work 120] [--where local,ssh]
-                                             [--per-computer 15] [--tmpdir DIR]
+                                             [--per-computer 15] [--tmpdir DIR] [--traces DIR]
 
 Each subject is `teleclaude run --parallel N` on a throwaway repository of N independent prepared items
 (bench_loop.py's `build` and `timed_run`: its sampling, its busy window, its dispatch latencies), with
@@ -232,6 +232,7 @@ def main() -> int:
     parser.add_argument("--where", default="local,ssh")
     parser.add_argument("--per-computer", type=int, default=15, help="lanes of each ssh computer")
     parser.add_argument("--tmpdir", default=None)
+    parser.add_argument("--traces", default=None, help="a folder to keep each subject's run trace in")
     options = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="tc-bench-fleet-", dir=options.tmpdir))
     agents_env = {"FAKE_AGENT": "hook", "FAKE_AGENT_STEP_SECONDS": str(options.work)}
@@ -302,6 +303,8 @@ def main() -> int:
                 rows.append((where, workers, result, memory, (load, os.getloadavg()[0])))
                 print(line(*rows[-1], STEPS * options.work), file=sys.stderr, flush=True)  # if stopped later
                 traced.append(stages_line(where, workers, stages(db, trace)))
+                if options.traces and trace.exists():
+                    shutil.copy(trace, Path(options.traces) / f"trace-{where}{workers}.txt")
                 print(traced[-1], file=sys.stderr, flush=True)
                 for loopback in loopbacks:
                     shut(loopback)

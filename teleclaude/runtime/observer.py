@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from subprocess import Popen
 
-from teleclaude.adapters import sandbox
+from teleclaude.adapters import procs, sandbox
 from teleclaude.adapters.tmux import TURN_END_OPTION, TmuxError
 from teleclaude.agents.profile import AgentProfile, Blocker
 from teleclaude.errors import Error, ErrorCode, call
@@ -130,18 +130,26 @@ class Observer(HookNews):
 
     def refresh(self, sessions: Iterable[Session]) -> list[Session]:
         """Look at every live session once: exits, vanished panes, limits, and turns that ended."""
-        sessions = list(sessions)
+        return self._look_at(list(sessions))[0]
+
+    def _look_at(
+        self, sessions: list[Session], news: Callable[[], bool] | None = None
+    ) -> tuple[list[Session], bool]:
+        """`refresh`, and whether it looked at every live session: `news` is asked after each, and a look it
+        answers True stops there (a hook's news is told before the rest are looked at: at thirty workers
+        under load a look outlasted second after second of hand-overs)."""
         live = [s for s in sessions if not s.state.is_final]
         if not live:
-            return sessions
+            return sessions, True
         views = self.panes.views()
         down = self.context.tmux.unreachable()  # after the views: they find out
-        fresh = {
-            s.id: self._unreachable(s)
-            if s.computer in down
-            else self._observe_safely(s, views.get(s.pane_id))
-            for s in live
-        }
+        fresh = {}
+        for s in live:
+            fresh[s.id] = (
+                self._unreachable(s) if s.computer in down else self._observe_safely(s, views.get(s.pane_id))
+            )
+            if news is not None and len(fresh) < len(live) and news():
+                return [fresh.get(s.id, s) for s in sessions], False
         watched = {s.pane_id for s in fresh.values() if not s.state.is_final}
         for pane_id in [p for p in self._read if p not in watched]:
             del self._read[pane_id]
@@ -149,7 +157,7 @@ class Observer(HookNews):
             del self._shown[pane_id]
         for session_id in [i for i in self._spend_read if i not in fresh]:
             del self._spend_read[session_id]
-        return [fresh.get(s.id, s) for s in sessions]
+        return [fresh.get(s.id, s) for s in sessions], True
 
     # --- waiting -------------------------------------------------------------------------------------------
 
@@ -184,8 +192,10 @@ class Observer(HookNews):
                 if stored:
                     store.mark_delivered(stored)
                     return Waited(tuple(stored), tuple(sessions), False)
-                sessions = self.refresh(sessions)
-                self._looked = (frozenset(ids), time.monotonic())
+                with procs.Exits(self._waiters.values()) as news:
+                    sessions, whole = self._look_at(sessions, news)
+                if whole:
+                    self._looked = (frozenset(ids), time.monotonic())
             events = store.undelivered(ids)
             if events:
                 store.mark_delivered(events)
