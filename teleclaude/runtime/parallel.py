@@ -401,8 +401,9 @@ class Lanes(Serial):
         if step is None:
             ending, self.ending = self.ending, []
         else:
-            ending = [entry for entry in self.ending if rules.ended_first(entry[0], step)]
-            self.ending = [entry for entry in self.ending if not rules.ended_first(entry[0], step)]
+            computers = bool(self.runtime.config.remotes)
+            ending = [entry for entry in self.ending if rules.ended_first(entry[0], step, computers)]
+            self.ending = [entry for entry in self.ending if not rules.ended_first(entry[0], step, computers)]
         history = self.state.history
         for _, index, future in ending:
             ended = future.result()
