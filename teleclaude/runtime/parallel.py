@@ -239,7 +239,7 @@ class Lanes(Serial):
 
         def ask(slug: str) -> Action:
             trace.mark("ask", slug)
-            action = guarded(mainguard.next_work, self.runtime, slug or None, self.settings.root, True)
+            action = guarded(mainguard.next_work, self.runtime, slug or None, self.settings.root, True, True)
             trace.mark("answered", slug)
             return action
 

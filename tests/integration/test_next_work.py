@@ -50,7 +50,7 @@ def test_an_answer_that_changes_nothing_comes_while_another_call_reads_under_the
     shared), where a writer would wait for it."""
     first = work(repo)  # claims the item and makes its worktree: under the lock of its own
     with fs.project_lock(gitx.find_repo(repo).common_dir, shared=True):
-        assert work(repo, "feat") == first
+        assert app.next_work("feat", cwd=repo, shared=True) == first
 
 
 def test_a_dry_run_says_the_first_step_and_claims_nothing(repo):
