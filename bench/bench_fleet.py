@@ -1,7 +1,7 @@
 """What does a worker cost `teleclaude run` at 1, 10 and 30 workers, here and on computers over ssh?
 
     PYTHONPATH=. python bench/bench_fleet.py [--workers 1,10,30] [--work 120] [--where local,ssh]
-                                             [--per-computer 15] [--tmpdir DIR]
+                                             [--per-computer 15] [--tmpdir DIR] [--traces DIR]
 
 Each subject is `teleclaude run --parallel N` on a throwaway repository of N independent prepared items
 (bench_loop.py's `build` and `timed_run`: its sampling, its busy window, its dispatch latencies), with
@@ -41,9 +41,10 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench_loop import Result, build, percentile, timed_run  # noqa: E402
+from bench_loop import Result, build, percentile, timed_run, turn_ends  # noqa: E402
 
 from teleclaude.adapters import trust_store  # noqa: E402
+from teleclaude.adapters.sessions_db import SessionStore  # noqa: E402
 from teleclaude.adapters.tmux import Tmux  # noqa: E402
 from teleclaude.agents import NAMES  # noqa: E402
 from teleclaude.demo import stand_in  # noqa: E402
@@ -51,6 +52,11 @@ from teleclaude.demo.workers import commit_all  # noqa: E402
 from tests.loopback_sshd import Loopback, clone, launch, shut  # noqa: E402
 
 STEPS = 3  # build, review, finalize
+# A dispatch's stages, from the run's trace (TELECLAUDE_TRACE, runtime/trace.py): each named by the mark that
+# ends it; the first begins at the Stop hook's record, the last ends at the next worker's first typed byte.
+# `deliver` is the next worker's start up to its prompt wait: for one started ahead, the step taken up or not
+# (continuing.py); for a cold one, its CLI's start too.
+STAGES = ("heard", "through", "ask", "answered", "ended", "submitted", "deliver", "prompt", "typed")
 
 
 @dataclass
@@ -125,6 +131,67 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def stages(db: Path, trace: Path) -> dict[str, tuple[float, ...]]:
+    """Each stage of every dispatch (STAGES), in seconds: from the mark that ends the stage before (the
+    Stop hook's record for the first) to its own. A dispatch missing a mark (a start refused, retried)
+    is left out."""
+    marks: dict[tuple[str, str], list[float]] = {}
+    try:
+        lines = trace.read_text().splitlines()
+    except OSError:
+        return {}
+    for line in lines:
+        stamp, _, what, name = (line.split(" ", 3) + ["", "", "", ""])[:4]
+        marks.setdefault((what, name), []).append(float(stamp))
+    store = SessionStore(db)
+    sessions = [s for s in store.sessions() if s.delivered_at is not None]
+    ends = turn_ends(store)
+    found: dict[str, list[float]] = {stage: [] for stage in STAGES}
+    for session in sessions:
+        end = ends.get(session.id)
+        if end is None:
+            continue
+        following = [
+            s for s in sessions if s.slug == session.slug and s.delivered_at and s.delivered_at > end
+        ]
+        if not following:
+            continue
+        after = min(following, key=lambda s: s.delivered_at or end)
+        assert after.delivered_at is not None
+        typed = after.delivered_at.timestamp()
+        moments = [end.timestamp()]
+        for stage in STAGES:
+            if stage == "typed":
+                moments.append(typed)
+                continue
+            key = (
+                session.id
+                if stage == "heard"
+                else after.id
+                if stage in ("deliver", "prompt")
+                else session.slug
+            )
+            at = next(
+                (t for t in marks.get((stage, key), []) if moments[-1] - 0.001 <= t <= typed + 0.001), None
+            )
+            if at is None:
+                break
+            moments.append(at)
+        else:
+            for stage, begun, done in zip(STAGES, moments[:-1], moments[1:], strict=True):
+                found[stage].append(done - begun)
+    return {stage: tuple(values) for stage, values in found.items()}
+
+
+def stages_line(where: str, workers: int, found: dict[str, tuple[float, ...]]) -> str:
+    counted = len(next(iter(found.values()), ()))
+    parts = " ".join(
+        f"{stage} {percentile(values, 0.5):.2f}/{percentile(values, 0.95):.2f}"
+        for stage, values in found.items()
+    )
+    return f"{where + ' ' + str(workers):<9} stages p50/p95 s ({counted} dispatches): {parts}"
+
+
 def computers_toml(loopbacks: list[tuple[Loopback, Path, Path]], lanes: list[int]) -> str:
     text = ""
     for number, ((loopback, remote, remote_bin), count) in enumerate(zip(loopbacks, lanes, strict=True)):
@@ -165,6 +232,7 @@ def main() -> int:
     parser.add_argument("--where", default="local,ssh")
     parser.add_argument("--per-computer", type=int, default=15, help="lanes of each ssh computer")
     parser.add_argument("--tmpdir", default=None)
+    parser.add_argument("--traces", default=None, help="a folder to keep each subject's run trace in")
     options = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="tc-bench-fleet-", dir=options.tmpdir))
     agents_env = {"FAKE_AGENT": "hook", "FAKE_AGENT_STEP_SECONDS": str(options.work)}
@@ -181,6 +249,7 @@ def main() -> int:
         "GIT_COMMITTER_EMAIL": "bench@teleclaude.invalid",
     }
     rows: list[tuple[str, int, Result, Memory, tuple[float, float]]] = []
+    traced: list[str] = []
     sockets: list[str] = []
     loopbacks: list[Loopback] = []
     saved = dict(os.environ)
@@ -225,13 +294,18 @@ def main() -> int:
                     for _, remote, _ in there:
                         clone(project, remote)
                 memory = Memory(str(db))
-                run_env = {**env, "TELECLAUDE_DB": str(db)}
+                trace = folder / "trace.txt"
+                run_env = {**env, "TELECLAUDE_DB": str(db), "TELECLAUDE_TRACE": str(trace)}
                 load = os.getloadavg()[0]
                 result = timed_run(
                     f"{where} {workers}", project, run_env, ["--parallel", str(workers)], memory.sample
                 )
                 rows.append((where, workers, result, memory, (load, os.getloadavg()[0])))
                 print(line(*rows[-1], STEPS * options.work), file=sys.stderr, flush=True)  # if stopped later
+                traced.append(stages_line(where, workers, stages(db, trace)))
+                if options.traces and trace.exists():
+                    shutil.copy(trace, Path(options.traces) / f"trace-{where}{workers}.txt")
+                print(traced[-1], file=sys.stderr, flush=True)
                 for loopback in loopbacks:
                     shut(loopback)
                 loopbacks.clear()
@@ -254,6 +328,8 @@ def main() -> int:
     )
     for row in rows:
         print(line(*row, STEPS * options.work))
+    for text in traced:
+        print(text)
     if not any(row[3].supervised for row in rows):
         print(
             "superv. -: no supervisor ran. `teleclaude run` watches its own workers (they have no parent);"

@@ -40,8 +40,8 @@ HELD: list[float] = []
 
 
 @contextlib.contextmanager
-def timed_lock(common_dir: Path, timeout: float = 60.0) -> Iterator[None]:
-    with _project_lock(common_dir, timeout):
+def timed_lock(common_dir: Path, timeout: float = 60.0, shared: bool = False) -> Iterator[None]:
+    with _project_lock(common_dir, timeout, shared):
         began = time.perf_counter()
         try:
             yield

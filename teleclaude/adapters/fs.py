@@ -215,13 +215,15 @@ def _temp_copy(path: Path, data: bytes, mode: int | None = None) -> str:
 
 
 @contextmanager
-def project_lock(common_dir: Path, timeout: float = 60.0) -> Iterator[None]:
-    """One planner at a time per repository; the lock lives in the git common dir shared by all worktrees."""
+def project_lock(common_dir: Path, timeout: float = 60.0, shared: bool = False) -> Iterator[None]:
+    """One planner at a time per repository; the lock lives in the git common dir shared by all worktrees.
+    `shared`: for a call that only reads, held beside other readers, never beside a writer."""
     deadline = time.monotonic() + timeout
+    how = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     with open(common_dir / LOCK_NAME, "a+b") as handle:
         while True:
             try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle, how | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:

@@ -1,8 +1,16 @@
-"""Other processes of this user, as Linux's /proc shows them: their parent, command line and environment."""
+"""Other processes of this user, as Linux's /proc shows them: their parent, command line and environment;
+whether child processes ended (`Exits`)."""
 
 from __future__ import annotations
 
+import os
+import select
 from pathlib import Path
+
+TYPE_CHECKING = False  # typing's own, without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from subprocess import Popen
 
 
 def parent_pid(pid: int) -> int:
@@ -62,3 +70,28 @@ def waited_for_cpu(group: int) -> float | None:
             continue
         most = waited if most is None else max(most, waited)
     return most
+
+
+class Exits:
+    """Called: whether one of `processes` still running when it was made has ended since (one select on
+    their pidfds, no wait); never, where Linux has no pidfds."""
+
+    def __init__(self, processes: Iterable[Popen[bytes]]) -> None:
+        self.fds: list[int] = []
+        try:
+            for process in processes:
+                if process.poll() is None:
+                    self.fds.append(os.pidfd_open(process.pid))
+        except (AttributeError, OSError):
+            self.__exit__()
+
+    def __enter__(self) -> Exits:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+
+    def __call__(self) -> bool:
+        return bool(self.fds) and bool(select.select(self.fds, [], [], 0)[0])

@@ -152,9 +152,7 @@ class SqliteStore:
     def _connect(self, writing: bool = True) -> sqlite3.Connection:
         if writing and not self.path.exists():
             self._create_private()
-        # older installs made them 0755 and 0644; a folder $TELECLAUDE_DB names is left as it is
-        ours = (self.path.parent,) if self.path.parent == user_folder() else ()
-        fs.make_private(*ours, *(Path(f"{self.path}{suffix}") for suffix in ("", "-wal", "-shm")))
+        fs.make_private(*self._private_paths())
         busy = self.busy_timeout_ms if writing else min(READ_TIMEOUT_MS, self.busy_timeout_ms)
         conn = sqlite3.connect(self.path, timeout=busy / 1000)
         if not writing:
@@ -166,6 +164,17 @@ class SqliteStore:
             conn.close()
             raise
         return conn
+
+    def _private_paths(self) -> tuple[Path, ...]:
+        """The file, its -wal and -shm, and its folder when it is teleclaude's own: made private at every
+        connection (older installs made them 0755 and 0644; a folder $TELECLAUDE_DB names is left as it is).
+        Named once per store (a run connects a few times a second)."""
+        named = self.__dict__.get("_private")
+        if named is None or named[0] != self.path:
+            ours = (self.path.parent,) if self.path.parent == user_folder() else ()
+            files = tuple(Path(f"{self.path}{suffix}") for suffix in ("", "-wal", "-shm"))
+            named = self.__dict__["_private"] = (self.path, (*ours, *files))
+        return named[1]
 
     @contextmanager
     def kept_open(self) -> Iterator[None]:

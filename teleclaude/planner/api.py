@@ -62,13 +62,25 @@ class RoadmapNotText(fs.FileError):
 
 
 @guard
-def next_work(slug: str | None = None, cwd: str | os.PathLike | None = None, dry_run: bool = False) -> Action:
+def next_work(
+    slug: str | None = None, cwd: str | os.PathLike | None = None, dry_run: bool = False, shared: bool = False
+) -> Action:
     """The next step of `slug` (or of the item the planner picks). With `dry_run`, what it would say, with
-    nothing applied: no item claimed `[>]`, no worktree made (its step is judged as if it had been)."""
+    nothing applied: no item claimed `[>]`, no worktree made (its step is judged as if it had been).
+    `shared` (a run's lanes, asking at once): decided first under the project lock held shared, beside other
+    such readers, never beside a writer; an answer that changes nothing (a step after a step) is given from
+    there, one with effects decided again under the lock of its own."""
     repo = gitx.find_repo(cwd or os.getcwd())
     config = load_config(repo.root)
     if dry_run:
         return _dry_run(repo, config, slug)
+    if shared:
+        with fs.project_lock(repo.common_dir, shared=True):
+            facts = RepoFacts(repo, config)
+            decision = decide_work(facts, slug)
+            if not decision.effects and decision.action is not None:
+                action = _with_note(decision.action, facts.store_problems())
+                return _with_note(action, _last_error(action, repo.root))
     with fs.project_lock(repo.common_dir):
         for _ in range(MAX_ROUNDS_OF_EFFECTS):
             facts = RepoFacts(repo, config)

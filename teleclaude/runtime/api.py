@@ -27,7 +27,7 @@ from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.errors import Error, guard
 from teleclaude.planner.core.model import Dispatch, UsageWindow
 from teleclaude.planner.core.terminal import printable
-from teleclaude.runtime import continuing, remote
+from teleclaude.runtime import continuing, remote, trace
 from teleclaude.runtime import supervisor as supervisors
 from teleclaude.runtime.context import Context
 from teleclaude.runtime.core.marks import same_key
@@ -89,6 +89,7 @@ class Runtime:
         """Start the worker a `Dispatch` of the planner names (`args`: instead of the bare slug). A step its
         item's last worker left is taken up (continuing.py): its conversation resumed by the same agent, or
         handed over to another with a continuation note; a resume the CLI refuses starts fresh."""
+        trace.mark("start", dispatch.slug)
         request = _request(dispatch, args, computer)
         continued = continuing.continued(self.context, request) if args is None else request
         return self._start_continued(request, continued)
@@ -116,6 +117,7 @@ class Runtime:
         """The warm worker's command typed; but a step its item's last worker left is taken up as `start`
         takes it up (a worker started ahead is fresh): the warm worker ended, the step resumed in the left
         conversation or handed over with its note."""
+        trace.mark("warm-given", warm.session.id)
         request = warm.request
         continued = continuing.continued(self.context, request) if request is not None else None
         if request is None or continued is None or continued == request:

@@ -21,6 +21,7 @@ from teleclaude.config.profiles import Computer, SandboxMode
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.core import layout
 from teleclaude.planner.core.model import Step
+from teleclaude.runtime import trace
 from teleclaude.runtime.context import Context, bad_argument, refused_text, unknown_session
 from teleclaude.runtime.core.continuation import past_replay
 from teleclaude.runtime.core.marks import SESSION_KEY, exit_channel
@@ -95,6 +96,7 @@ class Launcher(PromptWait):
         # of it, and the next run restarts the step at once (`starter_gone`)
         with fs.holding(start_lock(self.context.store.path, session.id)):
             opened = self._hold_and_open(session, profile, binary, remote, workdir, request.thinking_mode)
+            trace.mark("opened", session.id)
             return opened if isinstance(opened, Error) else self._deliver(opened, profile, told=request.told)
 
     def warm(self, request: StartRequest) -> Warm | Error:
@@ -370,9 +372,11 @@ class Launcher(PromptWait):
         press Enter, and check the screen moved."""
         text = told or profile.slash_command(session.command, session.args)
         try:
+            trace.mark("deliver", session.id)
             screen = self._wait_for_prompt(session, profile, stable)
             if isinstance(screen, Error):
                 return self._fail(session, screen)
+            trace.mark("prompt", session.id)
             sent_at = self.context.clock()  # before typing: a turn that fails at once is still this one
             # a resumed worker's line is no command of the CLI's: nothing of its command to confirm
             confirm = profile.command_confirm and not told

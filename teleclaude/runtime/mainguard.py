@@ -14,11 +14,14 @@ from teleclaude.planner.core.model import Action
 from teleclaude.runtime.api import Runtime
 
 
-def next_work(runtime: Runtime, slug: str | None, root: Path, checked: bool = False) -> Action:
+def next_work(
+    runtime: Runtime, slug: str | None, root: Path, checked: bool = False, shared: bool = False
+) -> Action:
     """`next_work(slug)`, or MAIN_MOVED naming the commit main moved to behind teleclaude's back. `checked`:
-    the caller has just asked `moved` (the lanes ask once for all those that ask next_work at once)."""
+    the caller has just asked `moved` (the lanes ask once for all those that ask next_work at once);
+    `shared`: decided beside other readers first (`app.next_work`)."""
     found = None if checked else moved(runtime, root)
-    return found or app.next_work(slug, cwd=root)
+    return found or app.next_work(slug, cwd=root, shared=shared)
 
 
 def moved(runtime: Runtime, root: Path) -> Error | None:

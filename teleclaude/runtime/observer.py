@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from subprocess import Popen
 
-from teleclaude.adapters import sandbox
+from teleclaude.adapters import procs, sandbox
 from teleclaude.adapters.tmux import TURN_END_OPTION, TmuxError
 from teleclaude.agents.profile import AgentProfile, Blocker
 from teleclaude.errors import Error, ErrorCode, call
@@ -130,18 +130,26 @@ class Observer(HookNews):
 
     def refresh(self, sessions: Iterable[Session]) -> list[Session]:
         """Look at every live session once: exits, vanished panes, limits, and turns that ended."""
-        sessions = list(sessions)
+        return self._look_at(list(sessions))[0]
+
+    def _look_at(
+        self, sessions: list[Session], news: Callable[[], bool] | None = None
+    ) -> tuple[list[Session], bool]:
+        """`refresh`, and whether it looked at every live session: `news` is asked after each, and a look it
+        answers True stops there (a hook's news is told before the rest are looked at: at thirty workers
+        under load a look outlasted second after second of hand-overs)."""
         live = [s for s in sessions if not s.state.is_final]
         if not live:
-            return sessions
+            return sessions, True
         views = self.panes.views()
         down = self.context.tmux.unreachable()  # after the views: they find out
-        fresh = {
-            s.id: self._unreachable(s)
-            if s.computer in down
-            else self._observe_safely(s, views.get(s.pane_id))
-            for s in live
-        }
+        fresh = {}
+        for s in live:
+            fresh[s.id] = (
+                self._unreachable(s) if s.computer in down else self._observe_safely(s, views.get(s.pane_id))
+            )
+            if news is not None and len(fresh) < len(live) and news():
+                return [fresh.get(s.id, s) for s in sessions], False
         watched = {s.pane_id for s in fresh.values() if not s.state.is_final}
         for pane_id in [p for p in self._read if p not in watched]:
             del self._read[pane_id]
@@ -149,7 +157,7 @@ class Observer(HookNews):
             del self._shown[pane_id]
         for session_id in [i for i in self._spend_read if i not in fresh]:
             del self._spend_read[session_id]
-        return [fresh.get(s.id, s) for s in sessions]
+        return [fresh.get(s.id, s) for s in sessions], True
 
     # --- waiting -------------------------------------------------------------------------------------------
 
@@ -171,8 +179,10 @@ class Observer(HookNews):
             return unknown_session(", ".join(unknown))
         deadline = time.monotonic() + timeout
         poll = self.context.config.poll_interval
-        # Only a wait that sleeps before its deadline skips its first look: a short one always looks.
-        just_looked = (timeout >= poll or not fresh) and self._looked_within(ids, poll)
+        # Only a wait that sleeps before its deadline skips its first look: a short one always looks. A run's
+        # wait (not fresh) takes a session that joined since the last look (a worker just given its command)
+        # at the next: thirty hand-overs looked at thirty panes each time one more worker joined
+        just_looked = (timeout >= poll or not fresh) and self._looked_within(ids, poll, joined_too=not fresh)
         woken = False
         while True:
             if not just_looked:
@@ -182,8 +192,10 @@ class Observer(HookNews):
                 if stored:
                     store.mark_delivered(stored)
                     return Waited(tuple(stored), tuple(sessions), False)
-                sessions = self.refresh(sessions)
-                self._looked = (frozenset(ids), time.monotonic())
+                with procs.Exits(self._waiters.values()) as news:
+                    sessions, whole = self._look_at(sessions, news)
+                if whole:
+                    self._looked = (frozenset(ids), time.monotonic())
             events = store.undelivered(ids)
             if events:
                 store.mark_delivered(events)
@@ -203,12 +215,14 @@ class Observer(HookNews):
             woken = _sleep_until_signal(waiters, min(poll, deadline - time.monotonic()))
             woken = self._forget_signalled(watched) or woken  # one that ended just after the sleep too
             sessions = store.sessions(ids)
-            just_looked = not (fresh or woken) and self._looked_within(ids, poll)
+            just_looked = not (fresh or woken) and self._looked_within(ids, poll, joined_too=True)
 
-    def _looked_within(self, ids: list[str], seconds: float) -> bool:
-        """The last look took in every one of `ids`, less than `seconds` ago."""
+    def _looked_within(self, ids: list[str], seconds: float, joined_too: bool = False) -> bool:
+        """The last look took in every one of `ids`, less than `seconds` ago; `joined_too`: the last look,
+        less than `seconds` ago, whichever of `ids` it took in (those that joined since are looked at with
+        the rest at the next)."""
         looked_ids, looked_at = self._looked
-        return set(ids) <= looked_ids and time.monotonic() - looked_at < seconds
+        return time.monotonic() - looked_at < seconds and (joined_too or set(ids) <= looked_ids)
 
     def _waiter(self, session_id: str, tmux) -> Popen[bytes]:
         """The session's wait-for client. One that saw its signal between two waits is returned as it is: its

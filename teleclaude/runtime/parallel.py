@@ -7,18 +7,20 @@ runtime/core/loop.py's and ahead.py's rules; this room carries them out.
 from __future__ import annotations
 
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field, replace
 
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import (
+    Action,
     Dispatch,
     Step,
 )
 from teleclaude.planner.core.render import to_text
-from teleclaude.runtime import mainguard
+from teleclaude.runtime import mainguard, trace
 from teleclaude.runtime.api import guarded
 from teleclaude.runtime.core import ahead as ahead_rules
 from teleclaude.runtime.core import loop as rules
@@ -46,6 +48,8 @@ from teleclaude.runtime.launcher import Warm
 from teleclaude.runtime.remote import item_slug
 from teleclaude.runtime.run_report import Countdown, live
 from teleclaude.runtime.serial import STARTING, Serial, Warming
+
+ASKERS = 8  # threads asking the lanes' next_work at once: their git calls overlap
 
 
 @dataclass
@@ -78,14 +82,16 @@ class Lanes(Serial):
     lanes: dict[str, Lane] = field(default_factory=dict)
     failed_waits: int = 0  # in a row
     starter: ThreadPoolExecutor | None = None  # the lanes' worker starts (`_launch`)
+    asker: ThreadPoolExecutor | None = None  # the lanes' next_work, asked side by side (`_answers`)
     # the lanes after the last `_fill`, and when it asked
     asked: tuple[frozenset[str], float] = (frozenset(), float("-inf"))
     # items claimed while a lane's item is finalized, each with its first worker started ahead
     # (`_next_item_ahead`): the lanes that free up take them first
     ahead: dict[str, Warming] = field(default_factory=dict)
     ender: ThreadPoolExecutor | None = None  # the sessions of workers through, ended side by side (`_end`)
-    # each with the index of its entry in the run's history, which takes the ended session once it is
-    ending: list[tuple[int, Future[Ended | Error]]] = field(default_factory=list)
+    # each with its step and the index of its entry in the run's history, which takes the ended session once
+    # it is
+    ending: list[tuple[rules.StepKey, int, Future[Ended | Error]]] = field(default_factory=list)
 
     def go(self) -> Stop:
         try:
@@ -96,6 +102,8 @@ class Lanes(Serial):
                 self.ender.shutdown(wait=True)
             if self.starter is not None:
                 self.starter.shutdown(wait=True)
+            if self.asker is not None:  # an answer not carried out: its item stays claimed, as one in flight
+                self.asker.shutdown(wait=True)
             for lane in self.lanes.values():  # a worker started ahead ends with the run (Ctrl-C too)
                 self._claim_warm(lane.warming, None)
                 lane.warming = None
@@ -198,10 +206,11 @@ class Lanes(Serial):
 
     def _advance_all(self) -> Stop | None:
         """Ask `next_work` for every lane without a worker, and start what it says. Whether main moved is
-        asked once for all of them (`mainguard.moved`)."""
+        asked once for all of them (`mainguard.moved`); their questions are asked side by side, and each
+        answer is carried out as soon as it comes (`_answers`)."""
         now = self.runtime.clock()
-        checked = False
         out = self._out() if any(lane.resting for lane in self.lanes.values()) else None
+        asking = []
         for lane in list(self.lanes.values()):
             if lane.rest and not rules.rest_over(lane.rest, now, out):
                 continue
@@ -210,18 +219,40 @@ class Lanes(Serial):
                     notices.agents_back(lane.resting.step, lane.resting.agent, str(self.settings.root))
                 )
             if lane.session is None and lane.starting is None:
-                if not checked:
-                    moved = mainguard.moved(self.runtime, self.settings.root)
-                    if moved is not None:
-                        return self._error_stop(moved)  # the whole run stops, not this lane
-                    checked = True
-                stop = self._advance(lane)
-                if stop:
-                    return stop
+                asking.append(lane)
+        if not asking:
+            return None
+        moved = mainguard.moved(self.runtime, self.settings.root)
+        if moved is not None:
+            return self._error_stop(moved)  # the whole run stops, not this lane
+        for lane, action in self._answers(asking):
+            if self.lanes.get(lane.slug) is not lane:
+                continue  # its item left the lanes meanwhile
+            stop = self._advance(lane, action)
+            if stop:
+                return stop
         return None
 
-    def _advance(self, lane: Lane) -> Stop | None:
-        action = mainguard.next_work(self.runtime, lane.slug or None, self.settings.root, checked=True)
+    def _answers(self, lanes: list[Lane]) -> Iterator[tuple[Lane, Action]]:
+        """`next_work` of each lane, in the order the answers come: one lane's asked here, several on threads
+        at once (an answer that changes nothing is decided beside the others: planner/api.py)."""
+
+        def ask(slug: str) -> Action:
+            trace.mark("ask", slug)
+            action = guarded(mainguard.next_work, self.runtime, slug or None, self.settings.root, True, True)
+            trace.mark("answered", slug)
+            return action
+
+        if len(lanes) == 1:
+            yield lanes[0], ask(lanes[0].slug)
+            return
+        if self.asker is None:
+            self.asker = ThreadPoolExecutor(min(self.settings.parallel, ASKERS), thread_name_prefix="ask")
+        asked = {self.asker.submit(ask, lane.slug): lane for lane in lanes}
+        for future in as_completed(asked):
+            yield asked[future], future.result()
+
+    def _advance(self, lane: Lane, action: Action) -> Stop | None:
         if isinstance(action, Error) and action.code is ErrorCode.MAIN_MOVED:
             return self._error_stop(action)  # the whole run stops, not this lane
         if isinstance(action, Dispatch):
@@ -292,6 +323,7 @@ class Lanes(Serial):
             else self.starter.submit(guarded, self.runtime.start, action, args, computer)
         )
         lane.starting = (action, started)
+        trace.mark("submitted", lane.slug)
         return STARTING
 
     def _collect(self) -> Stop | None:
@@ -359,16 +391,21 @@ class Lanes(Serial):
         (`_adopt`)."""
         if self.ender is None:
             self.ender = ThreadPoolExecutor(max(self.settings.parallel, 1), thread_name_prefix="end")
-        self.ending.append(
-            (len(self.state.history), self.ender.submit(guarded, self.runtime.end_session, session.id))
-        )
+        ended = self.ender.submit(guarded, self.runtime.end_session, session.id)
+        self.ending.append((rules.step_key(session.command, session.slug), len(self.state.history), ended))
         return session
 
-    def _ended(self) -> None:
-        """Wait for the sessions being ended (`_end`); their entries in the history take the ended session."""
-        ending, self.ending = self.ending, []
+    def _ended(self, step: rules.StepKey | None = None) -> None:
+        """Wait for the sessions being ended (`_end`), or only those `rules.ended_first` before a start of
+        `step`; their entries in the history take the ended session."""
+        if step is None:
+            ending, self.ending = self.ending, []
+        else:
+            computers = bool(self.runtime.config.remotes)
+            ending = [entry for entry in self.ending if rules.ended_first(entry[0], step, computers)]
+            self.ending = [entry for entry in self.ending if not rules.ended_first(entry[0], step, computers)]
         history = self.state.history
-        for index, future in ending:
+        for _, index, future in ending:
             ended = future.result()
             if isinstance(ended, Ended) and index < len(history):
                 history[index] = replace(history[index], session=ended.session)
@@ -381,8 +418,10 @@ class Lanes(Serial):
             self._ended()
 
     def _may_start(self, action: Dispatch, retries: Retries, besides: str = "") -> Session | Stop | None:
-        """Serial's, once the sessions being ended are (a step's worker ended by now holds it no more)."""
-        self._ended()
+        """Serial's, once the step's worker being ended is (it holds the step until then:
+        `rules.ended_first`)."""
+        self._ended(rules.step_key(action.command, action.slug))
+        trace.mark("ended", action.slug)
         return super()._may_start(action, retries, besides)
 
     def _wait(self) -> Stop | None:
@@ -413,6 +452,7 @@ class Lanes(Serial):
             lane = busy.get(event.session_id)
             if lane is None or lane.session is None:
                 continue
+            trace.mark("heard", event.session_id)
             heard.add(event.session_id)
             self._heard(event, current.get(event.session_id, lane.session))
             stop = self._settle(lane, event.kind, current, event.detail)
@@ -447,5 +487,6 @@ class Lanes(Serial):
         if isinstance(through, Stop):
             return self._park(lane, through)
         if through:
+            trace.mark("through", lane.slug)
             lane.session, lane.adopted = None, False
         return None

@@ -145,7 +145,10 @@ class PromptWait:
         (`Resume.replayed`): one that shows its prompt before it loads it loses a line typed meanwhile."""
         config, tmux = self.context.config, self.context.tmux
         began = time.monotonic()
-        deadline, starved = began + config.startup_timeout, self._waited_for_cpu(session)
+        # a worker started ahead (`stable` 0) has stood at its prompt since: one look tells, and its CPU wait
+        # (a scan of every process) is not counted (thirty hand-overs at once each paid for it)
+        starved = self._waited_for_cpu(session) if stable != 0 else None
+        deadline = began + config.startup_timeout
         stable_since, last = None, None
         replayed = profile.resume.replayed if session.resumed_from and profile.resume else ""
         stable = config.prompt_stable_of(session.agent) if stable is None else stable
@@ -167,6 +170,8 @@ class PromptWait:
             at_prompt = waiting_for_input(screen, profile.prompt, profile.busy)
             if not (at_prompt and replay_shown(screen, replayed)):
                 stable_since = None
+            elif stable <= 0:
+                return screen
             elif screen != last or stable_since is None:
                 stable_since = time.monotonic()
             elif time.monotonic() - stable_since >= stable:

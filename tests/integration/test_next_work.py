@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from teleclaude.adapters import fs
+from teleclaude.adapters import git as gitx
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.errors import Call, Error, ErrorCode
 from teleclaude.planner import api as app
@@ -41,6 +43,14 @@ def test_first_call_claims_the_item_and_creates_its_worktree(repo):
     assert "/trees/" in (repo / ".git/info/exclude").read_text().splitlines()
     # the main checkout shows only the roadmap edit, not trees/
     assert git(repo, "status", "--porcelain").splitlines() == [" M todos/roadmap.md"]
+
+
+def test_an_answer_that_changes_nothing_comes_while_another_call_reads_under_the_lock(repo):
+    """A run's lanes ask side by side: a step after a step is decided beside another reader (the lock held
+    shared), where a writer would wait for it."""
+    first = work(repo)  # claims the item and makes its worktree: under the lock of its own
+    with fs.project_lock(gitx.find_repo(repo).common_dir, shared=True):
+        assert app.next_work("feat", cwd=repo, shared=True) == first
 
 
 def test_a_dry_run_says_the_first_step_and_claims_nothing(repo):

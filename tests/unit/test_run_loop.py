@@ -713,6 +713,20 @@ def test_a_lane_that_left_is_filled_again_before_the_next_wait(lanes, filled, re
 
 
 @pytest.mark.parametrize(
+    ("ending", "starting", "computers", "first"),
+    [
+        (("next-build", "a"), ("next-build", "a"), False, True),  # a retry: the worker holds its step
+        (("next-build", "a"), ("next-review", "a"), False, False),  # the step after: ended beside the start
+        (("next-review", "a"), ("next-finalize", "a"), False, False),
+        (("next-build", "b"), ("next-build", "a"), False, False),  # another lane's item
+        (("next-build", "b"), ("next-review", "a"), True, True),  # other computers: their channels first
+    ],
+)
+def test_a_lane_waits_only_for_the_end_of_its_own_steps_worker(ending, starting, computers, first):
+    assert rules.ended_first(ending, starting, computers) is first
+
+
+@pytest.mark.parametrize(
     ("workers", "starts", "expected"),
     [
         (True, False, rules.LanesWait(1.0, workers=True)),

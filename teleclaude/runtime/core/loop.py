@@ -500,6 +500,16 @@ def adopts(session: Session, parked: Iterable[str], lane_busy: bool) -> bool:
     return session.slug not in set(parked) and not lane_busy
 
 
+def ended_first(ending: StepKey, starting: StepKey, computers: bool = False) -> bool:
+    """Whether a worker being ended is ended before a worker is started for `starting`: one of that very step
+    (it holds the step until it is ended: a retry waits for it); another step's, or another item's, is ended
+    beside the start (thirty hand-overs waited for each other's tmux calls). With other computers
+    (`computers`) every end comes first: an end there takes an ssh channel, and ends beside starts made sshd
+    refuse one past `MaxSessions` (a killed client's channel closes there a moment after it is counted free
+    here)."""
+    return computers or ending == starting
+
+
 def refill(lanes: frozenset[str], filled: frozenset[str], refilled: bool) -> bool:
     """A lane left since the lanes were filled (its item delivered or parked): its next item is started
     before the next wait, once in a row."""
