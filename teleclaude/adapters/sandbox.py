@@ -223,6 +223,20 @@ def link_branch(repo: gitx.Repo, admin: Path, own: str, shown: tuple[str, ...] =
     return heads
 
 
+def relink(project: Path, subfolder: str | None) -> None:
+    """The branch of worktree `project/subfolder` linked again into the folder its sandboxed workers see as
+    refs/heads, after git outside moved it: a catch-up's fast-forward writes the branch as a file where its
+    link was, and a worker started ahead would then commit only into its folder (its commits lost to git
+    outside, its changes left uncommitted there). Nothing for a branch no sandboxed worker has had."""
+    if not subfolder:
+        return
+    admin = gitx.worktree_git_dir(project / subfolder)
+    own = gitx.worktree_branch(admin) if admin is not None else ""
+    repo = gitx.find_repo(project)
+    if admin is not None and own and (repo.common_dir / HEADS / _flat(own)).is_dir():
+        link_branch(repo, admin, own)
+
+
 def _flat(branch: str) -> str:
     """A branch's name as one folder's name (its slashes quoted)."""
     return branch.replace("%", "%25").replace("/", "%2F")

@@ -11,7 +11,9 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
+from teleclaude.adapters import sandbox
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import (
@@ -267,6 +269,7 @@ class Lanes(Serial):
         lane.warming = None
         if ahead_rules.catch_up_first(warm is not None, action) and isinstance(action, Dispatch):
             guarded(app.catch_up, action.slug, cwd=self.settings.root)  # made ahead: what merged meanwhile
+            guarded(sandbox.relink, Path(action.project), action.subfolder)  # where its sandbox commits too
         begun: Session | Stop | None
         match rules.lane_answer(action, self.settings.prepare):
             case Start(action=dispatch):

@@ -275,6 +275,27 @@ def test_a_branch_packed_meanwhile_is_linked_again_from_its_packed_commit(worktr
     assert branch.is_symlink() and _git(root, "log", "--format=%s", "-1", "feat") == "two"
 
 
+def test_a_branch_caught_up_outside_is_linked_again_so_its_waiting_worker_commits_where_git_reads(
+    worktree, tmp_path
+):
+    """A worker started ahead waits in its sandbox while the run fast-forwards its worktree to what main
+    merged meanwhile (`gitx.catch_up`): git outside writes the branch as a file where the link was; relinked,
+    the worker's folder holds the new commit and its next commit moves the branch everyone reads."""
+    root, tree = worktree
+    heads = Path(_layout(root, tree, tmp_path).moved[0][0])
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "merged")
+    _git(tree, "merge", "-q", "--ff-only", "main")  # the catch-up, outside the sandbox
+    branch = root / ".git" / "refs" / "heads" / "feat"
+    assert not branch.is_symlink()  # git replaced the link
+    sandbox.relink(root, "trees/feat")
+    assert branch.is_symlink() and (heads / "feat").read_text().strip() == _git(root, "rev-parse", "main")
+    (heads / "feat").write_text(_git(root, "commit-tree", "-p", "main", "-m", "inside", "main^{tree}") + "\n")
+    assert _git(root, "log", "--format=%s", "-1", "feat") == "inside"  # what the worker commits is seen
+    sandbox.relink(root, "trees/feat")  # linked already: left as it is
+    assert _git(root, "log", "--format=%s", "-1", "feat") == "inside"
+    sandbox.relink(root, None)  # a step in the main checkout: nothing
+
+
 def test_a_branch_with_slashes_has_a_folder_of_its_own_and_its_link_leads_there(worktree, tmp_path):
     root, _ = worktree
     _git(root, "worktree", "add", "-q", "trees/team", "-b", "team/feat")
