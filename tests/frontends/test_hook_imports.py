@@ -568,3 +568,23 @@ def test_the_turn_end_mark_is_tmux_s_option():
     from teleclaude.runtime.hooks.record import TURN_END_MARK
 
     assert TURN_END_MARK == TURN_END_OPTION
+
+
+def test_a_sandboxed_worker_s_plain_turn_end_wakes_its_channel_s_relay(env, tmp_path):
+    """On another computer a relay reads the channel's pipe: the plain mark pokes it, as stop.py's does."""
+    from teleclaude.adapters.channel import WAKE
+
+    project, channel = tmp_path / "project", tmp_path / "channel"
+    project.mkdir()
+    channel.mkdir(mode=0o700)
+    _clean_project(project)
+    os.mkfifo(channel / WAKE)
+    relay = os.open(channel / WAKE, os.O_RDONLY | os.O_NONBLOCK)  # the relay, reading
+    try:
+        raw = json.dumps({"cwd": str(project), "hook_event_name": "Stop"})
+        done, modules = run(["hook", "stop", "--agent", "codex"], _sandboxed(env, channel), raw)
+        assert (done.returncode, done.stdout) == (0, "") and "teleclaude.runtime.hooks.stop" not in modules
+        assert os.read(relay, 64) == b"\n"
+    finally:
+        os.close(relay)
+    assert "teleclaude_turn_end" in os.listdir(channel)
