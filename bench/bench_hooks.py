@@ -27,6 +27,8 @@ and every process an agent event starts, against their own floor, a bare start o
                       Python's start plus that `git status` (`git status` alone is measured too)
     stop (worker)     the worker's stop there: its turn's end recorded on its session, its waiters woken
                       (a tmux client of its pane's server, here one that is not running)
+    stop (sandboxed)  a sandboxed worker's stop there (bubblewrap's default): its turn's end sealed into its
+                      session's channel folder (TELECLAUDE_CHANNEL), no database, no tmux
 
 Prints the median, the minimum and the ratio to the floor; deletes the repository; never asserts; exits 0.
 """
@@ -156,6 +158,10 @@ def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> tuple[dict[str,
     # a worker runs in a tmux pane: its stop hook wakes the runtime's wait through that server ($TMUX); here
     # a socket no server listens on, so the tmux client it starts fails at once
     worker = {**env, "TELECLAUDE_SESSION_ID": add_worker_session(root), "TMUX": f"{root.parent}/tmux,1,0"}
+    channel = root.parent / "channel"
+    channel.mkdir(mode=0o700, exist_ok=True)
+    sandboxed = {**worker, "TELECLAUDE_CHANNEL": str(channel), "TELECLAUDE_TURN_END_TO_PANE": "1"}
+    del sandboxed["TMUX"]  # it reaches no tmux server
     outside = root.parent / "outside"
     outside.mkdir(exist_ok=True)
     rollout = root / "rollout.jsonl"
@@ -183,6 +189,7 @@ def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> tuple[dict[str,
         measure("stop (project)", [teleclaude, "hook", "stop", "--agent", "claude"], env, stop)
         working(root.parent / "teleclaude.db", worker["TELECLAUDE_SESSION_ID"])  # each stop ends a turn
         measure("stop (worker)", [teleclaude, "hook", "stop", "--agent", "codex"], worker, stop)
+        measure("stop (sandboxed)", [teleclaude, "hook", "stop", "--agent", "codex"], sandboxed, stop)
         measure("git status", STOP_STATUS, {**env, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
         if i < 0:
             results.clear()

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from teleclaude.adapters import fs
+from teleclaude.adapters import channel, fs
 from teleclaude.adapters import git as gitx
 from teleclaude.agents.profile import SandboxNeeds
 from teleclaude.config.profiles import RuntimeConfig, SandboxMode
@@ -357,11 +357,7 @@ def read_step(folder: Path) -> tuple[str, str] | None:
 
 def write_mark(folder: Path, option: str, value: str) -> bool:
     """A hook's sealed mark (runtime/core/marks.py), as a file named after its tmux option."""
-    try:
-        fs.atomic_write(folder / option.lstrip("@"), value.encode(), follow=False, mode=0o600)
-    except OSError:
-        return False
-    return True
+    return channel.write_mark(str(folder), option, value)
 
 
 def listing(store: Path, session_id: str) -> frozenset[str]:
@@ -563,7 +559,7 @@ def close_channel(store: Path, session_id: str) -> None:
     box_file(store, session_id).unlink(missing_ok=True)
 
 
-WAKE = "wake"  # a channel's pipe on another computer (adapters/remote_sandbox.py): its relay reads it
+WAKE = channel.WAKE
 
 
 def relayed(folder: Path) -> bool:
@@ -577,14 +573,4 @@ def relayed(folder: Path) -> bool:
 
 def wake(folder: Path) -> None:
     """Poke the channel's relay (after a mark was left), when it has one; never blocks."""
-    try:
-        fd = os.open(folder / WAKE, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except OSError:  # no pipe (a channel here), or no relay reading it
-        return
-    try:
-        if stat.S_ISFIFO(os.fstat(fd).st_mode):
-            os.write(fd, b"\n")
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    channel.wake(str(folder))

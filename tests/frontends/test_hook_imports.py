@@ -6,6 +6,7 @@ answer, as before."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -33,6 +34,7 @@ code = main(sys.argv[1:])
 sys.stdout.flush()
 modules = sorted(sys.modules)
 import json
+import os
 sys.stderr.write("\\nMODULES " + json.dumps(modules) + "\\n")
 sys.exit(code)
 """
@@ -482,3 +484,107 @@ def test_the_planner_s_cold_path_imports_no_subprocess_nor_a_driver(env, tmp_pat
     assert done.stdout.startswith("ERROR: NOT_PREPARED"), done.stdout + done.stderr  # its answer, from git's
     assert not {"subprocess", "argparse", "sqlite_utils"} & modules
     assert not {m for m in modules if driver_module(m)}
+
+
+# what a sandboxed worker's stop marking its turn's end must not import: no database, no tmux or sandbox
+# adapter (subprocess, the git adapter), no OpenSSL, nor stop.py
+SANDBOXED_STOP_NOT = (
+    *TOOL_USE_NOT,
+    *("_sqlite3", "subprocess", "tempfile", "_hashlib"),
+    "teleclaude.adapters.tmux",
+    "teleclaude.adapters.sandbox",
+    "teleclaude.adapters.fs",
+    "teleclaude.adapters.hook_db",
+    "teleclaude.runtime.hooks.stop",
+)
+
+
+def _sandboxed(env: dict[str, str], channel) -> dict[str, str]:
+    from teleclaude.adapters import sandbox
+    from teleclaude.adapters.tmux import TURN_END_TO_PANE
+
+    environ = {**env, "TELECLAUDE_SESSION_ID": "w1", "TELECLAUDE_SESSION_KEY": "k1"}
+    return {**environ, sandbox.CHANNEL: str(channel), TURN_END_TO_PANE: "1"}
+
+
+def _turn_end_marks(channel) -> dict[str, str]:
+    """The channel's turn-end mark unsealed with the session's key (None: not sealed so), and its mode."""
+    from teleclaude.adapters import sandbox
+    from teleclaude.adapters.tmux import TURN_END_OPTION
+    from teleclaude.runtime.core.marks import unseal
+
+    marks = sandbox.read_marks(channel)
+    assert set(marks) == {TURN_END_OPTION} and sorted(os.listdir(channel)) == ["teleclaude_turn_end"]
+    payload = unseal("k1", "w1", TURN_END_OPTION, marks[TURN_END_OPTION])
+    assert payload is not None and payload.isdigit()
+    return {"mode": oct(os.stat(channel / "teleclaude_turn_end").st_mode & 0o777)}
+
+
+def test_a_sandboxed_worker_s_turn_end_is_marked_in_its_channel_as_stop_py_marks_it(
+    env, tmp_path, monkeypatch
+):
+    """A sandboxed worker's stop in a clean main checkout with nothing to read from its CLI's records: its
+    sealed turn-end mark written into its channel without stop.py, the database, the tmux and sandbox
+    adapters or OpenSSL, the same mark stop.py leaves."""
+    from io import StringIO
+
+    from teleclaude.runtime.hooks import stop
+
+    project, plain, full = tmp_path / "project", tmp_path / "plain", tmp_path / "full"
+    for folder in (project, plain, full):
+        folder.mkdir(mode=0o700)
+    _clean_project(project)
+    raw = json.dumps({"cwd": str(project), "hook_event_name": "Stop", "session_id": "c"})
+    done, modules = run(["hook", "stop", "--agent", "codex"], _sandboxed(env, plain), raw)
+    assert (done.returncode, done.stdout, done.stderr.startswith("teleclaude hook")) == (0, "", False)
+    assert {m for m in modules if m in SANDBOXED_STOP_NOT or driver_module(m)} == set()
+    for name, value in _sandboxed(env, full).items():
+        monkeypatch.setenv(name, value)
+    assert stop.main("codex", StringIO(raw)) == 0  # the full path, in this process
+    assert _turn_end_marks(plain) == _turn_end_marks(full) == {"mode": "0o600"}
+
+
+def test_a_sandboxed_worker_s_stop_the_plain_way_cannot_mark_is_stop_py_s(env, tmp_path):
+    _clean_project(tmp_path)
+    raw = json.dumps({"cwd": str(tmp_path), "hook_event_name": "Stop"})
+    done, modules = run(["hook", "stop", "--agent", "codex"], _sandboxed(env, tmp_path / "gone"), raw)
+    assert (done.returncode, done.stdout) == (0, "") and "teleclaude.runtime.hooks.stop" in modules
+    assert done.stderr.startswith("teleclaude hook stop: could not mark")
+
+
+@pytest.mark.parametrize("key", [b"", b"k1", b"k" * 64, b"k" * 65, "ключ".encode()])
+def test_a_mark_s_seal_is_hmac_s(key):
+    import hashlib
+    import hmac
+
+    from teleclaude.runtime.core.marks import hmac_sha256
+
+    message = b"w1\0@teleclaude_turn_end\0123"
+    assert hmac_sha256(key, message) == hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def test_the_turn_end_mark_is_tmux_s_option():
+    from teleclaude.adapters.tmux import TURN_END_OPTION
+    from teleclaude.runtime.hooks.record import TURN_END_MARK
+
+    assert TURN_END_MARK == TURN_END_OPTION
+
+
+def test_a_sandboxed_worker_s_plain_turn_end_wakes_its_channel_s_relay(env, tmp_path):
+    """On another computer a relay reads the channel's pipe: the plain mark pokes it, as stop.py's does."""
+    from teleclaude.adapters.channel import WAKE
+
+    project, channel = tmp_path / "project", tmp_path / "channel"
+    project.mkdir()
+    channel.mkdir(mode=0o700)
+    _clean_project(project)
+    os.mkfifo(channel / WAKE)
+    relay = os.open(channel / WAKE, os.O_RDONLY | os.O_NONBLOCK)  # the relay, reading
+    try:
+        raw = json.dumps({"cwd": str(project), "hook_event_name": "Stop"})
+        done, modules = run(["hook", "stop", "--agent", "codex"], _sandboxed(env, channel), raw)
+        assert (done.returncode, done.stdout) == (0, "") and "teleclaude.runtime.hooks.stop" not in modules
+        assert os.read(relay, 64) == b"\n"
+    finally:
+        os.close(relay)
+    assert "teleclaude_turn_end" in os.listdir(channel)

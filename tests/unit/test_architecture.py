@@ -27,7 +27,8 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-STDLIB = set(sys.stdlib_module_names) | {"__future__"}
+# the stdlib's own SHA-256 is `_sha256` up to Python 3.11, `_sha2` from 3.12 (core/marks.py imports either)
+STDLIB = set(sys.stdlib_module_names) | {"__future__", "_sha256", "_sha2"}
 PURE_THIRD_PARTY = {"mistune"}
 # board.web serves the board over HTTP behind mcp's own Host, Origin and token checks: a front door too
 FRONT_ENDS = ("teleclaude.cli", "teleclaude.mcp", "teleclaude.__main__", "teleclaude.board.web")

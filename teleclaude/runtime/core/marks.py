@@ -39,11 +39,32 @@ def unseal(key: str, session_id: str, option: str, mark: str) -> str | None:
 
 
 def _mac(key: str, session_id: str, option: str, payload: str) -> str:
-    import hashlib
-    import hmac
-
     message = "\0".join((session_id, option, payload))
-    return hmac.new(_bytes(key), _bytes(message), hashlib.sha256).hexdigest()
+    return hmac_sha256(_bytes(key), _bytes(message))
+
+
+# hmac.py's own pads, for its pure-Python HMAC
+_PAD_IN, _PAD_OUT = bytes(x ^ 0x36 for x in range(256)), bytes(x ^ 0x5C for x in range(256))
+
+
+def hmac_sha256(key: bytes, message: bytes) -> str:
+    """`hmac.new(key, message, hashlib.sha256).hexdigest()`, as hmac.py computes it without OpenSSL, with the
+    interpreter's own SHA-256: `hashlib` loads OpenSSL (`_hashlib`, ~5 ms), more than a hook sealing one
+    mark spends on anything else."""
+    try:
+        import _sha256 as own  # type: ignore[import-not-found,unused-ignore]  # Python 3.11
+    except ImportError:
+        try:
+            import _sha2 as own  # type: ignore[import-not-found,no-redef,unused-ignore]  # 3.12 on
+        except ImportError:  # an interpreter built without its own: OpenSSL's
+            import hashlib as own  # type: ignore[no-redef,unused-ignore]
+    sha256 = own.sha256
+    if len(key) > 64:  # SHA-256's block
+        key = sha256(key).digest()
+    key = key.ljust(64, b"\0")
+    inner = sha256(key.translate(_PAD_IN) + message).digest()
+    mac: str = sha256(key.translate(_PAD_OUT) + inner).hexdigest()
+    return mac
 
 
 def _bytes(text: str) -> bytes:

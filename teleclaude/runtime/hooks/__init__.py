@@ -93,6 +93,8 @@ def quiet_stop(raw: str, agent: str | None) -> bool:
     modules (the git adapter, dataclasses): not a worker's, no usage to read from the CLI's transcript, and
     `lets_through`. False for anything else, and for input that is not plainly good: stop.py then decides."""
     if os.environ.get("TELECLAUDE_SESSION_ID"):
+        if os.environ.get("TELECLAUDE_CHANNEL") and os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):
+            return sandboxed_stop(raw, agent)  # CHANNEL of adapters/sandbox.py: a worker in bubblewrap
         return worker_stop(raw, agent)
     data = _stop_input(raw)
     return data is not None and not _reads_usage(data, agent) and lets_through(data)
@@ -104,9 +106,31 @@ def worker_stop(raw: str, agent: str | None) -> bool:
     or spend to read from its CLI's record of the session, no prompt to judge, and `lets_through`. False
     for anything else (a worker on another computer or in a sandbox, which marks its pane or channel): stop.py
     then decides and records, as it does when the plain record cannot."""
+    if os.environ.get("TELECLAUDE_TURN_END_TO_PANE") or not _only_its_turn_end(raw, agent):  # tmux.py's
+        return False
+    from teleclaude.runtime.hooks.record import end_turn_plainly
+
+    return end_turn_plainly()
+
+
+def sandboxed_stop(raw: str, agent: str | None) -> bool:
+    """A sandboxed worker's stop (stop.py) that lets the stop through and has only its turn's end to mark,
+    as `worker_stop` sees it: marked here in its channel folder (record.py `mark_turn_end_plainly`) without
+    stop.py's modules, the tmux or sandbox adapters. False for anything else: stop.py then decides and marks,
+    as it does when the folder refused the mark."""
+    if not _only_its_turn_end(raw, agent):
+        return False
+    from teleclaude.runtime.hooks.record import mark_turn_end_plainly
+
+    return mark_turn_end_plainly()
+
+
+def _only_its_turn_end(raw: str, agent: str | None) -> bool:
+    """A worker's stop with only its turn's end to record: its `--agent` named, no usage or spend to read
+    from its CLI's record of the session, no prompt to judge, and `lets_through`."""
     from teleclaude.agents import NAMES, SPEND_SOURCES
 
-    if agent not in NAMES or os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # TURN_END_TO_PANE: tmux.py's
+    if agent not in NAMES:
         return False
     data = _stop_input(raw)
     if data is None or _reads_usage(data, agent) or data.get("prompt"):
@@ -114,11 +138,7 @@ def worker_stop(raw: str, agent: str | None) -> bool:
     spend = SPEND_SOURCES.get(agent)  # what record.py `record_spend` would read
     if spend == "database" or (spend == "transcript" and isinstance(data.get("transcript_path"), str)):
         return False
-    if not lets_through(data):
-        return False
-    from teleclaude.runtime.hooks.record import end_turn_plainly
-
-    return end_turn_plainly()
+    return lets_through(data)
 
 
 def _stop_input(raw: str) -> dict | None:

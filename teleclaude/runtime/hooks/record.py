@@ -126,6 +126,32 @@ def end_turn_plainly() -> bool:
     return True
 
 
+TURN_END_MARK = "@teleclaude_turn_end"  # TURN_END_OPTION of adapters/tmux.py, spelled out: it imports tmux
+
+
+def mark_turn_end_plainly() -> bool:
+    """A sandboxed worker's turn ended (no prompt to tell): its sealed mark written into its session's channel
+    folder (TELECLAUDE_CHANNEL) as `mark_pane` writes it, without adapters/tmux.py, sandbox.py or OpenSSL.
+    Here nothing wakes the observer (the worker reaches no tmux server): it reads the channel when it looks;
+    on another computer the channel's relay is woken, as `mark_pane` wakes it. False when not a sandboxed
+    worker's, or the folder refused it: stop.py then marks it."""
+    session_id, channel = (
+        os.environ.get("TELECLAUDE_SESSION_ID", ""),
+        os.environ.get("TELECLAUDE_CHANNEL", ""),
+    )
+    if not session_id or not channel:
+        return False
+    from teleclaude.adapters.channel import wake, write_mark
+    from teleclaude.runtime.core.marks import SESSION_KEY, seal, turn_end_payload
+
+    payload = turn_end_payload(time.time_ns())
+    sealed = seal(os.environ.get(SESSION_KEY, ""), session_id, TURN_END_MARK, payload)
+    if not write_mark(channel, TURN_END_MARK, sealed):
+        return False
+    wake(channel)
+    return True
+
+
 def mark_pane(option: str, payload: str) -> bool:
     """A worker on another computer: mark its own tmux pane with `payload`, sealed with its session's key
     (runtime/core/marks.py), for the observer to read over ssh; a sandboxed worker: the same mark as a file
@@ -136,12 +162,10 @@ def mark_pane(option: str, payload: str) -> bool:
     sealed = seal(key, session_id, option, payload)
     channel = os.environ.get("TELECLAUDE_CHANNEL")  # CHANNEL of adapters/sandbox.py: a sandboxed worker
     if channel:  # its only way out: its session's own folder, which the observer reads
-        from pathlib import Path
+        from teleclaude.adapters.channel import wake, write_mark
 
-        from teleclaude.adapters.sandbox import wake, write_mark
-
-        written = write_mark(Path(channel), option, sealed)
-        wake(Path(channel))  # on another computer: its relay moves the mark onto its pane
+        written = write_mark(channel, option, sealed)
+        wake(channel)  # on another computer: its relay moves the mark onto its pane
         return written
     from teleclaude.adapters.tmux import mark_own_pane
 

@@ -1,0 +1,54 @@
+"""A hook's sealed mark written into a sandboxed worker's channel folder (adapters/sandbox.py), with `os`
+alone: a sandboxed worker's stop runs at every turn's end, and sandbox.py (the git adapter, `subprocess`)
+and fs.py (`pathlib`, `tempfile`) cost it more than Python's own start."""
+
+from __future__ import annotations
+
+import os
+from stat import S_ISFIFO  # loaded by `os` already
+
+WAKE = "wake"  # a channel's pipe on another computer (adapters/remote_sandbox.py): its relay reads it
+
+
+def write_mark(folder: str, option: str, value: str) -> bool:
+    """The mark, as a file named after its tmux option, replaced whole (as fs.py `atomic_write(follow=False,
+    mode=0o600)`: a synced temporary file of a fresh name created exclusively beside it, then renamed over a
+    link too, never through it). False when the folder refused it."""
+    path = os.path.join(folder, option.lstrip("@"))
+    temp = os.path.join(folder, f".{option.lstrip('@')}.{os.urandom(8).hex()}.tmp")
+    data = value.encode()
+    try:
+        handle = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return False
+    try:
+        try:
+            while data:
+                data = data[os.write(handle, data) :]
+            os.fsync(handle)
+            os.fchmod(handle, 0o600)
+        finally:
+            os.close(handle)
+        os.replace(temp, path)
+    except OSError:
+        try:  # noqa: SIM105 (contextlib: more than this module's imports)
+            os.unlink(temp)
+        except OSError:
+            pass
+        return False
+    return True
+
+
+def wake(folder: str) -> None:
+    """Poke the channel's relay (after a mark was left), when it has one; never blocks."""
+    try:
+        fd = os.open(os.path.join(folder, WAKE), os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:  # no pipe (a channel here), or no relay reading it
+        return
+    try:
+        if S_ISFIFO(os.fstat(fd).st_mode):
+            os.write(fd, b"\n")
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
