@@ -78,6 +78,20 @@ def test_the_same_agent_again_after_a_limit_is_no_fallback():
     assert data.end == at(20)
 
 
+def test_a_done_steps_bar_ends_with_its_turn_not_when_its_pane_was_closed_after_the_next_step_began():
+    """The run ends a worker whose turn ended beside typing the next step into a worker started ahead: its
+    session's end may come after the next step's command; its bar ends at its turn's end all the same."""
+    run = [
+        session("f", "claude", "next-fix-review", "greeting", 0, 10.2, SessionState.DONE),
+        session("r", "codex", "next-review", "greeting", 5, 20, SessionState.DONE, delivered_at=at(10.1)),
+    ]
+    events = [Event("f", EventKind.TURN_ENDED, at(10)), Event("r", EventKind.TURN_ENDED, at(19))]
+    (row,) = timeline("r1", "/p", at(0), at(20), "COMPLETE", run, events, now=at(20)).rows
+    fixed, reviewed = row.bars
+    assert fixed.end == at(10) and reviewed.work_start == at(10.1) >= fixed.end
+    assert reviewed.end == at(19)
+
+
 def test_a_worker_started_ahead_waits_apart_from_its_work_and_an_unneeded_one_is_no_step():
     """The reviewer started at minute 1 while the build worked to minute 10, its command typed at 11: its
     review is minutes 11 to 15; the finalizer started ahead and ended unneeded (a fix came next) took no

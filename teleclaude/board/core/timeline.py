@@ -198,6 +198,9 @@ def timeline(
             limited[(step, session.slug)] = session.agent
         live = not session.state.is_final
         end = now if live else max(session.updated_at, session.created_at)
+        turn_ends = [e.at for e in own if e.kind is EventKind.TURN_ENDED]
+        if session.state is SessionState.DONE and turn_ends:  # its work ended with its turn, not its pane
+            end = max(session.created_at, min(end, turn_ends[-1]))  # (the next step may begin meanwhile)
         waiting = session.state is SessionState.PENDING  # at its prompt, its command not typed yet
         bar = Bar(
             session.id,
