@@ -62,6 +62,16 @@ interpreter() {  # the install of the interpreter a script's first line names (t
   [ -n "$1" ] || return 0
   i_found=$(command -v -- "$1") && i_real=$(readlink -f -- "$i_found") && dir install "${i_real%/*/*}"
 }
+package() {  # the folder teleclaude's package is in, as the interpreter its script names finds it (an
+  # editable install's checkout is not in its venv)
+  p_line=$(head -n 1 -- "$1" 2>/dev/null) || return 0
+  case "$p_line" in "#!"*) ;; *) return 0;; esac
+  set -f; set -- ${p_line#??}; set +f
+  if [ "${1##*/}" = env ]; then shift; [ "$1" = -S ] && shift; fi
+  [ -n "$1" ] || return 0
+  p_root=$("$1" -c 'import teleclaude as t, pathlib as p; print(p.Path(t.__file__).resolve().parents[1])' \
+    2>/dev/null) && dir install "$p_root"
+}
 say home "$HOME"
 for state do shift; [ "$state" = -- ] && break; mkdir -p -m 700 -- "$HOME/$state"; done
 dir user_home "$(getent passwd "$(id -u)" | cut -d: -f6)"
@@ -81,7 +91,7 @@ done
 IFS=:; for folder in $PATH; do case "$folder" in /*) dir install "$folder"
   [ "${folder##*/}" = shims ] && dir install "${folder%/*}";; esac; done; unset IFS
 if found=$(command -v teleclaude); then
-  real=$(readlink -f -- "$found"); dir install "${real%/*/*}"; interpreter "$real"
+  real=$(readlink -f -- "$found"); dir install "${real%/*/*}"; interpreter "$real"; package "$real"
 fi
 settings="${XDG_CONFIG_HOME:-$HOME/.config}/teleclaude/teleclaude.toml"
 [ -f "$settings" ] && say settings "$settings"

@@ -169,6 +169,16 @@ def test_under_auto_a_computer_where_bubblewrap_does_not_work_is_a_warning_namin
     runtime.end_session(started.session.id)
 
 
+def test_the_folder_teleclaudes_package_is_in_is_shown_to_a_worker_there(sshd, tmp_path):
+    """An editable install keeps the package in its checkout, outside its venv (a fresh clone in /tmp, whose
+    /tmp a sandbox replaces): the probe asks the interpreter of `teleclaude` there where it imports it."""
+    import teleclaude
+
+    found = remote_sandbox.probe(computer(sshd, str(tmp_path), tmp_path / "bin"), (), 60)
+    package = Path(teleclaude.__file__).resolve().parents[1]
+    assert any(package == Path(folder) or package.is_relative_to(folder) for folder in found.host.installs)
+
+
 def test_the_relay_moves_only_its_marks_onto_the_pane_follows_no_link_and_removes_the_channel(
     tmux_socket, tmp_path
 ):
