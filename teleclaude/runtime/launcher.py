@@ -384,7 +384,9 @@ class Launcher(PromptWait):
             start: tuple[Cursor, tuple[str, ...]] = Cursor.start(session.pane_id, session.pane_pid), ()
             if session.resumed_from:  # the conversation its CLI replayed is not the new turn's output
                 view, rows = self.context.tmux.glance(session.pane_id)
-                start = past_replay(view, rows, profile.prompt) if view is not None else start
+                resumed = self.context.store.get(session.resumed_from)
+                before = resumed.seen_rows if resumed is not None else ()
+                start = past_replay(view, rows, profile.prompt, before) if view is not None else start
             for _ in range(COMMAND_ATTEMPTS):
                 shown = shown_as_message(self._screen(session), text.strip())
                 self._type_command(session, profile, text)

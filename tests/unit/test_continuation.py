@@ -20,7 +20,7 @@ from teleclaude.runtime.core.continuation import (
     step_began,
 )
 from teleclaude.runtime.core.handover import Facts, note, ticked_since
-from teleclaude.runtime.core.sessions import PaneView, SessionState, unseen_rows
+from teleclaude.runtime.core.sessions import PaneView, SessionState, seen_of, unseen_rows
 
 from .factories import T0, running_session
 
@@ -140,6 +140,21 @@ def test_a_resumed_worker_is_read_from_its_input_on_and_its_replayed_rows_are_no
 def test_a_resumed_worker_on_the_alternate_screen_has_seen_every_row_shown_at_its_prompt():
     cursor, seen = past_replay(view(alternate=True), AT_PROMPT, CLAUDE.prompt)
     assert unseen_rows([*AT_PROMPT, "┃ new"], seen)[0] == ["┃ new"]
+
+
+def test_a_conversation_painted_after_the_prompt_stood_still_is_no_new_output():
+    """A loaded CLI on the alternate screen may show its prompt, stand still, and only then paint the
+    conversation it resumed: the rows the session it resumes last read count as replayed."""
+    before = seen_of(AT_PROMPT)  # the limited worker's screen, as the observer last read it
+    prompt_only = ["┃ ", "", "  ctrl+p commands"]
+    cursor, seen = past_replay(view(alternate=True), prompt_only, CLAUDE.prompt, before)
+    painted = [*REPLAYED, "┃ Your session was interrupted; go on", *prompt_only]
+    assert unseen_rows(painted, seen)[0] == ["┃ Your session was interrupted; go on"]
+    # the same limit hit again is new: shown once more than the conversation showed it
+    assert unseen_rows([*painted, LIMIT], seen)[0] == ["┃ Your session was interrupted; go on", LIMIT]
+    # on the normal screen too (the rows above its input as well as those read before)
+    _, replayed = past_replay(view(), AT_PROMPT, CLAUDE.prompt, seen_of(["● an older row"]))
+    assert not_replayed(["● an older row", LIMIT, "● new"], replayed) == ["● new"]
 
 
 def test_the_resumed_worker_is_told_what_happened_in_one_typable_line():

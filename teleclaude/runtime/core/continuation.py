@@ -8,6 +8,7 @@ is still there come in; a `Continuation` goes out. `Runtime.start` gathers the f
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -143,20 +144,32 @@ def resume_line(previous: Session, role_command: str, events: Sequence[EventKind
     return f"Your session was interrupted ({stopped(previous, events)}); go on with {role_command}"
 
 
-def past_replay(view: PaneView, screen: Sequence[str], prompt: str) -> tuple[Cursor, tuple[str, ...]]:
+def past_replay(
+    view: PaneView, screen: Sequence[str], prompt: str, seen_before: Sequence[str] = ()
+) -> tuple[Cursor, tuple[str, ...]]:
     """Where the observer starts reading a resumed worker (its `scan_cursor`), and the rows its CLI replayed
     (its `seen_rows`), from its `view` and `screen` at its prompt before its line is typed: the replayed
     conversation's old limit error must not limit it again. On the normal screen, the cursor at its input's
     row (the last row that reads as its `prompt`, or the terminal cursor's if that is higher), with no anchor
     (the rows above the input are redrawn as its box moves: an anchor that no longer matched would read
     from the oldest row), and the rows above it replayed (`not_replayed`: a CLI may paint the whole
-    conversation again below). On the alternate screen, every row shown then is seen (`unseen_rows`)."""
+    conversation again below). On the alternate screen, every row shown then is seen (`unseen_rows`).
+    `seen_before` (the `seen_rows` of the session it resumes: the conversation as last read) counts as
+    replayed too: a loaded CLI may paint its conversation only after its prompt stood still."""
     if view.alternate:
-        return Cursor(view.pane_id, view.pane_pid, view.history_size, 0), seen_of(screen)
-    pattern = re.compile(prompt)
-    rows = [index for index, row in enumerate(screen[: view.height]) if pattern.search(row)]
-    row = min(rows[-1], view.cursor_y) if rows else view.cursor_y
-    return Cursor(view.pane_id, view.pane_pid, view.history_size + row, 0), seen_of(screen[:row])
+        row, seen = 0, seen_of(screen)
+    else:
+        pattern = re.compile(prompt)
+        rows = [index for index, row in enumerate(screen[: view.height]) if pattern.search(row)]
+        row = min(rows[-1], view.cursor_y) if rows else view.cursor_y
+        seen = seen_of(screen[:row])
+    return Cursor(view.pane_id, view.pane_pid, view.history_size + row, 0), either(seen, seen_before)
+
+
+def either(seen: Sequence[str], more: Sequence[str]) -> tuple[str, ...]:
+    """Row hashes seen in either read, each as often as in the read that has it more often."""
+    extra = Counter(more) - Counter(seen)
+    return (*seen, *extra.elements())
 
 
 def replay_shown(screen: Sequence[str], replayed: str) -> bool:
