@@ -10,16 +10,52 @@ uses' statements are this module's; sessions_db.py writes with them too.
 
 from __future__ import annotations
 
-# The stdlib's sqlite3 is `_sqlite3` and sqlite3/dbapi2.py, which adds adapters for `datetime` values (the
-# hooks bind none) and imports `datetime` for them: most of what a worker's tool use would import else.
-import _sqlite3 as sqlite3
 import os
+import sys
 import time
+from types import ModuleType  # loaded by Python's start already
 
 TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from datetime import datetime
+    from typing import Any
+
+
+def _functools() -> ModuleType:
+    """`functools` as `_sqlite3` uses it as it is first imported: `lru_cache` (each connection's cache of
+    statements), made of the same C wrapper `functools.lru_cache` makes; anything else from the real module.
+    `functools` (with `collections`) is three quarters of what importing `_sqlite3` costs a hook."""
+    stand_in = ModuleType("functools")
+
+    def lru_cache(maxsize: int = 128, typed: bool = False) -> Callable[[Callable[..., Any]], Any]:
+        from _functools import _lru_cache_wrapper  # type: ignore[import-not-found]  # typeshed has none
+
+        return lambda function: _lru_cache_wrapper(function, max(maxsize, 0), typed, tuple)
+
+    def real(name: str) -> object:
+        if sys.modules.get("functools") is stand_in:
+            del sys.modules["functools"]
+        from importlib import import_module
+
+        return getattr(import_module("functools"), name)
+
+    stand_in.lru_cache = lru_cache  # type: ignore[attr-defined]
+    stand_in.__getattr__ = real  # type: ignore[method-assign]  # PEP 562
+    return stand_in
+
+
+# The stdlib's sqlite3 is `_sqlite3` and sqlite3/dbapi2.py, which adds adapters for `datetime` values (the
+# hooks bind none) and imports `datetime` for them: most of what a worker's tool use would import else.
+if "_sqlite3" in sys.modules or "functools" in sys.modules:
+    import _sqlite3 as sqlite3
+else:
+    _placed = sys.modules["functools"] = _functools()
+    try:
+        import _sqlite3 as sqlite3
+    finally:
+        if sys.modules.get("functools") is _placed:
+            del sys.modules["functools"]
 
 SESSIONS = "sessions"
 EVENTS = "session_events"
