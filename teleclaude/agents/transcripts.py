@@ -77,9 +77,10 @@ def assistant_usage(line: dict[str, Any]) -> tuple[str, Counts, str | None] | No
 class Reading:
     """What a transcript's messages used so far, each message counted once (its last line), as its lines
     are read: `fed(text)` reads more of them. The newest message stays open (its further lines may come in
-    the next text: a CLI writes a message's blocks one by one); the others are summed in `closed`."""
+    the next text: a CLI writes a message's blocks one by one); the others are summed in `closed`, their ids
+    kept in `ids`: `again` says a message closed by an earlier text came again (read the whole file then)."""
 
-    __slots__ = ("closed", "seen", "newest", "last", "model")
+    __slots__ = ("closed", "seen", "newest", "last", "model", "ids", "again")
 
     def __init__(
         self,
@@ -88,13 +89,16 @@ class Reading:
         newest: str = "",
         last: Counts = NONE,
         model: str = "",
+        ids: tuple[str, ...] = (),
+        again: bool = False,
     ) -> None:
         self.closed, self.seen, self.newest, self.last, self.model = closed, seen, newest, last, model
+        self.ids, self.again = ids, again
 
     def fed(self, text: str, message: Message) -> Reading:
         """This reading with the messages of `text`'s lines (`message` reads one) added."""
         messages = {self.newest: self.last} if self.seen else {}
-        newest, model = self.newest, self.model
+        newest, model, before, again = self.newest, self.model, frozenset(self.ids), self.again
         for line in json_lines(text):
             found = message(line)
             if found is None:
@@ -102,13 +106,15 @@ class Reading:
             newest = found[0]
             messages[newest] = found[1]
             model = model if found[2] is None else found[2]
+            again = again or newest in before
         if not messages:
             return self
         last = messages.pop(newest)
         closed = self.closed
         for counts in messages.values():
             closed = summed(closed, counts)
-        return Reading(closed, True, newest, last, model)
+        ids = self.ids + tuple(name for name in messages if name not in before)
+        return Reading(closed, True, newest, last, model, ids, again)
 
     def used(self) -> tuple[int | None, int | None, int | None, int | None, str] | None:
         """(input, cached, output, reasoning, model) of the messages read; None when there were none."""

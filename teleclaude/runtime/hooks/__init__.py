@@ -102,43 +102,55 @@ def quiet_stop(raw: str, agent: str | None) -> bool:
 
 def worker_stop(raw: str, agent: str | None) -> bool:
     """A local worker's stop (stop.py) that lets the stop through and has only its turn's end to record,
-    recorded here (record.py `end_turn_plainly`) without stop.py's modules: its `--agent` named, no usage
-    or spend to read from its CLI's record of the session, no prompt to judge, and `lets_through`. False
-    for anything else (a worker on another computer or in a sandbox, which marks its pane or channel): stop.py
-    then decides and records, as it does when the plain record cannot."""
-    if os.environ.get("TELECLAUDE_TURN_END_TO_PANE") or not _only_its_turn_end(raw, agent):  # tmux.py's
+    and what it used when its CLI's transcript says it line by line, recorded here (record.py
+    `end_turn_plainly`) without stop.py's modules: its `--agent` named, no usage to read from its CLI's
+    record of the session, no prompt to judge, and `lets_through`. False for anything else (a worker on
+    another computer or in a sandbox, which marks its pane or channel): stop.py then decides and records, as
+    it does when the plain record cannot."""
+    if os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # tmux.py's
+        return False
+    reading = _only_its_turn_end(raw, agent)
+    if reading is None:
         return False
     from teleclaude.runtime.hooks.record import end_turn_plainly
 
-    return end_turn_plainly()
+    return end_turn_plainly(reading or None)
 
 
 def sandboxed_stop(raw: str, agent: str | None) -> bool:
-    """A sandboxed worker's stop (stop.py) that lets the stop through and has only its turn's end to mark,
-    as `worker_stop` sees it: marked here in its channel folder (record.py `mark_turn_end_plainly`) without
-    stop.py's modules, the tmux or sandbox adapters. False for anything else: stop.py then decides and marks,
-    as it does when the folder refused the mark."""
-    if not _only_its_turn_end(raw, agent):
+    """A sandboxed worker's stop (stop.py) that lets the stop through and has only its turn's end to mark
+    (and what it used, as `worker_stop` reads it), as `worker_stop` sees it: marked here in its channel
+    folder (record.py `mark_turn_end_plainly`) without stop.py's modules, the tmux or sandbox adapters. False
+    for anything else: stop.py then decides and marks, as it does when the folder refused the mark."""
+    reading = _only_its_turn_end(raw, agent)
+    if reading is None:
         return False
     from teleclaude.runtime.hooks.record import mark_turn_end_plainly
 
-    return mark_turn_end_plainly()
+    return mark_turn_end_plainly(reading or None)
 
 
-def _only_its_turn_end(raw: str, agent: str | None) -> bool:
-    """A worker's stop with only its turn's end to record: its `--agent` named, no usage or spend to read
-    from its CLI's record of the session, no prompt to judge, and `lets_through`."""
-    from teleclaude.agents import NAMES, SPEND_SOURCES
+def _only_its_turn_end(raw: str, agent: str | None) -> tuple[str, str] | tuple[()] | None:
+    """A worker's stop with only its turn's end to record, and what it used when its CLI's transcript says it
+    line by line (`agents.TRANSCRIPT_LINES`): (agent, the transcript), else (); None for anything else (its
+    `--agent` not named, usage to read from its CLI's record, what it used in a database or a transcript its
+    driver must read, a prompt to judge, a stop `lets_through` does not let through)."""
+    from teleclaude.agents import NAMES, SPEND_SOURCES, TRANSCRIPT_LINES
 
     if agent not in NAMES:
-        return False
+        return None
     data = _stop_input(raw)
     if data is None or _reads_usage(data, agent) or data.get("prompt"):
-        return False
-    spend = SPEND_SOURCES.get(agent)  # what record.py `record_spend` would read
-    if spend == "database" or (spend == "transcript" and isinstance(data.get("transcript_path"), str)):
-        return False
-    return lets_through(data)
+        return None
+    spend, transcript = SPEND_SOURCES.get(agent), data.get("transcript_path")  # what record_spend would read
+    reading: tuple[str, str] | tuple[()] = ()
+    if spend == "database":
+        return None
+    if spend == "transcript" and isinstance(transcript, str):
+        if agent not in TRANSCRIPT_LINES:
+            return None
+        reading = (agent, transcript) if transcript else ()  # record_spend reads no file of no name
+    return reading if lets_through(data) else None
 
 
 def _stop_input(raw: str) -> dict | None:
