@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from io import StringIO
+from pathlib import Path
 
 import pytest
 
@@ -285,3 +286,42 @@ def test_sqlite_is_loaded_without_functools_and_caches_its_statements(env):
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert os.environ.get("TELECLAUDE_DB") is not None
+
+
+def _project_with_a_tree(root: Path) -> Path:
+    """A teleclaude project with its roadmap committed and the item's worktree trees/feat."""
+    _clean_project(root)
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@invalid"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "roadmap"], check=True)
+    subprocess.run([*git, "worktree", "add", "-q", "-b", "feat", str(root / "trees" / "feat")], check=True)
+    return root / "trees" / "feat"
+
+
+@pytest.mark.parametrize("where", ["tree", "subfolder"])
+def test_a_stop_in_a_clean_worktree_is_let_through_before_stop_py(env, tmp_path, where):
+    """A build worker's stop at every turn's end: its worktree found by its `.git` file, one `git status`."""
+    tree = _project_with_a_tree(tmp_path)
+    cwd = tree / "todos" if where == "subfolder" else tree
+    stop = json.dumps({"cwd": str(cwd), "hook_event_name": "Stop"})
+    done, modules = run(["hook", "stop", "--agent", "claude"], env, stop)
+    assert (done.returncode, done.stdout) == (0, "") and "teleclaude hook" not in done.stderr
+    assert not {m for m in modules if m in STOP_NOT or driver_module(m) or m == "teleclaude.adapters.git"}
+    (cwd / "wip.py").write_text("x\n")  # a change: stop.py refuses, as before
+    done, modules = run(["hook", "stop", "--agent", "claude"], env, stop)
+    assert json.loads(done.stdout)["decision"] == "block" and "teleclaude.runtime.hooks.stop" in modules
+
+
+def test_a_claude_worker_s_stop_in_its_worktree_keeps_its_reading_before_stop_py(env, tmp_path):
+    from teleclaude.agents.claude import transcript_tokens
+
+    tree, transcript = _project_with_a_tree(tmp_path / "project"), tmp_path / "transcript.jsonl"
+    worker = {**_workers(env, tmp_path, transcript), "TMUX": f"{tmp_path}/no-server,1,0"}
+    _append(transcript, _reply(1))
+    raw = json.dumps({"cwd": str(tree), "hook_event_name": "Stop", "transcript_path": str(transcript)})
+    done, modules = run(["hook", "stop", "--agent", "claude"], worker, raw)
+    assert (done.returncode, done.stdout) == (0, "") and "teleclaude hook" not in done.stderr
+    assert {m for m in modules if m.split(".")[0] in STOP_NOT or m in STOP_NOT or driver_module(m)} == set()
+    state, _, _, readings, events = _kept(env["TELECLAUDE_DB"], "w1")
+    assert (state, readings) == ("turn_ended", [transcript_tokens(transcript.read_text())])
+    assert events == [("turn_ended", "stop hook")]

@@ -190,12 +190,56 @@ def lets_through(data: dict) -> bool:
         dot_git = os.path.join(folder, ".git")
         if os.path.isdir(dot_git):
             return not os.path.isfile(os.path.join(folder, *ROADMAP)) or _committed(folder, start)
-        if os.path.lexists(dot_git):
-            return False  # a worktree's (or a submodule's) `.git` file: stop.py follows it
+        if os.path.lexists(dot_git):  # a worktree's (or a submodule's) `.git` file
+            return os.path.isfile(dot_git) and _clean_tree(folder, start)
         parent = os.path.dirname(folder)
         if parent == folder:
             return True
         folder = parent
+
+
+def _clean_tree(folder: str, cwd: str) -> bool:
+    """`folder` (holding `cwd`) is an item's worktree, trees/{slug} of a teleclaude project's main checkout,
+    with no change at all: what stop.py lets through there (a build worker's stop, at every turn's end),
+    found from its `.git` file as git.py `find_repo` finds the main checkout, and one `git status`. False for
+    anything else (a change, a submodule, a folder that is not plainly one): stop.py decides."""
+    if cwd != os.path.normpath(cwd) or any(os.environ.get(name) for name in GIT_ELSEWHERE):
+        return False
+    git_dir = _pointed(os.path.join(folder, ".git"), "gitdir:")
+    common = _pointed(os.path.join(git_dir, "commondir")) if git_dir else None
+    if not git_dir or not common or common == git_dir:
+        return False
+    root = os.path.dirname(common)
+    if not os.path.isfile(os.path.join(root, *ROADMAP)):
+        return True  # not a teleclaude project
+    if folder != os.path.join(root, TREES, os.path.basename(folder)):
+        return False
+    from teleclaude.adapters.gitstatus import changed
+
+    try:
+        changes = changed(folder)
+    except OSError:
+        return False
+    return changes == ()
+
+
+def _pointed(path: str, prefix: str = "") -> str | None:
+    """The folder a git pointer file names (`gitdir: X` of a `.git` file, a worktree's `commondir`), resolved
+    from the file's own folder as git.py resolves it; None when it is not one."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        text = os.read(fd, 4096).decode("utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if not text.startswith(prefix):
+        return None
+    target = os.path.realpath(os.path.join(os.path.dirname(path), text.removeprefix(prefix).strip()))
+    return target if os.path.isdir(target) else None
 
 
 def _committed(root: str, cwd: str) -> bool:
