@@ -6,8 +6,6 @@ alone only what its transcript holds new since its last read (runtime/hooks/tran
 
 from __future__ import annotations
 
-from math import isfinite
-
 from teleclaude.agents.jsonin import loads
 
 TYPE_CHECKING = False  # typing's own, without importing typing
@@ -28,10 +26,15 @@ def count(value: object) -> int | None:
     """A token count as a record gives it: a whole number from 0 to MOST, else None (unknown)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    if isinstance(value, float) and (not isfinite(value) or value != int(value)):
+    if isinstance(value, float) and (not finite(value) or value != int(value)):
         return None
     number = int(value)
     return number if 0 <= number <= MOST else None
+
+
+def finite(number: float) -> bool:
+    """`math.isfinite`, without loading `math`'s module (inf - inf and nan - nan are nan, not 0)."""
+    return number - number == 0
 
 
 def add(one: int | None, other: int | None) -> int | None:

@@ -11,10 +11,9 @@ sandboxed worker's channel, `SPEND_READ`), and what it gives is what reading the
 from __future__ import annotations
 
 import os
-from math import isfinite
 
 from teleclaude.agents.jsonin import loads
-from teleclaude.agents.transcripts import Reading
+from teleclaude.agents.transcripts import Reading, finite
 
 TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
@@ -101,7 +100,7 @@ def json_array(values: tuple[object, ...]) -> str:
             return {None: "null", True: "true", False: "false"}[value]
         if isinstance(value, int):
             return int.__repr__(value)
-        if isinstance(value, float) and isfinite(value):
+        if isinstance(value, float) and finite(value):
             return float.__repr__(value)
         if isinstance(value, str):
             return encode_basestring_ascii(value)
