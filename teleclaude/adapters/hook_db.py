@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 import sys
 import time
-from types import ModuleType  # loaded by Python's start already
 
 TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from datetime import datetime
+    from types import ModuleType
     from typing import Any
 
 
@@ -26,7 +26,7 @@ def _functools() -> ModuleType:
     """`functools` as `_sqlite3` uses it as it is first imported: `lru_cache` (each connection's cache of
     statements), made of the same C wrapper `functools.lru_cache` makes; anything else from the real module.
     `functools` (with `collections`) is three quarters of what importing `_sqlite3` costs a hook."""
-    stand_in = ModuleType("functools")
+    stand_in = type(sys)("functools")  # types.ModuleType, without importing `types`
 
     def lru_cache(maxsize: int = 128, typed: bool = False) -> Callable[[Callable[..., Any]], Any]:
         from _functools import _lru_cache_wrapper  # type: ignore[import-not-found]  # typeshed has none
