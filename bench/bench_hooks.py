@@ -32,6 +32,8 @@ and every process an agent event starts, against their own floor, a bare start o
     stop (claude)     a claude worker's stop there, as claude's stop input always is: it names the session's
                       transcript (~400 KB, a turn more each round), whose new lines say what the turn used
     stop (claude, sb) the same worker sandboxed: what it used marked in its channel
+    stop (tree)       `teleclaude hook stop` in a clean item worktree (trees/feat, a build worker's folder),
+                      also against Python's start plus the `git status` it runs there (`git status (tree)`)
 
 Prints the median, the minimum and the ratio to the floor; deletes the repository; never asserts; exits 0.
 """
@@ -203,6 +205,8 @@ def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> tuple[dict[str,
     }
     outside = root.parent / "outside"
     outside.mkdir(exist_ok=True)
+    tree = root / "trees" / "feat"
+    git(root, "worktree", "add", "-q", "-b", "feat", str(tree), env=env)
     rollout = root / "rollout.jsonl"
     resets = int(time.time()) + 3600
     limits = {"five_hour": {"used_percentage": 42, "resets_at": resets}}
@@ -238,6 +242,9 @@ def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> tuple[dict[str,
             "stop (claude, sb)", [teleclaude, "hook", "stop", "--agent", "claude"], claude_sandboxed, said
         )
         measure("git status", STOP_STATUS, {**env, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
+        stop = json.dumps({"cwd": str(tree), "session_id": "s", "hook_event_name": "Stop"})
+        measure("stop (tree)", [teleclaude, "hook", "stop", "--agent", "claude"], env, stop, tree)
+        measure("git status (tree)", TREE_STATUS, {**env, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}, cwd=tree)
         if i < 0:
             results.clear()
             cpu.clear()
@@ -247,13 +254,22 @@ def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> tuple[dict[str,
 # the one `git status` the stop hook runs in a main checkout (adapters/git.py's status of todos/)
 STOP_STATUS = ["git", "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all"]
 STOP_STATUS += ["--ignored=matching", "--", "todos"]
+TREE_STATUS = [
+    "git",
+    "status",
+    "--porcelain=v2",
+    "--branch",
+    "-z",
+]  # and in a worktree (adapters/gitstatus.py)
 
 
 def beside_git(results: dict[str, list[float]]) -> None:
-    """The stop hook in the project against Python's start plus the `git status` it cannot skip."""
-    floor = statistics.median(results["python start"]) + statistics.median(results["git status"])
-    ratio = statistics.median(results["stop (project)"]) / floor
-    print(f"  stop (project) against python start + git status ({floor:.1f}): {ratio:.1f} x")
+    """The stop hook in the project and in a worktree against Python's start plus the `git status` it cannot
+    skip there."""
+    for subject, status in (("stop (project)", "git status"), ("stop (tree)", "git status (tree)")):
+        floor = statistics.median(results["python start"]) + statistics.median(results[status])
+        ratio = statistics.median(results[subject]) / floor
+        print(f"  {subject} against python start + {status} ({floor:.1f}): {ratio:.1f} x")
 
 
 def report(results: dict[str, list[float]], floor_name: str, aim: float | None = None) -> None:
