@@ -305,6 +305,8 @@ def end_turn_reading(
                     conn.execute(SET_READ_STATE, (state, last[0]))
             else:
                 conn.execute(ADD_READING, (session_id, at, *reading, state))
+                if last is not None and last[7] is not None:  # the latest reading alone keeps one
+                    conn.execute(SET_READ_STATE, (None, last[0]))
         return ENDED
     except sqlite3.Error as error:
         _raise_if_locked(path, error)

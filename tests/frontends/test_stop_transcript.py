@@ -325,3 +325,20 @@ def test_a_claude_worker_s_stop_in_its_worktree_keeps_its_reading_before_stop_py
     state, _, _, readings, events = _kept(env["TELECLAUDE_DB"], "w1")
     assert (state, readings) == ("turn_ended", [transcript_tokens(transcript.read_text())])
     assert events == [("turn_ended", "stop hook")]
+
+
+def test_only_the_latest_reading_keeps_where_the_read_got_to(env, tmp_path):
+    import sqlite3
+
+    transcript = tmp_path / "transcript.jsonl"
+    _clean_project(tmp_path)
+    worker = {**_workers(env, tmp_path, transcript), "TMUX": f"{tmp_path}/no-server,1,0"}
+    raw = json.dumps({"cwd": str(tmp_path), "hook_event_name": "Stop", "transcript_path": str(transcript)})
+    for turn in range(1, 4):
+        _append(transcript, _reply(turn))
+        _working(env["TELECLAUDE_DB"])
+        assert run(["hook", "stop", "--agent", "claude"], worker, raw)[0].returncode == 0
+    with sqlite3.connect(env["TELECLAUDE_DB"]) as conn:
+        kept = conn.execute("SELECT read_state IS NOT NULL FROM spend WHERE session_id = 'w1' ORDER BY id")
+        assert [row[0] for row in kept] == [0, 0, 1]
+    conn.close()
