@@ -29,6 +29,11 @@ and every process an agent event starts, against their own floor, a bare start o
                       (a tmux client of its pane's server, here one that is not running)
     stop (sandboxed)  a sandboxed worker's stop there (bubblewrap's default): its turn's end sealed into its
                       session's channel folder (TELECLAUDE_CHANNEL), no database, no tmux
+    stop (claude)     a claude worker's stop there, as claude's stop input always is: it names the session's
+                      transcript (~400 KB, a turn more each round), whose new lines say what the turn used
+    stop (claude, sb) the same worker sandboxed: what it used marked in its channel
+    stop (tree)       `teleclaude hook stop` in a clean item worktree (trees/feat, a build worker's folder),
+                      also against Python's start plus the `git status` it runs there (`git status (tree)`)
 
 Prints the median, the minimum and the ratio to the floor; deletes the repository; never asserts; exits 0.
 """
@@ -90,8 +95,11 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def add_worker_session(root: Path) -> str:
-    """A running codex worker in the database (TELECLAUDE_DB), as the runtime records one it started."""
+def add_worker_session(
+    root: Path, session_id: str = "bench001", agent: str = "codex", transcript: str = ""
+) -> str:
+    """A running worker in the database (TELECLAUDE_DB), as the runtime records one it started (with the
+    transcript its prompt and tool hooks name)."""
     from datetime import UTC, datetime
 
     from teleclaude.adapters.sessions_db import SessionStore
@@ -99,8 +107,9 @@ def add_worker_session(root: Path) -> str:
 
     now = datetime.now(UTC)
     session = Session(
-        id="bench001",
-        agent="codex",
+        id=session_id,
+        transcript=transcript,
+        agent=agent,
         command="next-build",
         args="feat",
         project=str(root),
@@ -114,13 +123,32 @@ def add_worker_session(root: Path) -> str:
     return session.id
 
 
-def working(db: Path, session_id: str) -> None:
-    """The worker's session at work again, as after its next message (not measured)."""
+def working(db: Path, *session_ids: str) -> None:
+    """The workers' sessions at work again, as after their next message (not measured)."""
     import sqlite3
 
     with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE sessions SET state = 'running' WHERE id = ?", (session_id,))
+        conn.executemany("UPDATE sessions SET state = 'running' WHERE id = ?", [(i,) for i in session_ids])
     conn.close()
+
+
+def claude_turn(transcript: Path, turn: int) -> None:
+    """One more turn of a claude transcript, as its CLI writes it: a tool's result (the user's line), then a
+    reply message in three lines (a line per content block, each repeating the message's usage)."""
+    result = {"role": "user", "content": [{"type": "tool_result", "content": "x" * 2000}]}
+    lines = [json.dumps({"type": "user", "message": result})]
+    usage = {"input_tokens": 3, "cache_creation_input_tokens": 200, "cache_read_input_tokens": 20_000 + turn}
+    for block in range(3):
+        message: dict[str, object] = {
+            "id": f"msg_{turn:024d}",
+            "model": "claude-opus-4-5",
+            "role": "assistant",
+        }
+        message["content"] = [{"type": "text", "text": "y" * 500}]
+        message["usage"] = {**usage, "output_tokens": 40 + block}
+        lines.append(json.dumps({"type": "assistant", "message": message, "uuid": f"{turn}-{block}"}))
+    with transcript.open("a", encoding="utf-8") as file:
+        file.write("\n".join(lines) + "\n")
 
 
 def git_hooks(root: Path, rounds: int, env: dict[str, str]) -> None:
@@ -162,8 +190,23 @@ def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> tuple[dict[str,
     channel.mkdir(mode=0o700, exist_ok=True)
     sandboxed = {**worker, "TELECLAUDE_CHANNEL": str(channel), "TELECLAUDE_TURN_END_TO_PANE": "1"}
     del sandboxed["TMUX"]  # it reaches no tmux server
+    transcript = root.parent / "claude.jsonl"
+    for turn in range(100):
+        claude_turn(transcript, turn)
+    claude = {
+        **worker,
+        "TELECLAUDE_SESSION_ID": add_worker_session(root, "bench002", "claude", str(transcript)),
+    }
+    (root.parent / "channel2").mkdir(mode=0o700, exist_ok=True)
+    claude_sandboxed = {
+        **sandboxed,
+        "TELECLAUDE_SESSION_ID": "bench003",
+        "TELECLAUDE_CHANNEL": str(root.parent / "channel2"),
+    }
     outside = root.parent / "outside"
     outside.mkdir(exist_ok=True)
+    tree = root / "trees" / "feat"
+    git(root, "worktree", "add", "-q", "-b", "feat", str(tree), env=env)
     rollout = root / "rollout.jsonl"
     resets = int(time.time()) + 3600
     limits = {"five_hour": {"used_percentage": 42, "resets_at": resets}}
@@ -187,10 +230,21 @@ def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> tuple[dict[str,
         measure("stop (none)", [teleclaude, "hook", "stop", "--agent", "claude"], env, stop, outside)
         stop = json.dumps({"cwd": str(root), "session_id": "s", "hook_event_name": "Stop"})
         measure("stop (project)", [teleclaude, "hook", "stop", "--agent", "claude"], env, stop)
-        working(root.parent / "teleclaude.db", worker["TELECLAUDE_SESSION_ID"])  # each stop ends a turn
+        working(
+            root.parent / "teleclaude.db", worker["TELECLAUDE_SESSION_ID"], "bench002"
+        )  # each stop ends a turn
         measure("stop (worker)", [teleclaude, "hook", "stop", "--agent", "codex"], worker, stop)
         measure("stop (sandboxed)", [teleclaude, "hook", "stop", "--agent", "codex"], sandboxed, stop)
+        claude_turn(transcript, 100 + i)
+        said = json.dumps({**json.loads(stop), "transcript_path": str(transcript)})
+        measure("stop (claude)", [teleclaude, "hook", "stop", "--agent", "claude"], claude, said)
+        measure(
+            "stop (claude, sb)", [teleclaude, "hook", "stop", "--agent", "claude"], claude_sandboxed, said
+        )
         measure("git status", STOP_STATUS, {**env, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
+        stop = json.dumps({"cwd": str(tree), "session_id": "s", "hook_event_name": "Stop"})
+        measure("stop (tree)", [teleclaude, "hook", "stop", "--agent", "claude"], env, stop, tree)
+        measure("git status (tree)", TREE_STATUS, {**env, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}, cwd=tree)
         if i < 0:
             results.clear()
             cpu.clear()
@@ -200,13 +254,22 @@ def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> tuple[dict[str,
 # the one `git status` the stop hook runs in a main checkout (adapters/git.py's status of todos/)
 STOP_STATUS = ["git", "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all"]
 STOP_STATUS += ["--ignored=matching", "--", "todos"]
+TREE_STATUS = [
+    "git",
+    "status",
+    "--porcelain=v2",
+    "--branch",
+    "-z",
+]  # and in a worktree (adapters/gitstatus.py)
 
 
 def beside_git(results: dict[str, list[float]]) -> None:
-    """The stop hook in the project against Python's start plus the `git status` it cannot skip."""
-    floor = statistics.median(results["python start"]) + statistics.median(results["git status"])
-    ratio = statistics.median(results["stop (project)"]) / floor
-    print(f"  stop (project) against python start + git status ({floor:.1f}): {ratio:.1f} x")
+    """The stop hook in the project and in a worktree against Python's start plus the `git status` it cannot
+    skip there."""
+    for subject, status in (("stop (project)", "git status"), ("stop (tree)", "git status (tree)")):
+        floor = statistics.median(results["python start"]) + statistics.median(results[status])
+        ratio = statistics.median(results[subject]) / floor
+        print(f"  {subject} against python start + {status} ({floor:.1f}): {ratio:.1f} x")
 
 
 def report(results: dict[str, list[float]], floor_name: str, aim: float | None = None) -> None:

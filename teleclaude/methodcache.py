@@ -79,9 +79,7 @@ def _exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
 def _inspect() -> ModuleType:
     """`inspect` as `dataclasses` uses it: `signature` refused for teleclaude's classes (which dataclasses
     takes as "no signature": the class's name is its docstring), anything else from the real module."""
-    from types import ModuleType
-
-    stand_in = ModuleType("inspect")
+    stand_in = type(sys)("inspect")  # a module (types.ModuleType, without importing `types`: a hook's cost)
 
     def real() -> ModuleType:
         if sys.modules.get("inspect") is stand_in:

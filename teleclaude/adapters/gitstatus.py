@@ -44,8 +44,9 @@ def records(out: str) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
     return has_commits, tuple(changes), tuple(ignored)
 
 
-def changed(root: str, pathspec: str) -> tuple[str, ...] | None:
-    """The changed or untracked paths in `pathspec` of the checkout `root`, as `git.status(root, pathspec)`
-    has them; None when git could not say (not found, not a repository, any failure)."""
+def changed(root: str, pathspec: str | None = None) -> tuple[str, ...] | None:
+    """The changed or untracked paths in `pathspec` (None: anywhere) of the checkout `root`, as
+    `git.status(root, pathspec)` has them; None when git could not say (not found, not a repository, any
+    failure)."""
     out = output(["git", "-C", root, *status_args(pathspec)], {**os.environ, **GIT_ENV})
     return None if out is None else records(out.decode("utf-8", errors="surrogateescape"))[1]

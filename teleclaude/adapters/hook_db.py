@@ -10,16 +10,52 @@ uses' statements are this module's; sessions_db.py writes with them too.
 
 from __future__ import annotations
 
-# The stdlib's sqlite3 is `_sqlite3` and sqlite3/dbapi2.py, which adds adapters for `datetime` values (the
-# hooks bind none) and imports `datetime` for them: most of what a worker's tool use would import else.
-import _sqlite3 as sqlite3
 import os
+import sys
 import time
 
 TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from datetime import datetime
+    from types import ModuleType
+    from typing import Any
+
+
+def _functools() -> ModuleType:
+    """`functools` as `_sqlite3` uses it as it is first imported: `lru_cache` (each connection's cache of
+    statements), made of the same C wrapper `functools.lru_cache` makes; anything else from the real module.
+    `functools` (with `collections`) is three quarters of what importing `_sqlite3` costs a hook."""
+    stand_in = type(sys)("functools")  # types.ModuleType, without importing `types`
+
+    def lru_cache(maxsize: int = 128, typed: bool = False) -> Callable[[Callable[..., Any]], Any]:
+        from _functools import _lru_cache_wrapper  # type: ignore[import-not-found]  # typeshed has none
+
+        return lambda function: _lru_cache_wrapper(function, max(maxsize, 0), typed, tuple)
+
+    def real(name: str) -> object:
+        if sys.modules.get("functools") is stand_in:
+            del sys.modules["functools"]
+        from importlib import import_module
+
+        return getattr(import_module("functools"), name)
+
+    stand_in.lru_cache = lru_cache  # type: ignore[attr-defined]
+    stand_in.__getattr__ = real  # type: ignore[method-assign]  # PEP 562
+    return stand_in
+
+
+# The stdlib's sqlite3 is `_sqlite3` and sqlite3/dbapi2.py, which adds adapters for `datetime` values (the
+# hooks bind none) and imports `datetime` for them: most of what a worker's tool use would import else.
+if "_sqlite3" in sys.modules or "functools" in sys.modules:
+    import _sqlite3 as sqlite3
+else:
+    _placed = sys.modules["functools"] = _functools()
+    try:
+        import _sqlite3 as sqlite3
+    finally:
+        if sys.modules.get("functools") is _placed:
+            del sys.modules["functools"]
 
 SESSIONS = "sessions"
 EVENTS = "session_events"
@@ -209,6 +245,68 @@ def end_turn(path: str, busy_ms: int, session_id: str, owns: Callable[[str], boo
             if conn.execute(END_TURN, (at, at, version + 1, session_id, version)).rowcount != 1:
                 return None
             conn.execute(TURN_ENDED_EVENT, (session_id, at))
+        return ENDED
+    except sqlite3.Error as error:
+        _raise_if_locked(path, error)
+        return None
+    finally:
+        conn.close()
+
+
+# A worker's stop that read what it used from its CLI's transcript (runtime/hooks/transcript.py): the reading
+# kept as sessions_db.py `add_spend` keeps it, with where the read got to (`read_state`), and its turn's end
+SESSION_ENDING_OF = f"SELECT key, state, version, transcript FROM {SESSIONS} WHERE id = ?"
+LAST_READING = (
+    f"SELECT id, input, cached, output, reasoning, cost_usd, model, read_state FROM {SPEND} "
+    "WHERE session_id = ? ORDER BY id DESC LIMIT 1"
+)
+ADD_READING = (
+    f"INSERT INTO {SPEND} (session_id, at, input, cached, output, reasoning, cost_usd, model, read_state) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+SET_READ_STATE = f"UPDATE {SPEND} SET read_state = ? WHERE id = ?"
+
+
+def end_turn_reading(
+    path: str,
+    busy_ms: int,
+    session_id: str,
+    owns: Callable[[str], bool],
+    at: str,
+    transcript: str,
+    read: Callable[[str], tuple[tuple[int | None, int | None, int | None, int | None, str] | None, str]],
+) -> str | None:
+    """`end_turn` of a running session that `owns` its stored key, whose CLI's transcript (`transcript`, the
+    one on record) says what it used: `read(state)` gives (input, cached, output, reasoning, model) or None
+    (unknown) and the state to keep, from the last reading's state; that reading is kept with it in the same
+    transaction, as the stop hook's store keeps it (`SessionStore.add_spend`). ENDED, or None when nothing
+    was written: anything else (no such session, another key, not running, another transcript on record, the
+    row changed, the file or a column not as the runtime leaves it) is the stop hook's to record. Raises the
+    store's `StoreLocked` when other writers hold the file past `busy_ms`."""
+    conn = _connect(path, busy_ms)
+    if conn is None:
+        return None
+    try:
+        found = conn.execute(SESSION_ENDING_OF, (session_id,)).fetchone()
+        if found is None or not owns(found[0] or "") or found[1] != "running" or found[3] != transcript:
+            return None
+        version = found[2] or 0
+        last = conn.execute(LAST_READING, (session_id,)).fetchone()
+        used, state = read(last[7] or "" if last else "")
+        *counts, model = used or (None, None, None, None, "")
+        cost = last[5] if last else None  # a reader gives none: the status line's (`keep_cost`), if any
+        reading = (*counts, cost, model)
+        with conn:
+            if conn.execute(END_TURN, (at, at, version + 1, session_id, version)).rowcount != 1:
+                return None
+            conn.execute(TURN_ENDED_EVENT, (session_id, at))
+            if last is not None and tuple(last[1:7]) == reading:
+                if last[7] != state:
+                    conn.execute(SET_READ_STATE, (state, last[0]))
+            else:
+                conn.execute(ADD_READING, (session_id, at, *reading, state))
+                if last is not None and last[7] is not None:  # the latest reading alone keeps one
+                    conn.execute(SET_READ_STATE, (None, last[0]))
         return ENDED
     except sqlite3.Error as error:
         _raise_if_locked(path, error)

@@ -104,6 +104,7 @@ _SPEND_COLUMNS = {
     "reasoning": int,
     "cost_usd": float,
     "model": str,
+    "read_state": str,  # where a worker's stop hook read its transcript up to (runtime/hooks/transcript.py)
 }
 _RUN_COLUMNS = {"id": str, "project": str, "slug": str, "started_at": str, "ended_at": str, "outcome": str}
 

@@ -41,6 +41,9 @@ SPEND_SOURCES: dict[str, str] = {
     "codex": "transcript",
     "opencode": "database",
 }
+# and of those, the drivers whose transcript is read line by line with agents/transcripts.py alone (a worker's
+# stop reads only what is new in it, without the driver): the reader of one line of it there
+TRANSCRIPT_LINES: dict[str, str] = {"claude": "assistant_usage"}
 
 
 def __getattr__(name: str) -> object:

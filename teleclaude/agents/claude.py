@@ -21,7 +21,8 @@ from teleclaude.agents.profile import (
     resume_option_argv,
 )
 from teleclaude.agents.statusline import rate_limits
-from teleclaude.agents.tokens import Price, TokenReport, Tokens, count, json_lines, summed
+from teleclaude.agents.tokens import Price, TokenReport, Tokens, of_reading
+from teleclaude.agents.transcripts import Reading, assistant_usage
 
 CLAUDE_STATE = "~/.claude.json"
 CLAUDE_SETTINGS = "~/.claude/settings.json"
@@ -46,29 +47,10 @@ def statusline_usage(text: str, now: datetime) -> tuple[UsageWindow, ...]:
 
 
 # Its transcript (the Stop hook's `transcript_path`, JSON Lines) has a line per content block of each reply
-# message, `{"type": "assistant", "message": {"id", "model", "usage": {"input_tokens",
-# "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"}}}`: the lines of one message
-# repeat its usage, the last with its final output count
+# message, the lines of one message repeating its usage (transcripts.py `assistant_usage` reads one)
 def transcript_tokens(text: str) -> Tokens | None:
     """What the session's responses used, each message counted once (its last line)."""
-    messages: dict[str, tuple[int | None, int | None, int | None, int | None]] = {}
-    model = ""
-    for line in json_lines(text):
-        message = line.get("message")
-        if line.get("type") != "assistant" or not isinstance(message, dict):
-            continue
-        usage, name = message.get("usage"), message.get("id")
-        if not isinstance(usage, dict) or not isinstance(name, str):
-            continue
-        if isinstance(message.get("model"), str) and message["model"] != "<synthetic>":
-            model = message["model"]
-        fresh, written, read = (
-            count(usage.get(key, 0))
-            for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-        )
-        whole = None if fresh is None or written is None or read is None else fresh + written + read
-        messages[name] = (whole, read, count(usage.get("output_tokens")), None)
-    return summed(messages.values(), model[:100])
+    return of_reading(Reading().fed(text, assistant_usage))
 
 
 # its conversation id is the `session_id` of its hooks' input (a UUID), its transcript

@@ -8,17 +8,20 @@ non-number, a number past `MOST`) counts as unknown too, never as a traceback.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+# read without this module's dataclasses by a worker's stop hook (transcripts.py), and kept here for the rest
+from teleclaude.agents.transcripts import MOST as MOST
+from teleclaude.agents.transcripts import add as add
+from teleclaude.agents.transcripts import count as count
+from teleclaude.agents.transcripts import json_lines as json_lines
+
 TYPE_CHECKING = False  # typing's own, without importing typing (every driver imports this module)
 if TYPE_CHECKING:
-    from typing import Any
+    from teleclaude.agents.transcripts import Reading
 
-# more tokens than any one session can use (a thousand billion): a bigger number is a forged or broken one
-MOST = 10**12
 MOST_USD = 10.0**7
 
 
@@ -100,39 +103,11 @@ class TokenReport:
     database: DatabaseRecord | None = None
 
 
-def count(value: object) -> int | None:
-    """A token count as a record gives it: a whole number from 0 to MOST, else None (unknown)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and (not math.isfinite(value) or value != int(value)):
-        return None
-    number = int(value)
-    return number if 0 <= number <= MOST else None
-
-
 def dollars(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     number = float(value)
     return number if math.isfinite(number) and 0 <= number <= MOST_USD else None
-
-
-def add(one: int | None, other: int | None) -> int | None:
-    """Unknown stays unknown: a sum with an unknown part is unknown."""
-    return None if one is None or other is None else one + other
-
-
-def json_lines(text: str) -> Iterable[dict[str, Any]]:
-    """The JSON objects of a JSON Lines text; a line cut short, or anything but an object, is skipped."""
-    for line in text.splitlines():
-        if not line.startswith("{"):
-            continue
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            yield value
 
 
 def summed(
@@ -147,3 +122,9 @@ def summed(
     for row in rows:
         totals = [add(total, part) for total, part in zip(totals, row, strict=True)]
     return Tokens(totals[0], totals[1], totals[2], totals[3], model=model)
+
+
+def of_reading(reading: Reading) -> Tokens | None:
+    """What a transcript's `Reading` says the session used; None when it read no message."""
+    used = reading.used()
+    return None if used is None else Tokens(*used[:4], model=used[4])

@@ -8,7 +8,9 @@ planner/core/tool_lines.py, which the status board shares with digests and `sess
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from _collections_abc import (
+    Mapping,  # collections.abc's, loaded at start (`collections` is not: a tool use's cost)
+)
 
 TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:  # the record is built only where it is kept: a hook writes `named`'s row (dataclasses)

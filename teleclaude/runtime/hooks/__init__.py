@@ -102,43 +102,55 @@ def quiet_stop(raw: str, agent: str | None) -> bool:
 
 def worker_stop(raw: str, agent: str | None) -> bool:
     """A local worker's stop (stop.py) that lets the stop through and has only its turn's end to record,
-    recorded here (record.py `end_turn_plainly`) without stop.py's modules: its `--agent` named, no usage
-    or spend to read from its CLI's record of the session, no prompt to judge, and `lets_through`. False
-    for anything else (a worker on another computer or in a sandbox, which marks its pane or channel): stop.py
-    then decides and records, as it does when the plain record cannot."""
-    if os.environ.get("TELECLAUDE_TURN_END_TO_PANE") or not _only_its_turn_end(raw, agent):  # tmux.py's
+    and what it used when its CLI's transcript says it line by line, recorded here (record.py
+    `end_turn_plainly`) without stop.py's modules: its `--agent` named, no usage to read from its CLI's
+    record of the session, no prompt to judge, and `lets_through`. False for anything else (a worker on
+    another computer or in a sandbox, which marks its pane or channel): stop.py then decides and records, as
+    it does when the plain record cannot."""
+    if os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # tmux.py's
+        return False
+    reading = _only_its_turn_end(raw, agent)
+    if reading is None:
         return False
     from teleclaude.runtime.hooks.record import end_turn_plainly
 
-    return end_turn_plainly()
+    return end_turn_plainly(reading or None)
 
 
 def sandboxed_stop(raw: str, agent: str | None) -> bool:
-    """A sandboxed worker's stop (stop.py) that lets the stop through and has only its turn's end to mark,
-    as `worker_stop` sees it: marked here in its channel folder (record.py `mark_turn_end_plainly`) without
-    stop.py's modules, the tmux or sandbox adapters. False for anything else: stop.py then decides and marks,
-    as it does when the folder refused the mark."""
-    if not _only_its_turn_end(raw, agent):
+    """A sandboxed worker's stop (stop.py) that lets the stop through and has only its turn's end to mark
+    (and what it used, as `worker_stop` reads it), as `worker_stop` sees it: marked here in its channel
+    folder (record.py `mark_turn_end_plainly`) without stop.py's modules, the tmux or sandbox adapters. False
+    for anything else: stop.py then decides and marks, as it does when the folder refused the mark."""
+    reading = _only_its_turn_end(raw, agent)
+    if reading is None:
         return False
     from teleclaude.runtime.hooks.record import mark_turn_end_plainly
 
-    return mark_turn_end_plainly()
+    return mark_turn_end_plainly(reading or None)
 
 
-def _only_its_turn_end(raw: str, agent: str | None) -> bool:
-    """A worker's stop with only its turn's end to record: its `--agent` named, no usage or spend to read
-    from its CLI's record of the session, no prompt to judge, and `lets_through`."""
-    from teleclaude.agents import NAMES, SPEND_SOURCES
+def _only_its_turn_end(raw: str, agent: str | None) -> tuple[str, str] | tuple[()] | None:
+    """A worker's stop with only its turn's end to record, and what it used when its CLI's transcript says it
+    line by line (`agents.TRANSCRIPT_LINES`): (agent, the transcript), else (); None for anything else (its
+    `--agent` not named, usage to read from its CLI's record, what it used in a database or a transcript its
+    driver must read, a prompt to judge, a stop `lets_through` does not let through)."""
+    from teleclaude.agents import NAMES, SPEND_SOURCES, TRANSCRIPT_LINES
 
     if agent not in NAMES:
-        return False
+        return None
     data = _stop_input(raw)
     if data is None or _reads_usage(data, agent) or data.get("prompt"):
-        return False
-    spend = SPEND_SOURCES.get(agent)  # what record.py `record_spend` would read
-    if spend == "database" or (spend == "transcript" and isinstance(data.get("transcript_path"), str)):
-        return False
-    return lets_through(data)
+        return None
+    spend, transcript = SPEND_SOURCES.get(agent), data.get("transcript_path")  # what record_spend would read
+    reading: tuple[str, str] | tuple[()] = ()
+    if spend == "database":
+        return None
+    if spend == "transcript" and isinstance(transcript, str):
+        if agent not in TRANSCRIPT_LINES:
+            return None
+        reading = (agent, transcript) if transcript else ()  # record_spend reads no file of no name
+    return reading if lets_through(data) else None
 
 
 def _stop_input(raw: str) -> dict | None:
@@ -178,12 +190,56 @@ def lets_through(data: dict) -> bool:
         dot_git = os.path.join(folder, ".git")
         if os.path.isdir(dot_git):
             return not os.path.isfile(os.path.join(folder, *ROADMAP)) or _committed(folder, start)
-        if os.path.lexists(dot_git):
-            return False  # a worktree's (or a submodule's) `.git` file: stop.py follows it
+        if os.path.lexists(dot_git):  # a worktree's (or a submodule's) `.git` file
+            return os.path.isfile(dot_git) and _clean_tree(folder, start)
         parent = os.path.dirname(folder)
         if parent == folder:
             return True
         folder = parent
+
+
+def _clean_tree(folder: str, cwd: str) -> bool:
+    """`folder` (holding `cwd`) is an item's worktree, trees/{slug} of a teleclaude project's main checkout,
+    with no change at all: what stop.py lets through there (a build worker's stop, at every turn's end),
+    found from its `.git` file as git.py `find_repo` finds the main checkout, and one `git status`. False for
+    anything else (a change, a submodule, a folder that is not plainly one): stop.py decides."""
+    if cwd != os.path.normpath(cwd) or any(os.environ.get(name) for name in GIT_ELSEWHERE):
+        return False
+    git_dir = _pointed(os.path.join(folder, ".git"), "gitdir:")
+    common = _pointed(os.path.join(git_dir, "commondir")) if git_dir else None
+    if not git_dir or not common or common == git_dir:
+        return False
+    root = os.path.dirname(common)
+    if not os.path.isfile(os.path.join(root, *ROADMAP)):
+        return True  # not a teleclaude project
+    if folder != os.path.join(root, TREES, os.path.basename(folder)):
+        return False
+    from teleclaude.adapters.gitstatus import changed
+
+    try:
+        changes = changed(folder)
+    except OSError:
+        return False
+    return changes == ()
+
+
+def _pointed(path: str, prefix: str = "") -> str | None:
+    """The folder a git pointer file names (`gitdir: X` of a `.git` file, a worktree's `commondir`), resolved
+    from the file's own folder as git.py resolves it; None when it is not one."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        text = os.read(fd, 4096).decode("utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if not text.startswith(prefix):
+        return None
+    target = os.path.realpath(os.path.join(os.path.dirname(path), text.removeprefix(prefix).strip()))
+    return target if os.path.isdir(target) else None
 
 
 def _committed(root: str, cwd: str) -> bool:

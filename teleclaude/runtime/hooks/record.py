@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from teleclaude.adapters.store import AvailabilityStore
     from teleclaude.agents.usage import UsageWindow
     from teleclaude.runtime.api import Runtime
+    from teleclaude.runtime.hooks.transcript import Used
 
 
 def record(
@@ -95,24 +96,32 @@ def _retried(
 TURN_END_BUSY_MS = 1000  # the plain record's wait for the database; past it, the runtime's waits and retries
 
 
-def end_turn_plainly() -> bool:
+def end_turn_plainly(reading: tuple[str, str] | None = None) -> bool:
     """A local worker's turn ended (no prompt to judge): recorded with the stdlib's sqlite3
     (adapters/hook_db.py `end_turn`), its waiters woken through the tmux server its pane is in ($TMUX),
-    as the runtime records it, without loading the runtime or the project's settings. False when that is
-    not known so (not in a pane, the session not running, the database busy or not as the runtime left it):
-    `record` then records it through the runtime."""
+    as the runtime records it, without loading the runtime or the project's settings. `reading`: (its
+    agent, the transcript its stop input names), for a driver that reads what it used there line by line
+    (`agents.TRANSCRIPT_LINES`): what it holds new kept with the turn's end (`hook_db.end_turn_reading`), as
+    `record_spend` keeps it. False when that is not known so (not in a pane, the session not running, the
+    database busy or not as the runtime left it; with a reading, anything but a running session of its own
+    with that transcript on record): `record` then records it through the runtime (stop.py first keeps what
+    it used, with a reading)."""
     session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
     server = os.environ.get("TMUX", "").split(",")[0]  # the socket of the pane's server: $TMUX's first field
     if not session_id or not server.startswith("/"):
         return False
-    from teleclaude.adapters.hook_db import ENDED, NOT_OWNED, db_file, end_turn, stamp_now
+    from teleclaude.adapters.hook_db import ENDED, NOT_OWNED, db_file, end_turn, end_turn_reading, stamp_now
     from teleclaude.runtime.core.marks import SESSION_KEY, exit_channel, same_key
 
     key = os.environ.get(SESSION_KEY, "")
+    owns = lambda stored: same_key(stored, key)  # noqa: E731
     try:
-        done = end_turn(
-            db_file(), TURN_END_BUSY_MS, session_id, lambda stored: same_key(stored, key), stamp_now()
-        )
+        if reading is None:
+            done = end_turn(db_file(), TURN_END_BUSY_MS, session_id, owns, stamp_now())
+        else:
+            read = _reader(*reading)
+            at, transcript = stamp_now(), reading[1]
+            done = end_turn_reading(db_file(), TURN_END_BUSY_MS, session_id, owns, at, transcript, read)
     except Exception:  # held past the busy timeout (StoreLocked): the runtime's record waits and tries again
         return False
     if done is None:
@@ -126,15 +135,26 @@ def end_turn_plainly() -> bool:
     return True
 
 
+def _reader(agent: str, path: str) -> Callable[[str], tuple[Used | None, str]]:
+    """`transcript.read_new` of `path` with the driver's line reader (`agents.TRANSCRIPT_LINES`)."""
+    from teleclaude.agents import TRANSCRIPT_LINES, transcripts
+    from teleclaude.runtime.hooks.transcript import read_new
+
+    message = getattr(transcripts, TRANSCRIPT_LINES[agent])
+    return lambda state: read_new(path, state, message)
+
+
 TURN_END_MARK = "@teleclaude_turn_end"  # TURN_END_OPTION of adapters/tmux.py, spelled out: it imports tmux
 
 
-def mark_turn_end_plainly() -> bool:
+def mark_turn_end_plainly(reading: tuple[str, str] | None = None) -> bool:
     """A sandboxed worker's turn ended (no prompt to tell): its sealed mark written into its session's channel
     folder (TELECLAUDE_CHANNEL) as `mark_pane` writes it, without adapters/tmux.py, sandbox.py or OpenSSL.
     Here nothing wakes the observer (the worker reaches no tmux server): it reads the channel when it looks;
-    on another computer the channel's relay is woken, as `mark_pane` wakes it. False when not a sandboxed
-    worker's, or the folder refused it: stop.py then marks it."""
+    on another computer the channel's relay is woken, as `mark_pane` wakes it. `reading` (as
+    `end_turn_plainly`'s): what the transcript holds new is read first and marked as `record_spend` marks it
+    (the read's state kept in the channel, `transcript.SPEND_READ`). False when not a sandboxed worker's, or
+    the folder refused a mark: stop.py then marks it."""
     session_id, channel = (
         os.environ.get("TELECLAUDE_SESSION_ID", ""),
         os.environ.get("TELECLAUDE_CHANNEL", ""),
@@ -144,11 +164,35 @@ def mark_turn_end_plainly() -> bool:
     from teleclaude.adapters.channel import wake, write_mark
     from teleclaude.runtime.core.marks import SESSION_KEY, seal, turn_end_payload
 
+    key = os.environ.get(SESSION_KEY, "")
+    if reading is not None and not _mark_reading(channel, key, session_id, *reading):
+        return False
     payload = turn_end_payload(time.time_ns())
-    sealed = seal(os.environ.get(SESSION_KEY, ""), session_id, TURN_END_MARK, payload)
-    if not write_mark(channel, TURN_END_MARK, sealed):
+    if not write_mark(channel, TURN_END_MARK, seal(key, session_id, TURN_END_MARK, payload)):
         return False
     wake(channel)
+    return True
+
+
+SPEND_MARK = "@teleclaude_spend"  # SPEND_OPTION of adapters/tmux.py, spelled out
+TRANSCRIPT_NAMED = "transcript"  # TRANSCRIPT of adapters/sandbox.py, spelled out: it imports the git adapter
+
+
+def _mark_reading(channel: str, key: str, session_id: str, agent: str, path: str) -> bool:
+    """What a sandboxed worker's transcript holds new, read from where its last read ended (the state in its
+    channel) and marked there with the transcript's path, as `record_spend` and sandbox.py `name_record`
+    mark them. False when the folder refused the mark."""
+    from teleclaude.adapters.channel import read_file, write_mark
+    from teleclaude.runtime.core.marks import seal
+    from teleclaude.runtime.hooks.transcript import SPEND_READ, json_array
+
+    used, state = _reader(agent, path)(read_file(channel, SPEND_READ))
+    *counts, model = used or (None, None, None, None, "")
+    spent = json_array((*counts, None, model[:100]))  # core/spend.py `encode_tokens`: a reader gives no cost
+    if not write_mark(channel, SPEND_MARK, seal(key, session_id, SPEND_MARK, spent)):
+        return False
+    write_mark(channel, TRANSCRIPT_NAMED, path)
+    write_mark(channel, SPEND_READ, state)
     return True
 
 
