@@ -25,7 +25,7 @@ from teleclaude.runtime import trace
 from teleclaude.runtime.context import Context, bad_argument, refused_text, unknown_session
 from teleclaude.runtime.core.continuation import past_replay
 from teleclaude.runtime.core.marks import SESSION_KEY, exit_channel
-from teleclaude.runtime.core.sandbox import bwrap_argv
+from teleclaude.runtime.core.sandbox import Boxing, boxing, bwrap_argv
 from teleclaude.runtime.core.screens import command_taken, shown_as_message
 from teleclaude.runtime.core.sessions import (
     Change,
@@ -326,17 +326,18 @@ class Launcher(PromptWait):
         session's own channel folder instead of the sessions database; as it is when the sandbox is off, or
         under "auto" where bubblewrap does not work (the run says so once: `sandbox_status`)."""
         config = self.context.config
-        if config.sandbox is SandboxMode.OFF:
+        if config.sandbox is SandboxMode.OFF:  # nothing to probe
             return argv, env
         found = sandbox.probe(self.context.env)
-        if not found.usable:
-            if config.sandbox is SandboxMode.AUTO:
-                return argv, env
+        chosen = boxing(config.sandbox, found.usable)
+        if chosen is Boxing.REFUSED:
             return Error(
                 ErrorCode.SANDBOX_UNAVAILABLE,
                 f'{found.problem}, and [runtime] sandbox = "bwrap" starts no worker outside one.\n'
                 + sandbox.FIX,
             )
+        if chosen is not Boxing.INSIDE:
+            return argv, env
         channel = sandbox.open_channel(self.context.store.path, session.id)
         sandbox.write_step(channel, session.command, session.args)
         box = sandbox.worker_layout(

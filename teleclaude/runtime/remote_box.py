@@ -15,7 +15,7 @@ from teleclaude.adapters import sandbox as local_sandbox
 from teleclaude.agents.profile import AgentProfile
 from teleclaude.config.profiles import Computer, RuntimeConfig, SandboxMode
 from teleclaude.errors import Error, ErrorCode
-from teleclaude.runtime.core.sandbox import bwrap_argv, remote_layout
+from teleclaude.runtime.core.sandbox import Boxing, boxing, bwrap_argv, remote_layout
 
 log = logging.getLogger("teleclaude.runtime")
 
@@ -36,11 +36,12 @@ def sandboxed_there(
     """The remote worker's command inside bubblewrap there, under the relay; as it is when the sandbox is off,
     or under "auto" where bubblewrap does not work there (a warning naming the computer, once). Raises
     ssh.RemoteError when the computer cannot be asked."""
-    if config.sandbox is SandboxMode.OFF:
+    if config.sandbox is SandboxMode.OFF:  # nothing to probe
         return argv, env
     probed = remote_sandbox.probe(computer, _state_of(config, computer), config.ssh_timeout)
-    if not probed.usable:
-        if config.sandbox is SandboxMode.BWRAP:
+    chosen = boxing(config.sandbox, probed.usable)
+    if chosen is not Boxing.INSIDE:
+        if chosen is Boxing.REFUSED:
             return Error(
                 ErrorCode.SANDBOX_UNAVAILABLE,
                 f'{computer.name}: {probed.problem}, and [runtime] sandbox = "bwrap" starts no worker '

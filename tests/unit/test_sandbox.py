@@ -14,7 +14,7 @@ from teleclaude.agents.profile import SandboxNeeds
 from teleclaude.config.parse import ConfigError, parse_config
 from teleclaude.config.profiles import RuntimeConfig, SandboxMode
 from teleclaude.runtime.core.marks import turn_end_payload, turn_end_prompt
-from teleclaude.runtime.core.sandbox import Layout, bwrap_argv, denied_path
+from teleclaude.runtime.core.sandbox import Boxing, Layout, boxing, bwrap_argv, denied_path
 
 PROJECT = "/home/u/project"
 TREE = f"{PROJECT}/trees/feat"
@@ -121,6 +121,23 @@ def test_sandbox_setting():
     assert runtime is not None and runtime.sandbox is SandboxMode.OFF and runtime.sandbox_network is False
     with pytest.raises(ConfigError, match="runtime.sandbox"):
         parse_config([("/u/teleclaude.toml", '[runtime]\nsandbox = "docker"')])
+
+
+@pytest.mark.parametrize(
+    ("mode", "usable", "chosen"),
+    [
+        (SandboxMode.OFF, True, Boxing.OFF),
+        (SandboxMode.OFF, False, Boxing.OFF),
+        (SandboxMode.AUTO, True, Boxing.INSIDE),
+        (SandboxMode.AUTO, False, Boxing.UNSANDBOXED),
+        (SandboxMode.BWRAP, True, Boxing.INSIDE),
+        (SandboxMode.BWRAP, False, Boxing.REFUSED),
+    ],
+)
+def test_a_worker_here_or_there_starts_boxed_as_it_is_or_not_at_all_by_the_setting_and_the_probe(
+    mode, usable, chosen
+):
+    assert boxing(mode, usable) is chosen
 
 
 def test_an_untrusted_project_file_cannot_turn_the_sandbox_off():

@@ -12,7 +12,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import PurePosixPath
+
+from teleclaude.config.profiles import SandboxMode
 
 # variables that lead out of the sandbox: the user's agents (ssh, gpg, the desktop bus) and the workers' tmux;
 # the sessions database (hidden: a sandboxed worker's hooks use its channel, its teleclaude finds the user's
@@ -26,6 +29,25 @@ UNSET = (
     "TMUX",
     "TMUX_PANE",
 )
+
+
+class Boxing(Enum):
+    """Whether a worker starts in its sandbox, by `[runtime] sandbox` and whether bubblewrap works there."""
+
+    INSIDE = "inside"
+    OFF = "off"  # the sandbox is off: as it is
+    UNSANDBOXED = "unsandboxed"  # "auto" where bubblewrap does not work: as it is, and the user is told
+    REFUSED = "refused"  # "bwrap" where bubblewrap does not work: no worker starts
+
+
+def boxing(mode: SandboxMode, usable: bool) -> Boxing:
+    """The one switch of `[runtime] sandbox`, for a worker here and one on another computer (`usable`: what
+    the probe there found; nothing is probed when the sandbox is off, pass False)."""
+    if mode is SandboxMode.OFF:
+        return Boxing.OFF
+    if usable:
+        return Boxing.INSIDE
+    return Boxing.UNSANDBOXED if mode is SandboxMode.AUTO else Boxing.REFUSED
 
 
 @dataclass(frozen=True)
