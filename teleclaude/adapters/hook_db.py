@@ -106,10 +106,9 @@ def add_plainly(
     session's key), nothing written. None: not written, for the store to do: it said None (the session has
     news to keep), or the file or a table is missing, or of another shape, or the file is not a database.
     Raises the store's `StoreLocked` when other writers hold the file past `busy_ms`."""
-    conn = _connect(path, busy_ms)
-    if conn is None:
-        return None
-    try:
+    with _Opened(path, busy_ms) as conn:
+        if conn is None:
+            return None
         found = conn.execute(SESSION_OF, (row[0],)).fetchone()
         verdict = True if found is None else plainly(*(value or "" for value in found))
         if verdict is not True:
@@ -118,11 +117,7 @@ def add_plainly(
             conn.execute(INSERT_TOOL_USE, row)
             conn.execute(PRUNE_TOOL_USES, (row[0], row[0], keep))
         return True
-    except sqlite3.Error as error:
-        _raise_if_locked(path, error)
-        return None
-    finally:
-        conn.close()
+    return None
 
 
 def kept_conversation(
@@ -131,15 +126,9 @@ def kept_conversation(
     """(conversation, transcript) on record for the session ("" for none) when `owns` its stored key; None
     when that is not known so (no file, no such session or column, another key, any fault): the runtime
     says then."""
-    conn = _connect(path, busy_ms)
-    if conn is None:
-        return None
-    try:
-        found = conn.execute(SESSION_OF, (session_id,)).fetchone()
-    except sqlite3.Error:
-        return None
-    finally:
-        conn.close()
+    found = None
+    with _Opened(path, busy_ms, raise_locked=False) as conn:
+        found = conn.execute(SESSION_OF, (session_id,)).fetchone() if conn else None
     if found is None or not owns(found[0] or ""):
         return None
     return found[1] or "", found[2] or ""
@@ -149,15 +138,11 @@ def usage_known(path: str, busy_ms: int, agent: str, windows: Iterable[tuple[str
     """Whether every window (name, percent used, reset) is on record for `agent` just so and not yet reset
     (the reset is later than now): a status line's usual news, which the store would keep as it is. False
     when not known so (no file, no table, any fault): the store then reads and keeps what is news."""
-    conn = _connect(path, busy_ms)
-    if conn is None:
+    stored = None
+    with _Opened(path, busy_ms, raise_locked=False) as conn:
+        stored = {row[0]: (row[1], row[2]) for row in conn.execute(USAGE_OF, (agent,))} if conn else None
+    if stored is None:
         return False
-    try:
-        stored = {row[0]: (row[1], row[2]) for row in conn.execute(USAGE_OF, (agent,))}
-    except sqlite3.Error:
-        return False
-    finally:
-        conn.close()
     from datetime import UTC, datetime
 
     now = datetime.now(UTC)
@@ -182,10 +167,9 @@ def keep_cost(path: str, busy_ms: int, session_id: str, owns: Callable[[str], bo
     the same cost, no reading yet (the cost waits for the stop hook's first: a reading of no tokens would be
     an unknown turn), another key, no file or table, any fault. Raises the store's `StoreLocked` when other
     writers hold the file past `busy_ms`."""
-    conn = _connect(path, busy_ms)
-    if conn is None:
-        return False
-    try:
+    with _Opened(path, busy_ms) as conn:
+        if conn is None:
+            return False
         found = conn.execute(SESSION_TRANSCRIPT_OF, (session_id,)).fetchone()
         last = conn.execute(LAST_SPEND, (session_id,)).fetchone() if found and owns(found[0] or "") else None
         if last is None or last[1] == usd:
@@ -193,11 +177,7 @@ def keep_cost(path: str, busy_ms: int, session_id: str, owns: Callable[[str], bo
         with conn:
             conn.execute(SET_COST, (usd, last[0]))
         return True
-    except sqlite3.Error as error:
-        _raise_if_locked(path, error)
-        return False
-    finally:
-        conn.close()
+    return False
 
 
 # A working session's turn ended by its stop hook, as the runtime saves it (hook_news.py `record_turn_end`, no
@@ -226,10 +206,9 @@ def end_turn(path: str, busy_ms: int, session_id: str, owns: Callable[[str], boo
     stalled one's progress, a stop before its line was taken; the row changed since it was read; no file,
     table or column as the runtime leaves them). Raises the store's `StoreLocked` when other writers hold
     the file past `busy_ms`."""
-    conn = _connect(path, busy_ms)
-    if conn is None:
-        return None
-    try:
+    with _Opened(path, busy_ms) as conn:
+        if conn is None:
+            return None
         found = conn.execute(SESSION_STATE_OF, (session_id,)).fetchone()
         if found is None:
             return NOTHING
@@ -246,11 +225,7 @@ def end_turn(path: str, busy_ms: int, session_id: str, owns: Callable[[str], boo
                 return None
             conn.execute(TURN_ENDED_EVENT, (session_id, at))
         return ENDED
-    except sqlite3.Error as error:
-        _raise_if_locked(path, error)
-        return None
-    finally:
-        conn.close()
+    return None
 
 
 # A worker's stop that read what it used from its CLI's transcript (runtime/hooks/transcript.py): the reading
@@ -283,10 +258,9 @@ def end_turn_reading(
     was written: anything else (no such session, another key, not running, another transcript on record, the
     row changed, the file or a column not as the runtime leaves it) is the stop hook's to record. Raises the
     store's `StoreLocked` when other writers hold the file past `busy_ms`."""
-    conn = _connect(path, busy_ms)
-    if conn is None:
-        return None
-    try:
+    with _Opened(path, busy_ms) as conn:
+        if conn is None:
+            return None
         found = conn.execute(SESSION_ENDING_OF, (session_id,)).fetchone()
         if found is None or not owns(found[0] or "") or found[1] != "running" or found[3] != transcript:
             return None
@@ -308,29 +282,36 @@ def end_turn_reading(
                 if last is not None and last[7] is not None:  # the latest reading alone keeps one
                     conn.execute(SET_READ_STATE, (None, last[0]))
         return ENDED
-    except sqlite3.Error as error:
-        _raise_if_locked(path, error)
-        return None
-    finally:
-        conn.close()
+    return None
 
 
-def _raise_if_locked(path: str, error: sqlite3.Error) -> None:
-    """A database another writer held past the busy timeout is the store's error (the caller retries);
-    any other fault is the caller's to answer quietly."""
-    if getattr(error, "sqlite_errorcode", 0) & 0xFF in _LOCKED_CODES:
-        from pathlib import Path
+class _Opened:
+    """`with _Opened(path, busy_ms) as conn:` the database file, opened as the store opens it (None when there
+    is none or it cannot be opened) and closed after. A fault of sqlite's in the block ends it quietly (the
+    caller's answer after the block: not known), but for a file other writers held past the busy timeout:
+    the store's `StoreLocked`, for the caller to retry (unless `raise_locked` is False)."""
 
-        from teleclaude.adapters.store import store_error
+    def __init__(self, path: str, busy_ms: int, raise_locked: bool = True) -> None:
+        self.path, self.busy_ms, self.raise_locked = path, busy_ms, raise_locked
+        self.conn: sqlite3.Connection | None = None
 
-        raise store_error(Path(path), error) from error
+    def __enter__(self) -> sqlite3.Connection | None:
+        try:
+            if os.path.isfile(self.path):
+                self.conn = sqlite3.connect(self.path, timeout=self.busy_ms / 1000)
+        except sqlite3.Error:
+            self.conn = None
+        return self.conn
 
+    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> bool:
+        if self.conn is not None:
+            self.conn.close()
+        if not isinstance(error, sqlite3.Error):
+            return False
+        if self.raise_locked and getattr(error, "sqlite_errorcode", 0) & 0xFF in _LOCKED_CODES:
+            from pathlib import Path
 
-def _connect(path: str, busy_ms: int) -> sqlite3.Connection | None:
-    """The database file, opened as the store opens it; None when there is none or it cannot be opened."""
-    if not os.path.isfile(path):
-        return None
-    try:
-        return sqlite3.connect(path, timeout=busy_ms / 1000)
-    except sqlite3.Error:
-        return None
+            from teleclaude.adapters.store import store_error
+
+            raise store_error(Path(self.path), error) from error
+        return True

@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from teleclaude.adapters import store
+from teleclaude.adapters import hook_db, store
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import AgentMarked, AgentReport, Dispatch
 
 from ..sqlite_lock import exclusive_lock
+from ..unit.factories import running_session
 
 
 @pytest.fixture
@@ -99,6 +100,17 @@ def test_next_work_says_when_availability_could_not_be_read(locked_db, repo):
     action = app.next_work(cwd=repo)
     assert isinstance(action, Dispatch) and action.note, action
     assert len(action.note.splitlines()) == 1  # one read of the store: one note for who is out and usage
+
+
+def test_a_hooks_fast_path_finding_the_file_held_is_store_locked_and_its_reads_not_known(db):
+    SessionStore().add(running_session(id="w1", key="k1"))  # the file exists, in WAL mode
+    with exclusive_lock(db):
+        with pytest.raises(store.StoreLocked):  # its hook tries again
+            hook_db.add_plainly(str(db), 100, ("w1", hook_db.stamp_now(), "Bash", "ls"), lambda *_: True, 10)
+        with pytest.raises(store.StoreLocked):
+            hook_db.end_turn(str(db), 100, "w1", lambda key: True, hook_db.stamp_now())
+        assert hook_db.kept_conversation(str(db), 100, "w1", lambda key: True) is None
+    assert hook_db.kept_conversation(str(db), 100, "w1", lambda key: key == "k1") == ("", "")
 
 
 def test_availability_is_read_as_before_when_nothing_is_wrong(repo):
