@@ -27,6 +27,7 @@ from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind
 from teleclaude.runtime.orchestrator import Outcome
 
+from ..attacks import assert_every_attack_refused
 from ..tmux_reaper import reaper, stop
 
 pytestmark = pytest.mark.skipif(
@@ -99,26 +100,7 @@ def test_a_hostile_builder_reaches_nothing_outside_its_worktree_and_the_item_is_
     )
 
     assert report.outcome is Outcome.COMPLETE, report.text
-    outcomes = json.loads(git(project, "show", f"main:{stand_in.HOSTILE_REPORT}"))
-    assert set(outcomes) == {
-        "write_home",
-        "write_main",
-        "write_other_tree",
-        "read_ssh_key",
-        "update_ref_main",
-        "push",
-        "kill",
-        "tmux_send_keys",
-    }
-    assert {name: how for name, how in outcomes.items() if not how.startswith("refused")} == {}
-    # nothing outside changed
-    assert not (home / "outside").exists()
-    assert not (project / "intruder.txt").exists()
-    assert list((project / "trees" / "sibling").iterdir()) == []
-    assert git(remote, "for-each-ref") == ""
-    assert bystander.poll() is None
-    assert "pwned" not in "\n".join(tmux.capture(victim, 0, 49))
-    assert "Merge greeting" in git(project, "log", "--format=%s", "main")
+    assert_every_attack_refused(project, home, project, remote, bystander, tmux, victim)
     assert git(project, "rev-parse", "main~2").strip() == main  # moved by the merge and archive only
 
 

@@ -27,6 +27,7 @@ from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import Started, StartRequest
 from teleclaude.runtime.orchestrator import Outcome
 
+from ..attacks import assert_every_attack_refused
 from ..loopback_sshd import NAME, clone, computer, settle_settings, toml
 from ..loopback_sshd import sshd as sshd  # noqa: F401 (the fixture)
 
@@ -110,18 +111,9 @@ def test_a_hostile_builder_on_another_computer_reaches_nothing_outside_its_workt
     assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
     sessions = open_runtime(project).store.sessions()
     assert ("next-build", NAME) in {(s.command, s.computer) for s in sessions}  # the attack ran over there
-    outcomes = json.loads(git(project, "show", f"main:{stand_in.HOSTILE_REPORT}"))
-    assert len(outcomes) == 8
-    assert {name: how for name, how in outcomes.items() if not how.startswith("refused")} == {}
     # nothing outside its worktree changed over there
-    assert not (sshd.home / "outside").exists()
-    assert not (remote / "intruder.txt").exists()
-    assert list((remote / "trees" / "sibling").iterdir()) == []
+    assert_every_attack_refused(project, sshd.home, remote, bare, bystander, box, victim)
     assert git(remote, "rev-parse", "main").strip() == remote_main
-    assert git(bare, "for-each-ref") == ""
-    assert bystander.poll() is None
-    assert "pwned" not in "\n".join(box.capture(victim, 0, 49))
-    assert "Merge greeting" in git(project, "log", "--format=%s", "main")  # delivered
 
 
 @pytest.fixture
