@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
@@ -144,11 +143,7 @@ def _index_blobs(root: Path, paths: Sequence[str]) -> list[bytes]:
     if not paths:
         return []
     request = "".join(f":{path}\n" for path in paths).encode("utf-8", "surrogateescape")
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
-    done = subprocess.run(
-        ["git", "cat-file", "--batch"], cwd=root, env=env, input=request, capture_output=True, check=True
-    )
-    out, blobs, at = done.stdout, [], 0
+    out, blobs, at = gitx.run_git_bytes(["cat-file", "--batch"], root, given=request), [], 0
     for path in paths:
         end = out.index(b"\n", at)
         header = out[at:end].split()
