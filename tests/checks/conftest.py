@@ -77,9 +77,9 @@ def add_tree() -> Callable[[Path, str], Path]:
 
 @pytest.fixture
 def cli(cli_env, tmp_path, monkeypatch) -> Callable[..., subprocess.CompletedProcess[str]]:
-    """`cli("lint", "--cwd", str(repo))`: the CLI in this process (`teleclaude.cli.main`); `process=True`,
-    `stdin=` (what a hook reads) or `env=` start `python -m teleclaude` instead, for what a whole process
-    shows: its exit status, its stderr, its environment."""
+    """`cli("lint", "--cwd", str(repo))`: the CLI in this process (`teleclaude.cli.main`), `stdin=` what it
+    reads (a hook's JSON); `process=True` or `env=` start `python -m teleclaude` instead, for what a whole
+    process shows: its exit status, its stderr, its environment."""
 
     def run(
         *args: str,
@@ -88,8 +88,8 @@ def cli(cli_env, tmp_path, monkeypatch) -> Callable[..., subprocess.CompletedPro
         env: dict[str, str] | None = None,
         process: bool = False,
     ):
-        if not (process or stdin is not None or env):
-            return in_process(list(args), cwd or tmp_path, monkeypatch)
+        if not (process or env):
+            return in_process(list(args), cwd or tmp_path, monkeypatch, stdin or "")
         return subprocess.run(
             [sys.executable, "-m", "teleclaude", *args],
             cwd=cwd or tmp_path,
