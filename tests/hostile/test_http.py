@@ -42,21 +42,14 @@ def _shared() -> Iterator[tuple[contextlib.ExitStack, dict[str, tuple[str, str, 
 
 @pytest.fixture
 def server(_shared, subprocess_env, tmp_path) -> tuple[str, str, dict[str, str]]:
-    """A real `teleclaude mcp --http` on 127.0.0.1, shared by this module's tests that it refuses (they
-    change nothing; it takes a second to start), started by the first in its environment: (its URL, the
-    token it made, that environment)."""
+    """A real `teleclaude mcp --http` on 127.0.0.1, shared by this module's tests (what one changes, no other
+    reads; it takes a second to start), started by the first in its environment: (its URL, the token it
+    made, that environment)."""
     stack, started = _shared
     if "server" not in started:
         url, token = stack.enter_context(http_mcp(tmp_path, subprocess_env, tmp_path / "http-server.log"))
         started["server"] = (url, token, subprocess_env)
     return started["server"]
-
-
-@pytest.fixture
-def own_server(subprocess_env, tmp_path):
-    """A real `teleclaude mcp --http` on 127.0.0.1 for one test: (its URL, the token it made)."""
-    with http_mcp(tmp_path, subprocess_env, tmp_path / "http-server.log") as found:
-        yield found
 
 
 def _attack(url: str, headers: dict[str, str]) -> list[int]:
@@ -71,12 +64,12 @@ def _attack(url: str, headers: dict[str, str]) -> list[int]:
     return statuses
 
 
-def _claude_still_available(env: dict[str, str]) -> bool:
+def _still_available(env: dict[str, str], agent: str = "claude") -> bool:
     """In the database of the server that had `env` (`teleclaude agents`, run in its HOME)."""
     agents = [sys.executable, "-m", "teleclaude", "agents"]
     done = subprocess.run(agents, cwd=env["HOME"], env=env, capture_output=True, text=True, timeout=60)
     table = done.stdout
-    return any(line.split()[:2] == ["claude", "available"] for line in table.splitlines())
+    return any(line.split()[:2] == [agent, "available"] for line in table.splitlines())
 
 
 def test_a_dns_rebinding_request_is_refused_even_with_the_token(server):
@@ -88,14 +81,14 @@ def test_a_dns_rebinding_request_is_refused_even_with_the_token(server):
         "Authorization": f"Bearer {token}",
     }
     assert all(status in (403, 421) for status in _attack(url, hostile))
-    assert _claude_still_available(env)
+    assert _still_available(env)
 
 
 def test_a_foreign_origin_is_refused_even_with_the_token(server):
     url, token, env = server
     hostile = {"Origin": "http://evil.example", "Authorization": f"Bearer {token}"}
     assert all(status == 403 for status in _attack(url, hostile))
-    assert _claude_still_available(env)
+    assert _still_available(env)
 
 
 def test_a_page_on_another_loopback_port_is_refused_even_with_the_token(server):
@@ -103,7 +96,7 @@ def test_a_page_on_another_loopback_port_is_refused_even_with_the_token(server):
     port = int(url.split(":")[2].split("/")[0])
     for origin in (f"http://127.0.0.1:{port + 1}", f"http://localhost:{port}", "null"):
         assert _attack(url, {"Origin": origin, "Authorization": f"Bearer {token}"}) == [403, 403], origin
-    assert _claude_still_available(env)
+    assert _still_available(env)
     own = {"Origin": f"http://127.0.0.1:{port}", "Authorization": f"Bearer {token}"}
     with httpx2.Client(timeout=10) as client:  # the server's own origin is let in
         answer = client.post(url, content=json.dumps(INITIALIZE), headers={**ACCEPT, **own})
@@ -142,11 +135,11 @@ def test_a_request_without_the_right_token_is_refused(server, authorization):
     url, _, env = server
     headers = {"Authorization": authorization} if authorization else {}
     assert _attack(url, headers) == [401, 401]
-    assert _claude_still_available(env)
+    assert _still_available(env)
 
 
-def test_the_official_client_with_the_token_works(own_server, subprocess_env):
-    url, token = own_server
+def test_the_official_client_with_the_token_works(server):
+    url, token, env = server  # gemini: the other tests of the shared server see claude available
 
     async def go():
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
@@ -156,11 +149,11 @@ def test_the_official_client_with_the_token_works(own_server, subprocess_env):
             ClientSession(read, write) as session,
         ):
             await session.initialize()
-            return await session.call_tool("teleclaude__mark_agent_unavailable", {"agent": "claude"})
+            return await session.call_tool("teleclaude__mark_agent_unavailable", {"agent": "gemini"})
 
     result = asyncio.run(go())
-    assert result.content[0].text.startswith("OK: claude is unavailable")
-    assert not _claude_still_available(subprocess_env)
+    assert result.content[0].text.startswith("OK: gemini is unavailable")
+    assert not _still_available(env, "gemini")
 
 
 def test_the_token_is_made_once_and_only_its_owner_can_read_it(server):

@@ -35,12 +35,6 @@ def initialized(cwd: Path, env: dict[str, str]) -> Iterator[Lines]:
         yield server
 
 
-@pytest.fixture
-def stdio_server(subprocess_env, tmp_path):
-    with initialized(tmp_path, subprocess_env) as server:
-        yield server
-
-
 @pytest.fixture(scope="module")
 def _shared() -> Iterator[tuple[contextlib.ExitStack, dict[str, tuple[Lines, dict[str, str]]]]]:
     with contextlib.ExitStack() as stack:
@@ -49,8 +43,8 @@ def _shared() -> Iterator[tuple[contextlib.ExitStack, dict[str, tuple[Lines, dic
 
 @pytest.fixture
 def shared_server(_shared, subprocess_env, tmp_path) -> tuple[Lines, dict[str, str]]:
-    """One `stdio_server` for this module's tests whose calls change nothing (it takes a second to start),
-    started by the first in its environment: (the server, that environment)."""
+    """One stdio server for this module's tests whose calls change nothing the others read (it takes a
+    second to start), started by the first in its environment: (the server, that environment)."""
     stack, started = _shared
     if "server" not in started:
         started["server"] = (stack.enter_context(initialized(tmp_path, subprocess_env)), subprocess_env)
@@ -99,12 +93,15 @@ def test_a_lone_surrogate_in_an_argument_is_answered_invalid_argument(shared_ser
     assert ["claude", "available"] in [line.split()[:2] for line in done.stdout.splitlines()]  # none marked
 
 
-def test_a_surrogate_pair_is_text_and_reaches_the_tool(stdio_server, cli):
+def test_a_surrogate_pair_is_text_and_reaches_the_tool(shared_server):
+    stdio_server, env = shared_server  # gemini: the other tests of the shared server see claude available
     stdio_server.send(
-        call(2, "teleclaude__mark_agent_unavailable", r'{"agent": "claude", "reason": "\ud83d\ude00"}')
+        call(2, "teleclaude__mark_agent_unavailable", r'{"agent": "gemini", "reason": "\ud83d\ude00"}')
     )
     assert stdio_server.answer()["result"]["content"][0]["text"].startswith("OK:")
-    assert "\U0001f600" in cli("agents").stdout
+    agents = [sys.executable, "-m", "teleclaude", "agents"]
+    done = subprocess.run(agents, cwd=env["HOME"], env=env, capture_output=True, text=True, timeout=60)
+    assert "\U0001f600" in done.stdout
 
 
 # --- issue 39.8: a line over the limit -----------------------------------------------------------------
