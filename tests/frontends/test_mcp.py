@@ -7,12 +7,12 @@ import sys
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from fastmcp import Client
-from fastmcp.client.transports import StdioTransport
-
-from teleclaude.mcp import build_server
 
 from ..servers import http_mcp
+
+# fastmcp takes a second of CPU to import: `--fast` runs its tests on one worker (`--dist loadgroup`), and
+# only that one imports it
+pytestmark = pytest.mark.xdist_group("fastmcp")
 
 PREPARED = "alpha-feature"
 UNPREPARED = "beta-feature"
@@ -34,6 +34,10 @@ TOOLS = {
 
 
 def list_tools():
+    from fastmcp import Client
+
+    from teleclaude.mcp import build_server
+
     async def go():
         async with Client(build_server()) as client:
             return await client.list_tools()
@@ -283,6 +287,9 @@ def test_an_exception_inside_a_tool_becomes_error_internal(project, call_tool, m
 
 
 def test_stdio_server_uses_its_own_cwd(project, subprocess_env, tool_call_fields, paths_equal, tmp_path):
+    from fastmcp import Client
+    from fastmcp.client.transports import StdioTransport
+
     transport = StdioTransport(
         sys.executable,
         ["-m", "teleclaude", "mcp"],
@@ -308,6 +315,8 @@ def test_stdio_server_uses_its_own_cwd(project, subprocess_env, tool_call_fields
 
 
 def test_http_server_answers_agent_status(project, subprocess_env, tmp_path):
+    from fastmcp import Client
+
     log = tmp_path / "http-server.log"
     with http_mcp(project, subprocess_env, log, "--host", "127.0.0.1") as (url, token):
 

@@ -8,12 +8,14 @@ import asyncio
 import re
 
 import pytest
-from fastmcp import Client
 
 from teleclaude.config.profiles import RuntimeConfig
-from teleclaude.mcp import build_server
 from teleclaude.runtime.core.supervision import MARK, unresponsive_after
 from teleclaude.setup import install
+
+# fastmcp takes a second of CPU to import: `--fast` runs its tests on one worker (`--dist loadgroup`), and
+# only that one imports it
+pytestmark = pytest.mark.xdist_group("fastmcp")
 
 ORCHESTRATORS = ("next-prepare", "next-work")
 _ITEM = re.compile(r"^\s*(?:[-*]|\d+\.)\s")
@@ -23,6 +25,9 @@ _SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 
 def served() -> dict[str, str]:
     """The MCP server's instructions and each tool's description, as a client receives them."""
+    from fastmcp import Client
+
+    from teleclaude.mcp import build_server
 
     async def go():
         async with Client(build_server(), mode="legacy") as client:  # the handshake that has instructions

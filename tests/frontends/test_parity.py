@@ -7,15 +7,22 @@ import asyncio
 import re
 from datetime import UTC, datetime, timedelta
 
-from fastmcp import Client
+import pytest
 
 from teleclaude.errors import CLI_VERBS
-from teleclaude.mcp import build_server
+
+# fastmcp takes a second of CPU to import: `--fast` runs its tests on one worker (`--dist loadgroup`), and
+# only that one imports it
+pytestmark = pytest.mark.xdist_group("fastmcp")
 
 PREPARED = "alpha-feature"
 
 
 def tool_names() -> set[str]:
+    from fastmcp import Client
+
+    from teleclaude.mcp import build_server
+
     async def go():
         async with Client(build_server()) as client:
             return {tool.name for tool in await client.list_tools()}

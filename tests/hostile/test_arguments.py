@@ -7,15 +7,19 @@ import asyncio
 import json
 
 import pytest
-from fastmcp import Client
-
-from teleclaude import mcp
-from teleclaude.mcp import build_server
 
 from .conftest import first_line
 
+# fastmcp takes a second of CPU to import: `--fast` runs its tests on one worker (`--dist loadgroup`), and
+# only that one imports it
+pytestmark = pytest.mark.xdist_group("fastmcp")
+
 
 def _call(name: str, arguments: dict) -> str:
+    from fastmcp import Client
+
+    from teleclaude.mcp import build_server
+
     async def go():
         async with Client(build_server()) as client:
             return await client.call_tool(name, arguments, raise_on_error=False)
@@ -43,6 +47,8 @@ def test_wrong_typed_mcp_arguments_are_invalid_argument(tool, arguments):
 
 @pytest.fixture
 def fresh_runtime():
+    from teleclaude import mcp
+
     mcp._RUNTIME = None  # the server opens its runtime once; this test's database is a new one
     yield
     mcp._RUNTIME = None

@@ -13,17 +13,17 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import aiohttp
 import httpx2
 import pytest
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from teleclaude.adapters.http_guard import HttpAccess, http_access
-from teleclaude.board.web import COOKIE
 from teleclaude.errors import Error
 
 from ..servers import INITIALIZE, http_board, http_mcp
+
+# its server's start and the imports of its clients take a second of CPU each: `--fast` runs its tests on
+# one worker (`--dist loadgroup`), which alone imports them and starts the shared server
+pytestmark = pytest.mark.xdist_group("fastmcp")
 
 MARK = {  # what a hostile page would call: it changes the database, so "nothing ran" can be checked
     "jsonrpc": "2.0",
@@ -105,6 +105,8 @@ def test_a_page_on_another_loopback_port_is_refused_even_with_the_token(server):
 
 def test_the_web_boards_websocket_opens_only_from_the_boards_own_origin(repo, subprocess_env, tmp_path):
     """Browsers send a cookie to every port of its host: a page on another port must not get the board."""
+    from teleclaude.board.web import COOKIE
+
     with http_board(repo, subprocess_env, tmp_path / "board.log") as (port, token):
         here = {"Host": f"127.0.0.1:{port}"}
         with httpx2.Client(timeout=10) as client:
@@ -120,6 +122,8 @@ def test_the_web_boards_websocket_opens_only_from_the_boards_own_origin(repo, su
 
 async def _websocket_status(port: int, headers: dict[str, str]) -> int:
     """The status of a websocket upgrade to the board (101: opened, and closed again at once)."""
+    import aiohttp
+
     async with aiohttp.ClientSession() as client:
         try:
             async with client.ws_connect(f"ws://127.0.0.1:{port}/ws?width=80&height=24", headers=headers):
@@ -139,6 +143,9 @@ def test_a_request_without_the_right_token_is_refused(server, authorization):
 
 
 def test_the_official_client_with_the_token_works(server):
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
     url, token, env = server  # gemini: the other tests of the shared server see claude available
 
     async def go():
