@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from ..in_process import in_process
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -24,10 +26,19 @@ def subprocess_env(isolated_environment) -> dict[str, str]:
 
 
 @pytest.fixture
-def cli(subprocess_env, tmp_path) -> Callable[..., subprocess.CompletedProcess[str]]:
-    """Run the CLI as a process: `cli("agents")`, in tmp_path; stdout and stderr as text."""
+def cli(subprocess_env, tmp_path, monkeypatch) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run the CLI: `cli("agents")`, in tmp_path, in `subprocess_env` as a test left it; stdout and stderr
+    as text. In this process (`teleclaude.cli.main`) where what it prints is the point; `process=True`
+    starts `python -m teleclaude` for what only a whole process shows (its start, its imports, a server)."""
 
-    def run(*args: str, cwd: Path | None = None, timeout: float = 60):
+    def run(*args: str, cwd: Path | None = None, timeout: float = 60, process: bool = False):
+        if not process:
+            with monkeypatch.context() as patch:
+                for name in os.environ.keys() - subprocess_env.keys():
+                    patch.delenv(name)
+                for name, value in subprocess_env.items():
+                    patch.setenv(name, value)
+                return in_process(list(args), cwd or tmp_path, patch)
         return subprocess.run(
             [sys.executable, "-m", "teleclaude", *args],
             cwd=cwd or tmp_path,

@@ -188,7 +188,7 @@ def test_a_token_file_others_can_read_is_refused(tmp_path):
     ],
 )
 def test_a_remote_address_needs_allow_remote_and_the_token(cli, args):
-    done = cli("mcp", "--http", *args, "--port", "1", timeout=30)
+    done = cli("mcp", "--http", *args, "--port", "1", timeout=30, process=True)
     assert done.returncode == 1
     assert done.stdout.splitlines()[0] == "ERROR: INVALID_ARGUMENT"
 
@@ -200,7 +200,7 @@ def test_allow_remote_keeps_the_token(tmp_path):
 
 @pytest.mark.parametrize("port", ["70000", "-1", "0", "http"])
 def test_a_port_out_of_range_is_a_usage_error(cli, port):
-    done = cli("mcp", "--http", "--port", port, timeout=30)
+    done = cli("mcp", "--http", "--port", port, timeout=30, process=True)
     assert (done.returncode, done.stdout) == (2, ""), done.stderr
     assert "usage:" in done.stderr and "--port" in done.stderr.splitlines()[-1]
     assert "Traceback" not in done.stderr
@@ -210,7 +210,7 @@ def test_a_port_in_use_is_port_in_use_before_serving_is_said(cli):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        done = cli("mcp", "--http", "--port", str(taken.getsockname()[1]), timeout=30)
+        done = cli("mcp", "--http", "--port", str(taken.getsockname()[1]), timeout=30, process=True)
     assert done.returncode == 1
     assert done.stdout.splitlines()[0] == "ERROR: PORT_IN_USE", done.stdout + done.stderr
     assert "serving" not in done.stderr
