@@ -44,7 +44,8 @@ def cli_env(isolated_environment) -> dict[str, str]:
     return env
 
 
-def _build_repo(root: Path) -> None:
+def build_repo(root: Path) -> None:
+    """The repository of `repo`, made at `root`."""
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "commit.gpgsign", "false")
@@ -58,21 +59,21 @@ def _build_repo(root: Path) -> None:
 @pytest.fixture
 def repo(tmp_path, cli_env, copy_repository) -> Path:
     """A repository on main with a committed roadmap of two items; `feat` is prepared."""
-    return copy_repository(_build_repo, tmp_path / "project")
+    return copy_repository(build_repo, tmp_path / "project")
 
 
-@pytest.fixture
-def add_tree() -> Callable[[Path, str], Path]:
+def add_tree(root: Path, slug: str) -> Path:
     """`git worktree add trees/{slug} -b {slug}`, with trees/ excluded the way next_work does it."""
+    exclude = root / ".git" / "info" / "exclude"
+    if "/trees/" not in exclude.read_text():
+        exclude.write_text(exclude.read_text() + "/trees/\n")
+    git(root, "worktree", "add", "-q", f"trees/{slug}", "-b", slug)
+    return root / "trees" / slug
 
-    def add(root: Path, slug: str) -> Path:
-        exclude = root / ".git" / "info" / "exclude"
-        if "/trees/" not in exclude.read_text():
-            exclude.write_text(exclude.read_text() + "/trees/\n")
-        git(root, "worktree", "add", "-q", f"trees/{slug}", "-b", slug)
-        return root / "trees" / slug
 
-    return add
+@pytest.fixture(name="add_tree")
+def add_tree_fixture() -> Callable[[Path, str], Path]:
+    return add_tree
 
 
 @pytest.fixture

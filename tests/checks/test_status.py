@@ -24,6 +24,7 @@ from teleclaude.planner.core.phase import Board, render_board
 
 from ..signals import ctrl_c_as_at_a_terminal
 from ..sqlite_lock import exclusive_lock
+from .conftest import add_tree, build_repo, commit, write
 
 ROADMAP = """# Roadmap
 
@@ -61,42 +62,53 @@ def plan(done: int, total: int) -> str:
     return f"# Plan\n\n## Group 1: Build\n\n{tasks}\n## Group 5: Afterwards\n\n- [ ] announce\n"
 
 
+TREES = ("building", "dirty", "reviewing", "fixing", "approved")
+
+
 @pytest.fixture
-def board_repo(repo, tools, add_tree) -> Path:
-    root = repo
-    tools.write(root, "todos/roadmap.md", ROADMAP)
-    tools.write(root, "todos/half/implementation-plan.md", plan(0, 1))
-    tools.write(root, "todos/needs-plan/requirements.md", "# Needs a plan\n")
-    for slug, tasks in [("ready", 1), ("building", 12), ("dirty", 1), ("reviewing", 1)]:
-        tools.write(root, f"todos/{slug}/requirements.md", f"# {slug}\n")
-        tools.write(root, f"todos/{slug}/implementation-plan.md", plan(0, tasks))
-    for slug in ("fixing", "approved"):
-        tools.write(root, f"todos/{slug}/requirements.md", f"# {slug}\n")
-        tools.write(root, f"todos/{slug}/implementation-plan.md", plan(0, 1))
-    tools.commit(root, "roadmap in every phase")
-
-    trees = {slug: add_tree(root, slug) for slug in ("building", "dirty", "reviewing", "fixing", "approved")}
-    tools.write(trees["building"], "todos/building/implementation-plan.md", plan(7, 12))
-    for slug in ("dirty", "reviewing", "fixing", "approved"):
-        tools.write(trees[slug], f"todos/{slug}/implementation-plan.md", plan(1, 1))
-    for slug, tree in trees.items():
-        tools.commit(tree, f"build {slug}")
-    tools.write(trees["dirty"], "src/left-behind.py", "x\n")
-
-    findings = "todos/fixing/review-findings.md"
-    tools.write(trees["fixing"], findings, "- [ ] APPROVE\n- [x] REQUEST CHANGES\n")
-    tools.commit(trees["fixing"], "review round 1")
-    (trees["fixing"] / findings).unlink()
-    tools.commit(trees["fixing"], "fixed round 1")
-    tools.write(trees["fixing"], findings, "- [ ] APPROVE\n- [x] REQUEST CHANGES\n")
-    tools.commit(trees["fixing"], "review round 2")
-
-    tools.write(
-        trees["approved"], "todos/approved/review-findings.md", "- [x] APPROVE\n- [ ] REQUEST CHANGES\n"
-    )
-    tools.commit(trees["approved"], "approved")
+def board_repo(tmp_path, cli_env, copy_repository) -> Path:
+    """`repo` with an item in every phase, five of them in worktrees, and codex marked unavailable; built
+    once per worker and copied (its ~40 git commands were most of each test's time)."""
+    root = copy_repository(build_board, tmp_path / "project")
+    for slug in TREES:  # the worktrees moved: their links both ways, as `git worktree repair` writes them
+        (root / "trees" / slug / ".git").write_text(f"gitdir: {root}/.git/worktrees/{slug}\n")
+        (root / ".git" / "worktrees" / slug / "gitdir").write_text(f"{root}/trees/{slug}/.git\n")
     app.mark_agent_unavailable("codex", "2h", "quota_exhausted", cwd=root)
     return root
+
+
+def build_board(root: Path) -> None:
+    """`board_repo` before it is copied."""
+    build_repo(root)
+    write(root, "todos/roadmap.md", ROADMAP)
+    write(root, "todos/half/implementation-plan.md", plan(0, 1))
+    write(root, "todos/needs-plan/requirements.md", "# Needs a plan\n")
+    for slug, tasks in [("ready", 1), ("building", 12), ("dirty", 1), ("reviewing", 1)]:
+        write(root, f"todos/{slug}/requirements.md", f"# {slug}\n")
+        write(root, f"todos/{slug}/implementation-plan.md", plan(0, tasks))
+    for slug in ("fixing", "approved"):
+        write(root, f"todos/{slug}/requirements.md", f"# {slug}\n")
+        write(root, f"todos/{slug}/implementation-plan.md", plan(0, 1))
+    commit(root, "roadmap in every phase")
+
+    trees = {slug: add_tree(root, slug) for slug in TREES}
+    write(trees["building"], "todos/building/implementation-plan.md", plan(7, 12))
+    for slug in ("dirty", "reviewing", "fixing", "approved"):
+        write(trees[slug], f"todos/{slug}/implementation-plan.md", plan(1, 1))
+    for slug, tree in trees.items():
+        commit(tree, f"build {slug}")
+    write(trees["dirty"], "src/left-behind.py", "x\n")
+
+    findings = "todos/fixing/review-findings.md"
+    write(trees["fixing"], findings, "- [ ] APPROVE\n- [x] REQUEST CHANGES\n")
+    commit(trees["fixing"], "review round 1")
+    (trees["fixing"] / findings).unlink()
+    commit(trees["fixing"], "fixed round 1")
+    write(trees["fixing"], findings, "- [ ] APPROVE\n- [x] REQUEST CHANGES\n")
+    commit(trees["fixing"], "review round 2")
+
+    write(trees["approved"], "todos/approved/review-findings.md", "- [x] APPROVE\n- [ ] REQUEST CHANGES\n")
+    commit(trees["approved"], "approved")
 
 
 def rows(text: str) -> list[str]:
@@ -109,8 +121,10 @@ def snapshot(root: Path, tools) -> tuple[dict[str, str], dict[str, str]]:
         for path in sorted(root.rglob("*"))
         if path.is_file() and "teleclaude-cache" not in path.parts  # the parse cache: derived, disposable
     }
+    quiet = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
     status = {
-        str(where): tools.git(where, "status", "--porcelain", "--untracked-files=all").stdout
+        # without the index refresh `git status` writes when it can (a copied repository's stat data is new)
+        str(where): tools.git(where, "status", "--porcelain", "--untracked-files=all", env=quiet).stdout
         for where in [root, *sorted((root / "trees").iterdir())]
     }
     return files, status
