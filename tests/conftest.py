@@ -37,6 +37,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.ssh)
 
 
+# The tests `--fast` (`--dist loadgroup`) runs on one worker together, by node id (the controller schedules
+# without marks; pytest-xdist's own xdist_group marks ids the way pytest 9 no longer keeps them): those that
+# import fastmcp in the test's process (~1 s of CPU for each worker that does: the other never does, not even
+# to collect), and the modules whose tests share one MCP server (then it starts once).
+ONE_WORKER = (
+    "tests/frontends/test_mcp.py::",
+    "tests/frontends/test_orchestrator_texts.py::",
+    "tests/frontends/test_parity.py::",
+    "tests/hostile/test_arguments.py::",
+    "tests/hostile/test_http.py::",
+    "tests/hostile/test_stdio.py::",
+    "tests/hostile/test_untrusted_config.py::test_the_mcp_server_gives_the_same_answer",
+)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class Together(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "one worker" if nodeid.startswith(ONE_WORKER) else super()._split_scope(nodeid)
+
+    return Together(config, log)
+
+
 @pytest.fixture(autouse=True)
 def isolated_environment(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")

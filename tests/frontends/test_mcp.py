@@ -10,10 +10,6 @@ import pytest
 
 from ..servers import http_mcp
 
-# fastmcp takes a second of CPU to import: `--fast` runs its tests on one worker (`--dist loadgroup`), and
-# only that one imports it
-pytestmark = pytest.mark.xdist_group("fastmcp")
-
 PREPARED = "alpha-feature"
 UNPREPARED = "beta-feature"
 TOOLS = {

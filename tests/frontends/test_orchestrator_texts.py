@@ -13,10 +13,6 @@ from teleclaude.config.profiles import RuntimeConfig
 from teleclaude.runtime.core.supervision import MARK, unresponsive_after
 from teleclaude.setup import install
 
-# fastmcp takes a second of CPU to import: `--fast` runs its tests on one worker (`--dist loadgroup`), and
-# only that one imports it
-pytestmark = pytest.mark.xdist_group("fastmcp")
-
 ORCHESTRATORS = ("next-prepare", "next-work")
 _ITEM = re.compile(r"^\s*(?:[-*]|\d+\.)\s")
 _DURATION = re.compile(r"\b(\d+)\s*(d|h|m|s|min|minutes?|hours?|seconds?|days?)\b")

@@ -7,13 +7,7 @@ import asyncio
 import re
 from datetime import UTC, datetime, timedelta
 
-import pytest
-
 from teleclaude.errors import CLI_VERBS
-
-# fastmcp takes a second of CPU to import: `--fast` runs its tests on one worker (`--dist loadgroup`), and
-# only that one imports it
-pytestmark = pytest.mark.xdist_group("fastmcp")
 
 PREPARED = "alpha-feature"
 

@@ -10,10 +10,6 @@ import pytest
 
 from .conftest import first_line
 
-# fastmcp takes a second of CPU to import: `--fast` runs its tests on one worker (`--dist loadgroup`), and
-# only that one imports it
-pytestmark = pytest.mark.xdist_group("fastmcp")
-
 
 def _call(name: str, arguments: dict) -> str:
     from fastmcp import Client

@@ -21,10 +21,6 @@ from teleclaude.errors import Error
 
 from ..servers import INITIALIZE, http_board, http_mcp
 
-# its server's start and the imports of its clients take a second of CPU each: `--fast` runs its tests on
-# one worker (`--dist loadgroup`), which alone imports them and starts the shared server
-pytestmark = pytest.mark.xdist_group("fastmcp")
-
 MARK = {  # what a hostile page would call: it changes the database, so "nothing ran" can be checked
     "jsonrpc": "2.0",
     "id": 2,

@@ -21,9 +21,6 @@ import pytest
 
 from ..servers import INITIALIZE, stdio_mcp
 
-# `--fast` runs its tests on one worker (`--dist loadgroup`): the module's one shared server starts once
-pytestmark = pytest.mark.xdist_group("fastmcp")
-
 FIFTY_MB = 50 * 1024 * 1024
 
 

@@ -157,7 +157,6 @@ def test_settings_that_start_nothing_need_no_trust(cli, tmp_path, tmux, on_path)
     assert first_line(started.stdout) != "ERROR: UNTRUSTED_CONFIG", started.stdout
 
 
-@pytest.mark.xdist_group("fastmcp")  # on the one worker of `--fast` that imports fastmcp (test_mcp.py)
 def test_the_mcp_server_gives_the_same_answer(cli, tmp_path, tmux, evil, monkeypatch):
     from fastmcp import Client
 
