@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import io
 import logging
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -35,6 +37,8 @@ from teleclaude.planner.core.render import to_text
 from teleclaude.runtime.core.supervision import MARK, digest_rule, unresponsive_rule
 
 if TYPE_CHECKING:
+    from typing import BinaryIO
+
     from teleclaude.runtime.core.sessions import StartRequest
 
 log = logging.getLogger("teleclaude.mcp")
@@ -523,14 +527,23 @@ class BearerToken:
         return hmac.compare_digest(scheme.lower() + b" " + value.strip(), self.expected)
 
 
+def serve_stdio(source: BinaryIO | None = None, wire: io.RawIOBase | None = None) -> None:
+    """MCP over stdio: the client's lines from `source` (else fd 0), the answers through `wire` (else fd 1);
+    `teleclaude mcp` comes here from mcp_answers.serve, with what it answered already."""
+    server = build_server()
+    mark_stdin(source)
+    if wire is not None:
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(wire), encoding="utf-8")
+    server.run(transport="stdio", show_banner=False)
+
+
 def serve(
     http: bool = False, host: str = "127.0.0.1", port: int = 8000, access: HttpAccess | None = None
 ) -> None:
-    server = build_server()
     if not http:
-        mark_stdin()
-        server.run(transport="stdio", show_banner=False)
+        serve_stdio()
         return
+    server = build_server()
     access = access or HttpAccess(None)
     log.info("serving MCP over HTTP on http://%s:%d/mcp", host, port)
     server.run(
