@@ -27,9 +27,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import BinaryIO
 
-# what a server answers the same way every time: the handshake, and the lists of what it offers
+# what a server answers the same way every time: the handshake, the lists of what it offers, a ping
 ANSWERED = frozenset(
-    {"initialize", "tools/list", "prompts/list", "resources/list", "resources/templates/list"}
+    {"initialize", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "ping"}
 )
 # the packages whose code makes the answers, besides teleclaude
 SDK = ("fastmcp", "mcp", "mcp_types", "pydantic", "pydantic_core")
