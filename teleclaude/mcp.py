@@ -533,8 +533,22 @@ def serve_stdio(source: BinaryIO | None = None, wire: io.RawIOBase | None = None
     server = build_server()
     mark_stdin(source)
     if wire is not None:
-        sys.stdout = io.TextIOWrapper(io.BufferedWriter(wire), encoding="utf-8")
+        sys.stdout = _Stdout(io.BufferedWriter(wire))
     server.run(transport="stdio", show_banner=False)
+
+
+class _Stdout:
+    """`sys.stdout` while serving through a wire: the SDK's transport writes to its `buffer` (the wire), and a
+    stray print goes to stderr, as it does when the SDK points fd 1 there itself."""
+
+    def __init__(self, buffer: io.BufferedWriter) -> None:
+        self.buffer = buffer
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
 
 
 def serve(

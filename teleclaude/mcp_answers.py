@@ -207,7 +207,9 @@ class _Wire(io.RawIOBase):
 
     def asked(self, line: bytes) -> None:
         """A line of the client's, as the SDK reads it."""
-        message = _message(line) if line[:1] == b"{" and line.endswith(b"\n") else None
+        message = (
+            _message(line) if line[:1] == b"{" and line.endswith(b"\n") and len(line) < 1 << 16 else None
+        )
         if message is None or "id" not in message:
             return
         key = request_key(message, self.session)
