@@ -82,13 +82,68 @@ def answer_from(record: Record, wire_in: BinaryIO, wire_out: int) -> tuple[bytes
 
 def request_key(message: dict, session: str) -> str | None:
     """The record's key of a request the server answers the same way every time, else None: its method and
-    parameters (less `_meta` and the client's name and version), and for a list the session's initialize."""
+    parameters (an initialize's protocol version alone: the SDK's answer depends on nothing else of it; no
+    `_meta`), and for a list or a ping the session's initialize."""
     method, params = message.get("method"), message.get("params", {})
     if method not in ANSWERED or not isinstance(params, dict):
         return None
-    kept = {k: v for k, v in params.items() if k not in ("_meta", "clientInfo")}
-    text = json.dumps([method, kept, session if method != "initialize" else ""], sort_keys=True)
+    if method == "initialize":
+        kept, session = {"protocolVersion": params.get("protocolVersion")}, ""
+    else:
+        kept = {k: v for k, v in params.items() if k != "_meta"}
+    text = json.dumps([method, kept, session], sort_keys=True)
     return hashlib.sha256(text.encode(errors="surrogatepass")).hexdigest()
+
+
+def warm(versions: tuple[str, ...] | None = None) -> None:
+    """Have a server answer a handshake and the lists in each protocol version the SDK negotiates, so that
+    workers find them in the record (`teleclaude install`, the real-CLI tests): a sandboxed worker's server
+    reads the record but cannot write it. One at a time for everyone (a lock); nothing when the record has
+    them all or cannot be written."""
+    import fcntl
+    import subprocess
+    import tempfile
+
+    record = Record.load()
+    if record.path is None or sys.dont_write_bytecode or record.answers.get(WARMED):
+        return
+    try:
+        os.makedirs(os.path.dirname(record.path), exist_ok=True)
+        lock = os.open(record.path + ".warm-lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        return
+    with os.fdopen(lock) as held, tempfile.TemporaryDirectory() as cwd:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if Record.load().answers.get(WARMED):
+            return
+        if versions is None:
+            from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+            versions = HANDSHAKE_PROTOCOL_VERSIONS
+        for version in versions:
+            params = {"protocolVersion": version, "capabilities": {}, "clientInfo": _CLIENT}
+            asked: list[dict] = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}]
+            asked += [{"jsonrpc": "2.0", "method": "notifications/initialized"}]
+            asked += [{"jsonrpc": "2.0", "id": n, "method": m} for n, m in enumerate(sorted(ANSWERED), 2)]
+            argv = [sys.executable, "-m", "teleclaude", "mcp"]
+            server = subprocess.Popen(
+                argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            )
+            assert server.stdin is not None and server.stdout is not None
+            with server:
+                for request in asked:
+                    if request.get("method") == "initialize" and request["id"] != 1:
+                        continue
+                    server.stdin.write(json.dumps(request).encode() + b"\n")
+                    server.stdin.flush()
+                    if "id" in request and not server.stdout.readline():
+                        break  # it ended: what it answered is recorded
+                server.stdin.close()
+        Record.load().add(WARMED, list(versions))
+
+
+_CLIENT = {"name": "teleclaude", "version": "0"}
+WARMED = "warmed"  # the record's entry that says warm() was done (the versions)
 
 
 def _message(line: bytes) -> dict | None:
@@ -116,8 +171,8 @@ class Record:
         self.path, self.mark, self.answers = path, mark, answers
 
     @classmethod
-    def load(cls) -> Record:
-        path, mark = _path(), fingerprint()
+    def load(cls, path: str | None = None) -> Record:
+        path, mark = path or _path(), fingerprint()
         answers: dict[str, object] = {}
         try:
             with open(path or "", "rb") as handle:
@@ -137,15 +192,19 @@ class Record:
         self.answers[key] = result
         if self.path is None or sys.dont_write_bytecode:
             return
+        import fcntl
         from pathlib import Path
 
         from teleclaude.adapters import fs
 
-        data = json.dumps({"format": FORMAT, "fingerprint": self.mark, "answers": self.answers}).encode()
         try:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            mode = os.stat(__file__).st_mode & 0o666  # as a `.pyc`: readable by whoever reads the source
-            fs.atomic_write(Path(self.path), data, follow=False, mode=mode)
+            with open(self.path + ".add-lock", "a+b") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # with what other servers kept meanwhile, read again
+                self.answers = {**Record.load(self.path).answers, **self.answers}
+                data = {"format": FORMAT, "fingerprint": self.mark, "answers": self.answers}
+                mode = os.stat(__file__).st_mode & 0o666  # as a `.pyc`: readable by whoever reads the source
+                fs.atomic_write(Path(self.path), json.dumps(data).encode(), follow=False, mode=mode)
         except OSError:  # a read-only install: fastmcp answers every time, as without the record
             pass
 
