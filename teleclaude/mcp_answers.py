@@ -27,10 +27,21 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import BinaryIO
 
-# what a server answers the same way every time: the handshake, the lists of what it offers, a ping
+# what a server answers the same way every time: the handshake (or a stateless client's discovery), the
+# lists of what it offers, a ping
 ANSWERED = frozenset(
-    {"initialize", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "ping"}
+    {
+        "initialize",
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "ping",
+    }
 )
+# a request of the stateless protocol revisions carries its version here (and no session is set up)
+VERSION = "io.modelcontextprotocol/protocolVersion"
 # the packages whose code makes the answers, besides teleclaude
 SDK = ("fastmcp", "mcp", "mcp_types", "pydantic", "pydantic_core")
 FORMAT = 1
@@ -72,7 +83,8 @@ def answer_from(record: Record, wire_in: BinaryIO, wire_out: int) -> tuple[bytes
             handshake += line
             continue
         key = request_key(message, session) if message is not None and "id" in message else None
-        if key is None or key not in record.answers or (method == "initialize") == bool(session):
+        stateless = _version(message) is not None and not session
+        if key is None or key not in record.answers or (method == "initialize") == bool(session or stateless):
             return handshake + line, {first} if first else set()
         reply = {"jsonrpc": "2.0", "id": message["id"], "result": record.answers[key]}  # type: ignore[index]
         _write_all(wire_out, json.dumps(reply, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
@@ -91,7 +103,7 @@ def request_key(message: dict, session: str) -> str | None:
         kept, session = {"protocolVersion": params.get("protocolVersion")}, ""
     else:
         kept = {k: v for k, v in params.items() if k != "_meta"}
-    text = json.dumps([method, kept, session], sort_keys=True)
+    text = json.dumps([method, kept, session, _version(message)], sort_keys=True)
     return hashlib.sha256(text.encode(errors="surrogatepass")).hexdigest()
 
 
@@ -104,6 +116,7 @@ def warm(versions: tuple[str, ...] | None = None) -> None:
     import subprocess
     import tempfile
 
+    stateless: frozenset[str] = frozenset()
     record = Record.load()
     if record.path is None or sys.dont_write_bytecode or record.answers.get(WARMED):
         return
@@ -117,14 +130,29 @@ def warm(versions: tuple[str, ...] | None = None) -> None:
         if Record.load().answers.get(WARMED):
             return
         if versions is None:
-            from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+            from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-            versions = HANDSHAKE_PROTOCOL_VERSIONS
+            versions = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
+            stateless = frozenset(MODERN_PROTOCOL_VERSIONS)
         for version in versions:
-            params = {"protocolVersion": version, "capabilities": {}, "clientInfo": _CLIENT}
-            asked: list[dict] = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}]
-            asked += [{"jsonrpc": "2.0", "method": "notifications/initialized"}]
-            asked += [{"jsonrpc": "2.0", "id": n, "method": m} for n, m in enumerate(sorted(ANSWERED), 2)]
+            asked: list[dict] = []
+            if version in stateless:  # no session: each request says who asks, in which version
+                meta = {
+                    VERSION: version,
+                    f"{_ENVELOPE}/clientInfo": _CLIENT,
+                    f"{_ENVELOPE}/clientCapabilities": {},
+                }
+                methods = sorted(ANSWERED - {"initialize"})
+                asked += [
+                    {"jsonrpc": "2.0", "id": n, "method": m, "params": {"_meta": meta}}
+                    for n, m in enumerate(methods, 1)
+                ]
+            else:
+                params = {"protocolVersion": version, "capabilities": {}, "clientInfo": _CLIENT}
+                asked += [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}]
+                asked += [{"jsonrpc": "2.0", "method": "notifications/initialized"}]
+                methods = sorted(ANSWERED - {"initialize", "server/discover"})
+                asked += [{"jsonrpc": "2.0", "id": n, "method": m} for n, m in enumerate(methods, 2)]
             argv = [sys.executable, "-m", "teleclaude", "mcp"]
             server = subprocess.Popen(
                 argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
@@ -132,8 +160,6 @@ def warm(versions: tuple[str, ...] | None = None) -> None:
             assert server.stdin is not None and server.stdout is not None
             with server:
                 for request in asked:
-                    if request.get("method") == "initialize" and request["id"] != 1:
-                        continue
                     server.stdin.write(json.dumps(request).encode() + b"\n")
                     server.stdin.flush()
                     if "id" in request and not server.stdout.readline():
@@ -143,7 +169,16 @@ def warm(versions: tuple[str, ...] | None = None) -> None:
 
 
 _CLIENT = {"name": "teleclaude", "version": "0"}
+_ENVELOPE = "io.modelcontextprotocol"
 WARMED = "warmed"  # the record's entry that says warm() was done (the versions)
+
+
+def _version(message: dict | None) -> str | None:
+    """The protocol version a request of a stateless revision carries in its `_meta`, else None."""
+    params = message.get("params") if message else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(VERSION) if isinstance(meta, dict) else None
+    return version if isinstance(version, str) else None
 
 
 def _message(line: bytes) -> dict | None:
