@@ -110,8 +110,8 @@ def request_key(message: dict, session: str) -> str | None:
 def warm(versions: tuple[str, ...] | None = None) -> None:
     """Have a server answer a handshake and the lists in each protocol version the SDK negotiates, so that
     workers find them in the record (`teleclaude install`, the real-CLI tests): a sandboxed worker's server
-    reads the record but cannot write it. One at a time for everyone (a lock); nothing when the record has
-    them all or cannot be written."""
+    reads the record but cannot write it. Nothing when the record has them, cannot be written, or another
+    process is recording them (a lock: nobody waits for it)."""
     import fcntl
     import subprocess
     import tempfile
@@ -126,7 +126,10 @@ def warm(versions: tuple[str, ...] | None = None) -> None:
     except OSError:
         return
     with os.fdopen(lock) as held, tempfile.TemporaryDirectory() as cwd:
-        fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another process records them: nobody waits for it
+            return
         if Record.load().answers.get(WARMED):
             return
         if versions is None:
