@@ -109,7 +109,7 @@ def request_key(message: dict, session: str) -> str | None:
 
 def warm(versions: tuple[str, ...] | None = None) -> None:
     """Have a server answer a handshake and the lists in each protocol version the SDK negotiates, so that
-    workers find them in the record (`teleclaude install`, the real-CLI tests): a sandboxed worker's server
+    workers find them in the record (the real-CLI tests' first step): a sandboxed worker's server
     reads the record but cannot write it. Nothing when the record has them, cannot be written, or another
     process is recording them (a lock: nobody waits for it)."""
     import fcntl

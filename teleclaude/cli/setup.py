@@ -41,7 +41,7 @@ def _run_install(args: argparse.Namespace) -> int:
     from teleclaude.setup import install
 
     agents = tuple(agent for agent in NAMES if getattr(args, agent))
-    shown = _show(
+    return _show(
         install.install,
         agents,
         install.Scope(args.scope),
@@ -52,11 +52,6 @@ def _run_install(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         overwrite=args.overwrite,
     )
-    if shown == 0 and not args.dry_run and not args.uninstall:
-        from teleclaude import mcp_answers
-
-        mcp_answers.warm()  # a worker's MCP server, sandboxed, reads the answers but cannot record them
-    return shown
 
 
 def stop_hook_available() -> bool:

@@ -81,8 +81,8 @@ def agent_clis() -> dict[str, Path]:
 
 @pytest.fixture(scope="session", autouse=True)
 def mcp_answers_recorded() -> None:
-    """What `teleclaude install` does for its user: the MCP server's answers to a handshake recorded, which
-    the workers' servers (sandboxed: they cannot record them) give without importing fastmcp."""
+    """The MCP server's answers to a handshake in each protocol version recorded (mcp_answers.py), which the
+    workers' servers (sandboxed: they cannot record them) give without importing fastmcp."""
     mcp_answers.warm()
 
 
