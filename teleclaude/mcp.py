@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import io
 import logging
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -35,6 +37,8 @@ from teleclaude.planner.core.render import to_text
 from teleclaude.runtime.core.supervision import MARK, digest_rule, unresponsive_rule
 
 if TYPE_CHECKING:
+    from typing import BinaryIO
+
     from teleclaude.runtime.core.sessions import StartRequest
 
 log = logging.getLogger("teleclaude.mcp")
@@ -523,14 +527,37 @@ class BearerToken:
         return hmac.compare_digest(scheme.lower() + b" " + value.strip(), self.expected)
 
 
+def serve_stdio(source: BinaryIO | None = None, wire: io.RawIOBase | None = None) -> None:
+    """MCP over stdio: the client's lines from `source` (else fd 0), the answers through `wire` (else fd 1);
+    `teleclaude mcp` comes here from mcp_answers.serve, with what it answered already."""
+    server = build_server()
+    mark_stdin(source)
+    if wire is not None:
+        sys.stdout = _Stdout(io.BufferedWriter(wire))
+    server.run(transport="stdio", show_banner=False)
+
+
+class _Stdout:
+    """`sys.stdout` while serving through a wire: the SDK's transport writes to its `buffer` (the wire), and a
+    stray print goes to stderr, as it does when the SDK points fd 1 there itself."""
+
+    def __init__(self, buffer: io.BufferedWriter) -> None:
+        self.buffer = buffer
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def serve(
     http: bool = False, host: str = "127.0.0.1", port: int = 8000, access: HttpAccess | None = None
 ) -> None:
-    server = build_server()
     if not http:
-        mark_stdin()
-        server.run(transport="stdio", show_banner=False)
+        serve_stdio()
         return
+    server = build_server()
     access = access or HttpAccess(None)
     log.info("serving MCP over HTTP on http://%s:%d/mcp", host, port)
     server.run(

@@ -138,12 +138,15 @@ async def refuse_too_long(context: object, params: TooLongParams) -> dict:
     raise MCPError(INVALID_REQUEST, to_text(Error(ErrorCode.INVALID_ARGUMENT, message), FrontEnd.MCP))
 
 
-def mark_stdin() -> None:
-    """Give the SDK's stdio transport the client's lines marked, from a private copy of fd 0; fd 0 itself
-    reads the null device, so a child process (git, tmux) never eats the client's bytes."""
-    private = os.dup(0)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    marked = io.BufferedReader(_MarkedLines(os.fdopen(private, "rb")))
+def mark_stdin(source: BinaryIO | None = None) -> None:
+    """Give the SDK's stdio transport the client's lines marked, from `source` (what reads them: mcp_answers)
+    or a private copy of fd 0; fd 0 itself reads the null device, so a child process (git, tmux) never eats
+    the client's bytes."""
+    if source is None:
+        private = os.dup(0)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        source = os.fdopen(private, "rb")
+    marked = io.BufferedReader(_MarkedLines(source))
     sys.stdin = io.TextIOWrapper(marked, encoding="utf-8", errors="replace")

@@ -91,8 +91,12 @@ PROFILE = AgentProfile(
         r"(?i)experiencing high demand",
     ),
     # GEMINI_CLI_TRUST_WORKSPACE trusts the worker's folder (no trust dialog); with CI=true in its
-    # environment (a CI job running `teleclaude run`) gemini 0.61 skips its interactive UI and exits 42
-    env={"GEMINI_CLI_TRUST_WORKSPACE": "true", "CI": "false"},
+    # environment (a CI job running `teleclaude run`) gemini 0.61 skips its interactive UI and exits 42;
+    # GEMINI_CLI_NO_RELAUNCH: one node process a worker, not two. Without it gemini 0.61 loads its 17 MB
+    # bundle, starts itself again in a child with this variable set (for a larger heap limit, and to start
+    # again after a dialog's "press r to restart", which no worker presses) and waits for it: the child's
+    # run is the same, the parent's ~1.2 s of CPU and its memory are saved (NOTES.md)
+    env={"GEMINI_CLI_TRUST_WORKSPACE": "true", "CI": "false", "GEMINI_CLI_NO_RELAUNCH": "true"},
     # it retries 429 and 503 silently for minutes under ` ⠦ Thinking... (esc to cancel, 8m 11s)`; a
     # running shell command shows the same row under its box `│ ⊶  Shell sleep 12` (⊶ and ⊷ alternate),
     # a running hook as ` ⠦ Executing Hook: teleclaude-stop (esc to cancel, 12s)`

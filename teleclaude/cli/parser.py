@@ -155,10 +155,16 @@ def _run_mcp(args: argparse.Namespace) -> int:
             return print_value(refused)
         access = allowed
         _explain_http(args, access)
-    # fastmcp costs ~1 s: only this command pays for it, and only once its arguments are found good
-    from teleclaude import mcp as mcp_server
-
+    # fastmcp costs ~1 s: only this command pays for it, only once its arguments are found good, and over
+    # stdio only once a client asks what the record of earlier answers lacks (mcp_answers.py)
     with contextlib.suppress(KeyboardInterrupt):
+        if not args.http:
+            from teleclaude import mcp_answers
+
+            mcp_answers.serve()
+            return 0
+        from teleclaude import mcp as mcp_server
+
         mcp_server.serve(http=args.http, host=args.host, port=args.port, access=access)
     return 0
 

@@ -66,7 +66,9 @@ def _save(path: Path, data: Mapping) -> None:
 # --- Gemini CLI 0.61.0 -------------------------------------------------------------------------------------
 # - "How would you like to authenticate for this project?": `security.auth.selectedType` in
 #   `~/.gemini/settings.json` (`gemini-api-key` with GEMINI_API_KEY in the environment);
-# - folder trust: the runtime starts gemini workers with GEMINI_CLI_TRUST_WORKSPACE=true (the profile's env).
+# - folder trust: the runtime starts gemini workers with GEMINI_CLI_TRUST_WORKSPACE=true (the profile's env);
+# - no update check: by default each start asks the npm registry for its newest release (and would install it
+#   over an npm-global install), as claude's DISABLE_AUTOUPDATER and opencode's `autoupdate` say for them.
 
 GEMINI_API_KEY = "teleclaude-scripted-gemini-key"  # dummy: the scripted server takes any
 
@@ -80,6 +82,7 @@ def prepare_gemini_home(home: Path) -> None:
     settings = _load(settings_file)
     settings.setdefault("security", {}).setdefault("auth", {})["selectedType"] = "gemini-api-key"
     settings.setdefault("privacy", {})["usageStatisticsEnabled"] = False
+    settings.setdefault("general", {}).update(enableAutoUpdate=False, enableAutoUpdateNotification=False)
     _save(settings_file, settings)
 
 

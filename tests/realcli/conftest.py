@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from teleclaude import mcp_answers
 from teleclaude.adapters import trust_store
 from teleclaude.adapters.tmux import Tmux
 from teleclaude.demo.agent_homes import claude_environment, prepare_claude_login, prepare_home
@@ -76,6 +77,13 @@ def agent_clis() -> dict[str, Path]:
     done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, f"scripts/agent-clis failed:\n{done.stderr}"
     return {name: Path(folder) for name, folder in (line.split() for line in done.stdout.splitlines())}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def mcp_answers_recorded() -> None:
+    """The MCP server's answers to a handshake in each protocol version recorded (mcp_answers.py), which the
+    workers' servers (sandboxed: they cannot record them) give without importing fastmcp."""
+    mcp_answers.warm()
 
 
 def version_of(folder: Path) -> str:

@@ -53,7 +53,7 @@ def test_with_full_error_verbosity_gemini_gives_up_in_a_dialog_that_is_a_limit(
     settings_file = isolated_environment / ".gemini" / "settings.json"
     settings = json.loads(settings_file.read_text())
     settings["ui"] = {"errorVerbosity": "full"}
-    settings["general"] = {"maxAttempts": 2}
+    settings.setdefault("general", {})["maxAttempts"] = 2
     settings_file.write_text(json.dumps(settings))
     model_server.add(Fail(failure, repeat=1000, retry_after=1))
     started = start(gemini_runtime, project, "gemini")

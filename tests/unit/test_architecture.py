@@ -7,7 +7,7 @@
 - The planner never imports the runtime, setup, the front ends or the demo, neither directly nor through the
   modules it imports (an import runs the packages above the module too); the one way in is the session
   records' pure values, read through `adapters/sessions_db.py`.
-- No wing imports a front end (`teleclaude.cli`, `teleclaude.mcp`).
+- No wing imports a front end (`teleclaude.cli`, `teleclaude.mcp`, its stdio door `teleclaude.mcp_answers`).
 - No `_private` name is imported from, or read on, another teleclaude module.
 - pyproject's `packages` list is exactly the package folders.
 - An agent CLI is named (as a word) in at most five modules outside the demo: its driver, the registry, the
@@ -31,7 +31,13 @@ ROOT = Path(__file__).resolve().parents[2]
 STDLIB = set(sys.stdlib_module_names) | {"__future__", "_sha256", "_sha2"}
 PURE_THIRD_PARTY = {"mistune"}
 # board.web serves the board over HTTP behind mcp's own Host, Origin and token checks: a front door too
-FRONT_ENDS = ("teleclaude.cli", "teleclaude.mcp", "teleclaude.__main__", "teleclaude.board.web")
+FRONT_ENDS = (
+    "teleclaude.cli",
+    "teleclaude.mcp",
+    "teleclaude.mcp_answers",
+    "teleclaude.__main__",
+    "teleclaude.board.web",
+)
 NOT_FOR_THE_PLANNER = ("teleclaude.runtime", "teleclaude.setup", *FRONT_ENDS, "teleclaude.demo")
 
 
