@@ -162,13 +162,18 @@ class Observer(HookNews):
     # --- waiting -------------------------------------------------------------------------------------------
 
     def wait(
-        self, session_ids: Iterable[str] | None = None, timeout: float = 30.0, fresh: bool = True
+        self,
+        session_ids: Iterable[str] | None = None,
+        timeout: float = 30.0,
+        fresh: bool = True,
+        wake: int | None = None,
     ) -> Waited | Error:
         """Events as they happen: returns as soon as there is one, or after `timeout` (at most 60 s).
 
         `fresh=False` (a caller that waits again and again, as `run`'s loop, with short waits while a worker
         starts): a look less than a poll interval old will do, whatever the timeout; a pane's exit or a hook's
-        news (their wake-up) is looked at at once all the same."""
+        news (their wake-up) is looked at at once all the same. `wake`: a file descriptor of the caller's
+        (`run`'s lanes: a next_work answered on a thread) whose being readable ends a sleep, with no event."""
         store, tmux = self.context.store, self.context.tmux
         timeout = max(0.0, min(float(timeout), MAX_WAIT))
         ids = list(session_ids) if session_ids else [s.id for s in store.sessions() if not s.state.is_final]
@@ -212,7 +217,9 @@ class Observer(HookNews):
             over = all(s.state.is_final for s in sessions)
             if over or time.monotonic() >= deadline:
                 return Waited((), tuple(sessions), bool(ids) and not over)
-            woken = _sleep_until_signal(waiters, min(poll, deadline - time.monotonic()))
+            woken = _sleep_until_signal(waiters, min(poll, deadline - time.monotonic()), wake)
+            if wake is not None and _readable(wake):  # the caller's own news: a hook's is told next wait
+                return Waited((), tuple(sessions), False)
             woken = self._forget_signalled(watched) or woken  # one that ended just after the sleep too
             sessions = store.sessions(ids)
             just_looked = not (fresh or woken) and self._looked_within(ids, poll, joined_too=True)
@@ -560,10 +567,15 @@ def _waiting_for_input(screen: tuple[str, ...], prompt: str, busy: str) -> bool:
     return waiting_for_input(list(screen), prompt, busy)
 
 
-def _sleep_until_signal(waiters: Iterable[Popen[bytes]], seconds: float) -> bool:
-    """Sleep `seconds`, or less when a waiter ends: in one select on pidfds where Linux has them. True when a
-    waiter ended."""
+def _readable(fd: int) -> bool:
+    return bool(select.select([fd], [], [], 0)[0])
+
+
+def _sleep_until_signal(waiters: Iterable[Popen[bytes]], seconds: float, wake: int | None = None) -> bool:
+    """Sleep `seconds`, or less when a waiter ends or `wake` is readable: in one select on pidfds where Linux
+    has them. True when a waiter ended."""
     waiters = list(waiters)
+    woken = [] if wake is None else [wake]
     try:
         pidfds = [os.pidfd_open(w.pid) for w in waiters]
     except (AttributeError, OSError):  # no pidfds (not Linux, or before 5.3): look every 50 ms
@@ -572,7 +584,8 @@ def _sleep_until_signal(waiters: Iterable[Popen[bytes]], seconds: float) -> bool
         try:
             if any(w.poll() is not None for w in waiters):
                 return True
-            return bool(select.select(pidfds, [], [], max(seconds, 0.0))[0])
+            ready = select.select([*pidfds, *woken], [], [], max(seconds, 0.0))[0]
+            return any(fd in pidfds for fd in ready)
         finally:
             for fd in pidfds:
                 os.close(fd)
@@ -580,5 +593,7 @@ def _sleep_until_signal(waiters: Iterable[Popen[bytes]], seconds: float) -> bool
     while time.monotonic() < deadline:
         if any(w.poll() is not None for w in waiters):
             return True
+        if woken and _readable(woken[0]):
+            return False
         time.sleep(0.05)
     return False
