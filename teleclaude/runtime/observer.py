@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
 import re
-import select
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -96,6 +94,8 @@ class Observer(HookNews):
         self._spend_read: dict[str, tuple[str, int, int]] = {}
         # records a sandboxed worker's report_status, left in its channel (Cycle.report; set by api.py)
         self.report: Callable[[str, str, str | None, str], object] | None = None
+        # session id -> its channel's pipe here, read to be woken by its hooks (None: it has no channel)
+        self._listening: dict[str, int | None] = {}
 
     # --- looking -------------------------------------------------------------------------------------------
 
@@ -132,8 +132,15 @@ class Observer(HookNews):
         """Look at every live session once: exits, vanished panes, limits, and turns that ended."""
         return self._look_at(list(sessions))[0]
 
+    def _look_first(self, sessions: list[Session], first: frozenset[str]) -> list[Session]:
+        """The sessions, those of `first` looked at (the others' last readings kept for the next look)."""
+        if not first:
+            return sessions
+        looked = {s.id: s for s in self._look_at([s for s in sessions if s.id in first], whole=False)[0]}
+        return [looked.get(s.id, s) for s in sessions]
+
     def _look_at(
-        self, sessions: list[Session], news: Callable[[], bool] | None = None
+        self, sessions: list[Session], news: Callable[[], bool] | None = None, whole: bool = True
     ) -> tuple[list[Session], bool]:
         """`refresh`, and whether it looked at every live session: `news` is asked after each, and a look it
         answers True stops there (a hook's news is told before the rest are looked at: at thirty workers
@@ -150,6 +157,8 @@ class Observer(HookNews):
             )
             if news is not None and len(fresh) < len(live) and news():
                 return [fresh.get(s.id, s) for s in sessions], False
+        if not whole:
+            return [fresh.get(s.id, s) for s in sessions], False
         watched = {s.pane_id for s in fresh.values() if not s.state.is_final}
         for pane_id in [p for p in self._read if p not in watched]:
             del self._read[pane_id]
@@ -188,11 +197,15 @@ class Observer(HookNews):
         # wait (not fresh) takes a session that joined since the last look (a worker just given its command)
         # at the next: thirty hand-overs looked at thirty panes each time one more worker joined
         just_looked = (timeout >= poll or not fresh) and self._looked_within(ids, poll, joined_too=not fresh)
-        woken = False
+        woken, poked, remotes = False, frozenset[str](), self.context.config.remotes
+        # listened to before the look: a mark left after it pokes the pipe
+        self._listened([s for s in sessions if not s.state.is_final and s.computer not in remotes])
         while True:
             if not just_looked:
                 # what a hook stored is told before a look at every pane (the look comes with the next wait):
-                # thirty workers through together woke a wait thirty times, each looking at thirty panes first
+                # thirty workers through together woke a wait thirty times, each looking at thirty panes
+                # first; so is what a sandboxed worker's hook left in its channel (it poked its pipe)
+                sessions, poked = self._look_first(sessions, poked), frozenset()
                 stored = store.undelivered(ids) if woken or not fresh else []
                 if stored:
                     store.mark_delivered(stored)
@@ -217,10 +230,13 @@ class Observer(HookNews):
             over = all(s.state.is_final for s in sessions)
             if over or time.monotonic() >= deadline:
                 return Waited((), tuple(sessions), bool(ids) and not over)
-            woken = _sleep_until_signal(waiters, min(poll, deadline - time.monotonic()), wake)
-            if wake is not None and _readable(wake):  # the caller's own news: a hook's is told next wait
+            channels = self._listened([s for s in watching if s.computer not in remotes])
+            pipes = [*channels, *([wake] if wake is not None else [])]
+            ended, ready = procs.sleep_until_ended(waiters, min(poll, deadline - time.monotonic()), pipes)
+            poked = poked | self._poked(channels, ready)
+            woken = self._forget_signalled(watched) or ended or bool(poked)  # one that ended after the sleep
+            if wake in ready:  # the caller's own news: a hook's is told at its next wait
                 return Waited((), tuple(sessions), False)
-            woken = self._forget_signalled(watched) or woken  # one that ended just after the sleep too
             sessions = store.sessions(ids)
             just_looked = not (fresh or woken) and self._looked_within(ids, poll, joined_too=True)
 
@@ -248,11 +264,13 @@ class Observer(HookNews):
         return bool(ended)
 
     def _stop_waiters(self, session_ids: Iterable[str] | None = None) -> None:
-        for session_id in list(self._waiters) if session_ids is None else session_ids:
+        ids = list(self._waiters) if session_ids is None else list(session_ids)
+        for session_id in ids:
             waiter = self._waiters.pop(session_id, None)
             if waiter is not None:
                 waiter.kill()
                 waiter.wait()
+        self._unlisten(None if session_ids is None else ids)
 
     # --- one look at one session ---------------------------------------------------------------------------
 
@@ -565,35 +583,3 @@ def _tool_shown(screen: tuple[str, ...], tool_running: str) -> bool:
 @lru_cache(maxsize=_SCREENS)
 def _waiting_for_input(screen: tuple[str, ...], prompt: str, busy: str) -> bool:
     return waiting_for_input(list(screen), prompt, busy)
-
-
-def _readable(fd: int) -> bool:
-    return bool(select.select([fd], [], [], 0)[0])
-
-
-def _sleep_until_signal(waiters: Iterable[Popen[bytes]], seconds: float, wake: int | None = None) -> bool:
-    """Sleep `seconds`, or less when a waiter ends or `wake` is readable: in one select on pidfds where Linux
-    has them. True when a waiter ended."""
-    waiters = list(waiters)
-    woken = [] if wake is None else [wake]
-    try:
-        pidfds = [os.pidfd_open(w.pid) for w in waiters]
-    except (AttributeError, OSError):  # no pidfds (not Linux, or before 5.3): look every 50 ms
-        pidfds = None
-    if pidfds is not None:
-        try:
-            if any(w.poll() is not None for w in waiters):
-                return True
-            ready = select.select([*pidfds, *woken], [], [], max(seconds, 0.0))[0]
-            return any(fd in pidfds for fd in ready)
-        finally:
-            for fd in pidfds:
-                os.close(fd)
-    deadline = time.monotonic() + max(seconds, 0.0)
-    while time.monotonic() < deadline:
-        if any(w.poll() is not None for w in waiters):
-            return True
-        if woken and _readable(woken[0]):
-            return False
-        time.sleep(0.05)
-    return False
