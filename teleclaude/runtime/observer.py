@@ -18,12 +18,13 @@ from teleclaude.adapters.tmux import TURN_END_OPTION, TmuxError
 from teleclaude.agents.profile import AgentProfile, Blocker
 from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core.tool_lines import tool_lines
+from teleclaude.runtime import trace
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
 from teleclaude.runtime.core.apiwait import api_wait_limit, tool_shown
 from teleclaude.runtime.core.blockers import blocked_text, find_blocker, refusal_text, refused_command
 from teleclaude.runtime.core.continuation import not_replayed
 from teleclaude.runtime.core.limits import DEFAULT_PAUSE, LimitHit, find_limit, reset_time
-from teleclaude.runtime.core.marks import exit_channel, turn_end_prompt
+from teleclaude.runtime.core.marks import exit_channel, turn_end_prompt, turn_end_stamp
 from teleclaude.runtime.core.screens import observe_idle, waiting_for_input
 from teleclaude.runtime.core.sessions import (
     Activity,
@@ -346,6 +347,7 @@ class Observer(HookNews):
         if turn_end is not None:
             # the stop hook of a worker on another computer marked its pane (a sandboxed one its channel):
             # recorded as a local hook's is
+            trace.mark("hook", session.id, at=turn_end_stamp(turn_end))  # its news is found only now
             hooked = self._hook_ended(scanned, now, session.state, turn_end_prompt(turn_end))
             if hooked is not None:  # recorded: the mark has done its work
                 self._clear_mark(session, TURN_END_OPTION)
