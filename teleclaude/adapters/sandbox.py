@@ -362,11 +362,15 @@ def write_mark(folder: Path, option: str, value: str) -> bool:
 
 
 def listing(store: Path, session_id: str) -> frozenset[str]:
-    """The names of the files in a session's channel (`channel_folder`); none when it has no channel."""
+    """The names of the files in a session's channel (`channel_folder`), but its pipe (`listen`); none when
+    it has no channel."""
     try:
-        return frozenset(os.listdir(f"{store}.channels/{session_id}"))
+        return frozenset(os.listdir(f"{store}.channels/{session_id}")) - _PIPES
     except OSError:
         return frozenset()
+
+
+_PIPES = frozenset((channel.LOOK,))
 
 
 def read_marks(folder: Path, files: frozenset[str] | None = None) -> dict[str, str]:
