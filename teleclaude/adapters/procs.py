@@ -74,11 +74,13 @@ def waited_for_cpu(group: int) -> float | None:
 
 
 class Exits:
-    """Called: whether one of `processes` still running when it was made has ended since (one select on
-    their pidfds, no wait); never, where Linux has no pidfds."""
+    """Called: whether one of `processes` still running when it was made has ended since, or one of `fds` is
+    readable (one select on their pidfds and those, no wait); never a process's end, where Linux has no
+    pidfds."""
 
-    def __init__(self, processes: Iterable[Popen[bytes]]) -> None:
+    def __init__(self, processes: Iterable[Popen[bytes]], fds: Iterable[int] = ()) -> None:
         self.fds: list[int] = []
+        self.others = list(fds)
         try:
             for process in processes:
                 if process.poll() is None:
@@ -95,7 +97,8 @@ class Exits:
         self.fds = []
 
     def __call__(self) -> bool:
-        return bool(self.fds) and bool(select.select(self.fds, [], [], 0)[0])
+        watched = [*self.fds, *self.others]
+        return bool(watched) and bool(select.select(watched, [], [], 0)[0])
 
 
 def sleep_until_ended(

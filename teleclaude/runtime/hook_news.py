@@ -66,6 +66,9 @@ class HookNews:
                 pipes[pipe] = session.id
         return pipes
 
+    def _listening_to(self) -> list[int]:
+        return [pipe for pipe in self._listening.values() if pipe is not None]
+
     def _poked(self, pipes: dict[int, str], ready: Iterable[int]) -> frozenset[str]:
         """The sessions whose pipes are `ready`, each pipe emptied."""
         poked = []

@@ -211,7 +211,9 @@ class Observer(HookNews):
                 if stored:
                     store.mark_delivered(stored)
                     return Waited(tuple(stored), tuple(sessions), False)
-                with procs.Exits(self._waiters.values()) as news:
+                # a look also stops at a sandboxed worker's poke, and at the caller's `wake`
+                pipes = [*self._listening_to(), *([wake] if wake is not None else [])]
+                with procs.Exits(self._waiters.values(), pipes) as news:
                     sessions, whole = self._look_at(sessions, news)
                 if whole:
                     self._looked = (frozenset(ids), time.monotonic())
