@@ -95,8 +95,10 @@ class Observer(HookNews):
         self._spend_read: dict[str, tuple[str, int, int]] = {}
         # records a sandboxed worker's report_status, left in its channel (Cycle.report; set by api.py)
         self.report: Callable[[str, str, str | None, str], object] | None = None
-        # session id -> its channel's pipe here, read to be woken by its hooks (None: it has no channel)
+        # session id -> its channel's pipe here, read to be woken by its hooks (None: it has no channel); the
+        # sessions whose pipes were poked, not yet looked at
         self._listening: dict[str, int | None] = {}
+        self._pokes: frozenset[str] = frozenset()
 
     # --- looking -------------------------------------------------------------------------------------------
 
@@ -198,14 +200,16 @@ class Observer(HookNews):
         # wait (not fresh) takes a session that joined since the last look (a worker just given its command)
         # at the next: thirty hand-overs looked at thirty panes each time one more worker joined
         just_looked = (timeout >= poll or not fresh) and self._looked_within(ids, poll, joined_too=not fresh)
-        woken, poked, remotes = False, frozenset[str](), self.context.config.remotes
+        poked, self._pokes = self._pokes, frozenset()  # heard by a wait that returned for its caller's `wake`
+        woken, just_looked, remotes = bool(poked), just_looked and not poked, self.context.config.remotes
         # listened to before the look: a mark left after it pokes the pipe
-        self._listened([s for s in sessions if not s.state.is_final and s.computer not in remotes])
+        channels = self._listened([s for s in sessions if not s.state.is_final and s.computer not in remotes])
         while True:
             if not just_looked:
                 # what a hook stored is told before a look at every pane (the look comes with the next wait):
                 # thirty workers through together woke a wait thirty times, each looking at thirty panes
                 # first; so is what a sandboxed worker's hook left in its channel (it poked its pipe)
+                poked |= self._poked(channels, procs.sleep_until_ended((), 0, channels)[1])
                 sessions, poked = self._look_first(sessions, poked), frozenset()
                 stored = store.undelivered(ids) if woken or not fresh else []
                 if stored:
@@ -239,6 +243,7 @@ class Observer(HookNews):
             poked = poked | self._poked(channels, ready)
             woken = self._forget_signalled(watched) or ended or bool(poked)  # one that ended after the sleep
             if wake in ready:  # the caller's own news: a hook's is told at its next wait
+                self._pokes = poked
                 return Waited((), tuple(sessions), False)
             sessions = store.sessions(ids)
             just_looked = not (fresh or woken) and self._looked_within(ids, poll, joined_too=True)
