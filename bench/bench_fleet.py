@@ -11,7 +11,8 @@ lanes each (30 workers: two computers of 15, so each needs two ssh connections).
 
 - run CPU per busy worker: the run's own CPU (with its reaped children) per second while every live worker
   was running, divided by N (ms/s);
-- dispatch p50/p95 (a Stop hook to the next worker of the item typed into);
+- dispatch p50/p95 (a Stop hook to the next worker of the item typed into; the hook's own moment, also for a
+  sandboxed worker's, whose news the run stores when it reads its mark: from the run's trace);
 - memory (PSS, MB, the largest sample): the run process; its live children (tmux or ssh clients: a
   `wait-for` per worker); the project's supervisor (`-`: none ran; a run starts none, its workers have no
   parent: it watches them itself); the hook processes alive at once (at rest: none);
@@ -35,13 +36,14 @@ import shutil
 import signal
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench_loop import Result, build, percentile, timed_run, turn_ends  # noqa: E402
+from bench_loop import Result, build, dispatches, percentile, timed_run, turn_ends  # noqa: E402
 
 from teleclaude.adapters import trust_store  # noqa: E402
 from teleclaude.adapters.sessions_db import SessionStore  # noqa: E402
@@ -131,10 +133,8 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def stages(db: Path, trace: Path) -> dict[str, tuple[float, ...]]:
-    """Each stage of every dispatch (STAGES), in seconds: from the mark that ends the stage before (the
-    Stop hook's record for the first) to its own. A dispatch missing a mark (a start refused, retried)
-    is left out."""
+def trace_marks(trace: Path) -> dict[tuple[str, str], list[float]]:
+    """(what, key) -> the moments of the run's trace marked so (runtime/trace.py)."""
     marks: dict[tuple[str, str], list[float]] = {}
     try:
         lines = trace.read_text().splitlines()
@@ -143,9 +143,28 @@ def stages(db: Path, trace: Path) -> dict[str, tuple[float, ...]]:
     for line in lines:
         stamp, _, what, name = (line.split(" ", 3) + ["", "", "", ""])[:4]
         marks.setdefault((what, name), []).append(float(stamp))
+    return marks
+
+
+def hooks_run(marks: dict[tuple[str, str], list[float]]) -> dict[str, datetime]:
+    """session id -> when its Stop hook ran, for those whose news the run stored only when it read their mark
+    (a sandboxed worker's channel): the first of each."""
+    return {key: datetime.fromtimestamp(min(at), UTC) for (what, key), at in marks.items() if what == "hook"}
+
+
+def stages(db: Path, trace: Path) -> dict[str, tuple[float, ...]]:
+    """Each stage of every dispatch (STAGES), in seconds: from the mark that ends the stage before (the
+    Stop hook's own moment for the first) to its own. A dispatch missing a mark (a start refused, retried)
+    is left out."""
+    marks = trace_marks(trace)
+    if not marks:
+        return {}
     store = SessionStore(db)
     sessions = [s for s in store.sessions() if s.delivered_at is not None]
     ends = turn_ends(store)
+    for session_id, ran in hooks_run(marks).items():
+        if session_id in ends:
+            ends[session_id] = min(ends[session_id], ran)
     found: dict[str, list[float]] = {stage: [] for stage in STAGES}
     for session in sessions:
         end = ends.get(session.id)
@@ -300,6 +319,9 @@ def main() -> int:
                 result = timed_run(
                     f"{where} {workers}", project, run_env, ["--parallel", str(workers)], memory.sample
                 )
+                # from each Stop hook's own moment: a sandboxed worker's is stored when its mark is read
+                hooks = hooks_run(trace_marks(trace))
+                result = replace(result, latencies=dispatches(SessionStore(db), True, hooks)[1])
                 rows.append((where, workers, result, memory, (load, os.getloadavg()[0])))
                 print(line(*rows[-1], STEPS * options.work), file=sys.stderr, flush=True)  # if stopped later
                 traced.append(stages_line(where, workers, stages(db, trace)))

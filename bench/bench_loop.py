@@ -45,7 +45,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -253,10 +253,17 @@ def ahead(store: SessionStore) -> tuple[int, int]:
     return used, unused
 
 
-def dispatches(store: SessionStore, per_item: bool) -> tuple[int, tuple[float, ...]]:
-    """(sessions delivered, seconds from each Stop-hook turn end to the next worker's first typed byte)."""
+def dispatches(
+    store: SessionStore, per_item: bool, hooks: Mapping[str, datetime] | None = None
+) -> tuple[int, tuple[float, ...]]:
+    """(sessions delivered, seconds from each Stop-hook turn end to the next worker's first typed byte).
+    `hooks`: when Stop hooks ran whose news the run stored later (a sandboxed worker's mark, recorded at
+    the look that read it: bench_fleet.py reads their moments from the run's trace)."""
     sessions = [s for s in store.sessions() if s.delivered_at is not None]
     ends = turn_ends(store)
+    for session_id, at in (hooks or {}).items():
+        if session_id in ends:
+            ends[session_id] = min(ends[session_id], at)
     latencies = []
     for session in sessions:
         end = ends.get(session.id)

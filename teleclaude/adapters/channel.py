@@ -8,6 +8,7 @@ import os
 from stat import S_ISFIFO  # loaded by `os` already
 
 WAKE = "wake"  # a channel's pipe on another computer (adapters/remote_sandbox.py): its relay reads it
+LOOK = "look"  # a channel's pipe on this machine: the run watching the worker reads it (sandbox.listen)
 
 
 def write_mark(folder: str, option: str, value: str) -> bool:
@@ -40,18 +41,22 @@ def write_mark(folder: str, option: str, value: str) -> bool:
 
 
 def wake(folder: str) -> None:
-    """Poke the channel's relay (after a mark was left), when it has one; never blocks."""
-    try:
-        fd = os.open(os.path.join(folder, WAKE), os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:  # no pipe (a channel here), or no relay reading it
-        return
-    try:
-        if S_ISFIFO(os.fstat(fd).st_mode):
-            os.write(fd, b"\n")
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    """Poke the channel's relay, or the run watching its worker here (after a mark was left), when it has
+    one; never blocks."""
+    for name in (WAKE, LOOK):
+        try:
+            fd = os.open(
+                os.path.join(folder, name), os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+            )
+        except OSError:  # no such pipe, or nobody reading it
+            continue
+        try:
+            if S_ISFIFO(os.fstat(fd).st_mode):
+                os.write(fd, b"\n")
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 READ_MOST = (

@@ -1,10 +1,11 @@
 """Other processes of this user, as Linux's /proc shows them: their parent, command line and environment;
-whether child processes ended (`Exits`)."""
+whether child processes ended (`Exits`), a sleep until one does (`sleep_until_ended`)."""
 
 from __future__ import annotations
 
 import os
 import select
+import time
 from pathlib import Path
 
 TYPE_CHECKING = False  # typing's own, without importing typing
@@ -73,11 +74,13 @@ def waited_for_cpu(group: int) -> float | None:
 
 
 class Exits:
-    """Called: whether one of `processes` still running when it was made has ended since (one select on
-    their pidfds, no wait); never, where Linux has no pidfds."""
+    """Called: whether one of `processes` still running when it was made has ended since, or one of `fds` is
+    readable (one select on their pidfds and those, no wait); never a process's end, where Linux has no
+    pidfds."""
 
-    def __init__(self, processes: Iterable[Popen[bytes]]) -> None:
+    def __init__(self, processes: Iterable[Popen[bytes]], fds: Iterable[int] = ()) -> None:
         self.fds: list[int] = []
+        self.others = list(fds)
         try:
             for process in processes:
                 if process.poll() is None:
@@ -94,4 +97,34 @@ class Exits:
         self.fds = []
 
     def __call__(self) -> bool:
-        return bool(self.fds) and bool(select.select(self.fds, [], [], 0)[0])
+        watched = [*self.fds, *self.others]
+        return bool(watched) and bool(select.select(watched, [], [], 0)[0])
+
+
+def sleep_until_ended(
+    processes: Iterable[Popen[bytes]], seconds: float, fds: Iterable[int] = ()
+) -> tuple[bool, frozenset[int]]:
+    """Sleep `seconds`, or less when one of `processes` ends or one of `fds` is readable: in one select on
+    pidfds where Linux has them, else a look every 50 ms. Whether a process ended, and the `fds` readable
+    then."""
+    processes, fds = list(processes), list(fds)
+    try:
+        pidfds = [os.pidfd_open(p.pid) for p in processes]
+    except (AttributeError, OSError):  # no pidfds (not Linux, or before 5.3)
+        pidfds = None
+    if pidfds is not None:
+        try:
+            if any(p.poll() is not None for p in processes):
+                return True, frozenset()
+            ready = select.select([*pidfds, *fds], [], [], max(seconds, 0.0))[0]
+            return any(fd in pidfds for fd in ready), frozenset(fd for fd in ready if fd in fds)
+        finally:
+            for fd in pidfds:
+                os.close(fd)
+    deadline = time.monotonic() + max(seconds, 0.0)
+    while True:
+        ended = any(p.poll() is not None for p in processes)
+        readable = frozenset(select.select(fds, [], [], 0)[0]) if fds else frozenset[int]()
+        if ended or readable or time.monotonic() >= deadline:
+            return ended, readable
+        time.sleep(0.05)

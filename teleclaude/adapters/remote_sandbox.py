@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from teleclaude.adapters import fs, ssh
 from teleclaude.adapters.sandbox import WAKE  # the channel's pipe a hook pokes after leaving a mark
 from teleclaude.config.profiles import Computer
+from teleclaude.runtime.core.marks import exit_channel
 from teleclaude.runtime.core.sandbox import RemoteHost, RemoteTree
 
 # the marks a sandboxed worker's hooks may move onto its pane (adapters/tmux.py's options), the turn's end
@@ -30,18 +31,21 @@ RELAYED = ("teleclaude_usage", "teleclaude_spend", "teleclaude_cost", "teleclaud
 MARK_KEPT = 16 * 1024  # bytes of a mark file moved onto the pane
 
 # $1 the channel folder, then the sandboxed command: the channel and its pipe are made, a background loop
-# moves the marks at each poke (the pipe held open read-write, so a poke never blocks or fails), the command
-# runs; once it ends the marks left are moved, and the channel goes
+# moves the marks at each poke (the pipe held open read-write, so a poke never blocks or fails) and, after a
+# turn's end or a stop failure, wakes whoever waits on the session (its exit channel: the observer looks at
+# once, not at its next look), the command runs; once it ends the marks left are moved, and the channel goes
 RELAY = (
     'channel=$1; shift; umask 077; mkdir -p -- "${channel%/*}" && mkdir -- "$channel" && '
     'mkfifo -- "$channel/' + WAKE + '" || exit 125; '
-    "move() { for name in " + " ".join((*RELAYED, "teleclaude_turn_end")) + "; do "
+    "move() { moved=; for name in " + " ".join((*RELAYED, "teleclaude_turn_end")) + "; do "
     'file="$channel/$name"; [ -e "$file" ] || [ -L "$file" ] || continue; '
     'mv -f -- "$file" "$file.moved" 2>/dev/null || continue; '
     'if [ -f "$file.moved" ] && [ ! -L "$file.moved" ]; then '
     "value=$(head -c " + str(MARK_KEPT) + ' -- "$file.moved"); '
-    'tmux set-option -p -t "$TMUX_PANE" "@$name" "$value" 2>/dev/null; fi; '
-    'rm -f -- "$file.moved"; done; }; '
+    'tmux set-option -p -t "$TMUX_PANE" "@$name" "$value" 2>/dev/null && '
+    "case $name in teleclaude_turn_end|teleclaude_stop_failure) moved=1;; esac; fi; "
+    'rm -f -- "$file.moved"; done; '
+    '[ -z "$moved" ] || tmux wait-for -S "' + exit_channel("$TELECLAUDE_SESSION_ID") + '" 2>/dev/null; }; '
     '( exec 3<>"$channel/' + WAKE + '"; while read -r _ <&3; do move; done ) & relay=$!; '
     'trap \'kill "$relay" 2>/dev/null; rm -rf -- "$channel"; exit 129\' HUP; '
     'trap \'kill "$relay" 2>/dev/null; rm -rf -- "$channel"; exit 143\' TERM; '

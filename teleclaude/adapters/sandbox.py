@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -361,11 +362,15 @@ def write_mark(folder: Path, option: str, value: str) -> bool:
 
 
 def listing(store: Path, session_id: str) -> frozenset[str]:
-    """The names of the files in a session's channel (`channel_folder`); none when it has no channel."""
+    """The names of the files in a session's channel (`channel_folder`), but its pipe (`listen`); none when
+    it has no channel."""
     try:
-        return frozenset(os.listdir(f"{store}.channels/{session_id}"))
+        return frozenset(os.listdir(f"{store}.channels/{session_id}")) - _PIPES
     except OSError:
         return frozenset()
+
+
+_PIPES = frozenset((channel.LOOK,))
 
 
 def read_marks(folder: Path, files: frozenset[str] | None = None) -> dict[str, str]:
@@ -560,6 +565,24 @@ def close_channel(store: Path, session_id: str) -> None:
 
 
 WAKE = channel.WAKE
+
+
+def listen(store: Path, session_id: str) -> int | None:
+    """A local sandboxed worker's channel's pipe its hooks poke after leaving a mark (`channel.LOOK`),
+    opened to read without blocking (readable once poked); None when the session has no channel here.
+    Opened to write too, as the relay's is (remote_sandbox.py): a pipe all of whose writers have gone would
+    read as at its end, readable at every select."""
+    path = channel_folder(store, session_id) / channel.LOOK
+    try:
+        with suppress(FileExistsError):
+            os.mkfifo(path, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:  # no channel (not sandboxed), or it was closed meanwhile
+        return None
+    if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
 
 
 def relayed(folder: Path) -> bool:

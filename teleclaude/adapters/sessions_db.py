@@ -453,7 +453,7 @@ class SessionStore(SqliteStore):
             return []
 
         def read() -> list[sqlite3.Row]:
-            with closing(self._connect(writing=False)) as conn:
+            with self._reading() as conn:
                 conn.row_factory = sqlite3.Row
                 try:
                     return conn.execute(query, list(params)).fetchall()

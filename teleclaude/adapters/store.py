@@ -57,6 +57,10 @@ _ENSURED: dict[tuple[type, str], int] = {}
 # left one thread waiting out the whole busy timeout ("database is locked") while the others took the lock
 # again and again. One writer a process then competes with the other processes' (_thread: no import cost)
 _WRITERS: dict[str, _thread.RLock] = {}
+# each thread's own read connections (file -> the connection and the file's inode), kept while a store holds
+# its file open (`kept_open`: a run, which reads the file many times a second; a connection's first statement
+# reads the schema, most of a read's cost)
+_READERS = _thread._local()
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,37 @@ class SqliteStore:
         return named[1]
 
     @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A connection to read with: while `kept_open` holds the file open, the calling thread's own, kept
+        from one read to the next (made anew when the file was replaced: moved aside as corrupt, deleted);
+        else one for this read alone."""
+        if not self.__dict__.get("_kept"):
+            with closing(self._connect(writing=False)) as conn:
+                yield conn
+            return
+        kept: dict[str, tuple[sqlite3.Connection, int]] = _READERS.__dict__.setdefault("kept", {})
+        key, found = str(self.path), None
+        with suppress(KeyError):
+            found = kept.pop(key)
+        try:
+            inode = os.stat(self.path).st_ino
+        except FileNotFoundError:
+            inode = -1
+        if found is not None and found[1] != inode:
+            found[0].close()
+            found = None
+        conn = found[0] if found is not None else self._connect(writing=False)
+        try:
+            yield conn
+        except BaseException:  # a read that failed: the next connects anew
+            conn.close()
+            raise
+        if inode != -1:
+            kept[key] = (conn, inode)
+        else:
+            conn.close()
+
+    @contextmanager
     def kept_open(self) -> Iterator[None]:
         """One connection to the file held open meanwhile, for a process that reads and writes it every second
         (`teleclaude run`): the connection of each read and write is then not the file's last, whose close
@@ -191,10 +226,12 @@ class SqliteStore:
                 if held is not None:
                     held.close()
                 held = None
+        self.__dict__["_kept"] = self.__dict__.get("_kept", 0) + (held is not None)
         try:
             yield
         finally:
             if held is not None:
+                self.__dict__["_kept"] -= 1
                 held.close()
 
     def _create_private(self) -> None:

@@ -79,8 +79,13 @@ def check(root: str | os.PathLike, accepted: Callable[[float], bool] = lambda si
     (epoch seconds) is one the caller let happen (a worker it started on the main checkout): then main as
     it is now is recorded instead."""
     repo = gitx.find_repo(root)
-    with fs.project_lock(repo.common_dir):
+    # held shared, beside the lanes' next_work (a run asks each round): taken alone only to record main
+    with fs.project_lock(repo.common_dir, shared=True):
         found = moved(recorded(repo), current(repo))
+    if found is None:
+        return None
+    with fs.project_lock(repo.common_dir):
+        found = moved(recorded(repo), current(repo))  # again: a finalize may have recorded it meanwhile
         if found is not None and accepted((repo.common_dir / RECORD).stat().st_mtime):
             record(repo)
             return None

@@ -182,9 +182,13 @@ class Runtime:
         return self.observer.refresh(sessions)
 
     def wait_for_sessions(
-        self, session_ids: Iterable[str] | None = None, timeout: float = 30.0, fresh: bool = True
+        self,
+        session_ids: Iterable[str] | None = None,
+        timeout: float = 30.0,
+        fresh: bool = True,
+        wake: int | None = None,
     ) -> Waited | Error:
-        return self.observer.wait(session_ids, timeout, fresh)
+        return self.observer.wait(session_ids, timeout, fresh, wake)
 
     def owns(self, session_id: str, key: str) -> bool:
         """`key` is the session's own (its worker's TELECLAUDE_SESSION_KEY), or there is no such session: a

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from contextlib import suppress
 from dataclasses import replace
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
@@ -46,7 +47,44 @@ class HookNews:
     # (agent, window) -> when the usage last kept was seen; session id -> its CLI's record when read again
     _usage_seen: dict[tuple[str, str], datetime]
     _spend_read: dict[str, tuple[str, int, int]]
+    _listening: dict[str, int | None]
     report: Callable[[str, str, str | None, str], object] | None
+
+    # --- a sandboxed worker's channel here, listened to ----------------------------------------------------
+
+    def _listened(self, sessions: list[Session]) -> dict[int, str]:
+        """The pipes of the local `sessions`' channels (their hooks poke them after leaving a mark: no tmux
+        server reaches a sandbox, and its turn's end waited for a look), each opened once, those of other
+        sessions closed: {pipe: id}."""
+        self._unlisten(set(self._listening) - {s.id for s in sessions})
+        pipes = {}
+        for session in sessions:
+            if session.id not in self._listening:
+                self._listening[session.id] = sandbox.listen(self.context.store.path, session.id)
+            pipe = self._listening[session.id]
+            if pipe is not None:
+                pipes[pipe] = session.id
+        return pipes
+
+    def _listening_to(self) -> list[int]:
+        return [pipe for pipe in self._listening.values() if pipe is not None]
+
+    def _poked(self, pipes: dict[int, str], ready: Iterable[int]) -> frozenset[str]:
+        """The sessions whose pipes are `ready`, each pipe emptied."""
+        poked = []
+        for pipe in ready:
+            if pipe in pipes:
+                with suppress(OSError):  # emptied
+                    while os.read(pipe, 512):
+                        pass
+                poked.append(pipes[pipe])
+        return frozenset(poked)
+
+    def _unlisten(self, session_ids: Iterable[str] | None = None) -> None:
+        for session_id in list(self._listening) if session_ids is None else session_ids:
+            pipe = self._listening.pop(session_id, None)
+            if pipe is not None:
+                os.close(pipe)
 
     def record_turn_end(self, session_id: str, source: str = "stop hook", prompt: str = "") -> bool:
         """An agent's Stop hook said its turn is over (called from `teleclaude hook stop`). True once the

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
 import re
-import select
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -20,12 +18,13 @@ from teleclaude.adapters.tmux import TURN_END_OPTION, TmuxError
 from teleclaude.agents.profile import AgentProfile, Blocker
 from teleclaude.errors import Error, ErrorCode, call
 from teleclaude.planner.core.tool_lines import tool_lines
+from teleclaude.runtime import trace
 from teleclaude.runtime.context import Context, bad_argument, unknown_session
 from teleclaude.runtime.core.apiwait import api_wait_limit, tool_shown
 from teleclaude.runtime.core.blockers import blocked_text, find_blocker, refusal_text, refused_command
 from teleclaude.runtime.core.continuation import not_replayed
 from teleclaude.runtime.core.limits import DEFAULT_PAUSE, LimitHit, find_limit, reset_time
-from teleclaude.runtime.core.marks import exit_channel, turn_end_prompt
+from teleclaude.runtime.core.marks import exit_channel, turn_end_prompt, turn_end_stamp
 from teleclaude.runtime.core.screens import observe_idle, waiting_for_input
 from teleclaude.runtime.core.sessions import (
     Activity,
@@ -96,6 +95,10 @@ class Observer(HookNews):
         self._spend_read: dict[str, tuple[str, int, int]] = {}
         # records a sandboxed worker's report_status, left in its channel (Cycle.report; set by api.py)
         self.report: Callable[[str, str, str | None, str], object] | None = None
+        # session id -> its channel's pipe here, read to be woken by its hooks (None: it has no channel); the
+        # sessions whose pipes were poked, not yet looked at
+        self._listening: dict[str, int | None] = {}
+        self._pokes: frozenset[str] = frozenset()
 
     # --- looking -------------------------------------------------------------------------------------------
 
@@ -132,8 +135,15 @@ class Observer(HookNews):
         """Look at every live session once: exits, vanished panes, limits, and turns that ended."""
         return self._look_at(list(sessions))[0]
 
+    def _look_first(self, sessions: list[Session], first: frozenset[str]) -> list[Session]:
+        """The sessions, those of `first` looked at (the others' last readings kept for the next look)."""
+        if not first:
+            return sessions
+        looked = {s.id: s for s in self._look_at([s for s in sessions if s.id in first], whole=False)[0]}
+        return [looked.get(s.id, s) for s in sessions]
+
     def _look_at(
-        self, sessions: list[Session], news: Callable[[], bool] | None = None
+        self, sessions: list[Session], news: Callable[[], bool] | None = None, whole: bool = True
     ) -> tuple[list[Session], bool]:
         """`refresh`, and whether it looked at every live session: `news` is asked after each, and a look it
         answers True stops there (a hook's news is told before the rest are looked at: at thirty workers
@@ -150,6 +160,8 @@ class Observer(HookNews):
             )
             if news is not None and len(fresh) < len(live) and news():
                 return [fresh.get(s.id, s) for s in sessions], False
+        if not whole:
+            return [fresh.get(s.id, s) for s in sessions], False
         watched = {s.pane_id for s in fresh.values() if not s.state.is_final}
         for pane_id in [p for p in self._read if p not in watched]:
             del self._read[pane_id]
@@ -162,13 +174,18 @@ class Observer(HookNews):
     # --- waiting -------------------------------------------------------------------------------------------
 
     def wait(
-        self, session_ids: Iterable[str] | None = None, timeout: float = 30.0, fresh: bool = True
+        self,
+        session_ids: Iterable[str] | None = None,
+        timeout: float = 30.0,
+        fresh: bool = True,
+        wake: int | None = None,
     ) -> Waited | Error:
         """Events as they happen: returns as soon as there is one, or after `timeout` (at most 60 s).
 
         `fresh=False` (a caller that waits again and again, as `run`'s loop, with short waits while a worker
         starts): a look less than a poll interval old will do, whatever the timeout; a pane's exit or a hook's
-        news (their wake-up) is looked at at once all the same."""
+        news (their wake-up) is looked at at once all the same. `wake`: a file descriptor of the caller's
+        (`run`'s lanes: a next_work answered on a thread) whose being readable ends a sleep, with no event."""
         store, tmux = self.context.store, self.context.tmux
         timeout = max(0.0, min(float(timeout), MAX_WAIT))
         ids = list(session_ids) if session_ids else [s.id for s in store.sessions() if not s.state.is_final]
@@ -183,16 +200,24 @@ class Observer(HookNews):
         # wait (not fresh) takes a session that joined since the last look (a worker just given its command)
         # at the next: thirty hand-overs looked at thirty panes each time one more worker joined
         just_looked = (timeout >= poll or not fresh) and self._looked_within(ids, poll, joined_too=not fresh)
-        woken = False
+        poked, self._pokes = self._pokes, frozenset()  # heard by a wait that returned for its caller's `wake`
+        woken, just_looked, remotes = bool(poked), just_looked and not poked, self.context.config.remotes
+        # listened to before the look: a mark left after it pokes the pipe
+        channels = self._listened([s for s in sessions if not s.state.is_final and s.computer not in remotes])
         while True:
             if not just_looked:
                 # what a hook stored is told before a look at every pane (the look comes with the next wait):
-                # thirty workers through together woke a wait thirty times, each looking at thirty panes first
+                # thirty workers through together woke a wait thirty times, each looking at thirty panes
+                # first; so is what a sandboxed worker's hook left in its channel (it poked its pipe)
+                poked |= self._poked(channels, procs.sleep_until_ended((), 0, channels)[1])
+                sessions, poked = self._look_first(sessions, poked), frozenset()
                 stored = store.undelivered(ids) if woken or not fresh else []
                 if stored:
                     store.mark_delivered(stored)
                     return Waited(tuple(stored), tuple(sessions), False)
-                with procs.Exits(self._waiters.values()) as news:
+                # a look also stops at a sandboxed worker's poke, and at the caller's `wake`
+                pipes = [*self._listening_to(), *([wake] if wake is not None else [])]
+                with procs.Exits(self._waiters.values(), pipes) as news:
                     sessions, whole = self._look_at(sessions, news)
                 if whole:
                     self._looked = (frozenset(ids), time.monotonic())
@@ -212,8 +237,14 @@ class Observer(HookNews):
             over = all(s.state.is_final for s in sessions)
             if over or time.monotonic() >= deadline:
                 return Waited((), tuple(sessions), bool(ids) and not over)
-            woken = _sleep_until_signal(waiters, min(poll, deadline - time.monotonic()))
-            woken = self._forget_signalled(watched) or woken  # one that ended just after the sleep too
+            channels = self._listened([s for s in watching if s.computer not in remotes])
+            pipes = [*channels, *([wake] if wake is not None else [])]
+            ended, ready = procs.sleep_until_ended(waiters, min(poll, deadline - time.monotonic()), pipes)
+            poked = poked | self._poked(channels, ready)
+            woken = self._forget_signalled(watched) or ended or bool(poked)  # one that ended after the sleep
+            if wake in ready:  # the caller's own news: a hook's is told at its next wait
+                self._pokes = poked
+                return Waited((), tuple(sessions), False)
             sessions = store.sessions(ids)
             just_looked = not (fresh or woken) and self._looked_within(ids, poll, joined_too=True)
 
@@ -241,11 +272,13 @@ class Observer(HookNews):
         return bool(ended)
 
     def _stop_waiters(self, session_ids: Iterable[str] | None = None) -> None:
-        for session_id in list(self._waiters) if session_ids is None else session_ids:
+        ids = list(self._waiters) if session_ids is None else list(session_ids)
+        for session_id in ids:
             waiter = self._waiters.pop(session_id, None)
             if waiter is not None:
                 waiter.kill()
                 waiter.wait()
+        self._unlisten(None if session_ids is None else ids)
 
     # --- one look at one session ---------------------------------------------------------------------------
 
@@ -321,6 +354,7 @@ class Observer(HookNews):
         if turn_end is not None:
             # the stop hook of a worker on another computer marked its pane (a sandboxed one its channel):
             # recorded as a local hook's is
+            trace.mark("hook", session.id, at=turn_end_stamp(turn_end))  # its news is found only now
             hooked = self._hook_ended(scanned, now, session.state, turn_end_prompt(turn_end))
             if hooked is not None:  # recorded: the mark has done its work
                 self._clear_mark(session, TURN_END_OPTION)
@@ -558,27 +592,3 @@ def _tool_shown(screen: tuple[str, ...], tool_running: str) -> bool:
 @lru_cache(maxsize=_SCREENS)
 def _waiting_for_input(screen: tuple[str, ...], prompt: str, busy: str) -> bool:
     return waiting_for_input(list(screen), prompt, busy)
-
-
-def _sleep_until_signal(waiters: Iterable[Popen[bytes]], seconds: float) -> bool:
-    """Sleep `seconds`, or less when a waiter ends: in one select on pidfds where Linux has them. True when a
-    waiter ended."""
-    waiters = list(waiters)
-    try:
-        pidfds = [os.pidfd_open(w.pid) for w in waiters]
-    except (AttributeError, OSError):  # no pidfds (not Linux, or before 5.3): look every 50 ms
-        pidfds = None
-    if pidfds is not None:
-        try:
-            if any(w.poll() is not None for w in waiters):
-                return True
-            return bool(select.select(pidfds, [], [], max(seconds, 0.0))[0])
-        finally:
-            for fd in pidfds:
-                os.close(fd)
-    deadline = time.monotonic() + max(seconds, 0.0)
-    while time.monotonic() < deadline:
-        if any(w.poll() is not None for w in waiters):
-            return True
-        time.sleep(0.05)
-    return False

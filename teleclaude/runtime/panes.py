@@ -18,6 +18,11 @@ log = logging.getLogger("teleclaude.runtime")
 # seconds for a typed line to show before Enter is pressed all the same (a CLI may show a long line otherwise,
 # as a placeholder for pasted text); a loaded machine takes seconds to draw it
 SHOWN_WAIT = 10.0
+# a look at a pane whose output is not reported as events is a tmux client (~2.5 ms of CPU): the pause between
+# looks grows by this much after each, up to LOOK_EVERY (a CLI that answers at once is seen as soon; one slow
+# to answer, on a loaded machine, is not looked at fifty times a second meanwhile)
+BACK_OFF = 1.5
+LOOK_EVERY = 0.25
 UNREAD_WAIT = 60.0  # seconds a CLI may leave an Enter unread (a loaded machine) before it counts as lost
 
 
@@ -105,10 +110,12 @@ class Panes:
             window = max(2.0**attempt, self.context.config.command_wait if last else 0)
             pressed = time.monotonic()
             deadline = pressed + window
+            pause = 0.02
             while (left := deadline - time.monotonic()) > 0 or self._unread(session, pressed):
                 # looked at again when it printed, and every 0.25 s all the same: an event that comes late
                 # (a loaded machine) must not make a taken Enter look dropped, and be pressed again
-                tmux.await_output(pane, mark, min(left, 0.25) if left > 0 else 0.25, poll=0.02)
+                tmux.await_output(pane, mark, min(left, 0.25) if left > 0 else 0.25, poll=pause)
+                pause = backed_off(pause)
                 mark = tmux.output_mark(pane)
                 view, screen = tmux.glance(pane)
                 if view is None or view.dead or _where(screen, typed) != before:
@@ -132,7 +139,8 @@ class Panes:
         self, session: Session, shows: Callable[[list[str]], bool], seconds: float, pause: float = 0.02
     ) -> None:
         """Up to `seconds` for the pane's screen to satisfy `shows` (or for the pane to be gone or dead):
-        looked at again when it printed, every `pause` when its output is not reported as events."""
+        looked at again when it printed, after `pause` and longer pauses (`backed_off`) when its output is
+        not reported as events."""
         tmux, pane = self.context.tmux, session.pane_id
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
@@ -142,6 +150,7 @@ class Panes:
                 return
             # a pane that died prints nothing: looked at every 0.25 s all the same
             tmux.await_output(pane, mark, min(0.25, deadline - time.monotonic()), poll=pause)
+            pause = backed_off(pause)
 
     def type_line(
         self, session: Session, text: str, interrupt: bool = False
@@ -201,6 +210,11 @@ class _Block:
         if self.start is not None and self.start <= start and end <= bottom:
             return self.kept[start - self.start : end - self.start + 1]
         return self.tmux.capture(self.pane_id, start, end, self.view.history_size)
+
+
+def backed_off(pause: float) -> float:
+    """The pause before the next look at a pane without output events (BACK_OFF)."""
+    return max(pause, min(pause * BACK_OFF, LOOK_EVERY))
 
 
 def _where(screen: list[str], typed: str) -> object:

@@ -6,12 +6,14 @@ runtime/core/loop.py's and ahead.py's rules; this room carries them out.
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from teleclaude.adapters import sandbox
 from teleclaude.errors import Error, ErrorCode
@@ -68,6 +70,7 @@ class Lane:
     # its worker's start, under way in the background: the step, and the runtime's answer to come
     starting: tuple[Dispatch, Future[Started | Error]] | None = None
     warming: Warming | None = None  # the worker started ahead for its step likely next (`_warm_after`)
+    asking: Future[Action] | None = None  # its next_work, asked on a thread (`_ask_lanes`)
 
 
 @dataclass
@@ -84,7 +87,9 @@ class Lanes(Serial):
     lanes: dict[str, Lane] = field(default_factory=dict)
     failed_waits: int = 0  # in a row
     starter: ThreadPoolExecutor | None = None  # the lanes' worker starts (`_launch`)
-    asker: ThreadPoolExecutor | None = None  # the lanes' next_work, asked side by side (`_answers`)
+    asker: ThreadPoolExecutor | None = None  # the lanes' next_work, asked side by side (`_ask_lanes`)
+    # a pipe an answer on the asker's threads writes to: it wakes the run's wait on its workers
+    answered: tuple[int, int] | None = None
     # the lanes after the last `_fill`, and when it asked
     asked: tuple[frozenset[str], float] = (frozenset(), float("-inf"))
     # items claimed while a lane's item is finalized, each with its first worker started ahead
@@ -106,6 +111,10 @@ class Lanes(Serial):
                 self.starter.shutdown(wait=True)
             if self.asker is not None:  # an answer not carried out: its item stays claimed, as one in flight
                 self.asker.shutdown(wait=True)
+            if self.answered is not None:
+                for fd in self.answered:
+                    os.close(fd)
+                self.answered = None
             for lane in self.lanes.values():  # a worker started ahead ends with the run (Ctrl-C too)
                 self._claim_warm(lane.warming, None)
                 lane.warming = None
@@ -152,7 +161,7 @@ class Lanes(Serial):
         self._ended()  # a worker's session being ended is no worker to adopt
         for session in live(self.runtime, self.settings.root, lambda s: s.slug not in self.state.parked):
             lane = self.lanes.setdefault(session.slug, Lane(session.slug))
-            busy = lane.session is not None or lane.starting is not None or lane.warming is not None
+            busy = any(x is not None for x in (lane.session, lane.starting, lane.warming, lane.asking))
             if not rules.adopts(session, self.state.parked, busy):
                 continue
             if session.computer in self.runtime.config.remotes:
@@ -208,12 +217,15 @@ class Lanes(Serial):
 
     def _advance_all(self) -> Stop | None:
         """Ask `next_work` for every lane without a worker, and start what it says. Whether main moved is
-        asked once for all of them (`mainguard.moved`); their questions are asked side by side, and each
-        answer is carried out as soon as it comes (`_answers`)."""
+        asked once for all of them (`mainguard.moved`); with more than one lane it and their questions are
+        asked on threads (`_ask_lanes`), and each answer is carried out once it has come, while the run's
+        wait hears the hooks meanwhile (an answer wakes it)."""
         now = self.runtime.clock()
         out = self._out() if any(lane.resting for lane in self.lanes.values()) else None
         asking = []
         for lane in list(self.lanes.values()):
+            if lane.asking is not None:
+                continue
             if lane.rest and not rules.rest_over(lane.rest, now, out):
                 continue
             if lane.resting:  # back: asked again below
@@ -222,37 +234,59 @@ class Lanes(Serial):
                 )
             if lane.session is None and lane.starting is None:
                 asking.append(lane)
-        if not asking:
-            return None
-        moved = mainguard.moved(self.runtime, self.settings.root)
-        if moved is not None:
-            return self._error_stop(moved)  # the whole run stops, not this lane
-        for lane, action in self._answers(asking):
+        if asking and self.settings.parallel > 1:
+            self._ask_lanes(asking)
+        elif asking:  # nothing to hear meanwhile but its own lane's news
+            moved = mainguard.moved(self.runtime, self.settings.root)
+            if moved is not None:
+                return self._error_stop(moved)  # the whole run stops, not this lane
+            for lane in asking:
+                stop = self._advance(lane, self._next_work(lane.slug))
+                if stop:
+                    return stop
+        return self._answers()
+
+    def _next_work(self, slug: str) -> Action:
+        trace.mark("ask", slug)
+        action = guarded(mainguard.next_work, self.runtime, slug or None, self.settings.root, True, True)
+        trace.mark("answered", slug)
+        return action
+
+    def _ask_lanes(self, lanes: list[Lane]) -> None:
+        """`next_work` of each lane on the asker's threads (an answer that changes nothing is decided beside
+        the others: planner/api.py), once one of them found main where teleclaude left it (MAIN_MOVED is
+        each lane's answer, and stops the run); each answer wakes the run's wait (`answered`)."""
+        if self.asker is None:
+            self.asker = ThreadPoolExecutor(min(self.settings.parallel, ASKERS), thread_name_prefix="ask")
+        if self.answered is None:
+            self.answered = os.pipe()
+            for fd in self.answered:
+                os.set_blocking(fd, False)
+        wake = self.answered[1]
+        # first in the queue: the threads that wait on it are never the ones it waits for
+        moved = self.asker.submit(mainguard.moved, self.runtime, self.settings.root)
+
+        def ask(slug: str) -> Action:
+            return moved.result() or self._next_work(slug)
+
+        for lane in lanes:
+            lane.asking = self.asker.submit(ask, lane.slug)
+            lane.asking.add_done_callback(lambda _: _poke(wake))
+
+    def _answers(self) -> Stop | None:
+        """The lanes' answers that have come, carried out."""
+        if self.answered is not None:
+            _drain(self.answered[0])
+        for lane in list(self.lanes.values()):
+            if lane.asking is None or not lane.asking.done():
+                continue
+            action, lane.asking = lane.asking.result(), None
             if self.lanes.get(lane.slug) is not lane:
                 continue  # its item left the lanes meanwhile
             stop = self._advance(lane, action)
             if stop:
                 return stop
         return None
-
-    def _answers(self, lanes: list[Lane]) -> Iterator[tuple[Lane, Action]]:
-        """`next_work` of each lane, in the order the answers come: one lane's asked here, several on threads
-        at once (an answer that changes nothing is decided beside the others: planner/api.py)."""
-
-        def ask(slug: str) -> Action:
-            trace.mark("ask", slug)
-            action = guarded(mainguard.next_work, self.runtime, slug or None, self.settings.root, True, True)
-            trace.mark("answered", slug)
-            return action
-
-        if len(lanes) == 1:
-            yield lanes[0], ask(lanes[0].slug)
-            return
-        if self.asker is None:
-            self.asker = ThreadPoolExecutor(min(self.settings.parallel, ASKERS), thread_name_prefix="ask")
-        asked = {self.asker.submit(ask, lane.slug): lane for lane in lanes}
-        for future in as_completed(asked):
-            yield asked[future], future.result()
 
     def _advance(self, lane: Lane, action: Action) -> Stop | None:
         if isinstance(action, Error) and action.code is ErrorCode.MAIN_MOVED:
@@ -433,17 +467,19 @@ class Lanes(Serial):
         if stop:
             return stop
         busy = {lane.session.id: lane for lane in self.lanes.values() if lane.session is not None}
-        starts = [lane.starting[1] for lane in self.lanes.values() if lane.starting is not None]
-        how = rules.lanes_wait(bool(busy), bool(starts), self.settings.tick)
+        starts: list[Future[Any]] = [lane.starting[1] for lane in self.lanes.values() if lane.starting]
+        asks: list[Future[Any]] = [lane.asking for lane in self.lanes.values() if lane.asking is not None]
+        how = rules.lanes_wait(bool(busy), bool(starts), self.settings.tick, bool(asks))
         if how.starts:
-            wait_futures(starts, timeout=how.timeout, return_when=FIRST_COMPLETED)
+            wait_futures([*starts, *asks], timeout=how.timeout, return_when=FIRST_COMPLETED)
             return None
         if how.rest:  # every lane waits for an agent's reset
             self._count_down()
             time.sleep(how.timeout)
             return None
         self._status([lane.session for lane in busy.values() if lane.session is not None])  # new starts too
-        waited = guarded(self.runtime.wait_for_sessions, list(busy), how.timeout, fresh=False)
+        wake = self.answered[0] if self.answered is not None and asks else None
+        waited = guarded(self.runtime.wait_for_sessions, list(busy), how.timeout, fresh=False, wake=wake)
         if isinstance(waited, Error):
             self.failed_waits += 1
             return self._wait_failed(waited, self.failed_waits)
@@ -493,3 +529,14 @@ class Lanes(Serial):
             trace.mark("through", lane.slug)
             lane.session, lane.adopted = None, False
         return None
+
+
+def _poke(fd: int) -> None:
+    with suppress(OSError):  # full (the wait wakes all the same) or closed (the run is over)
+        os.write(fd, b"!")
+
+
+def _drain(fd: int) -> None:
+    with suppress(OSError):  # empty
+        while os.read(fd, 512):
+            pass

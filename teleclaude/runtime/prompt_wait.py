@@ -33,7 +33,7 @@ from teleclaude.runtime.core.screens import (
     waiting_for_input,
 )
 from teleclaude.runtime.core.sessions import Change, PaneView, Session
-from teleclaude.runtime.panes import Panes
+from teleclaude.runtime.panes import Panes, backed_off
 from teleclaude.runtime.worker_setup import EXIT_OUTPUT_WAIT, delivery_failed, resume_refused
 
 log = logging.getLogger("teleclaude.runtime")
@@ -132,22 +132,36 @@ class PromptWait:
             self.context.tmux.send_key(session.pane_id, "Escape")
             changed = partial(lambda before, rows: rows != before, screen)
             self.panes.until_screen(session, changed, self.context.config.command_wait)
-        return self._wait_for_prompt(session, profile)
+        return self._wait_for_prompt(session, profile, opened=False)
 
     def _wait_for_prompt(
-        self, session: Session, profile: AgentProfile, stable: float | None = None, pause: float = PROMPT_POLL
+        self,
+        session: Session,
+        profile: AgentProfile,
+        stable: float | None = None,
+        pause: float = PROMPT_POLL,
+        opened: bool = True,
     ) -> list[str] | Error:
         """The screen once the CLI's prompt has stayed on an unchanged screen for `stable` seconds (by
         default its `prompt_stable`): a CLI may paint its prompt and then replace it by a dialog (codex's
         hooks review ~0.7 s later), and whatever is typed into a dialog answers it. A dialog, a refusal or
         an early exit is reported at once (with the CLI's own last output), never waited out, never typed
         into. A resumed worker's prompt counts once its CLI has painted the conversation again
-        (`Resume.replayed`): one that shows its prompt before it loads it loses a line typed meanwhile."""
+        (`Resume.replayed`): one that shows its prompt before it loads it loses a line typed meanwhile.
+        `opened`: its pane was just opened (else its CLI's wait for a CPU is counted from now)."""
         config, tmux = self.context.config, self.context.tmux
         began = time.monotonic()
         # a worker started ahead (`stable` 0) has stood at its prompt since: one look tells, and its CPU wait
-        # (a scan of every process) is not counted (thirty hand-overs at once each paid for it)
-        starved = self._waited_for_cpu(session) if stable != 0 else None
+        # is not counted. Another's is counted from its CLI's start, in its pane just opened: a scan of every
+        # process, only once its time is up (thirty starts at once each paid for one at their beginning)
+        if stable == 0:
+            starved = None
+        elif opened:
+            starved = (
+                0.0 if session.computer not in self.context.config.remotes and session.pane_pid else None
+            )
+        else:
+            starved = self._waited_for_cpu(session)
         deadline = began + config.startup_timeout
         stable_since, last = None, None
         replayed = profile.resume.replayed if session.resumed_from and profile.resume else ""
@@ -200,6 +214,7 @@ class PromptWait:
             quiet = stable_since + stable - time.monotonic() if stable_since is not None else 0.25
             poll = pause if stable_since is None else max(pause, stable / 4)
             tmux.await_output(session.pane_id, mark, max(0.0, min(quiet, 0.25)), poll=poll)
+            pause = backed_off(pause)  # a CLI that takes seconds to start is not looked at 20 times a second
 
     def _waited_for_cpu(self, session: Session) -> float | None:
         """Seconds the worker's CLI has waited for a CPU so far (`procs.waited_for_cpu` of its pane's

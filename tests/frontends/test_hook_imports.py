@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 
@@ -586,4 +587,28 @@ def test_a_sandboxed_worker_s_plain_turn_end_wakes_its_channel_s_relay(env, tmp_
         assert os.read(relay, 64) == b"\n"
     finally:
         os.close(relay)
+    assert "teleclaude_turn_end" in os.listdir(channel)
+
+
+def test_a_local_sandboxed_worker_s_plain_turn_end_wakes_the_run_listening_on_its_channel(env, tmp_path):
+    """Here the run watching the worker listens on its channel's own pipe (`sandbox.listen`): the plain mark
+    pokes it, so its turn's end is not left for the run's next look."""
+    from teleclaude.adapters import sandbox
+
+    project, store = tmp_path / "project", tmp_path / "teleclaude.db"
+    project.mkdir()
+    _clean_project(project)
+    channel = sandbox.open_channel(store, "w1")
+    listening = sandbox.listen(store, "w1")
+    assert listening is not None and sandbox.listen(store, "nobody") is None  # no channel: nothing to hear
+    try:
+        assert not select.select([listening], [], [], 0)[0]  # nothing yet, and no end of file either
+        raw = json.dumps({"cwd": str(project), "hook_event_name": "Stop"})
+        done, modules = run(["hook", "stop", "--agent", "codex"], _sandboxed(env, channel), raw)
+        assert (done.returncode, done.stdout) == (0, "") and "teleclaude.runtime.hooks.stop" not in modules
+        assert os.read(listening, 64) == b"\n"
+        assert not select.select([listening], [], [], 0)[0]  # the hook gone, the pipe is not at its end
+    finally:
+        os.close(listening)
+    assert not sandbox.relayed(channel)  # its report_status still reaches the run
     assert "teleclaude_turn_end" in os.listdir(channel)

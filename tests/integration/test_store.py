@@ -4,7 +4,7 @@ import re
 import sqlite3
 import subprocess
 import sys
-from contextlib import closing
+from contextlib import ExitStack, closing
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -349,8 +349,9 @@ def test_the_rows_a_session_has_seen_are_kept_and_read_back(tmp_path):
         "delete the file",
     ],
 )
+@pytest.mark.parametrize("kept_open", [False, True])  # a run's store: one read connection per thread
 def test_a_table_a_column_or_the_file_lost_under_a_running_process_is_made_again_at_its_next_write(
-    tmp_path, damage
+    tmp_path, damage, kept_open
 ):
     """A process makes sure of the schema at its first write only: what another program takes away under it
     afterwards is made again when a write finds it missing, and nothing the process writes is lost."""
@@ -364,6 +365,10 @@ def test_a_table_a_column_or_the_file_lost_under_a_running_process_is_made_again
     at = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
     first = Session("s1", "claude", "next-build", "greeting", "/p", None, SessionState.RUNNING, at, at)
     sessions.add(first)
+    if kept_open:
+        stack = ExitStack()
+        stack.enter_context(sessions.kept_open())
+        assert sessions.get("s1") == first  # the thread's read connection, kept
     availability.mark_unavailable("codex", LATER, "first")
     if damage == "delete the file":
         path.unlink()
@@ -378,3 +383,8 @@ def test_a_table_a_column_or_the_file_lost_under_a_running_process_is_made_again
     assert stored is not None and stored.run_id == "r1"
     assert [event.kind for event in sessions.events(["s2"])] == [EventKind.TURN_ENDED]
     assert "gemini" in availability.unavailable(NOW)
+    if kept_open:
+        SessionStore(path).save(replace(stored, state=SessionState.TURN_ENDED))  # another writer
+        again = sessions.get("s2")
+        assert again is not None and again.state is SessionState.TURN_ENDED
+        stack.close()

@@ -273,7 +273,7 @@ def test_a_parallel_run_whose_waits_keep_failing_stops_with_the_error(
     runtime = open_runtime(project)
     calls = []
 
-    def failing_wait(session_ids, timeout=30.0, fresh=True):
+    def failing_wait(session_ids, timeout=30.0, fresh=True, wake=None):
         calls.append(session_ids)
         if len(calls) > 20:  # the run never gives up: stop the test instead of hanging
             raise KeyboardInterrupt

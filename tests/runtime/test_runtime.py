@@ -665,6 +665,26 @@ def test_a_worker_that_exits_between_two_waits_wakes_the_next_one(project, runti
     runtime.end_session(session_id)
 
 
+def test_a_sandboxed_workers_turn_end_wakes_the_wait_through_its_channel(project, runtime, monkeypatch):
+    """A sandboxed worker's Stop hook reaches no tmux server: it pokes its channel's pipe, which the wait
+    listens on, so its turn's end is told at once, not at the next look (here a minute away)."""
+    from teleclaude.adapters import sandbox
+
+    monkeypatch.setenv("FAKE_AGENT", "hook")
+    runtime.context.config = replace(runtime.config, poll_interval=60.0, idle_threshold=60.0)
+    started = start(runtime, dispatch(project))
+    session_id = started.session.id
+    if not sandbox.channel_folder(runtime.store.path, session_id).is_dir():
+        runtime.end_session(session_id)
+        pytest.skip("no sandbox on this machine: its hooks reach the store themselves")
+    kinds: list[EventKind] = []
+    while EventKind.TURN_ENDED not in kinds:
+        waited = runtime.wait_for_sessions([session_id], timeout=30, fresh=False)
+        assert not waited.timed_out, kinds  # woken by the hook, not by the wait's end
+        kinds += [event.kind for event in waited.events]
+    runtime.end_session(session_id)
+
+
 # Draws `frame N` at the top left of the alternate screen, the cursor put back there, anew at every line typed
 # (not echoed): the screen changes in place, and the pane's cursor, history and mode stay as they were.
 _REDRAW = """

@@ -727,16 +727,19 @@ def test_a_lane_waits_only_for_the_end_of_its_own_steps_worker(ending, starting,
 
 
 @pytest.mark.parametrize(
-    ("workers", "starts", "expected"),
+    ("workers", "starts", "asks", "expected"),
     [
-        (True, False, rules.LanesWait(1.0, workers=True)),
-        (True, True, rules.LanesWait(rules.START_LOOK, workers=True)),  # a start joins the wait soon
-        (False, True, rules.LanesWait(1.0, starts=True)),
-        (False, False, rules.LanesWait(1.0, rest=True)),  # every lane waits for an agent's reset
+        (True, False, False, rules.LanesWait(1.0, workers=True)),
+        (True, True, False, rules.LanesWait(rules.START_LOOK, workers=True)),  # a start joins the wait soon
+        (False, True, False, rules.LanesWait(1.0, starts=True)),
+        (False, False, False, rules.LanesWait(1.0, rest=True)),  # every lane waits for an agent's reset
+        (True, False, True, rules.LanesWait(1.0, workers=True)),  # an answer wakes the wait on the workers
+        (True, True, True, rules.LanesWait(rules.START_LOOK, workers=True)),
+        (False, False, True, rules.LanesWait(1.0, starts=True)),  # only answers to come: waited for
     ],
 )
-def test_the_lanes_wait_on_their_workers_their_starts_or_rest(workers, starts, expected):
-    assert rules.lanes_wait(workers, starts, 1.0) == expected
+def test_the_lanes_wait_on_their_workers_their_starts_or_rest(workers, starts, asks, expected):
+    assert rules.lanes_wait(workers, starts, 1.0, asks) == expected
 
 
 # --- [checks] in a run --------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from teleclaude.adapters import sandbox
 from teleclaude.agents.profile import SandboxNeeds
 from teleclaude.config.parse import ConfigError, parse_config
 from teleclaude.config.profiles import RuntimeConfig, SandboxMode
-from teleclaude.runtime.core.marks import turn_end_payload, turn_end_prompt
+from teleclaude.runtime.core.marks import turn_end_payload, turn_end_prompt, turn_end_stamp
 from teleclaude.runtime.core.sandbox import Boxing, Layout, boxing, bwrap_argv, denied_path
 
 PROJECT = "/home/u/project"
@@ -179,6 +179,19 @@ def test_a_turn_end_mark_of_an_older_hook_or_a_broken_one_carries_no_prompt():
     assert turn_end_prompt("1234") == ""
     assert turn_end_prompt("1234 not-json") == ""
     assert turn_end_prompt('1234 ["a list"]') == ""
+
+
+@pytest.mark.parametrize(
+    ("payload", "stamp"),
+    [
+        (turn_end_payload(1_795_909_019_973_600_000), 1_795_909_019.9736),
+        (turn_end_payload(1_795_909_019_973_600_000, "/next-build greeting"), 1_795_909_019.9736),
+        ("", None),
+        ("soon", None),  # not a time: none told
+    ],
+)
+def test_a_turn_end_mark_tells_when_its_hook_ran(payload, stamp):
+    assert turn_end_stamp(payload) == stamp
 
 
 def test_the_tool_uses_name_the_latest_conversation_and_record_and_nothing_unfit(tmp_path):

@@ -530,11 +530,12 @@ class LanesWait:
 START_LOOK = 0.2  # seconds per wait while a lane's worker is being started
 
 
-def lanes_wait(workers: bool, starts: bool, tick: float) -> LanesWait:
+def lanes_wait(workers: bool, starts: bool, tick: float, asks: bool = False) -> LanesWait:
     """While a start is under way the lanes look often: its worker joins the wait as soon as it has its
-    command."""
+    command. A lane's next_work being asked (`asks`) wakes the wait on its workers when it is answered, and
+    without workers it is waited for as a start is."""
     if not workers:
-        return LanesWait(tick, starts=True) if starts else LanesWait(tick, rest=True)
+        return LanesWait(tick, starts=True) if starts or asks else LanesWait(tick, rest=True)
     return LanesWait(min(tick, START_LOOK) if starts else tick, workers=True)
 
 

@@ -84,6 +84,12 @@ def turn_end_payload(stamp: int, prompt: str = "") -> str:
     return f"{stamp} {json.dumps(prompt[:PROMPT_KEPT])}"
 
 
+def turn_end_stamp(payload: str) -> float | None:
+    """When the stop hook that left a turn-end mark ran (epoch seconds); None for a mark without a time."""
+    stamp, _, _ = payload.partition(" ")
+    return int(stamp) / 1e9 if stamp.isdigit() else None
+
+
 def turn_end_prompt(payload: str) -> str:
     """The prompt a turn-end mark carries ("" for none, or one that is not a JSON string)."""
     _, _, rest = payload.partition(" ")

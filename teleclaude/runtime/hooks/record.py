@@ -150,8 +150,8 @@ TURN_END_MARK = "@teleclaude_turn_end"  # TURN_END_OPTION of adapters/tmux.py, s
 def mark_turn_end_plainly(reading: tuple[str, str] | None = None) -> bool:
     """A sandboxed worker's turn ended (no prompt to tell): its sealed mark written into its session's channel
     folder (TELECLAUDE_CHANNEL) as `mark_pane` writes it, without adapters/tmux.py, sandbox.py or OpenSSL.
-    Here nothing wakes the observer (the worker reaches no tmux server): it reads the channel when it looks;
-    on another computer the channel's relay is woken, as `mark_pane` wakes it. `reading` (as
+    The worker reaches no tmux server: the run watching it here is woken through the channel's pipe, and on
+    another computer the channel's relay, as `mark_pane` wakes them (channel.wake). `reading` (as
     `end_turn_plainly`'s): what the transcript holds new is read first and marked as `record_spend` marks it
     (the read's state kept in the channel, `transcript.SPEND_READ`). False when not a sandboxed worker's, or
     the folder refused a mark: stop.py then marks it."""

@@ -1,0 +1,53 @@
+"""The run's wait sleeps on its workers' wait-for clients and on pipes at once (`procs.sleep_until_ended`,
+`procs.Exits`): real child processes and real pipes."""
+
+import os
+import subprocess
+import sys
+
+from teleclaude.adapters import procs
+
+
+def _child(code: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE)
+
+
+def test_a_sleep_ends_when_a_pipe_is_poked_and_tells_which():
+    quiet, poked = os.pipe(), os.pipe()
+    waiter = _child("import sys; sys.stdin.read()")  # ends when its input closes
+    try:
+        os.write(poked[1], b"\n")
+        ended, ready = procs.sleep_until_ended([waiter], 30, [quiet[0], poked[0]])
+        assert (ended, ready) == (False, frozenset({poked[0]}))
+        assert waiter.stdin is not None
+        waiter.stdin.close()
+        waiter.wait()
+        ended, ready = procs.sleep_until_ended([waiter], 30, [quiet[0]])
+        assert (ended, ready) == (True, frozenset())
+        assert procs.sleep_until_ended([], 0.01, [quiet[0]]) == (False, frozenset())  # its time is up
+    finally:
+        waiter.kill()
+        waiter.wait()
+        for fd in (*quiet, *poked):
+            os.close(fd)
+
+
+def test_a_look_is_told_of_a_poke_as_of_a_waiter_that_ended():
+    pipe = os.pipe()
+    waiter = _child("import sys; sys.stdin.read()")
+    try:
+        with procs.Exits([waiter], [pipe[0]]) as news:
+            assert not news()
+            os.write(pipe[1], b"\n")
+            assert news()
+        with procs.Exits([waiter]) as news:
+            assert not news()
+            assert waiter.stdin is not None
+            waiter.stdin.close()
+            waiter.wait()
+            assert news()
+    finally:
+        waiter.kill()
+        waiter.wait()
+        for fd in pipe:
+            os.close(fd)
