@@ -550,6 +550,9 @@ class _Stdout:
     def flush(self) -> None:
         sys.stderr.flush()
 
+    def __getattr__(self, name: str) -> object:  # the rest of a text stream (libtmux reads `encoding`)
+        return getattr(sys.stderr, name)
+
 
 def serve(
     http: bool = False, host: str = "127.0.0.1", port: int = 8000, access: HttpAccess | None = None

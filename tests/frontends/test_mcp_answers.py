@@ -87,3 +87,28 @@ def _answered(
     os.close(write)
     with os.fdopen(read, "rb") as wire_out:
         return left, wire_out.read().splitlines()
+
+
+def test_a_tool_served_through_the_wire_finds_stdout_a_text_stream(monkeypatch, capsys):
+    """Served through the wire (fd 1 pointed at stderr), `sys.stdout` is still a whole text stream: starting a
+    worker read its `encoding` (libtmux), and every run_agent_command over stdio answered `ERROR: INTERNAL`
+    with the worker left pending."""
+    import io
+    import sys
+
+    from teleclaude import mcp
+
+    read, write = os.pipe()
+    try:
+        wire = io.BufferedWriter(io.FileIO(write, "w", closefd=False))
+        monkeypatch.setattr(sys, "stdout", mcp._Stdout(wire))
+        assert sys.stdout.encoding == sys.stderr.encoding and sys.stdout.errors == sys.stderr.errors
+        print("a stray print")  # to stderr, never the wire
+        sys.stdout.buffer.write(b"{}\n")
+        sys.stdout.buffer.flush()
+        assert os.read(read, 100) == b"{}\n"
+    finally:
+        monkeypatch.undo()
+        os.close(read)
+        os.close(write)
+    assert "a stray print" in capsys.readouterr().err
