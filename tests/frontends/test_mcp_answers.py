@@ -100,8 +100,8 @@ def test_a_tool_served_through_the_wire_finds_stdout_a_text_stream(monkeypatch, 
 
     read, write = os.pipe()
     try:
-        wire = io.BufferedWriter(io.FileIO(write, "w", closefd=False))
-        monkeypatch.setattr(sys, "stdout", mcp._Stdout(wire))
+        wire: io.RawIOBase = io.FileIO(write, "w", closefd=False)  # as mcp_answers passes its wire
+        monkeypatch.setattr(sys, "stdout", mcp._Stdout(io.BufferedWriter(wire)))
         assert sys.stdout.encoding == sys.stderr.encoding and sys.stdout.errors == sys.stderr.errors
         print("a stray print")  # to stderr, never the wire
         sys.stdout.buffer.write(b"{}\n")
