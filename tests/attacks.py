@@ -1,13 +1,16 @@
 """What the hostile stand-in builder (`FAKE_AGENT_HOSTILE`, demo/stand_in.py `attack`) tried, checked the same
 way for a sandboxed worker here (tests/hostile/test_sandbox.py) and on another computer
-(tests/runtime/test_remote_sandbox.py)."""
+(tests/runtime/test_remote_sandbox.py), and what a worker's `sessions report` from its channel does."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
+from teleclaude.adapters import sandbox
 from teleclaude.adapters.tmux import Tmux
 from teleclaude.demo import stand_in
 
@@ -25,6 +28,13 @@ ATTACKS = {
 
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+
+
+def report_from_channel(channel: Path, session_id: str, text: str) -> subprocess.CompletedProcess[str]:
+    """`teleclaude sessions report SESSION TEXT` as the sandboxed worker "mine" runs it from `channel`."""
+    env = {**os.environ, sandbox.CHANNEL: str(channel), "TELECLAUDE_SESSION_ID": "mine"}
+    argv = [sys.executable, "-m", "teleclaude", "sessions", "report", session_id, text]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
 
 
 def assert_every_attack_refused(

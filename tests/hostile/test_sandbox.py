@@ -27,7 +27,7 @@ from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import EventKind
 from teleclaude.runtime.orchestrator import Outcome
 
-from ..attacks import assert_every_attack_refused
+from ..attacks import assert_every_attack_refused, report_from_channel
 from ..tmux_reaper import reaper, stop
 
 pytestmark = pytest.mark.skipif(
@@ -178,15 +178,7 @@ def test_a_sandboxed_workers_report_reaches_the_run_and_its_wait_cmd_runs_inside
 
 def test_a_sandboxed_workers_report_for_another_session_is_refused(project, isolated_environment, tmp_path):
     channel = sandbox.open_channel(tmp_path / "sessions.db", "mine")
-    env = {**os.environ, sandbox.CHANNEL: str(channel), "TELECLAUDE_SESSION_ID": "mine"}
-    done = subprocess.run(
-        [sys.executable, "-m", "teleclaude", "sessions", "report", "theirs", "done"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = report_from_channel(channel, "theirs", "done")
     assert done.returncode == 1 and done.stdout.startswith("ERROR: INVALID_ARGUMENT"), done.stdout
     assert sandbox.take_report(channel) is None
 

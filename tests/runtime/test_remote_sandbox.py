@@ -27,7 +27,7 @@ from teleclaude.runtime.api import open_runtime
 from teleclaude.runtime.core.sessions import Started, StartRequest
 from teleclaude.runtime.orchestrator import Outcome
 
-from ..attacks import assert_every_attack_refused
+from ..attacks import assert_every_attack_refused, report_from_channel
 from ..loopback_sshd import NAME, clone, computer, settle_settings, toml
 from ..loopback_sshd import sshd as sshd  # noqa: F401 (the fixture)
 
@@ -213,14 +213,6 @@ def test_a_sandboxed_remote_workers_report_status_says_it_does_not_reach_telecla
     channel = tmp_path / "channels" / "mine"
     channel.mkdir(parents=True)
     os.mkfifo(channel / remote_sandbox.WAKE)
-    env = {**os.environ, sandbox.CHANNEL: str(channel), "TELECLAUDE_SESSION_ID": "mine"}
-    done = subprocess.run(
-        [sys.executable, "-m", "teleclaude", "sessions", "report", "mine", "half done"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = report_from_channel(channel, "mine", "half done")
     assert done.returncode == 1 and done.stdout.startswith("ERROR: INVALID_ARGUMENT"), done.stdout
     assert sandbox.take_report(channel) is None
