@@ -268,13 +268,9 @@ def fingerprint() -> str:
 
 
 def _path() -> str | None:
-    from importlib.util import cache_from_source
+    from teleclaude.methodcache import beside_bytecode
 
-    try:
-        pyc = cache_from_source(os.path.join(os.path.dirname(__file__), "mcp-answers.py"))
-    except NotImplementedError:  # an interpreter without a bytecode cache tag
-        return None
-    return pyc.removesuffix(".pyc") + ".json"
+    return beside_bytecode("mcp-answers", ".json")
 
 
 class _Replayed:

@@ -145,13 +145,19 @@ def _load(path: str | None) -> dict[str, CodeType]:
 
 
 def _path() -> str | None:
+    return beside_bytecode("dataclass-methods", ".marshal")
+
+
+def beside_bytecode(name: str, suffix: str) -> str | None:
+    """A file of the package's kept beside its bytecode, as a `.pyc` is: `__pycache__/NAME.<tag>SUFFIX`;
+    None for an interpreter without a bytecode cache tag."""
     from importlib.util import cache_from_source
 
     try:
-        pyc = cache_from_source(os.path.join(os.path.dirname(__file__), "dataclass-methods.py"))
-    except NotImplementedError:  # an interpreter without a bytecode cache tag
+        pyc = cache_from_source(os.path.join(os.path.dirname(__file__), f"{name}.py"))
+    except NotImplementedError:
         return None
-    return pyc.removesuffix(".pyc") + ".marshal"
+    return pyc.removesuffix(".pyc") + suffix
 
 
 def _magic() -> bytes:
