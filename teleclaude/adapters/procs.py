@@ -105,22 +105,15 @@ def sleep_until_ended(
     processes: Iterable[Popen[bytes]], seconds: float, fds: Iterable[int] = ()
 ) -> tuple[bool, frozenset[int]]:
     """Sleep `seconds`, or less when one of `processes` ends or one of `fds` is readable: in one select on
-    pidfds where Linux has them, else a look every 50 ms. Whether a process ended, and the `fds` readable
-    then."""
+    their pidfds (`Exits`') where Linux has them, else a look every 50 ms. Whether a process ended, and the
+    `fds` readable then."""
     processes, fds = list(processes), list(fds)
-    try:
-        pidfds = [os.pidfd_open(p.pid) for p in processes]
-    except (AttributeError, OSError):  # no pidfds (not Linux, or before 5.3)
-        pidfds = None
-    if pidfds is not None:
-        try:
-            if any(p.poll() is not None for p in processes):
-                return True, frozenset()
-            ready = select.select([*pidfds, *fds], [], [], max(seconds, 0.0))[0]
-            return any(fd in pidfds for fd in ready), frozenset(fd for fd in ready if fd in fds)
-        finally:
-            for fd in pidfds:
-                os.close(fd)
+    if any(p.poll() is not None for p in processes):
+        return True, frozenset()
+    with Exits(processes) as exits:
+        if len(exits.fds) == len(processes):  # a pidfd for each: one select
+            ready = select.select([*exits.fds, *fds], [], [], max(seconds, 0.0))[0]
+            return any(fd in exits.fds for fd in ready), frozenset(fd for fd in ready if fd in fds)
     deadline = time.monotonic() + max(seconds, 0.0)
     while True:
         ended = any(p.poll() is not None for p in processes)
