@@ -43,7 +43,10 @@ SPEND_SOURCES: dict[str, str] = {
 }
 # and of those, the drivers whose transcript is read line by line with agents/transcripts.py alone (a worker's
 # stop reads only what is new in it, without the driver): the reader of one line of it there
-TRANSCRIPT_LINES: dict[str, str] = {"claude": "assistant_usage"}
+TRANSCRIPT_LINES: dict[str, str] = {"claude": "assistant_usage", "codex": "rollout_totals"}
+# and of the drivers whose usage is in that transcript (USAGE_SOURCES), those whose reader is a plain one of
+# agents/rollout.py (a worker's stop and prompt see whether it is news without the driver): its name there
+USAGE_LINES: dict[str, str] = {"codex": "rollout_limits"}
 
 
 def __getattr__(name: str) -> object:

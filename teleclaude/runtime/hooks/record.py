@@ -6,12 +6,14 @@ Imported by every hook run: it imports the runtime only when the hook runs in a 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import time
 
 TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from datetime import datetime
 
     from teleclaude.adapters.sessions_db import SessionStore
     from teleclaude.adapters.store import AvailabilityStore
@@ -165,6 +167,8 @@ def mark_turn_end_plainly(reading: tuple[str, str] | None = None) -> bool:
     from teleclaude.runtime.core.marks import SESSION_KEY, seal, turn_end_payload
 
     key = os.environ.get(SESSION_KEY, "")
+    if reading is not None and not (_mark_usage(channel, key, session_id, *reading)):
+        return False
     if reading is not None and not _mark_reading(channel, key, session_id, *reading):
         return False
     payload = turn_end_payload(time.time_ns())
@@ -269,6 +273,8 @@ def record_transcript_usage(agent: str, path: str, hook: str) -> None:
 
     if USAGE_SOURCES.get(agent) != "transcript" or not os.path.isfile(path):
         return  # no driver imported to find that out (a stop hook's `transcript_path` comes every turn)
+    if usage_on_record(agent, path):
+        return  # most turns: the windows of the last one again
     try:
         from teleclaude.agents import driver
         from teleclaude.agents.profile import UsageSource
@@ -285,6 +291,87 @@ def record_transcript_usage(agent: str, path: str, hook: str) -> None:
         record_usage(usage.read("\n".join(lines), datetime.now(UTC)), hook)
     except Exception as error:  # never hold up the CLI over bookkeeping
         warn(f"could not read the usage: {type(error).__name__}: {error}", hook)
+
+
+def transcript_limits(
+    agent: str, path: str
+) -> tuple[tuple[str, float, datetime | None, datetime], ...] | None:
+    """The usage windows (agents/rollout.py's plain values) the tail of the CLI's transcript at `path`
+    reports, read as `record_transcript_usage` reads them, for a driver whose reader is that plain one
+    (`agents.USAGE_LINES`); None when it is not, or the file is not a regular one it can read."""
+    from teleclaude.agents import USAGE_LINES
+
+    name = USAGE_LINES.get(agent)
+    if name is None:
+        return None
+    try:  # as fs.py `read_tail`
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        os.lseek(fd, max(0, os.lseek(fd, 0, os.SEEK_END) - TRANSCRIPT_TAIL), os.SEEK_SET)
+        chunks, left = [], TRANSCRIPT_TAIL
+        while left > 0 and (chunk := os.read(fd, left)):
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    from datetime import UTC, datetime
+
+    from teleclaude.agents import rollout
+
+    read = getattr(rollout, name)
+    limits: tuple[tuple[str, float, datetime | None, datetime], ...] = read(
+        b"".join(chunks).decode("utf-8", "replace"), datetime.now(UTC)
+    )
+    return limits
+
+
+def usage_on_record(agent: str, path: str) -> bool:
+    """Whether `record_transcript_usage` of the transcript at `path` has nothing to write, seen without the
+    driver or the store: its reader a plain one (`transcript_limits`), and each window it reads on record just
+    so (hook_db.py `usage_known`), or none. False when not known so (a worker on another computer or in a
+    sandbox marks them every time): the driver and the store read and keep them."""
+    if os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # TURN_END_TO_PANE of adapters/tmux.py
+        return False
+    limits = transcript_limits(agent, path)
+    if limits is None or any(reset is None for _, _, reset, _ in limits):
+        return False
+    if not limits:
+        return True
+    from teleclaude.adapters.hook_db import db_file, usage_known
+
+    windows = [(window, used, reset) for window, used, reset, _ in limits if reset is not None]
+    return usage_known(db_file(), USAGE_BUSY_MS, agent, windows)
+
+
+USAGE_MARK = "@teleclaude_usage"  # USAGE_OPTION of adapters/tmux.py, spelled out
+
+
+def _mark_usage(channel: str, key: str, session_id: str, agent: str, path: str) -> bool:
+    """The usage the transcript's tail reports, marked in a sandboxed worker's channel as `record_usage`
+    marks it (runtime/core/limits.py `encode_usage`), for a driver with a plain reader. False when the
+    folder refused the mark; True with nothing to mark."""
+    from teleclaude.agents import USAGE_SOURCES
+
+    if USAGE_SOURCES.get(agent) != "transcript" or not os.path.isfile(path):
+        return True
+    limits = transcript_limits(agent, path)
+    if not limits:
+        return limits is not None
+    from teleclaude.adapters.channel import write_mark
+    from teleclaude.runtime.core.marks import seal
+    from teleclaude.runtime.hooks.transcript import json_array
+
+    rows = (
+        json_array((window[:40], used, reset.timestamp() if reset else None, seen.timestamp()))
+        for window, used, reset, seen in limits
+    )
+    return write_mark(channel, USAGE_MARK, seal(key, session_id, USAGE_MARK, "[" + ", ".join(rows) + "]"))
 
 
 def record_cost(usd: float | None, hook: str = "statusline") -> None:

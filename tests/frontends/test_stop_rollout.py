@@ -1,0 +1,203 @@
+"""A codex worker's stop, as codex sends it at every turn's end (its rollout file named: what the session used
+and the rate limits the provider reported): what the rollout holds new read with the plain readers and kept
+with the turn's end without stop.py, the driver or the store when its usage is on record already; the same
+readings, rows, usage and marks as stop.py's full path (issue 40 §3)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from io import StringIO
+
+import pytest
+
+from tests.frontends.test_hook_imports import SANDBOXED_STOP_NOT, _clean_project, driver_module, run
+from tests.frontends.test_stop_transcript import STOP_NOT, _append, _kept, _marks, _sandboxed, _working
+
+RESET = 4102444800  # 2100-01-01
+# a codex worker's stop reads its windows' times: datetime is its one module beyond a claude worker's
+CODEX_STOP_NOT = tuple(m for m in STOP_NOT if m != "datetime")
+CODEX_SANDBOXED_NOT = tuple(m for m in SANDBOXED_STOP_NOT if m != "datetime")
+
+
+def _turn(number: int, used: float = 40.0, model: str = "gpt-5.1-codex", limits: bool = True) -> list[str]:
+    """A turn of a codex 0.169 rollout file: its context, a reply, the token_count with the session's totals
+    and the rate limits the response's headers said (tests/realcli/NOTES.md), its end."""
+    total = {
+        "input_tokens": 1000 * number,
+        "cached_input_tokens": 800 * number,
+        "output_tokens": 50 * number,
+        "reasoning_output_tokens": 10 * number,
+        "total_tokens": 1050 * number,
+    }
+    rate_limits = {
+        "limit_id": "codex",
+        "primary": {"used_percent": used, "window_minutes": 300, "resets_at": RESET},
+        "secondary": {"used_percent": 22.0, "window_minutes": 10080, "resets_at": RESET + 86400},
+        "plan_type": None,
+    }
+    events = [
+        {"type": "turn_context", "payload": {"cwd": "/x", "model": model}},
+        {"type": "event_msg", "payload": {"type": "task_started", "turn_id": f"t{number}"}},
+        {"type": "response_item", "payload": {"type": "message", "content": [{"text": "done"}]}},
+        {
+            "type": "event_msg",
+            "payload": {
+                "type": "token_count",
+                "info": {"total_token_usage": total},
+                "rate_limits": rate_limits if limits else None,
+            },
+        },
+        {"type": "event_msg", "payload": {"type": "task_complete", "turn_id": f"t{number}"}},
+    ]
+    stamp = f"2026-11-29T04:{number % 60:02d}:00.000Z"
+    return [json.dumps({"timestamp": stamp, **event}) for event in events]
+
+
+def _codex_workers(env: dict[str, str], project, rollout) -> dict[str, str]:
+    """Two running codex workers of one key, the rollout on record (its prompt hook names it)."""
+    from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.runtime.core.sessions import Session, SessionState
+
+    now = datetime.now(UTC)
+    store = SessionStore(env["TELECLAUDE_DB"])
+    for session_id in ("w1", "w2"):
+        store.add(
+            Session(
+                id=session_id, agent="codex", command="next-build", args="feat", project=str(project),
+                subfolder=None, state=SessionState.RUNNING, created_at=now, updated_at=now, key="k1",
+                transcript=str(rollout),
+            )
+        )  # fmt: skip
+    return {**env, "TELECLAUDE_SESSION_ID": "w1", "TELECLAUDE_SESSION_KEY": "k1"}
+
+
+def _usage(db: str) -> dict[str, tuple]:
+    from teleclaude.adapters.store import AvailabilityStore
+
+    windows = AvailabilityStore(db).usage(datetime.now(UTC)).get("codex", ())
+    return {w.window: (w.used_percent, w.resets_at) for w in windows}
+
+
+@pytest.fixture
+def env(subprocess_env) -> dict[str, str]:
+    return {k: v for k, v in subprocess_env.items() if not k.startswith("TELECLAUDE_SESSION")}
+
+
+def test_a_local_codex_worker_s_stop_keeps_its_rollout_as_stop_py_does(env, tmp_path, monkeypatch):
+    from teleclaude.agents.codex import rollout_tokens
+    from teleclaude.runtime.hooks import stop
+
+    project, rollout = tmp_path / "project", tmp_path / "rollout.jsonl"
+    project.mkdir()
+    _clean_project(project)
+    worker = {**_codex_workers(env, project, rollout), "TMUX": f"{tmp_path}/no-server,1,0"}
+    raw = json.dumps(
+        {"cwd": str(project), "hook_event_name": "Stop", "turn_id": "t", "transcript_path": str(rollout)}
+    )
+    for name, value in {**worker, "TELECLAUDE_SESSION_ID": "w2"}.items():
+        monkeypatch.setenv(name, value)
+    # the usage news at first (stop.py keeps it), then the same windows again (the plain way), a turn only
+    # begun (its model named, no totals yet), a turn without rate limits, the model changed, news again
+    turns = [
+        (_turn(1), True),
+        (_turn(2), False),
+        (_turn(3)[:2], False),
+        (_turn(3)[2:] + _turn(4, limits=False), False),
+        (_turn(5, model="gpt-5.2-codex"), False),
+        (_turn(6, used=55.0, model="gpt-5.2-codex"), True),
+    ]
+    for number, (lines, news) in enumerate(turns):
+        _append(rollout, lines)
+        _working(env["TELECLAUDE_DB"])
+        done, modules = run(["hook", "stop", "--agent", "codex"], worker, raw)
+        assert (done.returncode, done.stdout) == (0, "") and "teleclaude hook" not in done.stderr
+        full_path = "teleclaude.runtime.hooks.stop" in modules
+        assert full_path == news, number
+        if not news:
+            unwanted = {m for m in modules if m in CODEX_STOP_NOT or m.split(".")[0] in CODEX_STOP_NOT}
+            assert unwanted | {m for m in modules if driver_module(m)} == set()
+        assert stop.main("codex", StringIO(raw)) == 0  # the full path, in this process
+        plain, full = _kept(env["TELECLAUDE_DB"], "w1"), _kept(env["TELECLAUDE_DB"], "w2")
+        assert plain == full and plain[0] == "turn_ended" and len(plain[4]) == number + 1
+        assert plain[3][-1] == rollout_tokens(rollout.read_text())  # the whole file's reading
+    assert plain[3][-1].model == "gpt-5.2-codex"
+    assert _usage(env["TELECLAUDE_DB"]) == {
+        "primary": (55.0, datetime.fromtimestamp(RESET, UTC)),
+        "secondary": (22.0, datetime.fromtimestamp(RESET + 86400, UTC)),
+    }
+
+
+def test_a_sandboxed_codex_worker_s_stop_marks_its_usage_and_reading_as_stop_py_marks_them(
+    env, tmp_path, monkeypatch
+):
+    from teleclaude.agents.codex import rollout_tokens
+    from teleclaude.runtime.core.spend import encode_tokens
+    from teleclaude.runtime.hooks import stop
+
+    project, plain, full = tmp_path / "project", tmp_path / "plain", tmp_path / "full"
+    for folder in (project, plain, full):
+        folder.mkdir(mode=0o700)
+    _clean_project(project)
+    rollout = tmp_path / "rollout.jsonl"
+    raw = json.dumps({"cwd": str(project), "hook_event_name": "Stop", "transcript_path": str(rollout)})
+    for name, value in _sandboxed(env, full).items():
+        monkeypatch.setenv(name, value)
+    for lines in (_turn(1), _turn(2, used=60.0)[:2], _turn(2, used=60.0)[2:], _turn(3, limits=False)):
+        _append(rollout, lines)
+        done, modules = run(["hook", "stop", "--agent", "codex"], _sandboxed(env, plain), raw)
+        assert (done.returncode, done.stdout) == (0, "") and "teleclaude hook" not in done.stderr
+        unwanted = (*CODEX_SANDBOXED_NOT, "json", "functools", "collections")
+        assert {m for m in modules if m in unwanted or driver_module(m)} == set()
+        assert stop.main("codex", StringIO(raw)) == 0  # the full path, in this process
+        assert _marks(plain) == _marks(full) and "@teleclaude_usage" in _marks(plain)
+        whole = rollout_tokens(rollout.read_text())
+        assert whole is not None and _marks(plain)["@teleclaude_spend"] == encode_tokens(whole)
+
+
+def test_a_codex_prompt_with_its_usage_on_record_loads_no_driver(env, tmp_path):
+    from teleclaude.adapters.sessions_db import SessionStore
+
+    rollout = tmp_path / "rollout.jsonl"
+    _append(rollout, _turn(1))
+    worker = _codex_workers(env, tmp_path, rollout)
+    SessionStore(env["TELECLAUDE_DB"]).name_transcript("w1", str(rollout), "c")
+    prompt = json.dumps({"session_id": "c", "transcript_path": str(rollout), "prompt": "hi"})
+    first, modules = run(["hook", "prompt", "--agent", "codex"], worker, prompt)
+    assert first.returncode == 0 and "teleclaude.agents.codex" in modules  # news: the driver keeps it
+    assert _usage(env["TELECLAUDE_DB"])["primary"][0] == 40.0
+    again, modules = run(["hook", "prompt", "--agent", "codex"], worker, prompt)
+    assert again.returncode == 0 and "teleclaude hook" not in again.stderr
+    assert not {m for m in modules if driver_module(m)} and "teleclaude.adapters.store" not in modules
+
+
+def test_reading_what_is_new_of_a_rollout_gives_what_reading_the_whole_file_gives(tmp_path):
+    from teleclaude.agents.codex import rollout_tokens
+    from teleclaude.agents.transcripts import rollout_totals
+    from teleclaude.runtime.hooks.transcript import read_new
+
+    path = tmp_path / "rollout.jsonl"
+    lines = [*_turn(1), "{cut short", *_turn(2)[:1], *_turn(2, model="")[1:], "[]", *_turn(3, limits=False)]
+    lines += [*_turn(4, model="other")[:1]]  # a turn begun: its model named, no totals yet
+    data = ("\n".join(lines) + "\n").encode()
+    state = ""
+    for end in [*range(0, len(data), 89), len(data)]:
+        path.write_bytes(data[:end])
+        used, state = read_new(str(path), state, rollout_totals)
+        whole = rollout_tokens(data[:end].decode())
+        kept = None if whole is None else (whole.input, whole.cached, whole.output, whole.reasoning, whole.model)
+        assert used == kept
+    assert used is not None and used[4] == "other"
+
+
+def test_the_plain_usage_reader_is_the_driver_s():
+    from teleclaude.agents import USAGE_LINES, driver, rollout
+    from teleclaude.agents.usage import UsageWindow
+
+    text = "\n".join([*_turn(1, used=12.5), *_turn(2, limits=False), '{"cut'])
+    now = datetime.now(UTC)
+    for agent, name in USAGE_LINES.items():
+        read = driver(agent).usage.read
+        assert read is not None
+        plain = getattr(rollout, name)(text, now)
+        assert read(text, now) == tuple(UsageWindow(agent, *limit) for limit in plain) != ()
