@@ -184,7 +184,7 @@ def keep_cost(path: str, busy_ms: int, session_id: str, owns: Callable[[str], bo
 # prompt): progress first (the reminders start again), then TURN_ENDED with its event, compare-and-set on the
 # state and version the row was read with (sessions_db.py `save`); bound as (at, at, version + 1, id,
 # version).
-SESSION_STATE_OF = f"SELECT key, state, version FROM {SESSIONS} WHERE id = ?"
+SESSION_STATE_OF = f"SELECT key, state, version, command, args FROM {SESSIONS} WHERE id = ?"
 END_TURN = (
     f"UPDATE {SESSIONS} SET state = 'turn_ended', updated_at = ?, last_progress_at = ?, nudges = 0, "
     "last_nudge_at = NULL, version = ? WHERE id = ? AND state = 'running' AND IFNULL(version, 0) = ?"
@@ -199,25 +199,32 @@ FINAL_STATES = ("done", "errored", "cancelled")  # SessionState.is_final, as ses
 ENDED, NOTHING, NOT_OWNED = "ended", "nothing", "not owned"
 
 
-def end_turn(path: str, busy_ms: int, session_id: str, owns: Callable[[str], bool], at: str) -> str | None:
+def end_turn(
+    path: str,
+    busy_ms: int,
+    session_id: str,
+    owns: Callable[[str], bool],
+    at: str,
+    plain: Callable[[str, str], bool] | None = None,
+) -> str | None:
     """A worker's turn ended at `at` (`stamp_now`), recorded on its session when it is running and `owns`
     its stored key: ENDED. NOTHING when the runtime would write nothing (no such session, a final one);
     NOT_OWNED for another key. None: not written, for the runtime to record (the session not running: a
-    stalled one's progress, a stop before its line was taken; the row changed since it was read; no file,
-    table or column as the runtime leaves them). Raises the store's `StoreLocked` when other writers hold
-    the file past `busy_ms`."""
+    stalled one's progress, a stop before its line was taken; `plain(command, args)` of its row said False:
+    a prompt to judge; the row changed since it was read; no file, table or column as the runtime leaves
+    them). Raises the store's `StoreLocked` when other writers hold the file past `busy_ms`."""
     with _Opened(path, busy_ms) as conn:
         if conn is None:
             return None
         found = conn.execute(SESSION_STATE_OF, (session_id,)).fetchone()
         if found is None:
             return NOTHING
-        key, state, version = found
+        key, state, version, command, args = found
         if not owns(key or ""):
             return NOT_OWNED
         if state in FINAL_STATES:
             return NOTHING
-        if state != "running":
+        if state != "running" or (plain is not None and not plain(command or "", args or "")):
             return None
         version = version or 0
         with conn:
@@ -230,7 +237,7 @@ def end_turn(path: str, busy_ms: int, session_id: str, owns: Callable[[str], boo
 
 # A worker's stop that read what it used from its CLI's transcript (runtime/hooks/transcript.py): the reading
 # kept as sessions_db.py `add_spend` keeps it, with where the read got to (`read_state`), and its turn's end
-SESSION_ENDING_OF = f"SELECT key, state, version, transcript FROM {SESSIONS} WHERE id = ?"
+SESSION_ENDING_OF = f"SELECT key, state, version, transcript, command, args FROM {SESSIONS} WHERE id = ?"
 LAST_READING = (
     f"SELECT id, input, cached, output, reasoning, cost_usd, model, read_state FROM {SPEND} "
     "WHERE session_id = ? ORDER BY id DESC LIMIT 1"
@@ -250,19 +257,23 @@ def end_turn_reading(
     at: str,
     transcript: str,
     read: Callable[[str], tuple[tuple[int | None, int | None, int | None, int | None, str] | None, str]],
+    plain: Callable[[str, str], bool] | None = None,
 ) -> str | None:
     """`end_turn` of a running session that `owns` its stored key, whose CLI's transcript (`transcript`, the
     one on record) says what it used: `read(state)` gives (input, cached, output, reasoning, model) or None
     (unknown) and the state to keep, from the last reading's state; that reading is kept with it in the same
     transaction, as the stop hook's store keeps it (`SessionStore.add_spend`). ENDED, or None when nothing
-    was written: anything else (no such session, another key, not running, another transcript on record, the
-    row changed, the file or a column not as the runtime leaves it) is the stop hook's to record. Raises the
-    store's `StoreLocked` when other writers hold the file past `busy_ms`."""
+    was written: anything else (no such session, another key, not running, another transcript on record,
+    `plain` as `end_turn`'s said False, the row changed, the file or a column not as the runtime leaves it)
+    is the stop hook's to record. Raises the store's `StoreLocked` when other writers hold the file past
+    `busy_ms`."""
     with _Opened(path, busy_ms) as conn:
         if conn is None:
             return None
         found = conn.execute(SESSION_ENDING_OF, (session_id,)).fetchone()
         if found is None or not owns(found[0] or "") or found[1] != "running" or found[3] != transcript:
+            return None
+        if plain is not None and not plain(found[4] or "", found[5] or ""):
             return None
         version = found[2] or 0
         last = conn.execute(LAST_READING, (session_id,)).fetchone()

@@ -106,6 +106,29 @@ def rollout_totals(line: dict[str, Any]) -> tuple[str, Counts | None, str | None
     return TOTALS, counts, named
 
 
+# A gemini chat file (JSON Lines) has a line each time a message is written, the same `id` again as it grows:
+# each model message `{"id", "type": "gemini", "model", "tokens": {"input", "output", "cached", "thoughts",
+# "tool"}}` (the driver's chat): input is the prompt, the cached part included, and `tool` the tool-use
+# prompt besides it; output leaves the thoughts out
+def chat_tokens(line: dict[str, Any]) -> tuple[str, Counts, str | None] | None:
+    """A model message's line: its id, (input with the tool prompt, cached, output with the thoughts, the
+    thoughts), and its model (None: none named)."""
+    tokens, name = line.get("tokens"), line.get("id")
+    if line.get("type") != "gemini" or not isinstance(tokens, dict) or not isinstance(name, str):
+        return None
+    model = line.get("model")
+    prompt, tool, out, thoughts = (
+        count(tokens.get(key, 0)) for key in ("input", "tool", "output", "thoughts")
+    )
+    whole_in = None if prompt is None or tool is None else prompt + tool
+    whole_out = None if out is None or thoughts is None else out + thoughts
+    return (
+        name,
+        (whole_in, count(tokens.get("cached", 0)), whole_out, thoughts),
+        model[:100] if isinstance(model, str) else None,
+    )
+
+
 class Reading:
     """What a transcript's messages used so far, each message counted once (its last line), as its lines
     are read: `fed(text)` reads more of them. The newest message stays open (its further lines may come in

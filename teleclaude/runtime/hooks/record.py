@@ -98,16 +98,18 @@ def _retried(
 TURN_END_BUSY_MS = 1000  # the plain record's wait for the database; past it, the runtime's waits and retries
 
 
-def end_turn_plainly(reading: tuple[str, str] | None = None) -> bool:
+def end_turn_plainly(reading: tuple[str, str] | None = None, prompt: str = "") -> bool:
     """A local worker's turn ended (no prompt to judge): recorded with the stdlib's sqlite3
     (adapters/hook_db.py `end_turn`), its waiters woken through the tmux server its pane is in ($TMUX),
     as the runtime records it, without loading the runtime or the project's settings. `reading`: (its
     agent, the transcript its stop input names), for a driver that reads what it used there line by line
     (`agents.TRANSCRIPT_LINES`): what it holds new kept with the turn's end (`hook_db.end_turn_reading`), as
-    `record_spend` keeps it. False when that is not known so (not in a pane, the session not running, the
-    database busy or not as the runtime left it; with a reading, anything but a running session of its own
-    with that transcript on record): `record` then records it through the runtime (stop.py first keeps what
-    it used, with a reading)."""
+    `record_spend` keeps it. `prompt`: what the model was sent, when the CLI's stop input says
+    (`agents.STOP_PROMPTS`), plainly not the session's command line as typed (`not_typed`). False when that
+    is not known so (not in a pane, the session not running, the database busy or not as the runtime left
+    it; with a reading, anything but a running session of its own with that transcript on record; a prompt
+    that may be the typed line): `record` then records it through the runtime (stop.py first keeps what it
+    used, with a reading)."""
     session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
     server = os.environ.get("TMUX", "").split(",")[0]  # the socket of the pane's server: $TMUX's first field
     if not session_id or not server.startswith("/"):
@@ -117,13 +119,16 @@ def end_turn_plainly(reading: tuple[str, str] | None = None) -> bool:
 
     key = os.environ.get(SESSION_KEY, "")
     owns = lambda stored: same_key(stored, key)  # noqa: E731
+    plain = (lambda command, args: not_typed(prompt, command, args)) if prompt else None
     try:
         if reading is None:
-            done = end_turn(db_file(), TURN_END_BUSY_MS, session_id, owns, stamp_now())
+            done = end_turn(db_file(), TURN_END_BUSY_MS, session_id, owns, stamp_now(), plain)
         else:
             read = _reader(*reading)
             at, transcript = stamp_now(), reading[1]
-            done = end_turn_reading(db_file(), TURN_END_BUSY_MS, session_id, owns, at, transcript, read)
+            done = end_turn_reading(
+                db_file(), TURN_END_BUSY_MS, session_id, owns, at, transcript, read, plain
+            )
     except Exception:  # held past the busy timeout (StoreLocked): the runtime's record waits and tries again
         return False
     if done is None:
@@ -135,6 +140,15 @@ def end_turn_plainly(reading: tuple[str, str] | None = None) -> bool:
 
         output(["tmux", "-S", server, "wait-for", "-S", exit_channel(session_id)])
     return True
+
+
+def not_typed(prompt: str, command: str, args: str) -> bool:
+    """The prompt a CLI sent its model is plainly not the session's command line as typed (runtime/core/
+    blockers.py `unexpanded_command`, which needs the project's command sign and prefix): it does not end
+    with the command's name and its arguments, as every typed line of it does (`AgentProfile.slash_command`).
+    False when it may be: the runtime judges it then."""
+    tail = f"{command} {args}".rstrip()
+    return bool(tail.strip()) and not prompt.rstrip().endswith(tail)
 
 
 def _reader(agent: str, path: str) -> Callable[[str], tuple[Used | None, str]]:
@@ -149,14 +163,16 @@ def _reader(agent: str, path: str) -> Callable[[str], tuple[Used | None, str]]:
 TURN_END_MARK = "@teleclaude_turn_end"  # TURN_END_OPTION of adapters/tmux.py, spelled out: it imports tmux
 
 
-def mark_turn_end_plainly(reading: tuple[str, str] | None = None) -> bool:
+def mark_turn_end_plainly(reading: tuple[str, str] | None = None, prompt: str = "") -> bool:
     """A sandboxed worker's turn ended (no prompt to tell): its sealed mark written into its session's channel
     folder (TELECLAUDE_CHANNEL) as `mark_pane` writes it, without adapters/tmux.py, sandbox.py or OpenSSL.
     The worker reaches no tmux server: the run watching it here is woken through the channel's pipe, and on
     another computer the channel's relay, as `mark_pane` wakes them (channel.wake). `reading` (as
     `end_turn_plainly`'s): what the transcript holds new is read first and marked as `record_spend` marks it
-    (the read's state kept in the channel, `transcript.SPEND_READ`). False when not a sandboxed worker's, or
-    the folder refused a mark: stop.py then marks it."""
+    (the read's state kept in the channel, `transcript.SPEND_READ`), with the usage it reports, as
+    `record_transcript_usage` marks it. `prompt` (as `end_turn_plainly`'s) goes with the mark, for the
+    observer to judge. False when not a sandboxed worker's, or the folder refused a mark: stop.py then marks
+    it."""
     session_id, channel = (
         os.environ.get("TELECLAUDE_SESSION_ID", ""),
         os.environ.get("TELECLAUDE_CHANNEL", ""),
@@ -171,7 +187,7 @@ def mark_turn_end_plainly(reading: tuple[str, str] | None = None) -> bool:
         return False
     if reading is not None and not _mark_reading(channel, key, session_id, *reading):
         return False
-    payload = turn_end_payload(time.time_ns())
+    payload = turn_end_payload(time.time_ns(), prompt)
     if not write_mark(channel, TURN_END_MARK, seal(key, session_id, TURN_END_MARK, payload)):
         return False
     wake(channel)

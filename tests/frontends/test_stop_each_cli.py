@@ -1,7 +1,9 @@
-"""A codex worker's stop, as codex sends it at every turn's end (its rollout file named: what the session used
-and the rate limits the provider reported): what the rollout holds new read with the plain readers and kept
-with the turn's end without stop.py, the driver or the store when its usage is on record already; the same
-readings, rows, usage and marks as stop.py's full path (issue 40 §3)."""
+"""Each CLI's stop of a worker as that CLI sends it at every turn's end, recorded before stop.py where its
+record is plain: codex's (its rollout file named: what the session used and the rate limits the provider
+reported) when its usage is on record already, gemini's (its chat file named, and the prompt the model was
+sent) when that prompt is plainly not the command line as typed. What the file holds new is read with the
+plain readers and kept with the turn's end without stop.py, the driver or the store: the same readings,
+rows, usage and marks as stop.py's full path (issue 40 §3)."""
 
 from __future__ import annotations
 
@@ -54,7 +56,7 @@ def _turn(number: int, used: float = 40.0, model: str = "gpt-5.1-codex", limits:
     return [json.dumps({"timestamp": stamp, **event}) for event in events]
 
 
-def _codex_workers(env: dict[str, str], project, rollout) -> dict[str, str]:
+def _codex_workers(env: dict[str, str], project, rollout, agent: str = "codex") -> dict[str, str]:
     """Two running codex workers of one key, the rollout on record (its prompt hook names it)."""
     from teleclaude.adapters.sessions_db import SessionStore
     from teleclaude.runtime.core.sessions import Session, SessionState
@@ -64,7 +66,7 @@ def _codex_workers(env: dict[str, str], project, rollout) -> dict[str, str]:
     for session_id in ("w1", "w2"):
         store.add(
             Session(
-                id=session_id, agent="codex", command="next-build", args="feat", project=str(project),
+                id=session_id, agent=agent, command="next-build", args="feat", project=str(project),
                 subfolder=None, state=SessionState.RUNNING, created_at=now, updated_at=now, key="k1",
                 transcript=str(rollout),
             )
@@ -185,7 +187,9 @@ def test_reading_what_is_new_of_a_rollout_gives_what_reading_the_whole_file_give
         path.write_bytes(data[:end])
         used, state = read_new(str(path), state, rollout_totals)
         whole = rollout_tokens(data[:end].decode())
-        kept = None if whole is None else (whole.input, whole.cached, whole.output, whole.reasoning, whole.model)
+        kept = (
+            None if whole is None else (whole.input, whole.cached, whole.output, whole.reasoning, whole.model)
+        )
         assert used == kept
     assert used is not None and used[4] == "other"
 
@@ -201,3 +205,124 @@ def test_the_plain_usage_reader_is_the_driver_s():
         assert read is not None
         plain = getattr(rollout, name)(text, now)
         assert read(text, now) == tuple(UsageWindow(agent, *limit) for limit in plain) != ()
+
+
+def _chat(number: int, model: str = "gemini-2.5-pro", output: int = 40) -> list[str]:
+    """A turn of a gemini 0.61 chat file: the user's message, the model's written twice as it grew."""
+    lines = [{"id": f"u{number}", "type": "user", "content": [{"text": "go on"}]}]
+    for written in (5, output):
+        tokens = {"input": 900 * number, "output": written, "cached": 100, "thoughts": 7, "tool": 3}
+        lines.append({"id": f"m{number}", "type": "gemini", "model": model, "tokens": tokens})
+    return [json.dumps(line) for line in lines]
+
+
+EXPANDED = "You are the builder of teleclaude.\n\nBuild the item named in: feat\n\nCommit as you go."
+
+
+def test_a_local_gemini_worker_s_stop_keeps_its_chat_and_prompt_as_stop_py_does(env, tmp_path, monkeypatch):
+    from teleclaude.agents.gemini import session_tokens
+    from teleclaude.runtime.hooks import stop
+
+    project, chat = tmp_path / "project", tmp_path / "session.jsonl"
+    project.mkdir()
+    _clean_project(project)
+    worker = {**_codex_workers(env, project, chat, "gemini"), "TMUX": f"{tmp_path}/no-server,1,0"}
+    for name, value in {**worker, "TELECLAUDE_SESSION_ID": "w2"}.items():
+        monkeypatch.setenv(name, value)
+    turns = [_chat(1), _chat(2)[:2], _chat(2)[2:] + _chat(3, model="gemini-2.5-flash")]
+    for number, lines in enumerate(turns):
+        _append(chat, lines)
+        _working(env["TELECLAUDE_DB"])
+        stop_input = {"cwd": str(project), "hook_event_name": "AfterAgent", "transcript_path": str(chat)}
+        raw = json.dumps({**stop_input, "prompt": EXPANDED, "prompt_response": "done"})
+        done, modules = run(["hook", "stop", "--agent", "gemini"], worker, raw)
+        assert (done.returncode, done.stdout) == (0, "") and "teleclaude hook" not in done.stderr
+        assert {
+            m for m in modules if m in STOP_NOT or m.split(".")[0] in STOP_NOT or driver_module(m)
+        } == set()
+        assert stop.main("gemini", StringIO(raw)) == 0  # the full path, in this process
+        plain, full = _kept(env["TELECLAUDE_DB"], "w1"), _kept(env["TELECLAUDE_DB"], "w2")
+        assert plain == full and plain[0] == "turn_ended" and len(plain[4]) == number + 1
+        assert plain[3][-1] == session_tokens(chat.read_text())  # the whole file's reading
+    assert plain[3][-1].model == "gemini-2.5-flash"
+
+
+@pytest.mark.parametrize(
+    "prompt", ["/next-build feat", "<session_context>x</session_context>\n/next-build feat\n"]
+)
+def test_a_gemini_stop_whose_prompt_may_be_the_typed_line_is_the_runtime_s(env, tmp_path, prompt):
+    """Its role command unknown to it, gemini sent the line as typed to the model: the session errs."""
+    from teleclaude.adapters.sessions_db import SessionStore
+
+    chat = tmp_path / "session.jsonl"
+    _clean_project(tmp_path)
+    worker = {**_codex_workers(env, tmp_path, chat, "gemini"), "TMUX": f"{tmp_path}/no-server,1,0"}
+    _append(chat, _chat(1))
+    raw = json.dumps(
+        {
+            "cwd": str(tmp_path),
+            "hook_event_name": "AfterAgent",
+            "transcript_path": str(chat),
+            "prompt": prompt,
+        }
+    )
+    done, modules = run(["hook", "stop", "--agent", "gemini"], worker, raw)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "teleclaude.runtime.api" in modules
+    session = SessionStore(env["TELECLAUDE_DB"]).get("w1")
+    assert session is not None and session.state.value == "errored"
+
+
+def test_a_sandboxed_gemini_worker_s_stop_marks_its_chat_and_prompt_as_stop_py_marks_them(
+    env, tmp_path, monkeypatch
+):
+    from teleclaude.adapters import sandbox
+    from teleclaude.runtime.core.marks import unseal
+    from teleclaude.runtime.hooks import stop
+
+    project, plain, full = tmp_path / "project", tmp_path / "plain", tmp_path / "full"
+    for folder in (project, plain, full):
+        folder.mkdir(mode=0o700)
+    _clean_project(project)
+    chat = tmp_path / "session.jsonl"
+    for name, value in _sandboxed(env, full).items():
+        monkeypatch.setenv(name, value)
+    for number, prompt in enumerate((EXPANDED, "/next-build feat", 'a "quoted" prompt \u2028 é')):
+        _append(chat, _chat(number + 1))
+        stop_input = {"cwd": str(project), "hook_event_name": "AfterAgent", "transcript_path": str(chat)}
+        raw = json.dumps({**stop_input, "prompt": prompt})
+        done, modules = run(["hook", "stop", "--agent", "gemini"], _sandboxed(env, plain), raw)
+        assert (done.returncode, done.stdout) == (0, "") and "teleclaude hook" not in done.stderr
+        unwanted = (*SANDBOXED_STOP_NOT, "json", "functools", "collections")
+        assert {m for m in modules if m in unwanted or driver_module(m)} == set()
+        assert stop.main("gemini", StringIO(raw)) == 0  # the full path, in this process
+        assert _marks(plain) == _marks(full)
+        said = {
+            folder: unseal(
+                "k1", "w1", "@teleclaude_turn_end", sandbox.read_marks(folder)["@teleclaude_turn_end"]
+            )
+            for folder in (plain, full)
+        }
+        assert said[plain] is not None and said[full] is not None
+        assert said[plain].partition(" ")[2] == said[full].partition(" ")[2] == json.dumps(prompt)
+
+
+def test_the_stop_prompt_table_is_the_drivers():
+    from teleclaude.agents import PROFILES, STOP_PROMPTS
+
+    assert tuple(name for name, d in PROFILES.items() if d.hooks.stop_prompt) == STOP_PROMPTS
+
+
+def test_each_line_reader_reads_as_its_driver_reads_a_whole_file():
+    from teleclaude.agents import TRANSCRIPT_LINES, driver, transcripts
+    from teleclaude.agents.tokens import of_reading
+
+    texts = {
+        "codex": "\n".join([*_turn(1), *_turn(2, model="m2"), *_turn(3, limits=False)[:1]]),
+        "gemini": "\n".join([*_chat(1), *_chat(2, model="other"), *_chat(1, output=9)[1:], "{cut"]),
+    }
+    for agent, text in texts.items():
+        read = driver(agent).tokens.read
+        assert read is not None and read(text) is not None
+        name = TRANSCRIPT_LINES[agent]
+        assert read(text) == of_reading(transcripts.Reading().fed(text, getattr(transcripts, name)))
