@@ -209,7 +209,7 @@ def test_the_plain_usage_reader_is_the_driver_s():
 
 def _chat(number: int, model: str = "gemini-2.5-pro", output: int = 40) -> list[str]:
     """A turn of a gemini 0.61 chat file: the user's message, the model's written twice as it grew."""
-    lines = [{"id": f"u{number}", "type": "user", "content": [{"text": "go on"}]}]
+    lines: list[dict[str, object]] = [{"id": f"u{number}", "type": "user", "content": [{"text": "go on"}]}]
     for written in (5, output):
         tokens = {"input": 900 * number, "output": written, "cached": 100, "thoughts": 7, "tool": 3}
         lines.append({"id": f"m{number}", "type": "gemini", "model": model, "tokens": tokens})
@@ -297,14 +297,11 @@ def test_a_sandboxed_gemini_worker_s_stop_marks_its_chat_and_prompt_as_stop_py_m
         assert {m for m in modules if m in unwanted or driver_module(m)} == set()
         assert stop.main("gemini", StringIO(raw)) == 0  # the full path, in this process
         assert _marks(plain) == _marks(full)
-        said = {
-            folder: unseal(
-                "k1", "w1", "@teleclaude_turn_end", sandbox.read_marks(folder)["@teleclaude_turn_end"]
-            )
+        said = [
+            unseal("k1", "w1", "@teleclaude_turn_end", sandbox.read_marks(folder)["@teleclaude_turn_end"])
             for folder in (plain, full)
-        }
-        assert said[plain] is not None and said[full] is not None
-        assert said[plain].partition(" ")[2] == said[full].partition(" ")[2] == json.dumps(prompt)
+        ]
+        assert [(payload or "").partition(" ")[2] for payload in said] == [json.dumps(prompt)] * 2
 
 
 def test_the_stop_prompt_table_is_the_drivers():
@@ -326,3 +323,20 @@ def test_each_line_reader_reads_as_its_driver_reads_a_whole_file():
         assert read is not None and read(text) is not None
         name = TRANSCRIPT_LINES[agent]
         assert read(text) == of_reading(transcripts.Reading().fed(text, getattr(transcripts, name)))
+
+
+def test_an_opencode_prompt_names_its_conversation_and_leaves_its_database_on_record(env, tmp_path):
+    """opencode's chat.message names no file: its record (opencode's database) is named by its stop hook,
+    and a prompt neither clears it nor loads the store once the conversation is on record."""
+    from teleclaude.adapters.sessions_db import SessionStore
+
+    database = tmp_path / "opencode.db"
+    worker = _codex_workers(env, tmp_path, database, "opencode")
+    prompt = json.dumps({"session_id": "ses_1", "cwd": str(tmp_path), "hook_event_name": "chat.message"})
+    first, modules = run(["hook", "prompt", "--agent", "opencode"], worker, prompt)
+    assert first.returncode == 0 and "teleclaude hook" not in first.stderr
+    session = SessionStore(env["TELECLAUDE_DB"]).get("w1")
+    assert session is not None and (session.conversation, session.transcript) == ("ses_1", str(database))
+    again, modules = run(["hook", "prompt", "--agent", "opencode"], worker, prompt)
+    assert again.returncode == 0 and "teleclaude hook" not in again.stderr
+    assert "teleclaude.adapters.sessions_db" not in modules
