@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
+    # (input, cached, output, reasoning, cost, model) of a reading (core/spend.py's columns)
+    Used = tuple[int | None, int | None, int | None, int | None, float | None, str]
+
 
 def _functools() -> ModuleType:
     """`functools` as `_sqlite3` uses it as it is first imported: `lru_cache` (each connection's cache of
@@ -237,7 +240,9 @@ def end_turn(
 
 # A worker's stop that read what it used from its CLI's transcript (runtime/hooks/transcript.py): the reading
 # kept as sessions_db.py `add_spend` keeps it, with where the read got to (`read_state`), and its turn's end
-SESSION_ENDING_OF = f"SELECT key, state, version, transcript, command, args FROM {SESSIONS} WHERE id = ?"
+SESSION_ENDING_OF = (
+    f"SELECT key, state, version, transcript, command, args, conversation FROM {SESSIONS} WHERE id = ?"
+)
 LAST_READING = (
     f"SELECT id, input, cached, output, reasoning, cost_usd, model, read_state FROM {SPEND} "
     "WHERE session_id = ? ORDER BY id DESC LIMIT 1"
@@ -256,17 +261,19 @@ def end_turn_reading(
     owns: Callable[[str], bool],
     at: str,
     transcript: str,
-    read: Callable[[str], tuple[tuple[int | None, int | None, int | None, int | None, str] | None, str]],
+    read: Callable[[str], tuple[Used | None, str | None]],
     plain: Callable[[str, str], bool] | None = None,
+    conversation: str = "",
 ) -> str | None:
-    """`end_turn` of a running session that `owns` its stored key, whose CLI's transcript (`transcript`, the
-    one on record) says what it used: `read(state)` gives (input, cached, output, reasoning, model) or None
-    (unknown) and the state to keep, from the last reading's state; that reading is kept with it in the same
-    transaction, as the stop hook's store keeps it (`SessionStore.add_spend`). ENDED, or None when nothing
-    was written: anything else (no such session, another key, not running, another transcript on record,
-    `plain` as `end_turn`'s said False, the row changed, the file or a column not as the runtime leaves it)
-    is the stop hook's to record. Raises the store's `StoreLocked` when other writers hold the file past
-    `busy_ms`."""
+    """`end_turn` of a running session that `owns` its stored key, whose CLI's record (`transcript`, the one
+    on record; a database: with the CLI's own id of the session, `conversation`, on record too) says what it
+    used: `read(state)` gives (input, cached, output, reasoning, cost or None, model) or None (unknown) and
+    the state to keep (None: none), from the last reading's state; that reading is kept with it in the same
+    transaction, as the stop hook's store keeps it (`SessionStore.add_spend`: no cost, the last reading's).
+    ENDED, or None when nothing was written: anything else (no such session, another key, not running,
+    another record on record, `plain` as `end_turn`'s said False, the row changed, the file or a column not
+    as the runtime leaves it) is the stop hook's to record. Raises the store's `StoreLocked` when other
+    writers hold the file past `busy_ms`."""
     with _Opened(path, busy_ms) as conn:
         if conn is None:
             return None
@@ -275,11 +282,14 @@ def end_turn_reading(
             return None
         if plain is not None and not plain(found[4] or "", found[5] or ""):
             return None
+        if conversation and found[6] != conversation:
+            return None
         version = found[2] or 0
         last = conn.execute(LAST_READING, (session_id,)).fetchone()
         used, state = read(last[7] or "" if last else "")
-        *counts, model = used or (None, None, None, None, "")
-        cost = last[5] if last else None  # a reader gives none: the status line's (`keep_cost`), if any
+        *counts, cost, model = used or (None, None, None, None, None, "")
+        if cost is None:  # the status line's (`keep_cost`), if any
+            cost = last[5] if last else None
         reading = (*counts, cost, model)
         with conn:
             if conn.execute(END_TURN, (at, at, version + 1, session_id, version)).rowcount != 1:
@@ -294,6 +304,16 @@ def end_turn_reading(
                     conn.execute(SET_READ_STATE, (None, last[0]))
         return ENDED
     return None
+
+
+# quoted as urllib.parse `quote` quotes a path (its `safe` "/"), without urllib (it imports `re`)
+URI_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/")
+
+
+def readonly_uri(path: str) -> str:
+    """The URI that opens the database file at `path` read-only (`sqlite3.connect(…, uri=True)`)."""
+    quoted = "".join(chr(b) if b in URI_SAFE else f"%{b:02X}" for b in os.path.abspath(path).encode())
+    return f"file:{quoted}?mode=ro"
 
 
 class _Opened:

@@ -50,6 +50,9 @@ TRANSCRIPT_LINES: dict[str, str] = {
     "gemini": "chat_tokens",
     "codex": "rollout_totals",
 }
+# and of those whose record is a database of the CLI's (`DatabaseRecord`), the ones whose answers
+# agents/answers.py reads: the database's file in the user's data folder
+SPEND_DATABASES: dict[str, str] = {"opencode": "opencode/opencode.db"}
 # and of the drivers whose usage is in that transcript (USAGE_SOURCES), those whose reader is a plain one of
 # agents/rollout.py (a worker's stop and prompt see whether it is news without the driver): its name there
 USAGE_LINES: dict[str, str] = {"codex": "rollout_limits"}

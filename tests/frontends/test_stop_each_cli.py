@@ -20,6 +20,8 @@ RESET = 4102444800  # 2100-01-01
 # a codex worker's stop reads its windows' times: datetime is its one module beyond a claude worker's
 CODEX_STOP_NOT = tuple(m for m in STOP_NOT if m != "datetime")
 CODEX_SANDBOXED_NOT = tuple(m for m in SANDBOXED_STOP_NOT if m != "datetime")
+# and opencode's reads its database with records.py's lean query (no urllib, no sqlite3's dbapi2)
+DATABASE_STOP_NOT = tuple(m for m in STOP_NOT if m != "teleclaude.adapters.records")
 
 
 def _turn(number: int, used: float = 40.0, model: str = "gpt-5.1-codex", limits: bool = True) -> list[str]:
@@ -56,7 +58,9 @@ def _turn(number: int, used: float = 40.0, model: str = "gpt-5.1-codex", limits:
     return [json.dumps({"timestamp": stamp, **event}) for event in events]
 
 
-def _codex_workers(env: dict[str, str], project, rollout, agent: str = "codex") -> dict[str, str]:
+def _codex_workers(
+    env: dict[str, str], project, rollout, agent: str = "codex", conversation: str = ""
+) -> dict[str, str]:
     """Two running codex workers of one key, the rollout on record (its prompt hook names it)."""
     from teleclaude.adapters.sessions_db import SessionStore
     from teleclaude.runtime.core.sessions import Session, SessionState
@@ -68,7 +72,7 @@ def _codex_workers(env: dict[str, str], project, rollout, agent: str = "codex") 
             Session(
                 id=session_id, agent=agent, command="next-build", args="feat", project=str(project),
                 subfolder=None, state=SessionState.RUNNING, created_at=now, updated_at=now, key="k1",
-                transcript=str(rollout),
+                transcript=str(rollout), conversation=conversation,
             )
         )  # fmt: skip
     return {**env, "TELECLAUDE_SESSION_ID": "w1", "TELECLAUDE_SESSION_KEY": "k1"}
@@ -340,3 +344,97 @@ def test_an_opencode_prompt_names_its_conversation_and_leaves_its_database_on_re
     again, modules = run(["hook", "prompt", "--agent", "opencode"], worker, prompt)
     assert again.returncode == 0 and "teleclaude hook" not in again.stderr
     assert "teleclaude.adapters.sessions_db" not in modules
+
+
+def _answer(database, session: str, number: int, cost: float = 0.002, model: str = "gpt-5.1") -> None:
+    """One more answer in opencode's own database (the tables answers.py `MESSAGES` reads)."""
+    import sqlite3
+
+    with sqlite3.connect(database) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS session (id TEXT PRIMARY KEY, parent_id TEXT)")
+        conn.execute("CREATE TABLE IF NOT EXISTS message (id TEXT, session_id TEXT, time_created, data TEXT)")
+        conn.execute("INSERT OR IGNORE INTO session VALUES (?, NULL)", (session,))
+        tokens = {"input": 900, "output": 40 + number, "reasoning": 5, "cache": {"read": 8000, "write": 10}}
+        data = {"role": "assistant", "tokens": tokens, "cost": cost, "modelID": model}
+        conn.execute(
+            "INSERT INTO message VALUES (?, ?, ?, ?)", (f"m{number}", session, number, json.dumps(data))
+        )
+    conn.close()
+
+
+def test_a_local_opencode_worker_s_stop_keeps_what_its_database_says_as_stop_py_does(
+    env, tmp_path, monkeypatch
+):
+    from teleclaude.adapters.records import read_use
+    from teleclaude.agents import PROFILES
+    from teleclaude.runtime.hooks import stop
+
+    project, data = tmp_path / "project", tmp_path / "data"
+    project.mkdir()
+    (data / "opencode").mkdir(parents=True)
+    database = data / "opencode" / "opencode.db"
+    _clean_project(project)
+    worker = {
+        **_codex_workers(env, project, database, "opencode", "ses_1"),
+        "TMUX": f"{tmp_path}/no-server,1,0",
+        "XDG_DATA_HOME": str(data),
+    }
+    for name, value in {**worker, "TELECLAUDE_SESSION_ID": "w2"}.items():
+        monkeypatch.setenv(name, value)
+    raw = json.dumps({"session_id": "ses_1", "cwd": str(project), "hook_event_name": "session.idle"})
+    answers = [(1, 0.002), (2, 0.0), (3, 0.004)]  # a cost of 0: unknown
+    for number, (answer, cost) in enumerate([(0, 0.0), *answers]):
+        if answer:
+            _answer(database, "ses_1", answer, cost)
+        _working(env["TELECLAUDE_DB"])
+        done, modules = run(["hook", "stop", "--agent", "opencode"], worker, raw)
+        assert (done.returncode, done.stdout) == (0, "") and "teleclaude hook" not in done.stderr
+        unwanted = {m for m in modules if m in DATABASE_STOP_NOT or m.split(".")[0] in DATABASE_STOP_NOT}
+        assert unwanted | {m for m in modules if driver_module(m)} == set()
+        assert stop.main("opencode", StringIO(raw)) == 0  # the full path, in this process
+        plain, full = _kept(env["TELECLAUDE_DB"], "w1"), _kept(env["TELECLAUDE_DB"], "w2")
+        assert plain == full and plain[0] == "turn_ended" and len(plain[4]) == number + 1
+        whole = read_use(PROFILES["opencode"].tokens, str(database), "ses_1")
+        assert plain[3][-1] == (whole or plain[3][-1].__class__())
+
+
+def test_a_sandboxed_opencode_worker_s_stop_marks_what_its_database_says_as_stop_py_marks_it(
+    env, tmp_path, monkeypatch
+):
+    from teleclaude.adapters import sandbox
+    from teleclaude.runtime.hooks import stop
+
+    project, plain, full, data = (tmp_path / name for name in ("project", "plain", "full", "data"))
+    for folder in (project, plain, full):
+        folder.mkdir(mode=0o700)
+    (data / "opencode").mkdir(parents=True)
+    _clean_project(project)
+    for name, value in {**_sandboxed(env, full), "XDG_DATA_HOME": str(data)}.items():
+        monkeypatch.setenv(name, value)
+    raw = json.dumps({"session_id": "ses_1", "cwd": str(project), "hook_event_name": "session.idle"})
+    for number in (1, 2):
+        _answer(data / "opencode" / "opencode.db", "ses_1", number)
+        done, modules = run(
+            ["hook", "stop", "--agent", "opencode"],
+            {**_sandboxed(env, plain), "XDG_DATA_HOME": str(data)},
+            raw,
+        )
+        assert (done.returncode, done.stdout) == (0, "") and "teleclaude hook" not in done.stderr
+        unwanted = (*SANDBOXED_STOP_NOT, "json", "functools", "collections")
+        assert {m for m in modules if m in unwanted or driver_module(m)} - {
+            "_sqlite3",
+            "teleclaude.adapters.hook_db",
+        } == set()
+        assert stop.main("opencode", StringIO(raw)) == 0  # the full path, in this process
+        assert _marks(plain) == _marks(full)
+        assert sandbox.read_conversation(plain) == sandbox.read_conversation(full) == "ses_1"
+
+
+def test_the_spend_databases_are_the_drivers():
+    from teleclaude.agents import PROFILES, SPEND_DATABASES
+    from teleclaude.agents.answers import data_file
+
+    environ = {"HOME": "/home/u", "XDG_DATA_HOME": "/data"}
+    for agent, name in SPEND_DATABASES.items():
+        database = PROFILES[agent].tokens.database
+        assert database is not None and database.where(environ) == data_file(environ, name)

@@ -130,16 +130,22 @@ def sandboxed_stop(raw: str, agent: str | None) -> bool:
     return mark_turn_end_plainly(found[0] or None, found[1])
 
 
-def _only_its_turn_end(
-    raw: str, agent: str | None, sandboxed: bool
-) -> tuple[tuple[str, str] | tuple[()], str] | None:
+def _only_its_turn_end(raw: str, agent: str | None, sandboxed: bool) -> tuple[tuple[str, ...], str] | None:
     """A worker's stop with only its turn's end to record: (what it used when its CLI's transcript says it
-    line by line, `agents.TRANSCRIPT_LINES`: (agent, the transcript), else (); the prompt its CLI's stop input
-    says the model was sent, `agents.STOP_PROMPTS`, else ""). None for anything else (its `--agent` not named,
-    what it used in a database or a transcript its driver must read, a stop `lets_through` does not let
+    line by line, `agents.TRANSCRIPT_LINES`: (agent, the transcript); or its CLI's database of answers,
+    `agents.SPEND_DATABASES`: (agent, the database, the CLI's id of the session); else (); the prompt its
+    CLI's stop input says the model was sent, `agents.STOP_PROMPTS`, else ""). None for anything else (its
+    `--agent` not named, what it used in a record its driver must read, a stop `lets_through` does not let
     through, usage in its CLI's transcript its driver must read or, for a local worker, news: record.py
     `usage_on_record`; a sandboxed worker marks it, `mark_turn_end_plainly`)."""
-    from teleclaude.agents import NAMES, SPEND_SOURCES, STOP_PROMPTS, TRANSCRIPT_LINES, USAGE_LINES
+    from teleclaude.agents import (
+        NAMES,
+        SPEND_DATABASES,
+        SPEND_SOURCES,
+        STOP_PROMPTS,
+        TRANSCRIPT_LINES,
+        USAGE_LINES,
+    )
 
     if agent not in NAMES:
         return None
@@ -152,9 +158,15 @@ def _only_its_turn_end(
     if reads_usage and (agent not in USAGE_LINES or agent not in TRANSCRIPT_LINES):
         return None
     spend, transcript = SPEND_SOURCES.get(agent), data.get("transcript_path")  # what record_spend would read
-    reading: tuple[str, str] | tuple[()] = ()
+    reading: tuple[str, ...] = ()
     if spend == "database":
-        return None
+        conversation, name = data.get("session_id"), SPEND_DATABASES.get(agent)
+        if name is None or not isinstance(conversation, str) or not conversation:
+            return None
+        from teleclaude.agents.answers import data_file
+
+        where = data_file(os.environ, name)
+        reading = (agent, where, conversation) if where else ()  # record_spend reads no file of no name
     if spend == "transcript" and isinstance(transcript, str):
         if agent not in TRANSCRIPT_LINES:
             return None

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from teleclaude.adapters.store import AvailabilityStore
     from teleclaude.agents.usage import UsageWindow
     from teleclaude.runtime.api import Runtime
-    from teleclaude.runtime.hooks.transcript import Used
+
+    Spent = tuple[int | None, int | None, int | None, int | None, float | None, str]  # hook_db.py's `Used`
 
 
 def record(
@@ -98,18 +99,19 @@ def _retried(
 TURN_END_BUSY_MS = 1000  # the plain record's wait for the database; past it, the runtime's waits and retries
 
 
-def end_turn_plainly(reading: tuple[str, str] | None = None, prompt: str = "") -> bool:
+def end_turn_plainly(reading: tuple[str, ...] | None = None, prompt: str = "") -> bool:
     """A local worker's turn ended (no prompt to judge): recorded with the stdlib's sqlite3
     (adapters/hook_db.py `end_turn`), its waiters woken through the tmux server its pane is in ($TMUX),
     as the runtime records it, without loading the runtime or the project's settings. `reading`: (its
     agent, the transcript its stop input names), for a driver that reads what it used there line by line
     (`agents.TRANSCRIPT_LINES`): what it holds new kept with the turn's end (`hook_db.end_turn_reading`), as
-    `record_spend` keeps it. `prompt`: what the model was sent, when the CLI's stop input says
-    (`agents.STOP_PROMPTS`), plainly not the session's command line as typed (`not_typed`). False when that
-    is not known so (not in a pane, the session not running, the database busy or not as the runtime left
-    it; with a reading, anything but a running session of its own with that transcript on record; a prompt
-    that may be the typed line): `record` then records it through the runtime (stop.py first keeps what it
-    used, with a reading)."""
+    `record_spend` keeps it; or (its agent, its CLI's database, the CLI's own id of the session) for a
+    driver that reads it there (`agents.SPEND_DATABASES`), with that id on record. `prompt`: what the model
+    was sent, when the CLI's stop input says (`agents.STOP_PROMPTS`), plainly not the session's command line
+    as typed (`not_typed`). False when that is not known so (not in a pane, the session not running, the
+    database busy or not as the runtime left it; with a reading, anything but a running session of its own
+    with that record on record; a prompt that may be the typed line): `record` then records it through the
+    runtime (stop.py first keeps what it used, with a reading)."""
     session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
     server = os.environ.get("TMUX", "").split(",")[0]  # the socket of the pane's server: $TMUX's first field
     if not session_id or not server.startswith("/"):
@@ -124,10 +126,9 @@ def end_turn_plainly(reading: tuple[str, str] | None = None, prompt: str = "") -
         if reading is None:
             done = end_turn(db_file(), TURN_END_BUSY_MS, session_id, owns, stamp_now(), plain)
         else:
-            read = _reader(*reading)
-            at, transcript = stamp_now(), reading[1]
+            read, at, named = _reader(*reading), stamp_now(), reading[2] if len(reading) > 2 else ""
             done = end_turn_reading(
-                db_file(), TURN_END_BUSY_MS, session_id, owns, at, transcript, read, plain
+                db_file(), TURN_END_BUSY_MS, session_id, owns, at, reading[1], read, plain, named
             )
     except Exception:  # held past the busy timeout (StoreLocked): the runtime's record waits and tries again
         return False
@@ -151,19 +152,40 @@ def not_typed(prompt: str, command: str, args: str) -> bool:
     return bool(tail.strip()) and not prompt.rstrip().endswith(tail)
 
 
-def _reader(agent: str, path: str) -> Callable[[str], tuple[Used | None, str]]:
-    """`transcript.read_new` of `path` with the driver's line reader (`agents.TRANSCRIPT_LINES`)."""
+def _reader(
+    agent: str, path: str, conversation: str = ""
+) -> Callable[[str], tuple[Spent | None, str | None]]:
+    """What the session used by its CLI's record at `path`, as `read_state -> (input, cached, output,
+    reasoning, cost, model) or None, the state to keep`: `transcript.read_new` of a transcript with the
+    driver's line reader (`agents.TRANSCRIPT_LINES`), or the answers of the CLI's own id of the session
+    (`conversation`) in its database (agents/answers.py, `agents.SPEND_DATABASES`: no state)."""
     from teleclaude.agents import TRANSCRIPT_LINES, transcripts
+
+    if agent not in TRANSCRIPT_LINES:
+
+        def answers(state: str) -> tuple[Spent | None, str | None]:
+            from teleclaude.adapters.records import query_rows
+            from teleclaude.agents.answers import MESSAGES, answers_used
+
+            rows = query_rows(path, MESSAGES, conversation)
+            return None if rows is None else answers_used(rows), None
+
+        return answers
     from teleclaude.runtime.hooks.transcript import read_new
 
     message = getattr(transcripts, TRANSCRIPT_LINES[agent])
-    return lambda state: read_new(path, state, message)
+
+    def lines(state: str) -> tuple[Spent | None, str | None]:
+        used, kept = read_new(path, state, message)
+        return (None if used is None else (used[0], used[1], used[2], used[3], None, used[4])), kept
+
+    return lines
 
 
 TURN_END_MARK = "@teleclaude_turn_end"  # TURN_END_OPTION of adapters/tmux.py, spelled out: it imports tmux
 
 
-def mark_turn_end_plainly(reading: tuple[str, str] | None = None, prompt: str = "") -> bool:
+def mark_turn_end_plainly(reading: tuple[str, ...] | None = None, prompt: str = "") -> bool:
     """A sandboxed worker's turn ended (no prompt to tell): its sealed mark written into its session's channel
     folder (TELECLAUDE_CHANNEL) as `mark_pane` writes it, without adapters/tmux.py, sandbox.py or OpenSSL.
     The worker reaches no tmux server: the run watching it here is woken through the channel's pipe, and on
@@ -198,21 +220,30 @@ SPEND_MARK = "@teleclaude_spend"  # SPEND_OPTION of adapters/tmux.py, spelled ou
 TRANSCRIPT_NAMED = "transcript"  # TRANSCRIPT of adapters/sandbox.py, spelled out: it imports the git adapter
 
 
-def _mark_reading(channel: str, key: str, session_id: str, agent: str, path: str) -> bool:
-    """What a sandboxed worker's transcript holds new, read from where its last read ended (the state in its
-    channel) and marked there with the transcript's path, as `record_spend` and sandbox.py `name_record`
-    mark them. False when the folder refused the mark."""
+CONVERSATION_NAMED = "conversation"  # CONVERSATION of adapters/sandbox.py, spelled out
+CONVERSATION_KEPT = 200  # sandbox.py's: a longer one is no CLI's id
+
+
+def _mark_reading(
+    channel: str, key: str, session_id: str, agent: str, path: str, conversation: str = ""
+) -> bool:
+    """What a sandboxed worker's CLI's record holds new, read from where its last read ended (the state in
+    its channel) and marked there with the record's path (and the CLI's id of the session, for a database),
+    as `record_spend` and sandbox.py `name_record` mark them. False when the folder refused the mark."""
     from teleclaude.adapters.channel import read_file, write_mark
     from teleclaude.runtime.core.marks import seal
     from teleclaude.runtime.hooks.transcript import SPEND_READ, json_array
 
-    used, state = _reader(agent, path)(read_file(channel, SPEND_READ))
-    *counts, model = used or (None, None, None, None, "")
-    spent = json_array((*counts, None, model[:100]))  # core/spend.py `encode_tokens`: a reader gives no cost
+    used, state = _reader(agent, path, conversation)(read_file(channel, SPEND_READ))
+    *counts, cost, model = used or (None, None, None, None, None, "")
+    spent = json_array((*counts, cost, model[:100]))  # core/spend.py `encode_tokens`
     if not write_mark(channel, SPEND_MARK, seal(key, session_id, SPEND_MARK, spent)):
         return False
     write_mark(channel, TRANSCRIPT_NAMED, path)
-    write_mark(channel, SPEND_READ, state)
+    if conversation and len(conversation) <= CONVERSATION_KEPT:
+        write_mark(channel, CONVERSATION_NAMED, conversation)
+    if state is not None:
+        write_mark(channel, SPEND_READ, state)
     return True
 
 
@@ -368,7 +399,7 @@ def usage_on_record(agent: str, path: str) -> bool:
 USAGE_MARK = "@teleclaude_usage"  # USAGE_OPTION of adapters/tmux.py, spelled out
 
 
-def _mark_usage(channel: str, key: str, session_id: str, agent: str, path: str) -> bool:
+def _mark_usage(channel: str, key: str, session_id: str, agent: str, path: str, *_: str) -> bool:
     """The usage the transcript's tail reports, marked in a sandboxed worker's channel as `record_usage`
     marks it (runtime/core/limits.py `encode_usage`), for a driver with a plain reader. False when the
     folder refused the mark; True with nothing to mark."""
