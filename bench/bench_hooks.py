@@ -39,8 +39,10 @@ and each other CLI's hooks of a worker as that CLI sends them (agents/*.py `Hook
 
     stop (codex)      codex's Stop: its rollout file named (`transcript_path`: what it used, its rate limits)
     stop (codex, sb)  the same worker sandboxed (its usage and what it used marked in its channel)
-    stop (gemini)     gemini's AfterAgent: its chat file named and the `prompt` the model was sent
+    stop (gemini)     gemini's AfterAgent: its chat file named and the `prompt` the model was sent (the
+                      role command's text)
     stop (opencode)   opencode's session.idle (its plugin): what it used read from opencode's own database
+    stop (… sb)       each of these workers sandboxed: what its stop leaves marked in its channel
     prompt (claude)   claude's UserPromptSubmit (its transcript on record), likewise gemini's BeforeAgent and
     prompt (gemini)   opencode's chat.message (no file: its conversation id alone)
     prompt (opencode)
@@ -280,7 +282,8 @@ def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> tuple[dict[str,
         "TELECLAUDE_SESSION_ID": add_worker_session(root, "bench002", "claude", str(transcript)),
     }
     (root.parent / "channel2").mkdir(mode=0o700, exist_ok=True)
-    (root.parent / "channel3").mkdir(mode=0o700, exist_ok=True)
+    for channel_folder in ("channel3", "channel4", "channel5"):
+        (root.parent / channel_folder).mkdir(mode=0o700, exist_ok=True)
     claude_sandboxed = {
         **sandboxed,
         "TELECLAUDE_SESSION_ID": "bench003",
@@ -308,6 +311,17 @@ def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> tuple[dict[str,
             **sandboxed,
             "TELECLAUDE_SESSION_ID": "bench007",
             "TELECLAUDE_CHANNEL": str(root.parent / "channel3"),
+        },
+        "gemini, sb": {
+            **sandboxed,
+            "TELECLAUDE_SESSION_ID": "bench008",
+            "TELECLAUDE_CHANNEL": str(root.parent / "channel4"),
+        },
+        "opencode, sb": {
+            **sandboxed,
+            "TELECLAUDE_SESSION_ID": "bench009",
+            "TELECLAUDE_CHANNEL": str(root.parent / "channel5"),
+            "XDG_DATA_HOME": str(data_home),
         },
         "opencode": {
             **worker,
@@ -366,15 +380,21 @@ def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> tuple[dict[str,
         measure("stop (codex, sb)", argv, others["codex, sb"], codex_stop)
         gemini_turn(chat, 100 + i)
         gemini_stop = {**json.loads(stop), "hook_event_name": "AfterAgent", "transcript_path": str(chat)}
-        gemini_stop = {**gemini_stop, "prompt": f"/next-build feat {i}", "prompt_response": "done"}
+        gemini_stop = {
+            **gemini_stop,
+            "prompt": f"You are the builder.\n\nBuild feat ({i}).\n",
+            "prompt_response": "done",
+        }
         argv = [teleclaude, "hook", "stop", "--agent", "gemini"]
         measure(
             "stop (gemini)", argv, others["gemini"], json.dumps({**gemini_stop, "stop_hook_active": False})
         )
+        measure("stop (gemini, sb)", argv, others["gemini, sb"], json.dumps(gemini_stop))
         opencode_turn(data_home / "opencode" / "opencode.db", "ses_bench", 100 + i)
         idle = {"session_id": "ses_bench", "cwd": str(root), "hook_event_name": "session.idle"}
         argv = [teleclaude, "hook", "stop", "--agent", "opencode"]
         measure("stop (opencode)", argv, others["opencode"], json.dumps({**idle, "stop_hook_active": False}))
+        measure("stop (opencode, sb)", argv, others["opencode, sb"], json.dumps(idle))
         prompts = (
             ("claude", claude, {"hook_event_name": "UserPromptSubmit", "transcript_path": str(transcript)}),
             ("gemini", others["gemini"], {"hook_event_name": "BeforeAgent", "transcript_path": str(chat)}),

@@ -85,7 +85,7 @@ def db_file() -> str:
 
 def stamp(moment: datetime | None) -> str | None:
     """A moment as the sessions' tables keep it: `2026-11-21T17:00:00.123+00:00`."""
-    from datetime import UTC
+    from teleclaude.agents.moments import UTC
 
     return moment.astimezone(UTC).isoformat(timespec="milliseconds") if moment else None
 
@@ -146,7 +146,7 @@ def usage_known(path: str, busy_ms: int, agent: str, windows: Iterable[tuple[str
         stored = {row[0]: (row[1], row[2]) for row in conn.execute(USAGE_OF, (agent,))} if conn else None
     if stored is None:
         return False
-    from datetime import UTC, datetime
+    from teleclaude.agents.moments import UTC, datetime
 
     now = datetime.now(UTC)
     return all(reset > now and stored.get(window) == (used, utc(reset)) for window, used, reset in windows)
@@ -154,7 +154,7 @@ def usage_known(path: str, busy_ms: int, agent: str, windows: Iterable[tuple[str
 
 def utc(moment: datetime) -> str:
     """`2026-11-21T17:00:00Z`: a moment as the availability table keeps it (`timeparse.format_utc`)."""
-    from datetime import UTC
+    from teleclaude.agents.moments import UTC
 
     return moment.astimezone(UTC).replace(tzinfo=None, microsecond=0).isoformat() + "Z"
 

@@ -5,9 +5,8 @@ same values (its module says what the file holds)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 from teleclaude.agents.jsonin import loads
+from teleclaude.agents.moments import UTC, datetime, timedelta
 from teleclaude.agents.transcripts import finite
 
 WINDOWS = ("primary", "secondary")

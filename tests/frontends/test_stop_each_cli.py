@@ -17,9 +17,9 @@ from tests.frontends.test_hook_imports import SANDBOXED_STOP_NOT, _clean_project
 from tests.frontends.test_stop_transcript import STOP_NOT, _append, _kept, _marks, _sandboxed, _working
 
 RESET = 4102444800  # 2100-01-01
-# a codex worker's stop reads its windows' times: datetime is its one module beyond a claude worker's
-CODEX_STOP_NOT = tuple(m for m in STOP_NOT if m != "datetime")
-CODEX_SANDBOXED_NOT = tuple(m for m in SANDBOXED_STOP_NOT if m != "datetime")
+# a codex worker's stop reads its windows' times with `_datetime` alone (agents/moments.py)
+CODEX_STOP_NOT = STOP_NOT
+CODEX_SANDBOXED_NOT = SANDBOXED_STOP_NOT
 # and opencode's reads its database with records.py's lean query (no urllib, no sqlite3's dbapi2)
 DATABASE_STOP_NOT = tuple(m for m in STOP_NOT if m != "teleclaude.adapters.records")
 

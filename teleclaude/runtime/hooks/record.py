@@ -367,9 +367,8 @@ def transcript_limits(
         return None
     finally:
         os.close(fd)
-    from datetime import UTC, datetime
-
     from teleclaude.agents import rollout
+    from teleclaude.agents.moments import UTC, datetime
 
     read = getattr(rollout, name)
     limits: tuple[tuple[str, float, datetime | None, datetime], ...] = read(
