@@ -35,6 +35,19 @@ and every process an agent event starts, against their own floor, a bare start o
     stop (tree)       `teleclaude hook stop` in a clean item worktree (trees/feat, a build worker's folder),
                       also against Python's start plus the `git status` it runs there (`git status (tree)`)
 
+and each other CLI's hooks of a worker as that CLI sends them (agents/*.py `Hooks`), a turn more each round:
+
+    stop (codex)      codex's Stop: its rollout file named (`transcript_path`: what it used, its rate limits)
+    stop (codex, sb)  the same worker sandboxed (its usage and what it used marked in its channel)
+    stop (gemini)     gemini's AfterAgent: its chat file named and the `prompt` the model was sent (the
+                      role command's text)
+    stop (opencode)   opencode's session.idle (its plugin): what it used read from opencode's own database
+    stop (… sb)       each of these workers sandboxed: what its stop leaves marked in its channel
+    prompt (claude)   claude's UserPromptSubmit (its transcript on record), likewise gemini's BeforeAgent and
+    prompt (gemini)   opencode's chat.message (no file: its conversation id alone)
+    prompt (opencode)
+    stop-failure      claude's StopFailure outside a worker (a worker's ends its session: once, not measured)
+
 Prints the median, the minimum and the ratio to the floor; deletes the repository; never asserts; exits 0.
 """
 
@@ -151,6 +164,77 @@ def claude_turn(transcript: Path, turn: int) -> None:
         file.write("\n".join(lines) + "\n")
 
 
+def codex_turn(rollout: Path, turn: int, resets: int) -> None:
+    """One more turn of a codex 0.169 rollout file (tests/realcli/NOTES.md): its context, the reply, and the
+    token_count event with the session's totals and the rate limits the response's headers said."""
+    stamp = "2026-11-29T04:23:42.005Z"
+    limits = {
+        "limit_id": "codex",
+        "primary": {"used_percent": 40.0, "window_minutes": 300, "resets_at": resets},
+        "secondary": {"used_percent": 22.0, "window_minutes": 10080, "resets_at": resets + 86400},
+        "plan_type": None,
+    }
+    total = {
+        "input_tokens": 20_000 + turn,
+        "cached_input_tokens": 15_000,
+        "output_tokens": 400 + turn,
+        "reasoning_output_tokens": 100,
+        "total_tokens": 20_400 + 2 * turn,
+    }
+    events = [
+        {"type": "turn_context", "payload": {"cwd": "/x", "model": "gpt-5.1-codex"}},
+        {"type": "event_msg", "payload": {"type": "task_started", "turn_id": f"t{turn}"}},
+        {"type": "response_item", "payload": {"type": "message", "content": [{"text": "y" * 2000}]}},
+        {
+            "type": "event_msg",
+            "payload": {"type": "token_count", "info": {"total_token_usage": total}, "rate_limits": limits},
+        },
+        {"type": "event_msg", "payload": {"type": "task_complete", "turn_id": f"t{turn}"}},
+    ]
+    with rollout.open("a", encoding="utf-8") as file:
+        file.write("".join(json.dumps({"timestamp": stamp, **e}) + "\n" for e in events))
+
+
+def gemini_turn(chat: Path, turn: int) -> None:
+    """One more turn of a gemini 0.61 chat file: the user's message, then the model's, written twice as it
+    grows (the same id: gemini.py `session_tokens`)."""
+    lines: list[dict[str, object]] = [{"id": f"u{turn}", "type": "user", "content": [{"text": "x" * 500}]}]
+    for output in (10, 40 + turn):
+        tokens = {
+            "input": 9000 + turn,
+            "output": output,
+            "cached": 100,
+            "thoughts": 30,
+            "tool": 0,
+            "total": 1,
+        }
+        lines.append(
+            {
+                "id": f"m{turn}",
+                "type": "gemini",
+                "model": "gemini-2.5-pro",
+                "content": "y" * 1000,
+                "tokens": tokens,
+            }
+        )
+    with chat.open("a", encoding="utf-8") as file:
+        file.write("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def opencode_turn(database: Path, session: str, turn: int) -> None:
+    """One more answer in opencode's own database (the tables opencode.py `MESSAGES` reads)."""
+    import sqlite3
+
+    with sqlite3.connect(database) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS session (id TEXT PRIMARY KEY, parent_id TEXT)")
+        conn.execute("CREATE TABLE IF NOT EXISTS message (id TEXT, session_id TEXT, time_created, data TEXT)")
+        conn.execute("INSERT OR IGNORE INTO session VALUES (?, NULL)", (session,))
+        tokens = {"input": 900, "output": 40 + turn, "reasoning": 5, "cache": {"read": 8000, "write": 10}}
+        data = {"role": "assistant", "tokens": tokens, "cost": 0.002, "modelID": "gpt-5.1"}
+        conn.execute("INSERT INTO message VALUES (?, ?, ?, ?)", (f"m{turn}", session, turn, json.dumps(data)))
+    conn.close()
+
+
 def git_hooks(root: Path, rounds: int, env: dict[str, str]) -> None:
     hooks = root / ".git" / "hooks"
     results: dict[str, list[float]] = {}
@@ -198,10 +282,52 @@ def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> tuple[dict[str,
         "TELECLAUDE_SESSION_ID": add_worker_session(root, "bench002", "claude", str(transcript)),
     }
     (root.parent / "channel2").mkdir(mode=0o700, exist_ok=True)
+    for channel_folder in ("channel3", "channel4", "channel5"):
+        (root.parent / channel_folder).mkdir(mode=0o700, exist_ok=True)
     claude_sandboxed = {
         **sandboxed,
         "TELECLAUDE_SESSION_ID": "bench003",
         "TELECLAUDE_CHANNEL": str(root.parent / "channel2"),
+    }
+    rollout = root.parent / "rollout-codex.jsonl"
+    chat = root.parent / "session-gemini.jsonl"
+    data_home = root.parent / "data"
+    (data_home / "opencode").mkdir(parents=True)
+    window_end = int(time.time()) + 3600  # a window's reset stays as it is from one response to the next
+    for turn in range(60):
+        codex_turn(rollout, turn, window_end)
+        gemini_turn(chat, turn)
+        opencode_turn(data_home / "opencode" / "opencode.db", "ses_bench", turn)
+    others = {
+        "codex": {
+            **worker,
+            "TELECLAUDE_SESSION_ID": add_worker_session(root, "bench004", "codex", str(rollout)),
+        },
+        "gemini": {
+            **worker,
+            "TELECLAUDE_SESSION_ID": add_worker_session(root, "bench005", "gemini", str(chat)),
+        },
+        "codex, sb": {
+            **sandboxed,
+            "TELECLAUDE_SESSION_ID": "bench007",
+            "TELECLAUDE_CHANNEL": str(root.parent / "channel3"),
+        },
+        "gemini, sb": {
+            **sandboxed,
+            "TELECLAUDE_SESSION_ID": "bench008",
+            "TELECLAUDE_CHANNEL": str(root.parent / "channel4"),
+        },
+        "opencode, sb": {
+            **sandboxed,
+            "TELECLAUDE_SESSION_ID": "bench009",
+            "TELECLAUDE_CHANNEL": str(root.parent / "channel5"),
+            "XDG_DATA_HOME": str(data_home),
+        },
+        "opencode": {
+            **worker,
+            "TELECLAUDE_SESSION_ID": add_worker_session(root, "bench006", "opencode"),
+            "XDG_DATA_HOME": str(data_home),
+        },
     }
     outside = root.parent / "outside"
     outside.mkdir(exist_ok=True)
@@ -230,9 +356,14 @@ def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> tuple[dict[str,
         measure("stop (none)", [teleclaude, "hook", "stop", "--agent", "claude"], env, stop, outside)
         stop = json.dumps({"cwd": str(root), "session_id": "s", "hook_event_name": "Stop"})
         measure("stop (project)", [teleclaude, "hook", "stop", "--agent", "claude"], env, stop)
-        working(
-            root.parent / "teleclaude.db", worker["TELECLAUDE_SESSION_ID"], "bench002"
-        )  # each stop ends a turn
+        working(  # each stop ends a turn
+            root.parent / "teleclaude.db",
+            worker["TELECLAUDE_SESSION_ID"],
+            "bench002",
+            "bench004",
+            "bench005",
+            "bench006",
+        )
         measure("stop (worker)", [teleclaude, "hook", "stop", "--agent", "codex"], worker, stop)
         measure("stop (sandboxed)", [teleclaude, "hook", "stop", "--agent", "codex"], sandboxed, stop)
         claude_turn(transcript, 100 + i)
@@ -241,6 +372,47 @@ def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> tuple[dict[str,
         measure(
             "stop (claude, sb)", [teleclaude, "hook", "stop", "--agent", "claude"], claude_sandboxed, said
         )
+        codex_turn(rollout, 100 + i, window_end)
+        codex_fields = {**json.loads(stop), "turn_id": f"t{i}", "transcript_path": str(rollout), "model": "g"}
+        codex_stop = json.dumps({**codex_fields, "stop_hook_active": False, "last_assistant_message": "done"})
+        measure("stop (codex)", [teleclaude, "hook", "stop", "--agent", "codex"], others["codex"], codex_stop)
+        argv = [teleclaude, "hook", "stop", "--agent", "codex"]
+        measure("stop (codex, sb)", argv, others["codex, sb"], codex_stop)
+        gemini_turn(chat, 100 + i)
+        gemini_stop = {**json.loads(stop), "hook_event_name": "AfterAgent", "transcript_path": str(chat)}
+        gemini_stop = {
+            **gemini_stop,
+            "prompt": f"You are the builder.\n\nBuild feat ({i}).\n",
+            "prompt_response": "done",
+        }
+        argv = [teleclaude, "hook", "stop", "--agent", "gemini"]
+        measure(
+            "stop (gemini)", argv, others["gemini"], json.dumps({**gemini_stop, "stop_hook_active": False})
+        )
+        measure("stop (gemini, sb)", argv, others["gemini, sb"], json.dumps(gemini_stop))
+        opencode_turn(data_home / "opencode" / "opencode.db", "ses_bench", 100 + i)
+        idle = {"session_id": "ses_bench", "cwd": str(root), "hook_event_name": "session.idle"}
+        argv = [teleclaude, "hook", "stop", "--agent", "opencode"]
+        measure("stop (opencode)", argv, others["opencode"], json.dumps({**idle, "stop_hook_active": False}))
+        measure("stop (opencode, sb)", argv, others["opencode, sb"], json.dumps(idle))
+        prompts = (
+            ("claude", claude, {"hook_event_name": "UserPromptSubmit", "transcript_path": str(transcript)}),
+            ("gemini", others["gemini"], {"hook_event_name": "BeforeAgent", "transcript_path": str(chat)}),
+            ("opencode", others["opencode"], {"hook_event_name": "chat.message"}),
+        )
+        for agent, environ, fields in prompts:
+            conversation = "ses_bench" if agent == "opencode" else f"conv-{agent}"  # its stop's too
+            given = {**fields, "session_id": conversation, "cwd": str(root), "prompt": f"go {i}"}
+            argv = [teleclaude, "hook", "prompt", "--agent", agent]
+            measure(f"prompt ({agent})", argv, environ, json.dumps(given))
+        failed = {
+            "session_id": "s",
+            "cwd": str(root),
+            "hook_event_name": "StopFailure",
+            "error": "rate_limit",
+        }
+        argv = [teleclaude, "hook", "stop-failure", "--agent", "claude"]
+        measure("stop-failure", argv, env, json.dumps(failed))
         measure("git status", STOP_STATUS, {**env, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
         stop = json.dumps({"cwd": str(tree), "session_id": "s", "hook_event_name": "Stop"})
         measure("stop (tree)", [teleclaude, "hook", "stop", "--agent", "claude"], env, stop, tree)

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
+    # (input, cached, output, reasoning, cost, model) of a reading (core/spend.py's columns)
+    Used = tuple[int | None, int | None, int | None, int | None, float | None, str]
+
 
 def _functools() -> ModuleType:
     """`functools` as `_sqlite3` uses it as it is first imported: `lru_cache` (each connection's cache of
@@ -82,7 +85,7 @@ def db_file() -> str:
 
 def stamp(moment: datetime | None) -> str | None:
     """A moment as the sessions' tables keep it: `2026-11-21T17:00:00.123+00:00`."""
-    from datetime import UTC
+    from teleclaude.agents.moments import UTC
 
     return moment.astimezone(UTC).isoformat(timespec="milliseconds") if moment else None
 
@@ -143,7 +146,7 @@ def usage_known(path: str, busy_ms: int, agent: str, windows: Iterable[tuple[str
         stored = {row[0]: (row[1], row[2]) for row in conn.execute(USAGE_OF, (agent,))} if conn else None
     if stored is None:
         return False
-    from datetime import UTC, datetime
+    from teleclaude.agents.moments import UTC, datetime
 
     now = datetime.now(UTC)
     return all(reset > now and stored.get(window) == (used, utc(reset)) for window, used, reset in windows)
@@ -151,7 +154,7 @@ def usage_known(path: str, busy_ms: int, agent: str, windows: Iterable[tuple[str
 
 def utc(moment: datetime) -> str:
     """`2026-11-21T17:00:00Z`: a moment as the availability table keeps it (`timeparse.format_utc`)."""
-    from datetime import UTC
+    from teleclaude.agents.moments import UTC
 
     return moment.astimezone(UTC).replace(tzinfo=None, microsecond=0).isoformat() + "Z"
 
@@ -184,7 +187,7 @@ def keep_cost(path: str, busy_ms: int, session_id: str, owns: Callable[[str], bo
 # prompt): progress first (the reminders start again), then TURN_ENDED with its event, compare-and-set on the
 # state and version the row was read with (sessions_db.py `save`); bound as (at, at, version + 1, id,
 # version).
-SESSION_STATE_OF = f"SELECT key, state, version FROM {SESSIONS} WHERE id = ?"
+SESSION_STATE_OF = f"SELECT key, state, version, command, args FROM {SESSIONS} WHERE id = ?"
 END_TURN = (
     f"UPDATE {SESSIONS} SET state = 'turn_ended', updated_at = ?, last_progress_at = ?, nudges = 0, "
     "last_nudge_at = NULL, version = ? WHERE id = ? AND state = 'running' AND IFNULL(version, 0) = ?"
@@ -199,25 +202,32 @@ FINAL_STATES = ("done", "errored", "cancelled")  # SessionState.is_final, as ses
 ENDED, NOTHING, NOT_OWNED = "ended", "nothing", "not owned"
 
 
-def end_turn(path: str, busy_ms: int, session_id: str, owns: Callable[[str], bool], at: str) -> str | None:
+def end_turn(
+    path: str,
+    busy_ms: int,
+    session_id: str,
+    owns: Callable[[str], bool],
+    at: str,
+    plain: Callable[[str, str], bool] | None = None,
+) -> str | None:
     """A worker's turn ended at `at` (`stamp_now`), recorded on its session when it is running and `owns`
     its stored key: ENDED. NOTHING when the runtime would write nothing (no such session, a final one);
     NOT_OWNED for another key. None: not written, for the runtime to record (the session not running: a
-    stalled one's progress, a stop before its line was taken; the row changed since it was read; no file,
-    table or column as the runtime leaves them). Raises the store's `StoreLocked` when other writers hold
-    the file past `busy_ms`."""
+    stalled one's progress, a stop before its line was taken; `plain(command, args)` of its row said False:
+    a prompt to judge; the row changed since it was read; no file, table or column as the runtime leaves
+    them). Raises the store's `StoreLocked` when other writers hold the file past `busy_ms`."""
     with _Opened(path, busy_ms) as conn:
         if conn is None:
             return None
         found = conn.execute(SESSION_STATE_OF, (session_id,)).fetchone()
         if found is None:
             return NOTHING
-        key, state, version = found
+        key, state, version, command, args = found
         if not owns(key or ""):
             return NOT_OWNED
         if state in FINAL_STATES:
             return NOTHING
-        if state != "running":
+        if state != "running" or (plain is not None and not plain(command or "", args or "")):
             return None
         version = version or 0
         with conn:
@@ -230,7 +240,9 @@ def end_turn(path: str, busy_ms: int, session_id: str, owns: Callable[[str], boo
 
 # A worker's stop that read what it used from its CLI's transcript (runtime/hooks/transcript.py): the reading
 # kept as sessions_db.py `add_spend` keeps it, with where the read got to (`read_state`), and its turn's end
-SESSION_ENDING_OF = f"SELECT key, state, version, transcript FROM {SESSIONS} WHERE id = ?"
+SESSION_ENDING_OF = (
+    f"SELECT key, state, version, transcript, command, args, conversation FROM {SESSIONS} WHERE id = ?"
+)
 LAST_READING = (
     f"SELECT id, input, cached, output, reasoning, cost_usd, model, read_state FROM {SPEND} "
     "WHERE session_id = ? ORDER BY id DESC LIMIT 1"
@@ -249,26 +261,35 @@ def end_turn_reading(
     owns: Callable[[str], bool],
     at: str,
     transcript: str,
-    read: Callable[[str], tuple[tuple[int | None, int | None, int | None, int | None, str] | None, str]],
+    read: Callable[[str], tuple[Used | None, str | None]],
+    plain: Callable[[str, str], bool] | None = None,
+    conversation: str = "",
 ) -> str | None:
-    """`end_turn` of a running session that `owns` its stored key, whose CLI's transcript (`transcript`, the
-    one on record) says what it used: `read(state)` gives (input, cached, output, reasoning, model) or None
-    (unknown) and the state to keep, from the last reading's state; that reading is kept with it in the same
-    transaction, as the stop hook's store keeps it (`SessionStore.add_spend`). ENDED, or None when nothing
-    was written: anything else (no such session, another key, not running, another transcript on record, the
-    row changed, the file or a column not as the runtime leaves it) is the stop hook's to record. Raises the
-    store's `StoreLocked` when other writers hold the file past `busy_ms`."""
+    """`end_turn` of a running session that `owns` its stored key, whose CLI's record (`transcript`, the one
+    on record; a database: with the CLI's own id of the session, `conversation`, on record too) says what it
+    used: `read(state)` gives (input, cached, output, reasoning, cost or None, model) or None (unknown) and
+    the state to keep (None: none), from the last reading's state; that reading is kept with it in the same
+    transaction, as the stop hook's store keeps it (`SessionStore.add_spend`: no cost, the last reading's).
+    ENDED, or None when nothing was written: anything else (no such session, another key, not running,
+    another record on record, `plain` as `end_turn`'s said False, the row changed, the file or a column not
+    as the runtime leaves it) is the stop hook's to record. Raises the store's `StoreLocked` when other
+    writers hold the file past `busy_ms`."""
     with _Opened(path, busy_ms) as conn:
         if conn is None:
             return None
         found = conn.execute(SESSION_ENDING_OF, (session_id,)).fetchone()
         if found is None or not owns(found[0] or "") or found[1] != "running" or found[3] != transcript:
             return None
+        if plain is not None and not plain(found[4] or "", found[5] or ""):
+            return None
+        if conversation and found[6] != conversation:
+            return None
         version = found[2] or 0
         last = conn.execute(LAST_READING, (session_id,)).fetchone()
         used, state = read(last[7] or "" if last else "")
-        *counts, model = used or (None, None, None, None, "")
-        cost = last[5] if last else None  # a reader gives none: the status line's (`keep_cost`), if any
+        *counts, cost, model = used or (None, None, None, None, None, "")
+        if cost is None:  # the status line's (`keep_cost`), if any
+            cost = last[5] if last else None
         reading = (*counts, cost, model)
         with conn:
             if conn.execute(END_TURN, (at, at, version + 1, session_id, version)).rowcount != 1:
@@ -283,6 +304,16 @@ def end_turn_reading(
                     conn.execute(SET_READ_STATE, (None, last[0]))
         return ENDED
     return None
+
+
+# quoted as urllib.parse `quote` quotes a path (its `safe` "/"), without urllib (it imports `re`)
+URI_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/")
+
+
+def readonly_uri(path: str) -> str:
+    """The URI that opens the database file at `path` read-only (`sqlite3.connect(…, uri=True)`)."""
+    quoted = "".join(chr(b) if b in URI_SAFE else f"%{b:02X}" for b in os.path.abspath(path).encode())
+    return f"file:{quoted}?mode=ro"
 
 
 class _Opened:

@@ -7,8 +7,8 @@ Used by the stop hook (runtime/hooks/record.py) and by the runtime's later look 
 from __future__ import annotations
 
 import os
-import sqlite3
-from urllib.parse import quote
+
+from teleclaude.adapters.hook_db import readonly_uri, sqlite3
 
 TYPE_CHECKING = False  # typing's own, without importing typing (a stop hook imports this module)
 if TYPE_CHECKING:
@@ -47,22 +47,27 @@ def read_record(path: str, reader: Callable[[str], Tokens | None]) -> Tokens | N
 def query_record(path: str, conversation: str, database: DatabaseRecord) -> Tokens | None:
     """`database.read` of the rows its query selects for `conversation`, the file opened read-only: never
     written, never made, no code of its schema run (`trusted_schema` off). None on any fault."""
+    rows = query_rows(path, database.query, conversation)
+    return None if rows is None else database.read(rows)
+
+
+def query_rows(path: str, query: str, conversation: str) -> list[tuple[object, ...]] | None:
+    """The rows `query` (bound as `conversation`) selects from the database at `path`, opened as
+    `query_record` opens it; None on any fault, or past ROWS_MOST rows."""
     if not os.path.isfile(path):
         return None
     try:
-        conn = sqlite3.connect(
-            f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True, timeout=BUSY_MS / 1000
-        )
+        conn = sqlite3.connect(readonly_uri(path), uri=True, timeout=BUSY_MS / 1000)
     except sqlite3.Error:
         return None
     try:
         conn.execute("PRAGMA trusted_schema = OFF")
         conn.execute("PRAGMA query_only = ON")
-        rows = conn.execute(database.query, (conversation,)).fetchmany(ROWS_MOST + 1)
+        rows = conn.execute(query, (conversation,)).fetchmany(ROWS_MOST + 1)
     except (sqlite3.Error, OverflowError, ValueError):
         return None
     finally:
         conn.close()
     if len(rows) > ROWS_MOST:
         return None
-    return database.read([tuple(row) for row in rows])
+    return [tuple(row) for row in rows]

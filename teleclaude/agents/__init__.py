@@ -33,6 +33,8 @@ HOOK_VERBS: dict[str, tuple[str, ...]] = {
     "opencode": ("stop", "stop-failure", "tool-use", "prompt"),
 }
 USAGE_SOURCES: dict[str, str] = {"claude": "statusline", "codex": "transcript"}
+# and those whose stop input's `prompt` is what the model was sent (`Hooks.stop_prompt`)
+STOP_PROMPTS: tuple[str, ...] = ("gemini",)
 # and where a worker's stop hook reads what its session used (`TokenReport`): the file its stop input names
 # (`transcript_path`), or the CLI's own database
 SPEND_SOURCES: dict[str, str] = {
@@ -43,7 +45,17 @@ SPEND_SOURCES: dict[str, str] = {
 }
 # and of those, the drivers whose transcript is read line by line with agents/transcripts.py alone (a worker's
 # stop reads only what is new in it, without the driver): the reader of one line of it there
-TRANSCRIPT_LINES: dict[str, str] = {"claude": "assistant_usage"}
+TRANSCRIPT_LINES: dict[str, str] = {
+    "claude": "assistant_usage",
+    "gemini": "chat_tokens",
+    "codex": "rollout_totals",
+}
+# and of those whose record is a database of the CLI's (`DatabaseRecord`), the ones whose answers
+# agents/answers.py reads: the database's file in the user's data folder
+SPEND_DATABASES: dict[str, str] = {"opencode": "opencode/opencode.db"}
+# and of the drivers whose usage is in that transcript (USAGE_SOURCES), those whose reader is a plain one of
+# agents/rollout.py (a worker's stop and prompt see whether it is news without the driver): its name there
+USAGE_LINES: dict[str, str] = {"codex": "rollout_limits"}
 
 
 def __getattr__(name: str) -> object:

@@ -82,7 +82,7 @@ PROFILE = AgentProfile(
     busy=r"\besc to interrupt\b",  # the footer while it works: "… · esc to interrupt · ← for agents"
     retry=RETRYING,
     # with its default 10 attempts it retries a refused request for minutes (NOTES.md): past api_wait_limit of
-    # that countdown, with no output, it is limited like gemini's silent retries
+    # that countdown, with no output, it is limited as a CLI's silent retries are
     api_wait=RETRYING,
     # every dialog of the CLI ends with this row; a worker's output that quotes a dialog does not
     dialog_footer=r"Enter to confirm · Esc to (cancel|exit)",

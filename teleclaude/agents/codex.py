@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from teleclaude.agents.formats import basic_string, split_front_matter
 from teleclaude.agents.profile import (
@@ -21,7 +20,9 @@ from teleclaude.agents.profile import (
     UsageSource,
     UsageWindow,
 )
-from teleclaude.agents.tokens import Price, TokenReport, Tokens, count, json_lines
+from teleclaude.agents.rollout import rollout_limits
+from teleclaude.agents.tokens import Price, TokenReport, Tokens, of_reading
+from teleclaude.agents.transcripts import Reading, rollout_totals
 
 
 def trust_flags(folders: Iterable[str]) -> list[str]:
@@ -113,93 +114,19 @@ def failure_kind(info: object) -> str:
 # event, `{"timestamp": ISO, "type": "event_msg", "payload": {"type": "token_count", "info": …,
 # "rate_limits": {"primary": {"used_percent": 42.0, "window_minutes": 300, "resets_at": SECONDS},
 # "secondary": …, "plan_type": …, …}}}`; `rate_limits` is null when the response carried none of them.
-USAGE_WINDOWS = ("primary", "secondary")
-
-
 def rollout_usage(text: str, now: datetime) -> tuple[UsageWindow, ...]:
     """The windows of the last `token_count` event of these rollout lines that reports any, seen when that
-    event was written (else `now`); () when none does."""
-    for line in reversed(text.splitlines()):
-        if '"token_count"' not in line:
-            continue
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue  # a line cut by the tail, or one being written
-        payload = event.get("payload") if isinstance(event, dict) else None
-        if not isinstance(payload, dict) or payload.get("type") != "token_count":
-            continue
-        limits = payload.get("rate_limits")
-        if not isinstance(limits, dict):
-            continue
-        seen = _when(event.get("timestamp")) or now
-        found = tuple(
-            UsageWindow("codex", name, float(used), _reset(window, seen), seen)
-            for name in USAGE_WINDOWS
-            if isinstance(window := limits.get(name), dict)
-            and isinstance(used := window.get("used_percent"), int | float)
-            and not isinstance(used, bool)
-            and math.isfinite(used)
-        )
-        if found:
-            return found
-    return ()
-
-
-def _when(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _reset(window: dict[str, object], seen: datetime) -> datetime | None:
-    """The window's reset; without one, the latest it can be: its length (`window_minutes`) after `seen`."""
-    if reset := _epoch(window.get("resets_at")):
-        return reset
-    minutes = window.get("window_minutes")
-    if isinstance(minutes, bool) or not isinstance(minutes, int | float) or not 0 < minutes < 60 * 24 * 366:
-        return None
-    return seen + timedelta(minutes=minutes)
-
-
-def _epoch(value: object) -> datetime | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        return datetime.fromtimestamp(value, UTC)
-    except (ValueError, OverflowError, OSError):
-        return None
+    event was written (else `now`); () when none does (agents/rollout.py reads them)."""
+    return tuple(UsageWindow("codex", *limit) for limit in rollout_limits(text, now))
 
 
 # Each `token_count` event's `info.total_token_usage` is the session's use so far: `{"input_tokens",
 # "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens"}` (input counts the
 # cached, output the reasoning); a `turn_context` event names the model of each turn
 def rollout_tokens(text: str) -> Tokens | None:
-    """The session's use as the last `token_count` event with its totals says."""
-    found, model = None, ""
-    for event in json_lines(text):
-        payload = event.get("payload")
-        if not isinstance(payload, dict):
-            continue
-        if event.get("type") == "turn_context" and isinstance(payload.get("model"), str):
-            model = payload["model"][:100]
-        info = payload.get("info") if payload.get("type") == "token_count" else None
-        total = info.get("total_token_usage") if isinstance(info, dict) else None
-        if isinstance(total, dict):
-            found = total
-    if found is None:
-        return None
-    return Tokens(
-        count(found.get("input_tokens")),
-        count(found.get("cached_input_tokens", 0)),
-        count(found.get("output_tokens")),
-        count(found.get("reasoning_output_tokens", 0)),
-        model=model,
-    )
+    """The session's use as the last `token_count` event with its totals says (transcripts.py
+    `rollout_totals` reads a line)."""
+    return of_reading(Reading().fed(text, rollout_totals))
 
 
 def resume_argv(binary: str, flags: Sequence[str], conversation: str) -> list[str]:

@@ -17,7 +17,8 @@ from teleclaude.agents.profile import (
     UsageReport,
     resume_option_argv,
 )
-from teleclaude.agents.tokens import Price, TokenReport, Tokens, count, json_lines, summed
+from teleclaude.agents.tokens import Price, TokenReport, Tokens, of_reading
+from teleclaude.agents.transcripts import Reading, chat_tokens
 
 
 def command_toml(name: str, markdown: str) -> str:
@@ -37,22 +38,9 @@ def command_toml(name: str, markdown: str) -> str:
 # promptTokenCount, the cached part included; `tool` the tool-use prompt, besides it; `output` leaves the
 # thoughts out)
 def session_tokens(text: str) -> Tokens | None:
-    """What the session's model messages used, each counted once (its last line)."""
-    messages: dict[str, tuple[int | None, int | None, int | None, int | None]] = {}
-    model = ""
-    for line in json_lines(text):
-        tokens, name = line.get("tokens"), line.get("id")
-        if line.get("type") != "gemini" or not isinstance(tokens, dict) or not isinstance(name, str):
-            continue
-        if isinstance(line.get("model"), str):
-            model = line["model"][:100]
-        prompt, tool, out, thoughts = (
-            count(tokens.get(key, 0)) for key in ("input", "tool", "output", "thoughts")
-        )
-        whole_in = None if prompt is None or tool is None else prompt + tool
-        whole_out = None if out is None or thoughts is None else out + thoughts
-        messages[name] = (whole_in, count(tokens.get("cached", 0)), whole_out, thoughts)
-    return summed(messages.values(), model)
+    """What the session's model messages used, each counted once (its last line: transcripts.py
+    `chat_tokens` reads one)."""
+    return of_reading(Reading().fed(text, chat_tokens))
 
 
 # its conversation id is the `session_id` of its hooks' input (a UUID), its record the chat file

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
+from teleclaude.agents.answers import MESSAGES, answers_used, data_file
 from teleclaude.agents.formats import split_front_matter
 from teleclaude.agents.profile import (
     AgentProfile,
@@ -18,7 +18,7 @@ from teleclaude.agents.profile import (
     SandboxNeeds,
     UsageReport,
 )
-from teleclaude.agents.tokens import DatabaseRecord, TokenReport, Tokens, count, dollars, summed
+from teleclaude.agents.tokens import DatabaseRecord, TokenReport, Tokens
 
 
 def command_md(name: str, markdown: str) -> str:
@@ -163,46 +163,19 @@ RETRYING = r"\[retrying (in \d+\w* )?attempt #\d+\]"
 # a row of `message` whose JSON `data` has, for an answer, `tokens: {input, output, reasoning, cache: {read,
 # write}}` (input without what was read from or written to the cache, output without the reasoning) and
 # `cost` (0 for a model its catalogue gives no price); a subagent's messages are in sessions whose
-# `parent_id` is the worker's session
-MESSAGES = """
-WITH RECURSIVE tree(id) AS (
-    SELECT ? UNION SELECT session.id FROM session JOIN tree ON session.parent_id = tree.id
-)
-SELECT json_extract(data, '$.tokens.input'), json_extract(data, '$.tokens.cache.read'),
-    json_extract(data, '$.tokens.cache.write'), json_extract(data, '$.tokens.output'),
-    json_extract(data, '$.tokens.reasoning'), json_extract(data, '$.cost'), json_extract(data, '$.modelID')
-FROM message
-WHERE session_id IN (SELECT id FROM tree) AND json_extract(data, '$.role') = 'assistant'
-ORDER BY time_created, id
-"""
+# `parent_id` is the worker's session (answers.py `MESSAGES` selects them, `answers_used` sums them)
+DATABASE = "opencode/opencode.db"
 
 
 def database_path(environ: Mapping[str, str]) -> str:
-    data = environ.get("XDG_DATA_HOME", "")
-    if not data.startswith("/"):  # the XDG rule: a relative path is ignored
-        data = f"{environ.get('HOME', '')}/.local/share" if environ.get("HOME") else ""
-    return f"{data}/opencode/opencode.db" if data else ""
+    return data_file(environ, DATABASE)
 
 
 def database_tokens(rows: list[tuple[object, ...]]) -> Tokens | None:
     """The session's answers summed (each a row of MESSAGES); the cost it reports when it gave one (a cost
     of 0 is a model it has no price for: unknown, never $0)."""
-    counted: list[tuple[int | None, int | None, int | None, int | None]] = []
-    usd: float | None = 0.0
-    model = ""
-    for fresh, read, written, out, reasoning, cost, name in rows:
-        fresh, read, written, out, reasoning = (count(v) for v in (fresh, read, written, out, reasoning))
-        whole = None if fresh is None or read is None or written is None else fresh + read + written
-        counted.append(
-            (whole, read, None if out is None or reasoning is None else out + reasoning, reasoning)
-        )
-        spent = dollars(cost)
-        usd = None if usd is None or spent is None else usd + spent
-        model = name if isinstance(name, str) and name else model
-    found = summed(counted, model[:100])
-    if found is None:
-        return None
-    return replace(found, cost_usd=usd if usd else None)
+    used = answers_used(rows)
+    return None if used is None else Tokens(*used)
 
 
 PROFILE = AgentProfile(

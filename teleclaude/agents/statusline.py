@@ -6,7 +6,8 @@ holds)."""
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime, timedelta
+
+from teleclaude.agents.moments import UTC, datetime, timedelta
 
 # the JSON's name of each window -> the driver's
 WINDOWS = {"five_hour": "5h", "seven_day": "7d"}

@@ -8,11 +8,13 @@ non-number, a number past `MOST`) counts as unknown too, never as a traceback.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-# read without this module's dataclasses by a worker's stop hook (transcripts.py), and kept here for the rest
+# read without this module's dataclasses by a worker's stop hook (transcripts.py, answers.py), and kept here
+# for the rest
+from teleclaude.agents.answers import MOST_USD as MOST_USD
+from teleclaude.agents.answers import dollars as dollars
 from teleclaude.agents.transcripts import MOST as MOST
 from teleclaude.agents.transcripts import add as add
 from teleclaude.agents.transcripts import count as count
@@ -21,8 +23,6 @@ from teleclaude.agents.transcripts import json_lines as json_lines
 TYPE_CHECKING = False  # typing's own, without importing typing (every driver imports this module)
 if TYPE_CHECKING:
     from teleclaude.agents.transcripts import Reading
-
-MOST_USD = 10.0**7
 
 
 @dataclass(frozen=True)
@@ -101,13 +101,6 @@ class TokenReport:
     prices: Mapping[str, Price] = field(default_factory=dict)
     # a record that is a database (read instead of the stop hook's `transcript_path`)
     database: DatabaseRecord | None = None
-
-
-def dollars(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) and 0 <= number <= MOST_USD else None
 
 
 def summed(

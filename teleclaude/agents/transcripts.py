@@ -14,8 +14,9 @@ if TYPE_CHECKING:
     from typing import Any
 
     Counts = tuple[int | None, int | None, int | None, int | None]  # input, cached, output, reasoning
-    # a line's message: (its id, its counts, the model it names or None), None for any other line
-    Message = Callable[[dict[str, Any]], "tuple[str, Counts, str | None] | None"]
+    # a line's message: (its id, its counts, the model it names or None), None for any other line; a line
+    # that only names the model: (an id, None, the model)
+    Message = Callable[[dict[str, Any]], "tuple[str, Counts | None, str | None] | None"]
 
 # more tokens than any one session can use (a thousand billion): a bigger number is a forged or broken one
 MOST = 10**12
@@ -77,6 +78,57 @@ def assistant_usage(line: dict[str, Any]) -> tuple[str, Counts, str | None] | No
     return name, (whole, read, count(usage.get("output_tokens")), None), named
 
 
+# A rollout file's line is one event, `{"type", "payload"}`: each `token_count` event's
+# `info.total_token_usage` is the session's use so far (`{"input_tokens", "cached_input_tokens",
+# "output_tokens", "reasoning_output_tokens"}`: input counts the cached, output the reasoning), a
+# `turn_context` event names the model of a turn (the driver's rollout)
+TOTALS = "totals"  # the one message of a rollout: each total replaces the last
+
+
+def rollout_totals(line: dict[str, Any]) -> tuple[str, Counts | None, str | None] | None:
+    """A `token_count` event with the session's totals: (TOTALS, them, None); a `turn_context` event naming
+    its model: (TOTALS, None, the model); None for any other line."""
+    payload = line.get("payload")
+    if not isinstance(payload, dict):
+        return None
+    model = payload.get("model") if line.get("type") == "turn_context" else None
+    named = model[:100] if isinstance(model, str) else None
+    info = payload.get("info") if payload.get("type") == "token_count" else None
+    total = info.get("total_token_usage") if isinstance(info, dict) else None
+    if not isinstance(total, dict):
+        return None if named is None else (TOTALS, None, named)
+    counts = (
+        count(total.get("input_tokens")),
+        count(total.get("cached_input_tokens", 0)),
+        count(total.get("output_tokens")),
+        count(total.get("reasoning_output_tokens", 0)),
+    )
+    return TOTALS, counts, named
+
+
+# A gemini chat file (JSON Lines) has a line each time a message is written, the same `id` again as it grows:
+# each model message `{"id", "type": "gemini", "model", "tokens": {"input", "output", "cached", "thoughts",
+# "tool"}}` (the driver's chat): input is the prompt, the cached part included, and `tool` the tool-use
+# prompt besides it; output leaves the thoughts out
+def chat_tokens(line: dict[str, Any]) -> tuple[str, Counts, str | None] | None:
+    """A model message's line: its id, (input with the tool prompt, cached, output with the thoughts, the
+    thoughts), and its model (None: none named)."""
+    tokens, name = line.get("tokens"), line.get("id")
+    if line.get("type") != "gemini" or not isinstance(tokens, dict) or not isinstance(name, str):
+        return None
+    model = line.get("model")
+    prompt, tool, out, thoughts = (
+        count(tokens.get(key, 0)) for key in ("input", "tool", "output", "thoughts")
+    )
+    whole_in = None if prompt is None or tool is None else prompt + tool
+    whole_out = None if out is None or thoughts is None else out + thoughts
+    return (
+        name,
+        (whole_in, count(tokens.get("cached", 0)), whole_out, thoughts),
+        model[:100] if isinstance(model, str) else None,
+    )
+
+
 class Reading:
     """What a transcript's messages used so far, each message counted once (its last line), as its lines
     are read: `fed(text)` reads more of them. The newest message stays open (its further lines may come in
@@ -106,12 +158,18 @@ class Reading:
             found = message(line)
             if found is None:
                 continue
+            model = model if found[2] is None else found[2]
+            if found[1] is None:  # the model named alone
+                continue
             newest = found[0]
             messages[newest] = found[1]
-            model = model if found[2] is None else found[2]
             again = again or newest in before
         if not messages:
-            return self
+            return (
+                self
+                if model == self.model
+                else Reading(self.closed, self.seen, self.newest, self.last, model, self.ids, again)
+            )
         last = messages.pop(newest)
         closed = self.closed
         for counts in messages.values():

@@ -20,15 +20,18 @@ if TYPE_CHECKING:
     from types import ModuleType
 
 AGENT_HOOKS = ("stop", "stop-failure", "tool-use", "prompt", "statusline")
+_plain: list[bool] = []  # `--version` or an agent hook answered without the parser: `finish` may end at once
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args == ["--version"]:
+        _plain.append(True)
         return _version()
     if len(args) > 1 and args[0] == "hook" and args[1] in AGENT_HOOKS and not _debug():
         done = _agent_hook(args[1], args[2:])
         if done is not None:
+            _plain.append(True)
             return done
     if args[:1] in (["next-work"], ["next-prepare"]) and not _debug():
         done = _next(args[0], args[1:])
@@ -37,6 +40,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     from teleclaude.cli.parser import run
 
     return run(args)
+
+
+def finish(code: int) -> None:
+    """The process ends with `code` (bin/teleclaude's `sys.exit`). After `--version` or an agent hook (run at
+    every agent event) it ends at once, its output flushed, without the interpreter's teardown (every module
+    freed and a last collection: ~9 M instructions, a fifth of Python's own start): their files and
+    databases are closed as they are written. Not when anything asked to run at exit (`atexit`: logging's
+    flush, methodcache.py's table), another thread runs, or the output cannot be flushed: then as always."""
+    if _plain and "threading" not in sys.modules:
+        import atexit
+
+        if not atexit._ncallbacks():
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                sys.exit(code)
+            os._exit(code)
+    sys.exit(code)
 
 
 def _version() -> int:

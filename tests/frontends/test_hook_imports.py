@@ -10,6 +10,7 @@ import os
 import select
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -319,6 +320,7 @@ def test_a_status_line_with_its_usage_on_record_imports_no_planner_model_nor_typ
         *("typing", "sqlite_utils", "teleclaude.planner.core.model", "teleclaude.planner.core.render"),
         *("dataclasses", "inspect", "re", "enum", "json", "subprocess", "pathlib", "sqlite3"),
         *("teleclaude.agents.profile", "teleclaude.adapters.store"),
+        "datetime",  # its classes from `_datetime` (agents/moments.py): datetime.py runs them all in Python
     )
     assert {m for m in modules if m in unwanted or m.split(".")[0] in unwanted} == set()
 
@@ -385,6 +387,40 @@ def test_the_installed_command_imports_no_re(env):
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     assert "teleclaude.cli" in imported
     assert not {"re", "enum", "json", "typing", "dataclasses"} & imported
+
+
+SCRIPT = Path(__file__).resolve().parents[2] / "bin" / "teleclaude"
+
+
+def test_a_hook_s_output_and_exit_code_survive_its_quick_end(env):
+    """bin/teleclaude ends a hook or `--version` without the interpreter's teardown: what it printed reaches
+    the pipe whole, and its exit code is the hook's."""
+    status = json.dumps({"model": {"display_name": "Opus"}})
+    for argv, stdin, out in (
+        (["--version"], "", "teleclaude 0.1.0\n"),
+        (["hook", "statusline"], status, "Opus\n"),
+        (["hook", "tool-use"], TOOL, ""),
+    ):
+        done = subprocess.run(
+            [sys.executable, str(SCRIPT), *argv],
+            input=stdin,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert (done.returncode, done.stdout, done.stderr) == (0, out, "")
+
+
+def test_what_asked_to_run_at_exit_still_runs(env):
+    probe = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: sys.stdout.write('at exit\\n'))\n"
+        "from teleclaude.cli import finish, main\n"
+        "finish(main(['--version']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "teleclaude 0.1.0\nat exit\n")
 
 
 def _clean_project(root) -> None:

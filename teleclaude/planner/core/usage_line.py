@@ -4,8 +4,7 @@ model of the planner's answers) show it alike."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, tzinfo
-
+from teleclaude.agents.moments import datetime, timedelta, tzinfo
 from teleclaude.planner.core.terminal import printable
 
 TYPE_CHECKING = False  # typing's own, without importing typing

@@ -79,9 +79,9 @@ def turn_end_payload(stamp: int, prompt: str = "") -> str:
     as JSON in printable ASCII (one line: a tmux option, a channel file)."""
     if not prompt:
         return str(stamp)
-    import json
+    from _json import encode_basestring_ascii  # json.dumps of a string, without json's `re`
 
-    return f"{stamp} {json.dumps(prompt[:PROMPT_KEPT])}"
+    return f"{stamp} {encode_basestring_ascii(prompt[:PROMPT_KEPT])}"
 
 
 def turn_end_stamp(payload: str) -> float | None:

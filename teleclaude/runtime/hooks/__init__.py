@@ -109,12 +109,12 @@ def worker_stop(raw: str, agent: str | None) -> bool:
     it does when the plain record cannot."""
     if os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # tmux.py's
         return False
-    reading = _only_its_turn_end(raw, agent)
-    if reading is None:
+    found = _only_its_turn_end(raw, agent, sandboxed=False)
+    if found is None:
         return False
     from teleclaude.runtime.hooks.record import end_turn_plainly
 
-    return end_turn_plainly(reading or None)
+    return end_turn_plainly(found[0] or None, found[1])
 
 
 def sandboxed_stop(raw: str, agent: str | None) -> bool:
@@ -122,35 +122,63 @@ def sandboxed_stop(raw: str, agent: str | None) -> bool:
     (and what it used, as `worker_stop` reads it), as `worker_stop` sees it: marked here in its channel
     folder (record.py `mark_turn_end_plainly`) without stop.py's modules, the tmux or sandbox adapters. False
     for anything else: stop.py then decides and marks, as it does when the folder refused the mark."""
-    reading = _only_its_turn_end(raw, agent)
-    if reading is None:
+    found = _only_its_turn_end(raw, agent, sandboxed=True)
+    if found is None:
         return False
     from teleclaude.runtime.hooks.record import mark_turn_end_plainly
 
-    return mark_turn_end_plainly(reading or None)
+    return mark_turn_end_plainly(found[0] or None, found[1])
 
 
-def _only_its_turn_end(raw: str, agent: str | None) -> tuple[str, str] | tuple[()] | None:
-    """A worker's stop with only its turn's end to record, and what it used when its CLI's transcript says it
-    line by line (`agents.TRANSCRIPT_LINES`): (agent, the transcript), else (); None for anything else (its
-    `--agent` not named, usage to read from its CLI's record, what it used in a database or a transcript its
-    driver must read, a prompt to judge, a stop `lets_through` does not let through)."""
-    from teleclaude.agents import NAMES, SPEND_SOURCES, TRANSCRIPT_LINES
+def _only_its_turn_end(raw: str, agent: str | None, sandboxed: bool) -> tuple[tuple[str, ...], str] | None:
+    """A worker's stop with only its turn's end to record: (what it used when its CLI's transcript says it
+    line by line, `agents.TRANSCRIPT_LINES`: (agent, the transcript); or its CLI's database of answers,
+    `agents.SPEND_DATABASES`: (agent, the database, the CLI's id of the session); else (); the prompt its
+    CLI's stop input says the model was sent, `agents.STOP_PROMPTS`, else ""). None for anything else (its
+    `--agent` not named, what it used in a record its driver must read, a stop `lets_through` does not let
+    through, usage in its CLI's transcript its driver must read or, for a local worker, news: record.py
+    `usage_on_record`; a sandboxed worker marks it, `mark_turn_end_plainly`)."""
+    from teleclaude.agents import (
+        NAMES,
+        SPEND_DATABASES,
+        SPEND_SOURCES,
+        STOP_PROMPTS,
+        TRANSCRIPT_LINES,
+        USAGE_LINES,
+    )
 
     if agent not in NAMES:
         return None
     data = _stop_input(raw)
-    if data is None or _reads_usage(data, agent) or data.get("prompt"):
+    if data is None:
+        return None
+    prompt = data.get("prompt") if agent in STOP_PROMPTS else None  # stop.py's `parse_event`
+    prompt = prompt if isinstance(prompt, str) else ""
+    reads_usage = _reads_usage(data, agent)
+    if reads_usage and (agent not in USAGE_LINES or agent not in TRANSCRIPT_LINES):
         return None
     spend, transcript = SPEND_SOURCES.get(agent), data.get("transcript_path")  # what record_spend would read
-    reading: tuple[str, str] | tuple[()] = ()
+    reading: tuple[str, ...] = ()
     if spend == "database":
-        return None
+        conversation, name = data.get("session_id"), SPEND_DATABASES.get(agent)
+        if name is None or not isinstance(conversation, str) or not conversation:
+            return None
+        from teleclaude.agents.answers import data_file
+
+        where = data_file(os.environ, name)
+        reading = (agent, where, conversation) if where else ()  # record_spend reads no file of no name
     if spend == "transcript" and isinstance(transcript, str):
         if agent not in TRANSCRIPT_LINES:
             return None
         reading = (agent, transcript) if transcript else ()  # record_spend reads no file of no name
-    return reading if lets_through(data) else None
+    if not lets_through(data):
+        return None
+    if reads_usage and not sandboxed:
+        from teleclaude.runtime.hooks.record import usage_on_record
+
+        if not usage_on_record(agent, data["transcript_path"]):
+            return None
+    return reading, prompt
 
 
 def _stop_input(raw: str) -> dict | None:

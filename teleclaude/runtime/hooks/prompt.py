@@ -31,6 +31,8 @@ TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
     from typing import TextIO
 
+    from teleclaude.adapters.sessions_db import SessionStore
+
 BUSY_TIMEOUT_MS = 1000  # the read of what is on record (the runtime's write waits as it always did)
 
 
@@ -62,11 +64,20 @@ def main(agent: str | None = None, stdin: TextIO | None = None) -> int:
     remote = os.environ.get("TELECLAUDE_TURN_END_TO_PANE")  # TURN_END_TO_PANE: remote
     if (path or conversation) and not remote and not _kept_already(conversation, path):
         keep(
-            lambda store, session_id: store.name_transcript(session_id, path, conversation),
+            lambda store, session_id: _name(store, session_id, conversation, path),
             "the conversation",
-            hook="prompt",
+            "prompt",
         )
     return 0
+
+
+def _name(store: SessionStore, session_id: str, conversation: str, path: str) -> bool:
+    """The conversation and its record named on the session; a CLI that names no file (its record is a
+    database, which its stop hook names) leaves the one on record as it is."""
+    if not path:
+        session = store.get(session_id)
+        path = session.transcript if session else ""
+    return store.name_transcript(session_id, path, conversation)
 
 
 def _kept_already(conversation: str, path: str) -> bool:
@@ -80,4 +91,4 @@ def _kept_already(conversation: str, path: str) -> bool:
 
     key = os.environ.get(SESSION_KEY, "")
     kept = kept_conversation(db_file(), BUSY_TIMEOUT_MS, session_id, lambda stored: same_key(stored, key))
-    return kept is not None and kept == (conversation or kept[0], path)
+    return kept is not None and kept == (conversation or kept[0], path or kept[1])

@@ -6,18 +6,21 @@ Imported by every hook run: it imports the runtime only when the hook runs in a 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import time
 
 TYPE_CHECKING = False  # typing's own, without importing typing
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from datetime import datetime
 
     from teleclaude.adapters.sessions_db import SessionStore
     from teleclaude.adapters.store import AvailabilityStore
     from teleclaude.agents.usage import UsageWindow
     from teleclaude.runtime.api import Runtime
-    from teleclaude.runtime.hooks.transcript import Used
+
+    Spent = tuple[int | None, int | None, int | None, int | None, float | None, str]  # hook_db.py's `Used`
 
 
 def record(
@@ -96,16 +99,19 @@ def _retried(
 TURN_END_BUSY_MS = 1000  # the plain record's wait for the database; past it, the runtime's waits and retries
 
 
-def end_turn_plainly(reading: tuple[str, str] | None = None) -> bool:
+def end_turn_plainly(reading: tuple[str, ...] | None = None, prompt: str = "") -> bool:
     """A local worker's turn ended (no prompt to judge): recorded with the stdlib's sqlite3
     (adapters/hook_db.py `end_turn`), its waiters woken through the tmux server its pane is in ($TMUX),
     as the runtime records it, without loading the runtime or the project's settings. `reading`: (its
     agent, the transcript its stop input names), for a driver that reads what it used there line by line
     (`agents.TRANSCRIPT_LINES`): what it holds new kept with the turn's end (`hook_db.end_turn_reading`), as
-    `record_spend` keeps it. False when that is not known so (not in a pane, the session not running, the
+    `record_spend` keeps it; or (its agent, its CLI's database, the CLI's own id of the session) for a
+    driver that reads it there (`agents.SPEND_DATABASES`), with that id on record. `prompt`: what the model
+    was sent, when the CLI's stop input says (`agents.STOP_PROMPTS`), plainly not the session's command line
+    as typed (`not_typed`). False when that is not known so (not in a pane, the session not running, the
     database busy or not as the runtime left it; with a reading, anything but a running session of its own
-    with that transcript on record): `record` then records it through the runtime (stop.py first keeps what
-    it used, with a reading)."""
+    with that record on record; a prompt that may be the typed line): `record` then records it through the
+    runtime (stop.py first keeps what it used, with a reading)."""
     session_id = os.environ.get("TELECLAUDE_SESSION_ID", "")
     server = os.environ.get("TMUX", "").split(",")[0]  # the socket of the pane's server: $TMUX's first field
     if not session_id or not server.startswith("/"):
@@ -115,13 +121,15 @@ def end_turn_plainly(reading: tuple[str, str] | None = None) -> bool:
 
     key = os.environ.get(SESSION_KEY, "")
     owns = lambda stored: same_key(stored, key)  # noqa: E731
+    plain = (lambda command, args: not_typed(prompt, command, args)) if prompt else None
     try:
         if reading is None:
-            done = end_turn(db_file(), TURN_END_BUSY_MS, session_id, owns, stamp_now())
+            done = end_turn(db_file(), TURN_END_BUSY_MS, session_id, owns, stamp_now(), plain)
         else:
-            read = _reader(*reading)
-            at, transcript = stamp_now(), reading[1]
-            done = end_turn_reading(db_file(), TURN_END_BUSY_MS, session_id, owns, at, transcript, read)
+            read, at, named = _reader(*reading), stamp_now(), reading[2] if len(reading) > 2 else ""
+            done = end_turn_reading(
+                db_file(), TURN_END_BUSY_MS, session_id, owns, at, reading[1], read, plain, named
+            )
     except Exception:  # held past the busy timeout (StoreLocked): the runtime's record waits and tries again
         return False
     if done is None:
@@ -135,26 +143,58 @@ def end_turn_plainly(reading: tuple[str, str] | None = None) -> bool:
     return True
 
 
-def _reader(agent: str, path: str) -> Callable[[str], tuple[Used | None, str]]:
-    """`transcript.read_new` of `path` with the driver's line reader (`agents.TRANSCRIPT_LINES`)."""
+def not_typed(prompt: str, command: str, args: str) -> bool:
+    """The prompt a CLI sent its model is plainly not the session's command line as typed (runtime/core/
+    blockers.py `unexpanded_command`, which needs the project's command sign and prefix): it does not end
+    with the command's name and its arguments, as every typed line of it does (`AgentProfile.slash_command`).
+    False when it may be: the runtime judges it then."""
+    tail = f"{command} {args}".rstrip()
+    return bool(tail.strip()) and not prompt.rstrip().endswith(tail)
+
+
+def _reader(
+    agent: str, path: str, conversation: str = ""
+) -> Callable[[str], tuple[Spent | None, str | None]]:
+    """What the session used by its CLI's record at `path`, as `read_state -> (input, cached, output,
+    reasoning, cost, model) or None, the state to keep`: `transcript.read_new` of a transcript with the
+    driver's line reader (`agents.TRANSCRIPT_LINES`), or the answers of the CLI's own id of the session
+    (`conversation`) in its database (agents/answers.py, `agents.SPEND_DATABASES`: no state)."""
     from teleclaude.agents import TRANSCRIPT_LINES, transcripts
+
+    if agent not in TRANSCRIPT_LINES:
+
+        def answers(state: str) -> tuple[Spent | None, str | None]:
+            from teleclaude.adapters.records import query_rows
+            from teleclaude.agents.answers import MESSAGES, answers_used
+
+            rows = query_rows(path, MESSAGES, conversation)
+            return None if rows is None else answers_used(rows), None
+
+        return answers
     from teleclaude.runtime.hooks.transcript import read_new
 
     message = getattr(transcripts, TRANSCRIPT_LINES[agent])
-    return lambda state: read_new(path, state, message)
+
+    def lines(state: str) -> tuple[Spent | None, str | None]:
+        used, kept = read_new(path, state, message)
+        return (None if used is None else (used[0], used[1], used[2], used[3], None, used[4])), kept
+
+    return lines
 
 
 TURN_END_MARK = "@teleclaude_turn_end"  # TURN_END_OPTION of adapters/tmux.py, spelled out: it imports tmux
 
 
-def mark_turn_end_plainly(reading: tuple[str, str] | None = None) -> bool:
+def mark_turn_end_plainly(reading: tuple[str, ...] | None = None, prompt: str = "") -> bool:
     """A sandboxed worker's turn ended (no prompt to tell): its sealed mark written into its session's channel
     folder (TELECLAUDE_CHANNEL) as `mark_pane` writes it, without adapters/tmux.py, sandbox.py or OpenSSL.
     The worker reaches no tmux server: the run watching it here is woken through the channel's pipe, and on
     another computer the channel's relay, as `mark_pane` wakes them (channel.wake). `reading` (as
     `end_turn_plainly`'s): what the transcript holds new is read first and marked as `record_spend` marks it
-    (the read's state kept in the channel, `transcript.SPEND_READ`). False when not a sandboxed worker's, or
-    the folder refused a mark: stop.py then marks it."""
+    (the read's state kept in the channel, `transcript.SPEND_READ`), with the usage it reports, as
+    `record_transcript_usage` marks it. `prompt` (as `end_turn_plainly`'s) goes with the mark, for the
+    observer to judge. False when not a sandboxed worker's, or the folder refused a mark: stop.py then marks
+    it."""
     session_id, channel = (
         os.environ.get("TELECLAUDE_SESSION_ID", ""),
         os.environ.get("TELECLAUDE_CHANNEL", ""),
@@ -165,9 +205,11 @@ def mark_turn_end_plainly(reading: tuple[str, str] | None = None) -> bool:
     from teleclaude.runtime.core.marks import SESSION_KEY, seal, turn_end_payload
 
     key = os.environ.get(SESSION_KEY, "")
+    if reading is not None and not (_mark_usage(channel, key, session_id, *reading)):
+        return False
     if reading is not None and not _mark_reading(channel, key, session_id, *reading):
         return False
-    payload = turn_end_payload(time.time_ns())
+    payload = turn_end_payload(time.time_ns(), prompt)
     if not write_mark(channel, TURN_END_MARK, seal(key, session_id, TURN_END_MARK, payload)):
         return False
     wake(channel)
@@ -178,21 +220,30 @@ SPEND_MARK = "@teleclaude_spend"  # SPEND_OPTION of adapters/tmux.py, spelled ou
 TRANSCRIPT_NAMED = "transcript"  # TRANSCRIPT of adapters/sandbox.py, spelled out: it imports the git adapter
 
 
-def _mark_reading(channel: str, key: str, session_id: str, agent: str, path: str) -> bool:
-    """What a sandboxed worker's transcript holds new, read from where its last read ended (the state in its
-    channel) and marked there with the transcript's path, as `record_spend` and sandbox.py `name_record`
-    mark them. False when the folder refused the mark."""
+CONVERSATION_NAMED = "conversation"  # CONVERSATION of adapters/sandbox.py, spelled out
+CONVERSATION_KEPT = 200  # sandbox.py's: a longer one is no CLI's id
+
+
+def _mark_reading(
+    channel: str, key: str, session_id: str, agent: str, path: str, conversation: str = ""
+) -> bool:
+    """What a sandboxed worker's CLI's record holds new, read from where its last read ended (the state in
+    its channel) and marked there with the record's path (and the CLI's id of the session, for a database),
+    as `record_spend` and sandbox.py `name_record` mark them. False when the folder refused the mark."""
     from teleclaude.adapters.channel import read_file, write_mark
     from teleclaude.runtime.core.marks import seal
     from teleclaude.runtime.hooks.transcript import SPEND_READ, json_array
 
-    used, state = _reader(agent, path)(read_file(channel, SPEND_READ))
-    *counts, model = used or (None, None, None, None, "")
-    spent = json_array((*counts, None, model[:100]))  # core/spend.py `encode_tokens`: a reader gives no cost
+    used, state = _reader(agent, path, conversation)(read_file(channel, SPEND_READ))
+    *counts, cost, model = used or (None, None, None, None, None, "")
+    spent = json_array((*counts, cost, model[:100]))  # core/spend.py `encode_tokens`
     if not write_mark(channel, SPEND_MARK, seal(key, session_id, SPEND_MARK, spent)):
         return False
     write_mark(channel, TRANSCRIPT_NAMED, path)
-    write_mark(channel, SPEND_READ, state)
+    if conversation and len(conversation) <= CONVERSATION_KEPT:
+        write_mark(channel, CONVERSATION_NAMED, conversation)
+    if state is not None:
+        write_mark(channel, SPEND_READ, state)
     return True
 
 
@@ -269,6 +320,8 @@ def record_transcript_usage(agent: str, path: str, hook: str) -> None:
 
     if USAGE_SOURCES.get(agent) != "transcript" or not os.path.isfile(path):
         return  # no driver imported to find that out (a stop hook's `transcript_path` comes every turn)
+    if usage_on_record(agent, path):
+        return  # most turns: the windows of the last one again
     try:
         from teleclaude.agents import driver
         from teleclaude.agents.profile import UsageSource
@@ -285,6 +338,86 @@ def record_transcript_usage(agent: str, path: str, hook: str) -> None:
         record_usage(usage.read("\n".join(lines), datetime.now(UTC)), hook)
     except Exception as error:  # never hold up the CLI over bookkeeping
         warn(f"could not read the usage: {type(error).__name__}: {error}", hook)
+
+
+def transcript_limits(
+    agent: str, path: str
+) -> tuple[tuple[str, float, datetime | None, datetime], ...] | None:
+    """The usage windows (agents/rollout.py's plain values) the tail of the CLI's transcript at `path`
+    reports, read as `record_transcript_usage` reads them, for a driver whose reader is that plain one
+    (`agents.USAGE_LINES`); None when it is not, or the file is not a regular one it can read."""
+    from teleclaude.agents import USAGE_LINES
+
+    name = USAGE_LINES.get(agent)
+    if name is None:
+        return None
+    try:  # as fs.py `read_tail`
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        os.lseek(fd, max(0, os.lseek(fd, 0, os.SEEK_END) - TRANSCRIPT_TAIL), os.SEEK_SET)
+        chunks, left = [], TRANSCRIPT_TAIL
+        while left > 0 and (chunk := os.read(fd, left)):
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    from teleclaude.agents import rollout
+    from teleclaude.agents.moments import UTC, datetime
+
+    read = getattr(rollout, name)
+    limits: tuple[tuple[str, float, datetime | None, datetime], ...] = read(
+        b"".join(chunks).decode("utf-8", "replace"), datetime.now(UTC)
+    )
+    return limits
+
+
+def usage_on_record(agent: str, path: str) -> bool:
+    """Whether `record_transcript_usage` of the transcript at `path` has nothing to write, seen without the
+    driver or the store: its reader a plain one (`transcript_limits`), and each window it reads on record just
+    so (hook_db.py `usage_known`), or none. False when not known so (a worker on another computer or in a
+    sandbox marks them every time): the driver and the store read and keep them."""
+    if os.environ.get("TELECLAUDE_TURN_END_TO_PANE"):  # TURN_END_TO_PANE of adapters/tmux.py
+        return False
+    limits = transcript_limits(agent, path)
+    if limits is None or any(reset is None for _, _, reset, _ in limits):
+        return False
+    if not limits:
+        return True
+    from teleclaude.adapters.hook_db import db_file, usage_known
+
+    windows = [(window, used, reset) for window, used, reset, _ in limits if reset is not None]
+    return usage_known(db_file(), USAGE_BUSY_MS, agent, windows)
+
+
+USAGE_MARK = "@teleclaude_usage"  # USAGE_OPTION of adapters/tmux.py, spelled out
+
+
+def _mark_usage(channel: str, key: str, session_id: str, agent: str, path: str, *_: str) -> bool:
+    """The usage the transcript's tail reports, marked in a sandboxed worker's channel as `record_usage`
+    marks it (runtime/core/limits.py `encode_usage`), for a driver with a plain reader. False when the
+    folder refused the mark; True with nothing to mark."""
+    from teleclaude.agents import USAGE_SOURCES
+
+    if USAGE_SOURCES.get(agent) != "transcript" or not os.path.isfile(path):
+        return True
+    limits = transcript_limits(agent, path)
+    if not limits:
+        return limits is not None
+    from teleclaude.adapters.channel import write_mark
+    from teleclaude.runtime.core.marks import seal
+    from teleclaude.runtime.hooks.transcript import json_array
+
+    rows = (
+        json_array((window[:40], used, reset.timestamp() if reset else None, seen.timestamp()))
+        for window, used, reset, seen in limits
+    )
+    return write_mark(channel, USAGE_MARK, seal(key, session_id, USAGE_MARK, "[" + ", ".join(rows) + "]"))
 
 
 def record_cost(usd: float | None, hook: str = "statusline") -> None:

@@ -22,10 +22,10 @@ from __future__ import annotations
 import os
 import sys
 import time
-from datetime import UTC, datetime
 
 from teleclaude.agents import USAGE_SOURCES
 from teleclaude.agents.jsonin import loads
+from teleclaude.agents.moments import UTC, datetime
 from teleclaude.agents.statusline import cost, rate_limits
 from teleclaude.runtime.hooks.record import USAGE_BUSY_MS, record_cost, warn
 

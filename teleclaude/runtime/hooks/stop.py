@@ -176,7 +176,7 @@ def _record_turn_end(prompt: str = "") -> None:
         if not mark_pane(TURN_END_OPTION, turn_end_payload(time.time_ns(), prompt)):
             warn("could not mark the end of the turn on the tmux pane")
         return
-    if prompt or not end_turn_plainly():
+    if not end_turn_plainly(prompt=prompt):
         record(
             lambda runtime, session_id: runtime.record_turn_end(session_id, prompt=prompt),
             "the end of the turn",
