@@ -32,11 +32,17 @@ def _functools() -> ModuleType:
     stand_in = type(sys)("functools")  # types.ModuleType, without importing `types`
 
     def lru_cache(maxsize: int = 128, typed: bool = False) -> Callable[[Callable[..., Any]], Any]:
-        from _functools import _lru_cache_wrapper  # type: ignore[import-not-found]  # typeshed has none
+        def wrap(function: Callable[..., Any]) -> Any:
+            try:
+                from _functools import _lru_cache_wrapper  # type: ignore[import-not-found]  # typeshed has none
 
-        return lambda function: _lru_cache_wrapper(function, max(maxsize, 0), typed, tuple)
+                return _lru_cache_wrapper(function, max(maxsize, 0), typed, tuple)
+            except (ImportError, TypeError):  # a Python whose C wrapper differs: the real module's
+                return real("lru_cache")(maxsize, typed)(function)
 
-    def real(name: str) -> object:
+        return wrap
+
+    def real(name: str) -> Any:
         if sys.modules.get("functools") is stand_in:
             del sys.modules["functools"]
         from importlib import import_module

@@ -249,6 +249,22 @@ def test_a_worker_s_tool_use_is_recorded_with_sqlite3_alone(env, tmp_path):
     assert [(u.tool, u.target) for u in uses] == [("Bash", "ls")]
 
 
+def test_a_tool_use_is_recorded_on_a_python_whose_lru_cache_wrapper_differs(env, tmp_path):
+    """hook_db's stand-in `functools` makes `_sqlite3`'s statement cache with the C wrapper; a Python without
+    that wrapper (or with another signature) gets the real `functools.lru_cache`, not a failed hook."""
+    from teleclaude.adapters.sessions_db import SessionStore
+
+    worker = _worker(env, tmp_path)
+    without = "import _functools\ndel _functools._lru_cache_wrapper\n" + PROBE
+    done = subprocess.run(
+        [sys.executable, "-c", without, "hook", "tool-use", "--agent", "claude"],
+        input=TOOL, env=worker, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, ""), done.stderr
+    uses = SessionStore(env["TELECLAUDE_DB"]).recent_tool_uses(["w1"])["w1"]
+    assert [(u.tool, u.target) for u in uses] == [("Bash", "ls")]
+
+
 def test_a_tool_use_with_another_key_records_nothing(env, tmp_path):
     from teleclaude.adapters.sessions_db import SessionStore
 
