@@ -20,6 +20,7 @@ from teleclaude.config.matrix import DEFAULT_MATRIX
 from teleclaude.demo.model_server import Fail, ModelServer, Step, body_text, provider_of, tool_result_sent
 from teleclaude.demo.real import RealDemo, ScriptedWorkers, prepare_environment
 from teleclaude.demo.scenario import commit_all, make_repository
+from teleclaude.planner.core.roadmap import parse_roadmap
 from teleclaude.planner.gate import records
 from teleclaude.runtime import orchestrator
 from teleclaude.runtime.api import open_runtime
@@ -123,13 +124,17 @@ def three_clis_project(base, agent_clis, server, tmux_socket, monkeypatch, matri
     return project
 
 
-def without_farewell(project) -> None:
-    """The demo's roadmap without its item farewell (which waits for greeting), committed."""
+def roadmap_of(project, *slugs: str) -> None:
+    """The demo's roadmap with only the items `slugs` (none of which waits for one left out), committed."""
     roadmap = project / "todos" / "roadmap.md"
-    kept = [line for line in roadmap.read_text().splitlines(keepends=True) if "farewell" not in line]
-    roadmap.write_text("".join(kept))
-    shutil.rmtree(project / "todos" / "farewell")
-    commit_all(project, "Only the two independent items")
+    gone = [item.slug for item in parse_roadmap(roadmap.read_text()).items if item.slug not in slugs]
+    lines = roadmap.read_text().splitlines(keepends=True)
+    roadmap.write_text(
+        "".join(line for line in lines if not line.startswith(tuple(f"- [ ] {g} " for g in gone)))
+    )
+    for slug in gone:
+        shutil.rmtree(project / "todos" / slug)
+    commit_all(project, f"Only {', '.join(slugs)} on the roadmap")
 
 
 @pytest.fixture
@@ -175,7 +180,7 @@ def test_under_parallel_two_workers_of_a_real_cli_start_at_once_and_each_step_is
     matrix = {"build": (builder, *rest), "review": (*rest, builder), "finalize": (rest[1], rest[0], builder)}
     with ModelServer(then=ScriptedWorkers(RealDemo("claude"))) as server:
         project = three_clis_project(tmp_path / "base", agent_clis, server, tmux_socket, monkeypatch, matrix)
-        without_farewell(project)
+        roadmap_of(project, "greeting", "shouting")
         runtime = open_runtime(project)
         lines: list[str] = []
         report = orchestrator.run(project, None, False, 40, runtime, lines.append, lambda _: None, parallel=2)
