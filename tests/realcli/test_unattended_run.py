@@ -139,9 +139,13 @@ def roadmap_of(project, *slugs: str) -> None:
 
 @pytest.fixture
 def three_clis(agent_clis, tmp_path, tmux_socket, monkeypatch):
-    """(project, model server): the three real CLIs against a server scripted by LimitedOnce."""
+    """(project, model server): the three real CLIs against a server scripted by LimitedOnce, on a roadmap of
+    greeting and farewell (the demo's third item would take its three steps with codex alone, after the wait
+    for its reset, as farewell's last two do)."""
     with ModelServer(then=LimitedOnce()) as server:
-        yield three_clis_project(tmp_path / "base", agent_clis, server, tmux_socket, monkeypatch), server
+        project = three_clis_project(tmp_path / "base", agent_clis, server, tmux_socket, monkeypatch)
+        roadmap_of(project, "greeting", "farewell")
+        yield project, server
 
 
 def test_three_real_clis_deliver_a_roadmap_through_their_limits_waiting_for_the_last_reset(three_clis):
@@ -153,7 +157,7 @@ def test_three_real_clis_deliver_a_roadmap_through_their_limits_waiting_for_the_
     assert report.outcome is Outcome.COMPLETE, log + "\n" + report.text
     done = sorted(p.name for p in (project / "done").iterdir())
     assert [name for name in done if name.endswith(("-greeting", "-farewell", "-shouting"))] == done, done
-    assert len(done) == 3, done
+    assert len(done) == 2, done
     steps = [(h.session.command, h.session.agent, h.kind.value if h.kind else "") for h in report.history]
     limited = [agent for _, agent, kind in steps if kind == "rate_limited"]
     assert sorted(limited) == sorted(AGENTS), steps  # each CLI's limit read off its own screen or hook
