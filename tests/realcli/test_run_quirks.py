@@ -1,8 +1,8 @@
 """Issue 35's real-CLI quirks in a whole `teleclaude run` of the demo's three items: opencode first on the
 build and review rows (its role command once reached its model as plain text on a loaded machine, and items
 were parked), and gemini as the builder of a user whose git identity is only in ~/.gitconfig (gemini 0.61
-runs its shell commands with GIT_CONFIG_GLOBAL=/dev/null: one item on the machine as it is). Each runs on
-the machine as it is, and again beside two CPU burners under `./scripts/test --load` (conftest.busy_cores)."""
+runs its shell commands with GIT_CONFIG_GLOBAL=/dev/null). Each runs on the machine as it is, and again
+beside two CPU burners under `./scripts/test --load` (conftest.busy_cores)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def machine(request) -> str:
     return request.param
 
 
-def delivered_run(project, slugs: tuple[str, ...] = SLUGS):
+def delivered_run(project, slugs=SLUGS):
     """`teleclaude run` of the roadmap; (its report, its runtime), every item (`slugs`) delivered. A CLI
     started cold beside the burners, on a machine shared with other suites, may take minutes to show its
     prompt."""
