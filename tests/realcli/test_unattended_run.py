@@ -128,6 +128,8 @@ def roadmap_of(project, *slugs: str) -> None:
     """The demo's roadmap with only the items `slugs` (none of which waits for one left out), committed."""
     roadmap = project / "todos" / "roadmap.md"
     gone = [item.slug for item in parse_roadmap(roadmap.read_text()).items if item.slug not in slugs]
+    if not gone:  # the whole roadmap: nothing to commit
+        return
     lines = roadmap.read_text().splitlines(keepends=True)
     roadmap.write_text(
         "".join(line for line in lines if not line.startswith(tuple(f"- [ ] {g} " for g in gone)))
