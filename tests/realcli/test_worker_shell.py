@@ -70,7 +70,9 @@ def test_each_cli_as_the_finalizer_finds_teleclaude_by_name_and_the_item_is_deli
 
 def tool_result(turn) -> str:
     """The last item of the conversation the CLI sent after the call: the tool's result, in each provider's
-    shape (Anthropic `messages`, OpenAI `input`, Gemini `contents`)."""
+    shape (Anthropic `messages`, OpenAI `input`, Gemini `contents`); past a `system` message after it (claude
+    2.1.332's, announcing the MCP tools that connected since its last request)."""
     body = turn.body or {}
     conversation = body.get("messages") or body.get("input") or body.get("contents") or [{}]
-    return body_text(conversation[-1])
+    said = [item for item in conversation if not (isinstance(item, dict) and item.get("role") == "system")]
+    return body_text(said[-1])
