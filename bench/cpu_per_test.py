@@ -6,9 +6,11 @@
 Each test runs with its worker process in a cgroup of its own; what it starts inherits the cgroup, tmux
 servers and the agent CLIs in their panes included (tmux daemonizes, so no rusage of the test reaches
 them). One JSON line per test goes to CPU_PER_TEST (default /tmp/cpu-per-test.jsonl): its id, CPU seconds,
-wall seconds and worker. A module-scoped server is counted in the test that started it. Wall times say
-how loaded the machine was; the CPU is what the suite itself costs, the sum of it over two cores is the
-least wall time a run can take.
+wall seconds and worker; of the CPU, `own`: the test's process itself (its fixtures, the runtime's looks in
+it, the scripted model server's threads) and `waited`: the children it waited for (tmux clients, git,
+`teleclaude` calls); the rest ran detached (tmux servers, the CLIs, their hooks and MCP servers). A
+module-scoped server is counted in the test that started it. Wall times say how loaded the machine was;
+the CPU is what the suite itself costs, the sum of it over two cores is the least wall time a run can take.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import collections
 import contextlib
 import json
 import os
+import resource
 import sys
 import time
 from collections.abc import Iterator
@@ -39,19 +42,26 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     group = CPUACCT / f"cpu-per-test-{os.getpid()}-{_counted[0]}"
     group.mkdir()
     _enter(group)
-    started = time.monotonic()
+    started, own, waited = time.monotonic(), time.process_time(), _children()
     try:
         return (yield)
     finally:
         wall = time.monotonic() - started
+        own, waited = time.process_time() - own, _children() - waited
         _enter(CPUACCT)
         cpu = int((group / "cpuacct.usage").read_text()) / 1e9
         with contextlib.suppress(OSError):  # a process it started is still in it (a module-scoped server)
             group.rmdir()
         worker = os.environ.get("PYTEST_XDIST_WORKER", "")
         row = {"id": item.nodeid, "cpu": round(cpu, 3), "wall": round(wall, 3), "worker": worker}
+        row |= {"own": round(own, 3), "waited": round(waited, 3)}
         with OUT.open("a") as out:
             out.write(json.dumps(row) + "\n")
+
+
+def _children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def report(rows: list[dict]) -> None:

@@ -20,7 +20,7 @@ from teleclaude.runtime.core.sessions import EventKind
 from teleclaude.runtime.orchestrator import Outcome
 
 from .conftest import trusted
-from .test_unattended_run import three_clis_project
+from .test_unattended_run import roadmap_of, three_clis_project
 
 SLUGS = ("greeting", "farewell", "shouting")
 USER = "Night Owl <owl@example.invalid>"
@@ -34,9 +34,10 @@ def machine(request) -> str:
     return request.param
 
 
-def delivered_run(project):
-    """`teleclaude run` of the roadmap; (its report, its runtime), all three items delivered. A CLI started
-    cold beside the burners, on a machine shared with other suites, may take minutes to show its prompt."""
+def delivered_run(project, slugs=SLUGS):
+    """`teleclaude run` of the roadmap; (its report, its runtime), every item (`slugs`) delivered. A CLI
+    started cold beside the burners, on a machine shared with other suites, may take minutes to show its
+    prompt."""
     settings = project / "teleclaude.toml"
     settings.write_text(settings.read_text().replace("startup_timeout = 120", "startup_timeout = 400"))
     trusted(project)
@@ -47,7 +48,7 @@ def delivered_run(project):
     log = "\n".join(lines)
     assert report.outcome is Outcome.COMPLETE, log + "\n" + report.text
     done = sorted(p.name for p in (project / "done").iterdir())
-    assert len(done) == 3 and all(name.endswith(SLUGS) for name in done), done
+    assert len(done) == len(slugs) and all(name.endswith(slugs) for name in done), done
     return report, runtime
 
 
@@ -90,13 +91,17 @@ def test_gemini_builds_the_roadmap_for_a_user_whose_identity_is_only_in_their_ho
     machine, agent_clis, tmp_path, tmux_socket, monkeypatch
 ):
     """The user's name and email are in ~/.gitconfig alone (no repository config, no GIT_AUTHOR_*): gemini
-    builds all three items, each step once (no refused stop, no loop), and every commit the run made is the
-    user's, gemini's builds included."""
+    builds each item, each step once (no refused stop, no loop), and every commit the run made is the
+    user's, gemini's builds included. Beside the burners the whole roadmap; on the machine as it is one item
+    (every step of the others would be the same again: test_contract.py's commit as that user is every
+    CLI's)."""
     matrix = {"build": ("gemini", "claude"), "review": ("claude", "gemini"), "finalize": ("claude", "gemini")}
+    slugs = SLUGS if machine == "busy" else SLUGS[:1]
     with ModelServer(then=ScriptedWorkers(RealDemo("claude"))) as server:
         project = three_clis_project(
             tmp_path / "base", agent_clis, server, tmux_socket, monkeypatch, matrix, ("gemini", "claude")
         )
+        roadmap_of(project, *slugs)
         for role in ("AUTHOR", "COMMITTER"):  # the tests' own identity: this user has only their home's
             monkeypatch.delenv(f"GIT_{role}_NAME", raising=False)
             monkeypatch.delenv(f"GIT_{role}_EMAIL", raising=False)
@@ -106,11 +111,11 @@ def test_gemini_builds_the_roadmap_for_a_user_whose_identity_is_only_in_their_ho
             "[user]\n\tname = Night Owl\n\temail = owl@example.invalid\n"
         )
         before = git(project, "rev-parse", "HEAD").strip()
-        _, runtime = delivered_run(project)
-    expected = {(f"next-{step}", slug, agents[0]) for step, agents in matrix.items() for slug in SLUGS}
+        _, runtime = delivered_run(project, slugs)
+    expected = {(f"next-{step}", slug, agents[0]) for step, agents in matrix.items() for slug in slugs}
     steps = steps_given(runtime)
     assert set(steps) == expected and set(steps.values()) == {1}, steps
     made = git(project, "log", "--format=%s|%an <%ae>|%cn <%ce>", f"{before}..main").splitlines()
     builds = [line for line in made if line.startswith("Build ")]
-    assert len(builds) >= 3, made
+    assert len(builds) >= len(slugs), made
     assert {tuple(line.split("|")[1:]) for line in made} == {(USER, USER)}, made
