@@ -244,15 +244,18 @@ def limited(agent: str, runtime, project, model_server, limit: Limit) -> None:
     assert isinstance(fallback, Dispatch) and fallback.agent == then, fallback
 
 
-@drivers(Capability.TOOL_ACTIVITY)
-def test_its_tool_hook_shows_the_workers_last_tool_uses_and_it_commits_as_the_user(
+@drivers(Capability.TOOL_ACTIVITY, Capability.TOKENS)
+def test_its_tool_hook_shows_its_tool_uses_it_commits_as_the_user_and_records_the_tokens_reported(
     agent, agent_runtime, project, model_server, isolated_environment, monkeypatch
 ):
     """Two shell calls through the CLI's own shell tool, the second editing a file and committing it: each is
     a row of `teleclaude sessions list` under its tool's name, the long one cut short. The commit is the
     user's, whose name and email are in ~/.gitconfig alone, as most users keep them: gemini 0.61 runs its
     shell commands with GIT_CONFIG_GLOBAL=/dev/null, which hid them ("unable to auto-detect email
-    address"); every CLI's worker commits as the user all the same."""
+    address"); every CLI's worker commits as the user all the same. The scripted model reports its own token
+    numbers on every answer, different each time; after each of two turns the session's recorded use (read
+    by its stop hook from the CLI's own record, and read again by the runtime's looks after the turn: claude
+    may write its last answer after its Stop hook read the record): their sum."""
     runtime, row = agent_runtime, SEEN[agent].tool_row
     for variable in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
         monkeypatch.delenv(variable)  # the tests' own identity: this user has none but their ~/.gitconfig
@@ -279,6 +282,19 @@ def test_its_tool_hook_shows_the_workers_last_tool_uses_and_it_commits_as_the_us
     assert f"    {row}: git status --short (" in listed, listed
     who = "Night Owl <owl@example.invalid>"
     assert git(project, "log", "-1", "--format=%an <%ae>|%cn <%ce>").strip() == f"{who}|{who}"
+    for turn in (1, 2):
+        if turn == 2:
+            sent = runtime.send_message(started.session.id, "Turn 2: say done.")
+            assert not isinstance(sent, Error), sent
+            assert turn_ended(runtime, started.session.id)
+        want = model_server.sent_total()
+        tokens = recorded_until(runtime, started.session.id, want)
+        assert (tokens.input, tokens.cached, tokens.output) == (want.input, want.cached, want.output), turn
+        assert tokens.reasoning in (None, want.reasoning)  # claude's record has no reasoning count
+    assert len(model_server.turns()) >= 4
+    if agent == "claude":  # its status line says what the session cost: kept as reported, never estimated
+        used = reported_cost(runtime, runtime.store.get(started.session.id))
+        assert used.usd > 0 and not used.estimate and "(estimate)" not in used.text(), used
 
 
 @drivers(Capability.REFUSED_STOP)
@@ -306,32 +322,6 @@ def test_over_ssh_it_commits_and_its_own_hook_ends_the_turn(agent, remote_clone,
     the pane, the observer reads the mark over ssh and the commit comes back to this machine."""
     remote = remote_clone(agent)
     build_over_ssh(agent, model_server, project, remote, sshd)
-
-
-@drivers(Capability.TOKENS)
-def test_the_tokens_it_recorded_are_the_sum_its_provider_reported(
-    agent, agent_runtime, project, model_server
-):
-    """The scripted model reports its own token numbers on every answer, different each time; after each
-    turn the session's recorded use (read by its stop hook from the CLI's own record, and read again by the
-    runtime's looks after the turn: claude may write its last answer after its Stop hook read the record):
-    their sum."""
-    runtime = agent_runtime
-    model_server.add(shell("echo one", "Say one"), Text("DONE: next-build greeting - nothing to build"))
-    started = start(runtime, project, agent)
-    for turn in (1, 2):
-        if turn == 2:
-            sent = runtime.send_message(started.session.id, "Turn 2: say done.")
-            assert not isinstance(sent, Error), sent
-        assert turn_ended(runtime, started.session.id)
-        want = model_server.sent_total()
-        tokens = recorded_until(runtime, started.session.id, want)
-        assert (tokens.input, tokens.cached, tokens.output) == (want.input, want.cached, want.output), turn
-        assert tokens.reasoning in (None, want.reasoning)  # claude's record has no reasoning count
-    assert len(model_server.turns()) >= 3
-    if agent == "claude":  # its status line says what the session cost: kept as reported, never estimated
-        used = reported_cost(runtime, runtime.store.get(started.session.id))
-        assert used.usd > 0 and not used.estimate and "(estimate)" not in used.text(), used
 
 
 def reported_cost(runtime, session, seconds: float = 60.0):
