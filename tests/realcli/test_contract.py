@@ -127,17 +127,13 @@ SEEN = {
 }
 
 
-def drivers(capability: Capability):
-    """Parametrise over the registry; a driver that lacks `capability` skips with its own reason."""
-    params = [
-        pytest.param(
-            name,
-            marks=[pytest.mark.skip(reason=f"{name}: {PROFILES[name].lacks[capability]}")]
-            if capability in PROFILES[name].lacks
-            else [],
-        )
-        for name in NAMES
-    ]
+def drivers(*capabilities: Capability):
+    """Parametrise over the registry; a driver that lacks one of `capabilities` skips with its own reason."""
+    params = []
+    for name in NAMES:
+        lacked = [PROFILES[name].lacks[c] for c in capabilities if c in PROFILES[name].lacks]
+        marks = [pytest.mark.skip(reason=f"{name}: {lacked[0]}")] if lacked else []
+        params.append(pytest.param(name, marks=marks))
     return pytest.mark.parametrize("agent", params)
 
 
@@ -149,30 +145,6 @@ def agent_runtime(agent, request):
 
 def test_every_driver_has_what_its_cli_was_seen_to_do():
     assert set(SEEN) == set(NAMES)
-
-
-@drivers(Capability.UNATTENDED_START)
-def test_it_starts_unattended_and_its_role_command_reaches_the_model_expanded(
-    agent, agent_runtime, project, model_server
-):
-    """No dialog to answer; `/next-build greeting` (a skill for codex) expanded by the CLI from the file
-    `teleclaude install` wrote; the turn ends by the CLI's own hook (the idle rule is 300 s)."""
-    runtime, seen = agent_runtime, SEEN[agent]
-    model_server.add(Text("DONE: next-build greeting - nothing to build"))
-    started = start(runtime, project, agent)
-    assert started.session.state is SessionState.RUNNING
-    turn = model_server.wait_for(lambda r: r.turn, timeout=90)
-    sent = turn.text()
-    for expanded in seen.expanded:
-        assert expanded in sent, f"the user's message: {turn.last_user_text()[-2000:]!r}"
-    for placeholder in seen.substituted:
-        assert placeholder not in sent
-    assert seen.shell_tool in turn.tools()
-    if seen.mcp:
-        assert set(seen.mcp) & set(turn.tools()), turn.tools()
-    events = events_until(runtime, started.session.id, EventKind.TURN_ENDED)
-    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
-    assert "DONE: next-build greeting" in screen(runtime, started.session)
 
 
 @drivers(Capability.UNATTENDED_START)
@@ -198,15 +170,33 @@ def test_started_ahead_it_waits_at_its_prompt_untouched_and_takes_its_command_wh
     assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
 
 
-@drivers(Capability.TURN_ENDS)
-def test_twenty_turns_end_by_its_own_hook(agent, agent_runtime, project, model_server):
-    """The idle rule is set to 300 s (conftest.SETTINGS): each of these turn ends can only be the hook's."""
-    runtime = agent_runtime
+@drivers(Capability.UNATTENDED_START, Capability.TURN_ENDS)
+def test_it_starts_unattended_takes_its_command_expanded_and_twenty_turns_end_by_its_own_hook(
+    agent, agent_runtime, project, model_server
+):
+    """No dialog to answer; `/next-build greeting` (a skill for codex) expanded by the CLI from the file
+    `teleclaude install` wrote; that turn and nineteen more each end by the CLI's own hook (the idle rule is
+    300 s, conftest.SETTINGS: each of these turn ends can only be the hook's)."""
+    runtime, seen = agent_runtime, SEEN[agent]
+    model_server.add(Text("DONE: next-build greeting - nothing to build"))
     started = start(runtime, project, agent)
-    details = [event.detail for event in turn_ended(runtime, started.session.id)]
-    for turn in range(2, 21):
-        sent = runtime.send_message(started.session.id, f"Turn {turn}: say done.")
-        assert not isinstance(sent, Error), sent
+    assert started.session.state is SessionState.RUNNING
+    turn = model_server.wait_for(lambda r: r.turn, timeout=90)
+    sent = turn.text()
+    for expanded in seen.expanded:
+        assert expanded in sent, f"the user's message: {turn.last_user_text()[-2000:]!r}"
+    for placeholder in seen.substituted:
+        assert placeholder not in sent
+    assert seen.shell_tool in turn.tools()
+    if seen.mcp:
+        assert set(seen.mcp) & set(turn.tools()), turn.tools()
+    events = events_until(runtime, started.session.id, EventKind.TURN_ENDED)
+    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
+    assert "DONE: next-build greeting" in screen(runtime, started.session)
+    details = [event.detail for event in events]
+    for turn_number in range(2, 21):
+        said = runtime.send_message(started.session.id, f"Turn {turn_number}: say done.")
+        assert not isinstance(said, Error), said
         details += [event.detail for event in turn_ended(runtime, started.session.id)]
     assert details == ["stop hook"] * 20
     assert len(model_server.turns()) == 20
@@ -254,11 +244,26 @@ def limited(agent: str, runtime, project, model_server, limit: Limit) -> None:
     assert isinstance(fallback, Dispatch) and fallback.agent == then, fallback
 
 
-@drivers(Capability.TOOL_ACTIVITY)
-def test_its_tool_hook_shows_the_workers_last_tool_uses(agent, agent_runtime, project, model_server):
+@drivers(Capability.TOOL_ACTIVITY, Capability.TOKENS)
+def test_its_tool_hook_shows_its_tool_uses_it_commits_as_the_user_and_records_the_tokens_reported(
+    agent, agent_runtime, project, model_server, isolated_environment, monkeypatch
+):
     """Two shell calls through the CLI's own shell tool, the second editing a file and committing it: each is
-    a row of `teleclaude sessions list` under its tool's name, the long one cut short."""
+    a row of `teleclaude sessions list` under its tool's name, the long one cut short. The commit is the
+    user's, whose name and email are in ~/.gitconfig alone, as most users keep them: gemini 0.61 runs its
+    shell commands with GIT_CONFIG_GLOBAL=/dev/null, which hid them ("unable to auto-detect email
+    address"); every CLI's worker commits as the user all the same. The scripted model reports its own token
+    numbers on every answer, different each time; after each of two turns the session's recorded use (read
+    by its stop hook from the CLI's own record, and read again by the runtime's looks after the turn: claude
+    may write its last answer after its Stop hook read the record): their sum."""
     runtime, row = agent_runtime, SEEN[agent].tool_row
+    for variable in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(variable)  # the tests' own identity: this user has none but their ~/.gitconfig
+    git(project, "config", "--unset", "user.name")
+    git(project, "config", "--unset", "user.email")
+    (isolated_environment / ".gitconfig").write_text(
+        "[user]\n\tname = Night Owl\n\temail = owl@example.invalid\n"
+    )
     model_server.add(
         shell("git status --short", "Look at the worktree"),
         edit_and_commit("src/greeting.py", 'print("hello")', "Build greeting"),
@@ -275,6 +280,21 @@ def test_its_tool_hook_shows_the_workers_last_tool_uses(agent, agent_runtime, pr
     assert all(re.search(r" \(\d+[smh] ago\)$", line) for line in lines), lines
     listed = sessions_list(project)
     assert f"    {row}: git status --short (" in listed, listed
+    who = "Night Owl <owl@example.invalid>"
+    assert git(project, "log", "-1", "--format=%an <%ae>|%cn <%ce>").strip() == f"{who}|{who}"
+    for turn in (1, 2):
+        if turn == 2:
+            sent = runtime.send_message(started.session.id, "Turn 2: say done.")
+            assert not isinstance(sent, Error), sent
+            assert turn_ended(runtime, started.session.id)
+        want = model_server.sent_total()
+        tokens = recorded_until(runtime, started.session.id, want)
+        assert (tokens.input, tokens.cached, tokens.output) == (want.input, want.cached, want.output), turn
+        assert tokens.reasoning in (None, want.reasoning)  # claude's record has no reasoning count
+    assert len(model_server.turns()) >= 4
+    if agent == "claude":  # its status line says what the session cost: kept as reported, never estimated
+        used = reported_cost(runtime, runtime.store.get(started.session.id))
+        assert used.usd > 0 and not used.estimate and "(estimate)" not in used.text(), used
 
 
 @drivers(Capability.REFUSED_STOP)
@@ -296,60 +316,12 @@ def test_a_refused_stop_makes_the_worker_commit(agent, agent_runtime, project, m
     assert "todos/greeting/notes.md" in refused.text()  # the hook's refusal reached the model
 
 
-@pytest.mark.parametrize("agent", NAMES)
-def test_it_commits_as_the_user_whose_identity_is_only_in_their_home(
-    agent, agent_runtime, project, model_server, isolated_environment, monkeypatch
-):
-    """Most users keep their name and email in ~/.gitconfig alone; gemini 0.61 runs its shell commands with
-    GIT_CONFIG_GLOBAL=/dev/null, which hid them ("unable to auto-detect email address"): every CLI's worker
-    commits as the user all the same."""
-    for variable in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
-        monkeypatch.delenv(variable)  # the tests' own identity: this user has none but their ~/.gitconfig
-    git(project, "config", "--unset", "user.name")
-    git(project, "config", "--unset", "user.email")
-    home_config = "[user]\n\tname = Night Owl\n\temail = owl@example.invalid\n"
-    (isolated_environment / ".gitconfig").write_text(home_config)
-    commit = "printf 'n\\n' > todos/greeting/notes.md && git add todos && git commit -qm 'Add greeting notes'"
-    model_server.add(shell(commit, "Write and commit notes"), Text("Committed."))
-    started = start(agent_runtime, project, agent)
-    turn_ended(agent_runtime, started.session.id)
-    assert "Add greeting notes" in git(project, "log", "--oneline", "-1")
-    who = "Night Owl <owl@example.invalid>"
-    assert git(project, "log", "-1", "--format=%an <%ae>|%cn <%ce>").strip() == f"{who}|{who}"
-
-
 @drivers(Capability.OVER_SSH)
 def test_over_ssh_it_commits_and_its_own_hook_ends_the_turn(agent, remote_clone, model_server, project, sshd):
     """The build step on the loopback computer (over_ssh.py): the CLI edits and commits there, its hook marks
     the pane, the observer reads the mark over ssh and the commit comes back to this machine."""
     remote = remote_clone(agent)
     build_over_ssh(agent, model_server, project, remote, sshd)
-
-
-@drivers(Capability.TOKENS)
-def test_the_tokens_it_recorded_are_the_sum_its_provider_reported(
-    agent, agent_runtime, project, model_server
-):
-    """The scripted model reports its own token numbers on every answer, different each time; after each
-    turn the session's recorded use (read by its stop hook from the CLI's own record, and read again by the
-    runtime's looks after the turn: claude may write its last answer after its Stop hook read the record):
-    their sum."""
-    runtime = agent_runtime
-    model_server.add(shell("echo one", "Say one"), Text("DONE: next-build greeting - nothing to build"))
-    started = start(runtime, project, agent)
-    for turn in (1, 2):
-        if turn == 2:
-            sent = runtime.send_message(started.session.id, "Turn 2: say done.")
-            assert not isinstance(sent, Error), sent
-        assert turn_ended(runtime, started.session.id)
-        want = model_server.sent_total()
-        tokens = recorded_until(runtime, started.session.id, want)
-        assert (tokens.input, tokens.cached, tokens.output) == (want.input, want.cached, want.output), turn
-        assert tokens.reasoning in (None, want.reasoning)  # claude's record has no reasoning count
-    assert len(model_server.turns()) >= 3
-    if agent == "claude":  # its status line says what the session cost: kept as reported, never estimated
-        used = reported_cost(runtime, runtime.store.get(started.session.id))
-        assert used.usd > 0 and not used.estimate and "(estimate)" not in used.text(), used
 
 
 def reported_cost(runtime, session, seconds: float = 60.0):
@@ -466,33 +438,6 @@ def killed_mid_build_turn(runtime, project, model_server, agent: str):
 
 
 @drivers(Capability.RESUME)
-def test_killed_mid_build_turn_the_next_worker_resumes_its_conversation(
-    agent, agent_runtime, project, model_server
-):
-    """The same agent takes up the step: its CLI resumes the conversation, so the first request after the
-    restart carries the earlier turns (the role command expanded, the first tool call and its result), and
-    the one line saying what happened; the build is then delivered."""
-    runtime = agent_runtime
-    left = killed_mid_build_turn(runtime, project, model_server, agent)
-    assert left.conversation and (left.transcript or cli_database(runtime, agent)), left
-    before = len(model_server.turns())
-    model_server.add(
-        edit_and_commit("src/greeting.py", 'print("hello")', "Build greeting"),
-        Text("DONE: next-build greeting - 1 task built"),
-    )
-    again = runtime.start(Dispatch(Step.BUILD, "greeting", str(project), agent, "med"))
-    assert isinstance(again, Started), again
-    assert again.session.resumed_from == left.id and again.session.conversation == left.conversation
-    resumed = model_server.wait_for(lambda r: r.turn and r not in model_server.turns()[:before], timeout=120)
-    sent = resumed.text()
-    assert BUILDER in sent and "printf 'first" in sent and "todos/greeting/notes.md" in sent
-    assert "Your session was interrupted" in sent  # (codex adds the skill it names after it)
-    assert [e.detail for e in turn_ended(runtime, again.session.id)] == ["stop hook"]
-    assert "Build greeting" in git(project, "log", "--oneline", "-1")
-    assert f'resumed_from="tc-{left.id}"' in sessions_list(project)
-
-
-@drivers(Capability.RESUME)
 def test_killed_before_its_first_tool_call_the_next_worker_resumes_its_conversation(
     agent, agent_runtime, project, model_server
 ):
@@ -530,13 +475,17 @@ def test_killed_before_its_first_tool_call_the_next_worker_resumes_its_conversat
 
 
 @drivers(Capability.RESUME)
-def test_started_ahead_for_a_step_its_agent_left_the_worker_resumes_instead(
+def test_killed_mid_build_turn_the_worker_started_ahead_for_its_step_resumes_its_conversation(
     agent, agent_runtime, project, model_server
 ):
-    """`teleclaude run` starts a worker ahead (fresh) for the step the killed worker left: given the step,
-    the fresh worker is ended and the conversation resumed, as a start would."""
+    """The same agent takes up the step; `teleclaude run` has started a worker ahead (fresh) for it: given
+    the step, the fresh worker is ended and the conversation resumed, as a start would (a start after a kill
+    without one ahead: test_killed_before_its_first_tool_call_…). The first request after the restart
+    carries the earlier turns (the role command expanded, the first tool call and its result) and the one
+    line saying what happened; the build is then delivered."""
     runtime = agent_runtime
     left = killed_mid_build_turn(runtime, project, model_server, agent)
+    assert left.conversation and (left.transcript or cli_database(runtime, agent)), left
     warm = runtime.warm(Dispatch(Step.BUILD, "greeting", str(project), agent, "med"))
     assert isinstance(warm, Warm), warm
     before = len(model_server.turns())
@@ -547,11 +496,15 @@ def test_started_ahead_for_a_step_its_agent_left_the_worker_resumes_instead(
     again = runtime.deliver_warm(warm)
     assert isinstance(again, Started), again
     assert again.session.id != warm.session.id and again.session.resumed_from == left.id
+    assert again.session.conversation == left.conversation
     assert runtime.store.get(warm.session.id).state is SessionState.CANCELLED
     resumed = model_server.wait_for(lambda r: r.turn and r not in model_server.turns()[:before], timeout=120)
-    assert "printf 'first" in resumed.text() and "Your session was interrupted" in resumed.text()
+    sent = resumed.text()
+    assert BUILDER in sent and "printf 'first" in sent and "todos/greeting/notes.md" in sent
+    assert "Your session was interrupted" in sent  # (codex adds the skill it names after it)
     assert [e.detail for e in turn_ended(runtime, again.session.id)] == ["stop hook"]
     assert "Build greeting" in git(project, "log", "--oneline", "-1")
+    assert f'resumed_from="tc-{left.id}"' in sessions_list(project)
 
 
 @drivers(Capability.RESUME)

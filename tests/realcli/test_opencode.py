@@ -8,7 +8,7 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from teleclaude.demo.agent_homes import plugin_dependency_stub
+from teleclaude.demo.agent_homes import opencode_choices, plugin_dependency_stub
 from teleclaude.demo.model_server import Text, shell
 from teleclaude.demo.scenario import commit_all
 from teleclaude.demo.workers import git
@@ -29,6 +29,7 @@ def test_project_scope_alone_gives_opencode_its_commands_mcp_server_and_plugin(
     commands from .opencode/commands, the MCP server from .opencode/opencode.json and the plugin from
     .opencode/plugins, which runs `teleclaude` by name. The checkout stays clean: what opencode adds there at
     start (its plugins' packages, its schema's address in opencode.json) was ignored or written up front."""
+    opencode_choices(Path.home()).unlink()  # its own defaults (animations on): every other test has them off
     undone = install(["opencode"], Scope.USER, uninstall=True)
     assert not hasattr(undone, "code"), undone
     folder = Path.home() / ".config" / "opencode"

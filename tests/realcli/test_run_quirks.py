@@ -1,8 +1,10 @@
-"""Issue 35's real-CLI quirks in a whole `teleclaude run` of the demo's three items: opencode first on the
-build and review rows (its role command once reached its model as plain text on a loaded machine, and items
-were parked), and gemini as the builder of a user whose git identity is only in ~/.gitconfig (gemini 0.61
-runs its shell commands with GIT_CONFIG_GLOBAL=/dev/null). Each runs on the machine as it is, and again
-beside two CPU burners under `./scripts/test --load` (conftest.busy_cores)."""
+"""Issue 35's real-CLI quirks in a whole `teleclaude run` of the demo's items: opencode first on the build
+and review rows (its role command once reached its model as plain text on a loaded machine, and items were
+parked), and gemini as the builder of a user whose git identity is only in ~/.gitconfig (gemini 0.61 runs
+its shell commands with GIT_CONFIG_GLOBAL=/dev/null). Each runs on the machine as it is, and again beside two
+CPU burners under `./scripts/test --load` (conftest.busy_cores). opencode's run has the three items only
+beside the burners and one on the machine as it is: its six starts cost ~120 s of CPU there, and what a
+quiet start shows (its command taken as a command) each contract scenario shows too."""
 
 from __future__ import annotations
 
@@ -52,6 +54,17 @@ def delivered_run(project, slugs=SLUGS):
     return report, runtime
 
 
+def only(project, slugs) -> None:
+    """The roadmap cut to `slugs` (the other items' lines and folders removed), committed."""
+    roadmap = project / "todos" / "roadmap.md"
+    lines = roadmap.read_text().splitlines(keepends=True)
+    kept = [line for line in lines if not line.startswith("- [ ] ") or line[6:].split()[0] in slugs]
+    roadmap.write_text("".join(kept))
+    for slug in set(SLUGS) - set(slugs):
+        git(project, "rm", "-rq", f"todos/{slug}")
+    commit_all(project, f"The roadmap cut to {', '.join(slugs)}")
+
+
 def steps_given(runtime) -> Counter[tuple[str, str, str]]:
     """(command, slug, agent) of every worker its step was typed into, counted."""
     given = [s for s in runtime.store.sessions() if s.delivered_at is not None]
@@ -61,16 +74,19 @@ def steps_given(runtime) -> Counter[tuple[str, str, str]]:
 def test_opencode_first_on_build_and_review_delivers_the_roadmap_taking_each_command_as_a_command(
     machine, agent_clis, tmp_path, tmux_socket, monkeypatch
 ):
-    """opencode builds and reviews all three items (each step once: no turn lost to a command line it took
-    as a message), claude finalizes. No request of opencode's ever carries a bare role command line."""
+    """opencode builds and reviews every item (each step once: no turn lost to a command line it took as a
+    message), claude finalizes. No request of opencode's ever carries a bare role command line. Three items
+    beside the burners, where the quirk was seen; one on the machine as it is."""
     matrix = {"build": ("opencode", "claude"), "review": ("opencode", "claude"), "finalize": ("claude",)}
     with ModelServer(then=ScriptedWorkers(RealDemo("claude"))) as server:
         base = tmp_path / "base"
         project = three_clis_project(
             base, agent_clis, server, tmux_socket, monkeypatch, matrix, ("opencode", "claude")
         )
-        report, runtime = delivered_run(project)
-    expected = {(f"next-{step}", slug, agents[0]) for step, agents in matrix.items() for slug in SLUGS}
+        slugs = SLUGS if machine == "busy" else SLUGS[:1]
+        only(project, slugs)
+        report, runtime = delivered_run(project, slugs)
+    expected = {(f"next-{step}", slug, agents[0]) for step, agents in matrix.items() for slug in slugs}
     steps = steps_given(runtime)
     assert set(steps) == expected and set(steps.values()) == {1}, steps
     ended = {
@@ -78,7 +94,7 @@ def test_opencode_first_on_build_and_review_delivers_the_roadmap_taking_each_com
         for h in report.history
         if h.session.agent == "opencode" and h.kind is EventKind.TURN_ENDED
     }
-    assert ended == {(f"next-{step}", slug) for step in ("build", "review") for slug in SLUGS}, report.history
+    assert ended == {(f"next-{step}", slug) for step in ("build", "review") for slug in slugs}, report.history
     chat = [r for r in server.requests if r.provider == "chat" and r.turn]
     plain = [r.last_user_text() for r in chat if r.last_user_text().strip().startswith("/next-")]
     assert not plain, plain
