@@ -54,17 +54,6 @@ def delivered_run(project, slugs=SLUGS):
     return report, runtime
 
 
-def only(project, slugs) -> None:
-    """The roadmap cut to `slugs` (the other items' lines and folders removed), committed."""
-    roadmap = project / "todos" / "roadmap.md"
-    lines = roadmap.read_text().splitlines(keepends=True)
-    kept = [line for line in lines if not line.startswith("- [ ] ") or line[6:].split()[0] in slugs]
-    roadmap.write_text("".join(kept))
-    for slug in set(SLUGS) - set(slugs):
-        git(project, "rm", "-rq", f"todos/{slug}")
-    commit_all(project, f"The roadmap cut to {', '.join(slugs)}")
-
-
 def steps_given(runtime) -> Counter[tuple[str, str, str]]:
     """(command, slug, agent) of every worker its step was typed into, counted."""
     given = [s for s in runtime.store.sessions() if s.delivered_at is not None]
@@ -84,7 +73,7 @@ def test_opencode_first_on_build_and_review_delivers_the_roadmap_taking_each_com
             base, agent_clis, server, tmux_socket, monkeypatch, matrix, ("opencode", "claude")
         )
         slugs = SLUGS if machine == "busy" else SLUGS[:1]
-        only(project, slugs)
+        roadmap_of(project, *slugs)
         report, runtime = delivered_run(project, slugs)
     expected = {(f"next-{step}", slug, agents[0]) for step, agents in matrix.items() for slug in slugs}
     steps = steps_given(runtime)
