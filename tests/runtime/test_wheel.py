@@ -96,7 +96,7 @@ def _tops(requires: list[str]) -> set[Path]:
                 wanted += [(Requirement(line), each) for line in dist.requires or []]
         assert dist.files is not None, f"{dist.name} lists no files"
         tops |= {
-            Path(dist.locate_file(file.parts[0]))
+            Path(str(dist.locate_file(file.parts[0])))
             for file in dist.files
             if file.parts[0] not in ("..", "__pycache__")
         }
