@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import select
 import time
+from contextlib import suppress
 from pathlib import Path
 
 TYPE_CHECKING = False  # typing's own, without importing typing
@@ -71,6 +72,19 @@ def waited_for_cpu(group: int) -> float | None:
             continue
         most = waited if most is None else max(most, waited)
     return most
+
+
+def end(processes: dict[str, Popen[bytes]], pipes: dict[str, int | None]) -> None:
+    """Kill and reap `processes`, close `pipes` (both emptied): what an owner of long-lived clients leaves."""
+    for process in processes.values():
+        process.kill()
+        process.wait()
+    processes.clear()
+    for pipe in pipes.values():
+        if pipe is not None:
+            with suppress(OSError):
+                os.close(pipe)
+    pipes.clear()
 
 
 class Exits:

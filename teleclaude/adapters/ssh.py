@@ -20,7 +20,6 @@ private tmux server and for each remote one, telling them apart by a prefix on p
 
 from __future__ import annotations
 
-import atexit
 import os
 import secrets
 import select
@@ -29,6 +28,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import replace
@@ -307,7 +307,8 @@ class _Lister:
             )
         except OSError:
             self.process = None
-        atexit.register(self.close)
+        # when nothing holds the lister, or at exit (atexit.register(self.close) kept every one, unreaped)
+        self._ended = weakref.finalize(self, _end, self.process)
 
     def ask(self, timeout: float) -> list[str] | None:
         process = self.process
@@ -338,14 +339,19 @@ class _Lister:
             self._buffer += chunk
 
     def close(self) -> None:
-        process, self.process = self.process, None
-        if process is not None and process.poll() is None:
-            process.kill()
-            process.wait()
-        for stream in (process.stdin, process.stdout) if process is not None else ():
-            if stream is not None:
-                with suppress(OSError):
-                    stream.close()
+        self.process = None
+        self._ended()
+
+
+def _end(process: subprocess.Popen[bytes] | None) -> None:
+    """A lister's ssh ended and reaped, its pipes closed."""
+    if process is not None and process.poll() is None:
+        process.kill()
+        process.wait()
+    for stream in (process.stdin, process.stdout) if process is not None else ():
+        if stream is not None:
+            with suppress(OSError):
+                stream.close()
 
 
 class Fleet(Tmux):

@@ -14,8 +14,6 @@ from teleclaude.adapters.git import run_git
 from teleclaude.errors import Error, guard
 from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.planner.core.roadmap import parse_roadmap
-from teleclaude.planner.finalize import finalize
-from teleclaude.runtime.remote import clean_up_delivered
 
 ROADMAP = """# Roadmap
 
@@ -167,6 +165,11 @@ class Workers:
     def finalize(self, main: Path, action: Dispatch) -> str:
         """What the finalizer's command file says: `teleclaude finalize SLUG` (merge, archive, mark, clean up,
         under the project lock; then, outside it, the item's worktrees on other computers)."""
+        # imported here: every stand-in loads this module, and only a finalizer needs the planner's finalize
+        # and the runtime (~0.1 s of CPU a start)
+        from teleclaude.planner.finalize import finalize
+        from teleclaude.runtime.remote import clean_up_delivered
+
         slug = action.slug
         done = finalize(slug, cwd=main)
         if isinstance(done, Error):

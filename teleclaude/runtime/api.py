@@ -63,9 +63,11 @@ class Runtime:
         self.cycle = Cycle(self.context, panes)
         self.observer.report = self.cycle.report
         self.supervisor = Supervisor(self.context, self.observer, self.launcher)
-        # starts the project's supervisor process (a test drives `supervisor.round` itself instead)
+        # starts the project's supervisor process (a test drives `supervisor.round` itself instead); of the
+        # context, not `self`: a cycle would keep the runtime, and its observer's clients, until a collection
+        context = self.context
         self.start_supervisor: Callable[[str], Error | None] = lambda project: supervisors.start(
-            project, self.store.path, self.context.env
+            project, context.store.path, context.env
         )
 
     @property

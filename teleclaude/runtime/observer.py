@@ -3,10 +3,10 @@ supervising the quiet ones (reminders, needs-attention, digests), and waiting fo
 
 from __future__ import annotations
 
-import atexit
 import logging
 import re
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -71,9 +71,8 @@ class Observer(HookNews):
         self.context = context
         self.panes = panes
         # One `tmux wait-for` per watched session, kept from one wait to the next (a run loop waits every
-        # second: starting a client per session per wait was most of its own CPU); ended at exit.
+        # second: starting a client per session per wait was most of its own CPU); ended with the observer.
         self._waiters: dict[str, Popen[bytes]] = {}
-        atexit.register(self._stop_waiters)
         # The sessions the last wait looked at, and when. A run loop returns from a wait every second to
         # redraw its status line and waits again at once: that wait starts from the stored rows of the look
         # just taken rather than looking again (a look lists the panes and reads those that printed), and
@@ -99,6 +98,9 @@ class Observer(HookNews):
         # sessions whose pipes were poked, not yet looked at
         self._listening: dict[str, int | None] = {}
         self._pokes: frozenset[str] = frozenset()
+        # ended once nothing holds the observer, or at exit (atexit.register(self._stop_waiters) kept every
+        # observer, and its last clients unreaped: hundreds of zombie `tmux: client`s in a test worker)
+        weakref.finalize(self, procs.end, self._waiters, self._listening)
 
     # --- looking -------------------------------------------------------------------------------------------
 

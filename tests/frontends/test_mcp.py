@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import re
 import sys
 from datetime import UTC, datetime, timedelta
 
@@ -308,6 +311,67 @@ def test_stdio_server_uses_its_own_cwd(project, subprocess_env, tool_call_fields
     assert fields["command"] == "next-build"
     assert paths_equal(fields["project"], project)
     assert (project / "trees" / PREPARED / ".git").is_file()
+
+
+def test_a_worker_started_over_stdio_opens_its_pane(worker_project, subprocess_env, tmp_path):
+    """`run_agent_command` through `teleclaude mcp` over stdio (the server that answers the handshake from
+    its record and hands the tool call to fastmcp through its wire) starts the worker: its pane opens in
+    tmux with the stand-in CLI, and `end_session` there ends it. Through the wire, `sys.stdout` once lacked
+    the `encoding` libtmux reads: every start over stdio answered `ERROR: INTERNAL`, its worker left pending,
+    and only the real-CLI suite saw it."""
+    from fastmcp import Client
+    from fastmcp.client.transports import StdioTransport
+
+    from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.runtime.api import open_runtime
+    from teleclaude.runtime.core.sessions import SessionState
+
+    env = {**subprocess_env, "PATH": os.environ["PATH"], "FAKE_AGENT": os.environ["FAKE_AGENT"]}
+    transport = StdioTransport(
+        sys.executable,
+        ["-m", "teleclaude", "mcp"],
+        env=env,
+        cwd=str(worker_project),
+        keep_alive=False,
+        log_file=tmp_path / "stdio-server.log",
+    )
+    tmux = open_runtime(worker_project).tmux
+
+    async def go():
+        async with Client(transport) as client:
+
+            async def call(tool: str, **arguments) -> str:
+                result = await client.call_tool(tool, arguments)
+                return result.content[0].text
+
+            started = await call(
+                "teleclaude__run_agent_command",
+                computer="local",
+                command="next-build",
+                args="greeting",
+                project=str(worker_project),
+                agent="claude",
+                thinking_mode="med",
+            )
+            assert started.startswith("SESSION:"), started + (tmp_path / "stdio-server.log").read_text()
+            session_id = parse_fields(started)["session_id"]
+            session = SessionStore().get(session_id)
+            assert session is not None and session.state is SessionState.RUNNING  # not left pending
+            assert session.pane_id in tmux.views()  # its pane, with the stand-in in it
+            ended = await call("teleclaude__end_session", session_id=session_id)
+            return session.pane_id, ended
+
+    pane_id, ended = asyncio.run(go())
+    assert ended.startswith("OK:") and parse_fields(ended)["state"] == "cancelled", ended
+    assert pane_id not in tmux.views()
+
+
+def parse_fields(text: str) -> dict[str, str]:
+    """The `key="value"` fields of an answer's second line."""
+    return {
+        key: json.loads(value)
+        for key, value in re.findall(r'(\w+)=("(?:[^"\\]|\\.)*")', text.splitlines()[1])
+    }
 
 
 def test_http_server_answers_agent_status(project, subprocess_env, tmp_path):

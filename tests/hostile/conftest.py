@@ -123,36 +123,6 @@ def tmux(tmp_path):
 
 
 @pytest.fixture
-def worker_project(tmp_path, monkeypatch, copy_repository):
-    """A prepared demo repository whose runtime has a private tmux server (killed afterwards, with every
-    process it ran) and the stand-in agent CLI as every agent (`hang`: it takes lines, shows them as queued
-    and never ends a turn by itself); as tests/runtime/conftest.py sets it up."""
-    from teleclaude.adapters.tmux import Tmux
-    from teleclaude.demo import stand_in
-    from teleclaude.demo.scenario import commit_all, make_repository
-
-    from ..tmux_reaper import reaper, stop
-
-    bin_dir = stand_in.install(tmp_path / "bin")
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_AGENT", "hang")
-    for name in ("CLAUDE", "GEMINI", "CODEX"):
-        monkeypatch.delenv(f"FAKE_AGENT_{name}", raising=False)
-    socket = f"tc-hostile-{secrets.token_hex(4)}"
-    watcher = reaper(socket)
-    root = copy_repository(make_repository, tmp_path / "project")
-    (root / "teleclaude.toml").write_text(
-        f'[runtime]\nsocket = "{socket}"\nidle_threshold = 3600\npoll_interval = 0.05\n'
-        "startup_timeout = 15\nsettle = 0.1\n"
-    )
-    commit_all(root, "Runtime settings for the tests")
-    yield root
-    Tmux(socket).kill_server()
-    stop(watcher)
-    Path(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", socket).unlink(missing_ok=True)
-
-
-@pytest.fixture
 def worker_runtime(worker_project):
     from teleclaude.runtime.api import open_runtime
 

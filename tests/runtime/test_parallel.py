@@ -321,9 +321,20 @@ def test_with_parallel_each_lane_starts_its_items_next_worker_while_the_step_bef
     project, fake_agents, tmux_socket, monkeypatch
 ):
     """farewell waits for greeting, so it starts once the first two items taught the run what follows a
-    build and a review: its reviewer and its finalizer are at their prompts before the step before ends."""
+    build and a review: its reviewer and its finalizer are at their prompts before the step before ends.
+    A free lane asks the planner which items are ready (git, a planner call) once a lane has left since its
+    last ask (test_run_loop's rule), not at every look while it waits."""
     monkeypatch.setenv("FAKE_AGENT", "hook")
     monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "1")
+    monkeypatch.setattr(loop, "READY_AGAIN", 3600.0)  # so only a lane leaving asks again
+    asks: list[int] = []
+    ready_items = app.ready_items
+
+    def counted(*args, **kwargs):
+        asks.append(1)
+        return ready_items(*args, **kwargs)
+
+    monkeypatch.setattr(app, "ready_items", counted)
     report, lines = run(project, parallel=2)
     assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
     assert_delivered(project, ("greeting", "farewell", "shouting"))
@@ -335,32 +346,10 @@ def test_with_parallel_each_lane_starts_its_items_next_worker_while_the_step_bef
     assert review.created_at < turn_end(store, build) < review.delivered_at  # type: ignore[operator]
     assert finalize.created_at < turn_end(store, review) < finalize.delivered_at  # type: ignore[operator]
     assert len(sessions) == report.steps == 9  # none started ahead for nothing
+    # the first ask, one after each of the three items left its lane, and the run's last look at an empty run
+    assert len(asks) <= 6, len(asks)
 
 
 def turn_end(store: SessionStore, session: Session) -> datetime:
     (end,) = [e.at for e in store.events([session.id]) if e.kind is EventKind.TURN_ENDED][:1]
     return end
-
-
-def test_a_free_lane_asks_for_ready_items_when_a_lane_left_not_at_every_look(
-    project, fake_agents, tmux_socket, monkeypatch
-):
-    """Three lanes, two items ready (farewell waits for greeting): the free lane asks the planner which items
-    are ready (git, a planner call) once a lane has left since its last ask, not once a second while it
-    waits; and farewell still goes as soon as greeting is delivered."""
-    monkeypatch.setenv("FAKE_AGENT", "hook")
-    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "1.5")
-    monkeypatch.setattr(loop, "READY_AGAIN", 3600.0)  # so only a lane leaving asks again
-    asks: list[int] = []
-    ready_items = app.ready_items
-
-    def counted(*args, **kwargs):
-        asks.append(1)
-        return ready_items(*args, **kwargs)
-
-    monkeypatch.setattr(app, "ready_items", counted)
-    report, lines = run(project, parallel=3)
-    assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
-    assert_delivered(project, ("greeting", "farewell", "shouting"))
-    # the first ask, one after each of the three items left its lane, and the run's last look at an empty run
-    assert len(asks) <= 6, len(asks)

@@ -701,13 +701,16 @@ def step_of(sessions: list[Session], command: str, slug: str) -> Session:
     return session
 
 
-def test_the_worker_of_an_items_next_step_is_started_while_its_step_works_and_given_that_step(
+def test_each_steps_worker_is_started_while_the_step_before_works_and_the_next_item_claimed_while_one_merges(
     project, fake_agents, tmux_socket, monkeypatch
 ):
     """Each reviewer and finalizer is at its prompt before the worker before it is through: the step's start
     is not waited for between the steps. The first item's are the usual next steps (a review after a build,
-    a finalize after a review) by the agents the planner chooses; later items' are what followed before."""
-    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "1")
+    a finalize after a review) by the agents the planner chooses; later items' are what followed before.
+    shouting is ready while farewell is finalized: claimed then, its builder at its prompt before the
+    finalizer is through, and its branch caught up with farewell's merge before the build is typed. farewell
+    waits for greeting: it is not claimed before greeting is merged, and the roadmap's order holds."""
+    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "2")  # the finalizer merges 1.5 s into its turn
     report, lines, sessions = run_to_the_end(project, tmux_socket)
     assert len(sessions) == report.steps == 9  # none started ahead for nothing
     for slug in SLUGS:
@@ -717,18 +720,7 @@ def test_the_worker_of_an_items_next_step_is_started_while_its_step_works_and_gi
         assert review.created_at < turn_end(build) < review.delivered_at  # type: ignore[operator]
         assert finalize.created_at < turn_end(review) < finalize.delivered_at  # type: ignore[operator]
         assert review.subfolder == f"trees/{slug}" and finalize.subfolder is None
-    assert sum("started ahead" in line for line in lines) == 7  # and shouting's build (the test below)
-
-
-def test_the_next_items_build_is_claimed_and_started_while_an_item_is_finalized_and_gets_its_merge(
-    project, fake_agents, tmux_socket, monkeypatch
-):
-    """shouting is ready while farewell is finalized: claimed then, its builder at its prompt before the
-    finalizer is through, and its branch caught up with farewell's merge before the build is typed. farewell
-    waits for greeting: it is not claimed before greeting is merged, and the roadmap's order holds."""
-    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "2")  # the finalizer merges 1.5 s into its turn
-    report, lines, sessions = run_to_the_end(project, tmux_socket)
-    assert len(sessions) == report.steps == 9  # none started ahead for nothing
+    assert sum("started ahead" in line for line in lines) == 7  # and shouting's build, claimed ahead
     builds = [step_of(sessions, "next-build", slug) for slug in SLUGS]
     finalizes = [step_of(sessions, "next-finalize", slug) for slug in SLUGS]
     assert [b.slug for b in sorted(builds, key=lambda s: s.delivered_at or 0)] == list(SLUGS)
@@ -748,29 +740,33 @@ def test_with_warm_start_false_each_worker_is_started_once_its_step_is_named(
     settings.write_text(settings.read_text() + "warm_start = false\n")
     commit_all(project, "No workers started ahead")
     monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "1")
-    report, lines = run(project)
+    report, lines = run(project, "greeting")  # one item: which step starts ahead is test_run_loop's
     assert report.outcome is Outcome.COMPLETE, report.text
     sessions = SessionStore().sessions()
-    for slug in SLUGS:
-        build, review = (step_of(sessions, command, slug) for command in ("next-build", "next-review"))
-        assert review.created_at > turn_end(build)
+    build, review = (step_of(sessions, command, "greeting") for command in ("next-build", "next-review"))
+    assert review.created_at > turn_end(build)
     assert not any("started ahead" in line for line in lines)
 
 
 def test_a_worker_started_ahead_for_a_step_next_work_does_not_name_is_ended_without_its_command(
     project, fake_agents, tmux_socket, monkeypatch
 ):
-    """farewell's first review requests changes: the finalizer started ahead for it is ended unused."""
+    """greeting's first review requests changes: the finalizer started ahead for it is ended unused."""
     monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "1")
-    monkeypatch.setenv("FAKE_AGENT_REJECT", "farewell")
-    report, lines, sessions = run_to_the_end(project, tmux_socket)
-    unused = [s for s in sessions if s.delivered_at is None]
-    assert [(s.command, s.slug, s.state) for s in unused] == [
-        ("next-finalize", "farewell", SessionState.CANCELLED)
-    ]
-    fix = step_of(sessions, "next-fix-review", "farewell")
-    assert unused[0].updated_at <= fix.created_at  # ended before anything else started
-    assert any(f"{unused[0].id}, started ahead for next-finalize farewell" in line for line in lines)
+    monkeypatch.setenv("FAKE_AGENT_REJECT", "greeting")
+    report, lines = run(project, "greeting")
+    assert report.outcome is Outcome.COMPLETE, report.text
+    assert_delivered(project, ("greeting",))
+    assert_no_workers(tmux_socket)
+    sessions = SessionStore().sessions()
+    # (a fixer, guessed after the second review from what followed the first, is ended unused too)
+    unused = {s.command: s for s in sessions if s.delivered_at is None}
+    assert {command: s.state for command, s in unused.items()}.get("next-finalize") is SessionState.CANCELLED
+    assert all(s.state is SessionState.CANCELLED for s in unused.values())
+    fix = step_of(sessions, "next-fix-review", "greeting")
+    finalizer = unused["next-finalize"]
+    assert finalizer.updated_at <= fix.created_at  # ended before anything else started
+    assert any(f"{finalizer.id}, started ahead for next-finalize greeting" in line for line in lines)
 
 
 def reviewer_ahead() -> tuple[Session, Session] | None:

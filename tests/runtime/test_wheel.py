@@ -7,12 +7,12 @@ import os
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
+from packaging.requirements import Requirement
+
 ROOT = Path(__file__).resolve().parents[2]
-# read before the tests' own HOME replaces the user's: pip's cache of the dependencies' wheels, which the
-# clean virtualenv then installs without downloading them again (it still installs all of them)
-PIP_CACHE = os.environ.get("PIP_CACHE_DIR") or str(Path.home() / ".cache" / "pip")
 
 
 def test_the_wheel_in_a_clean_venv_runs_the_demo_from_any_folder(tmp_path):
@@ -30,14 +30,26 @@ def test_the_wheel_in_a_clean_venv_runs_the_demo_from_any_folder(tmp_path):
     )
     [wheel] = (tmp_path / "dist").glob("teleclaude-*.whl")
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=120)
-    subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile", str(wheel)],
-        check=True,
-        capture_output=True,
-        timeout=600,
-        env={**os.environ, "PIP_CACHE_DIR": PIP_CACHE},
+    python = str(venv / "bin" / "python")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    pip = [sys.executable, "-m", "pip", "--python", python, "--disable-pip-version-check"]
+    subprocess.run([*pip, "install", "-q", "--no-deps", "--no-compile", str(wheel)], check=True, timeout=300)
+    site = Path(
+        subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     )
+    [installed] = site.glob("teleclaude-*.dist-info")
+    # Its dependencies: what the wheel's metadata requires, and what they require in turn, linked in from the
+    # test's own environment (pip resolving and unpacking them again took ~15 s of CPU, all of it pip's
+    # work); nothing else is there, and pip checks that what is there satisfies every requirement.
+    for top in sorted(_tops(metadata.PathDistribution(installed).requires or [])):
+        (site / top.name).symlink_to(top)
+    checked = subprocess.run([*pip, "check"], capture_output=True, text=True, timeout=300)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_AGENT") and k != "PYTHONPATH"}
@@ -47,7 +59,7 @@ def test_the_wheel_in_a_clean_venv_runs_the_demo_from_any_folder(tmp_path):
         env["PYTHONPATH"] = os.pathsep.join(kept)
     env["TMPDIR"] = str(elsewhere)
     located = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import teleclaude; print(teleclaude.__file__)"],
+        [python, "-c", "import teleclaude; print(teleclaude.__file__)"],
         cwd=elsewhere,
         env=env,
         capture_output=True,
@@ -65,6 +77,30 @@ def test_the_wheel_in_a_clean_venv_runs_the_demo_from_any_folder(tmp_path):
     )
     assert demo.returncode == 0, demo.stdout + demo.stderr
     assert list(elsewhere.iterdir()) == []  # the demo's throwaway repository is gone
+
+
+def _tops(requires: list[str]) -> set[Path]:
+    """The top-level files and folders (packages, modules, `.dist-info`) of the distributions `requires`
+    names, with their extras, and of everything they require in turn, as this environment holds them."""
+    tops: set[Path] = set()
+    wanted = [(Requirement(line), "") for line in requires]
+    seen: set[str] = set()
+    while wanted:
+        requirement, extra = wanted.pop()
+        if requirement.marker and not requirement.marker.evaluate({"extra": extra}):
+            continue
+        dist = metadata.distribution(requirement.name)
+        for each in ("", *requirement.extras):
+            if f"{dist.name}[{each}]".lower() not in seen:
+                seen.add(f"{dist.name}[{each}]".lower())
+                wanted += [(Requirement(line), each) for line in dist.requires or []]
+        assert dist.files is not None, f"{dist.name} lists no files"
+        tops |= {
+            Path(str(dist.locate_file(file.parts[0])))
+            for file in dist.files
+            if file.parts[0] not in ("..", "__pycache__")
+        }
+    return tops
 
 
 def is_checkout(path: str) -> bool:
