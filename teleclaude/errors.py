@@ -61,6 +61,7 @@ class ErrorCode(Enum):
     MAIN_NOT_CLEAN = "MAIN_NOT_CLEAN"  # next_work: the user's uncommitted changes in main; no new item starts
     MAIN_MOVED = "MAIN_MOVED"  # teleclaude run: main moved without a finalize (a commit by hand, a worker)
     SANDBOX_UNAVAILABLE = "SANDBOX_UNAVAILABLE"  # [runtime] sandbox = "bwrap", and bubblewrap cannot run
+    SANDBOX_RACED = "SANDBOX_RACED"  # a path a worker's sandbox shows went away as bubblewrap made it
     SANDBOXED = "SANDBOXED"  # a sandboxed worker called a tool that drives workers or reads their records
     GATE_RED = "GATE_RED"  # [checks] gate failed on what would become main: sent back to be fixed
     GATE_BROKEN = "GATE_BROKEN"  # [checks] could not run: a command not found, tracked files changed

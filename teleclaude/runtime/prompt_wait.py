@@ -24,7 +24,7 @@ from teleclaude.runtime.core.blockers import (
 )
 from teleclaude.runtime.core.continuation import replay_shown
 from teleclaude.runtime.core.sandbox import blocked_text as sandbox_blocked
-from teleclaude.runtime.core.sandbox import denied_path
+from teleclaude.runtime.core.sandbox import denied_path, raced
 from teleclaude.runtime.core.screens import (
     command_listed,
     command_taken,
@@ -250,13 +250,19 @@ class PromptWait:
             time.sleep(0.05)
             view = tmux.glance(session.pane_id)[0] or view
             rows = tmux.capture(session.pane_id, -view.history_size, view.height - 1)
+        output = "\n".join(row.rstrip() for row in last_rows(rows)) or "(nothing)"
+        if raced(last_rows(rows)):
+            return Error(
+                ErrorCode.SANDBOX_RACED,
+                f"{session.agent}'s sandbox was not made: a path it shows went away as it was made (another "
+                f"item's branch removed meanwhile). Its output:\n{output}",
+            )
         blocker = find_blocker(session.agent, rows, exited=True)
         if blocker is not None:
             return Error(
                 ErrorCode.WORKER_BLOCKED, blocked_text(session.agent, blocker, session.workdir, rows)
             )
         status = f" (exit status {view.dead_status})" if view and view.dead_status is not None else ""
-        output = "\n".join(row.rstrip() for row in last_rows(rows)) or "(nothing)"
         denied = self._denied(session, rows)
         if denied is not None:
             return Error(ErrorCode.WORKER_BLOCKED, sandbox_blocked(session.agent, denied, output))

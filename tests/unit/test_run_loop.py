@@ -283,6 +283,9 @@ def test_a_start_that_fails_twice_for_tmux_or_ssh_stops_and_any_other_refusal_at
     assert rules.refused(ErrorCode.TMUX_FAILED, STEP, retries) == AskAgain()
     assert rules.refused(ErrorCode.TMUX_FAILED, STEP, retries) is None  # the second in a row
     assert rules.refused(ErrorCode.COMPUTER_UNREACHABLE, OTHER, Retries()) == AskAgain()
+    raced = Retries()  # a path its sandbox showed went away as bubblewrap made it
+    assert rules.refused(ErrorCode.SANDBOX_RACED, STEP, raced) == AskAgain()
+    assert rules.refused(ErrorCode.SANDBOX_RACED, STEP, raced) is None
     assert rules.refused(ErrorCode.ALREADY_RUNNING, STEP, retries) == TwinFirst()  # another run was first
     assert rules.refused(ErrorCode.WORKER_BLOCKED, STEP, Retries()) is None
     assert rules.counts_as_started(ErrorCode.WORKER_BLOCKED)  # a dialog stopped it: --max-steps counts it

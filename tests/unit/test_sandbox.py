@@ -14,7 +14,7 @@ from teleclaude.agents.profile import SandboxNeeds
 from teleclaude.config.parse import ConfigError, parse_config
 from teleclaude.config.profiles import RuntimeConfig, SandboxMode
 from teleclaude.runtime.core.marks import turn_end_payload, turn_end_prompt, turn_end_stamp
-from teleclaude.runtime.core.sandbox import Boxing, Layout, boxing, bwrap_argv, denied_path
+from teleclaude.runtime.core.sandbox import Boxing, Layout, boxing, bwrap_argv, denied_path, raced
 
 PROJECT = "/home/u/project"
 TREE = f"{PROJECT}/trees/feat"
@@ -163,6 +163,28 @@ def test_an_untrusted_project_file_cannot_turn_the_sandbox_off():
 )
 def test_the_path_a_cli_could_not_open_is_read_from_its_output(row, path):
     assert denied_path(["some output", row, ""]) == path
+
+
+def _wrapped(text: str, width: int = 40) -> list[str]:
+    return [text[i : i + width] for i in range(0, len(text), width)]
+
+
+def test_a_sandbox_bubblewrap_could_not_make_for_a_path_gone_is_raced_and_a_cli_s_own_error_is_not(tmp_path):
+    """bubblewrap's own refusal (a source gone as it made the sandbox, here gone before), read from the pane's
+    rows as tmux wraps them, is a start to try again; a CLI's own ENOENT, or a refusal for another reason, is
+    not."""
+    import subprocess
+
+    bwrap = sandbox.probe(os.environ)
+    if not bwrap.usable:
+        pytest.skip(f"bubblewrap does not run here: {bwrap.problem}")
+    gone = tmp_path / "refs" / "heads" / "item-09"
+    argv = [bwrap.bwrap, "--ro-bind", "/", "/", "--ro-bind", str(gone), str(gone), "true"]
+    refusal = subprocess.run(argv, capture_output=True, text=True, timeout=60).stderr.strip()
+    assert refusal.startswith("bwrap: ")
+    assert raced(["", *_wrapped(refusal), ""])
+    assert not raced(["Error: ENOENT: no such file or directory, mkdir '/home/u/.npm/_logs'"])
+    assert not raced(["bwrap: Can't mount proc on /newroot/proc: Operation not permitted"])
 
 
 # --- the channel: what a sandboxed worker's hooks leave for the observer ----------------------------------

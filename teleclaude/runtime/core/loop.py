@@ -399,12 +399,15 @@ class TwinFirst:
     """Another run started the step first: wait for its worker (asked again when it is gone)."""
 
 
+TRIED_AGAIN = (ErrorCode.TMUX_FAILED, ErrorCode.COMPUTER_UNREACHABLE, ErrorCode.SANDBOX_RACED)
+
+
 def refused(code: ErrorCode, step: StepKey, retries: Retries) -> TwinFirst | AskAgain | None:
-    """The runtime refused a start: another run got there first, or tmux or ssh failed (once: try again);
-    None: the run cannot go on (the error is its stop)."""
+    """The runtime refused a start: another run got there first, or tmux, ssh or the making of its sandbox
+    failed (once: try again); None: the run cannot go on (the error is its stop)."""
     if code is ErrorCode.ALREADY_RUNNING:
         return TwinFirst()
-    if code in (ErrorCode.TMUX_FAILED, ErrorCode.COMPUTER_UNREACHABLE) and not retries.start_failed(step):
+    if code in TRIED_AGAIN and not retries.start_failed(step):
         return AskAgain()
     return None
 
