@@ -232,6 +232,7 @@ lanes = {count}
 def line(where: str, workers: int, r: Result, m: Memory, load: tuple[float, float], ideal: float) -> str:
     """One subject's row of the table."""
     cpu = r.busy_cpu / r.busy_seconds if r.busy_seconds else float("nan")
+    quiet = r.quiet_cpu / r.quiet_seconds if r.quiet_seconds else float("nan")  # no hand-over within 1 s
     return (
         f"{where + ' ' + str(workers):<9} {cpu:>8.1f} {cpu / workers:>7.2f} "
         f"{percentile(r.latencies, 0.5):>8.2f} {percentile(r.latencies, 0.95):>6.2f} "
@@ -240,7 +241,7 @@ def line(where: str, workers: int, r: Result, m: Memory, load: tuple[float, floa
         f"{m.hooks / 1024:>5.1f} "
         f"{m.at_rest / 1024:>7.1f} {r.wall:>7.1f} {r.wall / ideal:>7.2f} {load[0]:>4.0f}-{load[1]:<4.0f}"
         + ("" if r.code == 0 else f"  (exit {r.code})")
-        + f"  busy {r.busy_seconds:.0f} s, {r.steps} steps"
+        + f"  busy {r.busy_seconds:.0f} s (of it quiet {r.quiet_seconds:.0f} s, {quiet:.1f} ms/s), {r.steps} steps"
     )
 
 
