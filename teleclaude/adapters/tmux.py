@@ -388,15 +388,19 @@ class Tmux:
         return self._events.wait(pane_id, mark, timeout)
 
 
-def mark_own_pane(value: str, option: str = TURN_END_OPTION) -> bool:
+def mark_own_pane(value: str, option: str = TURN_END_OPTION, wake: str = "") -> bool:
     """From inside a pane (a worker's hook): put a mark (the turn end, a stop failure) on that pane, in the
-    tmux server it runs in ($TMUX, $TMUX_PANE). False when not in a pane or tmux refused."""
+    tmux server it runs in ($TMUX, $TMUX_PANE), then signal the `wake` channel, if any, in the same client
+    (the run's wait on the worker: its looks come seconds apart while they find nothing new). False when not
+    in a pane or tmux refused."""
     pane = os.environ.get("TMUX_PANE", "")
     if not pane or not os.environ.get("TMUX"):
         return False
+    value = f"{value[:-1]}\\;" if value.endswith(";") else value  # else tmux ends the command there
+    signal = [";", "wait-for", "-S", wake] if wake else []
     try:
         done = subprocess.run(
-            [shutil.which("tmux") or "tmux", "set-option", "-p", "-t", pane, option, value],
+            [shutil.which("tmux") or "tmux", "set-option", "-p", "-t", pane, option, value, *signal],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=10,
