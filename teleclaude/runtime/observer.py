@@ -169,8 +169,9 @@ class Observer(HookNews):
                 return [fresh.get(s.id, s) for s in sessions], False
         if not whole:
             return [fresh.get(s.id, s) for s in sessions], False
-        changed = any(fresh[s.id].state is not s.state for s in live)
-        self._every = look_every(self._every, self.context.config.poll_interval, self._printed or changed)
+        config, changed = self.context.config, any(fresh[s.id].state is not s.state for s in live)
+        remote = any(s.computer in config.remotes for s in live)
+        self._every = look_every(self._every, config.poll_interval, self._printed or changed, remote)
         watched = {s.pane_id for s in fresh.values() if not s.state.is_final}
         for pane_id in [p for p in self._read if p not in watched]:
             del self._read[pane_id]

@@ -26,6 +26,11 @@ def test_the_next_look(every, news, then):
     assert look_every(every, POLL, news) == then
 
 
+@pytest.mark.parametrize("every", [0.0, POLL, LONGEST * POLL])
+def test_a_look_that_watches_a_worker_on_another_computer_comes_every_interval(every):
+    assert look_every(every, POLL, news=False, remote=True) == POLL
+
+
 def test_quiet_looks_stretch_to_the_longest_and_one_with_news_brings_them_back():
     every, seen = 0.0, []
     for _ in range(5):

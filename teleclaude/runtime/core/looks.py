@@ -15,11 +15,13 @@ STRETCH = 2.0  # after a look that found nothing new, the next comes this many t
 LONGEST = 4.0  # poll intervals: the latest the next look comes while nothing is new
 
 
-def look_every(every: float, poll: float, news: bool) -> float:
+def look_every(every: float, poll: float, news: bool, remote: bool = False) -> float:
     """Seconds from this look to the next, after the last came `every` seconds after the one before: `poll`
-    when this look found news (a pane printed, a session changed), else `every` stretched, from `poll` up
-    to LONGEST × `poll`."""
-    if news:
+    when this look found news (a pane printed, a session changed) or watches a worker on another computer
+    (`remote`: its wake-up crosses ssh, where a computer's `MaxSessions` may leave a `wait-for` client
+    unopened; at thirty workers over ssh a turn's end heard at the next look waited up to 10 s), else
+    `every` stretched, from `poll` up to LONGEST × `poll`."""
+    if news or remote:
         return poll
     return min(max(every, poll) * STRETCH, LONGEST * poll)
 
