@@ -19,7 +19,8 @@ def look_every(every: float, poll: float, news: bool, remote: bool = False) -> f
     """Seconds from this look to the next, after the last came `every` seconds after the one before: `poll`
     when this look found news (a pane printed, a session changed) or watches a worker on another computer
     (`remote`: its wake-up crosses ssh, where a computer's `MaxSessions` may leave a `wait-for` client
-    unopened; at thirty workers over ssh a turn's end heard at the next look waited up to 10 s), else
+    unopened; at thirty workers over ssh, looked at up to four intervals apart, a turn's end was heard
+    1.7 s (p50) to 8.8 s (p95) after its hook), else
     `every` stretched, from `poll` up to LONGEST × `poll`."""
     if news or remote:
         return poll
