@@ -2,6 +2,7 @@
 
     PYTHONPATH=. python bench/bench_fleet.py [--workers 1,10,30] [--work 120] [--where local,ssh]
                                              [--per-computer 15] [--tmpdir DIR] [--traces DIR]
+                                             [--sandbox auto|bwrap|off]
 
 Each subject is `teleclaude run --parallel N` on a throwaway repository of N independent prepared items
 (bench_loop.py's `build` and `timed_run`: its sampling, its busy window, its dispatch latencies), with
@@ -232,6 +233,7 @@ lanes = {count}
 def line(where: str, workers: int, r: Result, m: Memory, load: tuple[float, float], ideal: float) -> str:
     """One subject's row of the table."""
     cpu = r.busy_cpu / r.busy_seconds if r.busy_seconds else float("nan")
+    quiet = r.quiet_cpu / r.quiet_seconds if r.quiet_seconds else float("nan")  # no hand-over within 1 s
     return (
         f"{where + ' ' + str(workers):<9} {cpu:>8.1f} {cpu / workers:>7.2f} "
         f"{percentile(r.latencies, 0.5):>8.2f} {percentile(r.latencies, 0.95):>6.2f} "
@@ -240,7 +242,8 @@ def line(where: str, workers: int, r: Result, m: Memory, load: tuple[float, floa
         f"{m.hooks / 1024:>5.1f} "
         f"{m.at_rest / 1024:>7.1f} {r.wall:>7.1f} {r.wall / ideal:>7.2f} {load[0]:>4.0f}-{load[1]:<4.0f}"
         + ("" if r.code == 0 else f"  (exit {r.code})")
-        + f"  busy {r.busy_seconds:.0f} s, {r.steps} steps"
+        + f"  busy {r.busy_seconds:.0f} s (of it quiet {r.quiet_seconds:.0f} s, {quiet:.1f} ms/s)"
+        + f", {r.steps} steps"
     )
 
 
@@ -252,6 +255,7 @@ def main() -> int:
     parser.add_argument("--per-computer", type=int, default=15, help="lanes of each ssh computer")
     parser.add_argument("--tmpdir", default=None)
     parser.add_argument("--traces", default=None, help="a folder to keep each subject's run trace in")
+    parser.add_argument("--sandbox", default=None, help="[runtime] sandbox (default: the project's default)")
     options = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="tc-bench-fleet-", dir=options.tmpdir))
     agents_env = {"FAKE_AGENT": "hook", "FAKE_AGENT_STEP_SECONDS": str(options.work)}
@@ -283,7 +287,10 @@ def main() -> int:
                 folder = base / f"{where}{workers}"
                 project = build(folder / "project", socket, workers)
                 settings = project / "teleclaude.toml"
-                text = settings.read_text() + "".join(
+                text = settings.read_text()
+                if options.sandbox:  # (a stand-in's Python may be out of reach in a sandbox over ssh)
+                    text = text.replace("[runtime]\n", f'[runtime]\nsandbox = "{options.sandbox}"\n', 1)
+                text += "".join(
                     f"\n[runtime.agents.{name}]\nenv = {{ "
                     + ", ".join(f'{k} = "{v}"' for k, v in agents_env.items())
                     + " }\n"

@@ -189,6 +189,8 @@ def timed_run(
     if process.returncode != 0:
         first = next((line for line in out.splitlines() if line[:1].isupper() and ":" in line), "")
         print(f"run {' '.join(args) or '(serial)'} exited {process.returncode}: {first}", file=sys.stderr)
+        if os.environ.get("BENCH_SHOW_RUN"):  # the whole of the run's output, to tell why
+            print(out, file=sys.stderr)
     store = SessionStore(db)
     steps, latencies = dispatches(store, per_item=bool(args))
     parts = {} if args else breakdown(store, wall)

@@ -388,15 +388,19 @@ class Tmux:
         return self._events.wait(pane_id, mark, timeout)
 
 
-def mark_own_pane(value: str, option: str = TURN_END_OPTION) -> bool:
+def mark_own_pane(value: str, option: str = TURN_END_OPTION, wake: str = "") -> bool:
     """From inside a pane (a worker's hook): put a mark (the turn end, a stop failure) on that pane, in the
-    tmux server it runs in ($TMUX, $TMUX_PANE). False when not in a pane or tmux refused."""
+    tmux server it runs in ($TMUX, $TMUX_PANE), then signal the `wake` channel, if any, in the same client
+    (the run's wait on the worker: its looks come seconds apart while they find nothing new). False when not
+    in a pane or tmux refused."""
     pane = os.environ.get("TMUX_PANE", "")
     if not pane or not os.environ.get("TMUX"):
         return False
+    value = f"{value[:-1]}\\;" if value.endswith(";") else value  # else tmux ends the command there
+    signal = [";", "wait-for", "-S", wake] if wake else []
     try:
         done = subprocess.run(
-            [shutil.which("tmux") or "tmux", "set-option", "-p", "-t", pane, option, value],
+            [shutil.which("tmux") or "tmux", "set-option", "-p", "-t", pane, option, value, *signal],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=10,
@@ -469,6 +473,7 @@ class _Stragglers:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._due: dict[int, float] = {}  # group -> when it is killed (monotonic)
+        self._members: dict[int, set[int]] = {}  # group -> its processes a scan of /proc found
         self._thread: threading.Thread | None = None
         atexit.register(self.finish)
 
@@ -490,16 +495,18 @@ class _Stragglers:
                 if not due:
                     self._thread = None
                     return
-            alive = _live_groups(list(due))
+            alive = _live_groups(list(due), self._members)
             now = time.monotonic()
             with self._lock:
                 for group, deadline in due.items():
                     if group not in alive:
                         self._due.pop(group, None)
+                        self._members.pop(group, None)
                     elif now >= deadline:
                         with suppress(ProcessLookupError, PermissionError):
                             os.killpg(group, signal.SIGKILL)
                         self._due.pop(group, None)
+                        self._members.pop(group, None)
                 if not self._due:
                     self._thread = None
                     return
@@ -516,19 +523,20 @@ class _Stragglers:
 _STRAGGLERS = _Stragglers()
 
 
-def _live_groups(candidates: list[int]) -> set[int]:
+def _live_groups(candidates: list[int], members: dict[int, set[int]] | None = None) -> set[int]:
     """Those of `candidates` that have a process not yet ended. On Linux a zombie does not count: once its
     tmux server is gone, a pane's process is a child of init, which in a container may never reap it. A group
-    with no process at all, or whose leader (the pane's process) lives, is told without reading every
-    process's /proc entry (~10 ms on a busy machine); only the others are looked for there."""
+    with no process at all, or whose leader (the pane's process) or a process of it found by an earlier scan
+    (`members`, kept up to date) lives, is told without reading every process's /proc entry (~10 ms on a
+    busy machine: the stragglers of thirty sessions ended at once scanned it every 10-50 ms); only the
+    others are looked for there."""
     if not Path("/proc/self/stat").exists():
         return {group for group in candidates if _signalable(group)}
     groups, unsure = set(), set()
     for group in candidates:
         if not _signalable(group):
             continue
-        leader = _proc_state(Path(f"/proc/{group}/stat"))
-        if leader is not None and leader[0] != "Z" and leader[1] == group:
+        if any(_in_group(pid, group) for pid in (group, *(members or {}).get(group, ()))):
             groups.add(group)
         else:
             unsure.add(group)
@@ -538,7 +546,15 @@ def _live_groups(candidates: list[int]) -> set[int]:
         found = _proc_state(stat)
         if found is not None and found[0] != "Z" and found[1] in unsure:
             groups.add(found[1])
+            if members is not None:
+                members.setdefault(found[1], set()).add(int(stat.parent.name))
     return groups
+
+
+def _in_group(pid: int, group: int) -> bool:
+    """The process `pid` lives (not a zombie) in process group `group`."""
+    found = _proc_state(Path(f"/proc/{pid}/stat"))
+    return found is not None and found[0] != "Z" and found[1] == group
 
 
 def _proc_state(stat: Path) -> tuple[str, int] | None:

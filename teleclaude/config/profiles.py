@@ -90,7 +90,9 @@ class RuntimeConfig:
     settle: float | None = None
     command_wait: float = 30.0  # for the CLI to list a typed command (profile's `command_listed`); then sent
     idle_threshold: float = 5.0
-    poll_interval: float = 1.0  # a look at busy workers; their hooks and exits wake a wait at once
+    # a look at busy workers (a run's: up to 4 x later while nothing is new, runtime/core/looks.py); their
+    # hooks and exits wake a wait at once
+    poll_interval: float = 1.0
     tmux_timeout: float = 10.0
     # supervision (seconds without progress, counted from the last progress)
     soft_remind: float = 210.0  # a reminder typed at the worker's next idle

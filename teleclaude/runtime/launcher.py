@@ -62,9 +62,10 @@ from teleclaude.runtime.worker_setup import (
 log = logging.getLogger("teleclaude.runtime")
 _COMMAND = re.compile(r"[a-z0-9][a-z0-9:._-]{0,80}")
 SAVE_ATTEMPTS = 20  # saves of a typed line refused by other writers of the row before giving up
-# seconds between looks at a starting worker's pane while its prompt is awaited, without output events: a
-# start the run waits on, and one started ahead of its step (each look is a tmux client: ~2 ms of CPU)
+# seconds between looks at a worker started ahead of its step while its prompt is awaited, without output
+# events (each look is a tmux client: ~2.5 ms of CPU), growing up to AHEAD_LONGEST: its step is still at work
 AHEAD_POLL = 0.25
+AHEAD_LONGEST = 1.0
 COMMAND_ATTEMPTS = 3  # a command line the CLI took as plain text is typed again, at most this often in all
 
 
@@ -119,7 +120,7 @@ class Launcher(PromptWait):
             if isinstance(opened, Error):
                 return opened
             try:  # looked at less often than a start someone waits on: its step is still at work
-                screen = self._wait_for_prompt(opened, profile, pause=AHEAD_POLL)
+                screen = self._wait_for_prompt(opened, profile, pause=AHEAD_POLL, longest=AHEAD_LONGEST)
             except TmuxError as error:
                 screen = Error(ErrorCode.TMUX_FAILED, str(error))
             except BaseException:
@@ -389,7 +390,7 @@ class Launcher(PromptWait):
                 before = resumed.seen_rows if resumed is not None else ()
                 start = past_replay(view, rows, profile.prompt, before) if view is not None else start
             for _ in range(COMMAND_ATTEMPTS):
-                shown = shown_as_message(self._screen(session), text.strip())
+                shown = shown_as_message(screen, text.strip())  # the prompt's screen: a tmux client fewer
                 self._type_command(session, profile, text)
                 entered = self.panes.press_enter(session, typed=text.strip())
                 # a loaded CLI may redraw so late that the line seems not to move, yet shows it sent

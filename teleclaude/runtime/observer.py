@@ -24,6 +24,7 @@ from teleclaude.runtime.core.apiwait import api_wait_limit, tool_shown
 from teleclaude.runtime.core.blockers import blocked_text, find_blocker, refusal_text, refused_command
 from teleclaude.runtime.core.continuation import not_replayed
 from teleclaude.runtime.core.limits import DEFAULT_PAUSE, LimitHit, find_limit, reset_time
+from teleclaude.runtime.core.looks import due, look_every
 from teleclaude.runtime.core.marks import exit_channel, turn_end_prompt, turn_end_stamp
 from teleclaude.runtime.core.screens import observe_idle, waiting_for_input
 from teleclaude.runtime.core.sessions import (
@@ -76,9 +77,11 @@ class Observer(HookNews):
         # The sessions the last wait looked at, and when. A run loop returns from a wait every second to
         # redraw its status line and waits again at once: that wait starts from the stored rows of the look
         # just taken rather than looking again (a look lists the panes and reads those that printed), and
-        # looks next after its first sleep of a full poll interval (so up to about two intervals after the
-        # look it skipped), or at once when a watched pane exits or a hook wakes it.
+        # looks next once `_every` is over (core/looks.py: a poll interval, longer while the looks find
+        # nothing new), or at once when a watched pane exits or a hook wakes it. `_printed`: the look under
+        # way read a pane that printed.
         self._looked: tuple[frozenset[str], float] = (frozenset(), float("-inf"))
+        self._every, self._printed = 0.0, False
         # (agent, window) -> when the usage this observer last kept was seen: a transcript read at every look
         # writes only what is new
         self._usage_seen: dict[tuple[str, str], datetime] = {}
@@ -149,10 +152,12 @@ class Observer(HookNews):
     ) -> tuple[list[Session], bool]:
         """`refresh`, and whether it looked at every live session: `news` is asked after each, and a look it
         answers True stops there (a hook's news is told before the rest are looked at: at thirty workers
-        under load a look outlasted second after second of hand-overs)."""
+        under load a look outlasted second after second of hand-overs). A whole look sets when the next is
+        due (`_every`: later when no pane printed and no session changed)."""
         live = [s for s in sessions if not s.state.is_final]
         if not live:
             return sessions, True
+        self._printed = False
         views = self.panes.views()
         down = self.context.tmux.unreachable()  # after the views: they find out
         fresh = {}
@@ -164,6 +169,9 @@ class Observer(HookNews):
                 return [fresh.get(s.id, s) for s in sessions], False
         if not whole:
             return [fresh.get(s.id, s) for s in sessions], False
+        config, changed = self.context.config, any(fresh[s.id].state is not s.state for s in live)
+        remote = any(s.computer in config.remotes for s in live)
+        self._every = look_every(self._every, config.poll_interval, self._printed or changed, remote)
         watched = {s.pane_id for s in fresh.values() if not s.state.is_final}
         for pane_id in [p for p in self._read if p not in watched]:
             del self._read[pane_id]
@@ -201,7 +209,8 @@ class Observer(HookNews):
         # Only a wait that sleeps before its deadline skips its first look: a short one always looks. A run's
         # wait (not fresh) takes a session that joined since the last look (a worker just given its command)
         # at the next: thirty hand-overs looked at thirty panes each time one more worker joined
-        just_looked = (timeout >= poll or not fresh) and self._looked_within(ids, poll, joined_too=not fresh)
+        every = poll if fresh else due(self._every, poll)  # a run's: longer while looks find nothing new
+        just_looked = (timeout >= poll or not fresh) and self._looked_within(ids, every, joined_too=not fresh)
         poked, self._pokes = self._pokes, frozenset()  # heard by a wait that returned for its caller's `wake`
         woken, just_looked, remotes = bool(poked), just_looked and not poked, self.context.config.remotes
         # listened to before the look: a mark left after it pokes the pipe
@@ -248,7 +257,7 @@ class Observer(HookNews):
                 self._pokes = poked
                 return Waited((), tuple(sessions), False)
             sessions = store.sessions(ids)
-            just_looked = not (fresh or woken) and self._looked_within(ids, poll, joined_too=True)
+            just_looked = not (fresh or woken) and self._looked_within(ids, due(self._every, poll), True)
 
     def _looked_within(self, ids: list[str], seconds: float, joined_too: bool = False) -> bool:
         """The last look took in every one of `ids`, less than `seconds` ago; `joined_too`: the last look,
@@ -289,17 +298,10 @@ class Observer(HookNews):
         pane), only unread; marked so until its computer answers and a look reads its pane again."""
         if session.activity is Activity.UNREACHABLE or not session.pane_id:
             return session
-        log.warning(
-            "session %s: %s cannot be reached; its pane is read again once it can",
-            session.id,
-            session.computer,
-        )
-        marked = replace(session, activity=Activity.UNREACHABLE)
-        return (
-            self.context.store.save(marked, expect=session.state)
-            or self.context.store.get(session.id)
-            or session
-        )
+        why = "session %s: %s cannot be reached; its pane is read again once it can"
+        log.warning(why, session.id, session.computer)
+        store, marked = self.context.store, replace(session, activity=Activity.UNREACHABLE)
+        return store.save(marked, expect=session.state) or store.get(session.id) or session
 
     def _observe_safely(self, session: Session, view: PaneView | None) -> Session:
         """A pane can vanish between listing and reading it (a finished cycle ended it): look next time."""
@@ -397,6 +399,7 @@ class Observer(HookNews):
             and last == _Read(mark, shape, session.scan_cursor, last.partial, last.screen)
         ):
             return session, [], last.partial, list(last.screen)
+        self._printed = True  # (or nothing tells whether it did)
         scanned, rows, partial, screen = self._scan(session, view)
         if mark is not None:
             self._read[session.pane_id] = _Read(mark, shape, scanned.scan_cursor, partial, tuple(screen))

@@ -212,9 +212,9 @@ class _Block:
         return self.tmux.capture(self.pane_id, start, end, self.view.history_size)
 
 
-def backed_off(pause: float) -> float:
-    """The pause before the next look at a pane without output events (BACK_OFF)."""
-    return max(pause, min(pause * BACK_OFF, LOOK_EVERY))
+def backed_off(pause: float, longest: float = LOOK_EVERY) -> float:
+    """The pause before the next look at a pane without output events (BACK_OFF), up to `longest`."""
+    return max(pause, min(pause * BACK_OFF, longest))
 
 
 def _where(screen: list[str], typed: str) -> object:

@@ -33,7 +33,7 @@ from teleclaude.runtime.core.screens import (
     waiting_for_input,
 )
 from teleclaude.runtime.core.sessions import Change, PaneView, Session
-from teleclaude.runtime.panes import Panes, backed_off
+from teleclaude.runtime.panes import LOOK_EVERY, Panes, backed_off
 from teleclaude.runtime.worker_setup import EXIT_OUTPUT_WAIT, delivery_failed, resume_refused
 
 log = logging.getLogger("teleclaude.runtime")
@@ -141,6 +141,7 @@ class PromptWait:
         stable: float | None = None,
         pause: float = PROMPT_POLL,
         opened: bool = True,
+        longest: float = LOOK_EVERY,
     ) -> list[str] | Error:
         """The screen once the CLI's prompt has stayed on an unchanged screen for `stable` seconds (by
         default its `prompt_stable`): a CLI may paint its prompt and then replace it by a dialog (codex's
@@ -148,7 +149,8 @@ class PromptWait:
         an early exit is reported at once (with the CLI's own last output), never waited out, never typed
         into. A resumed worker's prompt counts once its CLI has painted the conversation again
         (`Resume.replayed`): one that shows its prompt before it loads it loses a line typed meanwhile.
-        `opened`: its pane was just opened (else its CLI's wait for a CPU is counted from now)."""
+        `opened`: its pane was just opened (else its CLI's wait for a CPU is counted from now). Without output
+        events it is looked at after `pause`, then after longer pauses, up to `longest` seconds."""
         config, tmux = self.context.config, self.context.tmux
         began = time.monotonic()
         # a worker started ahead (`stable` 0) has stood at its prompt since: one look tells, and its CPU wait
@@ -211,10 +213,10 @@ class PromptWait:
             # that died prints nothing: looked at every 0.25 s); without events every `pause`, and a prompt
             # that stands every quarter of its `stable`, not more often than `pause` nor less often than
             # every 0.25 s (a change seen later only waits longer)
-            quiet = stable_since + stable - time.monotonic() if stable_since is not None else 0.25
+            quiet = stable_since + stable - time.monotonic() if stable_since is not None else longest
             poll = pause if stable_since is None else max(pause, stable / 4)
-            tmux.await_output(session.pane_id, mark, max(0.0, min(quiet, 0.25)), poll=poll)
-            pause = backed_off(pause)  # a CLI that takes seconds to start is not looked at 20 times a second
+            tmux.await_output(session.pane_id, mark, max(0.0, min(quiet, longest)), poll=poll)
+            pause = backed_off(pause, longest)  # a CLI slow to start is not looked at 20 times a second
 
     def _waited_for_cpu(self, session: Session) -> float | None:
         """Seconds the worker's CLI has waited for a CPU so far (`procs.waited_for_cpu` of its pane's

@@ -262,9 +262,11 @@ def mark_pane(option: str, payload: str) -> bool:
         written = write_mark(channel, option, sealed)
         wake(channel)  # on another computer: its relay moves the mark onto its pane
         return written
-    from teleclaude.adapters.tmux import mark_own_pane
+    from teleclaude.adapters.tmux import STOP_FAILURE_OPTION, TURN_END_OPTION, mark_own_pane
+    from teleclaude.runtime.core.marks import exit_channel
 
-    return mark_own_pane(sealed, option)
+    ends = option in (TURN_END_OPTION, STOP_FAILURE_OPTION)  # the run waits on these: its wait is woken
+    return mark_own_pane(sealed, option, exit_channel(session_id) if ends and session_id else "")
 
 
 def warn(message: str, hook: str = "stop") -> None:
