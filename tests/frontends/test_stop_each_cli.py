@@ -14,7 +14,15 @@ from io import StringIO
 import pytest
 
 from tests.frontends.test_hook_imports import SANDBOXED_STOP_NOT, _clean_project, driver_module, run
-from tests.frontends.test_stop_transcript import STOP_NOT, _append, _kept, _marks, _sandboxed, _working
+from tests.frontends.test_stop_transcript import (
+    STOP_NOT,
+    _append,
+    _kept,
+    _marks,
+    _sandboxed,
+    _two_channels,
+    _working,
+)
 
 RESET = 4102444800  # 2100-01-01
 # a codex worker's stop reads its windows' times with `_datetime` alone (agents/moments.py)
@@ -141,14 +149,9 @@ def test_a_sandboxed_codex_worker_s_stop_marks_its_usage_and_reading_as_stop_py_
     from teleclaude.runtime.core.spend import encode_tokens
     from teleclaude.runtime.hooks import stop
 
-    project, plain, full = tmp_path / "project", tmp_path / "plain", tmp_path / "full"
-    for folder in (project, plain, full):
-        folder.mkdir(mode=0o700)
-    _clean_project(project)
+    project, plain, full = _two_channels(env, tmp_path, monkeypatch)
     rollout = tmp_path / "rollout.jsonl"
     raw = json.dumps({"cwd": str(project), "hook_event_name": "Stop", "transcript_path": str(rollout)})
-    for name, value in _sandboxed(env, full).items():
-        monkeypatch.setenv(name, value)
     for lines in (_turn(1), _turn(2, used=60.0)[:2], _turn(2, used=60.0)[2:], _turn(3, limits=False)):
         _append(rollout, lines)
         done, modules = run(["hook", "stop", "--agent", "codex"], _sandboxed(env, plain), raw)
@@ -284,13 +287,8 @@ def test_a_sandboxed_gemini_worker_s_stop_marks_its_chat_and_prompt_as_stop_py_m
     from teleclaude.runtime.core.marks import unseal
     from teleclaude.runtime.hooks import stop
 
-    project, plain, full = tmp_path / "project", tmp_path / "plain", tmp_path / "full"
-    for folder in (project, plain, full):
-        folder.mkdir(mode=0o700)
-    _clean_project(project)
+    project, plain, full = _two_channels(env, tmp_path, monkeypatch)
     chat = tmp_path / "session.jsonl"
-    for name, value in _sandboxed(env, full).items():
-        monkeypatch.setenv(name, value)
     for number, prompt in enumerate((EXPANDED, "/next-build feat", 'a "quoted" prompt \u2028 é')):
         _append(chat, _chat(number + 1))
         stop_input = {"cwd": str(project), "hook_event_name": "AfterAgent", "transcript_path": str(chat)}
@@ -404,13 +402,9 @@ def test_a_sandboxed_opencode_worker_s_stop_marks_what_its_database_says_as_stop
     from teleclaude.adapters import sandbox
     from teleclaude.runtime.hooks import stop
 
-    project, plain, full, data = (tmp_path / name for name in ("project", "plain", "full", "data"))
-    for folder in (project, plain, full):
-        folder.mkdir(mode=0o700)
+    data = tmp_path / "data"
     (data / "opencode").mkdir(parents=True)
-    _clean_project(project)
-    for name, value in {**_sandboxed(env, full), "XDG_DATA_HOME": str(data)}.items():
-        monkeypatch.setenv(name, value)
+    project, plain, full = _two_channels(env, tmp_path, monkeypatch, XDG_DATA_HOME=str(data))
     raw = json.dumps({"session_id": "ses_1", "cwd": str(project), "hook_event_name": "session.idle"})
     for number in (1, 2):
         _answer(data / "opencode" / "opencode.db", "ses_1", number)

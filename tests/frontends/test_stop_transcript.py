@@ -171,6 +171,19 @@ def _sandboxed(env: dict[str, str], channel) -> dict[str, str]:
     return sandboxed(env, channel)
 
 
+def _two_channels(env: dict[str, str], tmp_path, monkeypatch, **more: str) -> tuple[Path, Path, Path]:
+    """(a clean project, the plain hook's channel, stop.py's): stop.py, run in this process, has the sandboxed
+    worker's environment with a channel of its own (and `more`); the plain hook runs with `_sandboxed(env,
+    plain)`."""
+    project, plain, full = tmp_path / "project", tmp_path / "plain", tmp_path / "full"
+    for folder in (project, plain, full):
+        folder.mkdir(mode=0o700)
+    _clean_project(project)
+    for name, value in {**_sandboxed(env, full), **more}.items():
+        monkeypatch.setenv(name, value)
+    return project, plain, full
+
+
 def _marks(channel) -> dict[str, str]:
     """The channel's marks as the observer reads them: the sealed ones unsealed, the turn's end as present."""
     from teleclaude.adapters import sandbox
@@ -192,14 +205,9 @@ def test_a_sandboxed_worker_s_stop_marks_what_its_transcript_holds_new_as_stop_p
     from teleclaude.runtime.core.spend import encode_tokens
     from teleclaude.runtime.hooks import stop
 
-    project, plain, full = tmp_path / "project", tmp_path / "plain", tmp_path / "full"
-    for folder in (project, plain, full):
-        folder.mkdir(mode=0o700)
-    _clean_project(project)
+    project, plain, full = _two_channels(env, tmp_path, monkeypatch)
     transcript = tmp_path / "transcript.jsonl"
     raw = json.dumps({"cwd": str(project), "hook_event_name": "Stop", "transcript_path": str(transcript)})
-    for name, value in _sandboxed(env, full).items():
-        monkeypatch.setenv(name, value)
     _append(transcript, _reply(1))
     for lines in ([], _reply(2) + _reply(3)[:1], _reply(3)[1:]):
         if lines:
