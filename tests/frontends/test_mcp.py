@@ -285,18 +285,20 @@ def test_an_exception_inside_a_tool_becomes_error_internal(project, call_tool, m
 # --- real transports --------------------------------------------------------------------------------
 
 
-def test_stdio_server_uses_its_own_cwd(project, subprocess_env, tool_call_fields, paths_equal, tmp_path):
-    from fastmcp import Client
+def _stdio(env: dict[str, str], cwd, tmp_path):
+    """`teleclaude mcp` over stdio in `cwd`, as an agent CLI starts it; its stderr in tmp_path."""
     from fastmcp.client.transports import StdioTransport
 
-    transport = StdioTransport(
-        sys.executable,
-        ["-m", "teleclaude", "mcp"],
-        env=subprocess_env,
-        cwd=str(project),
-        keep_alive=False,
-        log_file=tmp_path / "stdio-server.log",
+    log = tmp_path / "stdio-server.log"
+    return StdioTransport(
+        sys.executable, ["-m", "teleclaude", "mcp"], env=env, cwd=str(cwd), keep_alive=False, log_file=log
     )
+
+
+def test_stdio_server_uses_its_own_cwd(project, subprocess_env, tool_call_fields, paths_equal, tmp_path):
+    from fastmcp import Client
+
+    transport = _stdio(subprocess_env, project, tmp_path)
 
     async def go():
         async with Client(transport) as client:
@@ -320,21 +322,13 @@ def test_a_worker_started_over_stdio_opens_its_pane(worker_project, subprocess_e
     the `encoding` libtmux reads: every start over stdio answered `ERROR: INTERNAL`, its worker left pending,
     and only the real-CLI suite saw it."""
     from fastmcp import Client
-    from fastmcp.client.transports import StdioTransport
 
     from teleclaude.adapters.sessions_db import SessionStore
     from teleclaude.runtime.api import open_runtime
     from teleclaude.runtime.core.sessions import SessionState
 
     env = {**subprocess_env, "PATH": os.environ["PATH"], "FAKE_AGENT": os.environ["FAKE_AGENT"]}
-    transport = StdioTransport(
-        sys.executable,
-        ["-m", "teleclaude", "mcp"],
-        env=env,
-        cwd=str(worker_project),
-        keep_alive=False,
-        log_file=tmp_path / "stdio-server.log",
-    )
+    transport = _stdio(env, worker_project, tmp_path)
     tmux = open_runtime(worker_project).tmux
 
     async def go():
