@@ -43,11 +43,16 @@ def test_the_wheel_in_a_clean_venv_runs_the_demo_from_any_folder(tmp_path):
         ).stdout.strip()
     )
     [installed] = site.glob("teleclaude-*.dist-info")
-    # Its dependencies: what the wheel's metadata requires, and what they require in turn, linked in from the
-    # test's own environment (pip resolving and unpacking them again took ~15 s of CPU, all of it pip's
-    # work); nothing else is there, and pip checks that what is there satisfies every requirement.
+    # Its dependencies: what the wheel's metadata requires, and what they require in turn, hard-linked in from
+    # the test's own environment (pip resolving and unpacking them again took ~15 s of CPU, all of it pip's
+    # work; a symbolic link would lead the demo's sandboxed workers nowhere where this checkout is under /tmp
+    # or the home, which their sandbox hides); nothing else is there, and pip checks that what is there
+    # satisfies every requirement.
     for top in sorted(_tops(metadata.PathDistribution(installed).requires or [])):
-        (site / top.name).symlink_to(top)
+        if top.is_dir():
+            shutil.copytree(top, site / top.name, symlinks=True, copy_function=_link_or_copy)
+        else:
+            _link_or_copy(top, site / top.name)
     checked = subprocess.run([*pip, "check"], capture_output=True, text=True, timeout=300)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     elsewhere = tmp_path / "elsewhere"
@@ -101,6 +106,14 @@ def _tops(requires: list[str]) -> set[Path]:
             if file.parts[0] not in ("..", "__pycache__")
         }
     return tops
+
+
+def _link_or_copy(source: str | Path, target: str | Path) -> None:
+    """A hard link where both are on one file system, else a copy."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 def is_checkout(path: str) -> bool:
