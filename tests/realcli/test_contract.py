@@ -39,7 +39,7 @@ from ..loopback_sshd import sshd as sshd  # noqa: F401 (the fixture)
 from .conftest import build_row_first, codex_keeps_todays_clock, start
 from .over_ssh import build_over_ssh
 from .over_ssh import remote_clone as remote_clone  # noqa: F401 (the fixture)
-from .watching import events_until, screen, screen_shows, sessions_list, turn_ended, with_profile
+from .watching import events_until, screen_shows, sessions_list, turn_ended, with_profile
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,8 @@ def test_it_starts_unattended_takes_its_command_expanded_and_twenty_turns_end_by
         assert set(seen.mcp) & set(turn.tools()), turn.tools()
     events = events_until(runtime, started.session.id, EventKind.TURN_ENDED)
     assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
-    assert "DONE: next-build greeting" in screen(runtime, started.session)
+    # the hook may end the turn before the CLI has drawn the answer: a fast hook on a loaded machine did
+    screen_shows(runtime, started.session, "DONE: next-build greeting")
     details = [event.detail for event in events]
     for turn_number in range(2, 21):
         said = runtime.send_message(started.session.id, f"Turn {turn_number}: say done.")
