@@ -551,8 +551,10 @@ def delivered(project: Path) -> list[str]:
 
 
 def steps_twice(sessions: list[Session]) -> list[tuple[str, str]]:
-    """Steps given to more than one worker (a duplicate dispatch)."""
-    counted = Counter((s.command, s.slug) for s in sessions)
+    """Steps typed into more than one worker (a duplicate dispatch). A start whose sandbox was not made
+    (`SANDBOX_RACED`: another item's branch removed there as it started) is started again, and only that
+    second worker is given the step."""
+    counted = Counter((s.command, s.slug) for s in sessions if s.delivered_at is not None)
     return [step for step, count in counted.items() if count > 1]
 
 
