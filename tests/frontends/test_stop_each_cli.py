@@ -22,6 +22,7 @@ from tests.frontends.test_stop_transcript import (
     _sandboxed,
     _two_channels,
     _working,
+    read_in_pieces,
 )
 
 RESET = 4102444800  # 2100-01-01
@@ -183,21 +184,12 @@ def test_a_codex_prompt_with_its_usage_on_record_loads_no_driver(env, tmp_path):
 def test_reading_what_is_new_of_a_rollout_gives_what_reading_the_whole_file_gives(tmp_path):
     from teleclaude.agents.codex import rollout_tokens
     from teleclaude.agents.transcripts import rollout_totals
-    from teleclaude.runtime.hooks.transcript import read_new
 
     path = tmp_path / "rollout.jsonl"
     lines = [*_turn(1), "{cut short", *_turn(2)[:1], *_turn(2, model="")[1:], "[]", *_turn(3, limits=False)]
     lines += [*_turn(4, model="other")[:1]]  # a turn begun: its model named, no totals yet
     data = ("\n".join(lines) + "\n").encode()
-    state = ""
-    for end in [*range(0, len(data), 89), len(data)]:
-        path.write_bytes(data[:end])
-        used, state = read_new(str(path), state, rollout_totals)
-        whole = rollout_tokens(data[:end].decode())
-        kept = (
-            None if whole is None else (whole.input, whole.cached, whole.output, whole.reasoning, whole.model)
-        )
-        assert used == kept
+    used, _ = read_in_pieces(path, data, 89, rollout_totals, rollout_tokens)
     assert used is not None and used[4] == "other"
 
 

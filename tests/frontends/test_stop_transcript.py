@@ -171,6 +171,24 @@ def _sandboxed(env: dict[str, str], channel) -> dict[str, str]:
     return sandboxed(env, channel)
 
 
+def read_in_pieces(path, data: bytes, step: int, reader, whole) -> tuple:
+    """`data` written into `path` `step` bytes more at a time, what is new read each time (`read_new` with
+    `reader`) and held equal to `whole` (the driver's reading of the whole file); (the last reading, its
+    state)."""
+    from teleclaude.runtime.hooks.transcript import read_new
+
+    used, state = None, ""
+    for end in [*range(0, len(data), step), len(data)]:
+        path.write_bytes(data[:end])
+        used, state = read_new(str(path), state, reader)
+        found = whole(data[:end].decode())
+        kept = (
+            None if found is None else (found.input, found.cached, found.output, found.reasoning, found.model)
+        )
+        assert used == kept
+    return used, state
+
+
 def _two_channels(env: dict[str, str], tmp_path, monkeypatch, **more: str) -> tuple[Path, Path, Path]:
     """(a clean project, the plain hook's channel, stop.py's): stop.py, run in this process, has the sandboxed
     worker's environment with a channel of its own (and `more`); the plain hook runs with `_sandboxed(env,
@@ -234,15 +252,7 @@ def test_reading_what_is_new_gives_what_reading_the_whole_file_gives(tmp_path):
     text = "\n".join([*_reply(1), "{cut short", *_reply(2), "[]", *_reply(1, blocks=1), *_reply(3)]) + "\n"
     text += json.dumps({"type": "assistant", "message": {"id": "x", "usage": {"input_tokens": -1}}}) + "\n"
     data = text.encode()
-    state = ""
-    for end in [*range(0, len(data), 97), len(data)]:
-        path.write_bytes(data[:end])
-        used, state = read_new(str(path), state, assistant_usage)
-        whole = transcript_tokens(data[:end].decode())
-        kept = (
-            None if whole is None else (whole.input, whole.cached, whole.output, whole.reasoning, whole.model)
-        )
-        assert used == kept
+    _, state = read_in_pieces(path, data, 97, assistant_usage, transcript_tokens)
     path.unlink()
     path.write_bytes(data[:300])  # another file of that name, shorter
     assert read_new(str(path), state, assistant_usage)[0] == read_new(str(path), "", assistant_usage)[0]
