@@ -186,6 +186,7 @@ class SqliteStore:
         from one read to the next (made anew when the file was replaced: moved aside as corrupt, deleted);
         else one for this read alone."""
         if not self.__dict__.get("_kept"):
+            self._let_go_kept_reader()  # one this thread kept while the file was held open
             with closing(self._connect(writing=False)) as conn:
                 yield conn
             return
@@ -233,6 +234,16 @@ class SqliteStore:
             if held is not None:
                 self.__dict__["_kept"] -= 1
                 held.close()
+                if not self.__dict__["_kept"]:
+                    self._let_go_kept_reader()  # other threads' go at their next read or their end
+
+    def _let_go_kept_reader(self) -> None:
+        """Closes the calling thread's kept read connection to the file, if it has one."""
+        kept = _READERS.__dict__.get("kept")
+        if kept:
+            found = kept.pop(str(self.path), None)
+            if found is not None:
+                found[0].close()
 
     def _create_private(self) -> None:
         """The file, made 0600 before SQLite makes it (0644 under the usual umask); -wal and -shm follow it.

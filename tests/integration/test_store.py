@@ -388,3 +388,46 @@ def test_a_table_a_column_or_the_file_lost_under_a_running_process_is_made_again
         again = sessions.get("s2")
         assert again is not None and again.state is SessionState.TURN_ENDED
         stack.close()
+
+
+def test_a_store_held_open_lets_its_read_connections_go_once_it_is_let_go(tmp_path):
+    """A run holds its store open and each of its threads keeps a read connection; once the run lets go, no
+    connection of the process is left on the file (a long-lived process, the MCP server, runs many runs)."""
+    import threading
+
+    from teleclaude.runtime.core.sessions import Session, SessionState
+
+    path = tmp_path / "teleclaude.db"
+    store = SessionStore(path)
+    store.add(Session("s1", "codex", "next-build", "greeting", "/p", None, SessionState.RUNNING, NOW, NOW))
+    lane_read, read_again, lane_done = threading.Event(), threading.Event(), threading.Event()
+
+    def lane() -> None:
+        store.get("s1")  # a lane's read while the store is held open
+        lane_read.set()
+        read_again.wait(timeout=60)
+        store.get("s1")  # its next read, after the run let go
+        lane_done.set()
+
+    thread = threading.Thread(target=lane)
+    with store.kept_open():
+        store.get("s1")
+        thread.start()
+        assert lane_read.wait(timeout=60)
+        assert len(_open_on(path)) == 3  # held, the main thread's reader, the lane's
+    read_again.set()  # (SQLite closes a file's descriptors only once no connection of the process locks it)
+    assert lane_done.wait(timeout=60)
+    thread.join(timeout=60)
+    assert _open_on(path) == []
+
+
+def _open_on(path: Path) -> list[str]:
+    """This process's open descriptors on the database file itself."""
+    found = []
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            if os.readlink(fd) == str(path):
+                found.append(fd.name)
+        except OSError:
+            continue
+    return found
