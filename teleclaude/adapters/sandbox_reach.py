@@ -71,21 +71,24 @@ MAX_HOPS = 40  # links followed on the way to one path (the kernel's own limit)
 
 def links_on_the_way(paths: list[str]) -> dict[str, str]:
     """Each link met following `paths` as the kernel does, hop by hop: its place (its folder resolved) and
-    where it leads, resolved (runtime/core/sandbox.py `resolve` reads them). One lstat a component."""
+    where it leads, resolved (runtime/core/sandbox.py `resolve` reads them). One lstat a component (the
+    paths share most of theirs: each is looked at once)."""
     found: dict[str, str] = {}
+    plain: set[str] = set()  # components seen not to be links
     for path in paths:
-        at, parts, hops = "/", list(Path(path).parts[1:]), 0
+        at, parts, hops = "/", path.split("/")[1:], 0
         while parts and hops <= MAX_HOPS:
             part = parts.pop(0)
-            if part in (".", ".."):
+            if part in ("", ".", ".."):
                 at = os.path.dirname(at) if part == ".." else at
                 continue
-            here = os.path.join(at, part)
-            if here in found:
-                at = found[here]
+            here = f"{at.rstrip('/')}/{part}"
+            if here in found or here in plain:
+                at = found.get(here, here)
                 continue
             try:
                 if not stat.S_ISLNK(os.lstat(here).st_mode):
+                    plain.add(here)
                     at = here
                     continue
                 target = os.readlink(here)
@@ -94,5 +97,5 @@ def links_on_the_way(paths: list[str]) -> dict[str, str]:
             found[here] = os.path.realpath(here)
             hops += 1
             at = "/" if target.startswith("/") else at
-            parts = [*Path(target).parts[1 if target.startswith("/") else 0 :], *parts]
+            parts = [*target.split("/"), *parts]
     return found

@@ -73,6 +73,9 @@ class Layout:
 def resolve(path: str, links: Mapping[str, str]) -> str:
     """`path` as the kernel follows it, each link on its way replaced by where it leads (`links`, a link's
     place to its target, as `Layout.links`); a link not in `links` is taken for a folder."""
+    plain = "/./" not in f"{path}/" and "/../" not in f"{path}/"
+    if plain and not any(_inside(path, (place,)) for place in links):  # (most paths: no link on the way)
+        return path
     at = "/"
     for part in PurePosixPath(path).parts[1:]:
         if part == "..":
@@ -173,7 +176,12 @@ def _outer_first(paths: tuple[str, ...]) -> list[str]:
 
 def _holds(path: str, folders: tuple[str, ...]) -> bool:
     """`path` is one of `folders` or a folder above one."""
-    return any(PurePosixPath(folder).is_relative_to(path) for folder in folders)
+    return _inside_any(path, folders)
+
+
+def _inside_any(folder: str, paths: tuple[str, ...]) -> bool:
+    """One of `paths` is `folder` or in it."""
+    return any(path == folder or path.startswith(folder.rstrip("/") + "/") for path in paths)
 
 
 def _writable_there(target: str, covered: tuple[str, ...], readonly: tuple[str, ...]) -> bool:
@@ -303,4 +311,5 @@ def remote_layout(
 
 
 def _inside(path: str, folders: tuple[str, ...]) -> bool:
-    return any(PurePosixPath(path).is_relative_to(folder) for folder in folders)
+    """`path` is one of `folders` or in one (compared as written: the paths are absolute and normalized)."""
+    return any(path == folder or path.startswith(folder.rstrip("/") + "/") for folder in folders)
