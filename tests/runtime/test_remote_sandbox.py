@@ -247,5 +247,7 @@ def test_a_remote_worker_whose_python_is_reached_through_links_into_hidden_folde
     deadline = time.monotonic() + 120
     while not any(event.kind is EventKind.TURN_ENDED for event in seen):
         assert time.monotonic() < deadline, f"no turn end; saw {[event.kind.value for event in seen]}"
-        seen += runtime.wait_for_sessions([started.session.id], timeout=10).events
+        waited = runtime.wait_for_sessions([started.session.id], timeout=10)
+        assert not isinstance(waited, Error), waited
+        seen += waited.events
     runtime.end_session(started.session.id)
