@@ -77,15 +77,16 @@ walk() {  # the links met following $1 as the kernel does, hop by hop: each `lin
   done
 }
 dir() { [ -d "$2" ] && say "$1" "$(cd -- "$2" && pwd -P)" && walk "$2"; }
-interpreter() {  # the install of the interpreter a script's first line names (through env): as named (a
-  # venv) and resolved (the Python it links to)
+interpreter() {  # the install of the interpreter a script's first line names (through env), resolved (the
+  # Python a venv links to), and the venv it is named in
   i_line=$(head -n 1 -- "$1" 2>/dev/null) || return 0
   case "$i_line" in "#!"*) ;; *) return 0;; esac
   set -f; set -- ${i_line#??}; set +f
   if [ "${1##*/}" = env ]; then shift; [ "$1" = -S ] && shift; fi
   [ -n "$1" ] || return 0
   i_found=$(command -v -- "$1") && i_real=$(readlink -f -- "$i_found") || return 0
-  walk "$i_found"; dir install "${i_found%/*/*}"; dir install "${i_real%/*/*}"
+  walk "$i_found"; dir install "${i_real%/*/*}"
+  [ -f "${i_found%/*/*}/pyvenv.cfg" ] && dir install "${i_found%/*/*}"
 }
 package() {  # the folder teleclaude's package is in, as the interpreter its script names finds it (an
   # editable install's checkout is not in its venv)

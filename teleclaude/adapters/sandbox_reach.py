@@ -30,7 +30,7 @@ def installs(binary: str, path: str) -> list[Path]:
 
 def _interpreter(program: Path, path: str) -> list[Path]:
     """The install of the interpreter a script's first line names (through `env`, on PATH): the folder its
-    folder is in, as named (a venv) and behind its links (the Python a venv links to)."""
+    folder is in behind its links (the Python a venv links to), and the venv it is named in."""
     try:
         with program.open("rb") as script:
             line = script.readline(256)
@@ -45,7 +45,8 @@ def _interpreter(program: Path, path: str) -> list[Path]:
     if not found:
         return []
     named = Path(found)
-    return [named.parent.parent, named.resolve().parent.parent]
+    venv = [named.parent.parent] if (named.parent.parent / "pyvenv.cfg").is_file() else []
+    return [*venv, named.resolve().parent.parent]
 
 
 def _package_root(program: Path) -> list[Path]:

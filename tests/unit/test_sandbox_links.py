@@ -153,3 +153,31 @@ def test_the_links_on_the_way_are_found_hop_by_hop(tmp_path):
     assert found[str(tmp_path / "gone")] == str(tmp_path / "nowhere")
     assert str(tmp_path / "loop") in found  # followed at most as far as the kernel would
     assert resolve(str(venv / "python"), found) == os.path.realpath(venv / "python")
+
+
+def test_a_clis_interpreter_is_shown_with_its_venv_and_the_install_its_python_links_into(tmp_path):
+    """A script naming a venv's Python on its first line (as pip's do; through `env` too): the venv as named
+    and the Python's install behind its link; a folder that is no venv is not taken for one."""
+    from teleclaude.adapters.sandbox_reach import installs
+
+    base = tmp_path / "pyenv" / "versions" / "3.11.7"
+    (base / "bin").mkdir(parents=True)
+    (base / "bin" / "python3.11").write_text("")
+    (base / "bin" / "python3.11").chmod(0o755)  # found on PATH
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\n")
+    (venv / "bin" / "python").symlink_to(base / "bin" / "python3.11")
+    tools = tmp_path / "local" / "bin"
+    tools.mkdir(parents=True)
+    (tools / "python").symlink_to(base / "bin" / "python3.11")
+    for first_line, path, named in (
+        (f"#!{venv}/bin/python", "/usr/bin", venv),
+        ("#!/usr/bin/env python", f"{venv}/bin", venv),
+        ("#!/usr/bin/env python", str(tools), None),
+    ):
+        script = tmp_path / "cli" / "bin" / "tool"
+        script.parent.mkdir(parents=True, exist_ok=True)
+        script.write_text(f"{first_line}\n")
+        found = installs(str(script), path)
+        assert base in found and (named in found if named else tools.parent not in found), first_line
