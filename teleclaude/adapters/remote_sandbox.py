@@ -57,14 +57,36 @@ RELAY = (
 _FACTS = r"""
 say() { case "$2" in *"
 "*) ;; *) printf '%s\t%s\n' "$1" "$2";; esac; }
-dir() { [ -d "$2" ] && say "$1" "$(cd -- "$2" && pwd -P)"; }
-interpreter() {  # the install of the interpreter a script's first line names (through env), resolved
+walk() {  # the links met following $1 as the kernel does, hop by hop: each `link` its place (its folder
+  # resolved) and `to` where it leads, resolved (runtime/core/sandbox.py makes one again where it is hidden)
+  w_at=; w_rest=${1#/}; w_hops=0
+  while [ -n "$w_rest" ] && [ "$w_hops" -le 40 ]; do
+    w_part=${w_rest%%/*}
+    case "$w_rest" in */*) w_rest=${w_rest#*/};; *) w_rest=;; esac
+    case "$w_part" in ""|.) continue;; ..) w_at=${w_at%/*}; continue;; esac
+    if [ -L "$w_at/$w_part" ]; then
+      w_to=$(readlink -- "$w_at/$w_part") && w_real=$(readlink -f -- "$w_at/$w_part") || return 0
+      case "$w_at/$w_part$w_real" in *"
+"*) return 0;; esac
+      printf 'link\t%s\nto\t%s\n' "$w_at/$w_part" "$w_real"
+      w_hops=$((w_hops + 1))
+      case "$w_to" in /*) w_at=;; esac
+      w_rest=${w_to#/}${w_rest:+/$w_rest}
+    elif [ -e "$w_at/$w_part" ]; then w_at=$w_at/$w_part
+    else return 0; fi
+  done
+}
+dir() { [ -d "$2" ] && say "$1" "$(cd -- "$2" && pwd -P)" && walk "$2"; }
+interpreter() {  # the install of the interpreter a script's first line names (through env), resolved (the
+  # Python a venv links to), and the venv it is named in
   i_line=$(head -n 1 -- "$1" 2>/dev/null) || return 0
   case "$i_line" in "#!"*) ;; *) return 0;; esac
   set -f; set -- ${i_line#??}; set +f
   if [ "${1##*/}" = env ]; then shift; [ "$1" = -S ] && shift; fi
   [ -n "$1" ] || return 0
-  i_found=$(command -v -- "$1") && i_real=$(readlink -f -- "$i_found") && dir install "${i_real%/*/*}"
+  i_found=$(command -v -- "$1") && i_real=$(readlink -f -- "$i_found") || return 0
+  walk "$i_found"; dir install "${i_real%/*/*}"
+  [ -f "${i_found%/*/*}/pyvenv.cfg" ] && dir install "${i_found%/*/*}"
 }
 package() {  # the folder teleclaude's package is in, as the interpreter its script names finds it (an
   # editable install's checkout is not in its venv)
@@ -76,15 +98,17 @@ package() {  # the folder teleclaude's package is in, as the interpreter its scr
   p_root=$("$1" -c 'import teleclaude as t, pathlib as p; print(p.Path(t.__file__).resolve().parents[1])' \
     2>/dev/null) && dir install "$p_root"
 }
-say home "$HOME"
-for state do shift; [ "$state" = -- ] && break; mkdir -p -m 700 -- "$HOME/$state"; done
+say home "$HOME"; walk "$HOME"
+for state do
+  shift; [ "$state" = -- ] && break; mkdir -p -m 700 -- "$HOME/$state"; walk "$HOME/$state"
+done
 dir user_home "$(getent passwd "$(id -u)" | cut -d: -f6)"
 dir hidden "/run/user/$(id -u)"
 dir hidden "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)"
 for binary do
   found=$(command -v -- "$binary") || continue
   real=$(readlink -f -- "$found") || continue
-  dir install "${found%/*}"; dir install "${real%/*}"; interpreter "$real"
+  walk "$found"; dir install "${found%/*}"; dir install "${real%/*}"; interpreter "$real"
   folder=${real%/*}
   while [ -n "$folder" ] && [ "$folder" != / ]; do
     if [ -f "$folder/package.json" ]; then dir install "$folder"; break; fi
@@ -95,10 +119,11 @@ done
 IFS=:; for folder in $PATH; do case "$folder" in /*) dir install "$folder"
   [ "${folder##*/}" = shims ] && dir install "${folder%/*}";; esac; done; unset IFS
 if found=$(command -v teleclaude); then
-  real=$(readlink -f -- "$found"); dir install "${real%/*/*}"; interpreter "$real"; package "$real"
+  real=$(readlink -f -- "$found"); walk "$found"; dir install "${real%/*/*}"; interpreter "$real"
+  package "$real"
 fi
 settings="${XDG_CONFIG_HOME:-$HOME/.config}/teleclaude/teleclaude.toml"
-[ -f "$settings" ] && say settings "$settings"
+[ -f "$settings" ] && say settings "$settings" && walk "$settings"
 bwrap=$(command -v bwrap || PATH=/usr/bin:/bin command -v bwrap) ||
   { say problem "bwrap is not installed"; exit 0; }
 say bwrap "$bwrap"
@@ -167,6 +192,7 @@ def probe(computer: Computer, state: tuple[str, ...], timeout: float) -> RemoteP
         hidden=tuple(dict.fromkeys(facts.get("hidden", ()))),
         installs=tuple(dict.fromkeys(facts.get("install", ()))),
         settings=_one(facts, "settings"),
+        links=tuple(dict(zip(facts.get("link", ()), facts.get("to", ()), strict=False)).items()),
     )
     problem = _one(facts, "problem")
     if not host.home.startswith("/"):

@@ -12,15 +12,15 @@ import secrets
 import shutil
 import stat
 import subprocess
-import sys
 import time
 from collections.abc import Mapping
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from teleclaude.adapters import channel, fs
 from teleclaude.adapters import git as gitx
+from teleclaude.adapters import sandbox_reach as reach
 from teleclaude.agents.profile import SandboxNeeds
 from teleclaude.config.profiles import RuntimeConfig, SandboxMode
 from teleclaude.runtime.core.sandbox import Layout
@@ -103,7 +103,6 @@ def worker_layout(
     worktree's admin folder and the project lock."""
     homes = tuple(dict.fromkeys(p for p in (home, _user_home()) if p and Path(p).is_dir()))
     hidden = tuple(p for p in (f"/run/user/{os.getuid()}", tmux_folder, _agent_folder()) if p and _dir(p))
-    covered = (*homes, *hidden, "/tmp")
     repo = gitx.find_repo(project)
     writable: list[Path] = [workdir, channel]
     protected: list[Path] = []
@@ -117,13 +116,13 @@ def worker_layout(
         target = Path(home, folder)
         target.mkdir(mode=0o700, parents=True, exist_ok=True)
         writable.append(target)
-    readonly = [repo.root, *_installs(binary, path)]
+    readonly = [repo.root, *reach.installs(binary, path)]
     shown, inside_env = _settings(env or {}, home)
-    return Layout(
+    layout = Layout(
         workdir=str(workdir),
         homes=homes,
         hidden=hidden,
-        readonly=tuple(str(p) for p in readonly if _under(p, covered)),
+        readonly=tuple(str(p) for p in readonly),
         writable=tuple(str(p) for p in writable),
         writable_files=tuple(str(Path(home, name)) for name in needs.state_files),
         protected=tuple(str(p) for p in protected),
@@ -132,6 +131,7 @@ def worker_layout(
         env={**inside_env, **needs.env},
         network=network,
     )
+    return replace(layout, links=tuple(reach.links_on_the_way(reach.named(layout)).items()))
 
 
 def _settings(env: Mapping[str, str], home: str) -> tuple[tuple[tuple[str, str], ...], dict[str, str]]:
@@ -279,30 +279,6 @@ def _clear(heads: Path, name: str, *, keep_file: bool) -> None:
             shutil.rmtree(place)
         elif last and (not keep_file or not place.is_file()):
             place.unlink(missing_ok=True)
-
-
-def _installs(binary: str, path: str) -> list[Path]:
-    """What a CLI and teleclaude need to run: the CLI's folder (and its real one, behind a link), the
-    folders on PATH, and teleclaude's interpreter and package."""
-    found = [Path(binary).parent, Path(binary).resolve().parent, *_package_root(Path(binary).resolve())]
-    folders = [Path(folder) for folder in path.split(os.pathsep) if folder and Path(folder).is_absolute()]
-    found += folders
-    # a version manager's shims (pyenv, rbenv, asdf) run it from the folder they are in
-    found += [folder.parent for folder in folders if folder.name == "shims"]
-    found += [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent]
-    found.append(Path(__file__).resolve().parents[2])  # the folder teleclaude's package is in
-    return [p for p in dict.fromkeys(found) if p.is_dir()]
-
-
-def _package_root(program: Path) -> list[Path]:
-    """The npm package a CLI's program is in (the first folder above it with a package.json): what it loads
-    at run time lives there too (a native build, a bundle, a platform-specific package)."""
-    for folder in program.parents:
-        if (folder / "package.json").is_file():
-            return [folder]
-        if folder.name == "node_modules":
-            break
-    return []
 
 
 def _under(path: Path, folders: tuple[str, ...]) -> bool:

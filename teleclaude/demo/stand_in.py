@@ -124,10 +124,14 @@ def install(bin_dir: Path, python: str = sys.executable) -> Path:
         shim = bin_dir / name
         if shim.exists() and (not shim.is_file() or SHIM_SIGN.encode() not in shim.read_bytes()):
             raise NotAShim(f"{shim} exists and is not a stand-in shim; it was left as it is")
-    for name in NAMES:
-        shim = bin_dir / name
-        shim.write_text(f'#!/bin/sh\nexec "{python}"{SHIM_SIGN}{name} "$@"\n')
-        shim.chmod(0o755)
+    for name in NAMES:  # its Python on its first line, as pip's scripts (where a sandbox looks for what a
+        # CLI runs on); by sh when a first line cannot hold it (a space, too long)
+        run = f"from teleclaude.demo.stand_in import main\nsys.exit(main([{name!r}, *sys.argv[1:]]))"
+        script = f"#!{python}\n#{SHIM_SIGN}{name}\nimport sys\n{run}\n"
+        if len(python) > 250 or any(char.isspace() for char in python):  # (the kernel reads 255)
+            script = f'#!/bin/sh\nexec "{python}"{SHIM_SIGN}{name} "$@"\n'
+        (bin_dir / name).write_text(script)
+        (bin_dir / name).chmod(0o755)
     return bin_dir
 
 

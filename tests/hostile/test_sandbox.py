@@ -251,3 +251,74 @@ def test_under_auto_a_sandbox_that_cannot_be_made_is_a_warning_and_the_worker_st
     assert not isinstance(started, Error), started
     out, _ = teleclaude_cli(project, "status").communicate(timeout=60)
     assert "WARNING: workers are not sandboxed" in out and "apt-get install bubblewrap" in out
+
+
+# --- what links lead to -------------------------------------------------------------------------------------
+
+
+def linked_clis(project: Path, tmp_path: Path, monkeypatch) -> Path:
+    """The stand-ins in a folder the sandbox hides (its /tmp is its own), reached only through the project's
+    `.cache/agent-clis`, a link (as a checkout's that links the pinned CLIs in): first on PATH."""
+    hidden = tmp_path / "hidden" / "agent-clis"
+    stand_in.install(hidden / "bin")
+    (project / ".cache").mkdir()
+    (project / ".cache" / "agent-clis").symlink_to(hidden)
+    with (project / ".git" / "info" / "exclude").open("a") as exclude:
+        exclude.write(".cache/\n")
+    reached = project / ".cache" / "agent-clis" / "bin"
+    rest = [p for p in os.environ["PATH"].split(os.pathsep) if p != str(tmp_path / "bin")]
+    monkeypatch.setenv("PATH", os.pathsep.join([str(reached), *rest]))
+    return reached
+
+
+def test_a_cli_reached_through_a_link_into_a_hidden_folder_runs_in_its_sandbox(
+    project, tmp_path, monkeypatch
+):
+    """bubblewrap cannot make a mount point through a link inside the read-only project: the sandbox shows a
+    linked folder where the link leads, so every sandboxed worker starts."""
+    linked_clis(project, tmp_path, monkeypatch)
+    runtime = open_runtime(project)
+    started = start(project)
+    assert not isinstance(started, Error), started
+    wait_for(runtime, started.session.id, EventKind.TURN_ENDED)
+
+
+def inside(project: Path, session_id: str, script: str) -> subprocess.CompletedProcess[str]:
+    """`script` run by sh in the sandbox the worker `session_id` was started in (its kept bubblewrap argv)."""
+    prefix = sandbox.read_box(Path(os.environ["TELECLAUDE_DB"]), session_id)
+    assert prefix, "the worker was not sandboxed"
+    return subprocess.run([*prefix, "sh", "-c", script], capture_output=True, text=True, timeout=60)
+
+
+def test_a_link_to_the_home_or_to_the_root_shows_nothing_of_the_home_and_widens_nothing_writable(
+    project, isolated_environment, tmp_path, monkeypatch
+):
+    """A folder on PATH that links to the home folder or to `/`, and a CLI's state folder that links to the
+    home folder, are not shown: the key stays unreadable and the home unwritable through them."""
+    home = isolated_environment
+    (home / ".ssh").mkdir(mode=0o700)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+    (home / ".claude").symlink_to(home)
+    to_home, to_root = tmp_path / "to-home", tmp_path / "to-root"
+    to_home.symlink_to(home)
+    to_root.symlink_to("/")
+    linked_clis(project, tmp_path, monkeypatch)
+    monkeypatch.setenv("PATH", f"{os.environ['PATH']}{os.pathsep}{to_home}{os.pathsep}{to_root}/bin")
+    runtime = open_runtime(project)
+    started = start(project)
+    assert not isinstance(started, Error), started
+    wait_for(runtime, started.session.id, EventKind.TURN_ENDED)
+
+    keys = [
+        home / ".ssh",
+        to_home / ".ssh",
+        to_root / str(home).lstrip("/") / ".ssh",
+        home / ".claude" / ".ssh",
+    ]
+    tries = " ; ".join(f"cat {shlex.quote(str(key / 'id_ed25519'))}" for key in keys)
+    written = [home / "outside", home / ".claude" / "outside", to_home / "outside"]
+    tries += " ; " + " ; ".join(f"echo x > {shlex.quote(str(path))}" for path in written)
+    done = inside(project, started.session.id, tries + " ; command -v claude")
+    assert "PRIVATE KEY" not in done.stdout, done.stdout
+    assert done.stdout.strip().endswith("/.cache/agent-clis/bin/claude"), done.stdout + done.stderr
+    assert not (home / "outside").exists()

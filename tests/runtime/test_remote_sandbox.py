@@ -24,7 +24,7 @@ from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.runtime import orchestrator
 from teleclaude.runtime.api import open_runtime
-from teleclaude.runtime.core.sessions import Started, StartRequest
+from teleclaude.runtime.core.sessions import EventKind, Started, StartRequest
 from teleclaude.runtime.orchestrator import Outcome
 
 from ..attacks import assert_every_attack_refused, report_from_channel
@@ -216,3 +216,38 @@ def test_a_sandboxed_remote_workers_report_status_says_it_does_not_reach_telecla
     done = report_from_channel(channel, "mine", "half done")
     assert done.returncode == 1 and done.stdout.startswith("ERROR: INVALID_ARGUMENT"), done.stdout
     assert sandbox.take_report(channel) is None
+
+
+def test_a_remote_worker_whose_python_is_reached_through_links_into_hidden_folders_runs_in_its_sandbox(
+    project, sshd, tmux_socket, fake_agents, isolated_environment, tmp_path
+):
+    """The stand-ins there run on a venv reached through a link in the sandbox's own /tmp to one in the
+    HOME there (both hidden in its sandbox), to this venv, whose Python links on (pyenv's, under the user's
+    home); no teleclaude on the computer's PATH (as bench/bench_fleet.py's): the probe follows the shims'
+    first line and every link on the way, hop by hop, and the worker's turn ends through its hooks."""
+    user_config(isolated_environment, '[runtime]\nsandbox = "bwrap"\n')
+    venvs = sshd.home / "venvs"
+    venvs.mkdir()
+    (venvs / "current").symlink_to(Path(sys.prefix))
+    linked = tmp_path / "remote" / "venv"
+    linked.parent.mkdir(parents=True)
+    linked.symlink_to(venvs / "current")
+    remote = tmp_path / "remote" / "project"
+    remote_bin = stand_in.install(tmp_path / "remote" / "bin", python=str(linked / "bin" / "python"))
+    text = toml(tmux_socket, sshd, remote, remote_bin).replace(f":{Path(sys.executable).parent}:", ":")
+    settle_settings(project, text.replace(f"[computers.{NAME}]", f"[computers.{NAME}]\nlanes = 1"), "Remote")
+    clone(project, remote)
+    agents_env(project, FAKE_AGENT="work,hook")
+    runtime = open_runtime(project)
+
+    started = runtime.run_agent_command(build_request(project))
+
+    assert isinstance(started, Started), started
+    seen: list = []
+    deadline = time.monotonic() + 120
+    while not any(event.kind is EventKind.TURN_ENDED for event in seen):
+        assert time.monotonic() < deadline, f"no turn end; saw {[event.kind.value for event in seen]}"
+        waited = runtime.wait_for_sessions([started.session.id], timeout=10)
+        assert not isinstance(waited, Error), waited
+        seen += waited.events
+    runtime.end_session(started.session.id)

@@ -80,3 +80,21 @@ def test_the_remote_agent_sockets_and_tmux_socket_are_hidden_and_the_network_clo
     for name in ("TMUX", "TMUX_PANE", "SSH_AUTH_SOCK"):
         assert name in built[built.index("--unsetenv") :]
     assert "--unshare-net" not in built and "--unshare-net" in argv(network=False)
+
+
+def test_a_remote_workers_links_are_followed_as_a_local_ones():
+    """The probe's links there (a venv's Python linking into the user's home there, a PATH folder linked
+    from the sandbox's own /tmp) reach `bwrap_argv` as a local worker's: bound where they lead, made again
+    where the sandbox hides their place."""
+    python = "/home/dev-real/.pyenv/versions/3.11.7"
+    host = RemoteHost(
+        home="/home/dev",
+        user_home="/home/dev-real",
+        installs=(python, "/tmp/venv"),
+        links=(("/tmp/venv/bin/python", f"{python}/bin/python3.11"), ("/tmp/clis", "/opt/clis")),
+    )
+    layout = remote_layout(host, WORKTREE, state=(), state_files=(), channel=CHANNEL, env={}, network=True)
+    built = bwrap_argv("/usr/bin/bwrap", layout, ["claude"])
+    assert last_mount(built, f"{python}/bin/python3.11") == "--ro-bind"
+    assert last_mount(built, "/tmp/venv/bin/python") == "--ro-bind"  # shown with the venv, as it is
+    assert ("--symlink", "/tmp/clis") in mounts(built)  # its place is in the sandbox's own /tmp

@@ -37,7 +37,7 @@ def mounts(argv: list[str]) -> list[tuple[str, str]]:
     found, index = [], 0
     while argv[index] != "--":
         flag = argv[index]
-        if flag in ("--bind", "--ro-bind", "--bind-try", "--dev-bind"):
+        if flag in ("--bind", "--ro-bind", "--bind-try", "--dev-bind", "--ro-bind-try", "--symlink"):
             found.append((flag, argv[index + 2]))
             index += 3
         elif flag in ("--tmpfs", "--remount-ro", "--proc"):

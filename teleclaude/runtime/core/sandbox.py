@@ -66,30 +66,98 @@ class Layout:
     shown_files: tuple[tuple[str, str], ...] = ()  # (outside, inside): read-only when they exist
     env: Mapping[str, str] = field(default_factory=dict)  # set inside only
     network: bool = True
+    # every link met on the way to the paths above: (its place, its folder resolved; where it leads, resolved)
+    links: tuple[tuple[str, str], ...] = ()
+
+
+def resolve(path: str, links: Mapping[str, str]) -> str:
+    """`path` as the kernel follows it, each link on its way replaced by where it leads (`links`, a link's
+    place to its target, as `Layout.links`); a link not in `links` is taken for a folder."""
+    plain = "/./" not in f"{path}/" and "/../" not in f"{path}/"
+    if plain and not any(_inside(path, (place,)) for place in links):  # (most paths: no link on the way)
+        return path
+    at = "/"
+    for part in PurePosixPath(path).parts[1:]:
+        if part == "..":
+            at = str(PurePosixPath(at).parent)
+        elif part != ".":
+            here = str(PurePosixPath(at, part))
+            at = links.get(here, here)
+    return at
+
+
+@dataclass(frozen=True)
+class _Shown:
+    """A layout's paths where bubblewrap mounts them: resolved (it cannot make a mount point through a
+    link), what may not be shown left out, and the links that lead to them made again where the sandbox
+    hides their place."""
+
+    homes: list[str]
+    hidden: list[str]
+    binds: list[tuple[str, str, str]]  # (source, target, flag)
+    protected: list[str]
+    shown_files: list[tuple[str, str]]
+    links: list[tuple[str, str]]  # (place, target): made inside
+
+
+def _shown(layout: Layout) -> _Shown:
+    """The decisions on links. A read-only path is bound where it leads, when that is in what the sandbox
+    hides (the homes, their hidden folders, /tmp; the rest of the system is shown read-only anyway) and is not
+    itself such a folder or one holding one (a link to `~` or `/` shows nothing: only what is needed beneath
+    it, found by itself). A writable path reached through a link is bound where it leads only when that is
+    a place the sandbox would show nothing of, holding nothing it hides or keeps read-only
+    (`_writable_there`): a link never widens what is writable."""
+    links = dict(layout.links)
+
+    def real(path: str) -> str:
+        return resolve(path, links) if links else path
+
+    homes = _outer_first(tuple(real(p) for p in layout.homes))
+    hidden = _outer_first(tuple(real(p) for p in layout.hidden))
+    covered = (*homes, *hidden, "/tmp")
+    readonly = [real(p) for p in layout.readonly]
+    protected = [real(p) for p in layout.protected]
+    binds = [(p, "--ro-bind") for p in readonly if _inside(p, covered) and not _holds(p, covered)]
+    for paths, flag in ((layout.writable, "--bind"), (layout.writable_files, "--bind-try")):
+        for path in paths:
+            target = real(path)
+            if target == path or _writable_there(target, covered, tuple(readonly)):
+                binds.append((target, flag))
+    placed = [(path, path, flag) for path, flag in _unique(binds)]
+    placed += [(source, real(target), "--bind") for source, target in layout.moved]
+    bound = tuple(target for _, target, _ in placed) + tuple(protected)
+    made = [(place, target) for place, target in links.items() if _hidden_at(place, covered, bound)]
+    return _Shown(
+        homes=homes,
+        hidden=hidden,
+        binds=sorted(placed, key=lambda bind: _depth(bind[1])),
+        protected=_outer_first(tuple(protected)),
+        shown_files=[(source, real(target)) for source, target in layout.shown_files],
+        links=sorted(made, key=lambda link: _depth(link[0])),
+    )
 
 
 def bwrap_argv(bwrap: str, layout: Layout, argv: list[str]) -> list[str]:
     """`argv` started inside the sandbox `layout` describes. The binds go outer before inner (a worktree
-    inside the read-only project is writable), the protected ones last."""
+    inside the read-only project is writable), the protected ones last; every path where its links lead
+    (`_shown`)."""
+    shown = _shown(layout)
     out = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL"]
     if not layout.network:
         out.append("--unshare-net")
     out += ["--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc"]
     out += ["--tmpfs", "/tmp"]
-    for path in _outer_first((*layout.homes, *layout.hidden)):
+    for path in _outer_first((*shown.homes, *shown.hidden)):
         out += ["--tmpfs", path]
-    binds = [(path, "--ro-bind") for path in layout.readonly]
-    binds += [(path, "--bind") for path in layout.writable]
-    binds += [(path, "--bind-try") for path in layout.writable_files]
-    placed = [(path, path, flag) for path, flag in _unique(binds)]
-    placed += [(source, target, "--bind") for source, target in layout.moved]
-    for source, target, flag in sorted(placed, key=lambda bind: _depth(bind[1])):
+    for source, target, flag in shown.binds:
         out += [flag, source, target]
-    for path in _outer_first(layout.protected):
+    for path in shown.protected:
         out += ["--ro-bind", path, path]
-    for source, target in layout.shown_files:
+    for source, target in shown.shown_files:
         out += ["--ro-bind-try", source, target]
-    for path in _outer_first(layout.homes):  # only what is bound inside stays writable
+    for place, target in shown.links:
+        out += ["--symlink", target, place]
+    for path in shown.homes:  # only what is bound inside stays writable
         out += ["--remount-ro", path]
     for name in UNSET:
         out += ["--unsetenv", name]
@@ -104,6 +172,29 @@ def _depth(path: str) -> int:
 
 def _outer_first(paths: tuple[str, ...]) -> list[str]:
     return sorted(dict.fromkeys(paths), key=_depth)
+
+
+def _holds(path: str, folders: tuple[str, ...]) -> bool:
+    """`path` is one of `folders` or a folder above one."""
+    return _inside_any(path, folders)
+
+
+def _inside_any(folder: str, paths: tuple[str, ...]) -> bool:
+    """One of `paths` is `folder` or in it."""
+    return any(path == folder or path.startswith(folder.rstrip("/") + "/") for path in paths)
+
+
+def _writable_there(target: str, covered: tuple[str, ...], readonly: tuple[str, ...]) -> bool:
+    """A writable path's link may lead to `target`: a place the sandbox would show nothing of (in a home,
+    its /tmp, a hidden folder), in nothing it shows read-only (the project, an install) and holding none of
+    them (the system, shown read-only, never becomes writable through a link)."""
+    inside = _inside(target, covered) and not _inside(target, readonly)
+    return inside and not _holds(target, (*covered, *readonly))
+
+
+def _hidden_at(place: str, covered: tuple[str, ...], bound: tuple[str, ...]) -> bool:
+    """Nothing shows `place` inside: it is in an emptied folder and in no bind (each made after them)."""
+    return _inside(place, covered) and not _inside(place, bound)
 
 
 def _unique(binds: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -169,6 +260,7 @@ class RemoteHost:
     hidden: tuple[str, ...] = ()  # existing folders to empty: /run/user/UID, the workers' tmux socket's
     installs: tuple[str, ...] = ()  # existing folders: the CLIs, their packages, PATH's, teleclaude's
     settings: str = ""  # the user's teleclaude.toml there ("": none)
+    links: tuple[tuple[str, str], ...] = ()  # the links on the way to the paths above, as `Layout.links`
 
 
 @dataclass(frozen=True)
@@ -198,17 +290,15 @@ def remote_layout(
     worker's here (adapters/sandbox.py `worker_layout`) with its CLI's state folders `state` under its HOME
     there, and the channel folder its hooks leave their marks in (relayed to its pane there)."""
     homes = tuple(dict.fromkeys(p for p in (host.home, host.user_home) if p))
-    covered = (*homes, *host.hidden, "/tmp")
     writable = [tree.workdir, channel, tree.admin, f"{tree.common}/objects", f"{tree.common}/refs/heads"]
     writable += [tree.lock, *([tree.logs] if tree.logs else [])]
     writable += [str(PurePosixPath(host.home, folder)) for folder in state]
     protected = [f"{tree.workdir}/.git", f"{tree.admin}/commondir", f"{tree.admin}/gitdir"]
-    readonly = [tree.root, *host.installs]
     return Layout(
         workdir=tree.workdir,
         homes=homes,
         hidden=host.hidden,
-        readonly=tuple(p for p in readonly if _inside(p, covered)),
+        readonly=(tree.root, *host.installs),
         writable=tuple(writable),
         writable_files=tuple(str(PurePosixPath(host.home, name)) for name in state_files),
         protected=tuple(protected),
@@ -216,8 +306,10 @@ def remote_layout(
         shown_files=tuple((p, p) for p in (*tree.others, *([host.settings] if host.settings else ()))),
         env=dict(env),
         network=network,
+        links=host.links,
     )
 
 
 def _inside(path: str, folders: tuple[str, ...]) -> bool:
-    return any(PurePosixPath(path).is_relative_to(folder) for folder in folders)
+    """`path` is one of `folders` or in one (compared as written: the paths are absolute and normalized)."""
+    return any(path == folder or path.startswith(folder.rstrip("/") + "/") for folder in folders)
