@@ -171,8 +171,8 @@ def _wrapped(text: str, width: int = 40) -> list[str]:
 
 def test_a_sandbox_bubblewrap_could_not_make_for_a_path_gone_is_raced_and_a_cli_s_own_error_is_not(tmp_path):
     """bubblewrap's own refusal (a source gone as it made the sandbox, here gone before), read from the pane's
-    rows as tmux wraps them, is a start to try again; a CLI's own ENOENT, or a refusal for another reason, is
-    not."""
+    rows as tmux wraps them, is a start to try again; a CLI's own ENOENT, a path gone that is no branch's ref,
+    or a refusal for another reason, is not."""
     import subprocess
 
     bwrap = sandbox.probe(os.environ)
@@ -183,6 +183,8 @@ def test_a_sandbox_bubblewrap_could_not_make_for_a_path_gone_is_raced_and_a_cli_
     refusal = subprocess.run(argv, capture_output=True, text=True, timeout=60).stderr.strip()
     assert refusal.startswith("bwrap: ")
     assert raced(["", *_wrapped(refusal), ""])
+    elsewhere = refusal.replace(str(gone), str(tmp_path / "cli" / "bin"))  # not a ref: the same again
+    assert elsewhere != refusal and not raced(_wrapped(elsewhere))
     assert not raced(["Error: ENOENT: no such file or directory, mkdir '/home/u/.npm/_logs'"])
     assert not raced(["bwrap: Can't mount proc on /newroot/proc: Operation not permitted"])
 

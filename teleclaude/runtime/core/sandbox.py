@@ -208,13 +208,14 @@ def _unique(binds: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 # bubblewrap's own refusal to make the sandbox for a path not there ("Can't bind mount SOURCE on DEST: ...",
 # "Can't find source path ...: No such file or directory"), matched without spaces: tmux wraps a long path
-_UNMADE = re.compile(r"bwrap:Can't\S*?:Nosuchfileordirectory")
+_UNMADE = re.compile(r"bwrap:Can't\S*?/refs/heads/\S*?:Nosuchfileordirectory")
 
 
 def raced(rows: list[str]) -> bool:
     """bubblewrap stopped before the CLI ran, a path of its layout gone as it made the sandbox: another item's
     branch removed there meanwhile, whose ref it showed read-only (`shown_files`: `--ro-bind-try`, skipped
-    once it is gone, so the same start again makes it). `rows`: the pane's last rows, wrapped as they come."""
+    once it is gone, so the same start again makes it); another path gone is no race: a start again would
+    fail the same. `rows`: the pane's last rows, wrapped as they come."""
     return bool(_UNMADE.search("".join("".join(rows).split())))
 
 
