@@ -101,6 +101,26 @@ def copy_repository(tmp_path_factory) -> Callable[[Callable[[Path], object], Pat
     return copy
 
 
+def stand_in_project(tmp_path: Path, monkeypatch, copy_repository, socket: str, fake_agent: str) -> Path:
+    """The demo repository, every agent the stand-in CLI (`fake_agent`: its FAKE_AGENT behaviour), whose
+    runtime uses tmux server `socket` and ends turns only by a hook (idle_threshold is an hour)."""
+    from teleclaude.demo import stand_in
+    from teleclaude.demo.scenario import commit_all, make_repository
+
+    bin_dir = stand_in.install(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_AGENT", fake_agent)
+    for name in ("CLAUDE", "GEMINI", "CODEX"):
+        monkeypatch.delenv(f"FAKE_AGENT_{name}", raising=False)
+    root = copy_repository(make_repository, tmp_path / "project")
+    (root / "teleclaude.toml").write_text(
+        f'[runtime]\nsocket = "{socket}"\nidle_threshold = 3600\npoll_interval = 0.05\n'
+        "startup_timeout = 15\nsettle = 0.1\n"
+    )
+    commit_all(root, "Runtime settings for the tests")
+    return root
+
+
 @pytest.fixture
 def worker_project(tmp_path, monkeypatch, copy_repository):
     """A prepared demo repository whose runtime has a private tmux server (killed afterwards, with every
@@ -108,24 +128,12 @@ def worker_project(tmp_path, monkeypatch, copy_repository):
     and never ends a turn by itself); as tests/runtime/conftest.py sets it up. For the fast tier's few
     tests that need a worker in real tmux (tests/hostile, tests/frontends)."""
     from teleclaude.adapters.tmux import Tmux
-    from teleclaude.demo import stand_in
-    from teleclaude.demo.scenario import commit_all, make_repository
 
     from .tmux_reaper import reaper, stop
 
-    bin_dir = stand_in.install(tmp_path / "bin")
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_AGENT", "hang")
-    for name in ("CLAUDE", "GEMINI", "CODEX"):
-        monkeypatch.delenv(f"FAKE_AGENT_{name}", raising=False)
     socket = f"tc-worker-{secrets.token_hex(4)}"
     watcher = reaper(socket)
-    root = copy_repository(make_repository, tmp_path / "project")
-    (root / "teleclaude.toml").write_text(
-        f'[runtime]\nsocket = "{socket}"\nidle_threshold = 3600\npoll_interval = 0.05\n'
-        "startup_timeout = 15\nsettle = 0.1\n"
-    )
-    commit_all(root, "Runtime settings for the tests")
+    root = stand_in_project(tmp_path, monkeypatch, copy_repository, socket, "hang")
     yield root
     Tmux(socket).kill_server()
     stop(watcher)

@@ -18,7 +18,7 @@ import pytest
 from teleclaude.adapters import sandbox
 from teleclaude.adapters.tmux import Tmux
 from teleclaude.demo import stand_in
-from teleclaude.demo.scenario import commit_all, git, make_repository
+from teleclaude.demo.scenario import git
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner.api import next_work
 from teleclaude.planner.core.model import Dispatch
@@ -28,6 +28,7 @@ from teleclaude.runtime.core.sessions import EventKind
 from teleclaude.runtime.orchestrator import Outcome
 
 from ..attacks import assert_every_attack_refused, report_from_channel
+from ..conftest import stand_in_project
 from ..tmux_reaper import reaper, stop
 
 pytestmark = pytest.mark.skipif(
@@ -54,18 +55,7 @@ def project(tmp_path, monkeypatch, copy_repository, socket, isolated_environment
     """The demo repository, its workers the stand-in, whose turns end only by its stop hook (through the
     sandboxed worker's channel: idle_threshold is an hour); the user's config asks for the sandbox."""
     user_config(isolated_environment, '[runtime]\nsandbox = "auto"\n')
-    bin_dir = stand_in.install(tmp_path / "bin")
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_AGENT", "work,hook")
-    for name in ("CLAUDE", "GEMINI", "CODEX"):
-        monkeypatch.delenv(f"FAKE_AGENT_{name}", raising=False)
-    root = copy_repository(make_repository, tmp_path / "project")
-    (root / "teleclaude.toml").write_text(
-        f'[runtime]\nsocket = "{socket}"\nidle_threshold = 3600\npoll_interval = 0.05\n'
-        "startup_timeout = 15\nsettle = 0.1\n"
-    )
-    commit_all(root, "Runtime settings for the tests")
-    return root
+    return stand_in_project(tmp_path, monkeypatch, copy_repository, socket, "work,hook")
 
 
 @pytest.fixture
