@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from teleclaude.adapters import sandbox
+from teleclaude.adapters.tmux import TURN_END_OPTION
 from teleclaude.demo.model_server import Fail, Step, Text, mcp, shell
 from teleclaude.demo.scenario import commit_all
 from teleclaude.errors import Error, ErrorCode
@@ -194,13 +196,21 @@ def test_a_busy_codex_is_not_idle_though_its_prompt_line_shows(codex_runtime, pr
 
 def slowed_launcher(runtime, monkeypatch) -> None:
     """The launcher on a loaded machine: it sees the Enter of a line it typed taken only once the turn the
-    line started is over and codex's Stop hook has run (the hook saved the session's row, or 10 s went by)."""
+    line started is over and codex's Stop hook has run (the hook saved the session's row, or left its mark on
+    the pane or in the sandbox's channel for the runtime's next look; or 10 s went by)."""
     press_enter = runtime.launcher.panes.press_enter
+    mark = TURN_END_OPTION.lstrip("@")
+
+    def hook_ran(session) -> bool:
+        if runtime.store.get(session.id).version != session.version:
+            return True
+        view, _ = runtime.tmux.glance(session.pane_id)
+        return bool(view and view.turn_end) or mark in sandbox.listing(runtime.store.path, session.id)
 
     def late(session, *args, **kwargs):
         taken = press_enter(session, *args, **kwargs)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and runtime.store.get(session.id).version == session.version:
+        while time.monotonic() < deadline and not hook_ran(session):
             time.sleep(0.05)
         return taken
 
