@@ -103,8 +103,8 @@ def test_codex_retrying_a_503_with_its_defaults_is_still_seen_as_limited(
 ):
     """With codex's own retry settings (no request_max_retries/stream_max_retries): the server keeps
     refusing, codex retries under `Reconnecting... k/5`, then gives up with a `■` row: codex is
-    unavailable."""
-    model_server.add(Fail("unavailable", repeat=1000, retry_after=1))
+    unavailable. Its retries honour the server's retry-after: at 0 s the same 31 requests come at once."""
+    model_server.add(Fail("unavailable", repeat=1000, retry_after=0))
     started = start(codex_runtime, project, "codex")
     events = events_until(codex_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=120)
     assert events[-1].detail.startswith("overloaded"), events[-1].detail
