@@ -115,7 +115,7 @@ def stand_in_project(tmp_path: Path, monkeypatch, copy_repository, socket: str, 
     root = copy_repository(make_repository, tmp_path / "project")
     (root / "teleclaude.toml").write_text(
         f'[runtime]\nsocket = "{socket}"\nidle_threshold = 3600\npoll_interval = 0.05\n'
-        "startup_timeout = 15\nsettle = 0.1\n"
+        "startup_timeout = 15\nsettle = 0.1\nprompt_stable = 0.1\n"
     )
     commit_all(root, "Runtime settings for the tests")
     return root

@@ -115,7 +115,7 @@ def test_claude_retrying_with_its_defaults_is_still_seen_as_limited(runtime, pro
     NOTES.md), showing its retry countdown: after api_wait_limit of that (shortened from 300 s) the session
     is rate_limited and claude unavailable, while claude is still retrying."""
     with_env(runtime, "claude", CLAUDE_CODE_MAX_RETRIES=None)
-    runtime.context.config = replace(runtime.config, api_wait_limit=10)
+    runtime.context.config = replace(runtime.config, api_wait_limit=5)
     model_server.add(Fail("rate_limit", repeat=1000, retry_after=2))
     started = start(runtime, project, "claude")
     screen_shows(runtime, started.session, "attempt 1/10")  # its own default: 10 attempts

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from teleclaude.adapters import sandbox
+from teleclaude.adapters.tmux import TURN_END_OPTION
 from teleclaude.demo.model_server import Fail, Step, Text, mcp, shell
 from teleclaude.demo.scenario import commit_all
 from teleclaude.errors import Error, ErrorCode
@@ -101,8 +103,8 @@ def test_codex_retrying_a_503_with_its_defaults_is_still_seen_as_limited(
 ):
     """With codex's own retry settings (no request_max_retries/stream_max_retries): the server keeps
     refusing, codex retries under `Reconnecting... k/5`, then gives up with a `■` row: codex is
-    unavailable."""
-    model_server.add(Fail("unavailable", repeat=1000, retry_after=1))
+    unavailable. Its retries honour the server's retry-after: at 0 s the same 31 requests come at once."""
+    model_server.add(Fail("unavailable", repeat=1000, retry_after=0))
     started = start(codex_runtime, project, "codex")
     events = events_until(codex_runtime, started.session.id, EventKind.RATE_LIMITED, seconds=120)
     assert events[-1].detail.startswith("overloaded"), events[-1].detail
@@ -194,13 +196,21 @@ def test_a_busy_codex_is_not_idle_though_its_prompt_line_shows(codex_runtime, pr
 
 def slowed_launcher(runtime, monkeypatch) -> None:
     """The launcher on a loaded machine: it sees the Enter of a line it typed taken only once the turn the
-    line started is over and codex's Stop hook has run (the hook saved the session's row, or 10 s went by)."""
+    line started is over and codex's Stop hook has run (the hook saved the session's row, or left its mark on
+    the pane or in the sandbox's channel for the runtime's next look; or 10 s went by)."""
     press_enter = runtime.launcher.panes.press_enter
+    mark = TURN_END_OPTION.lstrip("@")
+
+    def hook_ran(session) -> bool:
+        if runtime.store.get(session.id).version != session.version:
+            return True
+        view, _ = runtime.tmux.glance(session.pane_id)
+        return bool(view and view.turn_end) or mark in sandbox.listing(runtime.store.path, session.id)
 
     def late(session, *args, **kwargs):
         taken = press_enter(session, *args, **kwargs)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and runtime.store.get(session.id).version == session.version:
+        while time.monotonic() < deadline and not hook_ran(session):
             time.sleep(0.05)
         return taken
 

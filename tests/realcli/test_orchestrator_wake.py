@@ -1,7 +1,7 @@
 """The real Claude Code as the orchestrator, in a tmux pane as a user runs it: it dispatches a worker through
 teleclaude's MCP server and ends its turn; nobody calls wait_for_sessions, and the worker's digests arrive
 in the orchestrator's pane as its next user messages (issue 21 item 1, seed 003 §B). The timers are
-shortened in teleclaude.toml: digest_period 20 s for seed 003's 600 s, digest_period_quiet 10 s for 300 s."""
+shortened in teleclaude.toml: digest_period 12 s for seed 003's 600 s, digest_period_quiet 5 s for 300 s."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from teleclaude.runtime.core.supervision import MARK
 from .conftest import trusted
 from .test_claude import until_offered
 
-PERIOD, QUIET = 20, 10
+PERIOD, QUIET = 12, 5
 WAKE = f"{MARK} worker "
 ORDER = "Dispatch the builder of greeting, then end your turn."
 DISPATCH = "teleclaude__run_agent_command"

@@ -89,7 +89,9 @@ def test_the_recorded_usage_follows_the_providers_headers_turn_by_turn(agent, re
 
 # --- planned around: the next build goes to the next agent before any 429, and back at the reset ----------
 
-RESET_IN = 75  # seconds: the claude window's reset, long enough for a claude turn and a codex start
+# seconds from claude's answer to its window's reset: enough for its turn to end, its usage to be recorded and
+# the next build to be chosen on a loaded machine; codex's build and the wait for the reset overlap
+RESET_IN = 20
 
 
 def build_by(project, *agents: str) -> None:
@@ -106,12 +108,15 @@ def build(
     provider: str,
     turns: int,
     usage: tuple[str, dict[str, float]] | None = None,
+    chosen_before: datetime | None = None,
 ) -> None:
-    """The planner's next step, started: its CLI's request reaches the server as turn `turns`, from
-    `provider`; then its turn ends, the `usage` it reports is recorded (claude runs its status line a moment
-    after the answer), and the session is ended (the build is not done: it is asked again)."""
+    """The planner's next step (chosen before `chosen_before`, when given), started: its CLI's request
+    reaches the server as turn `turns`, from `provider`; then its turn ends, the `usage` it reports is
+    recorded (claude runs its status line a moment after the answer), and the session is ended (the build
+    is not done: it is asked again)."""
     dispatch = app.next_work(cwd=project)
     assert isinstance(dispatch, Dispatch) and dispatch.command == "next-build", dispatch
+    assert chosen_before is None or datetime.now(UTC) < chosen_before, "chosen too late to tell"
     started = runtime.start(dispatch)
     assert isinstance(started, Started), started
     model_server.wait_for(lambda r: r.turn and len(model_server.turns()) >= turns, timeout=120)
@@ -138,10 +143,9 @@ def test_at_95_percent_the_next_build_goes_to_the_next_agent_before_any_429_and_
     )
     build(runtime, project, model_server, "anthropic", 1, usage=("claude", {"5h": 95.0}))
     (window,) = AvailabilityStore().usage(datetime.now(UTC))["claude"]
-    build(runtime, project, model_server, "openai", 2)  # at 95 %: codex, before any 429
-    assert window.resets_at is not None and window.resets_at > datetime.now(
-        UTC
-    )  # claude's window is still on
+    assert window.resets_at is not None
+    # at 95 %: codex, before any 429, chosen while claude's window is still on
+    build(runtime, project, model_server, "openai", 2, chosen_before=window.resets_at)
     time.sleep(max(0.0, (window.resets_at - datetime.now(UTC)).total_seconds()) + 1)
     build(runtime, project, model_server, "anthropic", 3)  # the window reset: claude again
     assert [r.provider for r in model_server.turns()] == ["anthropic", "openai", "anthropic"]

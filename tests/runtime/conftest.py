@@ -27,12 +27,14 @@ from teleclaude.runtime.run_report import Countdown, StatusLine
 
 from ..tmux_reaper import reaper, stop
 
+# prompt_stable: the stand-in never replaces its prompt by a dialog (the real CLIs' own waits are for theirs)
 FAST = """[runtime]
 socket = "{socket}"
 idle_threshold = 0.4
 poll_interval = 0.05
 startup_timeout = 15
 settle = 0.1
+prompt_stable = 0.1
 """
 
 

@@ -411,11 +411,11 @@ def seconds_of(duration: str) -> int:
 def test_the_report_counts_a_worker_started_ahead_from_its_command_and_no_unneeded_start(
     project, fake_agents, teleclaude_cli, monkeypatch
 ):
-    """With 8 s steps, each step's worker is started ahead while the step before works, and the finalizer
+    """With 2 s steps, each step's worker is started ahead while the step before works, and the finalizer
     started ahead after greeting's first review is not needed (the review asks for changes): the report
     counts each step from its command, draws the waits at the prompt apart, and has no step nobody took."""
     monkeypatch.setenv("FAKE_AGENT", "hook")
-    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "8")
+    monkeypatch.setenv("FAKE_AGENT_STEP_SECONDS", "2")
     monkeypatch.setenv("FAKE_AGENT_REJECT", "greeting")
     process = teleclaude_cli(project, "run", "--parallel", "2")
     out, err = process.communicate(timeout=400)
@@ -426,11 +426,11 @@ def test_the_report_counts_a_worker_started_ahead_from_its_command_and_no_unneed
     steps = re.findall(r"(next-[a-z-]+) (\w+) (\w+) (\w+)( \(started ahead, waited \w+\))?", report)
     assert steps, report
     builds = [seconds_of(taken) for step, _, taken, _, _ in steps if step == "next-build"]
-    assert len(builds) == 3 and min(builds) >= 8, report  # greeting, shouting, farewell
+    assert len(builds) == 3 and min(builds) >= 2, report  # greeting, shouting, farewell
     assert all(outcome != "cancelled" for _, _, _, outcome, _ in steps), report
     assert any(ahead for *_, ahead in steps), report  # the waits at the prompt, said apart
     per_step = dict(re.findall(r"(next-[a-z-]+) (\w+)", report.split("per step: ")[1].splitlines()[0]))
-    assert seconds_of(per_step["next-build"]) >= 8 * 3, report
+    assert seconds_of(per_step["next-build"]) >= 2 * 3, report
     # on the page too: no bar of an item's step drawn over the bar of its step before
     page = Page()
     data = run_timeline(project)

@@ -360,9 +360,17 @@ def test_a_run_whose_agents_are_all_out_waits_for_the_first_back_and_delivers(
     back = AvailabilityStore().unavailable(datetime.now(UTC))["gemini"].until
     shown: list[orchestrator.StatusLine] = []
     lines: list[str] = []
-    report = orchestrator.run(
-        project, "greeting", False, 40, open_runtime(project), lines.append, shown.append
-    )
+
+    def status(line: orchestrator.StatusLine) -> None:
+        """At the run's first countdown, gemini's reset is moved to 2 s from now: the run waits for a reset
+        that passes, as the one it counts down to does, without the test waiting out the rest of the 10 s."""
+        if isinstance(line, orchestrator.Countdown) and not any(
+            isinstance(seen, orchestrator.Countdown) for seen in shown
+        ):
+            app.mark_agent_unavailable("gemini", "2s", "rate_limited", cwd=project)
+        shown.append(line)
+
+    report = orchestrator.run(project, "greeting", False, 40, open_runtime(project), lines.append, status)
     assert report.outcome is Outcome.COMPLETE, report.text
     assert [s.agent for s in SessionStore().sessions() if s.command == "next-build"] == ["gemini"]
     countdowns = [line for line in shown if isinstance(line, orchestrator.Countdown)]

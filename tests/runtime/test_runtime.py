@@ -247,6 +247,9 @@ def test_a_message_the_worker_never_takes_is_an_error_not_sent(project, runtime,
     started = runtime.run_agent_command(StartRequest("local", "emit", "1", str(project), "claude", "med"))
     assert isinstance(started, Started), started
     watch(runtime, started.session.id).until(EventKind.TURN_ENDED)
+    # the last Enter is waited on for `command_wait` (30 s): a CLI that reads every key and drops each Enter
+    # shows no taken one however long it is given
+    runtime.context.config = replace(runtime.config, command_wait=2.0)
     sent = runtime.send_message(started.session.id, "how is it going")
     assert isinstance(sent, Error) and sent.code is ErrorCode.TMUX_FAILED, sent
 
