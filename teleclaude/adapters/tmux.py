@@ -245,14 +245,20 @@ class Tmux:
             raise
         return views_of(lines)
 
-    def glance(self, pane_id: str) -> tuple[PaneView | None, list[str]]:
+    def glance(self, pane_id: str, press: str = "", typed: str = "") -> tuple[PaneView | None, list[str]]:
         """One pane's view and its screen, in one tmux client (a start's prompt wait looks many times a
-        second; `views` lists every pane of the server); `(None, [])` when the pane or its server is gone."""
+        second; `views` lists every pane of the server); `(None, [])` when the pane or its server is gone. A
+        delivery's keys go in the same client (each client is ~2.5 ms of CPU): `typed`, text typed before
+        (as `send_text`; a pane gone then raises as there), `press`, a key pressed after (an Enter, and the
+        screen from just before it)."""
         show_view = ("display-message", "-p", "-t", pane_id, _VIEW_FORMAT)
+        before = ("send-keys", "-t", pane_id, "-l", "--", _literal(typed), ";") if typed else ()
+        then = (";", "send-keys", "-t", pane_id, press) if press else ()
         try:
-            lines = self.cmd(*show_view, ";", "capture-pane", "-p", "-t", pane_id)
+            lines = self.cmd(*before, *show_view, ";", "capture-pane", "-p", "-t", pane_id, *then)
         except TmuxError as error:
-            if _no_server(error) or any(f"can't find {what}" in str(error) for what in ("pane", "window")):
+            gone = any(f"can't find {what}" in str(error) for what in ("pane", "window"))
+            if not typed and (_no_server(error) or gone):
                 return None, []
             raise
         view = _view(lines[0], 0)
@@ -282,9 +288,7 @@ class Tmux:
         return self.capture(pane_id, 0, view.height - 1)
 
     def send_text(self, pane_id: str, text: str) -> None:
-        # tmux ends a command at an argument ending in `;` and drops that `;` (an argument ending in `\;`
-        # keeps it, without the backslash): so a text ending in `;` (or in `\;`) is typed whole
-        self.cmd("send-keys", "-t", pane_id, "-l", "--", f"{text[:-1]}\\;" if text.endswith(";") else text)
+        self.cmd("send-keys", "-t", pane_id, "-l", "--", _literal(text))
 
     def send_key(self, pane_id: str, key: str) -> None:
         self.cmd("send-keys", "-t", pane_id, key)
@@ -409,6 +413,12 @@ def mark_own_pane(value: str, option: str = TURN_END_OPTION, wake: str = "") -> 
     except (OSError, subprocess.SubprocessError):  # no tmux on the hook's PATH, or it hung
         return False
     return done.returncode == 0
+
+
+def _literal(text: str) -> str:
+    """`text` as `send-keys -l` types it whole: tmux ends a command at an argument ending in `;` and drops
+    that `;` (an argument ending in `\\;` keeps it, without the backslash)."""
+    return f"{text[:-1]}\\;" if text.endswith(";") else text
 
 
 def _view(row: str, listed_at: int) -> PaneView:
