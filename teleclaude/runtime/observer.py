@@ -72,8 +72,10 @@ class Observer(HookNews):
         self.context = context
         self.panes = panes
         # One `tmux wait-for` per watched session, kept from one wait to the next (a run loop waits every
-        # second: starting a client per session per wait was most of its own CPU); ended with the observer.
+        # second: starting a client per session per wait was most of its own CPU), with its pidfd (every look
+        # and sleep selects on them); ended with the observer.
         self._waiters: dict[str, Popen[bytes]] = {}
+        self._pidfds = procs.Pidfds()
         # The sessions the last wait looked at, and when. A run loop returns from a wait every second to
         # redraw its status line and waits again at once: that wait starts from the stored rows of the look
         # just taken rather than looking again (a look lists the panes and reads those that printed), and
@@ -103,7 +105,7 @@ class Observer(HookNews):
         self._pokes: frozenset[str] = frozenset()
         # ended once nothing holds the observer, or at exit (atexit.register(self._stop_waiters) kept every
         # observer, and its last clients unreaped: hundreds of zombie `tmux: client`s in a test worker)
-        weakref.finalize(self, procs.end, self._waiters, self._listening)
+        weakref.finalize(self, procs.end, self._waiters, self._listening, self._pidfds)
 
     # --- looking -------------------------------------------------------------------------------------------
 
@@ -173,12 +175,9 @@ class Observer(HookNews):
         remote = any(s.computer in config.remotes for s in live)
         self._every = look_every(self._every, config.poll_interval, self._printed or changed, remote)
         watched = {s.pane_id for s in fresh.values() if not s.state.is_final}
-        for pane_id in [p for p in self._read if p not in watched]:
-            del self._read[pane_id]
-        for pane_id in [p for p in self._shown if p not in watched]:
-            del self._shown[pane_id]
-        for session_id in [i for i in self._spend_read if i not in fresh]:
-            del self._spend_read[session_id]
+        self._read = {pane: read for pane, read in self._read.items() if pane in watched}
+        self._shown = {pane: shown for pane, shown in self._shown.items() if pane in watched}
+        self._spend_read = {i: read for i, read in self._spend_read.items() if i in fresh}
         return [fresh.get(s.id, s) for s in sessions], True
 
     # --- waiting -------------------------------------------------------------------------------------------
@@ -228,7 +227,7 @@ class Observer(HookNews):
                     return Waited(tuple(stored), tuple(sessions), False)
                 # a look also stops at a sandboxed worker's poke, and at the caller's `wake`
                 pipes = [*self._listening_to(), *([wake] if wake is not None else [])]
-                with procs.Exits(self._waiters.values(), pipes) as news:
+                with procs.Exits(self._waiters.values(), pipes, self._pidfds) as news:
                     sessions, whole = self._look_at(sessions, news)
                 if whole:
                     self._looked = (frozenset(ids), time.monotonic())
@@ -250,7 +249,8 @@ class Observer(HookNews):
                 return Waited((), tuple(sessions), bool(ids) and not over)
             channels = self._listened([s for s in watching if s.computer not in remotes])
             pipes = [*channels, *([wake] if wake is not None else [])]
-            ended, ready = procs.sleep_until_ended(waiters, min(poll, deadline - time.monotonic()), pipes)
+            left = min(poll, deadline - time.monotonic())
+            ended, ready = procs.sleep_until_ended(waiters, left, pipes, self._pidfds)
             poked = poked | self._poked(channels, ready)
             woken = self._forget_signalled(watched) or ended or bool(poked)  # one that ended after the sleep
             if wake in ready:  # the caller's own news: a hook's is told at its next wait
@@ -279,7 +279,7 @@ class Observer(HookNews):
         when there was one."""
         ended = [i for i in session_ids if i in self._waiters and self._waiters[i].poll() is not None]
         for session_id in ended:
-            del self._waiters[session_id]
+            self._pidfds.drop(self._waiters.pop(session_id))
         return bool(ended)
 
     def _stop_waiters(self, session_ids: Iterable[str] | None = None) -> None:
@@ -287,6 +287,7 @@ class Observer(HookNews):
         for session_id in ids:
             waiter = self._waiters.pop(session_id, None)
             if waiter is not None:
+                self._pidfds.drop(waiter)
                 waiter.kill()
                 waiter.wait()
         self._unlisten(None if session_ids is None else ids)
@@ -549,10 +550,8 @@ class Observer(HookNews):
         if session == before:
             return session
         saved = self.context.store.save(session, expect=before.state, events=events)
-        if saved is None:
-            return (
-                self.context.store.get(before.id) or session
-            )  # another observer was quicker; it did the same
+        if saved is None:  # another observer was quicker; it did the same
+            return self.context.store.get(before.id) or session
         if isinstance(due, Reminder):
             self.panes.type_or_log(saved, due.text, interrupt=due.interrupt)
         if unresponsive is not None:  # as a limit: the planner falls back to the step's next agent

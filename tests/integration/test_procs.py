@@ -51,3 +51,34 @@ def test_a_look_is_told_of_a_poke_as_of_a_waiter_that_ended():
         waiter.wait()
         for fd in pipe:
             os.close(fd)
+
+
+def test_kept_pidfds_are_opened_once_and_tell_a_waiter_s_end_as_fresh_ones_do():
+    """A run's wait selects on its wait-for clients at every look and sleep: their pidfds are kept
+    (`procs.Pidfds`), each opened once, and a waiter that ended before a look is not news to it."""
+    pidfds = procs.Pidfds()
+    waiters = [_child("import sys; sys.stdin.read()") for _ in range(2)]
+    try:
+        first = pidfds.of(waiters)
+        assert first is not None and pidfds.of(waiters) == first  # the same descriptors again
+        assert procs.sleep_until_ended(waiters, 0.01, (), pidfds) == (False, frozenset())
+        with procs.Exits(waiters, (), pidfds) as news:
+            assert not news()
+            assert waiters[0].stdin is not None
+            waiters[0].stdin.close()
+            waiters[0].wait()
+            assert news()
+        with procs.Exits(waiters, (), pidfds) as news:
+            assert not news()  # it had ended before this look began
+        assert procs.sleep_until_ended(waiters, 30, (), pidfds) == (True, frozenset())
+        assert pidfds.of(waiters) == first  # not closed by a look or a sleep
+        pidfds.drop(waiters[0])
+        assert pidfds.of(waiters[1:]) == first[1:]
+        assert pidfds.of(waiters[:1]) is None  # reaped before its pidfd was opened: its pid may be another's
+    finally:
+        pidfds.close()
+        for waiter in waiters:
+            waiter.kill()
+            waiter.wait()
+            if waiter.stdin is not None:
+                waiter.stdin.close()
