@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 
-from teleclaude.adapters import sandbox
+from teleclaude.adapters import channel, sandbox
 from teleclaude.adapters.fs import read_tail
 from teleclaude.adapters.store import StoreError, marking_unavailable
 from teleclaude.adapters.tmux import (
@@ -134,7 +134,11 @@ class HookNews:
 
     def _wake(self, session: Session) -> None:
         """A hook's news is saved: whoever waits on the session (`wait`, in another process) looks at once,
-        not at its next poll: through the channel they listen on, which its pane's exit also signals."""
+        not at its next poll: the run listening on its pipe (`sandbox.listen`) through that, without a tmux
+        client; else through the wait-for channel its pane's exit also signals (a signal that finds no waiter
+        wakes the next). As record.py `end_turn_plainly` wakes them."""
+        if channel.poke(channel.look_beside(str(self.context.store.path), session.id)):
+            return
         try:
             self.context.tmux.signal(exit_channel(session.id))
         except TmuxError as error:
