@@ -120,7 +120,9 @@ class Launcher(PromptWait):
             if isinstance(opened, Error):
                 return opened
             try:  # looked at less often than a start someone waits on: its step is still at work
-                screen = self._wait_for_prompt(opened, profile, pause=AHEAD_POLL, longest=AHEAD_LONGEST)
+                screen = self._wait_for_prompt(
+                    opened, profile, pause=AHEAD_POLL, longest=AHEAD_LONGEST, first=AHEAD_POLL
+                )
             except TmuxError as error:
                 screen = Error(ErrorCode.TMUX_FAILED, str(error))
             except BaseException:

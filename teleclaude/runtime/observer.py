@@ -84,9 +84,10 @@ class Observer(HookNews):
         # way read a pane that printed.
         self._looked: tuple[frozenset[str], float] = (frozenset(), float("-inf"))
         self._every, self._printed = 0.0, False
-        # (agent, window) -> when the usage this observer last kept was seen: a transcript read at every look
-        # writes only what is new
+        # (agent, window) -> when the usage this observer last kept was seen: each look writes only news
         self._usage_seen: dict[tuple[str, str], datetime] = {}
+        # session id -> the marks its channel held at its last look (those are not its pane's: `_clear_mark`)
+        self._channel_marks: dict[str, frozenset[str]] = {}
         # What the last look read of each pane: a pane that printed nothing since (by its output events, when
         # `Tmux.follow`s, or by tmux's time of its last output) is not read again (its screen and rows cannot
         # have changed).

@@ -142,6 +142,7 @@ class PromptWait:
         pause: float = PROMPT_POLL,
         opened: bool = True,
         longest: float = LOOK_EVERY,
+        first: float = 0.0,
     ) -> list[str] | Error:
         """The screen once the CLI's prompt has stayed on an unchanged screen for `stable` seconds (by
         default its `prompt_stable`): a CLI may paint its prompt and then replace it by a dialog (codex's
@@ -150,7 +151,8 @@ class PromptWait:
         into. A resumed worker's prompt counts once its CLI has painted the conversation again
         (`Resume.replayed`): one that shows its prompt before it loads it loses a line typed meanwhile.
         `opened`: its pane was just opened (else its CLI's wait for a CPU is counted from now). Without output
-        events it is looked at after `pause`, then after longer pauses, up to `longest` seconds."""
+        events it is looked at after `pause`, then after longer pauses, up to `longest` seconds; the first
+        time after `first` (a worker started ahead: its CLI has drawn nothing yet, and nobody waits on it)."""
         config, tmux = self.context.config, self.context.tmux
         began = time.monotonic()
         # a worker started ahead (`stable` 0) has stood at its prompt since: one look tells, and its CPU wait
@@ -168,6 +170,8 @@ class PromptWait:
         stable_since, last = None, None
         replayed = profile.resume.replayed if session.resumed_from and profile.resume else ""
         stable = config.prompt_stable_of(session.agent) if stable is None else stable
+        if first > 0:
+            tmux.await_output(session.pane_id, tmux.output_mark(session.pane_id), first, poll=first)
         while True:
             mark = tmux.output_mark(session.pane_id)  # before the screen is read: output after it wakes us
             view, screen = tmux.glance(session.pane_id)
