@@ -82,3 +82,30 @@ def test_kept_pidfds_are_opened_once_and_tell_a_waiter_s_end_as_fresh_ones_do():
             waiter.wait()
             if waiter.stdin is not None:
                 waiter.stdin.close()
+
+
+def test_an_ended_pane_s_group_whose_leader_is_gone_is_told_by_a_scan_made_for_all_of_them():
+    """The straggler watch of ended panes (adapters/tmux.py) tells a group whose leader is gone by a scan of
+    every process, made once for all the groups then (`scan`): until that scan the group counts as alive;
+    the scan finds its live processes, and a zombie (where init does not reap it) is none."""
+    import signal
+    import time
+
+    from teleclaude.adapters.tmux import _live_groups
+
+    sleeper = (
+        "import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])"
+    )
+    leader = subprocess.Popen([sys.executable, "-c", sleeper], start_new_session=True)
+    leader.wait()  # gone: its child lives on in its group
+    group, members = leader.pid, {}
+    try:
+        assert _live_groups([group], members, scan=False) == {group} and members == {}
+        assert _live_groups([group], members) == {group} and len(members[group]) == 1
+        assert _live_groups([group], members, scan=False) == {group}  # its member found: no scan needed
+    finally:
+        os.killpg(group, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while _live_groups([group], members) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the kill takes effect
+    assert _live_groups([group], {}) == set()
