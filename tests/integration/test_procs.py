@@ -98,7 +98,7 @@ def test_an_ended_pane_s_group_whose_leader_is_gone_is_told_by_a_scan_made_for_a
     )
     leader = subprocess.Popen([sys.executable, "-c", sleeper], start_new_session=True)
     leader.wait()  # gone: its child lives on in its group
-    group, members = leader.pid, {}
+    group, members = leader.pid, dict[int, set[int]]()
     try:
         assert _live_groups([group], members, scan=False) == {group} and members == {}
         assert _live_groups([group], members) == {group} and len(members[group]) == 1
