@@ -709,6 +709,30 @@ def test_a_sandboxed_workers_turn_end_wakes_the_wait_through_its_channel(project
     runtime.end_session(session_id)
 
 
+def test_a_local_workers_turn_end_wakes_the_wait_through_its_pipe_not_a_tmux_client(
+    project, runtime, monkeypatch
+):
+    """A worker that is not sandboxed records its turn's end itself and pokes the pipe the wait listens on
+    beside the channels: told at once (the next look is a minute away), its wait-for client left waiting
+    (a tmux client signalling it would have ended it)."""
+    from teleclaude.config.profiles import SandboxMode
+
+    monkeypatch.setenv("FAKE_AGENT", "hook")
+    runtime.context.config = replace(
+        runtime.config, poll_interval=60.0, idle_threshold=60.0, sandbox=SandboxMode.OFF
+    )
+    started = start(runtime, dispatch(project))
+    session_id = started.session.id
+    kinds: list[EventKind] = []
+    while EventKind.TURN_ENDED not in kinds:
+        waited = runtime.wait_for_sessions([session_id], timeout=30, fresh=False)
+        assert not waited.timed_out, kinds  # woken by the hook, not by the wait's end
+        kinds += [event.kind for event in waited.events]
+    waiter = runtime.observer._waiters.get(session_id)
+    assert waiter is not None and waiter.poll() is None
+    runtime.end_session(session_id)
+
+
 # Draws `frame N` at the top left of the alternate screen, the cursor put back there, anew at every line typed
 # (not echoed): the screen changes in place, and the pane's cursor, history and mode stay as they were.
 _REDRAW = """
