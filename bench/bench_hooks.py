@@ -26,7 +26,8 @@ and every process an agent event starts, against their own floor, a bare start o
     stop (project)    the same in the project's main checkout, clean (one `git status`), also against
                       Python's start plus that `git status` (`git status` alone is measured too)
     stop (worker)     the worker's stop there: its turn's end recorded on its session, its waiters woken
-                      (a tmux client of its pane's server, here one that is not running)
+                      (the run listening on its pipe, as `teleclaude run` does: a poke; where none listens,
+                      a tmux client of its pane's server, here one that is not running)
     stop (sandboxed)  a sandboxed worker's stop there (bubblewrap's default): its turn's end sealed into its
                       session's channel folder (TELECLAUDE_CHANNEL), no database, no tmux
     stop (claude)     a claude worker's stop there, as claude's stop input always is: it names the session's
@@ -54,6 +55,7 @@ Prints the median, the minimum and the ratio to the floor; deletes the repositor
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -339,6 +341,11 @@ def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> tuple[dict[str,
     status = json.dumps({"model": {"display_name": "Opus"}, "rate_limits": limits})
     results: dict[str, list[float]] = {}
     cpu: dict[str, list[float]] = {}
+    # the run watching the local workers listens on their pipes (sandbox.listen): each stop wakes it there
+    from teleclaude.adapters import sandbox
+
+    ids = (worker["TELECLAUDE_SESSION_ID"], "bench002", "bench004", "bench005", "bench006")
+    listening = [pipe for pipe in (sandbox.listen(root.parent / "teleclaude.db", i) for i in ids) if pipe]
 
     def measure(name: str, command: list[str], environ: dict[str, str], stdin: str = "", cwd: Path = root):
         results.setdefault(name, []).append(timed(command, cwd, environ, stdin, cpu.setdefault(name, [])))
@@ -417,9 +424,14 @@ def agent_hooks(root: Path, rounds: int, env: dict[str, str]) -> tuple[dict[str,
         stop = json.dumps({"cwd": str(tree), "session_id": "s", "hook_event_name": "Stop"})
         measure("stop (tree)", [teleclaude, "hook", "stop", "--agent", "claude"], env, stop, tree)
         measure("git status (tree)", TREE_STATUS, {**env, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}, cwd=tree)
+        for pipe in listening:  # what the run reads of its pokes
+            with contextlib.suppress(BlockingIOError):
+                os.read(pipe, 4096)
         if i < 0:
             results.clear()
             cpu.clear()
+    for pipe in listening:
+        os.close(pipe)
     return results, cpu
 
 

@@ -44,19 +44,45 @@ def wake(folder: str) -> None:
     """Poke the channel's relay, or the run watching its worker here (after a mark was left), when it has
     one; never blocks."""
     for name in (WAKE, LOOK):
-        try:
-            fd = os.open(
-                os.path.join(folder, name), os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
-            )
-        except OSError:  # no such pipe, or nobody reading it
-            continue
-        try:
-            if S_ISFIFO(os.fstat(fd).st_mode):
-                os.write(fd, b"\n")
-        except OSError:
+        poke(os.path.join(folder, name))
+
+
+def look_beside(store: str, session_id: str) -> str:
+    """The pipe the run watching a local worker that is not sandboxed reads to be woken by its hooks (its
+    stop's, after recording its turn's end in the database): beside the sandboxed workers' channels."""
+    return f"{store}.channels/{session_id}.{LOOK}"
+
+
+def poke(path: str) -> bool:
+    """A byte into the pipe at `path` (never blocks); False when it is no pipe or nobody reads it."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:  # no such pipe, or nobody reading it
+        return False
+    try:
+        return S_ISFIFO(os.fstat(fd).st_mode) and os.write(fd, b"\n") == 1
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def listen(path: str) -> int | None:
+    """The pipe at `path` (made when missing), opened to read without blocking: readable once poked. Opened
+    to write too, as a relay's is (remote_sandbox.py): a pipe all of whose writers have gone would read as at
+    its end, readable at every select. None when it cannot be made or opened, or is no pipe."""
+    try:
+        try:  # noqa: SIM105 (contextlib: more than this module's imports)
+            os.mkfifo(path, 0o600)
+        except FileExistsError:
             pass
-        finally:
-            os.close(fd)
+        fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    if not S_ISFIFO(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
 
 
 READ_MOST = (

@@ -74,8 +74,11 @@ def waited_for_cpu(group: int) -> float | None:
     return most
 
 
-def end(processes: dict[str, Popen[bytes]], pipes: dict[str, int | None]) -> None:
-    """Kill and reap `processes`, close `pipes` (both emptied): what an owner of long-lived clients leaves."""
+def end(
+    processes: dict[str, Popen[bytes]], pipes: dict[str, int | None], pidfds: Pidfds | None = None
+) -> None:
+    """Kill and reap `processes`, close `pipes` (both emptied) and `pidfds`: what an owner of long-lived
+    clients leaves."""
     for process in processes.values():
         process.kill()
         process.wait()
@@ -85,16 +88,61 @@ def end(processes: dict[str, Popen[bytes]], pipes: dict[str, int | None]) -> Non
             with suppress(OSError):
                 os.close(pipe)
     pipes.clear()
+    if pidfds is not None:
+        pidfds.close()
+
+
+class Pidfds:
+    """The pidfds of long-lived child processes that are selected on again and again (a run's wait-for
+    clients, one a worker: every look and every sleep of its wait selects on them), each opened once and
+    closed when its process is `drop`ped (reopening them all at each was ~80 opens a second at thirty)."""
+
+    def __init__(self) -> None:
+        self._fds: dict[Popen[bytes], int] = {}
+
+    def of(self, processes: Iterable[Popen[bytes]]) -> list[int] | None:
+        """The pidfd of each of `processes`, opened now for those it has none of yet; None where Linux has
+        no pidfds (or one could not be opened: a process reaped already)."""
+        found = []
+        for process in processes:
+            fd = self._fds.get(process)
+            if fd is None:
+                if process.returncode is not None:  # reaped: its pid may be another's now
+                    return None
+                try:
+                    fd = self._fds[process] = os.pidfd_open(process.pid)
+                except (AttributeError, OSError):
+                    return None
+            found.append(fd)
+        return found
+
+    def drop(self, process: Popen[bytes]) -> None:
+        fd = self._fds.pop(process, None)
+        if fd is not None:
+            os.close(fd)
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
 
 
 class Exits:
     """Called: whether one of `processes` still running when it was made has ended since, or one of `fds` is
     readable (one select on their pidfds and those, no wait); never a process's end, where Linux has no
-    pidfds."""
+    pidfds. `pidfds`: where their pidfds are kept (else each is opened here and closed at the exit)."""
 
-    def __init__(self, processes: Iterable[Popen[bytes]], fds: Iterable[int] = ()) -> None:
+    def __init__(
+        self, processes: Iterable[Popen[bytes]], fds: Iterable[int] = (), pidfds: Pidfds | None = None
+    ) -> None:
         self.fds: list[int] = []
         self.others = list(fds)
+        self.owned = pidfds is None
+        if pidfds is not None:
+            kept = pidfds.of(processes) or []
+            ended = set(select.select(kept, [], [], 0)[0]) if kept else set()  # a readable pidfd: ended
+            self.fds = [fd for fd in kept if fd not in ended]
+            return
         try:
             for process in processes:
                 if process.poll() is None:
@@ -106,8 +154,9 @@ class Exits:
         return self
 
     def __exit__(self, *_: object) -> None:
-        for fd in self.fds:
-            os.close(fd)
+        if self.owned:
+            for fd in self.fds:
+                os.close(fd)
         self.fds = []
 
     def __call__(self) -> bool:
@@ -116,12 +165,16 @@ class Exits:
 
 
 def sleep_until_ended(
-    processes: Iterable[Popen[bytes]], seconds: float, fds: Iterable[int] = ()
+    processes: Iterable[Popen[bytes]], seconds: float, fds: Iterable[int] = (), pidfds: Pidfds | None = None
 ) -> tuple[bool, frozenset[int]]:
     """Sleep `seconds`, or less when one of `processes` ends or one of `fds` is readable: in one select on
-    their pidfds (`Exits`') where Linux has them, else a look every 50 ms. Whether a process ended, and the
-    `fds` readable then."""
+    their pidfds (`Exits`', or those kept in `pidfds`) where Linux has them, else a look every 50 ms. Whether
+    a process ended, and the `fds` readable then."""
     processes, fds = list(processes), list(fds)
+    kept = pidfds.of(processes) if pidfds is not None else None
+    if kept is not None:  # one already ended is readable at once
+        ready = select.select([*kept, *fds], [], [], max(seconds, 0.0))[0]
+        return any(fd in kept for fd in ready), frozenset(fd for fd in ready if fd in fds)
     if any(p.poll() is not None for p in processes):
         return True, frozenset()
     with Exits(processes) as exits:

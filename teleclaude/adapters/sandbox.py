@@ -538,27 +538,22 @@ def read_box(store: Path, session_id: str) -> list[str] | None:
 def close_channel(store: Path, session_id: str) -> None:
     shutil.rmtree(channel_folder(store, session_id), ignore_errors=True)
     box_file(store, session_id).unlink(missing_ok=True)
+    Path(channel.look_beside(str(store), session_id)).unlink(missing_ok=True)
 
 
 WAKE = channel.WAKE
 
 
 def listen(store: Path, session_id: str) -> int | None:
-    """A local sandboxed worker's channel's pipe its hooks poke after leaving a mark (`channel.LOOK`),
-    opened to read without blocking (readable once poked); None when the session has no channel here.
-    Opened to write too, as the relay's is (remote_sandbox.py): a pipe all of whose writers have gone would
-    read as at its end, readable at every select."""
-    path = channel_folder(store, session_id) / channel.LOOK
-    try:
-        with suppress(FileExistsError):
-            os.mkfifo(path, 0o600)
-        fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:  # no channel (not sandboxed), or it was closed meanwhile
-        return None
-    if not stat.S_ISFIFO(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    return fd
+    """The pipe a local worker's hooks poke after leaving their news, opened to read (`channel.listen`): a
+    sandboxed worker's in its channel (`channel.LOOK`), another's beside the channels (`look_beside`: its
+    stop wakes the run through it, not through a tmux client). None when it could not be made."""
+    folder = channel_folder(store, session_id)
+    if folder.is_dir():
+        return channel.listen(str(folder / channel.LOOK))
+    with suppress(OSError):
+        folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return channel.listen(channel.look_beside(str(store), session_id))
 
 
 def relayed(folder: Path) -> bool:

@@ -434,11 +434,11 @@ class Fleet(Tmux):
     def unreachable(self) -> frozenset[str]:
         return frozenset(name for name, remote in self.remotes.items() if remote.down_since is not None)
 
-    def glance(self, pane_id: str) -> tuple[PaneView | None, list[str]]:
+    def glance(self, pane_id: str, press: str = "", typed: str = "") -> tuple[PaneView | None, list[str]]:
         tmux, bare = self._route(pane_id)
         if tmux is self:
-            return super().glance(pane_id)
-        view, screen = tmux.glance(bare)
+            return super().glance(pane_id, press, typed)
+        view, screen = tmux.glance(bare, press, typed)
         return (None if view is None else replace(view, pane_id=pane_id)), screen
 
     def capture(self, pane_id: str, start: int, end: int, history_size: int | None = None) -> list[str]:

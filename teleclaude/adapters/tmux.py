@@ -19,7 +19,6 @@ import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from teleclaude.adapters.tmux_control import PaneEvents
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("teleclaude")
 STRAGGLER_GRACE = 1.0  # seconds a pane's process has to end after tmux hung up on it
+SCAN_EVERY = 0.2  # seconds between two scans of every process for the groups of ended panes (`_Stragglers`)
 
 _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="tmux")
 _VIEW_FORMAT = "\t".join(
@@ -129,9 +129,11 @@ class Tmux:
         import libtmux.exc
 
         if self._server is None:  # a path (an orchestrator's server, from its $TMUX) or a name under -L
-            path = "/" in self.socket
+            program = shutil.which("tmux")  # found once: else libtmux looks along PATH at every command
             self._server = (
-                libtmux.Server(socket_path=self.socket) if path else libtmux.Server(socket_name=self.socket)
+                libtmux.Server(socket_path=self.socket, tmux_bin=program)
+                if "/" in self.socket
+                else libtmux.Server(socket_name=self.socket, tmux_bin=program)
             )
         try:
             result = self._server.cmd(*args)
@@ -245,14 +247,20 @@ class Tmux:
             raise
         return views_of(lines)
 
-    def glance(self, pane_id: str) -> tuple[PaneView | None, list[str]]:
+    def glance(self, pane_id: str, press: str = "", typed: str = "") -> tuple[PaneView | None, list[str]]:
         """One pane's view and its screen, in one tmux client (a start's prompt wait looks many times a
-        second; `views` lists every pane of the server); `(None, [])` when the pane or its server is gone."""
+        second; `views` lists every pane of the server); `(None, [])` when the pane or its server is gone. A
+        delivery's keys go in the same client (each client is ~2.5 ms of CPU): `typed`, text typed before
+        (as `send_text`; a pane gone then raises as there), `press`, a key pressed after (an Enter, and the
+        screen from just before it)."""
         show_view = ("display-message", "-p", "-t", pane_id, _VIEW_FORMAT)
+        before = ("send-keys", "-t", pane_id, "-l", "--", _literal(typed), ";") if typed else ()
+        then = (";", "send-keys", "-t", pane_id, press) if press else ()
         try:
-            lines = self.cmd(*show_view, ";", "capture-pane", "-p", "-t", pane_id)
+            lines = self.cmd(*before, *show_view, ";", "capture-pane", "-p", "-t", pane_id, *then)
         except TmuxError as error:
-            if _no_server(error) or any(f"can't find {what}" in str(error) for what in ("pane", "window")):
+            gone = any(f"can't find {what}" in str(error) for what in ("pane", "window"))
+            if not typed and (_no_server(error) or gone):
                 return None, []
             raise
         view = _view(lines[0], 0)
@@ -282,9 +290,7 @@ class Tmux:
         return self.capture(pane_id, 0, view.height - 1)
 
     def send_text(self, pane_id: str, text: str) -> None:
-        # tmux ends a command at an argument ending in `;` and drops that `;` (an argument ending in `\;`
-        # keeps it, without the backslash): so a text ending in `;` (or in `\;`) is typed whole
-        self.cmd("send-keys", "-t", pane_id, "-l", "--", f"{text[:-1]}\\;" if text.endswith(";") else text)
+        self.cmd("send-keys", "-t", pane_id, "-l", "--", _literal(text))
 
     def send_key(self, pane_id: str, key: str) -> None:
         self.cmd("send-keys", "-t", pane_id, key)
@@ -411,6 +417,12 @@ def mark_own_pane(value: str, option: str = TURN_END_OPTION, wake: str = "") -> 
     return done.returncode == 0
 
 
+def _literal(text: str) -> str:
+    """`text` as `send-keys -l` types it whole: tmux ends a command at an argument ending in `;` and drops
+    that `;` (an argument ending in `\\;` keeps it, without the backslash)."""
+    return f"{text[:-1]}\\;" if text.endswith(";") else text
+
+
 def _view(row: str, listed_at: int) -> PaneView:
     (
         pane_id,
@@ -488,23 +500,26 @@ class _Stragglers:
                 self._thread.start()
 
     def _watch(self) -> None:
-        pause = 0.01  # most are gone within a few ms
+        pause, scanned = 0.01, float("-inf")  # most are gone within a few ms
         while True:
             with self._lock:
                 due = dict(self._due)
                 if not due:
                     self._thread = None
                     return
-            alive = _live_groups(list(due), self._members)
+            # a scan of every process tells a group whose leader is gone (a zombie, where init does not reap
+            # it, is no process): one every SCAN_EVERY for all of them (thirty hand-overs, one scan each,
+            # were a third of a run's own CPU), and before any group is killed
             now = time.monotonic()
+            scan = now - scanned >= SCAN_EVERY or any(now >= deadline for deadline in due.values())
+            alive = _live_groups(list(due), self._members, scan)
+            scanned = now if scan else scanned
             with self._lock:
                 for group, deadline in due.items():
-                    if group not in alive:
-                        self._due.pop(group, None)
-                        self._members.pop(group, None)
-                    elif now >= deadline:
+                    if group in alive and now >= deadline:
                         with suppress(ProcessLookupError, PermissionError):
                             os.killpg(group, signal.SIGKILL)
+                    if group not in alive or now >= deadline:
                         self._due.pop(group, None)
                         self._members.pop(group, None)
                 if not self._due:
@@ -523,14 +538,16 @@ class _Stragglers:
 _STRAGGLERS = _Stragglers()
 
 
-def _live_groups(candidates: list[int], members: dict[int, set[int]] | None = None) -> set[int]:
+def _live_groups(
+    candidates: list[int], members: dict[int, set[int]] | None = None, scan: bool = True
+) -> set[int]:
     """Those of `candidates` that have a process not yet ended. On Linux a zombie does not count: once its
     tmux server is gone, a pane's process is a child of init, which in a container may never reap it. A group
     with no process at all, or whose leader (the pane's process) or a process of it found by an earlier scan
     (`members`, kept up to date) lives, is told without reading every process's /proc entry (~10 ms on a
     busy machine: the stragglers of thirty sessions ended at once scanned it every 10-50 ms); only the
-    others are looked for there."""
-    if not Path("/proc/self/stat").exists():
+    others are looked for there, unless `scan` is False: then they count as alive."""
+    if not os.path.exists("/proc/self/stat"):
         return {group for group in candidates if _signalable(group)}
     groups, unsure = set(), set()
     for group in candidates:
@@ -540,30 +557,37 @@ def _live_groups(candidates: list[int], members: dict[int, set[int]] | None = No
             groups.add(group)
         else:
             unsure.add(group)
-    if not unsure:
-        return groups
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        found = _proc_state(stat)
+    if not unsure or not scan:
+        return groups | unsure
+    for name in os.listdir("/proc"):
+        found = _proc_state(f"/proc/{name}/stat") if name.isdigit() else None
         if found is not None and found[0] != "Z" and found[1] in unsure:
             groups.add(found[1])
             if members is not None:
-                members.setdefault(found[1], set()).add(int(stat.parent.name))
+                members.setdefault(found[1], set()).add(int(name))
     return groups
 
 
 def _in_group(pid: int, group: int) -> bool:
     """The process `pid` lives (not a zombie) in process group `group`."""
-    found = _proc_state(Path(f"/proc/{pid}/stat"))
+    found = _proc_state(f"/proc/{pid}/stat")
     return found is not None and found[0] != "Z" and found[1] == group
 
 
-def _proc_state(stat: Path) -> tuple[str, int] | None:
-    """A process's state letter and process group, from its /proc stat; None when it ended meanwhile."""
+def _proc_state(stat: str) -> tuple[str, int] | None:
+    """A process's state letter and process group, from its /proc stat (read with `os`: a scan reads every
+    process's); None when it ended meanwhile."""
     try:
-        state, _, group = stat.read_text().rsplit(") ", 1)[1].split()[:3]
-        return state, int(group)
+        fd = os.open(stat, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        state, _, group = os.read(fd, 4096).rsplit(b") ", 1)[1].split()[:3]
+        return state.decode(), int(group)
     except (OSError, IndexError, ValueError):
         return None
+    finally:
+        os.close(fd)
 
 
 def _signalable(group: int) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 
-from teleclaude.adapters import sandbox
+from teleclaude.adapters import channel, sandbox
 from teleclaude.adapters.fs import read_tail
 from teleclaude.adapters.store import StoreError, marking_unavailable
 from teleclaude.adapters.tmux import (
@@ -48,6 +48,7 @@ class HookNews:
     _usage_seen: dict[tuple[str, str], datetime]
     _spend_read: dict[str, tuple[str, int, int]]
     _listening: dict[str, int | None]
+    _channel_marks: dict[str, frozenset[str]]
     report: Callable[[str, str, str | None, str], object] | None
 
     # --- a sandboxed worker's channel here, listened to ----------------------------------------------------
@@ -134,7 +135,11 @@ class HookNews:
 
     def _wake(self, session: Session) -> None:
         """A hook's news is saved: whoever waits on the session (`wait`, in another process) looks at once,
-        not at its next poll: through the channel they listen on, which its pane's exit also signals."""
+        not at its next poll: the run listening on its pipe (`sandbox.listen`) through that, without a tmux
+        client; else through the wait-for channel its pane's exit also signals (a signal that finds no waiter
+        wakes the next). As record.py `end_turn_plainly` wakes them."""
+        if channel.poke(channel.look_beside(str(self.context.store.path), session.id)):
+            return
         try:
             self.context.tmux.signal(exit_channel(session.id))
         except TmuxError as error:
@@ -266,6 +271,7 @@ class HookNews:
         the pane's marks are, with (its CLI's id of the session, its record) its tool uses named.
         `files`: what the folder holds (`sandbox.listing`)."""
         if session.computer in self.context.config.remotes or not files:
+            self._channel_marks.pop(session.id, None)
             return view, ("", "")
         folder = sandbox.channel_folder(self.context.store.path, session.id)
         uses = sandbox.take_tool_uses(folder) if sandbox.TOOL_USES in files else []
@@ -275,6 +281,7 @@ class HookNews:
             self.context.store.add_tool_use(tool_use(session.id, str(use["tool"]), use.get("input"), at, cwd))
         named = sandbox.named_in(uses)
         marks = sandbox.read_marks(folder, files)
+        self._channel_marks[session.id] = frozenset(marks)
         if not marks:
             return view, named
         return replace(
@@ -326,10 +333,15 @@ class HookNews:
         )
         return self.context.store.get(session.id) or session
 
-    def _clear_mark(self, session: Session, option: str) -> None:
-        if session.computer not in self.context.config.remotes:
+    def _clear_mark(self, session: Session, option: str, forged: bool = False) -> None:
+        """A mark recorded (or `forged`: not sealed with its session's key) taken away: from a local worker's
+        channel, and from its pane unless the mark read was its channel's (a sandboxed worker's hooks reach
+        no pane: a tmux client fewer at each of its turn's ends)."""
+        local = session.computer not in self.context.config.remotes
+        if local:
             sandbox.clear_mark(sandbox.channel_folder(self.context.store.path, session.id), option)
-        self.context.tmux.clear_mark(session.pane_id, option)
+        if forged or not local or option not in self._channel_marks.get(session.id, ()):
+            self.context.tmux.clear_mark(session.pane_id, option)
 
     def _sealed(self, session: Session, option: str, mark: str) -> str | None:
         """What the session's own hook marked its pane with; a mark not sealed with the session's key (set by
@@ -339,7 +351,7 @@ class HookNews:
         payload = unseal(session.key, session.id, option, mark)
         if payload is None:
             log.warning("session %s: its pane's %s was not set by its own hook: ignored", session.id, option)
-            self._clear_mark(session, option)
+            self._clear_mark(session, option, forged=True)
         return payload
 
     def record_stop_failure(

@@ -120,7 +120,9 @@ class Launcher(PromptWait):
             if isinstance(opened, Error):
                 return opened
             try:  # looked at less often than a start someone waits on: its step is still at work
-                screen = self._wait_for_prompt(opened, profile, pause=AHEAD_POLL, longest=AHEAD_LONGEST)
+                screen = self._wait_for_prompt(
+                    opened, profile, pause=AHEAD_POLL, longest=AHEAD_LONGEST, first=AHEAD_POLL
+                )
             except TmuxError as error:
                 screen = Error(ErrorCode.TMUX_FAILED, str(error))
             except BaseException:
@@ -391,8 +393,8 @@ class Launcher(PromptWait):
                 start = past_replay(view, rows, profile.prompt, before) if view is not None else start
             for _ in range(COMMAND_ATTEMPTS):
                 shown = shown_as_message(screen, text.strip())  # the prompt's screen: a tmux client fewer
-                self._type_command(session, profile, text)
-                entered = self.panes.press_enter(session, typed=text.strip())
+                seen = self._type_command(session, profile, text)
+                entered = self.panes.press_enter(session, typed=text.strip(), seen=seen)
                 # a loaded CLI may redraw so late that the line seems not to move, yet shows it sent
                 if not entered and expansion:
                     entered = command_taken(self._screen(session), text.strip(), expansion, shown) is not None

@@ -8,6 +8,7 @@ import re
 import time
 import weakref
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -63,6 +64,7 @@ from teleclaude.runtime.panes import Panes
 log = logging.getLogger("teleclaude.runtime")
 
 MAX_WAIT = 60.0
+_LOOKS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="look")  # the looks at poked workers
 _SCAN_LINES = 2000
 _BLOCKABLE = (SessionState.RUNNING, SessionState.STALLED, SessionState.TURN_ENDED)
 
@@ -72,19 +74,20 @@ class Observer(HookNews):
         self.context = context
         self.panes = panes
         # One `tmux wait-for` per watched session, kept from one wait to the next (a run loop waits every
-        # second: starting a client per session per wait was most of its own CPU); ended with the observer.
+        # second: starting a client per session per wait was most of its own CPU), with its pidfd (every look
+        # and sleep selects on them); ended with the observer.
         self._waiters: dict[str, Popen[bytes]] = {}
-        # The sessions the last wait looked at, and when. A run loop returns from a wait every second to
-        # redraw its status line and waits again at once: that wait starts from the stored rows of the look
-        # just taken rather than looking again (a look lists the panes and reads those that printed), and
-        # looks next once `_every` is over (core/looks.py: a poll interval, longer while the looks find
-        # nothing new), or at once when a watched pane exits or a hook wakes it. `_printed`: the look under
-        # way read a pane that printed.
+        self._pidfds = procs.Pidfds()
+        # The sessions the last wait looked at, and when. A run loop waits again each second, from the rows
+        # of the look just taken (a look lists the panes, reads those that printed); it looks next once
+        # `_every` is over (core/looks.py: a poll interval, longer while the looks find nothing new), or at
+        # once when a watched pane exits or a hook wakes it. `_printed`: the look under way read one that did.
         self._looked: tuple[frozenset[str], float] = (frozenset(), float("-inf"))
         self._every, self._printed = 0.0, False
-        # (agent, window) -> when the usage this observer last kept was seen: a transcript read at every look
-        # writes only what is new
+        # (agent, window) -> when the usage this observer last kept was seen: each look writes only news
         self._usage_seen: dict[tuple[str, str], datetime] = {}
+        # session id -> the marks its channel held at its last look (those are not its pane's: `_clear_mark`)
+        self._channel_marks: dict[str, frozenset[str]] = {}
         # What the last look read of each pane: a pane that printed nothing since (by its output events, when
         # `Tmux.follow`s, or by tmux's time of its last output) is not read again (its screen and rows cannot
         # have changed).
@@ -103,7 +106,7 @@ class Observer(HookNews):
         self._pokes: frozenset[str] = frozenset()
         # ended once nothing holds the observer, or at exit (atexit.register(self._stop_waiters) kept every
         # observer, and its last clients unreaped: hundreds of zombie `tmux: client`s in a test worker)
-        weakref.finalize(self, procs.end, self._waiters, self._listening)
+        weakref.finalize(self, procs.end, self._waiters, self._listening, self._pidfds)
 
     # --- looking -------------------------------------------------------------------------------------------
 
@@ -153,32 +156,34 @@ class Observer(HookNews):
         """`refresh`, and whether it looked at every live session: `news` is asked after each, and a look it
         answers True stops there (a hook's news is told before the rest are looked at: at thirty workers
         under load a look outlasted second after second of hand-overs). A whole look sets when the next is
-        due (`_every`: later when no pane printed and no session changed)."""
+        due (`_every`: later when no pane printed and no session changed). A look not `whole` (the workers
+        whose hooks poked) looks at them side by side: each waits on a capture and a write to the store."""
         live = [s for s in sessions if not s.state.is_final]
         if not live:
             return sessions, True
         self._printed = False
         views = self.panes.views()
         down = self.context.tmux.unreachable()  # after the views: they find out
+
+        def look(s: Session) -> Session:
+            view = views.get(s.pane_id)
+            return self._unreachable(s) if s.computer in down else self._observe_safely(s, view)
+
+        if not whole:
+            fresh = dict(zip([s.id for s in live], _LOOKS.map(look, live), strict=True))
+            return [fresh.get(s.id, s) for s in sessions], False
         fresh = {}
         for s in live:
-            fresh[s.id] = (
-                self._unreachable(s) if s.computer in down else self._observe_safely(s, views.get(s.pane_id))
-            )
+            fresh[s.id] = look(s)
             if news is not None and len(fresh) < len(live) and news():
                 return [fresh.get(s.id, s) for s in sessions], False
-        if not whole:
-            return [fresh.get(s.id, s) for s in sessions], False
         config, changed = self.context.config, any(fresh[s.id].state is not s.state for s in live)
         remote = any(s.computer in config.remotes for s in live)
         self._every = look_every(self._every, config.poll_interval, self._printed or changed, remote)
         watched = {s.pane_id for s in fresh.values() if not s.state.is_final}
-        for pane_id in [p for p in self._read if p not in watched]:
-            del self._read[pane_id]
-        for pane_id in [p for p in self._shown if p not in watched]:
-            del self._shown[pane_id]
-        for session_id in [i for i in self._spend_read if i not in fresh]:
-            del self._spend_read[session_id]
+        self._read = {pane: read for pane, read in self._read.items() if pane in watched}
+        self._shown = {pane: shown for pane, shown in self._shown.items() if pane in watched}
+        self._spend_read = {i: read for i, read in self._spend_read.items() if i in fresh}
         return [fresh.get(s.id, s) for s in sessions], True
 
     # --- waiting -------------------------------------------------------------------------------------------
@@ -228,7 +233,7 @@ class Observer(HookNews):
                     return Waited(tuple(stored), tuple(sessions), False)
                 # a look also stops at a sandboxed worker's poke, and at the caller's `wake`
                 pipes = [*self._listening_to(), *([wake] if wake is not None else [])]
-                with procs.Exits(self._waiters.values(), pipes) as news:
+                with procs.Exits(self._waiters.values(), pipes, self._pidfds) as news:
                     sessions, whole = self._look_at(sessions, news)
                 if whole:
                     self._looked = (frozenset(ids), time.monotonic())
@@ -250,7 +255,8 @@ class Observer(HookNews):
                 return Waited((), tuple(sessions), bool(ids) and not over)
             channels = self._listened([s for s in watching if s.computer not in remotes])
             pipes = [*channels, *([wake] if wake is not None else [])]
-            ended, ready = procs.sleep_until_ended(waiters, min(poll, deadline - time.monotonic()), pipes)
+            left = min(poll, deadline - time.monotonic())
+            ended, ready = procs.sleep_until_ended(waiters, left, pipes, self._pidfds)
             poked = poked | self._poked(channels, ready)
             woken = self._forget_signalled(watched) or ended or bool(poked)  # one that ended after the sleep
             if wake in ready:  # the caller's own news: a hook's is told at its next wait
@@ -260,26 +266,23 @@ class Observer(HookNews):
             just_looked = not (fresh or woken) and self._looked_within(ids, due(self._every, poll), True)
 
     def _looked_within(self, ids: list[str], seconds: float, joined_too: bool = False) -> bool:
-        """The last look took in every one of `ids`, less than `seconds` ago; `joined_too`: the last look,
-        less than `seconds` ago, whichever of `ids` it took in (those that joined since are looked at with
-        the rest at the next)."""
+        """The last look took in every one of `ids` (`joined_too`: whichever it took in; those that joined
+        since are looked at with the rest at the next), less than `seconds` ago."""
         looked_ids, looked_at = self._looked
         return time.monotonic() - looked_at < seconds and (joined_too or set(ids) <= looked_ids)
 
     def _waiter(self, session_id: str, tmux) -> Popen[bytes]:
         """The session's wait-for client. One that saw its signal between two waits is returned as it is: its
         end is the wake-up of the next sleep (tmux wakes one waiter per signal; a new one would sleep on)."""
-        waiter = self._waiters.get(session_id)
-        if waiter is None:
-            waiter = self._waiters[session_id] = tmux.wait_for(exit_channel(session_id))
-        return waiter
+        if session_id not in self._waiters:
+            self._waiters[session_id] = tmux.wait_for(exit_channel(session_id))
+        return self._waiters[session_id]
 
     def _forget_signalled(self, session_ids: Iterable[str]) -> bool:
-        """Forget the waiters of `session_ids` that saw their signal (the next wait starts new ones); True
-        when there was one."""
+        """Forget those of `session_ids`' waiters that saw their signal (the next wait starts new ones)."""
         ended = [i for i in session_ids if i in self._waiters and self._waiters[i].poll() is not None]
         for session_id in ended:
-            del self._waiters[session_id]
+            self._pidfds.drop(self._waiters.pop(session_id))
         return bool(ended)
 
     def _stop_waiters(self, session_ids: Iterable[str] | None = None) -> None:
@@ -287,6 +290,7 @@ class Observer(HookNews):
         for session_id in ids:
             waiter = self._waiters.pop(session_id, None)
             if waiter is not None:
+                self._pidfds.drop(waiter)
                 waiter.kill()
                 waiter.wait()
         self._unlisten(None if session_ids is None else ids)
@@ -549,10 +553,8 @@ class Observer(HookNews):
         if session == before:
             return session
         saved = self.context.store.save(session, expect=before.state, events=events)
-        if saved is None:
-            return (
-                self.context.store.get(before.id) or session
-            )  # another observer was quicker; it did the same
+        if saved is None:  # another observer was quicker; it did the same
+            return self.context.store.get(before.id) or session
         if isinstance(due, Reminder):
             self.panes.type_or_log(saved, due.text, interrupt=due.interrupt)
         if unresponsive is not None:  # as a limit: the planner falls back to the step's next agent
@@ -562,8 +564,7 @@ class Observer(HookNews):
 
 @dataclass(frozen=True)
 class _Read:
-    """One look's reading of a pane: its output mark then (an events count or an output time), its view's
-    shape, the reading position after it, the unfinished row and the screen."""
+    """A look's reading of a pane: output mark (events count or output time), shape, position, screen."""
 
     mark: tuple[str, int]
     shape: tuple[int, int, int, int, bool]

@@ -15,6 +15,7 @@ from teleclaude.runtime.core.screens import shows_typed, typed_at
 from teleclaude.runtime.core.sessions import Chunk, Cursor, PaneView, Session, StaleView, read_since
 
 log = logging.getLogger("teleclaude.runtime")
+Glanced = tuple[PaneView | None, list[str]]  # a pane's view and screen (`Tmux.glance`)
 # seconds for a typed line to show before Enter is pressed all the same (a CLI may show a long line otherwise,
 # as a placeholder for pasted text); a loaded machine takes seconds to draw it
 SHOWN_WAIT = 10.0
@@ -78,7 +79,9 @@ class Panes:
         chunk = read_since(view, cursor, capture, lines, size)  # a pane that never stops: take it as it is
         return chunk, tmux.screen(session.pane_id, view)
 
-    def press_enter(self, session: Session, attempts: int = 3, typed: str = "") -> bool:
+    def press_enter(
+        self, session: Session, attempts: int = 3, typed: str = "", seen: Glanced | None = None
+    ) -> bool:
         """Enter, then up to 1 s for the screen to change, pressed again with twice the wait each time (the
         last up to `command_wait`): agent CLIs drop an Enter that comes too soon, and on a loaded machine a
         slow one (opencode) takes seconds to show a taken Enter. With `typed`, the typed line must move or
@@ -91,19 +94,21 @@ class Panes:
 
         Every look compares with the screen from before the first Enter: an Enter taken just after its wait
         ran out is still seen taken (compared with a screen looked at after it, it never would be). An
-        Enter its CLI has not read yet (`unread_input`) is not pressed again: its wait counts from then."""
+        Enter its CLI has not read yet (`unread_input`) is not pressed again: its wait counts from then.
+        `seen`: the pane as glanced at in the client that typed the line (`Tmux.glance`'s `typed`)."""
         tmux = self.context.tmux
         if typed:
-            self._until_shown(session, typed)
+            self.until_screen(session, partial(shows_typed, typed=typed), SHOWN_WAIT, seen=seen)
         time.sleep(self.context.config.settle_of(session.agent))
         pane = session.pane_id
         mark = tmux.output_mark(pane)
-        view, screen = tmux.glance(pane)
+        view, screen = tmux.glance(pane, press="Enter")  # the screen before the first Enter, in its client
         if view is None or view.dead:
             return True  # nothing left to press Enter in; observing says what happened
         before = _where(screen, typed)
         for attempt in range(attempts):
-            tmux.send_key(pane, "Enter")
+            if attempt:
+                tmux.send_key(pane, "Enter")
             # the last Enter is waited on up to `command_wait`: a CLI starved of CPU may take that long to
             # redraw, and an Enter it took must not be told as dropped (nor its line typed again)
             last = attempt == attempts - 1
@@ -131,21 +136,23 @@ class Panes:
             return False
         return bool(self.context.tmux.unread_input(session.pane_id))
 
-    def _until_shown(self, session: Session, typed: str, seconds: float = SHOWN_WAIT) -> None:
-        """Up to `seconds` for `typed` to show on the pane's screen, in one row or wrapped over several."""
-        self.until_screen(session, partial(shows_typed, typed=typed), seconds)
-
     def until_screen(
-        self, session: Session, shows: Callable[[list[str]], bool], seconds: float, pause: float = 0.02
+        self,
+        session: Session,
+        shows: Callable[[list[str]], bool],
+        seconds: float,
+        pause: float = 0.02,
+        seen: Glanced | None = None,
     ) -> None:
         """Up to `seconds` for the pane's screen to satisfy `shows` (or for the pane to be gone or dead):
         looked at again when it printed, after `pause` and longer pauses (`backed_off`) when its output is
-        not reported as events."""
+        not reported as events. `seen`: its first look, taken already (with the keys just typed)."""
         tmux, pane = self.context.tmux, session.pane_id
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             mark = tmux.output_mark(pane)
-            view, screen = tmux.glance(pane)
+            view, screen = seen or tmux.glance(pane)
+            seen = None
             if view is None or view.dead or shows(screen):
                 return
             # a pane that died prints nothing: looked at every 0.25 s all the same
@@ -171,8 +178,8 @@ class Panes:
         if interrupt:
             tmux.send_key(session.pane_id, "Escape")
             time.sleep(settle)
-        tmux.send_text(session.pane_id, text)
-        if not self.press_enter(session, attempts=2, typed=text):
+        seen = tmux.glance(session.pane_id, typed=text)  # the line typed, and the first look for it
+        if not self.press_enter(session, attempts=2, typed=text, seen=seen):
             unsent = NotSent(
                 f"{session.agent}: {text!r} is still in the worker's input: the screen did not change after "
                 "Enter, pressed twice (the CLI busy or redrawing).\nRead the session's output and send the "

@@ -33,7 +33,7 @@ from teleclaude.runtime.core.screens import (
     waiting_for_input,
 )
 from teleclaude.runtime.core.sessions import Change, PaneView, Session
-from teleclaude.runtime.panes import LOOK_EVERY, Panes, backed_off
+from teleclaude.runtime.panes import LOOK_EVERY, Glanced, Panes, backed_off
 from teleclaude.runtime.worker_setup import EXIT_OUTPUT_WAIT, delivery_failed, resume_refused
 
 log = logging.getLogger("teleclaude.runtime")
@@ -48,17 +48,16 @@ class PromptWait:
     context: Context
     panes: Panes
 
-    def _type_command(self, session: Session, profile: AgentProfile, text: str) -> None:
+    def _type_command(self, session: Session, profile: AgentProfile, text: str) -> Glanced | None:
         """Type the command line; with the profile's `command_listed`, the command's name first and the rest
         once the CLI lists the command (it knows it), or after `command_wait` (with `command_retype`, after
         `startup_timeout`: `_until_listed`): an unknown command then gets the CLI's own answer, as without
-        the rule."""
+        the rule. The line typed at once is glanced at in the same tmux client: that glance."""
         tmux, pane = self.context.tmux, session.pane_id
         name = profile.command_name(session.command)
         head = f"{profile.command_sign}{name}"
         if not profile.command_listed or not text.startswith(head):
-            tmux.send_text(pane, text)
-            return
+            return tmux.glance(pane, typed=text)
         tmux.send_text(pane, head)
         listed = partial(command_listed, listed_pattern=profile.command_listed, name=name)
         emptied = partial(waiting_for_input, prompt_pattern=profile.prompt, busy_pattern=profile.busy)
@@ -73,13 +72,14 @@ class PromptWait:
                 tmux.send_key(pane, "BSpace")
             self.panes.until_screen(session, empty, self.context.config.command_wait)
             tmux.send_text(pane, text)
-            return
+            return None
         self.panes.until_screen(session, listed, self.context.config.command_wait, pause=0.05)
         if text[len(head) :]:
             tmux.send_text(pane, text[len(head) :])
             # the arguments typed: Enter while the CLI still lists the command (gemini under load, its list
             # behind its input) takes the listed name in place of the last word, and sends nothing
             self.panes.until_screen(session, lambda rows: not listed(rows), self.context.config.command_wait)
+        return None
 
     def _until_listed(
         self,
@@ -142,6 +142,7 @@ class PromptWait:
         pause: float = PROMPT_POLL,
         opened: bool = True,
         longest: float = LOOK_EVERY,
+        first: float = 0.0,
     ) -> list[str] | Error:
         """The screen once the CLI's prompt has stayed on an unchanged screen for `stable` seconds (by
         default its `prompt_stable`): a CLI may paint its prompt and then replace it by a dialog (codex's
@@ -150,7 +151,8 @@ class PromptWait:
         into. A resumed worker's prompt counts once its CLI has painted the conversation again
         (`Resume.replayed`): one that shows its prompt before it loads it loses a line typed meanwhile.
         `opened`: its pane was just opened (else its CLI's wait for a CPU is counted from now). Without output
-        events it is looked at after `pause`, then after longer pauses, up to `longest` seconds."""
+        events it is looked at after `pause`, then after longer pauses, up to `longest` seconds; the first
+        time after `first` (a worker started ahead: its CLI has drawn nothing yet, and nobody waits on it)."""
         config, tmux = self.context.config, self.context.tmux
         began = time.monotonic()
         # a worker started ahead (`stable` 0) has stood at its prompt since: one look tells, and its CPU wait
@@ -168,6 +170,8 @@ class PromptWait:
         stable_since, last = None, None
         replayed = profile.resume.replayed if session.resumed_from and profile.resume else ""
         stable = config.prompt_stable_of(session.agent) if stable is None else stable
+        if first > 0:
+            tmux.await_output(session.pane_id, tmux.output_mark(session.pane_id), first, poll=first)
         while True:
             mark = tmux.output_mark(session.pane_id)  # before the screen is read: output after it wakes us
             view, screen = tmux.glance(session.pane_id)

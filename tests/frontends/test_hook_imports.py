@@ -487,6 +487,44 @@ def test_a_worker_s_turn_end_is_recorded_with_sqlite3_alone_as_the_runtime_recor
     assert plain == by_runtime == ("turn_ended", 0, None, 2, [("turn_ended", "stop hook")])
 
 
+def test_a_local_worker_s_turn_end_wakes_the_run_listening_on_its_pipe_without_a_tmux_client(env, tmp_path):
+    """The run watching a local worker that is not sandboxed listens on a pipe of its own, beside the
+    channels (`sandbox.listen`): its stop pokes it, the plain way and stop.py's (the runtime's
+    `record_turn_end`), rather than a tmux client signalling its session's wait-for channel."""
+    from dataclasses import replace
+
+    from teleclaude.adapters import sandbox
+    from teleclaude.adapters.sessions_db import SessionStore
+    from teleclaude.config.profiles import RuntimeConfig
+    from teleclaude.runtime.api import Runtime
+
+    elsewhere = tmp_path / "elsewhere"  # in no repository: no `git status` spawned
+    elsewhere.mkdir()
+    worker = {**_worker(env, tmp_path), "TMUX": f"{tmp_path}/no-server,1,0"}
+    db = Path(env["TELECLAUDE_DB"])
+    store = SessionStore(db)
+    first = store.get("w1")
+    assert first is not None
+    store.add(replace(first, id="w2"))
+    listened = [sandbox.listen(db, session_id) for session_id in ("w1", "w2")]
+    pipes = [pipe for pipe in listened if pipe is not None]
+    try:
+        assert len(pipes) == 2 and not select.select(pipes, [], [], 0)[0]
+        stop = json.dumps({"cwd": str(elsewhere), "hook_event_name": "Stop", "session_id": "c"})
+        done, modules = run(["hook", "stop", "--agent", "codex"], worker, stop)
+        assert (done.returncode, done.stdout) == (0, "") and "teleclaude hook" not in done.stderr
+        assert "teleclaude.adapters.spawn" not in modules  # no tmux client (nor anything else) spawned
+        assert os.read(pipes[0], 64) == b"\n" and not select.select(pipes, [], [], 0)[0]
+        Runtime(RuntimeConfig(socket=f"tc-none-{tmp_path.name}"), store).record_turn_end("w2")
+        assert os.read(pipes[1], 64) == b"\n"
+    finally:
+        for pipe in pipes:
+            os.close(pipe)
+    assert [_state_and_events(str(db), i)[0] for i in ("w1", "w2")] == ["turn_ended", "turn_ended"]
+    sandbox.close_channel(db, "w1")
+    assert not Path(f"{db}.channels/w1.look").exists()  # its pipe goes with the session's channel
+
+
 @pytest.mark.parametrize("case", ["another key", "not in a pane", "stalled", "in its CLI's record"])
 def test_a_worker_s_stop_the_plain_way_cannot_decide_is_the_runtime_s(env, tmp_path, case):
     from dataclasses import replace
@@ -652,7 +690,7 @@ def test_a_local_sandboxed_worker_s_plain_turn_end_wakes_the_run_listening_on_it
     _clean_project(project)
     channel = sandbox.open_channel(store, "w1")
     listening = sandbox.listen(store, "w1")
-    assert listening is not None and sandbox.listen(store, "nobody") is None  # no channel: nothing to hear
+    assert listening is not None
     try:
         assert not select.select([listening], [], [], 0)[0]  # nothing yet, and no end of file either
         raw = json.dumps({"cwd": str(project), "hook_event_name": "Stop"})

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from teleclaude.adapters.store import AvailabilityStore
-from teleclaude.adapters.tmux import Tmux
+from teleclaude.adapters.tmux import Tmux, TmuxError
 from teleclaude.demo.stand_in import LIMIT_MESSAGES
 from teleclaude.errors import Error, ErrorCode
 from teleclaude.planner import api as app
@@ -600,6 +600,30 @@ def test_a_glance_is_one_tmux_client_with_the_panes_view_and_its_whole_screen(ru
     assert tmux.glance(pane) == (None, [])
 
 
+def test_a_delivery_s_keys_go_in_the_clients_of_its_glances(runtime, monkeypatch):
+    """A delivery types its line and presses Enter in the tmux clients that glance at the pane (each client
+    is ~2.5 ms of CPU): the line typed whole (a trailing `;` too) before the glance, the Enter after it."""
+    tmux = runtime.tmux
+    tmux.cmd("new-session", "-d", "-s", "cat", "-x", "80", "-y", "12", "cat")
+    (pane,) = tmux.views()
+    commands = tmux_commands(tmux, monkeypatch)
+    view, _ = tmux.glance(pane, typed="run the tests;")
+    assert view is not None and len(commands) == 1
+    deadline = time.monotonic() + 10
+    while "run the tests;" not in tmux.glance(pane)[1] and time.monotonic() < deadline:
+        time.sleep(0.05)  # the terminal's echo
+    before = len(commands)
+    _, screen = tmux.glance(pane, press="Enter")
+    assert len(commands) == before + 1 and screen.count("run the tests;") == 1  # the screen before the Enter
+    deadline = time.monotonic() + 10
+    while tmux.glance(pane)[1].count("run the tests;") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert tmux.glance(pane)[1].count("run the tests;") == 2  # the Enter taken: cat wrote the line back
+    tmux.kill_session("cat")
+    with pytest.raises(TmuxError):
+        tmux.glance(pane, typed="lost")  # a line that cannot be typed is no look at a gone pane
+
+
 def test_a_worker_started_ahead_is_looked_at_a_few_times_a_second_and_still_takes_its_command(
     project, runtime, monkeypatch, watch
 ):
@@ -685,6 +709,30 @@ def test_a_sandboxed_workers_turn_end_wakes_the_wait_through_its_channel(project
         waited = runtime.wait_for_sessions([session_id], timeout=30, fresh=False)
         assert not waited.timed_out, kinds  # woken by the hook, not by the wait's end
         kinds += [event.kind for event in waited.events]
+    runtime.end_session(session_id)
+
+
+def test_a_local_workers_turn_end_wakes_the_wait_through_its_pipe_not_a_tmux_client(
+    project, runtime, monkeypatch
+):
+    """A worker that is not sandboxed records its turn's end itself and pokes the pipe the wait listens on
+    beside the channels: told at once (the next look is a minute away), its wait-for client left waiting
+    (a tmux client signalling it would have ended it)."""
+    from teleclaude.config.profiles import SandboxMode
+
+    monkeypatch.setenv("FAKE_AGENT", "hook")
+    runtime.context.config = replace(
+        runtime.config, poll_interval=60.0, idle_threshold=60.0, sandbox=SandboxMode.OFF
+    )
+    started = start(runtime, dispatch(project))
+    session_id = started.session.id
+    kinds: list[EventKind] = []
+    while EventKind.TURN_ENDED not in kinds:
+        waited = runtime.wait_for_sessions([session_id], timeout=30, fresh=False)
+        assert not waited.timed_out, kinds  # woken by the hook, not by the wait's end
+        kinds += [event.kind for event in waited.events]
+    waiter = runtime.observer._waiters.get(session_id)
+    assert waiter is not None and waiter.poll() is None
     runtime.end_session(session_id)
 
 

@@ -101,9 +101,10 @@ TURN_END_BUSY_MS = 1000  # the plain record's wait for the database; past it, th
 
 def end_turn_plainly(reading: tuple[str, ...] | None = None, prompt: str = "") -> bool:
     """A local worker's turn ended (no prompt to judge): recorded with the stdlib's sqlite3
-    (adapters/hook_db.py `end_turn`), its waiters woken through the tmux server its pane is in ($TMUX),
-    as the runtime records it, without loading the runtime or the project's settings. `reading`: (its
-    agent, the transcript its stop input names), for a driver that reads what it used there line by line
+    (adapters/hook_db.py `end_turn`), its waiters woken as the runtime wakes them (the run through the pipe
+    it listens on, `channel.look_beside`; else through the tmux server its pane is in, $TMUX), without
+    loading the runtime or the project's settings. `reading`: (its agent, the transcript its stop input
+    names), for a driver that reads what it used there line by line
     (`agents.TRANSCRIPT_LINES`): what it holds new kept with the turn's end (`hook_db.end_turn_reading`), as
     `record_spend` keeps it; or (its agent, its CLI's database, the CLI's own id of the session) for a
     driver that reads it there (`agents.SPEND_DATABASES`), with that id on record. `prompt`: what the model
@@ -116,19 +117,21 @@ def end_turn_plainly(reading: tuple[str, ...] | None = None, prompt: str = "") -
     server = os.environ.get("TMUX", "").split(",")[0]  # the socket of the pane's server: $TMUX's first field
     if not session_id or not server.startswith("/"):
         return False
+    from teleclaude.adapters.channel import look_beside, poke
     from teleclaude.adapters.hook_db import ENDED, NOT_OWNED, db_file, end_turn, end_turn_reading, stamp_now
     from teleclaude.runtime.core.marks import SESSION_KEY, exit_channel, same_key
 
     key = os.environ.get(SESSION_KEY, "")
     owns = lambda stored: same_key(stored, key)  # noqa: E731
     plain = (lambda command, args: not_typed(prompt, command, args)) if prompt else None
+    db = db_file()
     try:
         if reading is None:
-            done = end_turn(db_file(), TURN_END_BUSY_MS, session_id, owns, stamp_now(), plain)
+            done = end_turn(db, TURN_END_BUSY_MS, session_id, owns, stamp_now(), plain)
         else:
             read, at, named = _reader(*reading), stamp_now(), reading[2] if len(reading) > 2 else ""
             done = end_turn_reading(
-                db_file(), TURN_END_BUSY_MS, session_id, owns, at, reading[1], read, plain, named
+                db, TURN_END_BUSY_MS, session_id, owns, at, reading[1], read, plain, named
             )
     except Exception:  # held past the busy timeout (StoreLocked): the runtime's record waits and tries again
         return False
@@ -136,7 +139,8 @@ def end_turn_plainly(reading: tuple[str, ...] | None = None, prompt: str = "") -
         return False
     if done == NOT_OWNED:
         warn(f"not recording the end of the turn: ${SESSION_KEY} is not session {session_id}'s key")
-    elif done == ENDED:  # as `Tmux.signal`: a server no one waits on is no failure
+    elif done == ENDED and not poke(look_beside(db, session_id)):  # as hook_news.py `_wake`: none listens
+        # as `Tmux.signal`: a server no one waits on is no failure
         from teleclaude.adapters.spawn import output
 
         output(["tmux", "-S", server, "wait-for", "-S", exit_channel(session_id)])
