@@ -237,7 +237,7 @@ def limit_seen(agent: str, runtime, project, model_server, limit: Limit, session
 
 
 @drivers(Capability.TOOL_ACTIVITY, Capability.TOKENS)
-def test_its_tool_hook_shows_its_tool_uses_it_commits_as_the_user_and_records_the_tokens_reported(
+def test_its_tool_hook_shows_its_tool_uses_a_refused_stop_makes_it_commit_and_its_tokens_are_recorded(
     agent, agent_runtime, project, model_server, isolated_environment, monkeypatch
 ):
     """Two shell calls through the CLI's own shell tool, the second editing a file and committing it: each is
@@ -247,7 +247,8 @@ def test_its_tool_hook_shows_its_tool_uses_it_commits_as_the_user_and_records_th
     address"); every CLI's worker commits as the user all the same. The scripted model reports its own token
     numbers on every answer, different each time; after each of two turns the session's recorded use (read
     by its stop hook from the CLI's own record, and read again by the runtime's looks after the turn: claude
-    may write its last answer after its Stop hook read the record): their sum."""
+    may write its last answer after its Stop hook read the record): their sum. The second turn leaves
+    todos/greeting/ dirty: its stop hook refuses the stop (`refused_stop`)."""
     runtime, row = agent_runtime, SEEN[agent].tool_row
     for variable in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
         monkeypatch.delenv(variable)  # the tests' own identity: this user has none but their ~/.gitconfig
@@ -275,10 +276,12 @@ def test_its_tool_hook_shows_its_tool_uses_it_commits_as_the_user_and_records_th
     who = "Night Owl <owl@example.invalid>"
     assert git(project, "log", "-1", "--format=%an <%ae>|%cn <%ce>").strip() == f"{who}|{who}"
     for turn in (1, 2):
-        if turn == 2:
+        if turn == 2 and Capability.REFUSED_STOP in PROFILES[agent].lacks:
             sent = runtime.send_message(started.session.id, "Turn 2: say done.")
             assert not isinstance(sent, Error), sent
             assert turn_ended(runtime, started.session.id)
+        elif turn == 2:
+            refused_stop(runtime, project, model_server, started.session.id)
         want = model_server.sent_total()
         tokens = recorded_until(runtime, started.session.id, want)
         assert (tokens.input, tokens.cached, tokens.output) == (want.input, want.cached, want.output), turn
@@ -289,22 +292,22 @@ def test_its_tool_hook_shows_its_tool_uses_it_commits_as_the_user_and_records_th
         assert used.usd > 0 and not used.estimate and "(estimate)" not in used.text(), used
 
 
-@drivers(Capability.REFUSED_STOP)
-def test_a_refused_stop_makes_the_worker_commit(agent, agent_runtime, project, model_server):
-    """The stop hook refuses a stop with uncommitted work (todos/greeting/ is dirty); the CLI goes on with the
-    refusal as the model's next prompt."""
-    runtime = agent_runtime
+def refused_stop(runtime, project, model_server, session_id: str) -> None:
+    """A turn whose stop the stop hook refuses, uncommitted work left (todos/greeting/ dirty): the CLI goes
+    on with the refusal as the model's next prompt, and commits."""
+    asked = len(model_server.turns())
     model_server.add(
         shell("printf 'notes\\n' > todos/greeting/notes.md", "Write notes"),
         Text("Notes written."),  # the turn would end here: the hook refuses
         shell("git add todos && git commit -q -m 'Add greeting notes'", "Commit the notes"),
         Text("Committed."),
     )
-    started = start(runtime, project, agent)
-    assert [e.detail for e in turn_ended(runtime, started.session.id)] == ["stop hook"]
+    sent = runtime.send_message(session_id, "Turn 2: write the notes.")
+    assert not isinstance(sent, Error), sent
+    assert [e.detail for e in turn_ended(runtime, session_id)] == ["stop hook"]
     assert "Add greeting notes" in git(project, "log", "--oneline", "-1")
     assert git(project, "status", "--porcelain", "todos") == ""
-    refused = model_server.turns()[2]  # the request after "Notes written."
+    refused = model_server.turns()[asked + 2]  # the request after "Notes written."
     assert "todos/greeting/notes.md" in refused.text()  # the hook's refusal reached the model
 
 
