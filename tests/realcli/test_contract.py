@@ -18,7 +18,7 @@ import time
 import uuid
 from contextlib import closing
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -189,25 +189,6 @@ def test_started_ahead_it_waits_untouched_then_takes_its_command_and_twenty_turn
     assert len(model_server.turns()) == 20
 
 
-@drivers(Capability.LIMIT_BY_HOOK)
-def test_its_own_hook_alone_tells_a_limit(agent, agent_runtime, project, model_server):
-    """No screen pattern (the profile's `limit_patterns` emptied): the CLI's hook or event is the signal."""
-    codex_keeps_todays_clock(agent)
-    limit = SEEN[agent].hook_limit
-    assert limit is not None, f"{agent} tells a limit by its hook: what its provider refuses with is in SEEN"
-    with_profile(agent_runtime, agent, limit_patterns=())
-    limited(agent, agent_runtime, project, model_server, limit)
-
-
-def limited(agent: str, runtime, project, model_server, limit: Limit) -> None:
-    """The build row `agent, then the next driver`; the provider refuses its first request with `limit`:
-    `limit_seen`."""
-    then = fallback_row(project, agent)
-    model_server.add(limit.failure)
-    started = start(runtime, project, agent)
-    limit_seen(agent, runtime, project, model_server, limit, started.session, then)
-
-
 def fallback_row(project, agent: str) -> str:
     """The build row `agent, then the next driver` (returned), and the build step given to `agent`."""
     then = NAMES[(NAMES.index(agent) + 1) % len(NAMES)]
@@ -217,9 +198,19 @@ def fallback_row(project, agent: str) -> str:
     return then
 
 
-def limit_seen(agent: str, runtime, project, model_server, limit: Limit, session, then: str) -> None:
-    """The provider refused `session` with `limit`: the session is rate_limited, the agent unavailable until
-    the reset, and the next step goes to the next driver (`then`)."""
+def limit_seen(
+    agent: str,
+    runtime,
+    project,
+    model_server,
+    limit: Limit,
+    session,
+    then: str,
+    since: datetime | None = None,
+) -> None:
+    """The provider refused `session` with `limit` (its turn sent `since`, by default its start): the
+    session is rate_limited, the agent unavailable until the reset, and the next step goes to the next
+    driver (`then`)."""
     events = events_until(runtime, session.id, EventKind.RATE_LIMITED, seconds=120)
     assert events[-1].detail.startswith(limit.reason), events[-1].detail
     assert limit.source in events[-1].detail, events[-1].detail
@@ -227,7 +218,8 @@ def limit_seen(agent: str, runtime, project, model_server, limit: Limit, session
     assert stored is not None and stored.state is SessionState.RATE_LIMITED
     until = runtime.context.availability.unavailable(runtime.clock())[agent].until
     earliest, latest = limit.until
-    assert session.created_at + earliest < until < session.created_at + latest, until
+    began = since or session.created_at
+    assert began + earliest < until < began + latest, until
     if limit.refused is not None:
         assert len([r for r in model_server.turns() if r.answer.startswith("fail")]) == limit.refused
     if limit.shows:  # a dialog may be read by its title row before its options are drawn
@@ -237,7 +229,7 @@ def limit_seen(agent: str, runtime, project, model_server, limit: Limit, session
 
 
 @drivers(Capability.TOOL_ACTIVITY, Capability.TOKENS)
-def test_its_tool_hook_shows_its_tool_uses_a_refused_stop_makes_it_commit_and_its_tokens_are_recorded(
+def test_its_tool_uses_show_a_refused_stop_makes_it_commit_its_tokens_are_recorded_its_hook_tells_a_limit(
     agent, agent_runtime, project, model_server, isolated_environment, monkeypatch
 ):
     """Two shell calls through the CLI's own shell tool, the second editing a file and committing it: each is
@@ -248,7 +240,10 @@ def test_its_tool_hook_shows_its_tool_uses_a_refused_stop_makes_it_commit_and_it
     numbers on every answer, different each time; after each of two turns the session's recorded use (read
     by its stop hook from the CLI's own record, and read again by the runtime's looks after the turn: claude
     may write its last answer after its Stop hook read the record): their sum. The second turn leaves
-    todos/greeting/ dirty: its stop hook refuses the stop (`refused_stop`)."""
+    todos/greeting/ dirty: its stop hook refuses the stop (`refused_stop`). The third is refused by its
+    provider with no screen pattern of its limits (the profile's `limit_patterns` emptied): its own hook or
+    event alone tells the limit (`hook_limit`). One worker for all three (a start is most of a scenario's
+    CPU)."""
     runtime, row = agent_runtime, SEEN[agent].tool_row
     for variable in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
         monkeypatch.delenv(variable)  # the tests' own identity: this user has none but their ~/.gitconfig
@@ -290,6 +285,23 @@ def test_its_tool_hook_shows_its_tool_uses_a_refused_stop_makes_it_commit_and_it
     if agent == "claude":  # its status line says what the session cost: kept as reported, never estimated
         used = reported_cost(runtime, runtime.store.get(started.session.id))
         assert used.usd > 0 and not used.estimate and "(estimate)" not in used.text(), used
+    if Capability.LIMIT_BY_HOOK not in PROFILES[agent].lacks:
+        hook_limit(agent, runtime, project, model_server, started.session)
+
+
+def hook_limit(agent: str, runtime, project, model_server, session) -> None:
+    """A turn of `session` its provider refuses, no screen pattern of its limits left (the profile's
+    `limit_patterns` emptied): the CLI's hook or event is the signal (`limit_seen`)."""
+    codex_keeps_todays_clock(agent)
+    limit = SEEN[agent].hook_limit
+    assert limit is not None, f"{agent} tells a limit by its hook: what its provider refuses with is in SEEN"
+    with_profile(runtime, agent, limit_patterns=())
+    then = fallback_row(project, agent)
+    model_server.add(limit.failure)
+    since = runtime.clock()
+    sent = runtime.send_message(session.id, "Turn 3: say done.")
+    assert not isinstance(sent, Error), sent
+    limit_seen(agent, runtime, project, model_server, limit, session, then, since)
 
 
 def refused_stop(runtime, project, model_server, session_id: str) -> None:
