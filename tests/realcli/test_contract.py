@@ -18,7 +18,7 @@ import time
 import uuid
 from contextlib import closing
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -147,12 +147,16 @@ def test_every_driver_has_what_its_cli_was_seen_to_do():
     assert set(SEEN) == set(NAMES)
 
 
-@drivers(Capability.UNATTENDED_START)
-def test_started_ahead_it_waits_at_its_prompt_untouched_and_takes_its_command_when_given_it(
+@drivers(Capability.UNATTENDED_START, Capability.TURN_ENDS)
+def test_started_ahead_it_waits_untouched_then_takes_its_command_and_twenty_turns_end_by_its_own_hook(
     agent, agent_runtime, project, model_server
 ):
     """`teleclaude run`'s warm start: the CLI started to its prompt and left there (its screen may change,
-    its MCP servers connect), then its command typed without a second `prompt_stable` wait."""
+    its MCP servers connect), nothing typed into it, then its command typed without a second
+    `prompt_stable` wait. No dialog to answer; `/next-build greeting` (a skill for codex) expanded by the
+    CLI from the file `teleclaude install` wrote; that turn and nineteen more each end by the CLI's own
+    hook (the idle rule is 300 s, conftest.SETTINGS: each of these turn ends can only be the hook's). One
+    start for both (a start is most of a scenario's CPU, opencode's ~15 s)."""
     runtime, seen = agent_runtime, SEEN[agent]
     model_server.add(Text("DONE: next-build greeting - nothing to build"))
     warm = runtime.warm(Dispatch(Step.BUILD, "greeting", str(project), agent, "med"))
@@ -162,24 +166,6 @@ def test_started_ahead_it_waits_at_its_prompt_untouched_and_takes_its_command_wh
     assert not model_server.turns()  # nothing was typed into it
     started = runtime.deliver_warm(warm)
     assert isinstance(started, Started), started
-    assert started.session.state is SessionState.RUNNING
-    sent = model_server.wait_for(lambda r: r.turn, timeout=90).text()
-    for expanded in seen.expanded:
-        assert expanded in sent
-    events = events_until(runtime, started.session.id, EventKind.TURN_ENDED)
-    assert [(e.kind, e.detail) for e in events] == [(EventKind.TURN_ENDED, "stop hook")]
-
-
-@drivers(Capability.UNATTENDED_START, Capability.TURN_ENDS)
-def test_it_starts_unattended_takes_its_command_expanded_and_twenty_turns_end_by_its_own_hook(
-    agent, agent_runtime, project, model_server
-):
-    """No dialog to answer; `/next-build greeting` (a skill for codex) expanded by the CLI from the file
-    `teleclaude install` wrote; that turn and nineteen more each end by the CLI's own hook (the idle rule is
-    300 s, conftest.SETTINGS: each of these turn ends can only be the hook's)."""
-    runtime, seen = agent_runtime, SEEN[agent]
-    model_server.add(Text("DONE: next-build greeting - nothing to build"))
-    started = start(runtime, project, agent)
     assert started.session.state is SessionState.RUNNING
     turn = model_server.wait_for(lambda r: r.turn, timeout=90)
     sent = turn.text()
@@ -203,50 +189,47 @@ def test_it_starts_unattended_takes_its_command_expanded_and_twenty_turns_end_by
     assert len(model_server.turns()) == 20
 
 
-@drivers(Capability.LIMIT)
-def test_a_limit_makes_it_unavailable_and_the_next_step_falls_back(
-    agent, agent_runtime, project, model_server
-):
-    limited(agent, agent_runtime, project, model_server, SEEN[agent].limit)
-
-
-@drivers(Capability.LIMIT_BY_HOOK)
-def test_its_own_hook_alone_tells_a_limit(agent, agent_runtime, project, model_server):
-    """No screen pattern (the profile's `limit_patterns` emptied): the CLI's hook or event is the signal."""
-    codex_keeps_todays_clock(agent)
-    limit = SEEN[agent].hook_limit
-    assert limit is not None, f"{agent} tells a limit by its hook: what its provider refuses with is in SEEN"
-    with_profile(agent_runtime, agent, limit_patterns=())
-    limited(agent, agent_runtime, project, model_server, limit)
-
-
-def limited(agent: str, runtime, project, model_server, limit: Limit) -> None:
-    """The build row `agent, then the next driver`; the provider refuses with `limit`: the session is
-    rate_limited, the agent unavailable until the reset, and the next step goes to the next driver."""
+def fallback_row(project, agent: str) -> str:
+    """The build row `agent, then the next driver` (returned), and the build step given to `agent`."""
     then = NAMES[(NAMES.index(agent) + 1) % len(NAMES)]
     build_row_first(project, agent, then)
     first = next_work(cwd=project)
     assert isinstance(first, Dispatch) and first.agent == agent, first
-    model_server.add(limit.failure)
-    started = start(runtime, project, agent)
-    events = events_until(runtime, started.session.id, EventKind.RATE_LIMITED, seconds=120)
+    return then
+
+
+def limit_seen(
+    agent: str,
+    runtime,
+    project,
+    model_server,
+    limit: Limit,
+    session,
+    then: str,
+    since: datetime | None = None,
+) -> None:
+    """The provider refused `session` with `limit` (its turn sent `since`, by default its start): the
+    session is rate_limited, the agent unavailable until the reset, and the next step goes to the next
+    driver (`then`)."""
+    events = events_until(runtime, session.id, EventKind.RATE_LIMITED, seconds=120)
     assert events[-1].detail.startswith(limit.reason), events[-1].detail
     assert limit.source in events[-1].detail, events[-1].detail
-    stored = runtime.store.get(started.session.id)
+    stored = runtime.store.get(session.id)
     assert stored is not None and stored.state is SessionState.RATE_LIMITED
     until = runtime.context.availability.unavailable(runtime.clock())[agent].until
     earliest, latest = limit.until
-    assert started.session.created_at + earliest < until < started.session.created_at + latest, until
+    began = since or session.created_at
+    assert began + earliest < until < began + latest, until
     if limit.refused is not None:
         assert len([r for r in model_server.turns() if r.answer.startswith("fail")]) == limit.refused
     if limit.shows:  # a dialog may be read by its title row before its options are drawn
-        screen_shows(runtime, started.session, limit.shows)
+        screen_shows(runtime, session, limit.shows)
     fallback = next_work(cwd=project)
     assert isinstance(fallback, Dispatch) and fallback.agent == then, fallback
 
 
 @drivers(Capability.TOOL_ACTIVITY, Capability.TOKENS)
-def test_its_tool_hook_shows_its_tool_uses_it_commits_as_the_user_and_records_the_tokens_reported(
+def test_its_tool_uses_show_a_refused_stop_makes_it_commit_its_tokens_are_recorded_its_hook_tells_a_limit(
     agent, agent_runtime, project, model_server, isolated_environment, monkeypatch
 ):
     """Two shell calls through the CLI's own shell tool, the second editing a file and committing it: each is
@@ -256,7 +239,11 @@ def test_its_tool_hook_shows_its_tool_uses_it_commits_as_the_user_and_records_th
     address"); every CLI's worker commits as the user all the same. The scripted model reports its own token
     numbers on every answer, different each time; after each of two turns the session's recorded use (read
     by its stop hook from the CLI's own record, and read again by the runtime's looks after the turn: claude
-    may write its last answer after its Stop hook read the record): their sum."""
+    may write its last answer after its Stop hook read the record): their sum. The second turn leaves
+    todos/greeting/ dirty: its stop hook refuses the stop (`refused_stop`). The third is refused by its
+    provider with no screen pattern of its limits (the profile's `limit_patterns` emptied): its own hook or
+    event alone tells the limit (`hook_limit`). One worker for all three (a start is most of a scenario's
+    CPU)."""
     runtime, row = agent_runtime, SEEN[agent].tool_row
     for variable in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
         monkeypatch.delenv(variable)  # the tests' own identity: this user has none but their ~/.gitconfig
@@ -284,10 +271,12 @@ def test_its_tool_hook_shows_its_tool_uses_it_commits_as_the_user_and_records_th
     who = "Night Owl <owl@example.invalid>"
     assert git(project, "log", "-1", "--format=%an <%ae>|%cn <%ce>").strip() == f"{who}|{who}"
     for turn in (1, 2):
-        if turn == 2:
+        if turn == 2 and Capability.REFUSED_STOP in PROFILES[agent].lacks:
             sent = runtime.send_message(started.session.id, "Turn 2: say done.")
             assert not isinstance(sent, Error), sent
             assert turn_ended(runtime, started.session.id)
+        elif turn == 2:
+            refused_stop(runtime, project, model_server, started.session.id)
         want = model_server.sent_total()
         tokens = recorded_until(runtime, started.session.id, want)
         assert (tokens.input, tokens.cached, tokens.output) == (want.input, want.cached, want.output), turn
@@ -296,24 +285,41 @@ def test_its_tool_hook_shows_its_tool_uses_it_commits_as_the_user_and_records_th
     if agent == "claude":  # its status line says what the session cost: kept as reported, never estimated
         used = reported_cost(runtime, runtime.store.get(started.session.id))
         assert used.usd > 0 and not used.estimate and "(estimate)" not in used.text(), used
+    if Capability.LIMIT_BY_HOOK not in PROFILES[agent].lacks:
+        hook_limit(agent, runtime, project, model_server, started.session)
 
 
-@drivers(Capability.REFUSED_STOP)
-def test_a_refused_stop_makes_the_worker_commit(agent, agent_runtime, project, model_server):
-    """The stop hook refuses a stop with uncommitted work (todos/greeting/ is dirty); the CLI goes on with the
-    refusal as the model's next prompt."""
-    runtime = agent_runtime
+def hook_limit(agent: str, runtime, project, model_server, session) -> None:
+    """A turn of `session` its provider refuses, no screen pattern of its limits left (the profile's
+    `limit_patterns` emptied): the CLI's hook or event is the signal (`limit_seen`)."""
+    codex_keeps_todays_clock(agent)
+    limit = SEEN[agent].hook_limit
+    assert limit is not None, f"{agent} tells a limit by its hook: what its provider refuses with is in SEEN"
+    with_profile(runtime, agent, limit_patterns=())
+    then = fallback_row(project, agent)
+    model_server.add(limit.failure)
+    since = runtime.clock()
+    sent = runtime.send_message(session.id, "Turn 3: say done.")
+    assert not isinstance(sent, Error), sent
+    limit_seen(agent, runtime, project, model_server, limit, session, then, since)
+
+
+def refused_stop(runtime, project, model_server, session_id: str) -> None:
+    """A turn whose stop the stop hook refuses, uncommitted work left (todos/greeting/ dirty): the CLI goes
+    on with the refusal as the model's next prompt, and commits."""
+    asked = len(model_server.turns())
     model_server.add(
         shell("printf 'notes\\n' > todos/greeting/notes.md", "Write notes"),
         Text("Notes written."),  # the turn would end here: the hook refuses
         shell("git add todos && git commit -q -m 'Add greeting notes'", "Commit the notes"),
         Text("Committed."),
     )
-    started = start(runtime, project, agent)
-    assert [e.detail for e in turn_ended(runtime, started.session.id)] == ["stop hook"]
+    sent = runtime.send_message(session_id, "Turn 2: write the notes.")
+    assert not isinstance(sent, Error), sent
+    assert [e.detail for e in turn_ended(runtime, session_id)] == ["stop hook"]
     assert "Add greeting notes" in git(project, "log", "--oneline", "-1")
     assert git(project, "status", "--porcelain", "todos") == ""
-    refused = model_server.turns()[2]  # the request after "Notes written."
+    refused = model_server.turns()[asked + 2]  # the request after "Notes written."
     assert "todos/greeting/notes.md" in refused.text()  # the hook's refusal reached the model
 
 
@@ -439,13 +445,16 @@ def killed_mid_build_turn(runtime, project, model_server, agent: str):
 
 
 @drivers(Capability.RESUME)
-def test_killed_before_its_first_tool_call_the_next_worker_resumes_its_conversation(
-    agent, agent_runtime, project, model_server
+def test_killed_before_its_first_tool_call_it_resumes_and_a_resume_the_cli_refuses_is_a_fresh_start(
+    agent, agent_runtime, project, model_server, caplog, monkeypatch
 ):
     """The CLI is killed while its model's first answer is held: no tool hook ever ran, yet its conversation
     was on record from its first message (its prompt hook), so the next worker of the same agent resumes it:
     the first request after the restart carries the role command of the first, and the line saying what
-    happened; the build is then delivered."""
+    happened; the build is then delivered. That worker ended, the step is given again with a conversation
+    id of the CLI's form it does not know (its file there, its conversation not): the CLI refuses ("No
+    conversation found"), and the worker is started fresh, never left at a stuck pane (`refused_resume`).
+    """
     runtime = agent_runtime
     held = threading.Event()
     model_server.add(Text("never sent: the CLI is killed before", hold=held))
@@ -473,17 +482,19 @@ def test_killed_before_its_first_tool_call_the_next_worker_resumes_its_conversat
     assert BUILDER in resumed.text() and "Your session was interrupted" in resumed.text()
     assert [e.detail for e in turn_ended(runtime, again.session.id)] == ["stop hook"]
     assert "Build greeting" in git(project, "log", "--oneline", "-1")
+    refused_resume(runtime, project, model_server, ended(runtime, again.session.id), caplog, monkeypatch)
 
 
 @drivers(Capability.RESUME)
-def test_killed_mid_build_turn_the_worker_started_ahead_for_its_step_resumes_its_conversation(
-    agent, agent_runtime, project, model_server
+def test_killed_mid_build_turn_it_resumes_in_place_of_the_worker_ahead_and_once_deleted_starts_fresh(
+    agent, agent_runtime, project, model_server, caplog
 ):
     """The same agent takes up the step; `teleclaude run` has started a worker ahead (fresh) for it: given
     the step, the fresh worker is ended and the conversation resumed, as a start would (a start after a kill
     without one ahead: test_killed_before_its_first_tool_call_…). The first request after the restart
     carries the earlier turns (the role command expanded, the first tool call and its result) and the one
-    line saying what happened; the build is then delivered."""
+    line saying what happened; the build is then delivered. That worker ended and its conversation deleted
+    (`forget`), the step given again is a fresh start, logged."""
     runtime = agent_runtime
     left = killed_mid_build_turn(runtime, project, model_server, agent)
     assert left.conversation and (left.transcript or cli_database(runtime, agent)), left
@@ -506,72 +517,79 @@ def test_killed_mid_build_turn_the_worker_started_ahead_for_its_step_resumes_its
     assert [e.detail for e in turn_ended(runtime, again.session.id)] == ["stop hook"]
     assert "Build greeting" in git(project, "log", "--oneline", "-1")
     assert f'resumed_from="tc-{left.id}"' in sessions_list(project)
-
-
-@drivers(Capability.RESUME)
-def test_a_deleted_conversation_is_a_fresh_start_logged(agent, agent_runtime, project, model_server, caplog):
-    runtime = agent_runtime
-    left = killed_mid_build_turn(runtime, project, model_server, agent)
-    forget(runtime, left)
+    gone = ended(runtime, again.session.id)
+    forget(runtime, gone)
     before = len(model_server.turns())
     model_server.add(
-        edit_and_commit("src/greeting.py", 'print("hello")', "Build greeting"),
+        edit_and_commit("src/greeting.py", 'print("hello again")', "Build greeting again"),
         Text("DONE: next-build greeting - 1 task built"),
     )
+    caplog.clear()  # what this start logs
     with caplog.at_level(logging.INFO, logger="teleclaude.runtime"):
-        again = runtime.start(Dispatch(Step.BUILD, "greeting", str(project), agent, "med"))
-    assert isinstance(again, Started), again
-    assert again.session.resumed_from == ""
+        fresh = runtime.start(Dispatch(Step.BUILD, "greeting", str(project), agent, "med"))
+    assert isinstance(fresh, Started), fresh
+    assert fresh.session.resumed_from == ""
     assert [r.message for r in caplog.records if "fresh start" in r.message] == [
-        f"next-build greeting: a fresh start: {left.id}'s conversation is gone (its file was deleted)"
+        f"next-build greeting: a fresh start: {gone.id}'s conversation is gone (its file was deleted)"
     ]
-    fresh = model_server.wait_for(lambda r: r.turn and r not in model_server.turns()[:before], timeout=120)
-    assert "printf 'first" not in fresh.text()  # the first worker's call is not in a new conversation
-    assert [e.detail for e in turn_ended(runtime, again.session.id)] == ["stop hook"]
-    assert "Build greeting" in git(project, "log", "--oneline", "-1")
+    first = model_server.wait_for(lambda r: r.turn and r not in model_server.turns()[:before], timeout=120)
+    assert "printf 'first" not in first.text()  # the conversation's calls are not in a new one
+    assert [e.detail for e in turn_ended(runtime, fresh.session.id)] == ["stop hook"]
+    assert "Build greeting again" in git(project, "log", "--oneline", "-1")
 
 
-@drivers(Capability.RESUME)
-def test_a_resume_the_cli_refuses_is_a_fresh_start_logged(
-    agent, agent_runtime, project, model_server, caplog, monkeypatch
-):
-    """A conversation id of the CLI's form it does not know (its file there, its conversation not): the CLI
-    refuses ("No conversation found"), and the worker is started fresh, never left at a stuck pane."""
-    runtime = agent_runtime
-    left = killed_mid_build_turn(runtime, project, model_server, agent)
+def ended(runtime, session_id: str):
+    """The session ended as `run` ends a worker whose turn ended (its CLI gone), as stored then."""
+    assert not isinstance(runtime.end_session(session_id), Error)
+    session = runtime.store.get(session_id)
+    assert session is not None and session.state.is_final and session.conversation, session
+    return session
+
+
+def refused_resume(runtime, project, model_server, left, caplog, monkeypatch) -> None:
+    """The step `left` ended taken up with a conversation id of its CLI's form the CLI does not know: the
+    CLI refuses, and the worker is started fresh (logged once), its build delivered."""
     conversation = str(uuid.uuid4())
-    if cli_database(runtime, agent):  # its database is read first: a conversation deleted after that read
+    if cli_database(runtime, left.agent):  # its database is read first: a conversation deleted after that
         conversation = f"ses_{uuid.uuid4().hex[:26]}"
         monkeypatch.setattr(continuing, "on_record", lambda *_: True)
     unknown = replace(left, conversation=conversation)
-    assert runtime.store.save(unknown, expect=SessionState.ERRORED) is not None
+    assert runtime.store.save(unknown, expect=left.state) is not None
     model_server.add(
-        edit_and_commit("src/greeting.py", 'print("hello")', "Build greeting"),
+        edit_and_commit("src/greeting.py", 'print("hello again")', "Build greeting again"),
         Text("DONE: next-build greeting - 1 task built"),
     )
+    caplog.clear()  # what this start logs
     with caplog.at_level(logging.INFO, logger="teleclaude.runtime"):
-        again = runtime.start(Dispatch(Step.BUILD, "greeting", str(project), agent, "med"))
+        again = runtime.start(Dispatch(Step.BUILD, "greeting", str(project), left.agent, "med"))
     assert isinstance(again, Started), again
     assert again.session.resumed_from == ""
     assert len([r for r in caplog.records if "failed, a fresh start" in r.message]) == 1, caplog.records
     assert [e.detail for e in turn_ended(runtime, again.session.id)] == ["stop hook"]
-    assert "Build greeting" in git(project, "log", "--oneline", "-1")
+    assert "Build greeting again" in git(project, "log", "--oneline", "-1")
 
 
-@drivers(Capability.RESUME)
-def test_after_a_limit_the_same_agent_resumes_its_conversation(agent, agent_runtime, project, model_server):
-    """The provider refuses the build's second request with the CLI's limit; `run` ends the limited worker
-    and, once the reset is waited out, gives the step to the same agent again: it resumes the conversation.
-    The CLI paints the conversation again, the old limit error in it: not a new limit."""
-    codex_keeps_todays_clock(agent)
-    runtime = agent_runtime
+@drivers(Capability.LIMIT)
+def test_a_limit_makes_it_unavailable_the_next_step_falls_back_and_the_same_agent_resumes_after_it(
+    agent, agent_runtime, project, model_server
+):
+    """The provider refuses the build's second request with the CLI's limit: the session is rate_limited,
+    the agent unavailable until the reset, and the next step goes to the next driver (`limit_seen`). Then,
+    for a driver that resumes, `run` ends the limited worker and, once the reset is waited out, gives the
+    step to the same agent again: it resumes the conversation. The CLI paints the conversation again, the
+    old limit error in it: not a new limit. One worker limited for both (a start is most of a scenario's
+    CPU)."""
+    runtime, limit = agent_runtime, SEEN[agent].limit
+    then = fallback_row(project, agent)
     model_server.add(
-        shell("printf 'first\\n' > todos/greeting/notes.md", "Write the first notes"),
-        SEEN[agent].limit.failure,
+        shell("printf 'first\\n' > todos/greeting/notes.md", "Write the first notes"), limit.failure
     )
     first = runtime.start(Dispatch(Step.BUILD, "greeting", str(project), agent, "med"))
     assert isinstance(first, Started), first
-    events_until(runtime, first.session.id, EventKind.RATE_LIMITED, seconds=120)
+    limit_seen(agent, runtime, project, model_server, limit, first.session, then)
+    if Capability.RESUME in PROFILES[agent].lacks:
+        return
+    codex_keeps_todays_clock(agent)
     written(runtime, first.session.id)  # a loaded CLI may show the limit before it records the call
     runtime.end_session(first.session.id)  # as `run` ends a limited worker
     model_server.clear()  # its reset waited out: the refusals the CLI did not ask for are over

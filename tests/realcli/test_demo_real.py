@@ -62,7 +62,9 @@ def test_the_real_demo_delivers_one_item_with_claude(agent_clis, isolated_enviro
     assert not list(isolated_environment.iterdir())  # the demo kept to its own HOME and database
 
 
-@pytest.mark.parametrize("agent", ["gemini", "codex", "opencode"])
+# opencode's demo is test_run_quirks.py's quiet run, in that process (its requests looked at too): its three
+# starts cost ~45 s of CPU, and the run there was the same one less the finalize
+@pytest.mark.parametrize("agent", ["gemini", "codex"])
 def test_the_real_demo_moves_a_rate_limited_step_to_claude(agent_clis, isolated_environment, agent):
     """The agent builds and reviews with its own shell tool; its provider runs out on the finalize (gemini:
     the daily-quota dialog, codex: the usage limit), the runtime reads the limit off its screen, and the

@@ -4,7 +4,10 @@ parked), and gemini as the builder of a user whose git identity is only in ~/.gi
 its shell commands with GIT_CONFIG_GLOBAL=/dev/null). Each runs on the machine as it is, and again beside two
 CPU burners under `./scripts/test --load` (conftest.busy_cores). opencode's run has the three items only
 beside the burners and one on the machine as it is: its six starts cost ~120 s of CPU there, and what a
-quiet start shows (its command taken as a command) each contract scenario shows too."""
+quiet start shows (its command taken as a command) each contract scenario shows too. The quiet one is also
+`teleclaude demo --real opencode`'s run (test_demo_real.py), in this process: opencode first on every row,
+its provider out on the finalize, which moves to claude (one run for both: each opencode start costs ~15 s
+of CPU)."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from collections import Counter
 import pytest
 
 from teleclaude.demo.model_server import ModelServer
-from teleclaude.demo.real import RealDemo, ScriptedWorkers
+from teleclaude.demo.real import DEMOS, RealDemo, ScriptedWorkers
 from teleclaude.demo.scenario import commit_all
 from teleclaude.demo.workers import git
 from teleclaude.runtime import orchestrator
@@ -65,17 +68,25 @@ def test_opencode_first_on_build_and_review_delivers_the_roadmap_taking_each_com
 ):
     """opencode builds and reviews every item (each step once: no turn lost to a command line it took as a
     message), claude finalizes. No request of opencode's ever carries a bare role command line. Three items
-    beside the burners, where the quirk was seen; one on the machine as it is."""
+    beside the burners, where the quirk was seen; one on the machine as it is, as `teleclaude demo --real
+    opencode` runs it: opencode first on the finalize too, where its provider runs out (its usage limit), and
+    the finalize moves to claude; every turn that ended, ended by the CLI's own hook."""
+    quiet = machine == "quiet"
+    demo = DEMOS["opencode"] if quiet else RealDemo("claude")  # the demo's, or no limit at all
     matrix = {"build": ("opencode", "claude"), "review": ("opencode", "claude"), "finalize": ("claude",)}
-    with ModelServer(then=ScriptedWorkers(RealDemo("claude"))) as server:
+    if quiet:
+        matrix["finalize"] = ("opencode", "claude")
+    with ModelServer(then=ScriptedWorkers(demo)) as server:
         base = tmp_path / "base"
         project = three_clis_project(
             base, agent_clis, server, tmux_socket, monkeypatch, matrix, ("opencode", "claude")
         )
-        slugs = SLUGS if machine == "busy" else SLUGS[:1]
+        slugs = SLUGS[:1] if quiet else SLUGS
         roadmap_of(project, *slugs)
         report, runtime = delivered_run(project, slugs)
     expected = {(f"next-{step}", slug, agents[0]) for step, agents in matrix.items() for slug in slugs}
+    if quiet:
+        expected.add(("next-finalize", SLUGS[0], "claude"))  # after the limit: the row's next agent
     steps = steps_given(runtime)
     assert set(steps) == expected and set(steps.values()) == {1}, steps
     ended = {
@@ -84,6 +95,12 @@ def test_opencode_first_on_build_and_review_delivers_the_roadmap_taking_each_com
         if h.session.agent == "opencode" and h.kind is EventKind.TURN_ENDED
     }
     assert ended == {(f"next-{step}", slug) for step in ("build", "review") for slug in slugs}, report.history
+    limited = [(h.session.agent, h.detail) for h in report.history if h.kind is EventKind.RATE_LIMITED]
+    assert len(limited) == quiet and all(
+        agent == "opencode" and detail.startswith("quota_exhausted") for agent, detail in limited
+    ), report.history
+    turn_ends = {h.detail for h in report.history if h.kind is EventKind.TURN_ENDED}
+    assert turn_ends == {"stop hook"}, report.history  # opencode's plugin, claude's Stop hook
     chat = [r for r in server.requests if r.provider == "chat" and r.turn]
     plain = [r.last_user_text() for r in chat if r.last_user_text().strip().startswith("/next-")]
     assert not plain, plain
