@@ -61,6 +61,10 @@ _WRITERS: dict[str, _thread.RLock] = {}
 # its file open (`kept_open`: a run, which reads the file many times a second; a connection's first statement
 # reads the schema, most of a read's cost)
 _READERS = _thread._local()
+# file -> how many `kept_open` hold it open now: every store of the file then reads through the kept
+# connections (the planner's `SessionStore()` beside a run's own)
+_HELD: dict[str, int] = {}
+_HELD_LOCK = _thread.allocate_lock()
 
 
 @dataclass(frozen=True)
@@ -185,7 +189,7 @@ class SqliteStore:
         """A connection to read with: while `kept_open` holds the file open, the calling thread's own, kept
         from one read to the next (made anew when the file was replaced: moved aside as corrupt, deleted);
         else one for this read alone."""
-        if not self.__dict__.get("_kept"):
+        if not _HELD.get(str(self.path)):
             self._let_go_kept_reader()  # one this thread kept while the file was held open
             with closing(self._connect(writing=False)) as conn:
                 yield conn
@@ -227,14 +231,19 @@ class SqliteStore:
                 if held is not None:
                     held.close()
                 held = None
-        self.__dict__["_kept"] = self.__dict__.get("_kept", 0) + (held is not None)
+        key = str(self.path)
+        with _HELD_LOCK:
+            _HELD[key] = _HELD.get(key, 0) + (held is not None)
         try:
             yield
         finally:
             if held is not None:
-                self.__dict__["_kept"] -= 1
+                with _HELD_LOCK:
+                    _HELD[key] -= 1
+                    if not _HELD[key]:
+                        del _HELD[key]
                 held.close()
-                if not self.__dict__["_kept"]:
+                if key not in _HELD:
                     self._let_go_kept_reader()  # other threads' go at their next read or their end
 
     def _let_go_kept_reader(self) -> None:

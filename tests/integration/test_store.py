@@ -431,3 +431,29 @@ def _open_on(path: Path) -> list[str]:
         except OSError:
             continue
     return found
+
+
+def test_a_file_held_open_is_read_through_each_threads_kept_connection_by_every_store_of_it(
+    tmp_path, monkeypatch
+):
+    """A run holds its store's file open; the planner's reads on the run's thread go through another store of
+    the same file (`SessionStore()`): neither lets go of the thread's kept connection, nor connects anew."""
+    from teleclaude.runtime.core.sessions import Session, SessionState
+
+    path = tmp_path / "teleclaude.db"
+    store = SessionStore(path)
+    store.add(Session("s1", "codex", "next-build", "greeting", "/p", None, SessionState.RUNNING, NOW, NOW))
+    with store.kept_open():
+        store.get("s1")
+        SessionStore(path).get("s1")
+        connected: list[object] = []
+        connect = sqlite3.connect
+
+        def counted(*args, **kwargs):
+            connected.append(args)
+            return connect(*args, **kwargs)
+
+        monkeypatch.setattr(sqlite3, "connect", counted)
+        for _ in range(3):
+            assert store.get("s1") is not None and SessionStore(path).get("s1") is not None
+        assert connected == []

@@ -181,3 +181,28 @@ def test_a_clis_interpreter_is_shown_with_its_venv_and_the_install_its_python_li
         script.write_text(f"{first_line}\n")
         found = installs(str(script), path)
         assert base in found and (named in found if named else tools.parent not in found), first_line
+
+
+def test_a_protected_path_whose_link_leads_out_of_what_is_writable_shows_nothing_where_it_leads():
+    """A path kept read-only inside what is writable (a worktree's `.git`), made a link to a secret by
+    whoever could write there: nothing of it is protected there, and the secret stays hidden."""
+    layout = Layout(
+        workdir=TREE,
+        homes=(HOME,),
+        readonly=(PROJECT,),
+        writable=(TREE,),
+        protected=(f"{TREE}/.git", f"{TREE}/kept"),
+        links=((f"{TREE}/.git", f"{HOME}/.ssh/id_ed25519"),),
+    )
+    built = bwrap_argv("bwrap", layout, ["x"])
+    assert last_mount(built, f"{HOME}/.ssh/id_ed25519") == "--tmpfs"
+    assert last_mount(built, f"{TREE}/kept") == "--ro-bind"  # one without a link: read-only there
+
+
+def test_a_read_only_path_with_dots_that_leads_to_the_home_shows_nothing_with_no_link_on_any_way():
+    """A PATH folder written with `..` (`~/bin/..`) is the home: not shown, whether or not any path of the
+    layout has a link on its way."""
+    for links in ((), ((f"{HOME}/.claude", f"{HOME}/dotfiles/claude"),)):
+        layout = Layout(workdir=TREE, homes=(HOME,), readonly=(f"{HOME}/bin/..",), links=links)
+        built = bwrap_argv("bwrap", layout, ["x"])
+        assert not [path for flag, path in mounts(built) if "bind" in flag and os.path.normpath(path) == HOME]

@@ -109,14 +109,13 @@ def _shown(layout: Layout) -> _Shown:
     (`_writable_there`): a link never widens what is writable."""
     links = dict(layout.links)
 
-    def real(path: str) -> str:
-        return resolve(path, links) if links else path
+    def real(path: str) -> str:  # (`..` taken out too when no path has a link on its way)
+        return resolve(path, links)
 
     homes = _outer_first(tuple(real(p) for p in layout.homes))
     hidden = _outer_first(tuple(real(p) for p in layout.hidden))
     covered = (*homes, *hidden, "/tmp")
     readonly = [real(p) for p in layout.readonly]
-    protected = [real(p) for p in layout.protected]
     binds = [(p, "--ro-bind") for p in readonly if _inside(p, covered) and not _holds(p, covered)]
     for paths, flag in ((layout.writable, "--bind"), (layout.writable_files, "--bind-try")):
         for path in paths:
@@ -125,6 +124,10 @@ def _shown(layout: Layout) -> _Shown:
                 binds.append((target, flag))
     placed = [(path, path, flag) for path, flag in _unique(binds)]
     placed += [(source, real(target), "--bind") for source, target in layout.moved]
+    # read-only again inside what is writable; one whose links lead out of it protects nothing there, and
+    # bound where it leads it would show what the sandbox hides (a `.git` linked to ~/.ssh/id_ed25519)
+    writable = tuple(target for _, target, flag in placed if flag != "--ro-bind")
+    protected = [p for p in (real(p) for p in layout.protected) if _inside(p, writable)]
     bound = tuple(target for _, target, _ in placed) + tuple(protected)
     made = [(place, target) for place, target in links.items() if _hidden_at(place, covered, bound)]
     return _Shown(
@@ -176,12 +179,7 @@ def _outer_first(paths: tuple[str, ...]) -> list[str]:
 
 def _holds(path: str, folders: tuple[str, ...]) -> bool:
     """`path` is one of `folders` or a folder above one."""
-    return _inside_any(path, folders)
-
-
-def _inside_any(folder: str, paths: tuple[str, ...]) -> bool:
-    """One of `paths` is `folder` or in it."""
-    return any(path == folder or path.startswith(folder.rstrip("/") + "/") for path in paths)
+    return any(_inside(folder, (path,)) for folder in folders)
 
 
 def _writable_there(target: str, covered: tuple[str, ...], readonly: tuple[str, ...]) -> bool:
