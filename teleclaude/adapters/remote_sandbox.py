@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from teleclaude.adapters import fs, ssh
 from teleclaude.adapters.sandbox import WAKE  # the channel's pipe a hook pokes after leaving a mark
 from teleclaude.config.profiles import Computer
-from teleclaude.runtime.core.marks import exit_channel
+from teleclaude.runtime.core.marks import MOVED_CHANNEL, exit_channel
 from teleclaude.runtime.core.sandbox import RemoteHost, RemoteTree
 
 # the marks a sandboxed worker's hooks may move onto its pane (adapters/tmux.py's options), the turn's end
@@ -32,8 +32,9 @@ MARK_KEPT = 16 * 1024  # bytes of a mark file moved onto the pane
 
 # $1 the channel folder, then the sandboxed command: the channel and its pipe are made, a background loop
 # moves the marks at each poke (the pipe held open read-write, so a poke never blocks or fails) and, after a
-# turn's end or a stop failure, wakes whoever waits on the session (its exit channel: the observer looks at
-# once, not at its next look), the command runs; once it ends the marks left are moved, and the channel goes
+# turn's end or a stop failure, wakes whoever waits on the session (its exit channel and the server's
+# MOVED_CHANNEL: the observer looks at once, not at its next look), the command runs; once it ends the marks
+# left are moved, and the channel goes
 RELAY = (
     'channel=$1; shift; umask 077; mkdir -p -- "${channel%/*}" && mkdir -- "$channel" && '
     'mkfifo -- "$channel/' + WAKE + '" || exit 125; '
@@ -45,7 +46,8 @@ RELAY = (
     'tmux set-option -p -t "$TMUX_PANE" "@$name" "$value" 2>/dev/null && '
     "case $name in teleclaude_turn_end|teleclaude_stop_failure) moved=1;; esac; fi; "
     'rm -f -- "$file.moved"; done; '
-    '[ -z "$moved" ] || tmux wait-for -S "' + exit_channel("$TELECLAUDE_SESSION_ID") + '" 2>/dev/null; }; '
+    '[ -z "$moved" ] || tmux wait-for -S "' + exit_channel("$TELECLAUDE_SESSION_ID") + '" \\; '
+    "wait-for -S " + MOVED_CHANNEL + " 2>/dev/null; }; "
     '( exec 3<>"$channel/' + WAKE + '"; while read -r _ <&3; do move; done ) & relay=$!; '
     'trap \'kill "$relay" 2>/dev/null; rm -rf -- "$channel"; exit 129\' HUP; '
     'trap \'kill "$relay" 2>/dev/null; rm -rf -- "$channel"; exit 143\' TERM; '

@@ -5,13 +5,16 @@ an argument list joined with `shlex.join`, because ssh hands the remote login sh
 arguments with spaces). So each argument reaches the remote program exactly as given, whatever it holds.
 Connections are shared through OpenSSH control masters (`ControlMaster=auto`), so the many small tmux
 commands an observer sends cost one round trip each, not one handshake each. sshd lets one connection carry
-`MaxSessions` channels (10 by default; a computer's `max_sessions`), and every worker holds one for its
-`tmux wait-for`: `Connections` counts this process's channels per connection and opens one more connection
+`MaxSessions` channels (10 by default; a computer's `max_sessions`), and long-lived clients hold theirs:
+`Connections` counts this process's channels per connection and opens one more connection
 (a control master of its own, `ControlPath …%C.N`) when those it has are full, rather than letting ssh fall
 back to a handshake per command; a connection that no channel uses any more is closed.
 
 A run lists a computer's panes every second: through `_Lister`, one long-lived ssh whose remote shell runs
-the fixed listing at each empty line it reads, rather than an ssh client each time.
+the fixed listing at each empty line it reads, rather than an ssh client each time. It hears its workers
+there (a turn's end, a stop failure, an exit) through `_Waker`, one long-lived ssh whose remote shell waits
+on the tmux server's `MOVED_CHANNEL` and prints a line each time it is signalled, rather than a `tmux
+wait-for` ssh client per worker.
 
 `Fleet` is the runtime's tmux when teleclaude.toml names other computers: it answers for this machine's
 private tmux server and for each remote one, telling them apart by a prefix on pane ids and session names
@@ -37,10 +40,11 @@ from pathlib import Path
 from teleclaude.adapters.tmux import VIEWS_COMMAND, Tmux, TmuxError, views_of
 from teleclaude.config.profiles import Computer
 from teleclaude.errors import ErrorCode
+from teleclaude.runtime.core.marks import MOVED_CHANNEL
 from teleclaude.runtime.core.sessions import PaneView
 
 SEPARATOR = ":"  # tmux itself never puts a colon in a session name or pane id
-RESERVED = 2  # channels of a connection left to short commands: long-lived ones (wait-for) take the rest
+RESERVED = 2  # channels of a connection left to short commands: long-lived ones (lister, waker) the rest
 DOWN_LOOK = 2.0  # seconds between two tries to reach a computer that could not be reached
 
 
@@ -213,6 +217,8 @@ class RemoteTmux(Tmux):
         self.down_since: float | None = None  # monotonic: when ssh there last failed (None: it answers)
         self._lister: _Lister | None = None
         self._lister_lock = threading.Lock()
+        self._waker: _Waker | None = None
+        self._waker_ended = float("-inf")  # monotonic: when the last waker's ssh ended
 
     def _call(self, args: Sequence[str]) -> tuple[int, list[str], list[str]]:
         try:
@@ -252,6 +258,32 @@ class RemoteTmux(Tmux):
             if self._lister is not None:
                 self._lister.close()
                 self._lister = None
+
+    def stop_waking(self) -> None:
+        """End the computer's `_Waker` (no worker there is waited on; the next `wake_fd` starts one)."""
+        with self._lister_lock:
+            if self._waker is not None:
+                self._waker.close()
+                self._waker = None
+
+    def wake_fd(self) -> int | None:
+        """The pipe of the computer's `_Waker`, started if need be: readable when a worker there ended a turn,
+        failed to stop or exited, or when the waker's ssh ended (its connection dropped). None while ssh there
+        is down, or for `DOWN_LOOK` seconds after a waker ended (a computer refusing it is not asked again at
+        every wait: the looks see its workers meanwhile)."""
+        with self._lister_lock:
+            rested = time.monotonic() - self._waker_ended >= DOWN_LOOK
+            if self._waker is None and self.down_since is None and rested:
+                self._waker = _Waker(self.computer, [*self._tmux(), "wait-for", MOVED_CHANNEL])
+            return self._waker.fileno() if self._waker is not None else None
+
+    def rung(self) -> None:
+        """Read what came on `wake_fd`'s pipe; a waker whose ssh ended is closed (the next `wake_fd` after
+        `DOWN_LOOK` starts another)."""
+        with self._lister_lock:
+            if self._waker is not None and not self._waker.drain():
+                self._waker.close()
+                self._waker, self._waker_ended = None, time.monotonic()
 
     def _down(self) -> None:
         if self.down_since is None:
@@ -337,6 +369,55 @@ class _Lister:
             if not chunk:  # ssh ended
                 return None
             self._buffer += chunk
+
+    def close(self) -> None:
+        self.process = None
+        self._ended()
+
+
+class _Waker:
+    """One long-lived `ssh` to a computer whose remote shell waits on its tmux server's `MOVED_CHANNEL` and
+    prints an empty line each time it is signalled: every worker's turn end, stop failure and exit there
+    signals it, so a run watching fifteen workers there holds one ssh client, not a `tmux wait-for` client
+    each. With no server there (the first worker still starting) it tries again each second. Fixed commands
+    only (`shlex.join`); nothing it reads is run. Its remote shell ends with its stdin (this side's ssh gone),
+    taking its `tmux wait-for` client along (`kill 0`: its own process group, a session of sshd's)."""
+
+    def __init__(self, computer: Computer, waiting: Sequence[str]) -> None:
+        script = (
+            "exec 3<&0; ( cat <&3 >/dev/null; kill 0 ) & "
+            f"while :; do if {shlex.join(waiting)} 2>/dev/null; then echo; else sleep 1; fi; done"
+        )
+        self.process: subprocess.Popen[bytes] | None = None
+        try:
+            self.process = connections(computer).long(
+                lambda connection: subprocess.Popen(
+                    ssh_argv(computer, ["sh", "-c", script], connection),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        except OSError:
+            self.process = None
+        self._ended = weakref.finalize(self, _end, self.process)
+
+    def fileno(self) -> int | None:
+        stdout = self.process.stdout if self.process is not None else None
+        return stdout.fileno() if stdout is not None else None
+
+    def drain(self) -> bool:
+        """Read every line that came; False once its ssh ended (its pipe at its end), or never started."""
+        fd = self.fileno()
+        if fd is None:
+            return False
+        while select.select([fd], [], [], 0)[0]:
+            try:
+                if not os.read(fd, 4096):
+                    return False
+            except OSError:
+                return False
+        return True
 
     def close(self) -> None:
         self.process = None
@@ -458,6 +539,15 @@ class Fleet(Tmux):
     def clear_mark(self, pane_id: str, option: str) -> None:
         tmux, bare = self._route(pane_id)
         (super().clear_mark if tmux is self else tmux.clear_mark)(bare, option)
+
+    def clear_marks(self, marks: Sequence[tuple[str, str]]) -> None:
+        """`clear_mark` of each (pane, option), one tmux client a computer (tmux stops at a pane gone)."""
+        routed: dict[Tmux, list[str]] = {}
+        for pane_id, option in marks:
+            tmux, bare = self._route(pane_id)
+            routed.setdefault(tmux, []).extend((";", "set-option", "-p", "-u", "-t", bare, option))
+        for tmux, unset in routed.items():
+            tmux.cmd(*unset[1:])
 
     def kill_session(self, name: str) -> None:
         tmux, bare = self._route(name)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from teleclaude.adapters.tmux_control import PaneEvents
 from teleclaude.errors import ErrorCode, Failure
+from teleclaude.runtime.core.marks import MOVED_CHANNEL
 from teleclaude.runtime.core.sessions import PaneView, StaleView
 
 if TYPE_CHECKING:
@@ -69,12 +70,12 @@ SPEND_OPTION = "@teleclaude_spend"  # its stop hook's: what its session used so 
 COST_OPTION = "@teleclaude_cost"  # its status line's: what its CLI says the session cost so far, in dollars
 TURN_END_TO_PANE = "TELECLAUDE_TURN_END_TO_PANE"
 # Enters the folder, runs the agent, records its exit status on the pane (tmux 3.3 leaves
-# #{pane_dead_status} empty), then signals the session's wait-for channel. Inputs arrive as positional
-# parameters, never as code; the folder reaches `cd` untouched, so tmux never expands a `#` in it.
+# #{pane_dead_status} empty), then signals the session's wait-for channel and MOVED_CHANNEL. Inputs arrive
+# as positional parameters, never as code; the folder reaches `cd` untouched, so tmux never expands a `#`.
 _EXIT_SIGNAL = (
     'folder=$1; channel=$2; shift 2; cd -- "$folder" && "$@"; status=$?; '
     'tmux set-option -p -t "$TMUX_PANE" @teleclaude_exit "$status"; '
-    'tmux wait-for -S "$channel"; exit "$status"'
+    'tmux wait-for -S "$channel" \\; wait-for -S ' + MOVED_CHANNEL + '; exit "$status"'
 )
 
 
@@ -396,14 +397,13 @@ class Tmux:
 
 def mark_own_pane(value: str, option: str = TURN_END_OPTION, wake: str = "") -> bool:
     """From inside a pane (a worker's hook): put a mark (the turn end, a stop failure) on that pane, in the
-    tmux server it runs in ($TMUX, $TMUX_PANE), then signal the `wake` channel, if any, in the same client
-    (the run's wait on the worker: its looks come seconds apart while they find nothing new). False when not
-    in a pane or tmux refused."""
+    tmux server it runs in ($TMUX, $TMUX_PANE), then signal the `wake` channel, if any, and MOVED_CHANNEL in
+    the same client (the run's wait on the worker). False when not in a pane or tmux refused."""
     pane = os.environ.get("TMUX_PANE", "")
     if not pane or not os.environ.get("TMUX"):
         return False
     value = f"{value[:-1]}\\;" if value.endswith(";") else value  # else tmux ends the command there
-    signal = [";", "wait-for", "-S", wake] if wake else []
+    signal = [";", "wait-for", "-S", wake, ";", "wait-for", "-S", MOVED_CHANNEL] if wake else []
     try:
         done = subprocess.run(
             [shutil.which("tmux") or "tmux", "set-option", "-p", "-t", pane, option, value, *signal],

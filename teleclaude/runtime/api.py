@@ -12,7 +12,6 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -56,7 +55,8 @@ class Runtime:
         availability = AvailabilityStore(store.path)
         self.context = Context(config, store, availability, tmux, clock, os.environ if env is None else env)
         if config.remotes:
-            self.context.before_turn_end = partial(remote.bring_back_logged, dict(config.remotes))
+            brought = remote.BringBack(dict(config.remotes))
+            self.context.before_turn_end, self.context.turn_ends_ahead = brought, brought.ahead
         panes = Panes(self.context)
         self.launcher = Launcher(self.context, panes)
         self.observer = Observer(self.context, panes)
@@ -110,10 +110,10 @@ class Runtime:
             started = self.run_agent_command(request)
         return started
 
-    def warm(self, dispatch: Dispatch) -> Warm | Error:
-        """The worker of a step `next_work` will likely name, started to its prompt on this machine and not
+    def warm(self, dispatch: Dispatch, computer: str = "local") -> Warm | Error:
+        """The worker of a step `next_work` will likely name, started to its prompt (on `computer`) and not
         typed into (`Launcher.warm`): `deliver_warm` once next_work names it, else `drop_warm`."""
-        return self.launcher.warm(_request(dispatch, None, "local"))
+        return self.launcher.warm(_request(dispatch, None, computer))
 
     def deliver_warm(self, warm: Warm) -> Started | Error:
         """The warm worker's command typed; but a step its item's last worker left is taken up as `start`

@@ -4,6 +4,7 @@ one way to save a state change, and the errors every service answers with."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -30,6 +31,11 @@ class Context:
     # called before a turn's end is saved (Change.TURN_ENDED or an exit): a remote worker's branch comes
     # back here first, so whoever reads the event finds the work on the main checkout's branch
     before_turn_end: Callable[[Session], None] = lambda session: None
+    # the turns of these workers on other computers are read next (their panes show them over): their
+    # branches come back before, one fetch a computer, and `before_turn_end` skips them meanwhile
+    turn_ends_ahead: Callable[[list[Session]], AbstractContextManager[object]] = lambda sessions: (
+        nullcontext()
+    )
     run_id: str = ""  # set by `teleclaude run`: the sessions it starts carry it (their run's timeline)
     budget: Budget | None = (
         None  # `teleclaude run --budget`: the project's [budget] with these limits instead

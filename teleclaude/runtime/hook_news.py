@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable
-from contextlib import suppress
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
+from subprocess import Popen
 
-from teleclaude.adapters import channel, sandbox
+from teleclaude.adapters import channel, procs, sandbox
 from teleclaude.adapters.fs import read_tail
+from teleclaude.adapters.ssh import Fleet, RemoteTmux
 from teleclaude.adapters.store import StoreError, marking_unavailable
 from teleclaude.adapters.tmux import (
     COST_OPTION,
@@ -24,13 +26,16 @@ from teleclaude.adapters.tmux import (
     TmuxError,
 )
 from teleclaude.agents.profile import UsageSource, UsageWindow
+from teleclaude.runtime import trace
 from teleclaude.runtime.context import Context
 from teleclaude.runtime.core.blockers import unexpanded_command
 from teleclaude.runtime.core.limits import LimitHit, decode_usage, failure_limit, parse_failure
+from teleclaude.runtime.core.looks import moved_first
 from teleclaude.runtime.core.marks import exit_channel, unseal
 from teleclaude.runtime.core.sessions import Change, PaneView, Session, SessionState, transition
 from teleclaude.runtime.core.supervision import progressed
 from teleclaude.runtime.core.tool_uses import tool_use
+from teleclaude.runtime.panes import Panes
 
 log = logging.getLogger("teleclaude.runtime")
 
@@ -48,7 +53,11 @@ class HookNews:
     _usage_seen: dict[tuple[str, str], datetime]
     _spend_read: dict[str, tuple[str, int, int]]
     _listening: dict[str, int | None]
+    _waiters: dict[str, Popen[bytes]]
+    _pidfds: procs.Pidfds
     _channel_marks: dict[str, frozenset[str]]
+    _unmarked: list[tuple[str, str]] | None  # (pane, option): remote marks recorded, taken away together
+    panes: Panes
     report: Callable[[str, str, str | None, str], object] | None
 
     # --- a sandboxed worker's channel here, listened to ----------------------------------------------------
@@ -86,6 +95,67 @@ class HookNews:
             pipe = self._listening.pop(session_id, None)
             if pipe is not None:
                 os.close(pipe)
+
+    # --- the workers' own wait-for clients, and one waiter for each other computer ----------------------
+
+    def _rings(self, sessions: Iterable[Session]) -> dict[int, str]:
+        """The pipes of the waiters of the other computers `sessions` work on (adapters/ssh.py `_Waker`: one
+        a computer, readable when one of its workers moved), each with its computer's name; the waiters of
+        the others ended (here, between two sleeps: never under a select on their pipes)."""
+        wanted, found = {s.computer for s in sessions}, {}
+        for computer in sorted(self.context.config.remotes):
+            if not isinstance(there := self.context.tmux.on(computer), RemoteTmux):
+                continue
+            if computer not in wanted:
+                there.stop_waking()
+            elif (fd := there.wake_fd()) is not None:
+                found[fd] = computer
+        return found
+
+    def _rung(
+        self, sessions: list[Session], rings: dict[int, str], ready: Iterable[int]
+    ) -> tuple[bool, frozenset[str], dict[str, PaneView] | None]:
+        """Whether a computer's waiter rang among `ready`; then (its pipe read) the workers whose panes moved
+        there (core/looks.py `moved_first`: looked at first), by the panes listed now, and those views."""
+        computers = {rings[fd] for fd in ready if fd in rings}
+        if not computers:
+            return False, frozenset(), None
+        for fd, computer in [(fd, c) for fd, c in rings.items() if c in computers]:
+            there = self.context.tmux.on(computer)
+            assert isinstance(there, RemoteTmux)  # (`_rings` gave it)
+            there.rung()
+            del rings[fd]  # a waker whose ssh ended is closed: its pipe is selected on no more
+            if (now := there.wake_fd()) is not None:
+                rings[now] = computer
+        views = self.panes.views()
+        first = moved_first(sessions, views, computers)
+        for session_id in first:
+            trace.mark("rung", session_id)
+        return True, first, views
+
+    def _waiter(self, session_id: str, tmux) -> Popen[bytes]:
+        """The session's wait-for client. One that saw its signal between two waits is returned as it is: its
+        end is the wake-up of the next sleep (tmux wakes one waiter per signal; a new one would sleep on)."""
+        if session_id not in self._waiters:
+            self._waiters[session_id] = tmux.wait_for(exit_channel(session_id))
+        return self._waiters[session_id]
+
+    def _forget_signalled(self, session_ids: Iterable[str]) -> bool:
+        """Forget those of `session_ids`' waiters that saw their signal (the next wait starts new ones)."""
+        ended = [i for i in session_ids if i in self._waiters and self._waiters[i].poll() is not None]
+        for session_id in ended:
+            self._pidfds.drop(self._waiters.pop(session_id))
+        return bool(ended)
+
+    def _stop_waiters(self, session_ids: Iterable[str] | None = None) -> None:
+        ids = list(self._waiters) if session_ids is None else list(session_ids)
+        for session_id in ids:
+            waiter = self._waiters.pop(session_id, None)
+            if waiter is not None:
+                self._pidfds.drop(waiter)
+                waiter.kill()
+                waiter.wait()
+        self._unlisten(None if session_ids is None else ids)
 
     def record_turn_end(self, session_id: str, source: str = "stop hook", prompt: str = "") -> bool:
         """An agent's Stop hook said its turn is over (called from `teleclaude hook stop`). True once the
@@ -333,13 +403,31 @@ class HookNews:
         )
         return self.context.store.get(session.id) or session
 
+    @contextmanager
+    def _marks_together(self) -> Iterator[None]:
+        """Within: the remote marks recorded are taken away at its end, one tmux client a computer."""
+        self._unmarked = []
+        try:
+            yield
+        finally:
+            unmarked, self._unmarked, tmux = self._unmarked, None, self.context.tmux
+            try:
+                if unmarked and isinstance(tmux, Fleet):  # (only other computers' marks are gathered)
+                    tmux.clear_marks(unmarked)
+            except TmuxError as error:  # a pane gone meanwhile: a mark left is read again at the next look
+                log.info("could not take away the marks read (%s)", error)
+
     def _clear_mark(self, session: Session, option: str, forged: bool = False) -> None:
         """A mark recorded (or `forged`: not sealed with its session's key) taken away: from a local worker's
         channel, and from its pane unless the mark read was its channel's (a sandboxed worker's hooks reach
-        no pane: a tmux client fewer at each of its turn's ends)."""
+        no pane: a tmux client fewer at each of its turn's ends); a remote pane's, while `_unmarked` gathers
+        them, with the others read in the same look (one ssh client a computer)."""
         local = session.computer not in self.context.config.remotes
         if local:
             sandbox.clear_mark(sandbox.channel_folder(self.context.store.path, session.id), option)
+        elif self._unmarked is not None:
+            self._unmarked.append((session.pane_id, option))
+            return
         if forged or not local or option not in self._channel_marks.get(session.id, ()):
             self.context.tmux.clear_mark(session.pane_id, option)
 

@@ -105,18 +105,17 @@ class Launcher(PromptWait):
         the next step while the current one works): started and waited for as `start` does, but left at its
         prompt, its command not typed. Its PENDING session holds the step and its start lock until
         `deliver_warm` types the command or `drop_warm` ends it; a starter killed meanwhile lets go of the
-        lock, and the next run ends it (`starter_gone`). On this machine only."""
-        if request.computer in self.context.config.remotes:
-            return bad_argument("a warm worker is started on this machine only")
+        lock, and the next run ends it (`starter_gone`). On another computer its item's worktree there is
+        brought up to the branch here first, as for a start (a step working there leaves it as it is)."""
         prepared = self._prepare(request)
         if isinstance(prepared, Error):
             return prepared
-        session, profile, binary, _, workdir = prepared
+        session, profile, binary, remote, workdir = prepared
         lock = ExitStack()
         lock.enter_context(fs.holding(start_lock(self.context.store.path, session.id)))
         with ExitStack() as unless_warm:  # the lock goes unless a Warm holds it
             unless_warm.push(lock)
-            opened = self._hold_and_open(session, profile, binary, None, workdir, request.thinking_mode)
+            opened = self._hold_and_open(session, profile, binary, remote, workdir, request.thinking_mode)
             if isinstance(opened, Error):
                 return opened
             try:  # looked at less often than a start someone waits on: its step is still at work

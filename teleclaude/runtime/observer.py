@@ -25,8 +25,8 @@ from teleclaude.runtime.core.apiwait import api_wait_limit, tool_shown
 from teleclaude.runtime.core.blockers import blocked_text, find_blocker, refusal_text, refused_command
 from teleclaude.runtime.core.continuation import not_replayed
 from teleclaude.runtime.core.limits import DEFAULT_PAUSE, LimitHit, find_limit, reset_time
-from teleclaude.runtime.core.looks import due, look_every
-from teleclaude.runtime.core.marks import exit_channel, turn_end_prompt, turn_end_stamp
+from teleclaude.runtime.core.looks import due, look_every, turn_over
+from teleclaude.runtime.core.marks import turn_end_prompt, turn_end_stamp
 from teleclaude.runtime.core.screens import observe_idle, waiting_for_input
 from teleclaude.runtime.core.sessions import (
     Activity,
@@ -103,6 +103,7 @@ class Observer(HookNews):
         # session id -> its channel's pipe here, read to be woken by its hooks (None: it has no channel); the
         # sessions whose pipes were poked, not yet looked at
         self._listening: dict[str, int | None] = {}
+        self._unmarked: list[tuple[str, str]] | None = None
         self._pokes: frozenset[str] = frozenset()
         # ended once nothing holds the observer, or at exit (atexit.register(self._stop_waiters) kept every
         # observer, and its last clients unreaped: hundreds of zombie `tmux: client`s in a test worker)
@@ -143,30 +144,41 @@ class Observer(HookNews):
         """Look at every live session once: exits, vanished panes, limits, and turns that ended."""
         return self._look_at(list(sessions))[0]
 
-    def _look_first(self, sessions: list[Session], first: frozenset[str]) -> list[Session]:
-        """The sessions, those of `first` looked at (the others' last readings kept for the next look)."""
+    def _look_first(
+        self, sessions: list[Session], first: frozenset[str], views: dict[str, PaneView] | None = None
+    ) -> list[Session]:
+        """The sessions, those of `first` looked at (the others' kept for the next look; `views`: listed)."""
         if not first:
             return sessions
-        looked = {s.id: s for s in self._look_at([s for s in sessions if s.id in first], whole=False)[0]}
+        chosen = [s for s in sessions if s.id in first]
+        over = [s for s in chosen if views is not None and turn_over(views.get(s.pane_id))]
+        # workers on another computer: their branches brought back at once, their marks taken away together
+        with self._marks_together(), self.context.turn_ends_ahead(over):
+            looked = {s.id: s for s in self._look_at(chosen, whole=False, views=views)[0]}
         return [looked.get(s.id, s) for s in sessions]
 
     def _look_at(
-        self, sessions: list[Session], news: Callable[[], bool] | None = None, whole: bool = True
+        self,
+        sessions: list[Session],
+        news: Callable[[], bool] | None = None,
+        whole: bool = True,
+        views: dict[str, PaneView] | None = None,
     ) -> tuple[list[Session], bool]:
         """`refresh`, and whether it looked at every live session: `news` is asked after each, and a look it
         answers True stops there (a hook's news is told before the rest are looked at: at thirty workers
         under load a look outlasted second after second of hand-overs). A whole look sets when the next is
         due (`_every`: later when no pane printed and no session changed). A look not `whole` (the workers
-        whose hooks poked) looks at them side by side: each waits on a capture and a write to the store."""
+        whose hooks poked, or whose panes moved on another computer) looks at them side by side: each waits
+        on a capture and a write to the store. `views`: the panes as just listed (else listed now)."""
         live = [s for s in sessions if not s.state.is_final]
         if not live:
             return sessions, True
         self._printed = False
-        views = self.panes.views()
+        listed = self.panes.views() if views is None else views
         down = self.context.tmux.unreachable()  # after the views: they find out
 
         def look(s: Session) -> Session:
-            view = views.get(s.pane_id)
+            view = listed.get(s.pane_id)
             return self._unreachable(s) if s.computer in down else self._observe_safely(s, view)
 
         if not whole:
@@ -178,8 +190,7 @@ class Observer(HookNews):
             if news is not None and len(fresh) < len(live) and news():
                 return [fresh.get(s.id, s) for s in sessions], False
         config, changed = self.context.config, any(fresh[s.id].state is not s.state for s in live)
-        remote = any(s.computer in config.remotes for s in live)
-        self._every = look_every(self._every, config.poll_interval, self._printed or changed, remote)
+        self._every = look_every(self._every, config.poll_interval, self._printed or changed)
         watched = {s.pane_id for s in fresh.values() if not s.state.is_final}
         self._read = {pane: read for pane, read in self._read.items() if pane in watched}
         self._shown = {pane: shown for pane, shown in self._shown.items() if pane in watched}
@@ -218,21 +229,26 @@ class Observer(HookNews):
         just_looked = (timeout >= poll or not fresh) and self._looked_within(ids, every, joined_too=not fresh)
         poked, self._pokes = self._pokes, frozenset()  # heard by a wait that returned for its caller's `wake`
         woken, just_looked, remotes = bool(poked), just_looked and not poked, self.context.config.remotes
-        # listened to before the look: a mark left after it pokes the pipe
-        channels = self._listened([s for s in sessions if not s.state.is_final and s.computer not in remotes])
+        # listened to before the look: a mark left after it pokes the pipe (rings its computer's waiter)
+        live = [s for s in sessions if not s.state.is_final]
+        channels = self._listened([s for s in live if s.computer not in remotes])
+        rings, views = self._rings(live) if timeout else {}, None
         while True:
             if not just_looked:
                 # what a hook stored is told before a look at every pane (the look comes with the next wait):
-                # thirty workers through together woke a wait thirty times, each looking at thirty panes
-                # first; so is what a sandboxed worker's hook left in its channel (it poked its pipe)
-                poked |= self._poked(channels, procs.sleep_until_ended((), 0, channels)[1])
-                sessions, poked = self._look_first(sessions, poked), frozenset()
+                # thirty hand-overs woke a wait thirty times, each looking at thirty panes first; so is what a
+                # sandboxed worker's hook left (it poked its pipe), and a remote pane that moved (a ring)
+                ready = procs.sleep_until_ended((), 0, [*channels, *rings])[1]
+                rang, moved, listed = self._rung(sessions, rings, ready)
+                poked |= self._poked(channels, ready) | moved
+                views, woken = listed or views, woken or rang
+                sessions, poked, views = self._look_first(sessions, poked, views), frozenset(), None
                 stored = store.undelivered(ids) if woken or not fresh else []
                 if stored:
                     store.mark_delivered(stored)
                     return Waited(tuple(stored), tuple(sessions), False)
-                # a look also stops at a sandboxed worker's poke, and at the caller's `wake`
-                pipes = [*self._listening_to(), *([wake] if wake is not None else [])]
+                # a look also stops at a sandboxed worker's poke, a computer's waiter, and the caller's `wake`
+                pipes = [*self._listening_to(), *rings, *([wake] if wake is not None else [])]
                 with procs.Exits(self._waiters.values(), pipes, self._pidfds) as news:
                     sessions, whole = self._look_at(sessions, news)
                 if whole:
@@ -241,24 +257,26 @@ class Observer(HookNews):
             if events:
                 store.mark_delivered(events)
                 return Waited(tuple(events), tuple(sessions), False)
-            down = tmux.unreachable()  # their wait-for clients could not connect: the sleep is the poll
+            down = tmux.unreachable()  # their waiters could not connect: the sleep is the poll
             self._stop_waiters([s.id for s in sessions if s.state.is_final or s.computer in down])
             watching = [s for s in sessions if not s.state.is_final and s.computer not in down]
-            watched = [s.id for s in watching]
+            here = [s for s in watching if s.computer not in remotes]
+            watched = [s.id for s in here]
             # started even by a wait that ends now (its look outlasted it, on a busy machine): the next one
-            # sleeps on them rather than looking again. On the tmux server of the session's computer (its
-            # pane's exit and its hooks signal there): one on this machine's would never be signalled, and
-            # ended at once when this machine has no server, waking every sleep
-            waiters = [self._waiter(s.id, tmux.on(s.computer)) for s in watching] if timeout else []
+            # sleeps on them rather than looking again. A worker here has a `wait-for` client of its own; the
+            # workers on another computer share one waiter there (`_rings`), on that computer's tmux server
+            waiters = [self._waiter(s.id, tmux) for s in here] if timeout else []
+            rings = self._rings(watching) if timeout else {}
             over = all(s.state.is_final for s in sessions)
             if over or time.monotonic() >= deadline:
                 return Waited((), tuple(sessions), bool(ids) and not over)
-            channels = self._listened([s for s in watching if s.computer not in remotes])
-            pipes = [*channels, *([wake] if wake is not None else [])]
+            channels = self._listened(here)
+            pipes = [*channels, *rings, *([wake] if wake is not None else [])]
             left = min(poll, deadline - time.monotonic())
             ended, ready = procs.sleep_until_ended(waiters, left, pipes, self._pidfds)
-            poked = poked | self._poked(channels, ready)
-            woken = self._forget_signalled(watched) or ended or bool(poked)  # one that ended after the sleep
+            rang, moved, views = self._rung(sessions, rings, ready)
+            poked = poked | self._poked(channels, ready) | moved
+            woken = self._forget_signalled(watched) or ended or bool(poked) or rang
             if wake in ready:  # the caller's own news: a hook's is told at its next wait
                 self._pokes = poked
                 return Waited((), tuple(sessions), False)
@@ -270,30 +288,6 @@ class Observer(HookNews):
         since are looked at with the rest at the next), less than `seconds` ago."""
         looked_ids, looked_at = self._looked
         return time.monotonic() - looked_at < seconds and (joined_too or set(ids) <= looked_ids)
-
-    def _waiter(self, session_id: str, tmux) -> Popen[bytes]:
-        """The session's wait-for client. One that saw its signal between two waits is returned as it is: its
-        end is the wake-up of the next sleep (tmux wakes one waiter per signal; a new one would sleep on)."""
-        if session_id not in self._waiters:
-            self._waiters[session_id] = tmux.wait_for(exit_channel(session_id))
-        return self._waiters[session_id]
-
-    def _forget_signalled(self, session_ids: Iterable[str]) -> bool:
-        """Forget those of `session_ids`' waiters that saw their signal (the next wait starts new ones)."""
-        ended = [i for i in session_ids if i in self._waiters and self._waiters[i].poll() is not None]
-        for session_id in ended:
-            self._pidfds.drop(self._waiters.pop(session_id))
-        return bool(ended)
-
-    def _stop_waiters(self, session_ids: Iterable[str] | None = None) -> None:
-        ids = list(self._waiters) if session_ids is None else list(session_ids)
-        for session_id in ids:
-            waiter = self._waiters.pop(session_id, None)
-            if waiter is not None:
-                self._pidfds.drop(waiter)
-                waiter.kill()
-                waiter.wait()
-        self._unlisten(None if session_ids is None else ids)
 
     # --- one look at one session ---------------------------------------------------------------------------
 
@@ -363,6 +357,7 @@ class Observer(HookNews):
             # the stop hook of a worker on another computer marked its pane (a sandboxed one its channel):
             # recorded as a local hook's is
             trace.mark("hook", session.id, at=turn_end_stamp(turn_end))  # its news is found only now
+            trace.mark("read", session.id)
             hooked = self._hook_ended(scanned, now, session.state, turn_end_prompt(turn_end))
             if hooked is not None:  # recorded: the mark has done its work
                 self._clear_mark(session, TURN_END_OPTION)

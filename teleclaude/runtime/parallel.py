@@ -12,6 +12,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -299,7 +300,8 @@ class Lanes(Serial):
             return None
         self.state.action = action
         self._answer(action)
-        warm = self._claim_warm(lane.warming, action if isinstance(action, Dispatch) else None)
+        named = action if isinstance(action, Dispatch) else None
+        warm = self._claim_warm(lane.warming, named, self._computer_for(lane, named) if named else "local")
         lane.warming = None
         if ahead_rules.catch_up_first(warm is not None, action) and isinstance(action, Dispatch):
             guarded(app.catch_up, action.slug, cwd=self.settings.root)  # made ahead: what merged meanwhile
@@ -375,8 +377,8 @@ class Lanes(Serial):
             if isinstance(begun, Session):
                 lane.session, lane.adopted = begun, begun is not self.state.session
                 after = ahead_rules.after_start(action, begun.args, lane.adopted)
-                if after.warm:
-                    lane.warming = self._warm_after(action)
+                if after.warm:  # on the computer its step would go to
+                    lane.warming = self._warm_after(action, partial(self._computer_for, lane))
                 if after.claim:
                     self._next_item_ahead()
             elif isinstance(begun, Stop):

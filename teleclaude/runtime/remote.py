@@ -19,6 +19,8 @@ import logging
 import os
 import re
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,6 +88,20 @@ def bring_back(computer: Computer, session: Session) -> None:
     tracking = f"refs/teleclaude/remotes/{computer.name}/{slug}"
     _git(computer, project, "fetch", "-q", "--force", ssh.git_url(computer), f"refs/heads/{slug}:{tracking}")
     gitx.run_git(["merge", "-q", "--ff-only", tracking], project / layout.TREES / slug)
+
+
+def bring_back_all(computer: Computer, project: Path, slugs: list[str]) -> list[str]:
+    """`bring_back` of several items from one computer: one fetch of their branches, then each local
+    worktree fast-forwarded; the slugs brought back (a worktree that could not be is left out)."""
+    tracking = {slug: f"refs/teleclaude/remotes/{computer.name}/{slug}" for slug in slugs}
+    refspecs = [f"refs/heads/{slug}:{ref}" for slug, ref in tracking.items()]
+    _git(computer, project, "fetch", "-q", "--force", ssh.git_url(computer), *refspecs)
+    brought = []
+    for slug, ref in tracking.items():
+        with suppress(subprocess.CalledProcessError):  # its own `bring_back` tries again, and says why
+            gitx.run_git(["merge", "-q", "--ff-only", ref], project / layout.TREES / slug)
+            brought.append(slug)
+    return brought
 
 
 def clean_up(computer: Computer, project: Path, slug: str, timeout: float) -> None:
@@ -179,6 +195,40 @@ def _git(computer: Computer, cwd: Path, *args: str) -> None:
     except subprocess.CalledProcessError as error:
         why = " ".join(error.stderr.decode(errors="replace").split())
         raise TravelError(f"git {args[0]} with {computer.name} failed: {why}") from None
+
+
+class BringBack:
+    """`Context.before_turn_end` with other computers: a turn that ended there brings its item's branch back
+    here first (`bring_back_logged`). `ahead`: the turns of several workers about to be read (their
+    computer woke the run) come back in one fetch a computer, not one fetch each as each is read, and are
+    not fetched again meanwhile."""
+
+    def __init__(self, computers: dict[str, Computer]) -> None:
+        self.computers = computers
+        self._brought: frozenset[str] = frozenset()  # ids of the sessions `ahead` brought back
+
+    def __call__(self, session: Session) -> None:
+        if session.id not in self._brought:
+            bring_back_logged(self.computers, session)
+
+    @contextmanager
+    def ahead(self, sessions: list[Session]) -> Iterator[None]:
+        groups: dict[tuple[str, str], dict[str, str]] = {}  # (computer, project) -> slug -> session id
+        for session in sessions:
+            slug = item_slug(session.subfolder)
+            if session.computer in self.computers and slug is not None:
+                groups.setdefault((session.computer, session.project), {})[slug] = session.id
+        brought: set[str] = set()
+        for (name, project), ids in groups.items():
+            try:
+                brought |= {ids[slug] for slug in bring_back_all(self.computers[name], Path(project), [*ids])}
+            except (ssh.RemoteError, subprocess.CalledProcessError) as error:  # each fetched as it is read
+                log.info("could not bring back %s from %s at once: %s", ", ".join(ids), name, error)
+        self._brought = frozenset(brought)
+        try:
+            yield
+        finally:
+            self._brought = frozenset()
 
 
 def bring_back_logged(computers: dict[str, Computer], session: Session) -> None:

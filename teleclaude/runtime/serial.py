@@ -419,12 +419,11 @@ class Serial:
             command, successor = learned
             self.successors.setdefault(command, Counter())[successor] += 1
 
-    def _warm_after(self, action: Dispatch) -> Warming | None:
+    def _warm_after(self, action: Dispatch, on: Callable[[Dispatch], str] | None = None) -> Warming | None:
         """While `action`'s worker works, the worker of the step likely next (`likely_next`; before this run
         saw one follow `action`'s step, `usual_next`) started to its prompt in the background (`[runtime]
-        warm_start`): with --parallel, one for each lane. Not with other computers (a
-        step of the item may go to another computer's clone: a worker is started ahead here only)."""
-        if not self._ahead().allowed:  # off, other computers, or it could never be given its step
+        warm_start`) on the computer that step would go to (`on`, else here): with --parallel, one a lane."""
+        if not self._ahead().allowed:  # off, or it could never be given its step
             return None
         after = self._successor_now(action, ahead_rules.most_seen(self.successors.get(action.command)))
         predicted = likely_next(action, {action.command: after} if after else {})
@@ -432,7 +431,8 @@ class Serial:
             return None
         if self.warmer is None:
             self.warmer = ThreadPoolExecutor(self.settings.parallel, thread_name_prefix="warm")
-        return predicted, self.warmer.submit(guarded, self.runtime.warm, predicted)
+        where = on(predicted) if on else "local"
+        return predicted, self.warmer.submit(guarded, self.runtime.warm, predicted, where)
 
     def _ahead(self) -> ahead_rules.Ahead:
         config = self.runtime.config
@@ -455,9 +455,9 @@ class Serial:
                 self.matrix = Config(matrix={})
         return self.matrix
 
-    def _claim_warm(self, warming: Warming | None, action: Dispatch | None) -> Warm | None:
-        """The worker started ahead, when `action` is the step it was started for (same agent, thinking
-        mode and folder); else it is ended here, never given a step it was not started for."""
+    def _claim_warm(self, warming: Warming | None, action: Dispatch | None, on: str = "local") -> Warm | None:
+        """The worker started ahead, when `action` is the step it was started for (same agent, thinking mode
+        and folder) and goes to its computer (`on`); else it is ended, never given a step it was not for."""
         if warming is None:
             return None
         predicted, future = warming
@@ -466,7 +466,7 @@ class Serial:
         if isinstance(warm, Error):
             self.show(f"    the worker started ahead for {step} failed: {warm.message.splitlines()[0]}")
             return None
-        if ahead_rules.claims(predicted, action):
+        if ahead_rules.claims(predicted, action, warm.session.computer, on):
             self.show(f"    {warm.session.id} ({warm.session.agent}) was started ahead for {step}")
             return warm
         guarded(self.runtime.drop_warm, warm)

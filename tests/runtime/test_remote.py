@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import shlex
 import shutil
 import subprocess
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from teleclaude.adapters import fs, sandbox, ssh
+from teleclaude.adapters import fs, procs, sandbox, ssh
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.agents import NAMES
@@ -33,6 +34,7 @@ from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.runtime import orchestrator, remote, spend
 from teleclaude.runtime.api import Runtime, open_runtime
+from teleclaude.runtime.core.marks import MOVED_CHANNEL, exit_channel
 from teleclaude.runtime.core.sessions import (
     Activity,
     Ended,
@@ -44,7 +46,7 @@ from teleclaude.runtime.core.sessions import (
 )
 from teleclaude.runtime.orchestrator import Outcome
 
-from ..loopback_sshd import NAME, clone, computer, settle_settings, toml
+from ..loopback_sshd import MAX_SESSIONS, NAME, clone, computer, settle_settings, toml
 from ..loopback_sshd import sshd as sshd  # noqa: F401 (the fixture)
 from ..scripted import approve
 from ..servers import free_port
@@ -93,6 +95,82 @@ def _count_ssh_clients(tmp_path: Path, monkeypatch) -> Callable[[], int]:
     wrapper.chmod(0o755)
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
     return lambda: len(log.read_text().splitlines()) if log.exists() else 0
+
+
+# a worker's hook over there: its turn's end marked on its pane, then it waits at a gate and exits
+MARK_THEN_GATE = (
+    "import os, sys, time\n"
+    "from teleclaude.adapters.tmux import TURN_END_OPTION, mark_own_pane\n"
+    "assert mark_own_pane('sealed end', TURN_END_OPTION, sys.argv[1])\n"
+    "while not os.path.exists(sys.argv[2]):\n"
+    "    time.sleep(0.05)\n"
+)
+
+
+def test_a_computers_workers_wake_one_ssh_client_and_what_it_runs_there_ends_with_it(
+    sshd, tmp_path, tmux_socket
+):
+    remote = ssh.RemoteTmux(computer(sshd, "/unused", tmp_path), tmux_socket)
+    gate = tmp_path / "gate"
+    try:
+        waker = remote.wake_fd()  # before any tmux server there: it waits for one
+        assert waker is not None
+        argv = [sys.executable, "-c", MARK_THEN_GATE, exit_channel("w1"), str(gate)]
+        started = remote.start("w1", str(tmp_path), argv, {}, exit_channel("w1"), 2000, (80, 24))
+        assert select.select([waker], [], [], 60)[0], "the turn's end marked over there woke no one"
+        remote.rung()
+        assert remote.views()[started.pane_id].turn_end == "sealed end"
+        assert remote.wake_fd() == waker  # the same client, woken again
+        gate.touch()  # the worker exits: its pane's wrapper signals too
+        assert select.select([waker], [], [], 60)[0], "the worker's exit woke no one"
+        remote.rung()
+        assert remote.views()[started.pane_id].dead
+        assert remote.wake_fd() == waker
+    finally:
+        remote.stop_waking()
+    deadline = time.monotonic() + 30
+    while _waiting_there(tmux_socket):  # its shell and `tmux wait-for` there end with its ssh
+        assert time.monotonic() < deadline, "the waker's processes outlived it over there"
+        time.sleep(0.1)
+
+
+def _waiting_there(socket: str) -> list[int]:
+    """The processes (sshd's loopback "remote" ones are this machine's) waiting on the socket's
+    MOVED_CHANNEL."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            argv = procs.cmdline(int(entry.name))
+            if "wait-for" in argv and MOVED_CHANNEL in argv and socket in argv:
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_computer_gets_a_second_connection_when_its_long_lived_clients_fill_the_first(sshd, tmp_path):
+    """sshd lets one connection carry `MaxSessions` channels: more long-lived ones than that (with the two
+    left to short commands) go through a second connection, none refused."""
+    box = replace(computer(sshd, "/unused", tmp_path), max_sessions=MAX_SESSIONS)
+    held: list[subprocess.Popen[bytes]] = []
+    try:
+        for _ in range(MAX_SESSIONS):
+            client = ssh.connections(box).long(
+                lambda number: subprocess.Popen(
+                    ssh.ssh_argv(box, ["sh", "-c", "echo; cat"], number),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                )
+            )
+            held.append(client)
+            assert client.stdout is not None and client.stdout.readline() == b"\n"  # it got its channel
+        assert ssh.run(box, ["true"], 30).returncode == 0  # a short command still finds room
+        assert ssh.connections(box).count() == 2
+    finally:
+        for client in held:
+            client.kill()
+            client.communicate()  # reaped, its pipes closed
+        ssh.close(box)
+    log = "".join(sshd.server.log)
+    assert log.count("Accepted publickey") == 2 and "no more sessions" not in log
 
 
 def test_a_remote_panes_output_arrives_as_events_through_ssh_and_its_client_ends_there_too(
@@ -343,6 +421,24 @@ def test_a_remote_branch_with_work_that_never_came_back_is_not_cleaned_up(projec
     assert git(remote_project, "branch", "--list", "greeting") == ""
 
 
+def test_the_items_of_several_turns_over_there_come_back_in_one_call_a_diverged_one_left_out(
+    project, remote_project
+):
+    box = open_runtime(project).config.remotes[NAME]
+    for slug in ("greeting", "shouting"):
+        git(remote_project, "worktree", "add", "-q", "-b", slug, f"trees/{slug}")
+        (remote_project / "trees" / slug / f"{slug}.txt").write_text("made over there\n")
+        git(remote_project / "trees" / slug, "add", "-A")
+        git(remote_project / "trees" / slug, "commit", "-q", "-m", f"Build {slug} over there")
+        git(project, "worktree", "add", "-q", "-b", slug, f"trees/{slug}")
+    (project / "trees" / "shouting" / "here.txt").write_text("made here meanwhile\n")  # diverged
+    git(project / "trees" / "shouting", "add", "-A")
+    git(project / "trees" / "shouting", "commit", "-q", "-m", "Work here")
+    assert remote.bring_back_all(box, project, ["greeting", "shouting"]) == ["greeting"]
+    assert (project / "trees" / "greeting" / "greeting.txt").read_text() == "made over there\n"
+    assert not (project / "trees" / "shouting" / "shouting.txt").exists()  # never merged, only ff
+
+
 def test_a_slow_push_to_the_remote_clone_does_not_hold_the_planner_but_holds_its_step(
     project, remote_project, monkeypatch
 ):
@@ -575,6 +671,21 @@ def run_in_background(project: Path, parallel: int, lines: list[str]):
     return future
 
 
+def ssh_waiting() -> list[str]:
+    """The remote commands of this process's ssh clients that wait on a tmux channel over there."""
+    found = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:  # the thread ended
+            continue
+        for child in children:
+            argv = procs.cmdline(int(child))[:-1]  # (it ends with a NUL)
+            if argv and Path(argv[0]).name == "ssh" and "wait-for" in argv[-1]:
+                found.append(argv[-1])
+    return found
+
+
 def test_twelve_lanes_on_one_computer_with_max_sessions_ten_all_start_and_deliver(
     project, remote_project, sshd, fake_agents, tmp_path
 ):
@@ -585,13 +696,12 @@ def test_twelve_lanes_on_one_computer_with_max_sessions_ten_all_start_and_delive
     lines: list[str] = []
     future = run_in_background(project, 12, lines)
     try:
-        # twelve workers there at once: once each has its `tmux wait-for` channel, more than one connection
-        # carries them (the observer opens a worker's channel after the worker starts)
+        # twelve workers there at once, heard through one waiter on that computer (a `tmux wait-for` ssh
+        # client each would take more channels than one connection carries)
         assert len(running_there(12)) == 12
-        deadline = time.monotonic() + 300
-        while "".join(sshd.server.log).count("Accepted publickey") < 2:
-            assert time.monotonic() < deadline, "the channels never needed a second connection"
-            time.sleep(0.2)
+        waiting = ssh_waiting()
+        assert any(f"wait-for {MOVED_CHANNEL}" in w for w in waiting), waiting
+        assert not any(f"wait-for {exit_channel('')}" in w for w in waiting), waiting  # none a worker
     finally:
         for each in gate:
             each.touch()

@@ -628,7 +628,7 @@ def test_the_most_frequent_successor_is_the_guess_and_the_first_seen_of_a_tie():
     [
         (Ahead(True, False, 0, 40), True),
         (Ahead(False, False, 0, 40), False),  # warm_start = false
-        (Ahead(True, True, 0, 40), False),  # other computers: a step may go to another clone
+        (Ahead(True, True, 0, 40), True),  # other computers: on the one its step would go to (`claims`)
         (Ahead(True, False, 40, 40), False),  # it could never be given its step
     ],
 )
@@ -652,6 +652,21 @@ def test_a_worker_started_ahead_is_given_only_the_step_it_was_started_for(action
     assert ahead_rules.claims(REVIEW, action) is claimed
 
 
+@pytest.mark.parametrize(
+    ("warm_on", "start_on", "claimed"),
+    [
+        ("local", "local", True),
+        ("box", "box", True),  # started ahead on the lane's computer, where its step goes
+        ("box", "local", False),  # the step goes here now (the computer dropped, its agent is not there)
+        ("local", "box", False),
+    ],
+)
+def test_a_worker_started_ahead_is_given_its_step_only_on_the_computer_the_step_goes_to(
+    warm_on, start_on, claimed
+):
+    assert ahead_rules.claims(REVIEW, REVIEW, warm_on, start_on) is claimed
+
+
 def test_a_build_given_to_a_worker_started_ahead_first_catches_up_with_main():
     assert ahead_rules.catch_up_first(True, BUILD)
     assert not ahead_rules.catch_up_first(False, BUILD)
@@ -667,7 +682,7 @@ def test_a_build_given_to_a_worker_started_ahead_first_catches_up_with_main():
         (Ahead(True, False, 3, 40), 2, 2, 1, 0, False),  # off with --parallel
         (Ahead(False, False, 3, 40), 1, 1, 1, 0, False),
         (Ahead(True, False, 40, 40), 1, 1, 1, 0, False),  # --max-steps: its step could never be given
-        (Ahead(True, True, 3, 40), 1, 1, 1, 0, False),
+        (Ahead(True, True, 3, 40), 1, 1, 1, 0, False),  # other computers: it may go to another clone
     ],
 )
 def test_while_an_item_is_finalized_the_next_is_claimed_ahead_without_parallel(

@@ -113,13 +113,13 @@ class Ahead:
     its step (`started`: this run's sessions and starts under way, against --max-steps)."""
 
     warm_start: bool
-    remotes: bool  # other computers: a step of the item may go to another computer's clone
+    remotes: bool  # other computers: no next item is claimed ahead (a step of it may go to another clone)
     started: int
     max_steps: int
 
     @property
     def allowed(self) -> bool:
-        return self.warm_start and not self.remotes and self.started < self.max_steps
+        return self.warm_start and self.started < self.max_steps
 
 
 def start_ahead(ahead: Ahead, predicted: Dispatch | None) -> Dispatch | None:
@@ -127,10 +127,14 @@ def start_ahead(ahead: Ahead, predicted: Dispatch | None) -> Dispatch | None:
     return predicted if ahead.allowed else None
 
 
-def claims(predicted: Dispatch, action: Dispatch | None) -> bool:
-    """A worker started ahead for `predicted` is given `action` only when it is that step (same agent,
-    thinking mode and folder); else it is ended, never given a step it was not started for."""
-    return action is not None and replace(action, note=None) == predicted
+def claims(
+    predicted: Dispatch, action: Dispatch | None, warm_on: str = "local", start_on: str = "local"
+) -> bool:
+    """A worker started ahead for `predicted` on computer `warm_on` (the one its lane's step would go to) is
+    given `action` only when it is that step (same agent, thinking mode and folder) and goes to that computer
+    now (`start_on`: not if the computer dropped meanwhile); else it is ended, never given a step it was
+    not started for."""
+    return action is not None and replace(action, note=None) == predicted and warm_on == start_on
 
 
 def catch_up_first(claimed: bool, action: Action) -> bool:
@@ -142,7 +146,7 @@ def claim_next_item(ahead: Ahead, parallel: int, lanes: int, finalizing: int, cl
     """Without --parallel, while an item is finalized, the next ready item is claimed and its first worker
     started ahead, one per item being finalized (off with --parallel: test_parallel once saw a second
     merge fix, cause unknown; speed.md)."""
-    return ahead.allowed and parallel <= 1 and lanes > 0 and claimed < finalizing
+    return ahead.allowed and not ahead.remotes and parallel <= 1 and lanes > 0 and claimed < finalizing
 
 
 @dataclass(frozen=True)

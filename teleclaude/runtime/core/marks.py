@@ -21,6 +21,13 @@ def exit_channel(session_id: str) -> str:
     return f"tc-exit-{session_id}"
 
 
+# Every worker's pane exit, and a worker's turn-end or stop-failure mark on its pane (a worker on another
+# computer), also signals this channel of its tmux server: a run waits on a computer's workers through one
+# client there (adapters/ssh.py `_Waker`), not one per worker. tmux keeps one signal no one waited for and
+# drops the pair when a second comes: what a waiter misses so is still on the panes, read at the next look.
+MOVED_CHANNEL = "tc-moved"
+
+
 def same_key(stored: str, given: str) -> bool:
     """`given` is the session's key (compared in constant time)."""
     return compare_digest(_bytes(stored), _bytes(given))
