@@ -149,12 +149,15 @@ def resume_argv(binary: str, flags: Sequence[str], conversation: str) -> list[st
 
 # its conversation is a session `ses_…` (its plugin's `sessionID`, which the plugin passes on as the hooks'
 # `session_id`), a row of the `session` table of its database, where its messages are too (no file per
-# conversation); `--session ID` opens it in the TUI. An id it does not know: "Session not found"
+# conversation); `--session ID` opens it in the TUI. An id it does not know: "Session not found". It shows its
+# empty prompt (`0 tokens` in its sidebar) before it paints the conversation (0.25 s later at rest, later
+# under load): the footer of its last answer, `▣  Build · Scripted Model`, says it is painted
 RESUME = Resume(
     r"ses_[0-9A-Za-z]{20,40}",
     resume_argv,
     (r"Session not found",),
     database=".local/share/opencode/opencode.db",
+    replayed=r"^\s*▣\s+\S",
 )
 
 RETRYING = r"\[retrying (in \d+\w* )?attempt #\d+\]"

@@ -3,7 +3,7 @@ handed when it is another agent's (runtime/core/handover.py)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 from functools import partial
 
 from teleclaude.agents import PROFILES
@@ -20,6 +20,8 @@ from teleclaude.runtime.core.continuation import (
     step_began,
 )
 from teleclaude.runtime.core.handover import Facts, note, ticked_since
+from teleclaude.runtime.core.limits import find_limit
+from teleclaude.runtime.core.screens import waiting_for_input
 from teleclaude.runtime.core.sessions import PaneView, SessionState, seen_of, unseen_rows
 
 from .factories import T0, running_session
@@ -234,3 +236,81 @@ def test_a_resumed_gemini_is_typed_into_only_once_it_painted_its_conversation_ag
     assert not replay_shown(GEMINI_BEFORE_ITS_REPLAY, replayed)
     assert replay_shown(GEMINI_REPLAYED, replayed)
     assert replay_shown(GEMINI_BEFORE_ITS_REPLAY, claude.replayed)  # its prompt comes after it
+
+
+def sided(main: str, side: str = "") -> str:
+    """A row of opencode's 200-column screen, its sidebar from column 160."""
+    return (main.ljust(160) + side).rstrip()
+
+
+# opencode 1.18.33 resumed (`opencode --session ID`, the limit-and-resume scenario): its screen at its prompt
+# 1.3 s before it painted the conversation (load ~15), then its last rows once painted
+OPENCODE_INPUT = [
+    "  ┃",
+    sided("  ┃", "/tmp/pytest-of-root/pytest-1508/"),
+    sided("  ┃", "test_a_limit_makes_it_unavaila0/"),
+    sided("  ┃  Build · Scripted Model Scripted", "project:main"),
+    "  ╹" + "▀" * 197,
+]
+OPENCODE_BEFORE_ITS_REPLAY = [
+    "",
+    sided("", "OK"),
+    "",
+    sided("", "Context"),
+    sided("", "0 tokens"),
+    sided("", "0% used"),
+    sided("", "$0.00 spent"),
+    "",
+    sided("", "LSP"),
+    sided("", "LSPs are disabled"),
+    *[""] * 33,
+    *OPENCODE_INPUT,
+    "   /tmp/pytest-of-root/pytest-1508/test_a_limit_makes_it_unavaila0/project"
+    + " " * 55
+    + "tab agents  ctrl+p commands    • OpenCode 1.18.33",
+]
+OPENCODE_LIMIT = "  ┃  Rate limit reached for requests. Please try again in 20s."
+OPENCODE_REPLAYED = [
+    "  ┃  - Never merge, rebase, push, force-push, stash or switch branches.",
+    "  ┃",
+    "",
+    "  ┃",
+    "  ┃  $ printf 'first\\n' > todos/greeting/notes.md",
+    "  ┃",
+    "  ┃  (no output)",
+    "  ┃",
+    "",
+    "  ┃",
+    OPENCODE_LIMIT,
+    "  ┃",
+    "",
+    "     ▣  Build · Scripted Model",
+    "",
+    *OPENCODE_INPUT,
+    "   /tmp/pytest-of-root/pytest-1508/test_a_limit_makes_it_unavaila0/project"
+    + " " * 61
+    + "1.3K  ctrl+p commands    • OpenCode 1.18.33",
+]
+
+
+def test_a_resumed_opencode_is_started_once_it_painted_its_conversation_its_old_limit_no_new_one():
+    """opencode shows its empty prompt before it paints the conversation it resumes (longer under load):
+    read from that screen on, its replayed `Rate limit reached` row was a new limit, and the resumed worker
+    was limited again by a limit that was over."""
+    opencode = PROFILES["opencode"]
+    assert opencode.resume is not None
+    replayed, prompt, busy = opencode.resume.replayed, opencode.prompt, opencode.busy
+    assert waiting_for_input(OPENCODE_BEFORE_ITS_REPLAY, prompt, busy)  # its prompt, yet no conversation
+    assert not replay_shown(OPENCODE_BEFORE_ITS_REPLAY, replayed)
+    assert replay_shown(OPENCODE_REPLAYED, replayed) and waiting_for_input(OPENCODE_REPLAYED, prompt, busy)
+    alternate = PaneView("%1", 42, 0, 50000, 44, 50, True, False)
+    now = T0 + timedelta(hours=1)
+    # its start taken once the conversation is painted: the old limit is no new output, the new turn is
+    _, seen = past_replay(alternate, OPENCODE_REPLAYED, prompt)
+    typed = ["  ┃  Your session was interrupted (its agent hit a usage limit); go on with /next-build"]
+    new, _ = unseen_rows([*OPENCODE_REPLAYED[:-6], *typed, *OPENCODE_REPLAYED[-6:]], seen)
+    assert new == typed and find_limit("opencode", new, now, UTC, opencode.limit_patterns) is None
+    # taken at its prompt before, as it was: the replayed limit read as new
+    _, too_early = past_replay(alternate, OPENCODE_BEFORE_ITS_REPLAY, prompt)
+    new, _ = unseen_rows(OPENCODE_REPLAYED, too_early)
+    assert find_limit("opencode", new, now, UTC, opencode.limit_patterns) is not None
