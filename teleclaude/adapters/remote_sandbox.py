@@ -88,7 +88,13 @@ interpreter() {  # the install of the interpreter a script's first line names (t
   [ -n "$1" ] || return 0
   i_found=$(command -v -- "$1") && i_real=$(readlink -f -- "$i_found") || return 0
   walk "$i_found"; dir install "${i_real%/*/*}"
-  [ -f "${i_found%/*/*}/pyvenv.cfg" ] && dir install "${i_found%/*/*}"
+  [ -f "${i_found%/*/*}/pyvenv.cfg" ] && dir install "${i_found%/*/*}" && added "${i_found%/*/*}"
+}
+added() {  # the folders a venv's .pth files put on sys.path (an editable install's checkout)
+  for a_pth in "$1"/lib/python*/site-packages/*.pth; do
+    [ -f "$a_pth" ] || continue
+    while IFS= read -r a_line; do case "$a_line" in /*) dir install "$a_line";; esac; done < "$a_pth"
+  done
 }
 package() {  # the folder teleclaude's package is in, as the interpreter its script names finds it (an
   # editable install's checkout is not in its venv)
