@@ -327,18 +327,7 @@ class _Lister:
         self.token = secrets.token_hex(16)
         script = f'while read -r _; do {shlex.join(listing)} 2>/dev/null; echo "{self.token} $?"; done'
         self._buffer = b""
-        self.process: subprocess.Popen[bytes] | None = None
-        try:
-            self.process = connections(computer).long(
-                lambda connection: subprocess.Popen(
-                    ssh_argv(computer, ["sh", "-c", script], connection),
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
-                )
-            )
-        except OSError:
-            self.process = None
+        self.process = _long_shell(computer, script)
         # when nothing holds the lister, or at exit (atexit.register(self.close) kept every one, unreaped)
         self._ended = weakref.finalize(self, _end, self.process)
 
@@ -388,18 +377,7 @@ class _Waker:
             "exec 3<&0; ( cat <&3 >/dev/null; kill 0 ) & "
             f"while :; do if {shlex.join(waiting)} 2>/dev/null; then echo; else sleep 1; fi; done"
         )
-        self.process: subprocess.Popen[bytes] | None = None
-        try:
-            self.process = connections(computer).long(
-                lambda connection: subprocess.Popen(
-                    ssh_argv(computer, ["sh", "-c", script], connection),
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
-                )
-            )
-        except OSError:
-            self.process = None
+        self.process = _long_shell(computer, script)
         self._ended = weakref.finalize(self, _end, self.process)
 
     def fileno(self) -> int | None:
@@ -422,6 +400,22 @@ class _Waker:
     def close(self) -> None:
         self.process = None
         self._ended()
+
+
+def _long_shell(computer: Computer, script: str) -> subprocess.Popen[bytes] | None:
+    """A long-lived `ssh` to `computer` running the fixed `script` in `sh`, its stdin and stdout piped here
+    (on a connection with a channel to spare); None when ssh could not be started."""
+    try:
+        return connections(computer).long(
+            lambda connection: subprocess.Popen(
+                ssh_argv(computer, ["sh", "-c", script], connection),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+    except OSError:
+        return None
 
 
 def _end(process: subprocess.Popen[bytes] | None) -> None:
