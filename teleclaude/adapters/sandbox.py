@@ -20,6 +20,7 @@ from pathlib import Path
 
 from teleclaude.adapters import channel, fs
 from teleclaude.adapters import git as gitx
+from teleclaude.adapters import sandbox_branch as given
 from teleclaude.adapters import sandbox_reach as reach
 from teleclaude.agents.profile import SandboxNeeds
 from teleclaude.config.profiles import RuntimeConfig, SandboxMode
@@ -164,7 +165,7 @@ def _worktree_git(repo: gitx.Repo, tree: Path) -> tuple[list[Path], list[Path], 
     common = repo.common_dir
     lock = common / fs.LOCK_NAME
     lock.touch(exist_ok=True)
-    own = gitx.worktree_branch(admin)
+    own = given.own_branch(repo, admin, tree)
     own_ref = f"refs/heads/{own}"
     main = gitx.main_head_ref(repo)
     if main.startswith("refs/heads/") and not (common / main).is_file():  # packed: made loose, then bound
@@ -183,7 +184,7 @@ def _worktree_git(repo: gitx.Repo, tree: Path) -> tuple[list[Path], list[Path], 
     return writable, [p for p in protected if p.exists()], [(heads, common / "refs" / "heads")]
 
 
-HEADS = "teleclaude-heads"  # in the git common dir: BRANCH (quoted), the refs/heads of its sandboxed workers
+HEADS = given.HEADS
 _COMMIT = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})?\n?")
 
 
@@ -232,8 +233,8 @@ def relink(project: Path, subfolder: str | None) -> None:
     if not subfolder:
         return
     admin = gitx.worktree_git_dir(project / subfolder)
-    own = gitx.worktree_branch(admin) if admin is not None else ""
     repo = gitx.find_repo(project)
+    own = given.kept_branch(repo, admin) if admin is not None else ""
     if admin is not None and own and (repo.common_dir / HEADS / _flat(own)).is_dir():
         link_branch(repo, admin, own)
 

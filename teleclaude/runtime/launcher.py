@@ -249,7 +249,7 @@ class Launcher(PromptWait):
                 config.history_limit,
                 (config.width, config.height),
             )
-        except Unreachable as error:
+        except (Unreachable, gitx.WorktreeError) as error:  # the latter: a worktree's HEAD a worker changed
             return Error(error.code, error.explain())
         except RemoteError as error:
             return Error(ErrorCode.TMUX_FAILED, f"{error}\nCheck that `ssh {remote and remote.host}` works.")

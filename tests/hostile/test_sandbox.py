@@ -128,6 +128,34 @@ def test_a_branch_made_after_the_worker_started_is_out_of_its_reach_and_its_own_
     assert git(project, "rev-parse", "greeting").strip() == git(tree, "rev-parse", "HEAD").strip() != built_on
 
 
+def test_a_worker_that_points_its_worktree_at_another_branch_is_not_given_that_branch_next(project):
+    """Its worktree's admin folder (writable inside) names which branch its HEAD is on: a worker that writes
+    another item's branch there gets nothing of that branch at the next start of its worktree, which starts
+    nothing and names what to do; that branch and its commits stay as they were."""
+    claimed = next_work(cwd=project)
+    assert isinstance(claimed, Dispatch) and claimed.subfolder, claimed
+    other = git(project, "commit-tree", "-p", "main", "-m", "other's work", "main^{tree}").strip()
+    git(project, "update-ref", "refs/heads/other", other)
+    runtime = open_runtime(project)
+    started = start(project, subfolder=claimed.subfolder)
+    assert not isinstance(started, Error), started
+    wait_for(runtime, started.session.id, EventKind.TURN_ENDED)
+    head = Path(git(project / claimed.subfolder, "rev-parse", "--absolute-git-dir").strip(), "HEAD")
+    written = inside(
+        project, started.session.id, f"printf 'ref: refs/heads/other\\n' > {shlex.quote(str(head))}"
+    )
+    assert written.returncode == 0, written.stderr  # its admin folder is its own to write
+    assert not isinstance(runtime.end_session(started.session.id), Error)
+
+    again = start(project, subfolder=claimed.subfolder)
+
+    assert isinstance(again, Error) and again.code is ErrorCode.WORKTREE_FAILED, again
+    assert 'branch="greeting"' in again.message
+    branch = project / ".git" / "refs" / "heads" / "other"
+    assert not branch.is_symlink(), os.readlink(branch)
+    assert git(project, "rev-parse", "other").strip() == other
+
+
 def test_without_the_sandbox_a_worker_that_moves_main_stops_the_run_naming_the_commit(
     project, isolated_environment, monkeypatch
 ):

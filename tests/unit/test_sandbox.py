@@ -13,6 +13,7 @@ from teleclaude.adapters import sandbox
 from teleclaude.agents.profile import SandboxNeeds
 from teleclaude.config.parse import ConfigError, parse_config
 from teleclaude.config.profiles import RuntimeConfig, SandboxMode
+from teleclaude.errors import ErrorCode, Failure
 from teleclaude.runtime.core.marks import turn_end_payload, turn_end_prompt, turn_end_stamp
 from teleclaude.runtime.core.sandbox import Boxing, Layout, boxing, bwrap_argv, denied_path, raced
 
@@ -359,3 +360,37 @@ def test_a_branch_with_slashes_has_a_folder_of_its_own_and_its_link_leads_there(
     assert (root / ".git" / "refs" / "heads" / "team" / "feat").resolve() == (
         heads / "team" / "feat"
     ).resolve()
+
+
+def test_a_worktree_whose_head_a_worker_pointed_at_another_branch_starts_nothing_and_leaves_it(
+    worktree, tmp_path
+):
+    """A worker writes its worktree's HEAD (in its writable admin folder): the branch its sandbox may move
+    is still the one kept at the first start; another named there starts nothing, a detached HEAD is given
+    the kept branch."""
+    root, tree = worktree
+    _git(root, "branch", "other")
+    _layout(root, tree, tmp_path)
+    admin = Path(_git(tree, "rev-parse", "--absolute-git-dir"))
+    (admin / "HEAD").write_text("ref: refs/heads/other\n")
+    with pytest.raises(Failure) as refused:
+        _layout(root, tree, tmp_path)
+    assert refused.value.code is ErrorCode.WORKTREE_FAILED and 'branch="feat"' in str(refused.value)
+    assert not (root / ".git" / "refs" / "heads" / "other").is_symlink()
+    (admin / "HEAD").write_text(_git(root, "rev-parse", "feat") + "\n")  # detached
+    heads = Path(_layout(root, tree, tmp_path).moved[0][0])
+    assert heads.name == "feat" and (heads / "feat").is_file()
+
+
+def test_a_worktree_switched_to_another_branch_by_hand_is_given_it_once_its_kept_branch_is_removed(
+    worktree, tmp_path
+):
+    root, tree = worktree
+    _layout(root, tree, tmp_path)
+    _git(tree, "switch", "-q", "-c", "next")
+    with pytest.raises(Failure) as refused:
+        _layout(root, tree, tmp_path)
+    kept = next(word for word in str(refused.value).split() if "teleclaude-heads" in word)
+    Path(kept.rstrip(";")).unlink()
+    heads = Path(_layout(root, tree, tmp_path).moved[0][0])
+    assert heads.name == "next" and (heads / "next").is_file()

@@ -1,0 +1,52 @@
+"""Which branch the sandboxed workers of a linked worktree may move (adapters/sandbox.py `link_branch` gives
+them its folder): decided by teleclaude once, at the worktree's first sandboxed start, and kept where no
+worker writes; never read again from the worktree's HEAD, which is in its admin folder, theirs to write."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from teleclaude.adapters import fs
+from teleclaude.adapters import git as gitx
+from teleclaude.planner.core.terminal import printable
+
+HEADS = "teleclaude-heads"  # in the git common dir: BRANCH (quoted), the refs/heads of its sandboxed workers
+GIVEN = ".given"  # in HEADS (no branch's folder: a branch's name never starts with "."): ADMIN, its branch
+
+
+class OtherBranch(gitx.WorktreeError):
+    """A worktree's HEAD names another branch than the one its sandboxed workers were given."""
+
+
+def own_branch(repo: gitx.Repo, admin: Path, tree: Path) -> str:
+    """The branch the sandboxed workers of the worktree `tree` (admin folder `admin`) may move: its HEAD's at
+    its first sandboxed start (what teleclaude checked out: no worker ran there before), kept where no worker
+    writes. A worker writes its HEAD (in its admin folder): one naming another branch starts nothing
+    (`OtherBranch`), one detached is given the kept branch. The admin folder made again (another inode: the
+    worktree removed and added again outside) is a first start again."""
+    head = gitx.worktree_branch(admin)
+    kept = kept_branch(repo, admin)
+    given = repo.common_dir / HEADS / GIVEN / admin.name
+    if kept and head and head != kept:
+        raise OtherBranch(
+            f'{tree}\'s HEAD names branch "{printable(head)}", not the one its sandboxed workers were given, '
+            f'branch="{kept}": a worker there may have changed it. Nothing was started.\n'
+            f"Look at what it did, then check its branch out again outside "
+            f"(`{shlex.join(['git', '-C', str(tree), 'checkout', kept])}`), or, if you changed its branch "
+            f"yourself, remove {given}; then call again."
+        )
+    if not kept and head:
+        given.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fs.atomic_write(given, f"{admin.stat().st_ino}\n{head}\n".encode(), follow=False)
+    return kept or head
+
+
+def kept_branch(repo: gitx.Repo, admin: Path) -> str:
+    """The branch kept for the worktree of admin folder `admin` at its first sandboxed start; "" when none
+    was, or for an admin folder made since (the worktree removed and added again outside)."""
+    try:
+        kept = (repo.common_dir / HEADS / GIVEN / admin.name).read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    return kept[1] if len(kept) >= 2 and kept[0] == str(admin.stat().st_ino) else ""
