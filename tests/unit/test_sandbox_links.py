@@ -17,7 +17,7 @@ from .test_sandbox import last_mount, mounts
 HOME = "/home/u"
 PROJECT = "/tmp/c/project"  # a checkout under /tmp, shown read-only in the sandbox's own /tmp
 TREE = f"{PROJECT}/trees/feat"
-CLIS = "/work/cache/agent-clis"  # what its .cache/agent-clis links to: shown anyway (the system is)
+CLIS = "/srv/cache/agent-clis"  # what its .cache/agent-clis links to: shown anyway (the system is)
 PYENV = f"{HOME}/.pyenv/versions/3.11.7"
 LINKS = {
     f"{PROJECT}/.cache/agent-clis": CLIS,  # the link is in the project: shown as it is
