@@ -85,23 +85,28 @@ def bring_back(computer: Computer, session: Session) -> None:
     if slug is None:
         return
     project = Path(session.project)
-    tracking = f"refs/teleclaude/remotes/{computer.name}/{slug}"
-    _git(computer, project, "fetch", "-q", "--force", ssh.git_url(computer), f"refs/heads/{slug}:{tracking}")
+    tracking = _fetch(computer, project, [slug])[slug]
     gitx.run_git(["merge", "-q", "--ff-only", tracking], project / layout.TREES / slug)
 
 
 def bring_back_all(computer: Computer, project: Path, slugs: list[str]) -> list[str]:
     """`bring_back` of several items from one computer: one fetch of their branches, then each local
     worktree fast-forwarded; the slugs brought back (a worktree that could not be is left out)."""
-    tracking = {slug: f"refs/teleclaude/remotes/{computer.name}/{slug}" for slug in slugs}
-    refspecs = [f"refs/heads/{slug}:{ref}" for slug, ref in tracking.items()]
-    _git(computer, project, "fetch", "-q", "--force", ssh.git_url(computer), *refspecs)
+    tracking = _fetch(computer, project, slugs)
     brought = []
     for slug, ref in tracking.items():
         with suppress(subprocess.CalledProcessError):  # its own `bring_back` tries again, and says why
             gitx.run_git(["merge", "-q", "--ff-only", ref], project / layout.TREES / slug)
             brought.append(slug)
     return brought
+
+
+def _fetch(computer: Computer, project: Path, slugs: list[str]) -> dict[str, str]:
+    """The item branches `slugs` of the remote clone fetched in one call; each slug's tracking ref here."""
+    tracking = {slug: f"refs/teleclaude/remotes/{computer.name}/{slug}" for slug in slugs}
+    refspecs = [f"refs/heads/{slug}:{ref}" for slug, ref in tracking.items()]
+    _git(computer, project, "fetch", "-q", "--force", ssh.git_url(computer), *refspecs)
+    return tracking
 
 
 def clean_up(computer: Computer, project: Path, slug: str, timeout: float) -> None:
