@@ -333,6 +333,7 @@ def main() -> int:
                 print(line(*rows[-1], STEPS * options.work), file=sys.stderr, flush=True)  # if stopped later
                 traced.append(stages_line(where, workers, stages(db, trace)))
                 if options.traces and trace.exists():
+                    Path(options.traces).mkdir(parents=True, exist_ok=True)
                     shutil.copy(trace, Path(options.traces) / f"trace-{where}{workers}.txt")
                 print(traced[-1], file=sys.stderr, flush=True)
                 for loopback in loopbacks:
