@@ -16,9 +16,8 @@ there (a turn's end, a stop failure, an exit) through `_Waker`, one long-lived s
 on the tmux server's `MOVED_CHANNEL` and prints a line each time it is signalled, rather than a `tmux
 wait-for` ssh client per worker.
 
-`Fleet` is the runtime's tmux when teleclaude.toml names other computers: it answers for this machine's
-private tmux server and for each remote one, telling them apart by a prefix on pane ids and session names
-(`box:%3`, `box:tc-1a2b3c4d`), so the services that read panes need not know where a pane lives.
+`Fleet` (adapters/fleet.py) is the runtime's tmux when teleclaude.toml names other computers: this machine's
+private tmux server and each `RemoteTmux` as one.
 """
 
 from __future__ import annotations
@@ -32,12 +31,12 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import replace
 from pathlib import Path
 
-from teleclaude.adapters.tmux import VIEWS_COMMAND, Tmux, TmuxError, views_of
+from teleclaude.adapters.captures import PANE, Asked, captures_args, split_captures
+from teleclaude.adapters.tmux import VIEW_FORMAT, VIEWS_COMMAND, Tmux, TmuxError, views_of
 from teleclaude.config.profiles import Computer
 from teleclaude.errors import ErrorCode
 from teleclaude.runtime.core.marks import MOVED_CHANNEL
@@ -52,7 +51,10 @@ class Connections:
     """This process's ssh connections to one computer and the channels each carries now: short commands
     (counted while they run) and long-lived clients (counted while their process lives). A channel goes to
     the first connection with room (`MaxSessions` in all, `RESERVED` of them left to short commands), else
-    to a new one; the last connection, once nothing uses it, is closed (`ssh -O exit`)."""
+    to a new one. A connection opened for a burst is kept while the computer's workers need it (its
+    control master ends by itself after `ControlPersist` unused): closed as each burst ended, the next
+    burst paid a handshake again, and the run's clients waited on the `ssh -O exit` under this lock. The
+    connections beyond the first nothing uses are closed once the computer's workers are over (`release`)."""
 
     def __init__(self, computer: Computer) -> None:
         self.computer = computer
@@ -72,7 +74,6 @@ class Connections:
         finally:
             with self._lock:
                 self._short[number] -= 1
-                self._close_idle()
 
     def long(self, start: Callable[[int], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
         """A long-lived client, started by `start(number)` on a connection with room for it."""
@@ -83,10 +84,20 @@ class Connections:
             return process
 
     def count(self) -> int:
-        """Connections in use (the first is always counted)."""
+        """Connections opened (the first is always counted)."""
         with self._lock:
-            self._close_idle()
             return len(self._short)
+
+    def release(self) -> None:
+        """Close the connections beyond the first that no channel uses (the computer's workers are over)."""
+        with self._lock:
+            idle = []
+            while len(self._short) > 1 and not self._short[-1] and not self._live(len(self._short) - 1):
+                self._short.pop()
+                self._long.pop()
+                idle.append(len(self._short))
+        for number in idle:
+            close(self.computer, number)
 
     def _pick(self, long_room: int) -> int:
         for number in range(len(self._short)):
@@ -100,12 +111,6 @@ class Connections:
     def _live(self, number: int) -> int:
         self._long[number] = [p for p in self._long[number] if p.poll() is None]
         return len(self._long[number])
-
-    def _close_idle(self) -> None:
-        while len(self._short) > 1 and not self._short[-1] and not self._live(len(self._short) - 1):
-            self._short.pop()
-            self._long.pop()
-            close(self.computer, len(self._short))
 
 
 _CONNECTIONS: dict[tuple[str, str, int | None, str | None], Connections] = {}
@@ -217,8 +222,11 @@ class RemoteTmux(Tmux):
         self.down_since: float | None = None  # monotonic: when ssh there last failed (None: it answers)
         self._lister: _Lister | None = None
         self._lister_lock = threading.Lock()
+        self._glancer: _Lister | None = None  # a lister of its own for glances, used while free (`_glanced`)
+        self._glancer_lock = threading.Lock()
         self._waker: _Waker | None = None
         self._waker_ended = float("-inf")  # monotonic: when the last waker's ssh ended
+        self._ahead: dict[Asked, list[str]] = {}  # captures taken ahead (`captured_ahead`), each taken once
 
     def _call(self, args: Sequence[str]) -> tuple[int, list[str], list[str]]:
         try:
@@ -242,10 +250,52 @@ class RemoteTmux(Tmux):
             raise Unreachable(f"{self.computer.name}: ssh to {self.computer.host} failed")
         return found
 
+    def glance(self, pane_id: str, press: str = "", typed: str = "") -> tuple[PaneView | None, list[str]]:
+        """A look alone goes through the computer's glancer while it is free (`_glanced`: a start's prompt
+        wait and a delivery look many times, an ssh client each was most of a hand-over's CPU); keys typed or
+        pressed, and a look the glancer cannot answer, through an ssh client as before."""
+        found = None if press or typed else self._glanced(pane_id)
+        return found if found is not None else super().glance(pane_id, press, typed)
+
+    def _glanced(self, pane_id: str) -> tuple[PaneView, list[str]] | None:
+        """The pane's view and screen through the glancer, a `_Lister` of its own (the looks' listings never
+        wait on a glance); None while another thread uses it (no one waits for it), while ssh there is down,
+        or when it gave no answer (a pane gone, say: the ssh client then tells why)."""
+        if not PANE.fullmatch(pane_id) or not self._glancer_lock.acquire(blocking=False):
+            return None
+        try:
+            if self._glancer is None and self.down_since is None:
+                self._glancer = _Lister(self.computer, self._tmux())
+            found = self._glancer.glance(pane_id, self.timeout) if self._glancer is not None else None
+            if self._glancer is not None and self._glancer.process is None:  # its answers can't be trusted
+                self._glancer = None
+            return found
+        finally:
+            self._glancer_lock.release()
+
+    def capture(self, pane_id: str, start: int, end: int, history_size: int | None = None) -> list[str]:
+        if history_size is not None and (rows := self._ahead.pop((pane_id, start, end, history_size), None)):
+            return rows
+        return super().capture(pane_id, start, end, history_size)
+
+    @contextmanager
+    def captured_ahead(self, asked: Sequence[Asked]) -> Iterator[None]:
+        """Within: the captures `asked` (the panes a wake-up looks at first) answered from one ssh client
+        taken now (adapters/captures.py), each once; those it could not answer are captured as they come."""
+        asked = [each for each in asked if PANE.fullmatch(each[0])]
+        try:
+            self._ahead = split_captures(asked, self.cmd(*captures_args(asked))) if asked else {}
+        except TmuxError:  # a pane gone (tmux stops there), ssh down: each look captures its own
+            self._ahead = {}
+        try:
+            yield
+        finally:
+            self._ahead = {}
+
     def _listed(self) -> dict[str, PaneView] | None:
         with self._lister_lock:
             if self._lister is None and self.down_since is None:
-                self._lister = _Lister(self.computer, [*self._tmux(), *VIEWS_COMMAND])
+                self._lister = _Lister(self.computer, self._tmux())
             lines = self._lister.ask(self.timeout) if self._lister is not None else None
             if lines is None and self._lister is not None:
                 self._lister.close()
@@ -253,11 +303,17 @@ class RemoteTmux(Tmux):
         return None if lines is None else views_of(lines)
 
     def stop_listing(self) -> None:
-        """End the computer's `_Lister` (its lanes are over; the next `views` starts one again)."""
+        """End the computer's `_Lister` and glancer (its lanes are over; the next `views` or `glance` starts
+        one again), and close the connections there nothing uses any more."""
         with self._lister_lock:
             if self._lister is not None:
                 self._lister.close()
                 self._lister = None
+        with self._glancer_lock:
+            if self._glancer is not None:
+                self._glancer.close()
+                self._glancer = None
+        connections(self.computer).release()
 
     def stop_waking(self) -> None:
         """End the computer's `_Waker` (no worker there is waited on; the next `wake_fd` starts one)."""
@@ -316,48 +372,93 @@ class RemoteTmux(Tmux):
 
 
 class _Lister:
-    """One long-lived `ssh` to a computer whose remote shell runs `listing` (argv) each time a line comes in
-    and answers its output, then a line of a random token and tmux's exit status: a run looks at its panes
-    there every second without starting an ssh client each time. The line sent is always empty and the
-    command is fixed at the start (quoted with `shlex.join`), so nothing this side reads is ever run there.
-    Only a listing that succeeded is taken (`ask`); anything else (a failure, no answer in time, ssh gone)
-    is None, and the caller lists the one-shot way, which tells what went wrong."""
+    """One long-lived `ssh` to a computer whose remote shell answers each line that comes in with a fixed
+    tmux command's output, then a line of a random token and tmux's exit status: an empty line lists every
+    pane (`ask`: a run looks at its panes there every second without an ssh client each time); a tmux pane id
+    (`%N`, checked here and there) glances at that pane (`glance`: its view and screen, as `Tmux.glance`).
+    The commands are fixed at the start (quoted with `shlex.join`) and a pane id reaches tmux as one argument
+    (`"$pane"`), so nothing this side sends is ever run there. A glance's answer is cut by counting (its view
+    line, as many rows as its pane is high, then the token line), so a row showing the token ends nothing.
+    Only an answer that succeeded is taken; anything else (a failure, no answer in time, ssh gone) is None,
+    and the caller asks the one-shot way, which tells what went wrong. A lister whose answer did not add up
+    or came late closes itself (`process` None): what it reads next could be the rest of that answer."""
 
-    def __init__(self, computer: Computer, listing: Sequence[str]) -> None:
+    def __init__(self, computer: Computer, tmux: Sequence[str]) -> None:
         self.token = secrets.token_hex(16)
-        script = f'while read -r _; do {shlex.join(listing)} 2>/dev/null; echo "{self.token} $?"; done'
+        listing = shlex.join([*tmux, *VIEWS_COMMAND])
+        look = f'{shlex.join([*tmux, "display-message", "-p", "-t"])} "$pane" '
+        look += f'{shlex.join([VIEW_FORMAT, ";", "capture-pane", "-p", "-t"])} "$pane"'
+        script = (
+            f"while read -r pane; do case $pane in '') {listing} 2>/dev/null ;; %|%*[!0-9]*) false ;; "
+            f'%*) {look} 2>/dev/null ;; *) false ;; esac; echo "{self.token} $?"; done'
+        )
         self._buffer = b""
         self.process = _long_shell(computer, script)
         # when nothing holds the lister, or at exit (atexit.register(self.close) kept every one, unreaped)
         self._ended = weakref.finalize(self, _end, self.process)
 
     def ask(self, timeout: float) -> list[str] | None:
-        process = self.process
-        if process is None or process.stdin is None or process.stdout is None or process.poll() is not None:
+        """Every pane's view (`VIEWS_COMMAND`'s lines); None when the listing did not succeed."""
+        deadline = time.monotonic() + timeout
+        lines: list[str] = []
+        if not self._send(b"\n"):
+            return None
+        while (line := self._line(deadline)) is not None:
+            word, _, status = line.partition(" ")
+            if word == self.token:
+                return lines if status == "0" else None
+            lines.append(line)
+        return None
+
+    def glance(self, pane_id: str, timeout: float) -> tuple[PaneView, list[str]] | None:
+        """The pane's view and its screen's rows; None when tmux failed (the pane gone) or no answer came."""
+        deadline = time.monotonic() + timeout
+        if not PANE.fullmatch(pane_id) or not self._send(f"{pane_id}\n".encode()):
+            return None
+        first = self._line(deadline)
+        if first is None or first.startswith(f"{self.token} "):  # tmux failed: no view line
+            return None
+        if not first.startswith(f"{pane_id}\t"):  # no such pane: tmux shows an empty view, then fails
+            end = self._line(deadline)
+            if end is None or not end.startswith(f"{self.token} ") or end == f"{self.token} 0":
+                self.close()
             return None
         try:
-            process.stdin.write(b"\n")
+            view = views_of([first]).get(pane_id) if first.count("\t") == VIEW_FORMAT.count("\t") else None
+        except ValueError:  # (tmux's own numbers: never)
+            view = None
+        rows = [] if view is None else [self._line(deadline) for _ in range(view.height)]
+        if view is None or None in rows or self._line(deadline) != f"{self.token} 0":
+            self.close()  # its stream is out of step
+            return None
+        return view, [row for row in rows if row is not None]
+
+    def _send(self, line: bytes) -> bool:
+        process = self.process
+        if process is None or process.stdin is None or process.poll() is not None:
+            return False
+        try:
+            process.stdin.write(line)
             process.stdin.flush()
         except OSError:
-            return None
-        fd = process.stdout.fileno()
-        lines: list[str] = []
-        deadline = time.monotonic() + timeout
-        while True:
-            while b"\n" in self._buffer:
-                raw, _, self._buffer = self._buffer.partition(b"\n")
-                line = raw.decode(errors="surrogateescape")
-                word, _, status = line.partition(" ")
-                if word == self.token:
-                    return lines if status == "0" else None
-                lines.append(line)
+            return False
+        return True
+
+    def _line(self, deadline: float) -> str | None:
+        """The next line it answered; None (and closed) when none came by `deadline` or ssh ended."""
+        process = self.process
+        fd = process.stdout.fileno() if process is not None and process.stdout is not None else None
+        while fd is not None and b"\n" not in self._buffer:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                return None
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:  # ssh ended
-                return None
+            chunk = os.read(fd, 1 << 16) if left > 0 and select.select([fd], [], [], left)[0] else b""
+            if not chunk:  # no answer in time, or ssh ended
+                fd = None
             self._buffer += chunk
+        if fd is None:
+            self.close()
+            return None
+        raw, _, self._buffer = self._buffer.partition(b"\n")
+        return raw.decode(errors="surrogateescape")
 
     def close(self) -> None:
         self.process = None
@@ -427,131 +528,6 @@ def _end(process: subprocess.Popen[bytes] | None) -> None:
         if stream is not None:
             with suppress(OSError):
                 stream.close()
-
-
-class Fleet(Tmux):
-    """This machine's tmux server and the remote ones as one: remote pane ids and session names carry
-    `NAME:` in front. `in_use()` names the computers with live sessions: only those are asked for panes."""
-
-    def __init__(
-        self,
-        socket: str,
-        timeout: float,
-        remotes: Mapping[str, Computer],
-        in_use: Callable[[], set[str]],
-    ) -> None:
-        super().__init__(socket, timeout)
-        self.remotes = {name: RemoteTmux(computer, socket, timeout) for name, computer in remotes.items()}
-        self.in_use = in_use
-        self._tried: dict[str, float] = {}  # computer -> when its panes were last asked for (monotonic)
-
-    def on(self, computer: str) -> Tmux:
-        return self.remotes.get(computer, self)
-
-    def follow(self) -> None:
-        super().follow()
-        for remote in self.remotes.values():
-            remote.follow()
-
-    def unfollow(self) -> None:
-        super().unfollow()
-        for remote in self.remotes.values():
-            remote.unfollow()
-
-    def watch(self, session: str, pane_id: str) -> None:
-        tmux, bare = self._route(pane_id)
-        if tmux is self:
-            super().watch(session, pane_id)
-        else:
-            tmux.watch(self._route(session)[1], bare)
-
-    def unwatch(self, session: str) -> None:
-        tmux, bare = self._route(session)
-        (super().unwatch if tmux is self else tmux.unwatch)(bare)
-
-    def output_mark(self, pane_id: str) -> int | None:
-        tmux, bare = self._route(pane_id)
-        return super().output_mark(pane_id) if tmux is self else tmux.output_mark(bare)
-
-    def await_output(self, pane_id: str, mark: int | None, timeout: float, poll: float = 0.05) -> bool:
-        tmux, bare = self._route(pane_id)
-        if tmux is self:
-            return super().await_output(pane_id, mark, timeout, poll)
-        return tmux.await_output(bare, mark, timeout, poll)
-
-    def unread_input(self, pane_id: str) -> int | None:
-        tmux, bare = self._route(pane_id)
-        return super().unread_input(pane_id) if tmux is self else tmux.unread_input(bare)
-
-    def views(self) -> dict[str, PaneView]:
-        """Every pane here and on the computers in use; a computer ssh cannot reach is left out (its panes
-        are not gone: `unreachable` names it) and tried again `DOWN_LOOK` seconds after its last try."""
-        views = super().views()
-        in_use = self.in_use()
-        for name in set(self.remotes) - in_use:
-            self.remotes[name].stop_listing()
-        for name in sorted(in_use & set(self.remotes)):
-            remote = self.remotes[name]
-            if remote.down_since is not None and time.monotonic() - self._tried.get(name, 0.0) < DOWN_LOOK:
-                continue
-            self._tried[name] = time.monotonic()
-            try:
-                found = remote.views()
-            except TmuxError:
-                if remote.down_since is None:
-                    raise  # ssh got through: tmux itself failed there
-                continue
-            for view in found.values():
-                pane_id = qualify(remote, view.pane_id)
-                views[pane_id] = replace(view, pane_id=pane_id)
-        return views
-
-    def unreachable(self) -> frozenset[str]:
-        return frozenset(name for name, remote in self.remotes.items() if remote.down_since is not None)
-
-    def glance(self, pane_id: str, press: str = "", typed: str = "") -> tuple[PaneView | None, list[str]]:
-        tmux, bare = self._route(pane_id)
-        if tmux is self:
-            return super().glance(pane_id, press, typed)
-        view, screen = tmux.glance(bare, press, typed)
-        return (None if view is None else replace(view, pane_id=pane_id)), screen
-
-    def capture(self, pane_id: str, start: int, end: int, history_size: int | None = None) -> list[str]:
-        tmux, bare = self._route(pane_id)
-        if tmux is self:
-            return super().capture(pane_id, start, end, history_size)
-        return tmux.capture(bare, start, end, history_size)
-
-    def send_text(self, pane_id: str, text: str) -> None:
-        tmux, bare = self._route(pane_id)
-        (super().send_text if tmux is self else tmux.send_text)(bare, text)
-
-    def send_key(self, pane_id: str, key: str) -> None:
-        tmux, bare = self._route(pane_id)
-        (super().send_key if tmux is self else tmux.send_key)(bare, key)
-
-    def clear_mark(self, pane_id: str, option: str) -> None:
-        tmux, bare = self._route(pane_id)
-        (super().clear_mark if tmux is self else tmux.clear_mark)(bare, option)
-
-    def clear_marks(self, marks: Sequence[tuple[str, str]]) -> None:
-        """`clear_mark` of each (pane, option), one tmux client a computer (tmux stops at a pane gone)."""
-        routed: dict[Tmux, list[str]] = {}
-        for pane_id, option in marks:
-            tmux, bare = self._route(pane_id)
-            routed.setdefault(tmux, []).extend((";", "set-option", "-p", "-u", "-t", bare, option))
-        for tmux, unset in routed.items():
-            tmux.cmd(*unset[1:])
-
-    def kill_session(self, name: str) -> None:
-        tmux, bare = self._route(name)
-        (super().kill_session if tmux is self else tmux.kill_session)(bare)
-
-    def _route(self, name: str) -> tuple[Tmux, str]:
-        computer, sep, bare = name.partition(SEPARATOR)
-        if sep and computer in self.remotes:
-            return self.remotes[computer], bare
-        return self, name
 
 
 def qualify(tmux: Tmux, name: str) -> str:

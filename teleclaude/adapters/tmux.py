@@ -34,7 +34,7 @@ STRAGGLER_GRACE = 1.0  # seconds a pane's process has to end after tmux hung up 
 SCAN_EVERY = 0.2  # seconds between two scans of every process for the groups of ended panes (`_Stragglers`)
 
 _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="tmux")
-_VIEW_FORMAT = "\t".join(
+VIEW_FORMAT = "\t".join(
     "#{" + name + "}"
     for name in (
         "pane_id",
@@ -55,7 +55,7 @@ _VIEW_FORMAT = "\t".join(
     )
 )
 # Every pane's view, after the server's clock (the panes' activity times are on it): one tmux invocation
-VIEWS_COMMAND = ("display-message", "-p", "%s", ";", "list-panes", "-a", "-F", _VIEW_FORMAT)
+VIEWS_COMMAND = ("display-message", "-p", "%s", ";", "list-panes", "-a", "-F", VIEW_FORMAT)
 # A worker on another computer cannot reach this machine's database, so its stop hook marks its own pane
 # instead (`mark_own_pane`, when the launcher gave it this variable), and the observer reads the mark with
 # the pane's other facts, over the ssh connection it already uses, then clears it. Its StopFailure hook
@@ -105,11 +105,11 @@ class Tmux:
         self._events: PaneEvents | None = None
 
     def on(self, computer: str) -> Tmux:
-        """The tmux server of `computer`: this one (adapters.ssh.Fleet also answers for other computers)."""
+        """The tmux server of `computer`: this one (adapters.fleet.Fleet also answers for other computers)."""
         return self
 
     def unreachable(self) -> frozenset[str]:
-        """The computers whose tmux cannot be reached now (adapters.ssh.Fleet): none for this one."""
+        """The computers whose tmux cannot be reached now (adapters.fleet.Fleet): none for this one."""
         return frozenset()
 
     # --- the one command path ------------------------------------------------------------------------------
@@ -254,7 +254,7 @@ class Tmux:
         delivery's keys go in the same client (each client is ~2.5 ms of CPU): `typed`, text typed before
         (as `send_text`; a pane gone then raises as there), `press`, a key pressed after (an Enter, and the
         screen from just before it)."""
-        show_view = ("display-message", "-p", "-t", pane_id, _VIEW_FORMAT)
+        show_view = ("display-message", "-p", "-t", pane_id, VIEW_FORMAT)
         before = ("send-keys", "-t", pane_id, "-l", "--", _literal(typed), ";") if typed else ()
         then = (";", "send-keys", "-t", pane_id, press) if press else ()
         try:

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from teleclaude.adapters import git as gitx
+from teleclaude.adapters.fleet import Fleet
 from teleclaude.adapters.sessions_db import SessionStore
 from teleclaude.adapters.settings import load_config
-from teleclaude.adapters.ssh import Fleet
 from teleclaude.adapters.store import AvailabilityStore, StoreError
 from teleclaude.adapters.tmux import Tmux
 from teleclaude.agents.tokens import Tokens

@@ -14,8 +14,9 @@ from pathlib import Path
 from subprocess import Popen
 
 from teleclaude.adapters import channel, procs, sandbox
+from teleclaude.adapters.fleet import Fleet
 from teleclaude.adapters.fs import read_tail
-from teleclaude.adapters.ssh import Fleet, RemoteTmux
+from teleclaude.adapters.ssh import RemoteTmux
 from teleclaude.adapters.store import StoreError, marking_unavailable
 from teleclaude.adapters.tmux import (
     COST_OPTION,

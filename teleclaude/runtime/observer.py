@@ -59,7 +59,7 @@ from teleclaude.runtime.core.supervision import (
     worker_name,
 )
 from teleclaude.runtime.hook_news import HookNews, local_zone
-from teleclaude.runtime.panes import Panes
+from teleclaude.runtime.panes import Panes, scan_cursor
 
 log = logging.getLogger("teleclaude.runtime")
 
@@ -153,7 +153,8 @@ class Observer(HookNews):
         chosen = [s for s in sessions if s.id in first]
         over = [s for s in chosen if views is not None and turn_over(views.get(s.pane_id))]
         # workers on another computer: their branches brought back at once, their marks taken away together
-        with self._marks_together(), self.context.turn_ends_ahead(over):
+        ahead = self.panes.captured_ahead(chosen, views)  # (their captures: one ssh client a computer)
+        with self._marks_together(), self.context.turn_ends_ahead(over), ahead:
             looked = {s.id: s for s in self._look_at(chosen, whole=False, views=views)[0]}
         return [looked.get(s.id, s) for s in sessions]
 
@@ -412,12 +413,7 @@ class Observer(HookNews):
         changed, only the rows that were not on it at the last read (an old limit row must not limit the next
         turn again)."""
         try:
-            cursor = (
-                Cursor.decode(session.scan_cursor)
-                if session.scan_cursor
-                else Cursor.start(view.pane_id, view.pane_pid)
-            )
-            chunk, screen = self.panes.look(session, view, cursor, _SCAN_LINES, 1 << 20)
+            chunk, screen = self.panes.look(session, view, scan_cursor(session, view), _SCAN_LINES, 1 << 20)
         except InvalidCursor:
             return session, [], "", self.context.tmux.screen(session.pane_id, view)
         rows, seen = list(chunk.rows), session.seen_rows

@@ -4,15 +4,26 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext, suppress
 from functools import partial
 
+from teleclaude.adapters.captures import Asked
+from teleclaude.adapters.fleet import Fleet
 from teleclaude.adapters.tmux import Tmux, TmuxError
 from teleclaude.errors import ErrorCode, Failure, call
 from teleclaude.runtime.context import Context, refused_text
 from teleclaude.runtime.core.blockers import blocked_text, find_blocker
 from teleclaude.runtime.core.screens import shows_typed, typed_at
-from teleclaude.runtime.core.sessions import Chunk, Cursor, PaneView, Session, StaleView, read_since
+from teleclaude.runtime.core.sessions import (
+    Chunk,
+    Cursor,
+    InvalidCursor,
+    PaneView,
+    Session,
+    StaleView,
+    read_since,
+)
 
 log = logging.getLogger("teleclaude.runtime")
 Glanced = tuple[PaneView | None, list[str]]  # a pane's view and screen (`Tmux.glance`)
@@ -78,6 +89,23 @@ class Panes:
         capture = partial(tmux.capture, session.pane_id)
         chunk = read_since(view, cursor, capture, lines, size)  # a pane that never stops: take it as it is
         return chunk, tmux.screen(session.pane_id, view)
+
+    def captured_ahead(
+        self, sessions: Iterable[Session], views: Mapping[str, PaneView] | None
+    ) -> AbstractContextManager[object]:
+        """Within: the first capture a look at each of `sessions` on another computer takes (`look`) taken
+        ahead, one ssh client a computer (a wake-up's moved panes: their looks then wait on no ssh client
+        each). A pane that printed nothing since its last look is not read: its capture goes unused."""
+        tmux = self.context.tmux
+        if views is None or not isinstance(tmux, Fleet):
+            return nullcontext()
+        asked = []
+        for session in sessions:
+            view = views.get(session.pane_id)
+            if session.computer in tmux.remotes and view is not None and view.pane_pid == session.pane_pid:
+                found = first_capture(session, view)
+                asked += [found] if found is not None else []
+        return tmux.captured_ahead(asked)
 
     def press_enter(
         self, session: Session, attempts: int = 3, typed: str = "", seen: Glanced | None = None
@@ -195,6 +223,36 @@ class Panes:
             self.type_line(session, text, interrupt)
         except (TmuxError, WorkerBlocked, NotSent, Untypable) as error:
             log.warning("session %s: could not type into its pane: %s", session.id, error)
+
+
+def scan_cursor(session: Session, view: PaneView) -> Cursor:
+    """Where the runtime's own reading of the pane got to (InvalidCursor when its record is not one)."""
+    if session.scan_cursor:
+        return Cursor.decode(session.scan_cursor)
+    return Cursor.start(view.pane_id, view.pane_pid)
+
+
+class _Asked(Exception):
+    pass
+
+
+def first_capture(session: Session, view: PaneView) -> Asked | None:
+    """The capture a look at the pane takes first (`look` reading from `scan_cursor`: its `_Block`), as
+    `Tmux.capture`'s arguments; None when it starts with none of the block's."""
+    asked: list[tuple[int, int]] = []
+
+    def first(start: int, end: int) -> list[str]:
+        if end < start:  # (no capture: `_Block.rows`)
+            return []
+        asked.append((start, end))
+        raise _Asked
+
+    with suppress(_Asked, InvalidCursor):
+        read_since(view, scan_cursor(session, view), first, 1, 1)
+    bottom = view.height - 1
+    if not asked or asked[0][1] > bottom:
+        return None
+    return session.pane_id, min(asked[0][0], 0), bottom, view.history_size
 
 
 class _Block:

@@ -25,6 +25,7 @@ import pytest
 from teleclaude.adapters import fs, procs, sandbox, ssh
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.sessions_db import SessionStore
+from teleclaude.adapters.tmux import Tmux
 from teleclaude.agents import NAMES
 from teleclaude.config.spend import SpendConfig
 from teleclaude.demo import stand_in as fake_agent
@@ -80,6 +81,76 @@ def test_a_computers_panes_are_listed_look_after_look_through_one_ssh_client(
         assert started() == before  # no ssh client started a look
         remote.cmd("kill-server")
         assert remote.views() == {}  # no server there, as a single `list-panes` says
+    finally:
+        remote.stop_listing()
+
+
+def test_the_panes_a_wake_up_reads_are_captured_in_one_ssh_client_whatever_they_show(
+    sshd, tmp_path, tmux_socket, monkeypatch
+):
+    started = _count_ssh_clients(tmp_path, monkeypatch)
+    remote = ssh.RemoteTmux(computer(sshd, "/unused", tmp_path), tmux_socket)
+    # what a pane can show: lines that read like tmux's own headers, blank rows, history that scrolled
+    shows = ["printf '%s\\n' '3 24' '0 24' '' '%1' x", "seq 1 60", "printf 'a\\n\\n\\nb'"]
+    panes = [
+        remote.cmd(
+            "new-session",
+            "-d",
+            "-s",
+            f"p{n}",
+            "-x",
+            "80",
+            "-y",
+            "24",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "sh",
+            "-c",
+            f"{show}; sleep 60",
+        )[0]
+        for n, show in enumerate(shows)
+    ]
+    deadline = time.monotonic() + 30
+    while not all(remote.capture(p, 0, 0)[0] for p in panes) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    views = remote.views()
+    asked = [(p, -views[p].history_size, views[p].height - 1, views[p].history_size) for p in panes]
+    alone = {a: remote.capture(*a) for a in asked}
+    before = started()
+    with remote.captured_ahead(asked):
+        together = {a: remote.capture(*a) for a in asked}
+    assert started() == before + 1  # one ssh client for the three
+    assert together == alone
+    assert any("3 24" in rows for rows in together.values()) and len(together[asked[1]]) > 24
+    with remote.captured_ahead([*asked, ("%999", 0, 1, 0)]):  # a pane gone: each captured on its own
+        assert remote.capture(*asked[0]) == alone[asked[0]]
+    assert started() == before + 3
+
+
+def test_a_computers_panes_are_glanced_at_through_one_ssh_client_whatever_they_show(
+    sshd, tmp_path, tmux_socket, monkeypatch
+):
+    started = _count_ssh_clients(tmp_path, monkeypatch)
+    remote = ssh.RemoteTmux(computer(sshd, "/unused", tmp_path), tmux_socket)
+    try:
+        pane = remote.cmd("new-session", "-d", "-s", "probe", "-P", "-F", "#{pane_id}", "cat")[0]
+        remote.glance(pane)  # its glancer started
+        token = remote._glancer.token  # noqa: SLF001 (what a process there could read off its command line)
+        remote.send_text(pane, f"{token} 0")  # the pane shows the glancer's own end of an answer
+        remote.send_key(pane, "Enter")
+        deadline = time.monotonic() + 30
+        while sum(f"{token} 0" in row for row in remote.glance(pane)[1]) < 2:  # typed, and cat's echo
+            assert time.monotonic() < deadline, "the pane never showed what was typed"
+            time.sleep(0.05)
+        before = started()
+        for _ in range(5):
+            view, rows = remote.glance(pane)
+        assert started() == before  # no ssh client started a glance
+        assert (view, rows) == Tmux.glance(remote, pane)  # as an ssh client of its own sees it
+        assert remote.glance("%999") == (None, [])  # a pane gone: its own ssh client says so
+        assert remote.glance(pane) == (view, rows)
+        assert started() == before + 2  # (the ssh client above, and the gone pane's)
     finally:
         remote.stop_listing()
 
