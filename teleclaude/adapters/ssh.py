@@ -8,10 +8,14 @@ commands an observer sends cost one round trip each, not one handshake each. ssh
 `MaxSessions` channels (10 by default; a computer's `max_sessions`), and long-lived clients hold theirs:
 `Connections` counts this process's channels per connection and opens one more connection
 (a control master of its own, `ControlPath …%C.N`) when those it has are full, rather than letting ssh fall
-back to a handshake per command; a connection that no channel uses any more is closed.
+back to a handshake per command; kept while the computer's workers need it, closed once they are over.
 
-A run lists a computer's panes every second: through `_Lister`, one long-lived ssh whose remote shell runs
-the fixed listing at each empty line it reads, rather than an ssh client each time. It hears its workers
+An ssh client costs the run ~4 ms of CPU (its process, the mux handshake) and ~25 ms: a hand-over took a
+dozen. A run lists a computer's panes every second: through `_Lister`, one long-lived ssh whose remote shell
+runs the fixed listing at each empty line it reads, rather than an ssh client each time; a start's prompt
+wait and a delivery glance at a pane many times: through a second `_Lister` (the glancer), which glances at
+the pane whose id it reads. A wake-up's moved panes are captured in one ssh client (adapters/captures.py).
+It hears its workers
 there (a turn's end, a stop failure, an exit) through `_Waker`, one long-lived ssh whose remote shell waits
 on the tmux server's `MOVED_CHANNEL` and prints a line each time it is signalled, rather than a `tmux
 wait-for` ssh client per worker.
@@ -32,6 +36,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -45,6 +50,7 @@ from teleclaude.runtime.core.sessions import PaneView
 SEPARATOR = ":"  # tmux itself never puts a colon in a session name or pane id
 RESERVED = 2  # channels of a connection left to short commands: long-lived ones (lister, waker) the rest
 DOWN_LOOK = 2.0  # seconds between two tries to reach a computer that could not be reached
+_AHEAD = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ahead")  # `RemoteTmux.captured_ahead`
 
 
 class Connections:
@@ -226,7 +232,7 @@ class RemoteTmux(Tmux):
         self._glancer_lock = threading.Lock()
         self._waker: _Waker | None = None
         self._waker_ended = float("-inf")  # monotonic: when the last waker's ssh ended
-        self._ahead: dict[Asked, list[str]] = {}  # captures taken ahead (`captured_ahead`), each taken once
+        self._ahead: Future[dict[Asked, list[str]]] | None = None  # captures taken ahead, each taken once
 
     def _call(self, args: Sequence[str]) -> tuple[int, list[str], list[str]]:
         try:
@@ -274,23 +280,30 @@ class RemoteTmux(Tmux):
             self._glancer_lock.release()
 
     def capture(self, pane_id: str, start: int, end: int, history_size: int | None = None) -> list[str]:
-        if history_size is not None and (rows := self._ahead.pop((pane_id, start, end, history_size), None)):
-            return rows
+        taking = self._ahead
+        if history_size is not None and taking is not None:
+            rows = taking.result().pop((pane_id, start, end, history_size), None)
+            if rows is not None:
+                return rows
         return super().capture(pane_id, start, end, history_size)
 
     @contextmanager
     def captured_ahead(self, asked: Sequence[Asked]) -> Iterator[None]:
-        """Within: the captures `asked` (the panes a wake-up looks at first) answered from one ssh client
-        taken now (adapters/captures.py), each once; those it could not answer are captured as they come."""
+        """Within: the captures `asked` (the panes a wake-up looks at first) answered from one ssh client,
+        started now on a thread of its own (a wake-up's fetch goes on meanwhile) and waited for by the first
+        capture (adapters/captures.py); each answered once, the others captured as they come."""
         asked = [each for each in asked if PANE.fullmatch(each[0])]
-        try:
-            self._ahead = split_captures(asked, self.cmd(*captures_args(asked))) if asked else {}
-        except TmuxError:  # a pane gone (tmux stops there), ssh down: each look captures its own
-            self._ahead = {}
+        self._ahead = _AHEAD.submit(self._captures, asked) if asked else None
         try:
             yield
         finally:
-            self._ahead = {}
+            self._ahead = None
+
+    def _captures(self, asked: Sequence[Asked]) -> dict[Asked, list[str]]:
+        try:
+            return split_captures(asked, self.cmd(*captures_args(asked)))
+        except TmuxError:  # a pane gone (tmux stops there), ssh down: each look captures its own
+            return {}
 
     def _listed(self) -> dict[str, PaneView] | None:
         with self._lister_lock:

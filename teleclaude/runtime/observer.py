@@ -154,7 +154,7 @@ class Observer(HookNews):
         over = [s for s in chosen if views is not None and turn_over(views.get(s.pane_id))]
         # workers on another computer: their branches brought back at once, their marks taken away together
         ahead = self.panes.captured_ahead(chosen, views)  # (their captures: one ssh client a computer)
-        with self._marks_together(), self.context.turn_ends_ahead(over), ahead:
+        with self._marks_together(), ahead, self.context.turn_ends_ahead(over):
             looked = {s.id: s for s in self._look_at(chosen, whole=False, views=views)[0]}
         return [looked.get(s.id, s) for s in sessions]
 
