@@ -319,6 +319,7 @@ def test_a_second_failure_stops_the_run_and_blames_the_agent_only_when_it_did_no
 NOT_PREPARED = Error(ErrorCode.NOT_PREPARED, "no plan", "x", call("next_prepare", slug="x"))
 NO_WORK = Error(ErrorCode.NO_WORK, "nothing")
 BROKEN = Error(ErrorCode.ROADMAP_CONFLICT, "bad line", "x")
+MOVED = Error(ErrorCode.MAIN_MOVED, "main moved", "x")
 
 
 @pytest.mark.parametrize(
@@ -415,6 +416,7 @@ def test_the_bug_lists_lane_frees_up_once_next_work_names_something_else(slug, a
         (BROKEN, False, Outcome.ERROR),
         (BROKEN, True, Outcome.NEEDS_ATTENTION),  # its gate failed past max_review_rounds: a human looks
         (Prepared("x"), True, Outcome.ERROR),
+        (MOVED, False, Outcome.NEEDS_ATTENTION),  # main moved behind teleclaude's back: a human looks
     ],
 )
 def test_an_answer_the_run_cannot_carry_out_stops_it(action, keeps_failing, outcome):
