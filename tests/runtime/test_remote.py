@@ -148,7 +148,8 @@ def _waiting_there(socket: str) -> list[int]:
 
 def test_a_computer_gets_a_second_connection_when_its_long_lived_clients_fill_the_first(sshd, tmp_path):
     """sshd lets one connection carry `MaxSessions` channels: more long-lived ones than that (with the two
-    left to short commands) go through a second connection, none refused."""
+    left to short commands) go through a second connection, none refused; once its clients are gone (their
+    lanes over), that connection is closed, the first kept for what follows."""
     box = replace(computer(sshd, "/unused", tmp_path), max_sessions=MAX_SESSIONS)
     held: list[subprocess.Popen[bytes]] = []
     try:
@@ -164,13 +165,26 @@ def test_a_computer_gets_a_second_connection_when_its_long_lived_clients_fill_th
             assert client.stdout is not None and client.stdout.readline() == b"\n"  # it got its channel
         assert ssh.run(box, ["true"], 30).returncode == 0  # a short command still finds room
         assert ssh.connections(box).count() == 2
-    finally:
+        assert [_master_answers(box, number) for number in (0, 1)] == [True, True]
         for client in held:
             client.kill()
             client.communicate()  # reaped, its pipes closed
+        assert ssh.connections(box).count() == 1
+        assert [_master_answers(box, number) for number in (0, 1)] == [True, False]
+    finally:
+        for client in held:
+            client.kill()
+            client.communicate()
         ssh.close(box)
     log = "".join(sshd.server.log)
     assert log.count("Accepted publickey") == 2 and "no more sessions" not in log
+
+
+def _master_answers(box, number: int) -> bool:
+    """Whether the control master of the computer's connection `number` is there (`ssh -O check`)."""
+    port = ["-p", str(box.port)] if box.port else []
+    argv = [*ssh.ssh_options(box, connection=number), *port, "-O", "check", "--", box.host]
+    return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30).returncode == 0
 
 
 def test_a_remote_panes_output_arrives_as_events_through_ssh_and_its_client_ends_there_too(
