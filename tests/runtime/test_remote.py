@@ -762,5 +762,9 @@ def test_a_computer_that_drops_mid_run_and_returns_delivers_every_item_once_and_
         "greeting",
         "shouting",
     }
-    authors = git(project, "log", "--format=%an", "main").splitlines()
-    assert authors.count("remote worker") >= 2  # the builds made there while it was away reached main
+    commits = git(project, "log", "--format=%an|%s", "main").splitlines()
+    for slug in ("greeting", "shouting", "farewell"):  # each step's work on main once: none lost, none twice
+        for subject in (f"Build {slug}", f"Review {slug}", f"Merge {slug}"):
+            assert [c.split("|", 1)[1] for c in commits].count(subject) == 1, (subject, commits)
+    # the builds made there while it was away reached main
+    assert {"remote worker|Build greeting", "remote worker|Build shouting"} <= set(commits), commits
