@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from teleclaude.adapters import sandbox
-from teleclaude.errors import Error, ErrorCode
+from teleclaude.errors import Error
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import (
     Action,
@@ -290,8 +290,6 @@ class Lanes(Serial):
         return None
 
     def _advance(self, lane: Lane, action: Action) -> Stop | None:
-        if isinstance(action, Error) and action.code is ErrorCode.MAIN_MOVED:
-            return self._error_stop(action)  # the whole run stops, not this lane
         if isinstance(action, Dispatch):
             self._learn(action)
         if rules.bug_list_done(lane.slug, action):

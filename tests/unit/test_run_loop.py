@@ -423,6 +423,11 @@ def test_an_answer_the_run_cannot_carry_out_stops_it(action, keeps_failing, outc
     assert rules.error_stop(action, keeps_failing).outcome is outcome
 
 
+@pytest.mark.parametrize(("action", "whole_run"), [(MOVED, True), (BROKEN, False)])
+def test_main_moved_stops_every_lane_not_only_the_one_that_heard_it(action, whole_run):
+    assert ends_the_run(rules.error_stop(action, False)) is whole_run
+
+
 # --- agents out: waiting out a limit ------------------------------------------------------------------------
 
 

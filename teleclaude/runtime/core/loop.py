@@ -321,9 +321,10 @@ def lane_prepared(action: Action, slug: str) -> Start | Stop:
 
 def error_stop(action: Action, keeps_failing: bool) -> Stop:
     """An answer the run cannot carry out; an item whose gate keeps failing past max_review_rounds needs
-    a human's attention."""
-    if isinstance(action, Error) and action.code is ErrorCode.MAIN_MOVED:  # planner/mainref.py
-        return Stop(Outcome.NEEDS_ATTENTION, to_text(action))
+    a human's attention. Main moved behind teleclaude's back (planner/mainref.py) is every lane's answer:
+    the whole run stops, not one lane."""
+    if isinstance(action, Error) and action.code is ErrorCode.MAIN_MOVED:
+        return Stop(Outcome.NEEDS_ATTENTION, to_text(action), whole_run=True)
     if isinstance(action, Error) and keeps_failing:
         what = f"the gate of {action.slug} keeps failing past max_review_rounds\n{to_text(action)}"
         return Stop(Outcome.NEEDS_ATTENTION, what)
