@@ -196,7 +196,7 @@ def link_branch(repo: gitx.Repo, admin: Path, own: str, shown: tuple[str, ...] =
     whose places are cleared of what a worker made there (a link, a folder). A `git pack-refs` or a commit
     made outside replaces the link with the branch's commit; the next worker links it again."""
     # one folder a branch: a worker is never shown another branch's file, whichever worktree had it before
-    heads = repo.common_dir / HEADS / (_flat(own) if own else f"@{admin.name}")
+    heads = repo.common_dir / HEADS / given.folder(own, admin.name)
     heads.mkdir(mode=0o700, parents=True, exist_ok=True)
     for name in shown:
         _clear(heads, name, keep_file=True)
@@ -235,13 +235,8 @@ def relink(project: Path, subfolder: str | None) -> None:
     admin = gitx.worktree_git_dir(project / subfolder)
     repo = gitx.find_repo(project)
     own = given.kept_branch(repo, admin) if admin is not None else ""
-    if admin is not None and own and (repo.common_dir / HEADS / _flat(own)).is_dir():
+    if admin is not None and own and (repo.common_dir / HEADS / given.folder(own, admin.name)).is_dir():
         link_branch(repo, admin, own)
-
-
-def _flat(branch: str) -> str:
-    """A branch's name as one folder's name (its slashes quoted)."""
-    return branch.replace("%", "%25").replace("/", "%2F")
 
 
 def _last_logged(repo: gitx.Repo, own: str) -> str:

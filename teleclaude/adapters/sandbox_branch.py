@@ -1,10 +1,13 @@
 """Which branch the sandboxed workers of a linked worktree may move (adapters/sandbox.py `link_branch` gives
 them its folder): decided by teleclaude once, at the worktree's first sandboxed start, and kept where no
-worker writes; never read again from the worktree's HEAD, which is in its admin folder, theirs to write."""
+worker writes; never read again from the worktree's HEAD, which is in its admin folder, theirs to write.
+Both go with the worktree when its item is finalized (`forget`)."""
 
 from __future__ import annotations
 
 import shlex
+import shutil
+from contextlib import suppress
 from pathlib import Path
 
 from teleclaude.adapters import fs
@@ -50,3 +53,24 @@ def kept_branch(repo: gitx.Repo, admin: Path) -> str:
     except (OSError, UnicodeDecodeError):
         return ""
     return kept[1] if len(kept) >= 2 and kept[0] == str(admin.stat().st_ino) else ""
+
+
+def folder(own: str, admin: str) -> str:
+    """The name of the folder in HEADS the sandboxed workers on branch `own` see as refs/heads (its slashes
+    quoted); a detached worktree's workers (no branch) get one of their admin folder's, `@ADMIN`."""
+    return own.replace("%", "%25").replace("/", "%2F") if own else f"@{admin}"
+
+
+def forget(repo: gitx.Repo, admin: str | None, branch: str) -> None:
+    """What the sandboxed workers of a worktree were given, removed with the worktree (admin folder named
+    `admin`, None: gone already) and its branch: the branch's folder in HEADS, its admin folder's and the
+    branch kept for it. A later worktree or branch of the same name starts afresh, and nothing piles up."""
+    heads = repo.common_dir / HEADS
+    places = [heads / folder(branch, "")] if branch else []
+    places += [heads / folder("", admin), heads / GIVEN / admin] if admin else []
+    for place in places:  # (a leftover that cannot go stays: the finalize is done)
+        if place.is_dir() and not place.is_symlink():
+            shutil.rmtree(place, ignore_errors=True)
+        else:
+            with suppress(OSError):
+                place.unlink(missing_ok=True)
