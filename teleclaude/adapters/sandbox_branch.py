@@ -1,7 +1,8 @@
 """Which branch the sandboxed workers of a linked worktree may move (adapters/sandbox.py `link_branch` gives
 them its folder): decided by teleclaude once, at the worktree's first sandboxed start, and kept where no
 worker writes; never read again from the worktree's HEAD, which is in its admin folder, theirs to write.
-Both go with the worktree when its item is finalized (`forget`)."""
+Both go with the worktree when its item is finalized (`forget`). The git paths they are given read-write
+stay in the git directory (`inside_git`)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,26 @@ GIVEN = ".given"  # in HEADS (no branch's folder: a branch's name never starts w
 
 class OtherBranch(gitx.WorktreeError):
     """A worktree's HEAD names another branch than the one its sandboxed workers were given."""
+
+
+class OutsideGit(gitx.WorktreeError):
+    """A path of the git directory a sandboxed worker would be given read-write leads out of it."""
+
+
+def inside_git(repo: gitx.Repo, *paths: Path) -> None:
+    """Each of `paths` (of the git directory, to be bound read-write into a worker's sandbox) is in the git
+    directory where its links lead: a link an unsandboxed step planted there (`.git/objects` to `~/.ssh`)
+    would bind where it leads, read-write. Else `OutsideGit`, before anything is made through it."""
+    common = repo.common_dir.resolve()
+    for path in paths:
+        real = path.resolve()
+        if not real.is_relative_to(common):
+            raise OutsideGit(
+                f'{printable(str(path))} leads to "{printable(str(real))}", out of the repository\'s git '
+                f"directory ({printable(str(common))}): a sandboxed worker would be given it read-write. "
+                "Nothing was started.\nLook at what made that link (git makes none there) and put back "
+                "what git keeps there in its place, then call again."
+            )
 
 
 def own_branch(repo: gitx.Repo, admin: Path, tree: Path) -> str:

@@ -171,6 +171,28 @@ def test_a_worker_that_points_its_worktree_at_another_branch_is_not_given_that_b
     assert not (project / ".git" / "refs" / "heads" / "shouting").is_symlink()
 
 
+def test_a_git_folder_linked_out_of_the_repository_is_given_to_no_sandboxed_worker(
+    project, isolated_environment
+):
+    """An unsandboxed step (a finalizer, an architect: the whole git directory is theirs) that made
+    `.git/objects` a link out of the repository (here to a folder in the home that holds them, so git
+    outside still works) would have the next sandboxed worker given where it leads, read-write: that start
+    starts nothing (`ERROR: WORKTREE_FAILED`), naming the link, and nothing is made through it."""
+    claimed = next_work(cwd=project)
+    assert isinstance(claimed, Dispatch) and claimed.subfolder, claimed
+    objects = project / ".git" / "objects"
+    elsewhere = isolated_environment / "objects"
+    objects.rename(elsewhere)
+    objects.symlink_to(elsewhere)
+    before = sorted(path.name for path in elsewhere.iterdir())
+
+    started = start(project, subfolder=claimed.subfolder)
+
+    assert isinstance(started, Error) and started.code is ErrorCode.WORKTREE_FAILED, started
+    assert str(objects) in started.message
+    assert sorted(path.name for path in elsewhere.iterdir()) == before
+
+
 def test_without_the_sandbox_a_worker_that_moves_main_stops_the_run_naming_the_commit(
     project, isolated_environment, monkeypatch
 ):
