@@ -403,14 +403,17 @@ class TwinFirst:
 TRIED_AGAIN = (ErrorCode.TMUX_FAILED, ErrorCode.COMPUTER_UNREACHABLE, ErrorCode.SANDBOX_RACED)
 
 
-def refused(code: ErrorCode, step: StepKey, retries: Retries) -> TwinFirst | AskAgain | None:
+def refused(error: Error, step: StepKey, retries: Retries) -> TwinFirst | AskAgain | Stop:
     """The runtime refused a start: another run got there first, or tmux, ssh or the making of its sandbox
-    failed (once: try again); None: the run cannot go on (the error is its stop)."""
-    if code is ErrorCode.ALREADY_RUNNING:
+    failed (once: try again). Any other refusal is the item's stop, its error and next step as said: a
+    start again would fail the same (a worktree whose HEAD a worker pointed at another branch, a CLI
+    blocked by a dialog). That stop is never the whole run's (`ends_the_run`): a lane parks its item and
+    the other lanes go on; a run of that one item ends with it."""
+    if error.code is ErrorCode.ALREADY_RUNNING:
         return TwinFirst()
-    if code in TRIED_AGAIN and not retries.start_failed(step):
+    if error.code in TRIED_AGAIN and not retries.start_failed(step):
         return AskAgain()
-    return None
+    return Stop(Outcome.ERROR, to_text(error))
 
 
 def counts_as_started(code: ErrorCode) -> bool:
