@@ -50,10 +50,12 @@ class GivenUp:
         runtime = self.runtime
         now = runtime.clock()
         self.since = rules.down_since(self.since, runtime.tmux.unreachable(), now)
-        given = []
+        given, wait = [], runtime.config.unreachable_wait
         for session in sessions:
+            if not rules.gives_up(session, self.since, now, wait):  # no read of the store for the rest
+                continue
             fresh = runtime.store.get(session.id) or session
-            if not rules.gives_up(fresh, self.since, now, runtime.config.unreachable_wait):
+            if not rules.gives_up(fresh, self.since, now, wait):
                 continue
             text = rules.why(fresh.computer, self.since[fresh.computer], now)
             ended = runtime.context.change(fresh, Change.ENDED, text, error=text)
