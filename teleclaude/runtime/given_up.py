@@ -37,12 +37,21 @@ class GivenUp:
     """The run's computers that are away, its given-up workers not yet ended there, and what was kept."""
 
     runtime: Runtime
+    root: Path  # the run's project (resolved, as the session store holds it)
     since: dict[str, datetime] = field(default_factory=dict)  # computer -> first seen away (run's clock)
     pending: list[Session] = field(default_factory=list)  # given up; their computer not reached since
     kept: list[Kept] = field(default_factory=list)
     sweeper: ThreadPoolExecutor | None = None
     sweeping: Future[list[Kept]] | None = None
     last_try: float = float("-inf")  # monotonic
+
+    def resume(self) -> None:
+        """At the run's start: the project's workers given up by an earlier run and never ended on their
+        computer (it came back only after that run ended) are swept from now on."""
+        store = self.runtime.store
+        given_up = [s for s in store.sessions() if s.project == str(self.root) and rules.is_given_up(s)]
+        self.pending = rules.unswept(given_up, store.events([s.id for s in given_up]))
+        self.sweep()
 
     def check(self, sessions: list[Session]) -> list[Session]:
         """Give up the live `sessions` whose computer has been away longer than `unreachable_wait`: each
@@ -66,13 +75,9 @@ class GivenUp:
         return given
 
     def sweep(self) -> list[Kept]:
-        """The given-up workers ended on their computers since the last call (on the sweeper's thread)."""
-        done: list[Kept] = []
-        if self.sweeping is not None and self.sweeping.done():
-            done, self.sweeping = self.sweeping.result(), None
-            ended = {kept.session for kept in done}
-            self.pending = [s for s in self.pending if s.id not in ended]
-            self.kept.extend(done)
+        """The given-up workers ended on their computers since the last call (on the sweeper's thread), and
+        the next sweep started when one is due."""
+        done = self._swept()
         now = time.monotonic()
         due = rules.sweeps(self.pending, self.runtime.tmux.unreachable(), self.last_try, now)
         if self.sweeping is None and due:
@@ -86,7 +91,23 @@ class GivenUp:
         """At the run's end: a sweep under way finishes (at most an ssh timeout)."""
         if self.sweeper is not None:
             self.sweeper.shutdown(wait=True)
-            self.sweep()
+            self._swept()
+
+    def _swept(self) -> list[Kept]:
+        """What the sweep under way found, once it is over: each recorded in its session's history (a later
+        run does not try it again)."""
+        if self.sweeping is None or not self.sweeping.done():
+            return []
+        done, self.sweeping = self.sweeping.result(), None
+        for kept in done:
+            session = self.runtime.store.get(kept.session)
+            if session is not None:
+                event = rules.swept(kept, self.runtime.clock())
+                self.runtime.store.save(session, expect=session.state, events=(event,))
+        ended = {kept.session for kept in done}
+        self.pending = [s for s in self.pending if s.id not in ended]
+        self.kept.extend(done)
+        return done
 
     def report(self) -> list[str]:
         """The run report's lines: what was kept, and the given-up workers their computer never let end."""

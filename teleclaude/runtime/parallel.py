@@ -105,6 +105,9 @@ class Lanes(Serial):
     given_up: GivenUp | None = None  # computers away, the workers given up there (`_give_up`)
 
     def go(self) -> Stop:
+        self.given_up = GivenUp(self.runtime, self.settings.root)
+        if self.runtime.config.remotes:
+            self.given_up.resume()
         try:
             return self._go()
         finally:  # a start under way ends first (its worker gets its command), so the report lists it
@@ -525,7 +528,7 @@ class Lanes(Serial):
         """Workers on a computer away longer than `unreachable_wait` are given up (runtime/given_up.py):
         each lane moves to another computer ssh reaches, or here, and asks for its step again."""
         if self.given_up is None:
-            self.given_up = GivenUp(self.runtime)
+            self.given_up = GivenUp(self.runtime, self.settings.root)
         busy = {lane.session.id: lane for lane in self.lanes.values() if lane.session is not None}
         remote_lanes = {name: computer.lanes for name, computer in self.runtime.config.remotes.items()}
         for session in self.given_up.check([lane.session for lane in busy.values() if lane.session]):

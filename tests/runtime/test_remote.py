@@ -795,9 +795,11 @@ def given_up_there(held: list[Session], seconds: float = 120) -> list[Session]:
     raise AssertionError("the workers of the computer that stayed away were never given up")
 
 
-def test_a_computer_that_drops_mid_step_and_never_returns_has_its_items_taken_up_here_and_delivered_once(
+def test_a_computer_that_drops_mid_step_and_stays_away_has_its_items_taken_up_here_and_delivered_once(
     project, remote_project, sshd, fake_agents, tmp_path
 ):
+    """The run ends COMPLETE while the computer is away; when it is back, the next run ends the old workers
+    there and keeps what they committed meanwhile, never merged."""
     gate = [project / ".git" / "gate", remote_project / ".git" / "gate"]
     gated_items(project, [], gate, lanes=3)
     away_for_good(project, 2)
@@ -805,7 +807,8 @@ def test_a_computer_that_drops_mid_step_and_never_returns_has_its_items_taken_up
     future = run_in_background(project, 3, lines)
     try:
         held = running_there(2)  # greeting and shouting (farewell waits for greeting)
-        sshd.server.kill()  # the computer drops, and is never started again
+        sshd.server.kill()  # the computer drops, and is not started again during the run
+        dropped = {slug: git(remote_project, "rev-parse", slug).strip() for slug in ("greeting", "shouting")}
         given_up = given_up_there(held)
     finally:
         for each in gate:
@@ -824,6 +827,19 @@ def test_a_computer_that_drops_mid_step_and_never_returns_has_its_items_taken_up
         for subject in (f"Build {slug}", f"Review {slug}", f"Merge {slug}"):
             assert commits.count(subject) == 1, (subject, commits)
     assert "given up: 2" in report.text, report.text
+    # the old workers there went on (the gate opened) and committed; the computer comes back after the run
+    deadline = time.monotonic() + 120
+    while any(git(remote_project, "rev-parse", slug).strip() == tip for slug, tip in dropped.items()):
+        assert time.monotonic() < deadline, "the old workers over there never committed"
+        time.sleep(0.1)
+    assert sshd.server.start()
+    again = run_in_background(project, 3, lines).result(timeout=600)  # nothing to do: it ends them there
+    assert again.outcome is Outcome.COMPLETE, again.text
+    for session in given_up:
+        ref = kept_ref(session.slug, session.id)
+        assert f"kept at {ref}" in again.text, again.text
+        assert gitx.commit_of(project, ref) and not gitx.in_history(project, gitx.commit_of(project, ref))
+    assert not (remote_project / "trees" / "greeting").exists()  # a later step can go there again
 
 
 def test_a_given_up_computer_that_returns_has_its_old_workers_ended_and_their_commits_kept_never_merged(

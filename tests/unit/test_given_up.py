@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from teleclaude.runtime.core import given_up as rules
-from teleclaude.runtime.core.sessions import Session, SessionState
+from teleclaude.runtime.core.sessions import Event, EventKind, Session, SessionState
 
 NOW = datetime(2026, 11, 29, 3, 0, tzinfo=UTC)
 WAIT = 900.0
@@ -91,3 +91,19 @@ def test_the_given_up_workers_are_tried_on_their_computer_at_once_when_it_answer
     assert rules.sweeps([away, back], {"box"}, last_try=100.0, now=101.0) == [back]
     assert rules.sweeps([away, back], {"box"}, last_try=100.0, now=100.0 + rules.SWEEP_EVERY) == [away, back]
     assert rules.sweeps([], {"box"}, last_try=0.0, now=1000.0) == []
+
+
+def test_a_run_tries_again_only_the_given_up_workers_never_ended_on_their_computer():
+    text = rules.why("box", ago(905), NOW)
+    given_up = [
+        Session(i, "claude", "next-build", "x", "/srv/p", "trees/x", SessionState.CANCELLED, NOW, NOW,
+                computer="box", last_error=text)
+        for i in ("s1", "s2")
+    ]  # fmt: skip
+    ended_by_hand = worker(SessionState.CANCELLED)
+    events = [
+        Event("s1", EventKind.ENDED, NOW, text),  # given up: not yet ended there
+        rules.swept(rules.Kept("s2", "box", "x"), NOW),
+    ]
+    assert rules.unswept([*given_up, ended_by_hand], events) == [given_up[0]]
+    assert rules.unswept(given_up, []) == given_up

@@ -16,9 +16,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from teleclaude.runtime.core.sessions import Session, SessionState
+from teleclaude.runtime.core.sessions import Event, EventKind, Session, SessionState
 
 GIVEN_UP = "given up"  # how a given-up session's `last_error` begins
+SWEPT = "ended on its computer"  # how the event begins that says its old worker there was ended (`swept`)
 KEPT = "refs/teleclaude/given-up"  # its commits made there since the last bring-back: never merged
 SWEEP_EVERY = 30.0
 # the states of a worker its lane waits on; any other (a turn ended, a limit, attention) the lane reacts to
@@ -97,3 +98,16 @@ class Kept:
             f"{self.session} on {self.computer} (given up) ended there; its later commits are kept at "
             f"{self.ref}: git log HEAD..{self.ref}"
         )
+
+
+def swept(kept: Kept, at: datetime) -> Event:
+    """The event in a given-up session's history once its old worker was ended on its computer: a later run
+    does not try again."""
+    return Event(kept.session, EventKind.ENDED, at, f"{SWEPT}: {kept.text()}")
+
+
+def unswept(sessions: Iterable[Session], events: Iterable[Event]) -> list[Session]:
+    """The given-up sessions whose old worker was never ended on its computer (it came back only after the
+    run that gave it up ended, or not yet): a run tries them again."""
+    done = {e.session_id for e in events if e.kind is EventKind.ENDED and e.detail.startswith(SWEPT)}
+    return [s for s in sessions if is_given_up(s) and s.id not in done]
