@@ -21,11 +21,9 @@ from teleclaude.runtime.core.sessions import Event, EventKind, Session, SessionS
 GIVEN_UP = "given up"  # how a given-up session's `last_error` begins
 SWEPT = "ended on its computer"  # how the event begins that says its old worker there was ended (`swept`)
 KEPT = "refs/teleclaude/given-up"  # its commits made there since the last bring-back: never merged
-SWEEP_EVERY = 30.0
+SWEEP_EVERY = 30.0  # seconds between two tries to reach a computer whose given-up workers are not ended yet
 # the states of a worker its lane waits on; any other (a turn ended, a limit, attention) the lane reacts to
-WAITED_ON = frozenset(
-    {SessionState.PENDING, SessionState.RUNNING, SessionState.STALLED}
-)  # seconds between two tries to reach a computer whose given-up workers are not ended yet
+WAITED_ON = frozenset({SessionState.PENDING, SessionState.RUNNING, SessionState.STALLED})
 
 
 def down_since(before: Mapping[str, datetime], down: Iterable[str], now: datetime) -> dict[str, datetime]:
