@@ -34,6 +34,7 @@ from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.runtime import orchestrator, remote, spend
 from teleclaude.runtime.api import Runtime, open_runtime
+from teleclaude.runtime.core import given_up as given_up_rules
 from teleclaude.runtime.core.given_up import is_given_up, kept_ref
 from teleclaude.runtime.core.marks import MOVED_CHANNEL, exit_channel
 from teleclaude.runtime.core.sessions import (
@@ -843,8 +844,9 @@ def test_a_computer_that_drops_mid_step_and_stays_away_has_its_items_taken_up_he
 
 
 def test_a_given_up_computer_that_returns_has_its_old_workers_ended_and_their_commits_kept_never_merged(
-    project, remote_project, sshd, fake_agents, tmp_path, tmux_socket, teleclaude_cli
+    project, remote_project, sshd, fake_agents, tmp_path, tmux_socket, teleclaude_cli, monkeypatch
 ):
+    monkeypatch.setattr(given_up_rules, "SWEEP_EVERY", 2.0)  # the run tries the computer again soon
     gate = [project / ".git" / "gate", remote_project / ".git" / "gate"]
     gated_items(project, [], gate, lanes=3)
     away_for_good(project, 2)
