@@ -17,7 +17,7 @@ from pathlib import Path
 
 from xdist.scheduler import WorkStealingScheduling
 
-# "SECONDS NODE_ID" lines: the tests that took 5 s or more in a whole-suite run, as
+# "SECONDS NODE_ID" lines: the tests that took 5 s or more in whole-suite runs (their mean), as
 # `bench/cpu_per_test.py FILE --longest` writes them
 RECORD = Path(__file__).with_name("longest.txt")
 
