@@ -53,15 +53,23 @@ def arranged(collection: Sequence[str], workers: int, seconds: Mapping[str, floa
 
 
 class LongestFirst(WorkStealingScheduling):
-    collection: list[str] | None  # worksteal's: the collection once every worker has sent it
+    """Worksteal whose first hand-out is `arranged`. It sets what worksteal's own `schedule` sets once every
+    worker has sent its collection (pytest-xdist 3.5–3.8's attributes); another xdist without them gets
+    worksteal's own order."""
+
+    collection: list[str] | None
 
     def schedule(self) -> None:
-        if self.collection is None and self.collection_is_completed:
-            if not self._check_nodes_have_same_collection():
-                self.log("**Different tests collected, aborting run**")  # as worksteal's own
-                return
-            collection: list[str] = next(iter(self.node2collection.values()))
-            seconds = recorded(RECORD.read_text()) if RECORD.is_file() else {}
-            self.collection = collection
-            self.pending[:] = arranged(collection, len(self.node2pending), seconds)
+        try:
+            if self.collection is None and self.collection_is_completed:
+                if not self._check_nodes_have_same_collection():
+                    self.log("**Different tests collected, aborting run**")  # as worksteal's own
+                    return
+                collection: list[str] = next(iter(self.node2collection.values()))
+                seconds = recorded(RECORD.read_text()) if RECORD.is_file() else {}
+                order = arranged(collection, len(self.node2pending), seconds)
+                self.pending[:] = order
+                self.collection = collection  # last: set, worksteal takes the order as given
+        except AttributeError:
+            pass
         super().schedule()  # the collection known: hands the pending tests out in that order
