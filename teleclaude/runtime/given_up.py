@@ -74,6 +74,10 @@ class GivenUp:
                 self.pending.append(ended)
         return given
 
+    def holding(self, slug: str) -> frozenset[str]:
+        """The computers a step of item `slug` does not go to yet (`rules.holding`)."""
+        return rules.holding(self.pending, slug)
+
     def sweep(self) -> list[Kept]:
         """The given-up workers ended on their computers since the last call (on the sweeper's thread), and
         the next sweep started when one is due."""

@@ -204,8 +204,10 @@ class Lanes(Serial):
 
     def _computer_for(self, lane: Lane, action: Dispatch) -> str:
         """The lane's computer for a step in the item's worktree by an agent installed there, while ssh
-        reaches it; else here."""
+        reaches it and holds no given-up worker of the item not yet ended there; else here."""
         down = self.runtime.tmux.unreachable()
+        if self.given_up is not None:
+            down |= self.given_up.holding(action.slug)
         agents = {n: computer.agents for n, computer in self.runtime.config.remotes.items() if n not in down}
         return rules.computer_for(lane.computer, agents, action, item_slug(action.subfolder))
 

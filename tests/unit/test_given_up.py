@@ -8,8 +8,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from teleclaude.adapters.sessions_db import SessionStore
+from teleclaude.config.profiles import Computer, RuntimeConfig
+from teleclaude.planner.core.model import Dispatch, Step
+from teleclaude.runtime.api import Runtime
 from teleclaude.runtime.core import given_up as rules
 from teleclaude.runtime.core.sessions import Event, EventKind, Session, SessionState
+from teleclaude.runtime.core.stops import RunSettings
+from teleclaude.runtime.given_up import GivenUp
+from teleclaude.runtime.parallel import Lane, Lanes
+from teleclaude.runtime.run_report import RunState
 
 NOW = datetime(2026, 11, 29, 3, 0, tzinfo=UTC)
 WAIT = 900.0
@@ -107,3 +115,34 @@ def test_a_run_tries_again_only_the_given_up_workers_never_ended_on_their_comput
     ]
     assert rules.unswept([*given_up, ended_by_hand], events) == [given_up[0]]
     assert rules.unswept(given_up, []) == given_up
+
+
+def test_no_step_of_an_item_goes_to_the_computer_holding_its_given_up_worker_until_that_is_ended_there(
+    tmp_path,
+):
+    """A run that starts (or a lane that moves) while an item's given-up worker is not yet ended on its
+    computer puts that item's steps here, not in the old worker's worktree there (the sweep would remove it
+    from under the new worker); another item's steps still go there."""
+    box = Computer("box", "box.example", "/srv/p", {"claude": "claude"}, lanes=2)
+    runtime = Runtime(RuntimeConfig(socket="tc-given-up", remotes={"box": box}), SessionStore(), env={})
+    settings = RunSettings(tmp_path, None, False, 40, 1.0, False, 2)
+    lanes = Lanes(settings, RunState(()), runtime, show=lambda _: None, status=lambda _: None)
+    lanes.given_up = GivenUp(runtime, tmp_path, pending=[given_up_worker("x", "box")])
+    lane = Lane("x", computer="box")
+
+    def build(slug: str) -> Dispatch:
+        return Dispatch(Step.BUILD, slug, str(tmp_path), "claude", "high", f"trees/{slug}")
+
+    assert lanes._computer_for(lane, build("x")) == "local"  # its old worker may still be at work there
+    assert lanes._computer_for(Lane("y", computer="box"), build("y")) == "box"
+    lanes.given_up.pending = []  # ended there, its commits kept and its worktree removed: box again
+    assert lanes._computer_for(lane, build("x")) == "box"
+    assert rules.holding([given_up_worker("x", "box"), given_up_worker("y", "other")], "x") == {"box"}
+
+
+def given_up_worker(slug: str, computer: str) -> Session:
+    text = rules.why(computer, ago(905), NOW)
+    return Session(
+        f"old-{slug}", "claude", "next-build", slug, "/srv/p", f"trees/{slug}", SessionState.CANCELLED, NOW,
+        NOW, computer=computer, last_error=text,
+    )  # fmt: skip

@@ -64,6 +64,13 @@ def moved_to(
     return "local"
 
 
+def holding(pending: Iterable[Session], slug: str) -> frozenset[str]:
+    """The computers whose clone still holds a given-up worker of item `slug` (`pending`: not yet ended
+    there, its worktree and branch not yet kept and removed): the item's steps go elsewhere meanwhile, else
+    one would start in the old worker's worktree beside it, and the sweep remove that worktree under it."""
+    return frozenset(s.computer for s in pending if s.slug == slug)
+
+
 def kept_ref(slug: str, session_id: str) -> str:
     """Where the commits a given-up worker made since its last bring-back are kept (fetched once its computer
     answers again): a ref no branch, merge or finalize touches."""
