@@ -122,11 +122,18 @@ class GivenUp:
         return [kept.text() for kept in self.kept] + left
 
     def _sweep(self, sessions: list[Session]) -> list[Kept]:
-        swept = []
+        """Each session's old worker ended on its computer; a computer found still away is not tried again
+        for its other sessions in this sweep (each try could wait out an ssh timeout)."""
+        swept: list[Kept] = []
+        away: set[str] = set()
         for session in sessions:
+            if session.computer in away:
+                continue
             kept = self._end_there(session)
             if kept is not None:
                 swept.append(kept)
+            elif session.computer in self.runtime.tmux.unreachable():
+                away.add(session.computer)
         return swept
 
     def _end_there(self, session: Session) -> Kept | None:
