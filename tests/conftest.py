@@ -55,6 +55,10 @@ ONE_WORKER = (
 
 @pytest.hookimpl(optionalhook=True)  # xdist's hook: a run with `-p no:xdist` has no such hook
 def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") == "worksteal":  # the whole suite: the longest tests first
+        from .longest_first import LongestFirst
+
+        return LongestFirst(config, log)
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadGroupScheduling

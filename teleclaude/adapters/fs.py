@@ -73,6 +73,18 @@ def read_tail(path: Path, size: int = 256 * 1024) -> list[str]:
         return []
 
 
+def read_head(path: Path, size: int) -> bytes:
+    """The first `size` bytes of a regular file (symlinks followed); b"" when it cannot be read or is not
+    one: a FIFO or a device is never opened (the open could wait for a writer, or act)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return b""
+        with _open_regular(path, limit=1 << 62) as handle:  # (made something else meanwhile: refused)
+            return handle.read(size)
+    except (OSError, FileError):
+        return b""
+
+
 def inside(root: Path, path: Path) -> Path:
     """`path` with its links resolved, refused unless it stays inside `root` (links within it are fine)."""
     resolved = path.resolve()

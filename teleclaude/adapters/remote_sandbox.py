@@ -81,6 +81,7 @@ walk() {  # the links met following $1 as the kernel does, hop by hop: each `lin
 dir() { [ -d "$2" ] && say "$1" "$(cd -- "$2" && pwd -P)" && walk "$2"; }
 interpreter() {  # the install of the interpreter a script's first line names (through env), resolved (the
   # Python a venv links to), and the venv it is named in
+  [ -f "$1" ] || return 0  # a regular file only: a FIFO would hold the probe until its timeout
   i_line=$(head -n 1 -- "$1" 2>/dev/null) || return 0
   case "$i_line" in "#!"*) ;; *) return 0;; esac
   set -f; set -- ${i_line#??}; set +f
@@ -98,6 +99,7 @@ added() {  # the folders a venv's .pth files put on sys.path (an editable instal
 }
 package() {  # the folder teleclaude's package is in, as the interpreter its script names finds it (an
   # editable install's checkout is not in its venv)
+  [ -f "$1" ] || return 0
   p_line=$(head -n 1 -- "$1" 2>/dev/null) || return 0
   case "$p_line" in "#!"*) ;; *) return 0;; esac
   set -f; set -- ${p_line#??}; set +f

@@ -152,6 +152,9 @@ def _settings(env: Mapping[str, str], home: str) -> tuple[tuple[tuple[str, str],
     return tuple(shown), ({"XDG_CONFIG_HOME": xdg} if os.path.isabs(xdg) else {})
 
 
+HEADS = given.HEADS
+
+
 def _worktree_git(repo: gitx.Repo, tree: Path) -> tuple[list[Path], list[Path], list[tuple[Path, Path]]]:
     """(writable, protected, moved) of the git directory for a worker's commits in its worktree `tree`.
 
@@ -164,8 +167,11 @@ def _worktree_git(repo: gitx.Repo, tree: Path) -> tuple[list[Path], list[Path], 
         return [], [], []
     common = repo.common_dir
     lock = common / fs.LOCK_NAME
-    lock.touch(exist_ok=True)
+    given.inside_git(repo, admin, common / "objects", lock, common / HEADS)
     own = given.own_branch(repo, admin, tree)
+    log = common / "logs" / "refs" / "heads" / own  # its reflog, which git appends to
+    given.inside_git(repo, common / "refs" / "heads", common / HEADS / given.folder(own, admin.name), log)
+    lock.touch(exist_ok=True)
     own_ref = f"refs/heads/{own}"
     main = gitx.main_head_ref(repo)
     if main.startswith("refs/heads/") and not (common / main).is_file():  # packed: made loose, then bound
@@ -174,8 +180,7 @@ def _worktree_git(repo: gitx.Repo, tree: Path) -> tuple[list[Path], list[Path], 
     heads = link_branch(repo, admin, own, (main.removeprefix("refs/heads/"),) if shown else ())
     writable = [admin, common / "objects", lock]
     protected = [tree / ".git", admin / "commondir", admin / "gitdir"]
-    if (heads / own).is_file():
-        log = common / "logs" / "refs" / "heads" / own  # its reflog, which git appends to (made first)
+    if (heads / own).is_file():  # its reflog made first
         log.parent.mkdir(parents=True, exist_ok=True)
         log.touch(exist_ok=True)
         writable.append(log)
@@ -184,7 +189,6 @@ def _worktree_git(repo: gitx.Repo, tree: Path) -> tuple[list[Path], list[Path], 
     return writable, [p for p in protected if p.exists()], [(heads, common / "refs" / "heads")]
 
 
-HEADS = given.HEADS
 _COMMIT = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})?\n?")
 
 
@@ -196,7 +200,7 @@ def link_branch(repo: gitx.Repo, admin: Path, own: str, shown: tuple[str, ...] =
     whose places are cleared of what a worker made there (a link, a folder). A `git pack-refs` or a commit
     made outside replaces the link with the branch's commit; the next worker links it again."""
     # one folder a branch: a worker is never shown another branch's file, whichever worktree had it before
-    heads = repo.common_dir / HEADS / (_flat(own) if own else f"@{admin.name}")
+    heads = repo.common_dir / HEADS / given.folder(own, admin.name)
     heads.mkdir(mode=0o700, parents=True, exist_ok=True)
     for name in shown:
         _clear(heads, name, keep_file=True)
@@ -235,13 +239,8 @@ def relink(project: Path, subfolder: str | None) -> None:
     admin = gitx.worktree_git_dir(project / subfolder)
     repo = gitx.find_repo(project)
     own = given.kept_branch(repo, admin) if admin is not None else ""
-    if admin is not None and own and (repo.common_dir / HEADS / _flat(own)).is_dir():
+    if admin is not None and own and (repo.common_dir / HEADS / given.folder(own, admin.name)).is_dir():
         link_branch(repo, admin, own)
-
-
-def _flat(branch: str) -> str:
-    """A branch's name as one folder's name (its slashes quoted)."""
-    return branch.replace("%", "%25").replace("/", "%2F")
 
 
 def _last_logged(repo: gitx.Repo, own: str) -> str:

@@ -11,7 +11,10 @@ import stat
 import sys
 from pathlib import Path
 
+from teleclaude.adapters import fs
 from teleclaude.runtime.core.sandbox import Layout
+
+FIRST_LINE = 256  # bytes of a CLI's script read for the interpreter its first line names
 
 
 def installs(binary: str, path: str) -> list[Path]:
@@ -30,12 +33,9 @@ def installs(binary: str, path: str) -> list[Path]:
 
 def _interpreter(program: Path, path: str) -> list[Path]:
     """The install of the interpreter a script's first line names (through `env`, on PATH): the folder its
-    folder is in behind its links (the Python a venv links to), and the venv it is named in."""
-    try:
-        with program.open("rb") as script:
-            line = script.readline(256)
-    except OSError:
-        return []
+    folder is in behind its links (the Python a venv links to), and the venv it is named in. Read only
+    from a regular file, never waited on (a FIFO where the program should be would stop every start)."""
+    line = fs.read_head(program, FIRST_LINE).split(b"\n", 1)[0]
     words = line[2:].decode(errors="replace").split() if line.startswith(b"#!") else []
     if words[:1] and words[0].rsplit("/", 1)[-1] == "env":
         words = words[2:] if words[1:2] == ["-S"] else words[1:]

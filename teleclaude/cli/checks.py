@@ -225,7 +225,10 @@ def _run_status(args: argparse.Namespace) -> int:
                 {} if isinstance(spent, Error) else {"spend": spend.summary_json(spent)}
             )
             return json.dumps(found), 0
+        from teleclaude.runtime.given_up import kept_lines
+
         lines = [] if isinstance(spent, Error) else spend.summary_lines(spent)
+        lines += kept_lines(board.project)
         return "\n".join([render_board(board, width, color), *map(printable, lines)]), 0
 
     if args.watch is None:

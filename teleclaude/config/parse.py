@@ -337,6 +337,7 @@ _RUNTIME_NUMBERS = (
     "wait_timeout",
     "api_wait_limit",
     "limit_wait",
+    "unreachable_wait",
 )
 _PROFILE_KEYS = (
     "binary",
@@ -353,7 +354,7 @@ _PROFILE_KEYS = (
     "command_listed",
     "env",
 )
-_MAY_BE_ZERO = ("limit_wait", "unresponsive_pause")  # 0: off
+_MAY_BE_ZERO = ("limit_wait", "unresponsive_pause", "unreachable_wait")  # 0: off
 _MAY_BE_EMPTY = ("command_prefix", "busy", "retry", "api_wait", "tool_running", "command_listed")  # "": none
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -117,6 +117,9 @@ class RuntimeConfig:
     # `teleclaude run`: when every agent that may take a step is out, wait this long at most for the first
     # to come back from its limit (0: stop with SELF at once, as `run --no-wait` does)
     limit_wait: float = 12 * 3600.0
+    # `teleclaude run`: a worker whose computer ssh has not reached for this long is given up and its step
+    # taken up elsewhere (runtime/core/given_up.py); a reboot or a flaky link is waited out. 0: never
+    unreachable_wait: float = 900.0
     # workers in bubblewrap (runtime/core/sandbox.py): `auto` where it works, `bwrap` always, `off`; and
     # whether a sandboxed worker reaches the network (its model's API needs it)
     sandbox: SandboxMode = SandboxMode.AUTO

@@ -15,7 +15,7 @@ import os
 import subprocess
 from dataclasses import dataclass, replace
 
-from teleclaude.adapters import fs
+from teleclaude.adapters import fs, sandbox_branch
 from teleclaude.adapters import git as gitx
 from teleclaude.adapters.settings import load_config
 from teleclaude.config.matrix import Config
@@ -305,9 +305,12 @@ def _commit_and_clean(repo: gitx.Repo, slug: str, archive: str) -> Finalized | E
 
 
 def _clean(repo: gitx.Repo, slug: str, archive: str) -> Finalized | Error:
+    """The item's worktree and branch removed, and with them what its sandboxed workers were given."""
     root = repo.root
+    admin = None
     try:
         if gitx.worktree_state(repo, slug).state is WorktreeState.PRESENT:
+            admin = gitx.worktree_git_dir(repo.tree(slug))
             gitx.run_git(["worktree", "remove", layout.worktree(slug)], root)
         if gitx.branch_commit(repo.root, slug):
             gitx.run_git(["branch", "-q", "-d", slug], root)
@@ -318,6 +321,7 @@ def _clean(repo: gitx.Repo, slug: str, archive: str) -> Finalized | Error:
             f"{_why(error)}\nLook at {layout.worktree(slug)}; remove it with git worktree remove once "
             f"nothing in it is needed, or run `teleclaude finalize {slug}` again.",
         )
+    sandbox_branch.forget(repo, admin.name if admin else None, slug)
     app.forget_plan(repo, slug)
     return Finalized(slug, archive, merged=True)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from teleclaude.adapters import sandbox
-from teleclaude.errors import Error, ErrorCode
+from teleclaude.errors import Error
 from teleclaude.planner import api as app
 from teleclaude.planner.core.model import (
     Action,
@@ -28,6 +28,7 @@ from teleclaude.planner.core.render import to_text
 from teleclaude.runtime import mainguard, trace
 from teleclaude.runtime.api import guarded
 from teleclaude.runtime.core import ahead as ahead_rules
+from teleclaude.runtime.core import given_up as given_up_rules
 from teleclaude.runtime.core import loop as rules
 from teleclaude.runtime.core import notices
 from teleclaude.runtime.core.loop import (
@@ -49,6 +50,7 @@ from teleclaude.runtime.core.stops import (
     item,
 )
 from teleclaude.runtime.core.supervision import bare_command
+from teleclaude.runtime.given_up import GivenUp
 from teleclaude.runtime.launcher import Warm
 from teleclaude.runtime.remote import item_slug
 from teleclaude.runtime.run_report import Countdown, live
@@ -100,8 +102,12 @@ class Lanes(Serial):
     # each with its step and the index of its entry in the run's history, which takes the ended session once
     # it is
     ending: list[tuple[rules.StepKey, int, Future[Ended | Error]]] = field(default_factory=list)
+    given_up: GivenUp | None = None  # computers away, the workers given up there (`_give_up`)
 
     def go(self) -> Stop:
+        self.given_up = GivenUp(self.runtime, self.settings.root)
+        if self.runtime.config.remotes:
+            self.given_up.resume()
         try:
             return self._go()
         finally:  # a start under way ends first (its worker gets its command), so the report lists it
@@ -124,6 +130,9 @@ class Lanes(Serial):
             self.ahead.clear()
             self._claim_warm(self.warming, None)
             self._stop_warmer()
+            if self.given_up is not None:
+                self.given_up.close()
+                self.state.given_up = self.given_up.report()
 
     def _go(self) -> Stop:
         refilled = False
@@ -195,8 +204,10 @@ class Lanes(Serial):
 
     def _computer_for(self, lane: Lane, action: Dispatch) -> str:
         """The lane's computer for a step in the item's worktree by an agent installed there, while ssh
-        reaches it; else here."""
+        reaches it and holds no given-up worker of the item not yet ended there; else here."""
         down = self.runtime.tmux.unreachable()
+        if self.given_up is not None:
+            down |= self.given_up.holding(action.slug)
         agents = {n: computer.agents for n, computer in self.runtime.config.remotes.items() if n not in down}
         return rules.computer_for(lane.computer, agents, action, item_slug(action.subfolder))
 
@@ -290,8 +301,6 @@ class Lanes(Serial):
         return None
 
     def _advance(self, lane: Lane, action: Action) -> Stop | None:
-        if isinstance(action, Error) and action.code is ErrorCode.MAIN_MOVED:
-            return self._error_stop(action)  # the whole run stops, not this lane
         if isinstance(action, Dispatch):
             self._learn(action)
         if rules.bug_list_done(lane.slug, action):
@@ -465,7 +474,7 @@ class Lanes(Serial):
 
     def _wait(self) -> Stop | None:
         """One wait on every worker in flight; a lane whose worker is through asks again next round."""
-        stop = self._collect()
+        stop = self._collect() or self._give_up()
         if stop:
             return stop
         busy = {lane.session.id: lane for lane in self.lanes.values() if lane.session is not None}
@@ -513,6 +522,26 @@ class Lanes(Serial):
         running = [lane.session for lane in self.lanes.values() if lane.session is not None]
         if running:
             self._status(running)
+        return None
+
+    def _give_up(self) -> Stop | None:
+        """Workers on a computer away longer than `unreachable_wait` are given up (runtime/given_up.py):
+        each lane moves to another computer ssh reaches, or here, and asks for its step again."""
+        if self.given_up is None:
+            self.given_up = GivenUp(self.runtime, self.settings.root)
+        busy = {lane.session.id: lane for lane in self.lanes.values() if lane.session is not None}
+        remote_lanes = {name: computer.lanes for name, computer in self.runtime.config.remotes.items()}
+        for session in self.given_up.check([lane.session for lane in busy.values() if lane.session]):
+            lane = busy[session.id]
+            others = [other.computer for other in self.lanes.values() if other is not lane]
+            down = self.runtime.tmux.unreachable()
+            lane.computer = given_up_rules.moved_to(lane.computer, others, remote_lanes, down)
+            self.show(f"    {session.id} {session.command} {session.slug}: {session.last_error}")
+            stop = self._settle(lane, EventKind.EXITED, {session.id: session}, session.last_error)
+            if stop:
+                return stop
+        for kept in self.given_up.sweep():
+            self.show(f"    {kept.text()}")
         return None
 
     def _count_down(self) -> None:

@@ -115,12 +115,7 @@ def clean_up(computer: Computer, project: Path, slug: str, timeout: float) -> No
     main here lacks (never brought back) stays, with its worktree: TravelError says so."""
     if not SLUG.fullmatch(slug):
         return
-    branch = ["git", "-C", computer.project, "rev-parse", "-q", "--verify", f"refs/heads/{slug}^{{commit}}"]
-    found = ssh.run(computer, branch, timeout, check=False)
-    if found.returncode not in (0, 1):  # 1: no such branch; else ssh (255) or git failed: touch nothing
-        why = " ".join(found.stderr.split()) or f"exit status {found.returncode}"
-        raise TravelError(f"{computer.name}: could not read its branch {slug} there: {why}")
-    tip = found.stdout.strip()
+    tip = _tip_there(computer, slug, timeout)
     if tip and not (_COMMIT.fullmatch(tip) and gitx.in_history(project, tip)):
         raise TravelError(
             f"{computer.name}: its branch {slug} has commits that are not on main here (never brought back)"
@@ -128,6 +123,37 @@ def clean_up(computer: Computer, project: Path, slug: str, timeout: float) -> No
     ssh.run(computer, ["sh", "-c", _CLEAN_UP, "teleclaude-clean-up", computer.project, slug, tip], timeout)
     tracking = f"refs/teleclaude/remotes/{computer.name}/{slug}"
     gitx.run_git(["update-ref", "-d", tracking], project)
+
+
+def _tip_there(computer: Computer, slug: str, timeout: float) -> str:
+    """The commit of the item branch in the remote clone ("" when it has none); TravelError when ssh or git
+    failed there (touch nothing then)."""
+    branch = ["git", "-C", computer.project, "rev-parse", "-q", "--verify", f"refs/heads/{slug}^{{commit}}"]
+    found = ssh.run(computer, branch, timeout, check=False)
+    if found.returncode not in (0, 1):  # 1: no such branch; else ssh (255) or git failed
+        why = " ".join(found.stderr.split()) or f"exit status {found.returncode}"
+        raise TravelError(f"{computer.name}: could not read its branch {slug} there: {why}")
+    return found.stdout.strip()
+
+
+def keep_given_up(computer: Computer, project: Path, slug: str, ref: str, timeout: float) -> bool:
+    """A worker given up there (runtime/given_up.py) is ended and its computer answers again: the item
+    branch there, when it holds commits that are neither on the item branch here nor in main's history (made
+    since the last bring-back), is fetched to `ref`, which nothing merges; then its worktree and branch there
+    are removed (`_CLEAN_UP`), so a later step of the item can go there again. True: commits were kept."""
+    if not SLUG.fullmatch(slug):
+        return False
+    tip = _tip_there(computer, slug, timeout)
+    if not tip:
+        return False
+    here = gitx.branch_commit(project, slug)
+    known = bool(_COMMIT.fullmatch(tip)) and (
+        gitx.in_history(project, tip) or (bool(here) and gitx.is_ancestor(project, tip, here))
+    )
+    if not known:
+        _git(computer, project, "fetch", "-q", "--force", ssh.git_url(computer), f"refs/heads/{slug}:{ref}")
+    ssh.run(computer, ["sh", "-c", _CLEAN_UP, "teleclaude-clean-up", computer.project, slug, tip], timeout)
+    return not known
 
 
 @dataclass(frozen=True)

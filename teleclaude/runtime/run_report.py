@@ -126,6 +126,7 @@ class RunState:
     digest_of: str = ""  # the session that digest is about
     parked: dict[str, Stop] = field(default_factory=dict)  # --parallel: item -> why it cannot go on
     starting: int = 0  # --parallel: worker starts under way in the background (count towards --max-steps)
+    given_up: list[str] = field(default_factory=list)  # workers given up on a computer away (given_up.py)
 
 
 # --- the report --------------------------------------------------------------------------------------------
@@ -145,6 +146,11 @@ def report(stop: Stop, settings: RunSettings, state: RunState, runtime: Runtime)
         f"delivered: {', '.join(delivered) or 'nothing in this run'}",
         f"running: {len(running) or 'none'}",
         *(f"  {where(s, runtime.config)}" for s in running),
+        *(
+            [f"given up: {len(state.given_up)}", *(f"  {line}" for line in state.given_up)]
+            if state.given_up
+            else []
+        ),
         f"next: {stop.next or advice(stop.outcome, settings)}",
     ]
     return RunReport(

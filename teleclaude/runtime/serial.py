@@ -342,9 +342,8 @@ class Serial:
         return started.session
 
     def _refused(self, error: Error, step: StepKey, retries: Retries) -> Session | Stop | None:
-        """The runtime refused a start: another run got there first (wait for its worker), or tmux or ssh
-        failed (once: try again)."""
-        match rules.refused(error.code, step, retries):
+        """The runtime refused a start: wait for its twin, try again, or the item's stop (`rules.refused`)."""
+        match rules.refused(error, step, retries):
             case TwinFirst():
                 twin = self._twin(step)
                 self.show(f"    {error.message.splitlines()[0].rstrip('.')}: waiting for it")
@@ -352,7 +351,8 @@ class Serial:
             case AskAgain():
                 self.show(f"    could not start it, trying again: {error.message.splitlines()[0]}")
                 return None
-        return Stop(Outcome.ERROR, to_text(error))
+            case Stop() as stop:
+                return stop
 
     def _twin(self, step: StepKey, besides: str = "") -> Session | None:
         twins = live(

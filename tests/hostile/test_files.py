@@ -90,3 +90,27 @@ def test_a_teleclaude_toml_fifo_does_not_block(repo):
     os.mkfifo(repo / "teleclaude.toml")
     done = teleclaude(repo, "next-work")
     assert done.stdout.splitlines()[0] == "ERROR: FILE_ERROR", done.stdout + done.stderr
+
+
+def test_a_fifo_where_a_clis_program_should_be_is_not_read_and_shows_nothing(tmp_path):
+    """A sandboxed worker's start looks at its CLI's first line for the interpreter to show it: a FIFO
+    there (one a worker made in a folder it may write) is never opened, so no start waits on it, and what
+    it holds is not taken for a first line. A writer holds this one open and has written a line naming a
+    venv's Python, so a reader would neither wait nor come back empty."""
+    from teleclaude.adapters.sandbox_reach import installs
+
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    program = tmp_path / "cli" / "bin" / "tool"
+    program.parent.mkdir(parents=True)
+    os.mkfifo(program)
+    line = f"#!{venv}/bin/python\n".encode()
+    writer = os.open(program, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        os.write(writer, line)
+        found = installs(str(program), "/usr/bin")
+        assert venv not in found and program.parent in found
+        assert os.read(writer, 4096) == line  # still in the pipe: nobody read it
+    finally:
+        os.close(writer)

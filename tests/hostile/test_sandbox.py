@@ -131,7 +131,9 @@ def test_a_branch_made_after_the_worker_started_is_out_of_its_reach_and_its_own_
 def test_a_worker_that_points_its_worktree_at_another_branch_is_not_given_that_branch_next(project):
     """Its worktree's admin folder (writable inside) names which branch its HEAD is on: a worker that writes
     another item's branch there gets nothing of that branch at the next start of its worktree, which starts
-    nothing and names what to do; that branch and its commits stay as they were."""
+    nothing and names what to do; that branch and its commits stay as they were. A run of the roadmap then
+    parks that item, keeping what to do in its report, and delivers the other ready one, whose sandboxed
+    workers' branch folder and kept branch go with its worktree."""
     claimed = next_work(cwd=project)
     assert isinstance(claimed, Dispatch) and claimed.subfolder, claimed
     other = git(project, "commit-tree", "-p", "main", "-m", "other's work", "main^{tree}").strip()
@@ -154,6 +156,41 @@ def test_a_worker_that_points_its_worktree_at_another_branch_is_not_given_that_b
     branch = project / ".git" / "refs" / "heads" / "other"
     assert not branch.is_symlink(), os.readlink(branch)
     assert git(project, "rev-parse", "other").strip() == other
+
+    lines: list[str] = []
+    report = orchestrator.run(project, None, False, 40, runtime, lines.append, lambda progress: None)
+
+    assert report.outcome is Outcome.PARKED, report.text  # farewell waits for greeting
+    assert [done for done in report.delivered if "shouting" in done], report.text
+    parked = report.text.split("\n- greeting: ", 1)[-1]
+    assert parked.startswith("ERROR: WORKTREE_FAILED") and 'branch="greeting"' in parked, report.text
+    assert git(project, "rev-parse", "other").strip() == other
+    heads = project / ".git" / sandbox.HEADS
+    assert not (heads / "shouting").exists() and not (heads / ".given" / "shouting").exists()
+    assert (heads / "greeting").is_dir() and (heads / ".given" / "greeting").is_file()  # still in flight
+    assert not (project / ".git" / "refs" / "heads" / "shouting").is_symlink()
+
+
+def test_a_git_folder_linked_out_of_the_repository_is_given_to_no_sandboxed_worker(
+    project, isolated_environment
+):
+    """An unsandboxed step (a finalizer, an architect: the whole git directory is theirs) that made
+    `.git/objects` a link out of the repository (here to a folder in the home that holds them, so git
+    outside still works) would have the next sandboxed worker given where it leads, read-write: that start
+    starts nothing (`ERROR: WORKTREE_FAILED`), naming the link, and nothing is made through it."""
+    claimed = next_work(cwd=project)
+    assert isinstance(claimed, Dispatch) and claimed.subfolder, claimed
+    objects = project / ".git" / "objects"
+    elsewhere = isolated_environment / "objects"
+    objects.rename(elsewhere)
+    objects.symlink_to(elsewhere)
+    before = sorted(path.name for path in elsewhere.iterdir())
+
+    started = start(project, subfolder=claimed.subfolder)
+
+    assert isinstance(started, Error) and started.code is ErrorCode.WORKTREE_FAILED, started
+    assert str(objects) in started.message
+    assert sorted(path.name for path in elsewhere.iterdir()) == before
 
 
 def test_without_the_sandbox_a_worker_that_moves_main_stops_the_run_naming_the_commit(

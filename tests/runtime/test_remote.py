@@ -35,6 +35,8 @@ from teleclaude.planner import api as app
 from teleclaude.planner.core.model import Dispatch, Step
 from teleclaude.runtime import orchestrator, remote, spend
 from teleclaude.runtime.api import Runtime, open_runtime
+from teleclaude.runtime.core import given_up as given_up_rules
+from teleclaude.runtime.core.given_up import is_given_up, kept_ref
 from teleclaude.runtime.core.marks import MOVED_CHANNEL, exit_channel
 from teleclaude.runtime.core.sessions import (
     Activity,
@@ -219,7 +221,8 @@ def _waiting_there(socket: str) -> list[int]:
 
 def test_a_computer_gets_a_second_connection_when_its_long_lived_clients_fill_the_first(sshd, tmp_path):
     """sshd lets one connection carry `MaxSessions` channels: more long-lived ones than that (with the two
-    left to short commands) go through a second connection, none refused."""
+    left to short commands) go through a second connection, none refused; once its clients are gone (their
+    lanes over), that connection is closed, the first kept for what follows."""
     box = replace(computer(sshd, "/unused", tmp_path), max_sessions=MAX_SESSIONS)
     held: list[subprocess.Popen[bytes]] = []
     try:
@@ -235,13 +238,26 @@ def test_a_computer_gets_a_second_connection_when_its_long_lived_clients_fill_th
             assert client.stdout is not None and client.stdout.readline() == b"\n"  # it got its channel
         assert ssh.run(box, ["true"], 30).returncode == 0  # a short command still finds room
         assert ssh.connections(box).count() == 2
-    finally:
+        assert [_master_answers(box, number) for number in (0, 1)] == [True, True]
         for client in held:
             client.kill()
             client.communicate()  # reaped, its pipes closed
+        assert ssh.connections(box).count() == 1
+        assert [_master_answers(box, number) for number in (0, 1)] == [True, False]
+    finally:
+        for client in held:
+            client.kill()
+            client.communicate()
         ssh.close(box)
     log = "".join(sshd.server.log)
     assert log.count("Accepted publickey") == 2 and "no more sessions" not in log
+
+
+def _master_answers(box, number: int) -> bool:
+    """Whether the control master of the computer's connection `number` is there (`ssh -O check`)."""
+    port = ["-p", str(box.port)] if box.port else []
+    argv = [*ssh.ssh_options(box, connection=number), *port, "-O", "check", "--", box.host]
+    return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30).returncode == 0
 
 
 def test_a_remote_panes_output_arrives_as_events_through_ssh_and_its_client_ends_there_too(
@@ -720,8 +736,11 @@ def delivered(project: Path) -> list[str]:
 def steps_twice(sessions: list[Session]) -> list[tuple[str, str]]:
     """Steps typed into more than one worker (a duplicate dispatch). A start whose sandbox was not made
     (`SANDBOX_RACED`: another item's branch removed there as it started) is started again, and only that
-    second worker is given the step."""
-    counted = Counter((s.command, s.slug) for s in sessions if s.delivered_at is not None)
+    second worker is given the step. A worker given up on a computer that stayed away (its session ended:
+    core/given_up.py) is not counted: its step is taken up elsewhere by design."""
+    counted = Counter(
+        (s.command, s.slug) for s in sessions if s.delivered_at is not None and not is_given_up(s)
+    )
     return [step for step, count in counted.items() if count > 1]
 
 
@@ -819,5 +838,127 @@ def test_a_computer_that_drops_mid_run_and_returns_delivers_every_item_once_and_
         "greeting",
         "shouting",
     }
-    authors = git(project, "log", "--format=%an", "main").splitlines()
-    assert authors.count("remote worker") >= 2  # the builds made there while it was away reached main
+    commits = git(project, "log", "--format=%an|%s", "main").splitlines()
+    for slug in ("greeting", "shouting", "farewell"):  # each step's work on main once: none lost, none twice
+        for subject in (f"Build {slug}", f"Review {slug}", f"Merge {slug}"):
+            assert [c.split("|", 1)[1] for c in commits].count(subject) == 1, (subject, commits)
+    # the builds made there while it was away reached main
+    assert {"remote worker|Build greeting", "remote worker|Build shouting"} <= set(commits), commits
+
+
+def away_for_good(project: Path, seconds: float) -> None:
+    """`[runtime] unreachable_wait`: a computer away that long has its workers given up."""
+    text = (
+        (project / "teleclaude.toml")
+        .read_text()
+        .replace("[runtime]\n", f"[runtime]\nunreachable_wait = {seconds}\n", 1)
+    )
+    settle_settings(project, text, "Workers of a computer away are given up soon")
+
+
+def given_up_there(held: list[Session], seconds: float = 120) -> list[Session]:
+    """Wait until the run has given up each of the `held` workers (their sessions ended, saying so)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        now = [SessionStore().get(s.id) for s in held]
+        if all(s is not None and is_given_up(s) for s in now):
+            return [s for s in now if s is not None]
+        time.sleep(0.1)
+    raise AssertionError("the workers of the computer that stayed away were never given up")
+
+
+def test_a_computer_that_drops_mid_step_and_stays_away_has_its_items_taken_up_here_and_delivered_once(
+    project, remote_project, sshd, fake_agents, tmp_path
+):
+    """The run ends COMPLETE while the computer is away; when it is back, the next run ends the old workers
+    there and keeps what they committed meanwhile, never merged."""
+    gate = [project / ".git" / "gate", remote_project / ".git" / "gate"]
+    gated_items(project, [], gate, lanes=3)
+    away_for_good(project, 2)
+    lines: list[str] = []
+    future = run_in_background(project, 3, lines)
+    try:
+        held = running_there(2)  # greeting and shouting (farewell waits for greeting)
+        sshd.server.kill()  # the computer drops, and is not started again during the run
+        dropped = {slug: git(remote_project, "rev-parse", slug).strip() for slug in ("greeting", "shouting")}
+        given_up = given_up_there(held)
+    finally:
+        for each in gate:
+            each.touch()
+        report = future.result(timeout=600)
+    assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
+    assert delivered(project) == ["farewell", "greeting", "shouting"]
+    sessions = SessionStore().sessions()
+    assert steps_twice(sessions) == []  # none twice, the given-up workers aside
+    assert {s.slug for s in given_up} == {"greeting", "shouting"}
+    taken_up = {s.slug for s in sessions if s.command == "next-build" and not is_given_up(s)}
+    assert taken_up >= {"greeting", "shouting"}  # each build started again, here
+    assert all(s.computer == "local" for s in sessions if s.created_at > max(g.updated_at for g in given_up))
+    commits = git(project, "log", "--format=%s", "main").splitlines()
+    for slug in ("greeting", "shouting", "farewell"):
+        for subject in (f"Build {slug}", f"Review {slug}", f"Merge {slug}"):
+            assert commits.count(subject) == 1, (subject, commits)
+    assert "given up: 2" in report.text, report.text
+    # the old workers there went on (the gate opened) and committed; the computer comes back after the run
+    deadline = time.monotonic() + 120
+    while any(git(remote_project, "rev-parse", slug).strip() == tip for slug, tip in dropped.items()):
+        assert time.monotonic() < deadline, "the old workers over there never committed"
+        time.sleep(0.1)
+    assert sshd.server.start()
+    again = run_in_background(project, 3, lines).result(timeout=600)  # nothing to do: it ends them there
+    assert again.outcome is Outcome.COMPLETE, again.text
+    for session in given_up:
+        ref = kept_ref(session.slug, session.id)
+        assert f"kept at {ref}" in again.text, again.text
+        assert gitx.commit_of(project, ref) and not gitx.in_history(project, gitx.commit_of(project, ref))
+    assert not (remote_project / "trees" / "greeting").exists()  # a later step can go there again
+
+
+def test_a_given_up_computer_that_returns_has_its_old_workers_ended_and_their_commits_kept_never_merged(
+    project, remote_project, sshd, fake_agents, tmp_path, tmux_socket, teleclaude_cli, monkeypatch
+):
+    monkeypatch.setattr(given_up_rules, "SWEEP_EVERY", 2.0)  # the run tries the computer again soon
+    gate = [project / ".git" / "gate", remote_project / ".git" / "gate"]
+    gated_items(project, [], gate, lanes=3)
+    away_for_good(project, 2)
+    lines: list[str] = []
+    future = run_in_background(project, 3, lines)
+    try:
+        held = running_there(2)
+        sshd.server.kill()
+        given_up = given_up_there(held)
+        old = next(s for s in given_up if s.slug == "greeting")
+        tree = remote_project / "trees" / "greeting"  # what its worker did while away
+        (tree / "while-away.txt").write_text("made while the computer was away\n")
+        git(tree, "add", "while-away.txt")
+        git(tree, "commit", "-q", "-m", "Made while away")
+        extra = git(tree, "rev-parse", "HEAD").strip()
+        assert sshd.server.start()  # the computer is back, after the step was taken up here
+        ref = kept_ref("greeting", old.id)
+        deadline = time.monotonic() + 120
+        while gitx.commit_of(project, ref) != extra:
+            assert time.monotonic() < deadline, "the old worker's commit was never kept here"
+            time.sleep(0.1)
+        box = computer(sshd, str(remote_project), tmp_path)
+        try:
+            names = ssh.RemoteTmux(box, tmux_socket).cmd(
+                "list-sessions", "-F", "#{session_name}", check=False
+            )
+        finally:
+            ssh.close(box)
+        assert old.tmux_session.rpartition(":")[2] not in names  # the old worker there is ended
+    finally:
+        for each in gate:
+            each.touch()
+        report = future.result(timeout=600)
+    assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
+    assert delivered(project) == ["farewell", "greeting", "shouting"]
+    assert steps_twice(SessionStore().sessions()) == []
+    assert gitx.commit_of(project, ref) == extra  # kept
+    assert not gitx.in_history(project, extra)  # never merged
+    assert not (project / "while-away.txt").exists()
+    assert f"kept at {ref}: git log HEAD..{ref}" in report.text, report.text
+    status = teleclaude_cli(project, "status")
+    out, err = status.communicate(timeout=120)
+    assert status.returncode == 0, out + err
+    assert f"kept at {ref}: git log HEAD..{ref}" in out, out

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -169,6 +170,30 @@ def test_the_folder_teleclaudes_package_is_in_is_shown_to_a_worker_there(sshd, t
     found = remote_sandbox.probe(computer(sshd, str(tmp_path), tmp_path / "bin"), (), 60)
     package = Path(teleclaude.__file__).resolve().parents[1]
     assert any(package == Path(folder) or package.is_relative_to(folder) for folder in found.host.installs)
+
+
+def test_a_fifo_where_a_clis_program_should_be_there_is_not_read_and_shows_nothing(sshd, tmp_path):
+    """The probe there looks at a CLI's first line for the interpreter to show its workers, as
+    sandbox_reach does here: a FIFO named as the CLI (`agents` may name a path) is never opened, so the
+    probe neither waits on it until its timeout nor takes what it holds for a first line. A writer holds
+    this one open and has written a line naming a venv's Python, so a reader would not wait."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    program = tmp_path / "cli" / "claude"
+    program.parent.mkdir()
+    os.mkfifo(program, 0o755)
+    line = f"#!{venv}/bin/python\n".encode()
+    writer = os.open(program, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        os.write(writer, line)
+        box = replace(computer(sshd, str(tmp_path), tmp_path / "bin"), agents={"claude": str(program)})
+        found = remote_sandbox.probe(box, (), 60)
+        assert str(venv) not in found.host.installs, found.host.installs
+        assert os.read(writer, 4096) == line  # still in the pipe: nobody read it
+    finally:
+        os.close(writer)
 
 
 def test_the_relay_moves_only_its_marks_onto_the_pane_follows_no_link_and_removes_the_channel(

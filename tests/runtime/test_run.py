@@ -598,20 +598,7 @@ def test_ctrl_c_leaves_the_worker_running_says_how_to_resume_and_a_second_run_ad
 # --- the demo ---------------------------------------------------------------------------------------------
 
 
-def test_the_demo_delivers_its_roadmap_and_leaves_no_tmux_server_behind(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_AGENT")}
-    env["TMPDIR"] = str(tmp_path)  # where the demo makes its repository
-    done = subprocess.run(
-        [sys.executable, "-m", "teleclaude", "demo"], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    shown = re.search(r"tmux -L (tc-demo-[0-9a-f]+)", done.stdout)
-    assert shown, done.stdout
-    socket = shown[1]
-    assert Tmux(socket).session_names() == set()
-    socket_file = Path(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", socket)
-    assert not socket_file.exists()
-    assert list(tmp_path.iterdir()) == []  # the throwaway repository is gone
+# the whole demo delivering its roadmap and leaving no tmux server behind: test_wheel.py (from the wheel)
 
 
 def test_without_tmux_the_demo_says_to_install_it(monkeypatch, capsys):

@@ -1,9 +1,12 @@
 """The built wheel, installed into a clean virtualenv, runs `teleclaude demo` from a folder far from the
-source tree: the package ships its commands, templates and hooks, and needs nothing from this checkout."""
+source tree: the package ships its commands, templates and hooks, and needs nothing from this checkout. The
+suite's one run of the whole demo: it delivers its roadmap and leaves neither its repository nor its tmux
+server behind."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,10 +15,12 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
+from teleclaude.adapters.tmux import Tmux
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_wheel_in_a_clean_venv_runs_the_demo_from_any_folder(tmp_path):
+def test_the_wheel_in_a_clean_venv_runs_the_demo_from_any_folder_leaving_no_tmux_server_behind(tmp_path):
     source = tmp_path / "source"  # a copy of the tracked files: setuptools builds in the tree it is given
     listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
     for name in filter(None, listed.decode().split("\0")):
@@ -82,6 +87,10 @@ def test_the_wheel_in_a_clean_venv_runs_the_demo_from_any_folder(tmp_path):
     )
     assert demo.returncode == 0, demo.stdout + demo.stderr
     assert list(elsewhere.iterdir()) == []  # the demo's throwaway repository is gone
+    shown = re.search(r"tmux -L (tc-demo-[0-9a-f]+)", demo.stdout)  # and its tmux server, with its socket
+    assert shown, demo.stdout
+    assert Tmux(shown[1]).session_names() == set()
+    assert not Path(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", shown[1]).exists()
 
 
 def _tops(requires: list[str]) -> set[Path]:

@@ -278,18 +278,37 @@ def test_a_step_that_ends_its_turn_three_times_in_a_row_is_not_started_again(tur
     assert (held == Stop(Outcome.NEEDS_ATTENTION, repeated_text(BUILD))) is repeating
 
 
+def refusal(code: ErrorCode) -> Error:
+    return Error(code, "it could not start.\nDo this, then call again.")
+
+
 def test_a_start_that_fails_twice_for_tmux_or_ssh_stops_and_any_other_refusal_at_once():
     retries = Retries()
-    assert rules.refused(ErrorCode.TMUX_FAILED, STEP, retries) == AskAgain()
-    assert rules.refused(ErrorCode.TMUX_FAILED, STEP, retries) is None  # the second in a row
-    assert rules.refused(ErrorCode.COMPUTER_UNREACHABLE, OTHER, Retries()) == AskAgain()
+    assert rules.refused(refusal(ErrorCode.TMUX_FAILED), STEP, retries) == AskAgain()
+    assert isinstance(rules.refused(refusal(ErrorCode.TMUX_FAILED), STEP, retries), Stop)  # the second
+    assert rules.refused(refusal(ErrorCode.COMPUTER_UNREACHABLE), OTHER, Retries()) == AskAgain()
     raced = Retries()  # a path its sandbox showed went away as bubblewrap made it
-    assert rules.refused(ErrorCode.SANDBOX_RACED, STEP, raced) == AskAgain()
-    assert rules.refused(ErrorCode.SANDBOX_RACED, STEP, raced) is None
-    assert rules.refused(ErrorCode.ALREADY_RUNNING, STEP, retries) == TwinFirst()  # another run was first
-    assert rules.refused(ErrorCode.WORKER_BLOCKED, STEP, Retries()) is None
+    assert rules.refused(refusal(ErrorCode.SANDBOX_RACED), STEP, raced) == AskAgain()
+    assert isinstance(rules.refused(refusal(ErrorCode.SANDBOX_RACED), STEP, raced), Stop)
+    assert rules.refused(refusal(ErrorCode.ALREADY_RUNNING), STEP, retries) == TwinFirst()  # a run was first
     assert rules.counts_as_started(ErrorCode.WORKER_BLOCKED)  # a dialog stopped it: --max-steps counts it
     assert not rules.counts_as_started(ErrorCode.TMUX_FAILED)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        ErrorCode.WORKER_BLOCKED,  # a dialog or a refusal keeps its CLI from working
+        ErrorCode.WORKTREE_FAILED,  # a worker pointed its worktree's HEAD at another branch
+        ErrorCode.TMUX_FAILED,  # the second in a row
+    ],
+)
+def test_a_refused_start_is_its_items_stop_with_the_next_step_and_parks_only_that_item(code):
+    retries = Retries(last_failed=STEP)
+    stop = rules.refused(refusal(code), STEP, retries)
+    assert isinstance(stop, Stop) and stop.outcome is Outcome.ERROR
+    assert stop.what.splitlines() == [f"ERROR: {code.value}", *refusal(code).message.splitlines()]
+    assert not ends_the_run(stop)  # a lane parks its item; the other lanes go on
 
 
 @pytest.mark.parametrize(
@@ -319,6 +338,7 @@ def test_a_second_failure_stops_the_run_and_blames_the_agent_only_when_it_did_no
 NOT_PREPARED = Error(ErrorCode.NOT_PREPARED, "no plan", "x", call("next_prepare", slug="x"))
 NO_WORK = Error(ErrorCode.NO_WORK, "nothing")
 BROKEN = Error(ErrorCode.ROADMAP_CONFLICT, "bad line", "x")
+MOVED = Error(ErrorCode.MAIN_MOVED, "main moved", "x")
 
 
 @pytest.mark.parametrize(
@@ -415,10 +435,16 @@ def test_the_bug_lists_lane_frees_up_once_next_work_names_something_else(slug, a
         (BROKEN, False, Outcome.ERROR),
         (BROKEN, True, Outcome.NEEDS_ATTENTION),  # its gate failed past max_review_rounds: a human looks
         (Prepared("x"), True, Outcome.ERROR),
+        (MOVED, False, Outcome.NEEDS_ATTENTION),  # main moved behind teleclaude's back: a human looks
     ],
 )
 def test_an_answer_the_run_cannot_carry_out_stops_it(action, keeps_failing, outcome):
     assert rules.error_stop(action, keeps_failing).outcome is outcome
+
+
+@pytest.mark.parametrize(("action", "whole_run"), [(MOVED, True), (BROKEN, False)])
+def test_main_moved_stops_every_lane_not_only_the_one_that_heard_it(action, whole_run):
+    assert ends_the_run(rules.error_stop(action, False)) is whole_run
 
 
 # --- agents out: waiting out a limit ------------------------------------------------------------------------

@@ -97,6 +97,37 @@ def test_a_writable_folder_reached_through_a_link_is_bound_where_it_leads_only_w
     assert last_mount(built, f"{PROJECT}/README.md") == "--ro-bind"
 
 
+CONFIG = f"{HOME}/.config/teleclaude"  # the user's teleclaude.toml: shown read-only
+
+
+@pytest.mark.parametrize(
+    ("target", "shown_files", "protected"),
+    [
+        (CONFIG, ((f"{CONFIG}/teleclaude.toml", f"{CONFIG}/teleclaude.toml"),), ()),
+        (f"{HOME}/.config", ((f"{CONFIG}/teleclaude.toml", f"{CONFIG}/teleclaude.toml"),), ()),  # holds it
+        # the trusted-settings file is shown from beside the database at the home's own place
+        (f"{HOME}/db", ((f"{HOME}/db/trusted.json", f"{HOME}/.teleclaude/trusted.json"),), ()),
+        (f"{HOME}/gitdir", (), (f"{HOME}/gitdir/refs/heads/main",)),  # a path kept read-only again
+    ],
+)
+def test_a_writable_folder_linked_to_what_is_kept_read_only_is_not_shown(target, shown_files, protected):
+    """A state folder a user linked to ~/.config/teleclaude (or to a folder holding a file the sandbox
+    shows read-only, or a protected path): the folder is not made writable, so nothing new can be written
+    beside the file (a notify.toml) and the file's folder stays the sandbox's empty one."""
+    layout = Layout(
+        workdir=TREE,
+        homes=(HOME,),
+        readonly=(PROJECT,),
+        writable=(TREE, f"{HOME}/.gemini"),
+        protected=protected,
+        shown_files=shown_files,
+        links=((f"{HOME}/.gemini", target),),
+    )
+    built = bwrap_argv("bwrap", layout, ["x"])
+    assert {path for flag, path in mounts(built) if flag == "--bind"} == {TREE}
+    assert last_mount(built, f"{target}/notify.toml") == "--tmpfs"
+
+
 def test_the_links_are_made_again_only_where_the_sandbox_empties_their_place_before_the_home_is_read_only():
     built = argv(readonly=(f"{HOME}/.local/bin",))
     assert made(built) == {

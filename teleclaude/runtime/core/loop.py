@@ -321,9 +321,10 @@ def lane_prepared(action: Action, slug: str) -> Start | Stop:
 
 def error_stop(action: Action, keeps_failing: bool) -> Stop:
     """An answer the run cannot carry out; an item whose gate keeps failing past max_review_rounds needs
-    a human's attention."""
-    if isinstance(action, Error) and action.code is ErrorCode.MAIN_MOVED:  # planner/mainref.py
-        return Stop(Outcome.NEEDS_ATTENTION, to_text(action))
+    a human's attention. Main moved behind teleclaude's back (planner/mainref.py) is every lane's answer:
+    the whole run stops, not one lane."""
+    if isinstance(action, Error) and action.code is ErrorCode.MAIN_MOVED:
+        return Stop(Outcome.NEEDS_ATTENTION, to_text(action), whole_run=True)
     if isinstance(action, Error) and keeps_failing:
         what = f"the gate of {action.slug} keeps failing past max_review_rounds\n{to_text(action)}"
         return Stop(Outcome.NEEDS_ATTENTION, what)
@@ -402,14 +403,17 @@ class TwinFirst:
 TRIED_AGAIN = (ErrorCode.TMUX_FAILED, ErrorCode.COMPUTER_UNREACHABLE, ErrorCode.SANDBOX_RACED)
 
 
-def refused(code: ErrorCode, step: StepKey, retries: Retries) -> TwinFirst | AskAgain | None:
+def refused(error: Error, step: StepKey, retries: Retries) -> TwinFirst | AskAgain | Stop:
     """The runtime refused a start: another run got there first, or tmux, ssh or the making of its sandbox
-    failed (once: try again); None: the run cannot go on (the error is its stop)."""
-    if code is ErrorCode.ALREADY_RUNNING:
+    failed (once: try again). Any other refusal is the item's stop, its error and next step as said: a
+    start again would fail the same (a worktree whose HEAD a worker pointed at another branch, a CLI
+    blocked by a dialog). That stop is never the whole run's (`ends_the_run`): a lane parks its item and
+    the other lanes go on; a run of that one item ends with it."""
+    if error.code is ErrorCode.ALREADY_RUNNING:
         return TwinFirst()
-    if code in TRIED_AGAIN and not retries.start_failed(step):
+    if error.code in TRIED_AGAIN and not retries.start_failed(step):
         return AskAgain()
-    return None
+    return Stop(Outcome.ERROR, to_text(error))
 
 
 def counts_as_started(code: ErrorCode) -> bool:

@@ -116,11 +116,15 @@ def _shown(layout: Layout) -> _Shown:
     hidden = _outer_first(tuple(real(p) for p in layout.hidden))
     covered = (*homes, *hidden, "/tmp")
     readonly = [real(p) for p in layout.readonly]
+    # what a link never makes writable: what is shown read-only, the files shown (both sides) and the
+    # paths kept read-only again (a state folder linked to ~/.config/teleclaude)
+    files = [real(p) for pair in layout.shown_files for p in pair]
+    kept = (*readonly, *files, *(real(p) for p in layout.protected))
     binds = [(p, "--ro-bind") for p in readonly if _inside(p, covered) and not _holds(p, covered)]
     for paths, flag in ((layout.writable, "--bind"), (layout.writable_files, "--bind-try")):
         for path in paths:
             target = real(path)
-            if target == path or _writable_there(target, covered, tuple(readonly)):
+            if target == path or _writable_there(target, covered, kept):
                 binds.append((target, flag))
     placed = [(path, path, flag) for path, flag in _unique(binds)]
     placed += [(source, real(target), "--bind") for source, target in layout.moved]
@@ -182,12 +186,13 @@ def _holds(path: str, folders: tuple[str, ...]) -> bool:
     return any(_inside(folder, (path,)) for folder in folders)
 
 
-def _writable_there(target: str, covered: tuple[str, ...], readonly: tuple[str, ...]) -> bool:
+def _writable_there(target: str, covered: tuple[str, ...], kept: tuple[str, ...]) -> bool:
     """A writable path's link may lead to `target`: a place the sandbox would show nothing of (in a home,
-    its /tmp, a hidden folder), in nothing it shows read-only (the project, an install) and holding none of
-    them (the system, shown read-only, never becomes writable through a link)."""
-    inside = _inside(target, covered) and not _inside(target, readonly)
-    return inside and not _holds(target, (*covered, *readonly))
+    its /tmp, a hidden folder), in nothing it keeps read-only (the project, an install, a file it shows, a
+    protected path) and holding none of them (the system, shown read-only, never becomes writable through a
+    link)."""
+    inside = _inside(target, covered) and not _inside(target, kept)
+    return inside and not _holds(target, (*covered, *kept))
 
 
 def _hidden_at(place: str, covered: tuple[str, ...], bound: tuple[str, ...]) -> bool:

@@ -1,5 +1,5 @@
 """How `teleclaude run` ends: its outcomes, the `Stop` value the loop returns and the texts a stop carries
-(its first line, the next step a report advises). Pure: runtime/core/loop.py decides, runtime/report.py
+(its first line, the next step a report advises). Pure: runtime/core/loop.py decides, runtime/run_report.py
 writes the report.
 """
 
