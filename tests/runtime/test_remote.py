@@ -221,8 +221,9 @@ def _waiting_there(socket: str) -> list[int]:
 
 def test_a_computer_gets_a_second_connection_when_its_long_lived_clients_fill_the_first(sshd, tmp_path):
     """sshd lets one connection carry `MaxSessions` channels: more long-lived ones than that (with the two
-    left to short commands) go through a second connection, none refused; once its clients are gone (their
-    lanes over), that connection is closed, the first kept for what follows."""
+    left to short commands) go through a second connection, none refused; it is kept while the computer's
+    workers may need it again (no handshake a burst), and once their lanes are over (`release`, as a run's
+    looks do for a computer with no live worker) it is closed, the first kept for what follows."""
     box = replace(computer(sshd, "/unused", tmp_path), max_sessions=MAX_SESSIONS)
     held: list[subprocess.Popen[bytes]] = []
     try:
@@ -242,6 +243,9 @@ def test_a_computer_gets_a_second_connection_when_its_long_lived_clients_fill_th
         for client in held:
             client.kill()
             client.communicate()  # reaped, its pipes closed
+        assert ssh.run(box, ["true"], 30).returncode == 0
+        assert [_master_answers(box, number) for number in (0, 1)] == [True, True]  # kept for the next burst
+        ssh.connections(box).release()
         assert ssh.connections(box).count() == 1
         assert [_master_answers(box, number) for number in (0, 1)] == [True, False]
     finally:
