@@ -138,7 +138,9 @@ def test_a_computers_panes_are_glanced_at_through_one_ssh_client_whatever_they_s
     try:
         pane = remote.cmd("new-session", "-d", "-s", "probe", "-P", "-F", "#{pane_id}", "cat")[0]
         remote.glance(pane)  # its glancer started
-        token = remote._glancer.token  # noqa: SLF001 (what a process there could read off its command line)
+        glancer = remote._glancer  # noqa: SLF001 (what a process there could read off its command line)
+        assert glancer is not None
+        token = glancer.token
         remote.send_text(pane, f"{token} 0")  # the pane shows the glancer's own end of an answer
         remote.send_key(pane, "Enter")
         deadline = time.monotonic() + 30
