@@ -15,7 +15,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +48,7 @@ from teleclaude.runtime.core.sessions import (
     StartRequest,
 )
 from teleclaude.runtime.orchestrator import Outcome
+from teleclaude.runtime.run_report import RunReport
 
 from ..loopback_sshd import MAX_SESSIONS, NAME, clone, computer, settle_settings, toml
 from ..loopback_sshd import sshd as sshd  # noqa: F401 (the fixture)
@@ -811,6 +812,20 @@ def test_twelve_lanes_on_one_computer_with_max_sessions_ten_all_start_and_delive
     assert "no more sessions" not in log  # no channel was refused (ssh would fall back to a handshake each)
 
 
+def opened(gate: list[Path], future: Future[RunReport]) -> RunReport:
+    """The gates opened, the run's report once it has ended."""
+    for each in gate:
+        each.touch()
+    return future.result(timeout=600)
+
+
+def all_three_delivered(project: Path, report: RunReport, lines: list[str]) -> list[Session]:
+    """The run ended COMPLETE with greeting, shouting and farewell delivered: every session on record."""
+    assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
+    assert delivered(project) == ["farewell", "greeting", "shouting"]
+    return SessionStore().sessions()
+
+
 def test_a_computer_that_drops_mid_run_and_returns_delivers_every_item_once_and_loses_no_commit(
     project, remote_project, sshd, fake_agents, tmp_path
 ):
@@ -833,23 +848,26 @@ def test_a_computer_that_drops_mid_run_and_returns_delivers_every_item_once_and_
         assert all(s is not None and s.state is SessionState.RUNNING for s in marked)  # not given up
         assert sshd.server.start()  # the computer is back: its workers worked on meanwhile
     finally:
-        for each in gate:
-            each.touch()
-        report = future.result(timeout=600)
-    assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
-    assert delivered(project) == ["farewell", "greeting", "shouting"]
-    sessions = SessionStore().sessions()
+        report = opened(gate, future)
+    sessions = all_three_delivered(project, report, lines)
     assert steps_twice(sessions) == []  # none twice
     assert {s.slug for s in sessions if s.computer == NAME and s.command == "next-build"} >= {
         "greeting",
         "shouting",
     }
-    commits = git(project, "log", "--format=%an|%s", "main").splitlines()
-    for slug in ("greeting", "shouting", "farewell"):  # each step's work on main once: none lost, none twice
-        for subject in (f"Build {slug}", f"Review {slug}", f"Merge {slug}"):
-            assert [c.split("|", 1)[1] for c in commits].count(subject) == 1, (subject, commits)
+    commits = each_step_on_main_once(project)
     # the builds made there while it was away reached main
     assert {"remote worker|Build greeting", "remote worker|Build shouting"} <= set(commits), commits
+
+
+def each_step_on_main_once(project: Path) -> list[str]:
+    """Main's commits ("AUTHOR|SUBJECT"), each item's build, review and merge among them exactly once: none
+    lost, none twice."""
+    commits = git(project, "log", "--format=%an|%s", "main").splitlines()
+    for slug in ("greeting", "shouting", "farewell"):
+        for subject in (f"Build {slug}", f"Review {slug}", f"Merge {slug}"):
+            assert [c.split("|", 1)[1] for c in commits].count(subject) == 1, (subject, commits)
+    return commits
 
 
 def away_for_good(project: Path, seconds: float) -> None:
@@ -860,6 +878,17 @@ def away_for_good(project: Path, seconds: float) -> None:
         .replace("[runtime]\n", f"[runtime]\nunreachable_wait = {seconds}\n", 1)
     )
     settle_settings(project, text, "Workers of a computer away are given up soon")
+
+
+def running_soon_given_up(
+    project: Path, remote_project: Path
+) -> tuple[list[Path], list[str], Future[RunReport]]:
+    """Three gated items on three lanes, a computer away 2 s given up: the gates, the run's lines, the run."""
+    gate = [project / ".git" / "gate", remote_project / ".git" / "gate"]
+    gated_items(project, [], gate, lanes=3)
+    away_for_good(project, 2)
+    lines: list[str] = []
+    return gate, lines, run_in_background(project, 3, lines)
 
 
 def given_up_there(held: list[Session], seconds: float = 120) -> list[Session]:
@@ -878,32 +907,21 @@ def test_a_computer_that_drops_mid_step_and_stays_away_has_its_items_taken_up_he
 ):
     """The run ends COMPLETE while the computer is away; when it is back, the next run ends the old workers
     there and keeps what they committed meanwhile, never merged."""
-    gate = [project / ".git" / "gate", remote_project / ".git" / "gate"]
-    gated_items(project, [], gate, lanes=3)
-    away_for_good(project, 2)
-    lines: list[str] = []
-    future = run_in_background(project, 3, lines)
+    gate, lines, future = running_soon_given_up(project, remote_project)
     try:
         held = running_there(2)  # greeting and shouting (farewell waits for greeting)
         sshd.server.kill()  # the computer drops, and is not started again during the run
         dropped = {slug: git(remote_project, "rev-parse", slug).strip() for slug in ("greeting", "shouting")}
         given_up = given_up_there(held)
     finally:
-        for each in gate:
-            each.touch()
-        report = future.result(timeout=600)
-    assert report.outcome is Outcome.COMPLETE, report.text + "\n" + "\n".join(lines)
-    assert delivered(project) == ["farewell", "greeting", "shouting"]
-    sessions = SessionStore().sessions()
+        report = opened(gate, future)
+    sessions = all_three_delivered(project, report, lines)
     assert steps_twice(sessions) == []  # none twice, the given-up workers aside
     assert {s.slug for s in given_up} == {"greeting", "shouting"}
     taken_up = {s.slug for s in sessions if s.command == "next-build" and not is_given_up(s)}
     assert taken_up >= {"greeting", "shouting"}  # each build started again, here
     assert all(s.computer == "local" for s in sessions if s.created_at > max(g.updated_at for g in given_up))
-    commits = git(project, "log", "--format=%s", "main").splitlines()
-    for slug in ("greeting", "shouting", "farewell"):
-        for subject in (f"Build {slug}", f"Review {slug}", f"Merge {slug}"):
-            assert commits.count(subject) == 1, (subject, commits)
+    each_step_on_main_once(project)
     assert "given up: 2" in report.text, report.text
     # the old workers there went on (the gate opened) and committed; the computer comes back after the run
     deadline = time.monotonic() + 120
@@ -924,11 +942,7 @@ def test_a_given_up_computer_that_returns_has_its_old_workers_ended_and_their_co
     project, remote_project, sshd, fake_agents, tmp_path, tmux_socket, teleclaude_cli, monkeypatch
 ):
     monkeypatch.setattr(given_up_rules, "SWEEP_EVERY", 2.0)  # the run tries the computer again soon
-    gate = [project / ".git" / "gate", remote_project / ".git" / "gate"]
-    gated_items(project, [], gate, lanes=3)
-    away_for_good(project, 2)
-    lines: list[str] = []
-    future = run_in_background(project, 3, lines)
+    gate, lines, future = running_soon_given_up(project, remote_project)
     try:
         held = running_there(2)
         sshd.server.kill()
