@@ -44,13 +44,18 @@ class GivenUp:
     sweeper: ThreadPoolExecutor | None = None
     sweeping: Future[list[Kept]] | None = None
     last_try: float = float("-inf")  # monotonic
+    unlisted: list[Session] = field(default_factory=list)  # given up on a computer no longer listed
 
     def resume(self) -> None:
         """At the run's start: the project's workers given up by an earlier run and never ended on their
-        computer (it came back only after that run ended) are swept from now on."""
+        computer (it came back only after that run ended) are swept from now on; those of a computer no
+        longer in teleclaude.toml are only reported (a run with it listed again sweeps them)."""
         store = self.runtime.store
         given_up = [s for s in store.sessions() if s.project == str(self.root) and rules.is_given_up(s)]
-        self.pending = rules.unswept(given_up, store.events([s.id for s in given_up]))
+        unswept = rules.unswept(given_up, store.events([s.id for s in given_up]))
+        listed = self.runtime.config.remotes
+        self.pending = [s for s in unswept if s.computer in listed]
+        self.unlisted = [s for s in unswept if s.computer not in listed]
         self.sweep()
 
     def check(self, sessions: list[Session]) -> list[Session]:
@@ -119,7 +124,12 @@ class GivenUp:
             f"{s.id} on {s.computer} (given up): not ended there, {s.computer} still cannot be reached"
             for s in self.pending
         ]
-        return [kept.text() for kept in self.kept] + left
+        unlisted = [
+            f"{s.id} on {s.computer} (given up): not ended there, {s.computer} is no longer in "
+            "teleclaude.toml (list it again and run: its worker there is ended, its later commits kept)"
+            for s in self.unlisted
+        ]
+        return [kept.text() for kept in self.kept] + left + unlisted
 
     def _sweep(self, sessions: list[Session]) -> list[Kept]:
         """Each session's old worker ended on its computer; a computer found still away is not tried again
@@ -142,8 +152,8 @@ class GivenUp:
         tmux, config = self.runtime.tmux, self.runtime.config
         computer = config.remotes.get(session.computer)
         slug = remote.item_slug(session.subfolder)
-        if computer is None:  # no longer in teleclaude.toml: nothing to reach
-            return Kept(session.id, session.computer, session.slug)
+        if computer is None:  # (not in teleclaude.toml: `resume` keeps such sessions out of `pending`)
+            return None
         with suppress(TmuxError):  # gone already (its server too), or its computer is still away
             tmux.kill_session(session.tmux_session)
         if session.computer in tmux.unreachable():

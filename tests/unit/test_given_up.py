@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -146,3 +147,18 @@ def given_up_worker(slug: str, computer: str) -> Session:
         f"old-{slug}", "claude", "next-build", slug, "/srv/p", f"trees/{slug}", SessionState.CANCELLED, NOW,
         NOW, computer=computer, last_error=text,
     )  # fmt: skip
+
+
+def test_a_given_up_worker_on_a_computer_no_longer_listed_is_reported_never_recorded_as_ended(tmp_path):
+    """teleclaude.toml no longer names its computer: nothing there is ended or kept, so nothing is recorded as
+    swept (a run with the computer listed again sweeps it), and the run's report says it is left there."""
+    box = Computer("box", "box.example", "/srv/p", {"claude": "claude"}, lanes=2)
+    store = SessionStore()
+    left = replace(given_up_worker("y", "gone"), project=str(tmp_path))
+    store.add(left)
+    runtime = Runtime(RuntimeConfig(socket="tc-given-up", remotes={"box": box}), store, env={})
+    given_up = GivenUp(runtime, tmp_path)
+    given_up.resume()
+    given_up.close()
+    assert given_up.pending == [] and len(given_up.report()) == 1
+    assert [s.id for s in rules.unswept(store.sessions(), store.events([left.id]))] == [left.id]
