@@ -230,6 +230,7 @@ class RemoteTmux(Tmux):
         self._lister_lock = threading.Lock()
         self._glancer: _Lister | None = None  # a lister of its own for glances, used while free (`_glanced`)
         self._glancer_lock = threading.Lock()
+        self._waker_lock = threading.Lock()  # apart from the lister's: a wake is read during a listing
         self._waker: _Waker | None = None
         self._waker_ended = float("-inf")  # monotonic: when the last waker's ssh ended
         self._ahead: Future[dict[Asked, list[str]]] | None = None  # captures taken ahead, each taken once
@@ -318,19 +319,21 @@ class RemoteTmux(Tmux):
     def stop_listing(self) -> None:
         """End the computer's `_Lister` and glancer (its lanes are over; the next `views` or `glance` starts
         one again), and close the connections there nothing uses any more."""
+        stopped = False
         with self._lister_lock:
             if self._lister is not None:
                 self._lister.close()
-                self._lister = None
+                self._lister, stopped = None, True
         with self._glancer_lock:
             if self._glancer is not None:
                 self._glancer.close()
-                self._glancer = None
-        connections(self.computer).release()
+                self._glancer, stopped = None, True
+        if stopped:  # (called every second for each computer not in use: most times there is nothing)
+            connections(self.computer).release()
 
     def stop_waking(self) -> None:
         """End the computer's `_Waker` (no worker there is waited on; the next `wake_fd` starts one)."""
-        with self._lister_lock:
+        with self._waker_lock:
             if self._waker is not None:
                 self._waker.close()
                 self._waker = None
@@ -340,7 +343,7 @@ class RemoteTmux(Tmux):
         failed to stop or exited, or when the waker's ssh ended (its connection dropped). None while ssh there
         is down, or for `DOWN_LOOK` seconds after a waker ended (a computer refusing it is not asked again at
         every wait: the looks see its workers meanwhile)."""
-        with self._lister_lock:
+        with self._waker_lock:
             rested = time.monotonic() - self._waker_ended >= DOWN_LOOK
             if self._waker is None and self.down_since is None and rested:
                 self._waker = _Waker(self.computer, [*self._tmux(), "wait-for", MOVED_CHANNEL])
@@ -349,7 +352,7 @@ class RemoteTmux(Tmux):
     def rung(self) -> None:
         """Read what came on `wake_fd`'s pipe; a waker whose ssh ended is closed (the next `wake_fd` after
         `DOWN_LOOK` starts another)."""
-        with self._lister_lock:
+        with self._waker_lock:
             if self._waker is not None and not self._waker.drain():
                 self._waker.close()
                 self._waker, self._waker_ended = None, time.monotonic()

@@ -402,11 +402,11 @@ def mark_own_pane(value: str, option: str = TURN_END_OPTION, wake: str = "") -> 
     pane = os.environ.get("TMUX_PANE", "")
     if not pane or not os.environ.get("TMUX"):
         return False
-    value = f"{value[:-1]}\\;" if value.endswith(";") else value  # else tmux ends the command there
     signal = [";", "wait-for", "-S", wake, ";", "wait-for", "-S", MOVED_CHANNEL] if wake else []
+    set_it = ["set-option", "-p", "-t", pane, option, _literal(value), *signal]  # else `;` ends the command
     try:
         done = subprocess.run(
-            [shutil.which("tmux") or "tmux", "set-option", "-p", "-t", pane, option, value, *signal],
+            [shutil.which("tmux") or "tmux", *set_it],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=10,

@@ -196,6 +196,7 @@ class Observer(HookNews):
         self._read = {pane: read for pane, read in self._read.items() if pane in watched}
         self._shown = {pane: shown for pane, shown in self._shown.items() if pane in watched}
         self._spend_read = {i: read for i, read in self._spend_read.items() if i in fresh}
+        self._channel_marks = {i: marks for i, marks in self._channel_marks.items() if i in fresh}
         return [fresh.get(s.id, s) for s in sessions], True
 
     # --- waiting -------------------------------------------------------------------------------------------

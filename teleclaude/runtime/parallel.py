@@ -105,8 +105,8 @@ class Lanes(Serial):
     given_up: GivenUp | None = None  # computers away, the workers given up there (`_give_up`)
 
     def go(self) -> Stop:
-        self.given_up = GivenUp(self.runtime, self.settings.root)
-        if self.runtime.config.remotes:
+        if self.runtime.config.remotes:  # (here alone: nothing to give up)
+            self.given_up = GivenUp(self.runtime, self.settings.root)
             self.given_up.resume()
         try:
             return self._go()
@@ -310,7 +310,8 @@ class Lanes(Serial):
         self.state.action = action
         self._answer(action)
         named = action if isinstance(action, Dispatch) else None
-        warm = self._claim_warm(lane.warming, named, self._computer_for(lane, named) if named else "local")
+        where = self._computer_for(lane, named) if named else "local"
+        warm = self._claim_warm(lane.warming, named, where)
         lane.warming = None
         if ahead_rules.catch_up_first(warm is not None, action) and isinstance(action, Dispatch):
             guarded(app.catch_up, action.slug, cwd=self.settings.root)  # made ahead: what merged meanwhile
@@ -318,7 +319,7 @@ class Lanes(Serial):
         begun: Session | Stop | None
         match rules.lane_answer(action, self.settings.prepare):
             case Start(action=dispatch):
-                begun = self._launch(lane, dispatch, computer=self._computer_for(lane, dispatch), warm=warm)
+                begun = self._launch(lane, dispatch, computer=where, warm=warm)
             case DropLane():
                 del self.lanes[lane.slug]
                 return None
@@ -528,7 +529,7 @@ class Lanes(Serial):
         """Workers on a computer away longer than `unreachable_wait` are given up (runtime/given_up.py):
         each lane moves to another computer ssh reaches, or here, and asks for its step again."""
         if self.given_up is None:
-            self.given_up = GivenUp(self.runtime, self.settings.root)
+            return None
         busy = {lane.session.id: lane for lane in self.lanes.values() if lane.session is not None}
         remote_lanes = {name: computer.lanes for name, computer in self.runtime.config.remotes.items()}
         for session in self.given_up.check([lane.session for lane in busy.values() if lane.session]):

@@ -120,7 +120,7 @@ def clean_up(computer: Computer, project: Path, slug: str, timeout: float) -> No
         raise TravelError(
             f"{computer.name}: its branch {slug} has commits that are not on main here (never brought back)"
         )
-    ssh.run(computer, ["sh", "-c", _CLEAN_UP, "teleclaude-clean-up", computer.project, slug, tip], timeout)
+    _remove_there(computer, slug, tip, timeout)
     tracking = f"refs/teleclaude/remotes/{computer.name}/{slug}"
     gitx.run_git(["update-ref", "-d", tracking], project)
 
@@ -134,6 +134,11 @@ def _tip_there(computer: Computer, slug: str, timeout: float) -> str:
         why = " ".join(found.stderr.split()) or f"exit status {found.returncode}"
         raise TravelError(f"{computer.name}: could not read its branch {slug} there: {why}")
     return found.stdout.strip()
+
+
+def _remove_there(computer: Computer, slug: str, tip: str, timeout: float) -> None:
+    """The item's worktree and branch (at `tip`) removed from the computer's clone (`_CLEAN_UP`)."""
+    ssh.run(computer, ["sh", "-c", _CLEAN_UP, "teleclaude-clean-up", computer.project, slug, tip], timeout)
 
 
 def keep_given_up(computer: Computer, project: Path, slug: str, ref: str, timeout: float) -> bool:
@@ -152,7 +157,7 @@ def keep_given_up(computer: Computer, project: Path, slug: str, ref: str, timeou
     )
     if not known:
         _git(computer, project, "fetch", "-q", "--force", ssh.git_url(computer), f"refs/heads/{slug}:{ref}")
-    ssh.run(computer, ["sh", "-c", _CLEAN_UP, "teleclaude-clean-up", computer.project, slug, tip], timeout)
+    _remove_there(computer, slug, tip, timeout)
     return not known
 
 
